@@ -1,0 +1,46 @@
+/* The compute backends behind one interface: the CPU reference (the oracle and the no-GPU
+ * path) and CUDA. A backend owns its KV cache for n_ctx positions and the token history it has
+ * been fed (so the CUDA backend can rebuild its state after a poisoned context). */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "model.h"
+
+typedef struct ZrBackendStats {
+    uint64_t kernels_per_token;    /* CUDA: launches in one decode step */
+    double graph_build_ms;         /* record + build + instantiate */
+    double host_us_per_token;      /* host time to issue one decode step */
+    bool graph_active;             /* decode steps currently replay a graph */
+} ZrBackendStats;
+
+typedef struct ZrBackend ZrBackend;
+struct ZrBackend {
+    const char *name; /* "cpu" or "cuda" */
+    int n_ctx;
+    /* Feeds tokens[0..n) at positions pos..pos+n-1 (pos must equal the number of tokens fed so
+     * far), extending the KV cache. Writes logits: n x n_vocab when all_logits, else only the
+     * last position's n_vocab. n == 1 is a decode step; n > 1 a prefill. */
+    int (*forward)(ZrBackend *be, const int32_t *tokens, int n, int pos, float *logits,
+                   bool all_logits, ZrError *err);
+    /* Forget positions >= pos (pos 0 = empty cache). */
+    void (*truncate)(ZrBackend *be, int pos);
+    void (*stats)(const ZrBackend *be, ZrBackendStats *out);
+    void (*destroy)(ZrBackend *be);
+};
+
+typedef struct ZrBackendOptions {
+    int n_ctx;
+    int n_threads;        /* CPU; 0 = all cores */
+    int graph;            /* CUDA: -1 from CUDA_GRAPH_ENABLE, 0 off, 1 on */
+    int verify_graph;     /* CUDA: tokens whose replay is checked against eager (default 1) */
+    bool profile;         /* CUDA: per-kernel timing (forces eager) */
+    bool log_launches;    /* CUDA: print the recorded launches */
+    const char *graph_dot;/* CUDA: write the built graph here */
+    bool quiet;
+} ZrBackendOptions;
+
+ZrBackend *zr_cpu_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err);
+/* Fails with ZR_E_NODEV when no GPU is usable (no libcuda, no device, no kernels built in). */
+ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err);

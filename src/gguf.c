@@ -1,0 +1,2 @@
+/* skeleton: filled in by its owner */
+#include "gguf.h"

@@ -1,0 +1,26 @@
+/* zrun: subcommand dispatch. Everything else lives in the cmd_*.c files. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "config.h"
+
+int main(int argc, char **argv) {
+    if (argc >= 2) {
+        const char *c = argv[1];
+        if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help")) {
+            fputs(zr_usage_text, stdout);
+            return 0;
+        }
+        if (!strcmp(c, "--version")) {
+            printf("zrun %s\n", ZR_VERSION);
+            return 0;
+        }
+        if (!strcmp(c, "info")) return zr_cmd_info(argc - 1, argv + 1);
+        if (!strcmp(c, "tokenize")) return zr_cmd_tokenize(argc - 1, argv + 1);
+        if (!strcmp(c, "eval")) return zr_cmd_eval(argc - 1, argv + 1);
+        if (!strcmp(c, "bench")) return zr_cmd_bench(argc - 1, argv + 1);
+        if (!strcmp(c, "run")) return zr_cmd_run(argc - 1, argv + 1);
+    }
+    return zr_cmd_run(argc, argv);
+}

@@ -1,0 +1,27 @@
+/* The sampling chain: repetition penalty -> top-k -> top-p -> min-p -> temperature -> draw,
+ * or greedy (temperature 0). A seeded xoshiro/pcg generator: the same seed gives the same text. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+
+typedef struct ZrSamplerParams {
+    float temp;            /* 0 = greedy */
+    int top_k;             /* 0 = off */
+    float top_p;           /* 1 = off */
+    float min_p;           /* 0 = off */
+    float repeat_penalty;  /* 1 = off */
+    int repeat_last_n;     /* tokens the penalty looks back over */
+    uint64_t seed;
+} ZrSamplerParams;
+
+typedef struct ZrSampler ZrSampler;
+
+ZrSamplerParams zr_sampler_defaults(void);
+ZrSampler *zr_sampler_create(const ZrSamplerParams *p, int n_vocab, ZrError *err);
+void zr_sampler_free(ZrSampler *s);
+/* Picks the next token from logits[n_vocab] (logits may be modified). */
+int32_t zr_sampler_sample(ZrSampler *s, float *logits);
+/* Records a token in the penalty history (prompt tokens and sampled ones). */
+void zr_sampler_accept(ZrSampler *s, int32_t id);

@@ -1,0 +1,24 @@
+#!/usr/bin/env python3
+"""Compile kernel sources into one fatbin: nvcc_fatbin.py NVCC ARCHS OUT SRC...
+
+nvcc makes one fatbin from one translation unit, so the sources (one concern per file) are
+included into a generated unity file next to OUT. ARCHS is comma-separated SM versions:
+SASS for each, plus PTX for the last one so newer GPUs can JIT the kernels."""
+import os, subprocess, sys
+
+def main():
+    nvcc, archs, out, srcs = sys.argv[1], sys.argv[2].split(','), sys.argv[3], sys.argv[4:]
+    unity = out + '.unity.cu'
+    with open(unity, 'w') as f:
+        for s in srcs:
+            f.write('#include "%s"\n' % os.path.abspath(s))
+    cmd = [nvcc, '--fatbin', '-O3', '-std=c++17', '-lineinfo', '--use_fast_math=false',
+           '-Xptxas=-warn-spills']
+    for a in archs:
+        cmd += ['-gencode', 'arch=compute_%s,code=sm_%s' % (a, a)]
+    cmd += ['-gencode', 'arch=compute_%s,code=compute_%s' % (archs[-1], archs[-1])]
+    srcdir = os.path.dirname(os.path.abspath(srcs[0])) if srcs else '.'
+    cmd += ['-I', srcdir, '-o', out, unity]
+    sys.exit(subprocess.call(cmd))
+
+main()
