@@ -27,7 +27,14 @@ int zr_err_wrap(ZrError *e, const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, e->msg, sizeof old);
-    snprintf(e->msg, sizeof e->msg, "%s: %s", prefix, old);
+    size_t n = strlen(prefix);
+    if (n > sizeof e->msg - 3) n = sizeof e->msg - 3;
+    memcpy(e->msg, prefix, n);
+    memcpy(e->msg + n, ": ", 2);
+    size_t room = sizeof e->msg - n - 3;
+    size_t m = strnlen(old, room);
+    memcpy(e->msg + n + 2, old, m);
+    e->msg[n + 2 + m] = 0;
     return (int)e->code;
 }
 

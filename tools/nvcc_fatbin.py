@@ -12,7 +12,7 @@ def main():
     with open(unity, 'w') as f:
         for s in srcs:
             f.write('#include "%s"\n' % os.path.abspath(s))
-    cmd = [nvcc, '--fatbin', '-O3', '-std=c++17', '-lineinfo', '--use_fast_math=false',
+    cmd = [nvcc, '--fatbin', '-O3', '-std=c++17', '-lineinfo',
            '-Xptxas=-warn-spills']
     for a in archs:
         cmd += ['-gencode', 'arch=compute_%s,code=sm_%s' % (a, a)]
