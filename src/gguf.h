@@ -66,9 +66,16 @@ typedef struct ZrGguf {
     uint64_t data_offset; /* start of the tensor data section in the buffer */
     void *map;            /* mmap owned by zr_gguf_open, else NULL */
     uint64_t map_len;
+    /* name -> index hash indexes (open addressing, slot = index + 1, 0 = empty); each lives
+     * in the same allocation as its table */
+    uint32_t *kv_hash;
+    uint64_t kv_hash_mask;
+    uint32_t *tensor_hash;
+    uint64_t tensor_hash_mask;
 } ZrGguf;
 
-/* Parses and validates buf[0..len). label names the input in error messages. On success the
+/* Parses and validates buf[0..len) (zero-initializes *g first; on failure *g holds nothing
+ * to free). label names the input in error messages. On success the
  * ZrGguf references buf, which must outlive it. */
 int zr_gguf_parse(ZrGguf *g, const void *buf, size_t len, const char *label, ZrError *err);
 /* mmaps path read-only and parses it. */
@@ -99,6 +106,10 @@ int zr_gguf_get_str_opt(const ZrGguf *g, const char *key, ZrStr *out, ZrError *e
 int zr_gguf_get_arr(const ZrGguf *g, const char *key, uint32_t elem_type, const ZrGgufKv **out, ZrError *err);
 /* Fills out[0..kv->n) with the strings of a STRING array (validated at parse time). */
 void zr_gguf_arr_strings(const ZrGgufKv *kv, ZrStr *out);
+/* Element i of an array (any element type, nested arrays included) as a kv view: type is the
+ * element type, key is the array's key. O(i) for string and nested arrays. 1 if i is out of
+ * range or kv is not an array. */
+int zr_gguf_arr_elem(const ZrGgufKv *kv, uint64_t i, ZrGgufKv *out);
 /* Element i of a numeric array, converted. */
 double zr_gguf_arr_num(const ZrGgufKv *kv, uint64_t i);
 /* Scalar value of a numeric kv as double / int64 (bool as 0/1). */

@@ -1,2 +1,751 @@
-/* skeleton: filled in by its owner */
+/* Weight formats: ggml's type table, block layouts (ggml-common.h), row dequantization,
+ * dot products against F32 vectors, and quantizers (ggml's reference ones for the simple
+ * types, a plain scale search for the K-quants). */
 #include "quant.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- the type table (ggml.c type_traits: name, block size, bytes per block) ---- */
+
+static const ZrTypeInfo type_table[ZR_TYPE_COUNT] = {
+    [0] = {"f32", 1, 4, true},
+    [1] = {"f16", 1, 2, true},
+    [2] = {"q4_0", 32, 18, true},
+    [3] = {"q4_1", 32, 20, true},
+    /* 4, 5: Q4_2 and Q4_3, removed from ggml */
+    [6] = {"q5_0", 32, 22, true},
+    [7] = {"q5_1", 32, 24, true},
+    [8] = {"q8_0", 32, 34, true},
+    [9] = {"q8_1", 32, 36, false},
+    [10] = {"q2_K", 256, 84, true},
+    [11] = {"q3_K", 256, 110, true},
+    [12] = {"q4_K", 256, 144, true},
+    [13] = {"q5_K", 256, 176, true},
+    [14] = {"q6_K", 256, 210, true},
+    [15] = {"q8_K", 256, 292, false},
+    [16] = {"iq2_xxs", 256, 66, false},
+    [17] = {"iq2_xs", 256, 74, false},
+    [18] = {"iq3_xxs", 256, 98, false},
+    [19] = {"iq1_s", 256, 50, false},
+    [20] = {"iq4_nl", 32, 18, false},
+    [21] = {"iq3_s", 256, 110, false},
+    [22] = {"iq2_s", 256, 82, false},
+    [23] = {"iq4_xs", 256, 136, false},
+    [24] = {"i8", 1, 1, false},
+    [25] = {"i16", 1, 2, false},
+    [26] = {"i32", 1, 4, false},
+    [27] = {"i64", 1, 8, false},
+    [28] = {"f64", 1, 8, false},
+    [29] = {"iq1_m", 256, 56, false},
+    [30] = {"bf16", 1, 2, true},
+    /* 31..33: Q4_0_4_4, Q4_0_4_8, Q4_0_8_8, removed (repacking is done at load time now) */
+    [34] = {"tq1_0", 256, 54, false},
+    [35] = {"tq2_0", 256, 66, false},
+    /* 36..38: IQ4_NL_4_4, IQ4_NL_4_8, IQ4_NL_8_8, removed */
+    [39] = {"mxfp4", 32, 17, false},
+};
+
+const ZrTypeInfo *zr_type_info(uint32_t type) {
+    if (type >= ZR_TYPE_COUNT || type_table[type].name == NULL) return NULL;
+    return &type_table[type];
+}
+
+const char *zr_type_name(uint32_t type) {
+    const ZrTypeInfo *t = zr_type_info(type);
+    return t ? t->name : "?";
+}
+
+size_t zr_row_bytes(uint32_t type, int64_t n) {
+    const ZrTypeInfo *t = zr_type_info(type);
+    if (!t || n < 0) return 0;
+    return (size_t)(n / t->block) * t->bytes;
+}
+
+/* ---- half precision ---- */
+
+/* Branch-free (selects only) so loops over F16 rows vectorize. The exponent/mantissa bits
+ * placed in an f32 and scaled by 2^112 give every finite half exactly, subnormals included. */
+static inline float f16_to_f32(uint16_t h) {
+    uint32_t em = (uint32_t)(h & 0x7fffu) << 13;
+    float f;
+    memcpy(&f, &em, 4);
+    f *= 0x1p112f;
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    /* inf and nan: all-ones exponent; nan is quieted as F16C does */
+    uint32_t special = 0x7f800000u | em | ((h & 0x3ffu) ? 0x400000u : 0u);
+    bits = (h & 0x7c00u) == 0x7c00u ? special : bits;
+    bits |= (uint32_t)(h & 0x8000u) << 16;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+float zr_f16_to_f32(uint16_t h) { return f16_to_f32(h); }
+
+uint16_t zr_f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu)); /* nan stays nan */
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to inf */
+    if (ax < 0x38800000u) {
+        /* result is subnormal (or zero): value / 2^-24, rounded to nearest even */
+        if (ax < 0x33000000u) return sign; /* < 2^-25: rounds to zero (2^-25 itself ties to 0) */
+        uint32_t e = ax >> 23;              /* 102..112 */
+        uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+        uint32_t shift = 126 - e;           /* m * 2^(e-150) / 2^-24 = m >> (126 - e) */
+        uint32_t q = m >> shift;
+        uint32_t rem = m & ((1u << shift) - 1);
+        uint32_t half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (q & 1))) q++;
+        return (uint16_t)(sign | q);
+    }
+    uint32_t r = ax - 0x38000000u; /* rebias exponent 127 -> 15 (in the f32 bit position) */
+    uint32_t q = r >> 13;
+    uint32_t rem = r & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (q & 1))) q++; /* carries into the exponent correctly */
+    return (uint16_t)(sign | q);
+}
+
+float zr_bf16_to_f32(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t zr_f32_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet nan */
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+/* ---- block layouts (byte offsets as in ggml-common.h; all little-endian) ----
+ * q4_0  18 B / 32:  d f16 | qs[16]                    x = d * (q - 8),   q = nibble
+ * q4_1  20 B / 32:  d f16 | m f16 | qs[16]            x = d * q + m
+ * q5_0  22 B / 32:  d f16 | qh u32 | qs[16]           x = d * (q - 16),  q = nibble | qh bit << 4
+ * q5_1  24 B / 32:  d f16 | m f16 | qh u32 | qs[16]   x = d * q + m
+ * q8_0  34 B / 32:  d f16 | qs i8[32]                 x = d * q
+ *   In the 32-element types byte j holds element j (low nibble) and j + 16 (high nibble);
+ *   qh bit j is element j's fifth bit.
+ * q2_K  84 B / 256:  scales[16] | qs[64] | d f16 | dmin f16
+ *   16 sub-blocks of 16: x = d * (sc & 15) * q - dmin * (sc >> 4), q in 0..3
+ * q3_K 110 B / 256:  hmask[32] | qs[64] | scales[12] | d f16
+ *   16 sub-blocks of 16: x = d * (s - 32) * (q - 4), s 6 bits, q = 2 low bits | hmask bit << 2
+ * q4_K 144 B / 256:  d f16 | dmin f16 | scales[12] | qs[128]
+ *   8 sub-blocks of 32: x = d * s * q - dmin * m, s and m 6 bits, q in 0..15
+ * q5_K 176 B / 256:  d f16 | dmin f16 | scales[12] | qh[32] | qs[128]     q in 0..31
+ * q6_K 210 B / 256:  ql[128] | qh[64] | scales i8[16] | d f16
+ *   16 sub-blocks of 16: x = d * sc * (q - 32), q = 4 low bits | 2 high bits << 4
+ * Element e of a 256-block sits, for the 2-bit fields, in byte 32*(e/128) + e%32 at bit
+ * 2*((e%128)/32); that is, each 128-half is four 32-element planes of one byte array. */
+
+static inline float ld_f16(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return f16_to_f32(h);
+}
+
+static inline void st_f16(uint8_t *p, float f) {
+    uint16_t h = zr_f32_to_f16(f);
+    memcpy(p, &h, 2);
+}
+
+/* q4_K / q5_K: 8 (scale, min) pairs of 6 bits in 12 bytes. Pairs 0..3 are the low 6 bits of
+ * bytes 0..3 (scales) and 4..7 (mins); pairs 4..7 are nibbles of bytes 8..11 with their top
+ * two bits in the spare top bits of bytes 0..7. */
+static inline void k4_scale_min(const uint8_t *s, int j, float *sc, float *m) {
+    if (j < 4) {
+        *sc = (float)(s[j] & 63);
+        *m = (float)(s[j + 4] & 63);
+    } else {
+        *sc = (float)((s[j + 4] & 0xf) | ((s[j - 4] >> 6) << 4));
+        *m = (float)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+    }
+}
+
+/* q3_K: 16 six-bit scales in 12 bytes: scale j's low nibble is byte j%8 (low nibble for
+ * j < 8, high for j >= 8), its top two bits are bits 2*(j/4) of byte 8 + j%4. */
+static inline int k3_scale(const uint8_t *s, int j) {
+    int lo = j < 8 ? (s[j] & 0xf) : (s[j - 8] >> 4);
+    int hi = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
+    return (lo | (hi << 4)) - 32;
+}
+
+/* One block each: b points at the block, y receives its 32 or 256 values. */
+
+static inline void deq_q4_0(const uint8_t *restrict b, float *restrict y) {
+    const float d = ld_f16(b);
+    const uint8_t *qs = b + 2;
+    for (int j = 0; j < 16; j++) {
+        y[j] = (float)((qs[j] & 0xf) - 8) * d;
+        y[j + 16] = (float)((qs[j] >> 4) - 8) * d;
+    }
+}
+
+static inline void deq_q4_1(const uint8_t *restrict b, float *restrict y) {
+    const float d = ld_f16(b), m = ld_f16(b + 2);
+    const uint8_t *qs = b + 4;
+    for (int j = 0; j < 16; j++) {
+        y[j] = (float)(qs[j] & 0xf) * d + m;
+        y[j + 16] = (float)(qs[j] >> 4) * d + m;
+    }
+}
+
+static inline void deq_q5_0(const uint8_t *restrict b, float *restrict y) {
+    const float d = ld_f16(b);
+    uint32_t qh;
+    memcpy(&qh, b + 2, 4);
+    const uint8_t *qs = b + 6;
+    for (int j = 0; j < 16; j++) {
+        int h0 = (int)((qh >> j) & 1) << 4, h1 = (int)((qh >> (j + 16)) & 1) << 4;
+        y[j] = (float)(((qs[j] & 0xf) | h0) - 16) * d;
+        y[j + 16] = (float)(((qs[j] >> 4) | h1) - 16) * d;
+    }
+}
+
+static inline void deq_q5_1(const uint8_t *restrict b, float *restrict y) {
+    const float d = ld_f16(b), m = ld_f16(b + 2);
+    uint32_t qh;
+    memcpy(&qh, b + 4, 4);
+    const uint8_t *qs = b + 8;
+    for (int j = 0; j < 16; j++) {
+        int h0 = (int)((qh >> j) & 1) << 4, h1 = (int)((qh >> (j + 16)) & 1) << 4;
+        y[j] = (float)((qs[j] & 0xf) | h0) * d + m;
+        y[j + 16] = (float)((qs[j] >> 4) | h1) * d + m;
+    }
+}
+
+static inline void deq_q8_0(const uint8_t *restrict b, float *restrict y) {
+    const float d = ld_f16(b);
+    const int8_t *qs = (const int8_t *)(b + 2);
+    for (int j = 0; j < 32; j++) y[j] = (float)qs[j] * d;
+}
+
+static inline void deq_q2_K(const uint8_t *restrict b, float *restrict y) {
+    const uint8_t *sc = b, *qs = b + 16;
+    const float d = ld_f16(b + 80), dmin = ld_f16(b + 82);
+    for (int half = 0; half < 2; half++) {
+        for (int plane = 0; plane < 4; plane++) {
+            for (int sub = 0; sub < 2; sub++) {
+                const int is = half * 8 + plane * 2 + sub;
+                const float dl = d * (float)(sc[is] & 0xf), ml = dmin * (float)(sc[is] >> 4);
+                const uint8_t *q = qs + half * 32 + sub * 16;
+                float *out = y + half * 128 + plane * 32 + sub * 16;
+                for (int l = 0; l < 16; l++) out[l] = dl * (float)((q[l] >> (2 * plane)) & 3) - ml;
+            }
+        }
+    }
+}
+
+static inline void deq_q3_K(const uint8_t *restrict b, float *restrict y) {
+    const uint8_t *hmask = b, *qs = b + 32, *sc = b + 96;
+    const float d = ld_f16(b + 108);
+    for (int half = 0; half < 2; half++) {
+        for (int plane = 0; plane < 4; plane++) {
+            const int hbit = half * 4 + plane;
+            for (int sub = 0; sub < 2; sub++) {
+                const float dl = d * (float)k3_scale(sc, half * 8 + plane * 2 + sub);
+                const uint8_t *q = qs + half * 32 + sub * 16, *hm = hmask + sub * 16;
+                float *out = y + half * 128 + plane * 32 + sub * 16;
+                for (int l = 0; l < 16; l++) {
+                    int v = (int)((q[l] >> (2 * plane)) & 3) - (((hm[l] >> hbit) & 1) ? 0 : 4);
+                    out[l] = dl * (float)v;
+                }
+            }
+        }
+    }
+}
+
+static inline void deq_q4_K(const uint8_t *restrict b, float *restrict y) {
+    const float d = ld_f16(b), dmin = ld_f16(b + 2);
+    const uint8_t *sc = b + 4, *qs = b + 16;
+    for (int p = 0; p < 4; p++) {
+        float s0, m0, s1, m1;
+        k4_scale_min(sc, 2 * p, &s0, &m0);
+        k4_scale_min(sc, 2 * p + 1, &s1, &m1);
+        const float d0 = d * s0, n0 = dmin * m0, d1 = d * s1, n1 = dmin * m1;
+        const uint8_t *q = qs + 32 * p;
+        for (int l = 0; l < 32; l++) {
+            y[64 * p + l] = d0 * (float)(q[l] & 0xf) - n0;
+            y[64 * p + 32 + l] = d1 * (float)(q[l] >> 4) - n1;
+        }
+    }
+}
+
+static inline void deq_q5_K(const uint8_t *restrict b, float *restrict y) {
+    const float d = ld_f16(b), dmin = ld_f16(b + 2);
+    const uint8_t *sc = b + 4, *qh = b + 16, *qs = b + 48;
+    for (int p = 0; p < 4; p++) {
+        float s0, m0, s1, m1;
+        k4_scale_min(sc, 2 * p, &s0, &m0);
+        k4_scale_min(sc, 2 * p + 1, &s1, &m1);
+        const float d0 = d * s0, n0 = dmin * m0, d1 = d * s1, n1 = dmin * m1;
+        const uint8_t *q = qs + 32 * p;
+        for (int l = 0; l < 32; l++) {
+            int h0 = ((qh[l] >> (2 * p)) & 1) << 4, h1 = ((qh[l] >> (2 * p + 1)) & 1) << 4;
+            y[64 * p + l] = d0 * (float)((q[l] & 0xf) | h0) - n0;
+            y[64 * p + 32 + l] = d1 * (float)((q[l] >> 4) | h1) - n1;
+        }
+    }
+}
+
+static inline void deq_q6_K(const uint8_t *restrict b, float *restrict y) {
+    const uint8_t *ql = b, *qh = b + 128;
+    const int8_t *sc = (const int8_t *)(b + 192);
+    const float d = ld_f16(b + 208);
+    for (int half = 0; half < 2; half++) {
+        const uint8_t *l4 = ql + 64 * half, *h2 = qh + 32 * half;
+        const int8_t *s = sc + 8 * half;
+        float *out = y + 128 * half;
+        for (int sub = 0; sub < 2; sub++) {
+            const float d0 = d * (float)s[sub], d1 = d * (float)s[sub + 2];
+            const float d2 = d * (float)s[sub + 4], d3 = d * (float)s[sub + 6];
+            for (int l = 16 * sub; l < 16 * sub + 16; l++) {
+                int q0 = ((l4[l] & 0xf) | (((h2[l] >> 0) & 3) << 4)) - 32;
+                int q1 = ((l4[l + 32] & 0xf) | (((h2[l] >> 2) & 3) << 4)) - 32;
+                int q2 = ((l4[l] >> 4) | (((h2[l] >> 4) & 3) << 4)) - 32;
+                int q3 = ((l4[l + 32] >> 4) | (((h2[l] >> 6) & 3) << 4)) - 32;
+                out[l] = d0 * (float)q0;
+                out[l + 32] = d1 * (float)q1;
+                out[l + 64] = d2 * (float)q2;
+                out[l + 96] = d3 * (float)q3;
+            }
+        }
+    }
+}
+
+static inline void deq_f16(const uint8_t *restrict b, float *restrict y) {
+    for (int j = 0; j < 32; j++) y[j] = ld_f16(b + 2 * j);
+}
+
+static inline void deq_bf16(const uint8_t *restrict b, float *restrict y) {
+    for (int j = 0; j < 32; j++) {
+        uint16_t h;
+        memcpy(&h, b + 2 * j, 2);
+        y[j] = zr_bf16_to_f32(h);
+    }
+}
+
+static inline void deq_f32(const uint8_t *restrict b, float *restrict y) {
+    memcpy(y, b, 32 * sizeof(float));
+}
+
+/* ---- rows ----
+ * The float types are handled in chunks of 32 elements (CHUNK) so every type walks a row the
+ * same way: one "unit" of (elements, bytes) at a time. */
+
+#define CHUNK 32
+
+/* The dot products are the CPU backend's inner loop (every weight row of every token goes
+ * through them), so they are built twice on x86-64 gcc: for AVX2+FMA and for the baseline,
+ * picked at load time (ifunc). fp-contract lets the AVX2 clone fuse the multiply-adds. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define ZR_HOT __attribute__((optimize("fp-contract=fast"), target_clones("arch=x86-64-v3", "default")))
+#else
+#define ZR_HOT
+#endif
+
+/* 16 independent partial sums: a vector register's worth (or two), so the loop carries no
+ * serial dependency and needs no reassociation to vectorize. */
+#define LANES 16
+
+static inline void fma_lanes(float *restrict acc, const float *restrict w, const float *restrict x, int n) {
+    for (int i = 0; i < n; i += LANES)
+        for (int k = 0; k < LANES; k++) acc[k] += w[i + k] * x[i + k];
+}
+
+static inline float sum_lanes(float *acc) {
+    for (int w = LANES / 2; w > 0; w /= 2)
+        for (int k = 0; k < w; k++) acc[k] += acc[k + w];
+    return acc[0];
+}
+
+#define DEFINE_ROW_FUNCS(name, elems, bytes)                                                  \
+    static void deq_row_##name(const uint8_t *src, float *dst, int64_t n) {                   \
+        for (int64_t i = 0; i < n / (elems); i++) deq_##name(src + i * (bytes), dst + i * (elems)); \
+    }                                                                                         \
+    ZR_HOT static float dot_row_##name(const uint8_t *row, const float *x, int64_t n) {        \
+        float acc[LANES] = {0};                                                               \
+        float w[elems]; /* one dequantized block */                                           \
+        for (int64_t i = 0; i < n / (elems); i++) {                                           \
+            deq_##name(row + i * (bytes), w);                                                 \
+            fma_lanes(acc, w, x + i * (elems), (elems));                                      \
+        }                                                                                     \
+        return sum_lanes(acc);                                                                \
+    }
+
+DEFINE_ROW_FUNCS(f32, CHUNK, CHUNK * 4)
+DEFINE_ROW_FUNCS(f16, CHUNK, CHUNK * 2)
+DEFINE_ROW_FUNCS(bf16, CHUNK, CHUNK * 2)
+DEFINE_ROW_FUNCS(q4_0, 32, 18)
+DEFINE_ROW_FUNCS(q4_1, 32, 20)
+DEFINE_ROW_FUNCS(q5_0, 32, 22)
+DEFINE_ROW_FUNCS(q5_1, 32, 24)
+DEFINE_ROW_FUNCS(q8_0, 32, 34)
+DEFINE_ROW_FUNCS(q2_K, 256, 84)
+DEFINE_ROW_FUNCS(q3_K, 256, 110)
+DEFINE_ROW_FUNCS(q4_K, 256, 144)
+DEFINE_ROW_FUNCS(q5_K, 256, 176)
+DEFINE_ROW_FUNCS(q6_K, 256, 210)
+
+/* The float types accept any n; their last n % CHUNK elements are done one by one. */
+static int64_t float_tail(uint32_t type, int64_t n) {
+    return (type == ZR_TYPE_F32 || type == ZR_TYPE_F16 || type == ZR_TYPE_BF16) ? n % CHUNK : 0;
+}
+
+static float scalar_at(uint32_t type, const uint8_t *p, int64_t i) {
+    uint16_t h;
+    float f;
+    switch (type) {
+    case ZR_TYPE_F32: memcpy(&f, p + 4 * i, 4); return f;
+    case ZR_TYPE_F16: memcpy(&h, p + 2 * i, 2); return f16_to_f32(h);
+    default: memcpy(&h, p + 2 * i, 2); return zr_bf16_to_f32(h);
+    }
+}
+
+void zr_dequant_row(uint32_t type, const void *src, float *dst, int64_t n) {
+    const uint8_t *p = src;
+    int64_t tail = float_tail(type, n), body = n - tail;
+    switch (type) {
+    case ZR_TYPE_F32: deq_row_f32(p, dst, body); break;
+    case ZR_TYPE_F16: deq_row_f16(p, dst, body); break;
+    case ZR_TYPE_BF16: deq_row_bf16(p, dst, body); break;
+    case ZR_TYPE_Q4_0: deq_row_q4_0(p, dst, n); break;
+    case ZR_TYPE_Q4_1: deq_row_q4_1(p, dst, n); break;
+    case ZR_TYPE_Q5_0: deq_row_q5_0(p, dst, n); break;
+    case ZR_TYPE_Q5_1: deq_row_q5_1(p, dst, n); break;
+    case ZR_TYPE_Q8_0: deq_row_q8_0(p, dst, n); break;
+    case ZR_TYPE_Q2_K: deq_row_q2_K(p, dst, n); break;
+    case ZR_TYPE_Q3_K: deq_row_q3_K(p, dst, n); break;
+    case ZR_TYPE_Q4_K: deq_row_q4_K(p, dst, n); break;
+    case ZR_TYPE_Q5_K: deq_row_q5_K(p, dst, n); break;
+    case ZR_TYPE_Q6_K: deq_row_q6_K(p, dst, n); break;
+    default:
+        for (int64_t i = 0; i < n; i++) dst[i] = NAN; /* not a compute type: callers check first */
+        return;
+    }
+    for (int64_t i = body; i < n; i++) dst[i] = scalar_at(type, p, i);
+}
+
+float zr_dot_row(uint32_t type, const void *row, const float *x, int64_t n) {
+    const uint8_t *p = row;
+    int64_t tail = float_tail(type, n), body = n - tail;
+    float s;
+    switch (type) {
+    case ZR_TYPE_F32: s = dot_row_f32(p, x, body); break;
+    case ZR_TYPE_F16: s = dot_row_f16(p, x, body); break;
+    case ZR_TYPE_BF16: s = dot_row_bf16(p, x, body); break;
+    case ZR_TYPE_Q4_0: return dot_row_q4_0(p, x, n);
+    case ZR_TYPE_Q4_1: return dot_row_q4_1(p, x, n);
+    case ZR_TYPE_Q5_0: return dot_row_q5_0(p, x, n);
+    case ZR_TYPE_Q5_1: return dot_row_q5_1(p, x, n);
+    case ZR_TYPE_Q8_0: return dot_row_q8_0(p, x, n);
+    case ZR_TYPE_Q2_K: return dot_row_q2_K(p, x, n);
+    case ZR_TYPE_Q3_K: return dot_row_q3_K(p, x, n);
+    case ZR_TYPE_Q4_K: return dot_row_q4_K(p, x, n);
+    case ZR_TYPE_Q5_K: return dot_row_q5_K(p, x, n);
+    case ZR_TYPE_Q6_K: return dot_row_q6_K(p, x, n);
+    default: return NAN;
+    }
+    for (int64_t i = body; i < n; i++) s += scalar_at(type, p, i) * x[i];
+    return s;
+}
+
+/* ---- quantizers ----
+ * The 32-element types follow ggml's reference quantizers (quantize_row_*_ref), so files
+ * written here match llama.cpp's reference output. The K-quants use a plain scale search:
+ * per sub-block a least-error choice among a few candidate scales, then the super-block
+ * scale(s) from the largest sub-block scale. Valid blocks, not llama.cpp's quality. */
+
+static inline float absmax_signed(const float *x, int n) {
+    float amax = 0, max = 0;
+    for (int j = 0; j < n; j++) {
+        if (amax < fabsf(x[j])) {
+            amax = fabsf(x[j]);
+            max = x[j];
+        }
+    }
+    return max;
+}
+
+static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static void q_q4_0(const float *x, uint8_t *b) {
+    const float d = absmax_signed(x, 32) / -8, id = d != 0 ? 1.0f / d : 0.0f;
+    st_f16(b, d);
+    for (int j = 0; j < 16; j++) {
+        int lo = (int8_t)(x[j] * id + 8.5f), hi = (int8_t)(x[j + 16] * id + 8.5f);
+        b[2 + j] = (uint8_t)((lo < 15 ? lo : 15) | ((hi < 15 ? hi : 15) << 4));
+    }
+}
+
+static void minmax(const float *x, int n, float *mn, float *mx) {
+    *mn = INFINITY;
+    *mx = -INFINITY;
+    for (int j = 0; j < n; j++) {
+        if (x[j] < *mn) *mn = x[j];
+        if (x[j] > *mx) *mx = x[j];
+    }
+}
+
+static void q_q4_1(const float *x, uint8_t *b) {
+    float mn, mx;
+    minmax(x, 32, &mn, &mx);
+    const float d = (mx - mn) / 15, id = d != 0 ? 1.0f / d : 0.0f;
+    st_f16(b, d);
+    st_f16(b + 2, mn);
+    for (int j = 0; j < 16; j++) {
+        int lo = (int8_t)((x[j] - mn) * id + 0.5f), hi = (int8_t)((x[j + 16] - mn) * id + 0.5f);
+        b[4 + j] = (uint8_t)((lo < 15 ? lo : 15) | ((hi < 15 ? hi : 15) << 4));
+    }
+}
+
+static void q_q5_0(const float *x, uint8_t *b) {
+    const float d = absmax_signed(x, 32) / -16, id = d != 0 ? 1.0f / d : 0.0f;
+    st_f16(b, d);
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; j++) {
+        int lo = (int8_t)(x[j] * id + 16.5f), hi = (int8_t)(x[j + 16] * id + 16.5f);
+        lo = lo < 31 ? lo : 31;
+        hi = hi < 31 ? hi : 31;
+        b[6 + j] = (uint8_t)((lo & 0xf) | ((hi & 0xf) << 4));
+        qh |= (uint32_t)((lo >> 4) & 1) << j;
+        qh |= (uint32_t)((hi >> 4) & 1) << (j + 16);
+    }
+    memcpy(b + 2, &qh, 4);
+}
+
+static void q_q5_1(const float *x, uint8_t *b) {
+    float mn, mx;
+    minmax(x, 32, &mn, &mx);
+    const float d = (mx - mn) / 31, id = d != 0 ? 1.0f / d : 0.0f;
+    st_f16(b, d);
+    st_f16(b + 2, mn);
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; j++) {
+        uint8_t lo = (uint8_t)((x[j] - mn) * id + 0.5f), hi = (uint8_t)((x[j + 16] - mn) * id + 0.5f);
+        b[8 + j] = (uint8_t)((lo & 0xf) | ((hi & 0xf) << 4));
+        qh |= (uint32_t)((lo >> 4) & 1) << j;
+        qh |= (uint32_t)((hi >> 4) & 1) << (j + 16);
+    }
+    memcpy(b + 4, &qh, 4);
+}
+
+static void q_q8_0(const float *x, uint8_t *b) {
+    float amax = 0;
+    for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+    const float d = amax / 127, id = d != 0 ? 1.0f / d : 0.0f;
+    st_f16(b, d);
+    for (int j = 0; j < 32; j++) b[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
+}
+
+/* Signed symmetric sub-block (x = s * q, q in [qmin, qmax]): the scale maps the
+ * largest-magnitude value onto qmin (as ggml does, using the longer side of the range), then
+ * a few nearby scales are tried and the one with the least squared error kept. */
+static float fit_symmetric(const float *x, int n, int qmin, int qmax) {
+    const float max = absmax_signed(x, n);
+    if (max == 0) return 0;
+    float best = max / (float)qmin, best_err = INFINITY;
+    for (int t = -4; t <= 4; t++) {
+        const float s = max / ((float)qmin + 0.1f * (float)t);
+        float err = 0;
+        for (int j = 0; j < n; j++) {
+            int q = clampi((int)lrintf(x[j] / s), qmin, qmax);
+            float e = x[j] - s * (float)q;
+            err += e * e;
+        }
+        if (err < best_err) {
+            best_err = err;
+            best = s;
+        }
+    }
+    return best;
+}
+
+/* Affine sub-block (x = s * q - m, q in [0, qmax], m >= 0): the grid spans [min(x, 0), max]. */
+static void fit_affine(const float *x, int n, int qmax, float *s, float *m) {
+    float mn, mx;
+    minmax(x, n, &mn, &mx);
+    if (mn > 0) mn = 0;
+    *s = (mx - mn) / (float)qmax;
+    *m = -mn;
+}
+
+/* Quantizes a 6-bit (or 4-bit) scale index: nearest, clamped. */
+static inline int qscale(float v, float d, int lo, int hi) {
+    return d != 0 ? clampi((int)lrintf(v / d), lo, hi) : 0;
+}
+
+static void q_q2_K(const float *x, uint8_t *b) {
+    float s[16], m[16], smax = 0, mmax = 0;
+    for (int j = 0; j < 16; j++) {
+        fit_affine(x + 16 * j, 16, 3, &s[j], &m[j]);
+        smax = fmaxf(smax, s[j]);
+        mmax = fmaxf(mmax, m[j]);
+    }
+    st_f16(b + 80, smax / 15);
+    st_f16(b + 82, mmax / 15);
+    const float d = ld_f16(b + 80), dmin = ld_f16(b + 82);
+    uint8_t *qs = b + 16;
+    memset(qs, 0, 64);
+    for (int j = 0; j < 16; j++) {
+        /* the min is rounded up so the grid still reaches the smallest value */
+        int ls = qscale(s[j], d, 0, 15);
+        int lm = dmin != 0 ? clampi((int)ceilf(m[j] / dmin), 0, 15) : 0;
+        b[j] = (uint8_t)(ls | (lm << 4));
+        const float dl = d * (float)ls, ml = dmin * (float)lm;
+        for (int l = 0; l < 16; l++) {
+            const int e = 16 * j + l;
+            int q = dl != 0 ? clampi((int)lrintf((x[e] + ml) / dl), 0, 3) : 0;
+            qs[32 * (e / 128) + e % 32] |= (uint8_t)(q << (2 * ((e % 128) / 32)));
+        }
+    }
+}
+
+static void q_q3_K(const float *x, uint8_t *b) {
+    float s[16], max = 0, amax = 0;
+    for (int j = 0; j < 16; j++) {
+        s[j] = fit_symmetric(x + 16 * j, 16, -4, 3);
+        if (fabsf(s[j]) > amax) {
+            amax = fabsf(s[j]);
+            max = s[j];
+        }
+    }
+    st_f16(b + 108, max / -32);
+    const float d = ld_f16(b + 108);
+    uint8_t *hmask = b, *qs = b + 32, *sc = b + 96;
+    memset(b, 0, 108);
+    for (int j = 0; j < 16; j++) {
+        int ls = qscale(s[j], d, -32, 31);
+        int u = ls + 32;
+        if (j < 8) sc[j] = (uint8_t)(u & 0xf);
+        else sc[j - 8] |= (uint8_t)((u & 0xf) << 4);
+        sc[8 + j % 4] |= (uint8_t)((u >> 4) << (2 * (j / 4)));
+        const float dl = d * (float)ls;
+        for (int l = 0; l < 16; l++) {
+            const int e = 16 * j + l;
+            int q = (dl != 0 ? clampi((int)lrintf(x[e] / dl), -4, 3) : 0) + 4;
+            if (q & 4) hmask[e % 32] |= (uint8_t)(1u << (e / 32));
+            qs[32 * (e / 128) + e % 32] |= (uint8_t)((q & 3) << (2 * ((e % 128) / 32)));
+        }
+    }
+}
+
+/* q4_K / q5_K share the sub-block scales: 8 sub-blocks of 32, 6-bit scale and min. Fills the
+ * header (d, dmin, scales) and returns each sub-block's (d * scale, dmin * min). */
+static void k4_header(const float *x, int qmax, uint8_t *b, float *dl, float *ml) {
+    float s[8], m[8], smax = 0, mmax = 0;
+    for (int j = 0; j < 8; j++) {
+        fit_affine(x + 32 * j, 32, qmax, &s[j], &m[j]);
+        smax = fmaxf(smax, s[j]);
+        mmax = fmaxf(mmax, m[j]);
+    }
+    st_f16(b, smax / 63);
+    st_f16(b + 2, mmax / 63);
+    const float d = ld_f16(b), dmin = ld_f16(b + 2);
+    uint8_t *sc = b + 4;
+    memset(sc, 0, 12);
+    for (int j = 0; j < 8; j++) {
+        int ls = qscale(s[j], d, 0, 63);
+        int lm = dmin != 0 ? clampi((int)ceilf(m[j] / dmin), 0, 63) : 0;
+        if (j < 4) {
+            sc[j] = (uint8_t)ls;
+            sc[j + 4] = (uint8_t)lm;
+        } else {
+            sc[j + 4] = (uint8_t)((ls & 0xf) | ((lm & 0xf) << 4));
+            sc[j - 4] |= (uint8_t)((ls >> 4) << 6);
+            sc[j] |= (uint8_t)((lm >> 4) << 6);
+        }
+        dl[j] = d * (float)ls;
+        ml[j] = dmin * (float)lm;
+    }
+}
+
+static void q_q4_K(const float *x, uint8_t *b) {
+    float dl[8], ml[8];
+    k4_header(x, 15, b, dl, ml);
+    uint8_t *qs = b + 16;
+    memset(qs, 0, 128);
+    for (int e = 0; e < 256; e++) {
+        const int j = e / 32;
+        int q = dl[j] != 0 ? clampi((int)lrintf((x[e] + ml[j]) / dl[j]), 0, 15) : 0;
+        qs[32 * (e / 64) + e % 32] |= (uint8_t)(q << (4 * (j & 1)));
+    }
+}
+
+static void q_q5_K(const float *x, uint8_t *b) {
+    float dl[8], ml[8];
+    k4_header(x, 31, b, dl, ml);
+    uint8_t *qh = b + 16, *qs = b + 48;
+    memset(qh, 0, 32 + 128);
+    for (int e = 0; e < 256; e++) {
+        const int j = e / 32;
+        int q = dl[j] != 0 ? clampi((int)lrintf((x[e] + ml[j]) / dl[j]), 0, 31) : 0;
+        qs[32 * (e / 64) + e % 32] |= (uint8_t)((q & 0xf) << (4 * (j & 1)));
+        qh[e % 32] |= (uint8_t)((q >> 4) << j);
+    }
+}
+
+static void q_q6_K(const float *x, uint8_t *b) {
+    float s[16], max = 0, amax = 0;
+    for (int j = 0; j < 16; j++) {
+        s[j] = fit_symmetric(x + 16 * j, 16, -32, 31);
+        if (fabsf(s[j]) > amax) {
+            amax = fabsf(s[j]);
+            max = s[j];
+        }
+    }
+    st_f16(b + 208, max / -128);
+    const float d = ld_f16(b + 208);
+    uint8_t *ql = b, *qh = b + 128;
+    int8_t *sc = (int8_t *)(b + 192);
+    memset(b, 0, 208);
+    for (int j = 0; j < 16; j++) {
+        int ls = qscale(s[j], d, -128, 127);
+        sc[j] = (int8_t)ls;
+        const float dl = d * (float)ls;
+        for (int l = 0; l < 16; l++) {
+            const int e = 16 * j + l, half = e / 128, r = e % 128, plane = r / 32, i = r % 32;
+            int q = (dl != 0 ? clampi((int)lrintf(x[e] / dl), -32, 31) : 0) + 32;
+            ql[64 * half + 32 * (plane & 1) + i] |= (uint8_t)((q & 0xf) << (4 * (plane >> 1)));
+            qh[32 * half + i] |= (uint8_t)((q >> 4) << (2 * plane));
+        }
+    }
+}
+
+bool zr_quantize_row(uint32_t type, const float *src, void *dst, int64_t n) {
+    const ZrTypeInfo *t = zr_type_info(type);
+    if (!t || n < 0 || n % t->block != 0) return false;
+    uint8_t *p = dst;
+    void (*q)(const float *, uint8_t *);
+    switch (type) {
+    case ZR_TYPE_F32: memcpy(dst, src, (size_t)n * 4); return true;
+    case ZR_TYPE_F16:
+        for (int64_t i = 0; i < n; i++) st_f16(p + 2 * i, src[i]);
+        return true;
+    case ZR_TYPE_BF16:
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h = zr_f32_to_bf16(src[i]);
+            memcpy(p + 2 * i, &h, 2);
+        }
+        return true;
+    case ZR_TYPE_Q4_0: q = q_q4_0; break;
+    case ZR_TYPE_Q4_1: q = q_q4_1; break;
+    case ZR_TYPE_Q5_0: q = q_q5_0; break;
+    case ZR_TYPE_Q5_1: q = q_q5_1; break;
+    case ZR_TYPE_Q8_0: q = q_q8_0; break;
+    case ZR_TYPE_Q2_K: q = q_q2_K; break;
+    case ZR_TYPE_Q3_K: q = q_q3_K; break;
+    case ZR_TYPE_Q4_K: q = q_q4_K; break;
+    case ZR_TYPE_Q5_K: q = q_q5_K; break;
+    case ZR_TYPE_Q6_K: q = q_q6_K; break;
+    default: return false;
+    }
+    for (int64_t i = 0; i < n / t->block; i++) q(src + i * t->block, p + i * t->bytes);
+    return true;
+}
