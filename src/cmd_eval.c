@@ -1,10 +1,207 @@
-/* Placeholder until this command lands (skeleton commit). */
+/* zrun eval: teacher-forced logits of a token sequence, for comparing implementations.
+ *   zrun eval -m FILE --tokens IDS_FILE --logits OUT.f32 [--device auto|cpu|cuda] [-t N] [-c N]
+ * Every position's logits (n_tokens x n_vocab, little-endian float32, row-major) go to OUT. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
+#include "backend.h"
 #include "cmd.h"
+#include "model.h"
+
+/* Logits held in memory at once; longer sequences are fed in several forwards. */
+#define EVAL_MAX_LOGITS ((int64_t)64 << 20)
+
+typedef struct EvalArgs {
+    const char *model, *tokens, *logits, *device;
+    int n_threads, n_ctx;
+} EvalArgs;
+
+static int usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "zrun eval: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nusage: zrun eval -m FILE --tokens IDS_FILE --logits OUT.f32 [--device auto|cpu|cuda] [-t N] [-c N]\n");
+    return 2;
+}
+
+static bool parse_int(const char *s, int lo, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > INT32_MAX) return false;
+    *out = (int)v;
+    return true;
+}
+
+static int parse_args(int argc, char **argv, EvalArgs *a) {
+    static const struct option opts[] = {
+        {"model", required_argument, NULL, 'm'},   {"tokens", required_argument, NULL, 'T'},
+        {"logits", required_argument, NULL, 'L'},  {"device", required_argument, NULL, 'D'},
+        {"threads", required_argument, NULL, 't'}, {"ctx-size", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    };
+    *a = (EvalArgs){.device = "auto"};
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":m:t:c:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'm': a->model = optarg; break;
+        case 'T': a->tokens = optarg; break;
+        case 'L': a->logits = optarg; break;
+        case 'D': a->device = optarg; break;
+        case 't':
+            if (!parse_int(optarg, 0, &a->n_threads)) return usage_error("-t: expected a thread count >= 0, found '%s'", optarg);
+            break;
+        case 'c':
+            if (!parse_int(optarg, 1, &a->n_ctx)) return usage_error("-c: expected a context size >= 1, found '%s'", optarg);
+            break;
+        case 'h': return -1;
+        case ':': return usage_error("%s needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+    if (!a->model) return usage_error("%s", "-m FILE is required");
+    if (!a->tokens) return usage_error("%s", "--tokens IDS_FILE is required");
+    if (!a->logits) return usage_error("%s", "--logits OUT.f32 is required");
+    if (strcmp(a->device, "auto") && strcmp(a->device, "cpu") && strcmp(a->device, "cuda"))
+        return usage_error("--device: expected auto, cpu or cuda, found '%s'", a->device);
+    return 0;
+}
+
+/* Whitespace-separated decimal ids; *ids is malloc'ed. */
+static int read_tokens(const char *path, int32_t **ids, int *n, ZrError *err) {
+    FILE *f = fopen(path, "r");
+    if (!f) return zr_err(err, ZR_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    int cap = 256, count = 0;
+    int32_t *v = malloc(sizeof *v * cap);
+    char word[32];
+    int rc = v ? 0 : zr_err(err, ZR_E_NOMEM, "%s: out of memory", path);
+    while (!rc && fscanf(f, "%31s", word) == 1) {
+        char *end;
+        errno = 0;
+        long id = strtol(word, &end, 10);
+        if (errno || *end || id < 0 || id > INT32_MAX) {
+            rc = zr_err(err, ZR_E_FORMAT, "%s: token %d: expected a non-negative decimal id, found '%s'", path, count + 1, word);
+            break;
+        }
+        if (count == cap) {
+            int32_t *nv = realloc(v, sizeof *v * (cap *= 2));
+            if (!nv) {
+                rc = zr_err(err, ZR_E_NOMEM, "%s: out of memory", path);
+                break;
+            }
+            v = nv;
+        }
+        v[count++] = (int32_t)id;
+    }
+    fclose(f);
+    if (!rc && count == 0) rc = zr_err(err, ZR_E_FORMAT, "%s: no token ids", path);
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    *ids = v;
+    *n = count;
+    return 0;
+}
+
+static ZrBackend *open_backend(const ZrModel *m, const EvalArgs *a, int n_ctx, ZrError *err) {
+    ZrBackendOptions o = {.n_ctx = n_ctx, .n_threads = a->n_threads, .graph = 0, .verify_graph = 1, .quiet = true};
+    if (!strcmp(a->device, "cpu")) return zr_cpu_backend_create(m, &o, err);
+    ZrBackend *be = zr_cuda_backend_create(m, &o, err);
+    if (be || !strcmp(a->device, "cuda")) return be;
+    fprintf(stderr, "zrun eval: %s; using the CPU backend\n", err->msg);
+    return zr_cpu_backend_create(m, &o, err);
+}
+
+static bool write_f32le(FILE *f, const float *v, size_t n) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &v[i], 4);
+        u = __builtin_bswap32(u);
+        if (fwrite(&u, 4, 1, f) != 1) return false;
+    }
+    return true;
+#else
+    return fwrite(v, sizeof(float), n, f) == n;
+#endif
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Teacher-forced: every token at its position, logits of all positions. */
+static int eval_tokens(ZrBackend *be, const int32_t *ids, int n, int n_vocab, FILE *out, const char *out_path, ZrError *err) {
+    int64_t per_call = EVAL_MAX_LOGITS / n_vocab;
+    int chunk = per_call < 1 ? 1 : per_call < n ? (int)per_call : n;
+    float *logits = malloc(sizeof(float) * (size_t)chunk * n_vocab);
+    if (!logits) return zr_err(err, ZR_E_NOMEM, "out of memory for %d x %d logits", chunk, n_vocab);
+    int rc = 0;
+    for (int pos = 0; !rc && pos < n; pos += chunk) {
+        int nc = n - pos < chunk ? n - pos : chunk;
+        rc = be->forward(be, ids + pos, nc, pos, logits, true, err);
+        if (!rc && !write_f32le(out, logits, (size_t)nc * n_vocab))
+            rc = zr_err(err, ZR_E_IO, "%s: write failed: %s", out_path, strerror(errno));
+    }
+    free(logits);
+    return rc;
+}
 
 int zr_cmd_eval(int argc, char **argv) {
-    (void)argc;
-    fprintf(stderr, "zrun: '%s' is not available in this build yet\n", argv[0]);
+    EvalArgs a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc == -1) {
+        fputs(zr_usage_text, stdout);
+        return 0;
+    }
+    if (rc) return rc;
+
+    ZrError err = {0};
+    int32_t *ids = NULL;
+    int n = 0;
+    ZrModel m;
+    ZrBackend *be = NULL;
+    FILE *out = NULL;
+    double t0 = now_ms();
+    if (read_tokens(a.tokens, &ids, &n, &err)) goto fail_ids;
+    if (zr_model_load(&m, a.model, &err)) goto fail_ids;
+    be = open_backend(&m, &a, a.n_ctx ? a.n_ctx : n, &err);
+    if (!be) goto fail_model;
+    out = fopen(a.logits, "wb");
+    if (!out) {
+        zr_err(&err, ZR_E_IO, "%s: cannot create: %s", a.logits, strerror(errno));
+        goto fail_backend;
+    }
+    double t1 = now_ms();
+    rc = eval_tokens(be, ids, n, m.hp.n_vocab, out, a.logits, &err);
+    if (fclose(out) && !rc) rc = zr_err(&err, ZR_E_IO, "%s: write failed: %s", a.logits, strerror(errno));
+    if (rc) {
+        remove(a.logits); /* no partial logits file left behind */
+        goto fail_backend;
+    }
+    fprintf(stderr, "zrun eval: %d tokens x %d logits -> %s (%s backend, load %.1f ms, forward %.1f ms)\n", n, m.hp.n_vocab,
+            a.logits, be->name, t1 - t0, now_ms() - t1);
+    be->destroy(be);
+    zr_model_free(&m);
+    free(ids);
+    return 0;
+
+fail_backend:
+    if (be) be->destroy(be);
+fail_model:
+    zr_model_free(&m);
+fail_ids:
+    free(ids);
+    fprintf(stderr, "zrun eval: %s\n", err.msg);
     return 1;
 }

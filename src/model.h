@@ -23,6 +23,7 @@ typedef struct ZrHparams {
     int n_ctx_train;     /* context_length */
     int rope_dim;        /* rope.dimension_count (<= head_dim) */
     float rope_theta;    /* rope.freq_base, default 10000 */
+    float rope_freq_scale; /* 1 / rope.scaling.factor for linear scaling; 1 when none */
     bool rope_neox;      /* NeoX pairs (i, i+rope_dim/2) vs adjacent pairs (2i, 2i+1) */
     float rms_eps;       /* attention.layer_norm_rms_epsilon */
 } ZrHparams;
@@ -34,7 +35,7 @@ typedef struct ZrWeight {
     uint32_t type;       /* ZrType */
     int64_t ne0, ne1;
     uint64_t nbytes;
-    const char *name;    /* static label for messages, e.g. "blk.3.attn_q.weight" lives in the file */
+    const char *name;    /* NUL-terminated tensor name, e.g. "blk.3.attn_q.weight" (owned by the model) */
 } ZrWeight;
 
 typedef struct ZrLayer {
@@ -62,6 +63,7 @@ typedef struct ZrModel {
     ZrLayer *layers;             /* [n_layer] */
     uint64_t n_params;
     uint64_t bytes_per_token;    /* weight bytes read per decoded token (all matrices once, one embedding row) */
+    char *names;                 /* storage of the weights' NUL-terminated names */
 } ZrModel;
 
 /* Opens path, reads hyper-parameters and binds every tensor. An unsupported architecture is
@@ -71,3 +73,5 @@ int zr_model_load(ZrModel *m, const char *path, ZrError *err);
 int zr_model_from_gguf(ZrModel *m, ZrGguf *g, ZrError *err);
 void zr_model_free(ZrModel *m);
 const char *zr_arch_supported_list(void);
+/* Row r of a [ne0, ne1] weight (r < ne1). */
+const void *zr_weight_row(const ZrWeight *w, int64_t r);

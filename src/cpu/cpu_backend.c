@@ -1,2 +1,294 @@
-/* skeleton: filled in by its owner */
+/* The CPU backend: the reference forward pass (F32 activations, weights dequantized row by row
+ * as they are used, F32 KV cache) and zrun's no-GPU path. A call to forward runs a batch of
+ * tokens through the layers together, so a prefill reads every weight once per chunk of
+ * ZR_CPU_UBATCH tokens. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "backend.h"
+#include "cpu/matmul.h"
+#include "cpu/ops.h"
+#include "cpu/pool.h"
+#include "quant.h"
+
+/* Tokens computed together; bounds the activation buffers for long prompts (as llama.cpp's
+ * default ubatch). */
+#define ZR_CPU_UBATCH 512
+#define ZR_CPU_MAX_THREADS 256
+
+typedef struct CpuBackend {
+    ZrBackend be;       /* first: the interface the callers hold */
+    const ZrModel *m;
+    ZrCpuPool *pool;
+    int n_past;         /* tokens in the KV cache */
+    int64_t q_dim;      /* n_head * head_dim */
+    int64_t kv_dim;     /* n_head_kv * head_dim */
+    float *k_cache;     /* [n_layer][n_ctx][kv_dim] */
+    float *v_cache;     /* [n_layer][n_ctx][kv_dim] */
+    int cap;            /* tokens the activation buffers below hold */
+    float *x;           /* [cap][n_embd] residual stream */
+    float *xn;          /* [cap][max(n_embd, n_ff)]: normed input of a block / swiglu output */
+    float *q;           /* [cap][q_dim] */
+    float *k;           /* [cap][kv_dim] */
+    float *v;           /* [cap][kv_dim] */
+    float *att;         /* [cap][q_dim] attention output, per head */
+    float *gate;        /* [cap][n_ff] */
+    float *up;          /* [cap][n_ff] */
+    float *delta;       /* [cap][n_embd] block output before the residual add */
+    float *rowbuf;      /* [threads][ZR_CPU_MATMUL_TILE * max row length] dequantized weight rows */
+    int64_t rowbuf_len;
+    float *scores;      /* [threads][n_ctx] attention weights */
+} CpuBackend;
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+static const float *f32(const ZrWeight *w) { return w->data; }
+
+/* ---- one op per step of the layer ---- */
+
+static void embed(const CpuBackend *c, const int32_t *tokens, int n) {
+    const ZrWeight *e = &c->m->tok_embd;
+    for (int t = 0; t < n; t++) zr_dequant_row(e->type, zr_weight_row(e, tokens[t]), c->x + (int64_t)t * e->ne0, e->ne0);
+}
+
+static void rmsnorm_rows(float *y, const float *x, const ZrWeight *w, int n, float eps) {
+    const int d = (int)w->ne0;
+    for (int t = 0; t < n; t++) zr_cpu_rmsnorm(y + (int64_t)t * d, x + (int64_t)t * d, f32(w), d, eps);
+}
+
+static void add_bias_rows(float *y, const ZrWeight *b, int n) {
+    if (!b->data) return;
+    for (int t = 0; t < n; t++) zr_cpu_add(y + t * b->ne0, f32(b), b->ne0);
+}
+
+static void matmul(CpuBackend *c, const ZrWeight *w, float *y, const float *x, int n) {
+    ZrCpuMatmul mm = {w, y};
+    zr_cpu_matmul(c->pool, c->rowbuf, c->rowbuf_len, &mm, 1, x, n);
+}
+
+/* qwen3: RMSNorm over each head's vector, before rope */
+static void head_norm_rows(float *v, const ZrWeight *w, int n, int n_heads, float eps) {
+    if (!w->data) return;
+    const int hd = (int)w->ne0;
+    for (int64_t i = 0; i < (int64_t)n * n_heads; i++) zr_cpu_rmsnorm(v + i * hd, v + i * hd, f32(w), hd, eps);
+}
+
+static void rope_rows(const CpuBackend *c, float *v, int64_t dim, int n_heads, int n, int pos) {
+    const ZrHparams *hp = &c->m->hp;
+    const float *ff = c->m->rope_freqs.data ? f32(&c->m->rope_freqs) : NULL;
+    for (int t = 0; t < n; t++)
+        zr_cpu_rope(v + t * dim, n_heads, hp->head_dim, hp->rope_dim, pos + t, hp->rope_theta, hp->rope_freq_scale, ff, hp->rope_neox);
+}
+
+static void store_kv(CpuBackend *c, int il, int n, int pos) {
+    const int64_t layer = (int64_t)il * c->be.n_ctx * c->kv_dim;
+    memcpy(c->k_cache + layer + (int64_t)pos * c->kv_dim, c->k, sizeof(float) * n * c->kv_dim);
+    memcpy(c->v_cache + layer + (int64_t)pos * c->kv_dim, c->v, sizeof(float) * n * c->kv_dim);
+}
+
+typedef struct AttnJob {
+    CpuBackend *c;
+    int il, pos;
+} AttnJob;
+
+/* Items are (token, head) pairs: token t at position pos+t attends to positions 0..pos+t. */
+static void attention_heads(void *ctx, int64_t begin, int64_t end, int thread) {
+    const AttnJob *j = ctx;
+    CpuBackend *c = j->c;
+    const ZrHparams *hp = &c->m->hp;
+    const int hd = hp->head_dim, group = hp->n_head / hp->n_head_kv;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const float *kc = c->k_cache + (int64_t)j->il * c->be.n_ctx * c->kv_dim; /* [n_ctx][kv_dim] */
+    const float *vc = c->v_cache + (int64_t)j->il * c->be.n_ctx * c->kv_dim;
+    float *p = c->scores + (int64_t)thread * c->be.n_ctx;
+    for (int64_t item = begin; item < end; item++) {
+        const int t = (int)(item / hp->n_head), h = (int)(item % hp->n_head);
+        const int64_t kv_off = (int64_t)(h / group) * hd;
+        const int n_keys = j->pos + t + 1;
+        const float *q = c->q + t * c->q_dim + (int64_t)h * hd;
+        for (int s = 0; s < n_keys; s++) p[s] = zr_cpu_dot(q, kc + s * c->kv_dim + kv_off, hd);
+        zr_cpu_softmax(p, n_keys, scale);
+        float *out = c->att + t * c->q_dim + (int64_t)h * hd;
+        memset(out, 0, sizeof(float) * hd);
+        for (int s = 0; s < n_keys; s++) {
+            const float *v = vc + s * c->kv_dim + kv_off;
+            for (int d = 0; d < hd; d++) out[d] += p[s] * v[d];
+        }
+    }
+}
+
+static void attention(CpuBackend *c, int il, int n, int pos) {
+    AttnJob j = {c, il, pos};
+    zr_cpu_pool_run(c->pool, (int64_t)n * c->m->hp.n_head, attention_heads, &j);
+}
+
+static void attention_block(CpuBackend *c, int il, int n, int pos) {
+    const ZrHparams *hp = &c->m->hp;
+    const ZrLayer *L = &c->m->layers[il];
+    rmsnorm_rows(c->xn, c->x, &L->attn_norm, n, hp->rms_eps);
+    ZrCpuMatmul qkv[3] = {{&L->wq, c->q}, {&L->wk, c->k}, {&L->wv, c->v}};
+    zr_cpu_matmul(c->pool, c->rowbuf, c->rowbuf_len, qkv, 3, c->xn, n);
+    add_bias_rows(c->q, &L->bq, n);
+    add_bias_rows(c->k, &L->bk, n);
+    add_bias_rows(c->v, &L->bv, n);
+    head_norm_rows(c->q, &L->q_norm, n, hp->n_head, hp->rms_eps);
+    head_norm_rows(c->k, &L->k_norm, n, hp->n_head_kv, hp->rms_eps);
+    rope_rows(c, c->q, c->q_dim, hp->n_head, n, pos);
+    rope_rows(c, c->k, c->kv_dim, hp->n_head_kv, n, pos);
+    store_kv(c, il, n, pos);
+    attention(c, il, n, pos);
+    matmul(c, &L->wo, c->delta, c->att, n);
+    zr_cpu_add(c->x, c->delta, (int64_t)n * hp->n_embd);
+}
+
+static void ffn_block(CpuBackend *c, int il, int n) {
+    const ZrHparams *hp = &c->m->hp;
+    const ZrLayer *L = &c->m->layers[il];
+    rmsnorm_rows(c->xn, c->x, &L->ffn_norm, n, hp->rms_eps);
+    ZrCpuMatmul gate_up[2] = {{&L->w_gate, c->gate}, {&L->w_up, c->up}};
+    zr_cpu_matmul(c->pool, c->rowbuf, c->rowbuf_len, gate_up, 2, c->xn, n);
+    zr_cpu_swiglu(c->xn, c->gate, c->up, (int64_t)n * hp->n_ff);
+    matmul(c, &L->w_down, c->delta, c->xn, n);
+    zr_cpu_add(c->x, c->delta, (int64_t)n * hp->n_embd);
+}
+
+/* Logits of the chunk's last token (n_out = 1) or of all of them (n_out = n), into out. */
+static void output_logits(CpuBackend *c, int n, int n_out, float *out) {
+    const ZrHparams *hp = &c->m->hp;
+    const float *x = c->x + (int64_t)(n - n_out) * hp->n_embd;
+    rmsnorm_rows(c->xn, x, &c->m->output_norm, n_out, hp->rms_eps);
+    matmul(c, &c->m->output, out, c->xn, n_out);
+}
+
+static void forward_chunk(CpuBackend *c, const int32_t *tokens, int n, int pos, float *logits, bool all_logits) {
+    embed(c, tokens, n);
+    for (int il = 0; il < c->m->hp.n_layer; il++) {
+        attention_block(c, il, n, pos);
+        ffn_block(c, il, n);
+    }
+    if (logits) output_logits(c, n, all_logits ? n : 1, logits);
+}
+
+/* ---- buffers ---- */
+
+static void free_activations(CpuBackend *c) {
+    float **bufs[] = {&c->x, &c->xn, &c->q, &c->k, &c->v, &c->att, &c->gate, &c->up, &c->delta};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        free(*bufs[i]);
+        *bufs[i] = NULL;
+    }
+    c->cap = 0;
+}
+
+/* Sizes the activation buffers for n tokens (grown on a larger batch only: never in the
+ * decode loop). */
+static int reserve(CpuBackend *c, int n, ZrError *err) {
+    if (n <= c->cap) return 0;
+    const ZrHparams *hp = &c->m->hp;
+    free_activations(c);
+    const size_t t = (size_t)n, f = sizeof(float);
+    c->x = malloc(t * hp->n_embd * f);
+    c->xn = malloc(t * (size_t)max64(hp->n_embd, hp->n_ff) * f);
+    c->q = malloc(t * c->q_dim * f);
+    c->k = malloc(t * c->kv_dim * f);
+    c->v = malloc(t * c->kv_dim * f);
+    c->att = malloc(t * c->q_dim * f);
+    c->gate = malloc(t * hp->n_ff * f);
+    c->up = malloc(t * hp->n_ff * f);
+    c->delta = malloc(t * hp->n_embd * f);
+    if (!c->x || !c->xn || !c->q || !c->k || !c->v || !c->att || !c->gate || !c->up || !c->delta) {
+        free_activations(c);
+        return zr_err(err, ZR_E_NOMEM, "cpu backend: out of memory for the activations of %d tokens", n);
+    }
+    c->cap = n;
+    return 0;
+}
+
+/* ---- the interface ---- */
+
+static int cpu_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, float *logits, bool all_logits, ZrError *err) {
+    CpuBackend *c = (CpuBackend *)be;
+    const int n_vocab = c->m->hp.n_vocab;
+    if (n < 1) return zr_err(err, ZR_E_INTERNAL, "cpu forward: %d tokens given (at least 1 expected)", n);
+    if (pos != c->n_past)
+        return zr_err(err, ZR_E_INTERNAL, "cpu forward: position %d given, but %d tokens are in the cache", pos, c->n_past);
+    if ((int64_t)pos + n > be->n_ctx)
+        return zr_err(err, ZR_E_RANGE, "cpu forward: %d tokens at positions %d..%d do not fit the context of %d tokens (use a larger -c)",
+                      n, pos, pos + n - 1, be->n_ctx);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= n_vocab)
+            return zr_err(err, ZR_E_RANGE, "cpu forward: token id %d at position %d is outside the vocabulary 0..%d", tokens[i], pos + i, n_vocab - 1);
+    int rc = reserve(c, n < ZR_CPU_UBATCH ? n : ZR_CPU_UBATCH, err);
+    if (rc) return rc;
+    for (int c0 = 0; c0 < n; c0 += ZR_CPU_UBATCH) {
+        const int nc = n - c0 < ZR_CPU_UBATCH ? n - c0 : ZR_CPU_UBATCH;
+        const bool last = c0 + nc == n;
+        float *out = all_logits ? logits + (int64_t)c0 * n_vocab : last ? logits : NULL;
+        forward_chunk(c, tokens + c0, nc, pos + c0, out, all_logits);
+        c->n_past = pos + c0 + nc;
+    }
+    return 0;
+}
+
+static void cpu_truncate(ZrBackend *be, int pos) {
+    CpuBackend *c = (CpuBackend *)be;
+    if (pos < 0) pos = 0;
+    if (pos < c->n_past) c->n_past = pos;
+}
+
+static void cpu_stats(const ZrBackend *be, ZrBackendStats *out) {
+    (void)be;
+    memset(out, 0, sizeof *out);
+}
+
+static void cpu_destroy(ZrBackend *be) {
+    CpuBackend *c = (CpuBackend *)be;
+    if (!c) return;
+    zr_cpu_pool_free(c->pool);
+    free_activations(c);
+    free(c->k_cache);
+    free(c->v_cache);
+    free(c->rowbuf);
+    free(c->scores);
+    free(c);
+}
+
+static int default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > ZR_CPU_MAX_THREADS ? ZR_CPU_MAX_THREADS : (int)n;
+}
+
+ZrBackend *zr_cpu_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err) {
+    const ZrHparams *hp = &m->hp;
+    int n_ctx = o->n_ctx > 0 ? o->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+    int n_threads = o->n_threads > 0 ? (o->n_threads < ZR_CPU_MAX_THREADS ? o->n_threads : ZR_CPU_MAX_THREADS) : default_threads();
+    CpuBackend *c = calloc(1, sizeof *c);
+    if (!c) {
+        zr_err(err, ZR_E_NOMEM, "cpu backend: out of memory");
+        return NULL;
+    }
+    c->be = (ZrBackend){.name = "cpu", .n_ctx = n_ctx, .forward = cpu_forward, .truncate = cpu_truncate, .stats = cpu_stats, .destroy = cpu_destroy};
+    c->m = m;
+    c->q_dim = (int64_t)hp->n_head * hp->head_dim;
+    c->kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
+    c->rowbuf_len = ZR_CPU_MATMUL_TILE * max64(max64(hp->n_embd, hp->n_ff), c->q_dim);
+    const size_t kv_elems = (size_t)hp->n_layer * n_ctx * c->kv_dim;
+    c->k_cache = malloc(kv_elems * sizeof(float));
+    c->v_cache = malloc(kv_elems * sizeof(float));
+    c->rowbuf = malloc((size_t)n_threads * c->rowbuf_len * sizeof(float));
+    c->scores = malloc((size_t)n_threads * n_ctx * sizeof(float));
+    if (!c->k_cache || !c->v_cache || !c->rowbuf || !c->scores) {
+        zr_err(err, ZR_E_NOMEM, "cpu backend: cannot allocate the KV cache (%.1f MiB for %d tokens); use a smaller -c",
+               2.0 * kv_elems * sizeof(float) / (1 << 20), n_ctx);
+        cpu_destroy(&c->be);
+        return NULL;
+    }
+    c->pool = zr_cpu_pool_create(n_threads, err);
+    if (!c->pool) {
+        cpu_destroy(&c->be);
+        return NULL;
+    }
+    return &c->be;
+}

@@ -1,0 +1,45 @@
+/* Command-line parsing for the run command (getopt_long into a settings struct), and the
+ * checked number parsers every subcommand can use. Parsing only: nothing is opened here. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "sampler.h"
+
+typedef enum ZrDevice { ZR_DEVICE_AUTO, ZR_DEVICE_CPU, ZR_DEVICE_CUDA } ZrDevice;
+
+typedef struct ZrRunSettings {
+    const char *model;        /* -m */
+    const char *prompt;       /* -p TEXT; "-" = standard input; NULL when -f is used */
+    const char *prompt_file;  /* -f FILE */
+    int n_predict;            /* -n: tokens to generate; -1 = until end of generation or context */
+    int n_ctx;                /* -c: 0 = the model's context, at most ZR_RUN_DEFAULT_CTX */
+    int n_threads;            /* -t: 0 = all cores */
+    ZrSamplerParams sampler;  /* sampler.repeat_last_n is only valid when repeat_last_n >= 0 */
+    int repeat_last_n;        /* -1 = the whole context */
+    bool seed_given;          /* else the seed comes from the clock */
+    bool special;             /* --special: parse special-token text in the prompt */
+    ZrDevice device;
+    int graph;                /* -1 = CUDA_GRAPH_ENABLE decides, 0 --no-graph, 1 --graph */
+    int verify_graph;
+    bool profile;
+    bool log_launches;
+    const char *graph_dot;
+    bool quiet;
+    bool help;                /* --help: print the usage and exit 0 */
+} ZrRunSettings;
+
+#define ZR_RUN_DEFAULT_CTX 4096
+#define ZR_RUN_DEFAULT_N_PREDICT 128
+
+void zr_run_settings_defaults(ZrRunSettings *s);
+/* Parses argv[1..argc) (argv[0] names the command). A bad option or value fails with
+ * ZR_E_USAGE and a message naming the option, what was expected and what was found. */
+int zr_cli_parse_run(ZrRunSettings *s, int argc, char **argv, ZrError *err);
+
+/* Checked conversions of an option's argument: the whole string must be a number in
+ * [lo, hi] (floats: finite too). opt names the option in the message. */
+int zr_cli_int(const char *opt, const char *arg, long lo, long hi, int *out, ZrError *err);
+int zr_cli_float(const char *opt, const char *arg, double lo, double hi, float *out, ZrError *err);
+int zr_cli_u64(const char *opt, const char *arg, uint64_t *out, ZrError *err);

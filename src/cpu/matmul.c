@@ -1,0 +1,55 @@
+#include "matmul.h"
+
+#include "ops.h"
+#include "quant.h"
+
+typedef struct MatmulJob {
+    const ZrCpuMatmul *mm;
+    int n_mm;
+    int64_t first_row[ZR_CPU_MATMUL_MAX + 1]; /* rows of the products laid end to end */
+    const float *x;                            /* [n][ne0] */
+    int n;
+    float *rowbuf;                             /* [threads][rowbuf_len] */
+    int64_t rowbuf_len;
+} MatmulJob;
+
+/* Rows [begin, end) of product k: dequantized a tile at a time, then dotted with every token. */
+static void matmul_tiles(const MatmulJob *j, int k, int64_t begin, int64_t end, float *buf) {
+    const ZrWeight *w = j->mm[k].w;
+    const int64_t ne0 = w->ne0, ne1 = w->ne1;
+    const float *rows[ZR_CPU_MATMUL_TILE];
+    for (int64_t r0 = begin; r0 < end; r0 += ZR_CPU_MATMUL_TILE) {
+        const int nr = (int)(end - r0 < ZR_CPU_MATMUL_TILE ? end - r0 : ZR_CPU_MATMUL_TILE);
+        for (int i = 0; i < nr; i++) {
+            const void *src = zr_weight_row(w, r0 + i);
+            if (w->type == ZR_TYPE_F32) {
+                rows[i] = src;
+            } else {
+                zr_dequant_row(w->type, src, buf + i * ne0, ne0);
+                rows[i] = buf + i * ne0;
+            }
+        }
+        for (int t = 0; t < j->n; t++) {
+            const float *x = j->x + t * ne0;
+            float *y = j->mm[k].y + t * ne1 + r0;
+            for (int i = 0; i < nr; i++) y[i] = zr_cpu_dot(rows[i], x, ne0);
+        }
+    }
+}
+
+static void matmul_rows(void *ctx, int64_t begin, int64_t end, int thread) {
+    const MatmulJob *j = ctx;
+    float *buf = j->rowbuf + thread * j->rowbuf_len;
+    for (int k = 0; k < j->n_mm; k++) {
+        const int64_t lo = begin > j->first_row[k] ? begin : j->first_row[k];
+        const int64_t hi = end < j->first_row[k + 1] ? end : j->first_row[k + 1];
+        if (lo < hi) matmul_tiles(j, k, lo - j->first_row[k], hi - j->first_row[k], buf);
+    }
+}
+
+void zr_cpu_matmul(ZrCpuPool *pool, float *rowbuf, int64_t rowbuf_len, const ZrCpuMatmul *mm, int n_mm,
+                   const float *x, int n) {
+    MatmulJob j = {.mm = mm, .n_mm = n_mm, .x = x, .n = n, .rowbuf = rowbuf, .rowbuf_len = rowbuf_len};
+    for (int k = 0; k < n_mm; k++) j.first_row[k + 1] = j.first_row[k] + mm[k].w->ne1;
+    zr_cpu_pool_run(pool, j.first_row[n_mm], matmul_rows, &j);
+}

@@ -1,0 +1,120 @@
+#include "cuda/cublaslt.h"
+
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *status_name(const ZrCublasLt *lt, cublasStatus_t s) {
+    const char *n = lt->status_name ? lt->status_name(s) : NULL;
+    return n ? n : "CUBLAS_STATUS (unnamed)";
+}
+
+#define LT_TRY(lt, err, call, ...)                                                                   \
+    do {                                                                                             \
+        cublasStatus_t s_ = (call);                                                                  \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                           \
+            char what_[256];                                                                         \
+            snprintf(what_, sizeof what_, __VA_ARGS__);                                              \
+            rc = zr_err(err, ZR_E_CUDA, "cuBLASLt: %s: %s (%d)", what_, status_name(lt, s_), s_);    \
+            goto done;                                                                               \
+        }                                                                                            \
+    } while (0)
+
+int zr_cublaslt_open(ZrCublasLt *lt, ZrError *err) {
+    memset(lt, 0, sizeof *lt);
+    /* The toolkit's lib64 is not always on the loader path (it is for pip/distro installs). */
+    static const char *const names[] = {
+        "libcublasLt.so.13", "libcublasLt.so.12", "/usr/local/cuda/lib64/libcublasLt.so.13",
+        "/usr/local/cuda/lib64/libcublasLt.so.12",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !lt->lib; i++)
+        lt->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lt->lib) {
+        const char *why = dlerror();
+        return zr_err(err, ZR_E_NODEV, "cuBLASLt not found: dlopen(libcublasLt.so.13 / .12) failed (%s); install the "
+                      "CUDA toolkit's libcublas", why ? why : "not found");
+    }
+    struct { const char *name; void **dst; bool optional; } syms[] = {
+        {"cublasLtCreate", (void **)&lt->create, false},
+        {"cublasLtDestroy", (void **)&lt->destroy, false},
+        {"cublasLtGetStatusName", (void **)&lt->status_name, true},
+        {"cublasLtGetVersion", (void **)&lt->get_version, false},
+        {"cublasLtMatmulDescCreate", (void **)&lt->desc_create, false},
+        {"cublasLtMatmulDescDestroy", (void **)&lt->desc_destroy, false},
+        {"cublasLtMatmulDescSetAttribute", (void **)&lt->desc_set, false},
+        {"cublasLtMatrixLayoutCreate", (void **)&lt->layout_create, false},
+        {"cublasLtMatrixLayoutDestroy", (void **)&lt->layout_destroy, false},
+        {"cublasLtMatmulPreferenceCreate", (void **)&lt->pref_create, false},
+        {"cublasLtMatmulPreferenceDestroy", (void **)&lt->pref_destroy, false},
+        {"cublasLtMatmulPreferenceSetAttribute", (void **)&lt->pref_set, false},
+        {"cublasLtMatmulAlgoGetHeuristic", (void **)&lt->heuristic, false},
+        {"cublasLtMatmul", (void **)&lt->matmul, false},
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+        *syms[i].dst = dlsym(lt->lib, syms[i].name);
+        if (!*syms[i].dst && !syms[i].optional) {
+            zr_err(err, ZR_E_NODEV, "cuBLASLt: symbol %s missing from the library", syms[i].name);
+            zr_cublaslt_close(lt);
+            return ZR_E_NODEV;
+        }
+    }
+    lt->version = lt->get_version();
+    cublasStatus_t s = lt->create(&lt->handle);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        zr_err(err, ZR_E_CUDA, "cuBLASLt: cublasLtCreate: %s (%d)", status_name(lt, s), s);
+        lt->handle = NULL;
+        zr_cublaslt_close(lt);
+        return ZR_E_CUDA;
+    }
+    return ZR_OK;
+}
+
+void zr_cublaslt_close(ZrCublasLt *lt) {
+    if (lt->handle && lt->destroy) lt->destroy(lt->handle);
+    if (lt->lib) dlclose(lt->lib);
+    memset(lt, 0, sizeof *lt);
+}
+
+int zr_cublaslt_gemm(const ZrCublasLt *lt, CUstream stream, const ZrGemm *g, ZrError *err) {
+    int rc = ZR_OK;
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    int32_t ta = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    uint64_t ws = g->workspace_bytes;
+    LT_TRY(lt, err, lt->desc_create(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
+    LT_TRY(lt, err, lt->desc_set(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "set TRANSA");
+    LT_TRY(lt, err, lt->desc_set(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "set TRANSB");
+    /* layouts describe the stored matrices: A is m x k, or k x m when transposed */
+    LT_TRY(lt, err, lt->layout_create(&la, g->type_a, g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k, g->lda),
+           "layout A");
+    LT_TRY(lt, err, lt->layout_create(&lb, g->type_b, g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n, g->ldb),
+           "layout B");
+    LT_TRY(lt, err, lt->layout_create(&ld, g->type_d, g->m, g->n, g->ldd), "layout D");
+    LT_TRY(lt, err, lt->pref_create(&pref), "MatmulPreferenceCreate");
+    LT_TRY(lt, err, lt->pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws), "set workspace");
+    cublasLtMatmulHeuristicResult_t h;
+    int found = 0;
+    LT_TRY(lt, err, lt->heuristic(lt->handle, op, la, lb, ld, ld, pref, 1, &h, &found),
+           "no algorithm for m=%llu n=%llu k=%llu", (unsigned long long)g->m, (unsigned long long)g->n,
+           (unsigned long long)g->k);
+    if (found < 1) {
+        rc = zr_err(err, ZR_E_CUDA, "cuBLASLt: no algorithm for m=%llu n=%llu k=%llu", (unsigned long long)g->m,
+                    (unsigned long long)g->n, (unsigned long long)g->k);
+        goto done;
+    }
+    LT_TRY(lt, err,
+           lt->matmul(lt->handle, op, &g->alpha, (const void *)(uintptr_t)g->a, la, (const void *)(uintptr_t)g->b, lb,
+                      &g->beta, (const void *)(uintptr_t)g->d, ld, (void *)(uintptr_t)g->d, ld, &h.algo,
+                      (void *)(uintptr_t)g->workspace, g->workspace_bytes, stream),
+           "cublasLtMatmul m=%llu n=%llu k=%llu", (unsigned long long)g->m, (unsigned long long)g->n,
+           (unsigned long long)g->k);
+done:
+    if (pref) lt->pref_destroy(pref);
+    if (ld) lt->layout_destroy(ld);
+    if (lb) lt->layout_destroy(lb);
+    if (la) lt->layout_destroy(la);
+    if (op) lt->desc_destroy(op);
+    return rc;
+}

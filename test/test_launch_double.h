@@ -1,0 +1,46 @@
+/* A driver double for CPU tests: a ZrCuDriver whose entry points run on the host.
+ * "Device memory" is host memory (CUdeviceptr = the host address), copies are memcpy, a
+ * CUfunction is a FakeKernel whose `run` gets the kernelParams array, a graph node keeps a
+ * copy of its parameter bytes (as the driver does) and cuGraphLaunch runs the nodes in order.
+ * Every call is counted and any of them can be told to fail with a given CUresult. */
+#pragma once
+#include <stddef.h>
+
+#include "cuda/driver.h"
+
+typedef struct FakeKernel {
+    const char *name;
+    int n_params;
+    size_t sizes[8];
+    void (*run)(void **params);
+} FakeKernel;
+
+typedef struct FakeNode {
+    const FakeKernel *k;
+    unsigned grid[3], block[3], shared;
+    unsigned char params[256]; /* copied at cuGraphAddKernelNode, like the driver */
+    size_t n_deps;
+    int dep; /* index of the single dependency, -1 for none */
+} FakeNode;
+
+typedef struct FakeState {
+    const FakeKernel *kernels; /* the "module" */
+    int n_kernels;
+    bool param_info;           /* provide cuFuncGetParamInfo */
+    /* counters */
+    int launches, graphs_created, graphs_destroyed, nodes_added, instantiated, exec_destroyed, graph_launches,
+        dot_prints, syncs, h2d, d2h, allocs, frees, resets;
+    FakeNode nodes[1024];
+    int n_nodes;
+    /* failure injection: the Nth call (1-based; 0 = never) returns the given result */
+    int fail_launch_at; CUresult launch_result;
+    int fail_add_node_at; CUresult add_node_result;
+    CUresult instantiate_result, graph_launch_result, sync_result, alloc_result;
+    size_t mem_free; /* reported by cuMemGetInfo */
+} FakeState;
+
+/* Resets the state and returns the driver table (both are process-wide in the test). */
+const ZrCuDriver *fake_driver(const FakeKernel *kernels, int n_kernels, bool param_info);
+FakeState *fake_state(void);
+/* The CUfunction for a fake kernel (what cuModuleGetFunction returns). */
+CUfunction fake_fn(const FakeKernel *k);

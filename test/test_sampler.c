@@ -1,0 +1,377 @@
+/* The sampling chain: reproducible, greedy where it must be, excluding exactly the right
+ * tokens, and drawing with the right frequencies. */
+#include <stdint.h>
+#include <time.h>
+
+#include "sampler.h"
+#include "zt.h"
+
+#define N_DRAWS 20000
+
+static ZrSamplerParams plain(void) {
+    /* every filter off: temperature 1 over the full softmax */
+    ZrSamplerParams p = zr_sampler_defaults();
+    p.temp = 1.0f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    p.repeat_penalty = 1.0f;
+    p.seed = 1234;
+    return p;
+}
+
+static ZrSampler *make(const ZrSamplerParams *p, int n_vocab) {
+    ZrError err;
+    ZrSampler *s = zr_sampler_create(p, n_vocab, &err);
+    if (!s) fprintf(stderr, "  %s\n", err.msg);
+    return s;
+}
+
+static int32_t sample_copy(ZrSampler *s, const float *logits, int n) {
+    float buf[64];
+    memcpy(buf, logits, (size_t)n * sizeof *buf);
+    return zr_sampler_sample(s, buf);
+}
+
+/* Pseudo-random logits (a fixed LCG: the test data never changes). */
+static void fill_logits(float *l, int n, uint32_t seed) {
+    uint32_t x = seed;
+    for (int i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        l[i] = (float)((x >> 8) & 0xffff) / 4096.0f - 8.0f;
+    }
+}
+
+/* Draws N_DRAWS tokens and compares the counts with expected probabilities p[0..n):
+ * a token with p = 0 must never appear; every other bucket lies within 5 sigma of N*p, and
+ * the chi-square statistic (n-1 degrees of freedom, n <= 10) stays below 50, which a correct
+ * sampler exceeds with probability < 1.1e-7 (df 9; smaller for fewer). The seed is fixed, so
+ * the outcome is deterministic. Returns 0 when it matches. */
+static int check_distribution(const ZrSamplerParams *prm, const float *logits, const double *p, int n) {
+    ZrSampler *s = make(prm, n);
+    if (!s) return 1;
+    long count[16] = {0};
+    for (int i = 0; i < N_DRAWS; i++) {
+        int32_t id = sample_copy(s, logits, n);
+        if (id < 0 || id >= n) { zr_sampler_free(s); fprintf(stderr, "  id %d out of range\n", id); return 1; }
+        count[id]++;
+    }
+    zr_sampler_free(s);
+    double chi2 = 0.0;
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        double e = N_DRAWS * p[i];
+        if (p[i] == 0.0) {
+            if (count[i]) { fprintf(stderr, "  token %d excluded but drawn %ld times\n", i, count[i]); bad = 1; }
+            continue;
+        }
+        double sigma = sqrt(N_DRAWS * p[i] * (1.0 - p[i]));
+        if (fabs((double)count[i] - e) > 5.0 * sigma + 1e-9) {
+            fprintf(stderr, "  token %d: %ld draws, expected %.1f +- %.1f\n", i, count[i], e, sigma);
+            bad = 1;
+        }
+        chi2 += ((double)count[i] - e) * ((double)count[i] - e) / e;
+    }
+    if (chi2 >= 50.0) { fprintf(stderr, "  chi-square %.2f >= 50\n", chi2); bad = 1; }
+    return bad;
+}
+
+static void softmax(const float *l, double *p, int n, double temp) {
+    double m = -INFINITY, sum = 0.0;
+    for (int i = 0; i < n; i++) if (l[i] > m) m = l[i];
+    for (int i = 0; i < n; i++) { p[i] = l[i] == -INFINITY ? 0.0 : exp((l[i] - m) / temp); sum += p[i]; }
+    for (int i = 0; i < n; i++) p[i] /= sum;
+}
+
+/* Keeps only the ids in keep[] (others 0) and renormalizes. */
+static void restrict_to(double *p, int n, const int *keep, int n_keep) {
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        for (int j = 0; j < n_keep; j++) k |= keep[j] == i;
+        if (!k) p[i] = 0.0;
+        sum += p[i];
+    }
+    for (int i = 0; i < n; i++) p[i] /= sum;
+}
+
+/* Logits whose temperature-1 probabilities are exactly 0.5, 0.3, 0.15, 0.05 (ids shuffled so
+ * the order is not the id order). */
+static void four_levels(float *l) {
+    l[0] = logf(0.15f);
+    l[1] = logf(0.5f);
+    l[2] = logf(0.05f);
+    l[3] = logf(0.3f);
+}
+
+ZT_TEST(same_seed_gives_the_same_tokens_and_another_seed_others) {
+    float l[64];
+    fill_logits(l, 64, 7);
+    ZrSamplerParams p = zr_sampler_defaults();
+    p.seed = 42;
+    p.temp = 1.5f; /* flat enough that draws vary */
+    p.min_p = 0.0f;
+    ZrSampler *a = make(&p, 64), *b = make(&p, 64);
+    p.seed = 43;
+    ZrSampler *c = make(&p, 64);
+    ZT_CHECK(a && b && c);
+    int differ = 0;
+    for (int i = 0; i < 500; i++) {
+        int32_t x = sample_copy(a, l, 64), y = sample_copy(b, l, 64), z = sample_copy(c, l, 64);
+        ZT_CHECKF(x == y, "draw %d: %d vs %d", i, x, y);
+        differ |= x != z;
+    }
+    zr_sampler_free(a);
+    zr_sampler_free(b);
+    zr_sampler_free(c);
+    ZT_CHECK(differ);
+}
+
+ZT_TEST(temperature_zero_is_argmax_with_the_lowest_id_on_ties) {
+    ZrSamplerParams p = plain();
+    p.temp = 0.0f;
+    ZrSampler *s = make(&p, 6);
+    ZT_CHECK(s);
+    float l[6] = {1.0f, 3.0f, -2.0f, 3.0f, 0.5f, 2.9f};
+    for (int i = 0; i < 20; i++) ZT_CHECK(sample_copy(s, l, 6) == 1);
+    zr_sampler_free(s);
+}
+
+ZT_TEST(top_k_1_equals_greedy) {
+    ZrSamplerParams pk = zr_sampler_defaults(), pg = zr_sampler_defaults();
+    pk.top_k = 1;
+    pk.temp = 2.0f;
+    pk.seed = 5;
+    pg.temp = 0.0f;
+    ZrSampler *k = make(&pk, 64), *g = make(&pg, 64);
+    ZT_CHECK(k && g);
+    for (int t = 0; t < 200; t++) {
+        float l[64];
+        fill_logits(l, 64, (uint32_t)t);
+        if (t % 7 == 0) l[9] = l[40] = 100.0f; /* a tie for the top */
+        int32_t a = sample_copy(k, l, 64), b = sample_copy(g, l, 64);
+        ZT_CHECKF(a == b, "trial %d: top-k 1 gave %d, greedy %d", t, a, b);
+    }
+    zr_sampler_free(k);
+    zr_sampler_free(g);
+}
+
+ZT_TEST(draws_follow_the_softmax_frequencies) {
+    float l[8] = {2.0f, 1.0f, 0.5f, 0.0f, -1.0f, 1.5f, -0.5f, 0.25f};
+    double p[8];
+    ZrSamplerParams prm = plain();
+    softmax(l, p, 8, 1.0);
+    ZT_CHECK(check_distribution(&prm, l, p, 8) == 0);
+    prm.temp = 0.5f;
+    prm.seed = 99;
+    softmax(l, p, 8, 0.5);
+    ZT_CHECK(check_distribution(&prm, l, p, 8) == 0);
+    prm.temp = 3.0f;
+    softmax(l, p, 8, 3.0);
+    ZT_CHECK(check_distribution(&prm, l, p, 8) == 0);
+}
+
+ZT_TEST(a_wrong_distribution_is_detected) {
+    /* the statistical check can fail: the true softmax is not the uniform distribution */
+    float l[4] = {1.0f, 0.0f, 0.0f, 0.0f};
+    double p[4] = {0.25, 0.25, 0.25, 0.25};
+    ZrSamplerParams prm = plain();
+    ZT_CHECK(check_distribution(&prm, l, p, 4) != 0);
+}
+
+ZT_TEST(top_k_keeps_exactly_the_k_best_then_applies_the_temperature) {
+    float l[8] = {2.0f, 1.0f, 0.5f, 0.0f, -1.0f, 1.5f, -0.5f, 0.25f};
+    double p[8];
+    ZrSamplerParams prm = plain();
+    prm.top_k = 3;
+    prm.temp = 0.7f;
+    softmax(l, p, 8, 0.7);
+    restrict_to(p, 8, (const int[]){0, 5, 1}, 3);
+    ZT_CHECK(check_distribution(&prm, l, p, 8) == 0);
+}
+
+ZT_TEST(top_p_keeps_the_shortest_prefix_reaching_p) {
+    float l[4];
+    four_levels(l); /* 1: 0.5, 3: 0.3, 0: 0.15, 2: 0.05 */
+    double p[4];
+    ZrSamplerParams prm = plain();
+    for (int with_top_k = 0; with_top_k < 2; with_top_k++) {
+        prm.top_k = with_top_k ? 3 : 0; /* both code paths; k = 3 cuts only token 2 */
+        prm.top_p = 0.75f;              /* 0.5 < 0.75 <= 0.8: tokens 1 and 3 */
+        softmax(l, p, 4, 1.0);
+        restrict_to(p, 4, (const int[]){1, 3}, 2);
+        ZT_CHECK(check_distribution(&prm, l, p, 4) == 0);
+        prm.top_p = 0.85f;              /* 0.8 < 0.85 <= 0.95 (0.8/0.95 with k = 3): tokens 1, 3, 0 */
+        softmax(l, p, 4, 1.0);
+        restrict_to(p, 4, (const int[]){1, 3, 0}, 3);
+        ZT_CHECK(check_distribution(&prm, l, p, 4) == 0);
+        prm.top_p = 0.4f;               /* the top token alone already reaches it */
+        softmax(l, p, 4, 1.0);
+        restrict_to(p, 4, (const int[]){1}, 1);
+        ZT_CHECK(check_distribution(&prm, l, p, 4) == 0);
+    }
+}
+
+ZT_TEST(min_p_drops_tokens_below_p_times_the_top_probability) {
+    float l[4];
+    four_levels(l);
+    double p[4];
+    ZrSamplerParams prm = plain();
+    prm.min_p = 0.2f; /* threshold 0.1: drops token 2 (0.05) */
+    softmax(l, p, 4, 1.0);
+    restrict_to(p, 4, (const int[]){1, 3, 0}, 3);
+    ZT_CHECK(check_distribution(&prm, l, p, 4) == 0);
+    prm.min_p = 0.4f; /* threshold 0.2: keeps 0.5 and 0.3 */
+    prm.top_p = 0.99f; /* min-p binds, not top-p */
+    softmax(l, p, 4, 1.0);
+    restrict_to(p, 4, (const int[]){1, 3}, 2);
+    ZT_CHECK(check_distribution(&prm, l, p, 4) == 0);
+}
+
+ZT_TEST(top_p_on_a_large_flat_vocabulary_cuts_at_the_right_id) {
+    /* Token 0 has half the mass, ids 1..1000 share 0.4 equally, ids 1001.. share the rest.
+     * top-p 0.7 keeps token 0 and the first 500 of the equal ones (ties go to lower ids):
+     * cumulative 0.5 + k * 0.0004 >= 0.7 at k = 500. The tail needs the lowest threshold. */
+    enum { NV = 100000, MID = 1000 };
+    float *l = malloc(NV * sizeof *l), *buf = malloc(NV * sizeof *buf);
+    ZT_CHECK(l && buf);
+    double tail = 0.1 / (NV - 1 - MID);
+    l[0] = (float)log(0.5);
+    for (int i = 1; i <= MID; i++) l[i] = (float)log(0.4 / MID);
+    for (int i = MID + 1; i < NV; i++) l[i] = (float)log(tail);
+    ZrSamplerParams prm = plain();
+    prm.top_p = 0.7f;
+    ZrSampler *s = make(&prm, NV);
+    ZT_CHECK(s);
+    int max_id = 0, zeros = 0;
+    for (int i = 0; i < 4000; i++) {
+        memcpy(buf, l, NV * sizeof *l);
+        int32_t id = zr_sampler_sample(s, buf);
+        if (id > max_id) max_id = id;
+        zeros += id == 0;
+    }
+    zr_sampler_free(s);
+    free(l);
+    free(buf);
+    /* float rounding of log(0.4/MID) may move the edge by one token, never more */
+    ZT_CHECKF(max_id >= 495 && max_id <= 501, "largest id drawn %d", max_id);
+    ZT_CHECKF(zeros > 4000 * 0.5 / 0.7 - 5 * 29 && zeros < 4000 * 0.5 / 0.7 + 5 * 29, "token 0 drawn %d times", zeros);
+}
+
+ZT_TEST(top_p_without_enough_mass_above_the_thresholds_keeps_everything_needed) {
+    /* A flat distribution: every threshold but the last (0) is too high. */
+    enum { NV = 50000 };
+    float *l = calloc(NV, sizeof *l);
+    ZT_CHECK(l);
+    ZrSamplerParams prm = plain();
+    prm.top_p = 0.999f;
+    ZrSampler *s = make(&prm, NV);
+    ZT_CHECK(s);
+    int max_id = 0;
+    for (int i = 0; i < 300; i++) {
+        int32_t id = zr_sampler_sample(s, l); /* no penalty: l is not modified */
+        if (id > max_id) max_id = id;
+    }
+    zr_sampler_free(s);
+    free(l);
+    ZT_CHECKF(max_id > NV * 0.9 && max_id < NV * 0.999 + 2, "largest id drawn %d", max_id);
+}
+
+ZT_TEST(repetition_penalty_divides_positive_and_multiplies_negative_logits_once) {
+    ZrSamplerParams prm = plain();
+    prm.temp = 0.0f;
+    prm.repeat_penalty = 2.0f;
+    prm.repeat_last_n = 3;
+    ZrSampler *s = make(&prm, 5);
+    ZT_CHECK(s);
+    zr_sampler_accept(s, 4); /* falls out of the window of 3 */
+    zr_sampler_accept(s, 0);
+    zr_sampler_accept(s, 1);
+    zr_sampler_accept(s, 0); /* twice in the window: still penalized once */
+    float l[5] = {2.0f, -1.0f, 1.5f, 0.0f, 3.0f};
+    int32_t id = zr_sampler_sample(s, l);
+    ZT_CHECK(l[0] == 1.0f);
+    ZT_CHECK(l[1] == -2.0f);
+    ZT_CHECK(l[2] == 1.5f);
+    ZT_CHECK(l[4] == 3.0f);
+    ZT_CHECK(id == 4);
+    float l2[5] = {2.0f, -1.0f, 1.5f, 0.0f, 1.0f};
+    ZT_CHECK(zr_sampler_sample(s, l2) == 2); /* 0 would win without the penalty */
+    zr_sampler_free(s);
+}
+
+ZT_TEST(infinite_and_nan_logits_are_never_drawn_and_never_poison) {
+    float l[6] = {-INFINITY, 1.0f, NAN, -INFINITY, 1.0f, -INFINITY};
+    double p[6] = {0, 0.5, 0, 0, 0.5, 0};
+    ZrSamplerParams prm = plain();
+    ZT_CHECK(check_distribution(&prm, l, p, 6) == 0);
+    prm.top_p = 0.9f;
+    ZT_CHECK(check_distribution(&prm, l, p, 6) == 0);
+    prm.top_p = 1.0f;
+    prm.top_k = 4;
+    prm.min_p = 0.5f;
+    ZT_CHECK(check_distribution(&prm, l, p, 6) == 0);
+    float one[6] = {-INFINITY, -INFINITY, -INFINITY, 7.0f, -INFINITY, -INFINITY};
+    ZrSampler *s = make(&prm, 6);
+    ZT_CHECK(s);
+    ZT_CHECK(sample_copy(s, one, 6) == 3);
+    zr_sampler_free(s);
+}
+
+ZT_TEST(invalid_parameters_are_refused_with_a_usage_error) {
+    ZrError err;
+    ZrSamplerParams p = zr_sampler_defaults();
+    p.top_p = 1.5f;
+    ZT_CHECK(zr_sampler_create(&p, 10, &err) == NULL && err.code == ZR_E_USAGE);
+    ZT_CHECK(strstr(err.msg, "top-p") != NULL);
+    p = zr_sampler_defaults();
+    p.repeat_penalty = 0.0f;
+    ZT_CHECK(zr_sampler_create(&p, 10, &err) == NULL && err.code == ZR_E_USAGE);
+    p = zr_sampler_defaults();
+    p.temp = NAN;
+    ZT_CHECK(zr_sampler_create(&p, 10, &err) == NULL && err.code == ZR_E_USAGE);
+    p = zr_sampler_defaults();
+    ZT_CHECK(zr_sampler_create(&p, 0, &err) == NULL);
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+ZT_TEST(sampling_a_128k_vocabulary_is_fast) {
+    /* Generous bounds (a loaded 2-core CI machine): defaults (top-k 40) under 2 ms a token,
+     * top-p alone under 20 ms; typical times are printed. */
+    enum { NV = 128256, REPS = 50 };
+    float *l = malloc(NV * sizeof *l), *buf = malloc(NV * sizeof *buf);
+    ZT_CHECK(l && buf);
+    uint32_t x = 1;
+    for (int i = 0; i < NV; i++) {
+        x = x * 1664525u + 1013904223u;
+        l[i] = (float)((x >> 8) & 0xffff) / 2048.0f - 16.0f;
+    }
+    double ms[2];
+    for (int variant = 0; variant < 2; variant++) {
+        ZrSamplerParams p = zr_sampler_defaults();
+        p.repeat_penalty = 1.1f;
+        if (variant == 1) { p.top_k = 0; p.min_p = 0.0f; }
+        ZrSampler *s = make(&p, NV);
+        ZT_CHECK(s);
+        for (int i = 0; i < 64; i++) zr_sampler_accept(s, i * 97);
+        double t0 = now_ms();
+        for (int r = 0; r < REPS; r++) {
+            memcpy(buf, l, NV * sizeof *l);
+            zr_sampler_sample(s, buf);
+        }
+        ms[variant] = (now_ms() - t0) / REPS;
+        zr_sampler_free(s);
+    }
+    free(l);
+    free(buf);
+    fprintf(stderr, "  128k vocab: %.3f ms/token with top-k 40, %.3f ms/token with top-p only\n", ms[0], ms[1]);
+    ZT_CHECK(ms[0] < 2.0);
+    ZT_CHECK(ms[1] < 20.0);
+}
+
+int main(void) { return zt_run(); }
