@@ -151,12 +151,15 @@ static int walk_elems(Rd *r, uint32_t et, uint64_t n, int depth) {
     }
     uint64_t size = k_scalar_size[et];
     /* n * size must fit in the buffer (and so in size_t): compare by division */
-    if (n > rd_left(r) / size)
+    if (n > rd_left(r) / size) {
+        char need[48];
+        if (n > UINT64_MAX / size) snprintf(need, sizeof need, "more than 2^64");
+        else snprintf(need, sizeof need, "%llu", (unsigned long long)(n * size));
         return zr_err(r->err, ZR_E_FORMAT,
                       "%s: %s: array at byte %llu: %llu %s elements need %s bytes, found %llu bytes left in the file",
-                      r->label, r->ctx, (unsigned long long)at, (unsigned long long)n, zr_gguf_type_name(et),
-                      n > UINT64_MAX / size ? "more than 2^64" : "more than that many",
+                      r->label, r->ctx, (unsigned long long)at, (unsigned long long)n, zr_gguf_type_name(et), need,
                       (unsigned long long)rd_left(r));
+    }
     r->off += n * size;
     return 0;
 }

@@ -192,6 +192,16 @@ static void shape_str(const ZrGgufTensor *t, char *buf, size_t cap) {
     if (n < cap) snprintf(buf + n, cap - n, "]");
 }
 
+/* "f32, f16, q4_0, ..." : the types zrun dequantizes */
+static void compute_types(char *buf, size_t cap) {
+    size_t n = 0;
+    buf[0] = 0;
+    for (uint32_t id = 0; id < ZR_TYPE_COUNT && n < cap; id++) {
+        const ZrTypeInfo *ti = zr_type_info(id);
+        if (ti && ti->compute) n += (size_t)snprintf(buf + n, cap - n, n ? ", %s" : "%s", ti->name);
+    }
+}
+
 /* Binds w to the tensor `name` with shape [ne0] (ne1 == 0: a 1-D F32 vector) or [ne0, ne1]
  * (a matrix of any type zrun computes). An absent optional tensor leaves w->data NULL. */
 static int bind(Binder *b, ZrWeight *w, const char *name, int64_t ne0, int64_t ne1, bool required) {
@@ -213,11 +223,18 @@ static int bind(Binder *b, ZrWeight *w, const char *name, int64_t ne0, int64_t n
         return zr_err(b->err, ZR_E_FORMAT, "%s: tensor '%s': expected shape [%" PRId64 "], found %s", path, name, ne0, found);
     }
     const ZrTypeInfo *ti = zr_type_info(t->type);
-    if (matrix && (!ti || !ti->compute))
-        return zr_err(b->err, ZR_E_UNSUPPORTED, "%s: tensor '%s': type %s is not supported (zrun computes f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K)",
-                      path, name, ti ? ti->name : zr_type_name(t->type));
+    char type_label[32];
+    if (ti)
+        snprintf(type_label, sizeof type_label, "%s", ti->name);
+    else
+        snprintf(type_label, sizeof type_label, "id %u", (unsigned)t->type);
+    if (matrix && (!ti || !ti->compute)) {
+        char computed[256];
+        compute_types(computed, sizeof computed);
+        return zr_err(b->err, ZR_E_UNSUPPORTED, "%s: tensor '%s': type %s is not supported (zrun computes %s)", path, name, type_label, computed);
+    }
     if (!matrix && t->type != ZR_TYPE_F32)
-        return zr_err(b->err, ZR_E_UNSUPPORTED, "%s: tensor '%s': expected type f32, found %s", path, name, ti ? ti->name : zr_type_name(t->type));
+        return zr_err(b->err, ZR_E_UNSUPPORTED, "%s: tensor '%s': expected type f32, found %s", path, name, type_label);
     if (ne0 % ti->block)
         return zr_err(b->err, ZR_E_FORMAT, "%s: tensor '%s': row length %" PRId64 " is not a multiple of the %s block size %u", path, name, ne0, ti->name, ti->block);
 
