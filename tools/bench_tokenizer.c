@@ -1,10 +1,10 @@
 /* bench_tokenizer: encode throughput on one core.
  *   bench_tokenizer [--shared DIR] [--mb N] [--repeat R] [--tmp DIR]
- * Builds N MB (default 1) of mixed text from the reference inputs (../shared/vocab, the .inp files)
- * (every case of every vocabulary, separators removed, repeated), decompresses the llama-bpe
- * and llama-spm vocabularies into --tmp (default /tmp), encodes the text R times (default 5,
- * add_special and parse_special off, as for a prompt) and prints the best time as MiB/s: thread CPU time (one core's work, robust to a busy
- * machine) and wall time. */
+ * Builds N MiB (default 1) of mixed text from the reference inputs (the .inp files of
+ * ../shared/vocab: every case of six vocabularies, separators removed, repeated), decompresses
+ * the llama-bpe and llama-spm vocabularies into --tmp (default /tmp), encodes the text R times
+ * (default 5; add_special and parse_special off, as for a prompt) and prints the best time as
+ * MiB/s: thread CPU time (one core's work, robust to a busy machine) and wall time. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
