@@ -35,7 +35,7 @@ static CUresult f_total_mem(size_t *b, CUdevice d) { (void)d; *b = (size_t)1 << 
 static CUresult f_attr(int *v, int a, CUdevice d) { (void)d; *v = a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 4 : 1; return CUDA_SUCCESS; }
 static CUresult f_retain(CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)&ctx_token; return CUDA_SUCCESS; }
 static CUresult f_release(CUdevice d) { (void)d; return CUDA_SUCCESS; }
-static CUresult f_reset(CUdevice d) { (void)d; st.resets++; return CUDA_SUCCESS; }
+static CUresult f_reset(CUdevice d) { (void)d; st.resets++; st.sync_result = CUDA_SUCCESS; return CUDA_SUCCESS; }
 static CUresult f_set_current(CUcontext c) { (void)c; return CUDA_SUCCESS; }
 static CUresult f_load(CUmodule *m, const void *img) { (void)img; *m = (CUmodule)&mod_token; return CUDA_SUCCESS; }
 static CUresult f_unload(CUmodule m) { (void)m; return CUDA_SUCCESS; }
@@ -91,7 +91,8 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
     st.launches++;
     if (st.fail_launch_at && st.launches == st.fail_launch_at) return st.launch_result;
     const FakeKernel *k = (const FakeKernel *)f;
-    if (k->run) k->run(params);
+    if (!strcmp(k->name, "zr_fault_trap")) st.sync_result = CUDA_ERROR_LAUNCH_FAILED; /* poisons, like __trap() */
+    else if (k->run) k->run(params);
     return CUDA_SUCCESS;
 }
 static CUresult f_graph_create(CUgraph *g, unsigned f) {

@@ -2,7 +2,8 @@
  * "Device memory" is host memory (CUdeviceptr = the host address), copies are memcpy, a
  * CUfunction is a FakeKernel whose `run` gets the kernelParams array, a graph node keeps a
  * copy of its parameter bytes (as the driver does) and cuGraphLaunch runs the nodes in order.
- * Every call is counted and any of them can be told to fail with a given CUresult. */
+ * A kernel named zr_fault_trap poisons the "context": every sync returns
+ * CUDA_ERROR_LAUNCH_FAILED until cuDevicePrimaryCtxReset. Every call is counted and any of them can be told to fail with a given CUresult. */
 #pragma once
 #include <stddef.h>
 

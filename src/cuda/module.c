@@ -12,6 +12,14 @@ extern const size_t zr_kernels_fatbin_size;
 
 bool zr_cuda_have_kernels(void) { return ZR_HAVE_KERNELS != 0; }
 
+const void *zr_cuda_kernels_image(void) {
+#if ZR_HAVE_KERNELS
+    return zr_kernels_fatbin;
+#else
+    return NULL;
+#endif
+}
+
 static int read_props(ZrCuda *c, ZrError *err) {
     const ZrCuDriver *d = c->drv;
     ZrCudaProps *p = &c->props;
