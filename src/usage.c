@@ -4,7 +4,7 @@
 const char zr_usage_text[] =
     "usage: zrun -m FILE (-p PROMPT | -f FILE) [options]    generate text\n"
     "       zrun info FILE                                  metadata, tensors, sizes\n"
-    "       zrun tokenize -m FILE -p TEXT [--ids] [--pieces] [--special]\n"
+    "       zrun tokenize -m FILE (-p TEXT | -f FILE) [--ids] [--pieces] [--special] [--no-bos]\n"
     "       zrun eval -m FILE --tokens IDS_FILE --logits OUT.f32 [--device D] [-t N] [-c N]\n"
     "       zrun bench -m FILE [-p 512] [-n 128] [-r 5] [--graph on|off|both] [-o md|json|csv|jsonl]\n"
     "       zrun --help | --version\n"
