@@ -398,6 +398,8 @@ static inline void deq_f32(const uint8_t *restrict b, float *restrict y) {
  * picked at load time (ifunc). fp-contract lets the AVX2 clone fuse the multiply-adds. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define ZR_HOT __attribute__((optimize("fp-contract=fast"), target_clones("arch=x86-64-v3", "default")))
+#elif defined(__clang__) && __clang_major__ >= 14 && defined(__x86_64__) && defined(__linux__)
+#define ZR_HOT __attribute__((target_clones("arch=x86-64-v3", "default"))) /* clang contracts a*b+c itself */
 #else
 #define ZR_HOT
 #endif
