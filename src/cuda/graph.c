@@ -377,7 +377,10 @@ int zr_graph_decode_step(ZrDecodeGraph *g, int32_t token, int pos, float *logits
         zr_recording_clear(&g->io->launcher->rec);
         g->io->launcher->recording = false;
         g->stats.recoveries++;
-        if ((rc = g->hooks.recover(g->hooks.ctx, pos, err))) return zr_err_wrap(err, "recovering from %s", cause);
+        if ((rc = g->hooks.recover(g->hooks.ctx, pos, err))) {
+            g->stats.context_lost = true;
+            return zr_err_wrap(err, "recovering from %s", cause);
+        }
         rc = issue(g, token, pos, step, logits, &bad, err);
         if (rc && bad == CUDA_SUCCESS) return rc;
     }

@@ -97,6 +97,7 @@ typedef struct ZrDecodeStats {
     double graph_host_us;        /* mean host time to issue one replay (token write + cuGraphLaunch) */
     uint64_t eager_steps, graph_steps, checked_steps, builds, rebuilds, recoveries;
     bool graph_active;           /* the next step replays (or records) a graph */
+    bool context_lost;           /* a poisoned context could not be recreated: decoding cannot go on */
     char fallback[512];          /* why the graph was given up; "" when it was not */
 } ZrDecodeStats;
 
