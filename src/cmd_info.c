@@ -1,10 +1,178 @@
-/* Placeholder until this command lands (skeleton commit). */
+/* zrun info FILE: what a GGUF file holds: architecture, hyper-parameters, tokenizer, the tensor
+ * table and the totals that bound decode speed (bytes read per token). */
+#include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cmd.h"
+#include "gguf.h"
+#include "quant.h"
+
+static const char k_info_usage[] = "usage: zrun info FILE\n";
+
+/* The ARCH.* keys shown, in order; "vocab_size" falls back to the tokenizer's count. */
+static const char *const k_hparams[] = {
+    "context_length",
+    "embedding_length",
+    "block_count",
+    "feed_forward_length",
+    "attention.head_count",
+    "attention.head_count_kv",
+    "attention.key_length",
+    "attention.value_length",
+    "attention.layer_norm_rms_epsilon",
+    "rope.freq_base",
+    "rope.dimension_count",
+    "rope.scaling.type",
+    "rope.scaling.factor",
+    "expert_count",
+    "vocab_size",
+};
+
+/* A scalar or string value as text; arrays as "[N TYPE]". */
+static void print_value(const ZrGgufKv *kv) {
+    switch (kv->type) {
+    case ZR_GGUF_STRING: printf("%.*s", (int)(kv->value_bytes < 200 ? kv->value_bytes : 200), (const char *)kv->value); break;
+    case ZR_GGUF_ARRAY: printf("[%" PRIu64 " %s]", kv->n, zr_gguf_type_name(kv->elem_type)); break;
+    case ZR_GGUF_FLOAT32: case ZR_GGUF_FLOAT64: printf("%.9g", zr_gguf_kv_num(kv)); break;
+    case ZR_GGUF_BOOL: printf("%s", kv->value[0] ? "true" : "false"); break;
+    case ZR_GGUF_UINT64: { uint64_t v; memcpy(&v, kv->value, 8); printf("%" PRIu64, v); break; }
+    case ZR_GGUF_INT64: { int64_t v; memcpy(&v, kv->value, 8); printf("%" PRId64, v); break; }
+    default: printf("%.0f", zr_gguf_kv_num(kv)); break;
+    }
+}
+
+static void print_shape(const ZrGgufTensor *t, char *out, size_t cap) {
+    int n = snprintf(out, cap, "[");
+    for (uint32_t d = 0; d < t->n_dims && n > 0 && (size_t)n < cap; d++)
+        n += snprintf(out + n, cap - (size_t)n, "%s%" PRId64, d ? ", " : "", t->ne[d]);
+    if (n > 0 && (size_t)n < cap) snprintf(out + n, cap - (size_t)n, "]");
+}
+
+/* "1.23 GiB" style, for the totals. */
+static const char *human(uint64_t b, char *out, size_t cap) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024 && u < 4) { v /= 1024; u++; }
+    snprintf(out, cap, u ? "%.2f %s" : "%.0f %s", v, units[u]);
+    return out;
+}
+
+static int info_print(const ZrGguf *g) {
+    ZrError e;
+    ZrStr arch = {"", 0};
+    char key[160];
+    printf("file:          %s (GGUF v%u, %" PRIu64 " bytes, %" PRIu64 " keys, alignment %" PRIu64 ")\n", g->path,
+           g->version, g->len, g->n_kv, g->alignment);
+    if (zr_gguf_get_str(g, "general.architecture", &arch, &e)) {
+        fprintf(stderr, "zrun: %s\n", e.msg);
+        return 1;
+    }
+    printf("architecture:  %.*s\n", (int)arch.len, arch.ptr);
+    ZrStr name = {NULL, 0};
+    if (!zr_gguf_get_str_opt(g, "general.name", &name, &e) && name.ptr)
+        printf("name:          %.*s\n", (int)(name.len < 200 ? name.len : 200), name.ptr);
+    uint32_t ftype = 0;
+    if (zr_gguf_find(g, "general.file_type") && !zr_gguf_get_u32(g, "general.file_type", &ftype, &e))
+        printf("file_type:     %u\n", ftype);
+
+    const ZrGgufKv *toks = zr_gguf_find(g, "tokenizer.ggml.tokens");
+    uint64_t n_vocab = toks && toks->type == ZR_GGUF_ARRAY ? toks->n : 0;
+    printf("hyper-parameters:\n");
+    for (size_t i = 0; i < sizeof k_hparams / sizeof k_hparams[0]; i++) {
+        snprintf(key, sizeof key, "%.*s.%s", (int)(arch.len < 100 ? arch.len : 100), arch.ptr, k_hparams[i]);
+        const ZrGgufKv *kv = zr_gguf_find(g, key);
+        bool vocab = !strcmp(k_hparams[i], "vocab_size");
+        if (!kv && !(vocab && n_vocab)) {
+            if (!strcmp(k_hparams[i], "rope.scaling.type") || !strcmp(k_hparams[i], "rope.scaling.factor") ||
+                !strcmp(k_hparams[i], "expert_count"))
+                continue; /* rare keys: shown only when present */
+            printf("  %-34s -\n", k_hparams[i]);
+            continue;
+        }
+        printf("  %-34s ", k_hparams[i]);
+        if (kv) print_value(kv);
+        else printf("%" PRIu64 " (tokenizer)", n_vocab);
+        printf("\n");
+    }
+
+    ZrStr model = {"-", 1}, pre = {"-", 1};
+    zr_gguf_get_str_opt(g, "tokenizer.ggml.model", &model, &e);
+    zr_gguf_get_str_opt(g, "tokenizer.ggml.pre", &pre, &e);
+    printf("tokenizer:     %.*s (pre: %.*s), %" PRIu64 " tokens", (int)(model.len < 64 ? model.len : 64), model.ptr,
+           (int)(pre.len < 64 ? pre.len : 64), pre.ptr, n_vocab);
+    static const char *const ids[] = {"bos", "eos", "unknown", "padding"};
+    for (int i = 0; i < 4; i++) {
+        uint32_t id;
+        snprintf(key, sizeof key, "tokenizer.ggml.%s_token_id", ids[i]);
+        if (zr_gguf_find(g, key) && !zr_gguf_get_u32(g, key, &id, &e) && id != UINT32_MAX) printf(", %s %u", ids[i], id);
+    }
+    printf("\n");
+
+    /* tensor table */
+    size_t w = 4;
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        if (g->tensors[i].name.len > w) w = g->tensors[i].name.len < 96 ? g->tensors[i].name.len : 96;
+    printf("tensors: %" PRIu64 "\n", g->n_tensors);
+    printf("  %-*s  %-26s %-8s %14s\n", (int)w, "name", "shape", "type", "bytes");
+    uint64_t params = 0, bytes = 0;
+    const ZrGgufTensor *embd = zr_gguf_tensor(g, "token_embd.weight");
+    bool tied = embd && !zr_gguf_tensor(g, "output.weight");
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const ZrGgufTensor *t = &g->tensors[i];
+        char shape[128];
+        print_shape(t, shape, sizeof shape);
+        printf("  %-*.*s  %-26s %-8s %14" PRIu64 "\n", (int)w, (int)(t->name.len < 96 ? t->name.len : 96), t->name.ptr,
+               shape, zr_type_name(t->type), t->nbytes);
+        params += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+        bytes += t->nbytes;
+    }
+    /* batch-1 decode reads every weight once per token, but of the embedding table only the
+     * token's row, unless the output projection is tied to it (then all of it, as output) */
+    uint64_t per_token = bytes;
+    if (embd) {
+        uint64_t row = embd->nbytes / (uint64_t)(embd->ne[1] * embd->ne[2] * embd->ne[3]);
+        per_token = per_token - embd->nbytes + row + (tied ? embd->nbytes : 0);
+    }
+    char h1[32], h2[32];
+    printf("totals:\n");
+    printf("  parameters                         %" PRIu64 "\n", params);
+    printf("  bytes                              %" PRIu64 " (%s)\n", bytes, human(bytes, h1, sizeof h1));
+    printf("  bytes read per token               %" PRIu64 " (%s)%s\n", per_token, human(per_token, h2, sizeof h2),
+           tied ? " (output tied to token_embd)" : "");
+    return 0;
+}
 
 int zr_cmd_info(int argc, char **argv) {
-    (void)argc;
-    fprintf(stderr, "zrun: '%s' is not available in this build yet\n", argv[0]);
-    return 1;
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(k_info_usage, stdout);
+            return 0;
+        }
+        if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "zrun info: unknown option '%s'\n%s", argv[i], k_info_usage);
+            return 2;
+        }
+        if (path) {
+            fprintf(stderr, "zrun info: expected one FILE, found another: '%s'\n%s", argv[i], k_info_usage);
+            return 2;
+        }
+        path = argv[i];
+    }
+    if (!path) {
+        fprintf(stderr, "zrun info: expected a FILE\n%s", k_info_usage);
+        return 2;
+    }
+    ZrGguf g;
+    ZrError e;
+    if (zr_gguf_open(&g, path, &e)) {
+        fprintf(stderr, "zrun: %s\n", e.msg);
+        return 1;
+    }
+    int rc = info_print(&g);
+    fflush(stdout);
+    zr_gguf_close(&g);
+    return rc;
 }

@@ -73,9 +73,11 @@ static inline float f16_to_f32(uint16_t h) {
     f *= 0x1p112f;
     uint32_t bits;
     memcpy(&bits, &f, 4);
-    /* inf and nan: all-ones exponent; nan is quieted as F16C does */
-    uint32_t special = 0x7f800000u | em | ((h & 0x3ffu) ? 0x400000u : 0u);
-    bits = (h & 0x7c00u) == 0x7c00u ? special : bits;
+    /* inf and nan: the scaled exponent (143) is a subset of all-ones, so OR-ing them in gives
+     * the right bits; nan is quieted as F16C does */
+    uint32_t special = 0u - (uint32_t)((h & 0x7c00u) == 0x7c00u);
+    uint32_t quiet = (h & 0x3ffu) ? 0x400000u : 0u;
+    bits |= special & (0x7f800000u | quiet);
     bits |= (uint32_t)(h & 0x8000u) << 16;
     memcpy(&f, &bits, 4);
     return f;
@@ -176,54 +178,105 @@ static inline int k3_scale(const uint8_t *s, int j) {
     return (lo | (hi << 4)) - 32;
 }
 
+/* Block decoding works on 8 elements at a time with GCC/Clang vector extensions (plain C
+ * everywhere else in the file): the compiler lowers them to AVX2 in the x86-64-v3 clone of
+ * the dot products, to SSE2 otherwise, and to scalar code on other targets. Written as loops
+ * over bytes, gcc 12 unrolls and then fails to vectorize the u8 -> f32 widening (measured:
+ * 1.2 G elements/s for q4_0 versus 8+ with the vectors). */
+typedef uint8_t ZrU8x8 __attribute__((vector_size(8)));
+typedef uint16_t ZrU16x4 __attribute__((vector_size(8)));
+typedef uint16_t ZrU16x8 __attribute__((vector_size(16)));
+typedef int32_t ZrI32x8 __attribute__((vector_size(32)));
+typedef uint32_t ZrU32x8 __attribute__((vector_size(32)));
+typedef float ZrF32x8 __attribute__((vector_size(32)));
+
+static inline ZrU8x8 ld8(const uint8_t *p) {
+    ZrU8x8 v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* Byte shifts through 16-bit lanes (x86 has no byte shift; gcc would go scalar), masking off
+ * the bits that cross from the neighbouring byte. */
+static inline ZrU8x8 shr8(ZrU8x8 v, int s) { return (ZrU8x8)((ZrU16x4)v >> s) & (uint8_t)(0xffu >> s); }
+static inline ZrU8x8 shl8(ZrU8x8 v, int s) { return (ZrU8x8)((ZrU16x4)v << s) & (uint8_t)(0xffu << s); }
+
+/* y[0..8) = (q - bias) * s */
+static inline void put8s(float *restrict y, ZrU8x8 q, int bias, float s) {
+    ZrI32x8 i = __builtin_convertvector(q, ZrI32x8) - bias;
+    ZrF32x8 f = __builtin_convertvector(i, ZrF32x8) * s;
+    memcpy(y, &f, sizeof f);
+}
+
+/* y[0..8) = q * s + o */
+static inline void put8a(float *restrict y, ZrU8x8 q, float s, float o) {
+    ZrF32x8 f = __builtin_convertvector(__builtin_convertvector(q, ZrI32x8), ZrF32x8) * s + o;
+    memcpy(y, &f, sizeof f);
+}
+
+/* 0x10 in each lane whose bit is set in `byte` (lane i <-> bit i): the fifth bit of q5_0/q5_1 */
+static inline ZrU8x8 bit4_lanes(uint8_t byte) {
+    const ZrU8x8 bit = {1, 2, 4, 8, 16, 32, 64, 128};
+    ZrU8x8 b = (ZrU8x8){0} + byte;
+    return (ZrU8x8)((b & bit) != 0) & 0x10;
+}
+
+/* 8 halves (16 bytes) to f32, the same arithmetic as f16_to_f32 lane-wise */
+static inline void f16x8(float *restrict y, const uint8_t *p) {
+    ZrU16x8 h;
+    memcpy(&h, p, 16);
+    ZrU32x8 u = __builtin_convertvector(h, ZrU32x8);
+    ZrU32x8 bits = (ZrU32x8)((ZrF32x8)((u & 0x7fffu) << 13) * 0x1p112f);
+    ZrU32x8 nan_quiet = (ZrU32x8)((u & 0x3ffu) != 0) & 0x400000u;
+    bits |= (ZrU32x8)((u & 0x7c00u) == 0x7c00u) & (0x7f800000u | nan_quiet);
+    bits |= (u & 0x8000u) << 16;
+    memcpy(y, &bits, sizeof bits);
+}
+
 /* One block each: b points at the block, y receives its 32 or 256 values. */
 
 static inline void deq_q4_0(const uint8_t *restrict b, float *restrict y) {
     const float d = ld_f16(b);
-    const uint8_t *qs = b + 2;
-    for (int j = 0; j < 16; j++) {
-        y[j] = (float)((qs[j] & 0xf) - 8) * d;
-        y[j + 16] = (float)((qs[j] >> 4) - 8) * d;
+    for (int h = 0; h < 2; h++) {
+        ZrU8x8 v = ld8(b + 2 + 8 * h);
+        put8s(y + 8 * h, v & 0xf, 8, d);
+        put8s(y + 16 + 8 * h, shr8(v, 4), 8, d);
     }
 }
 
 static inline void deq_q4_1(const uint8_t *restrict b, float *restrict y) {
     const float d = ld_f16(b), m = ld_f16(b + 2);
-    const uint8_t *qs = b + 4;
-    for (int j = 0; j < 16; j++) {
-        y[j] = (float)(qs[j] & 0xf) * d + m;
-        y[j + 16] = (float)(qs[j] >> 4) * d + m;
+    for (int h = 0; h < 2; h++) {
+        ZrU8x8 v = ld8(b + 4 + 8 * h);
+        put8a(y + 8 * h, v & 0xf, d, m);
+        put8a(y + 16 + 8 * h, shr8(v, 4), d, m);
     }
 }
 
 static inline void deq_q5_0(const uint8_t *restrict b, float *restrict y) {
     const float d = ld_f16(b);
-    uint32_t qh;
-    memcpy(&qh, b + 2, 4);
-    const uint8_t *qs = b + 6;
-    for (int j = 0; j < 16; j++) {
-        int h0 = (int)((qh >> j) & 1) << 4, h1 = (int)((qh >> (j + 16)) & 1) << 4;
-        y[j] = (float)(((qs[j] & 0xf) | h0) - 16) * d;
-        y[j + 16] = (float)(((qs[j] >> 4) | h1) - 16) * d;
+    const uint8_t *qh = b + 2; /* u32 little-endian: byte g holds the bits of elements 8g..8g+7 */
+    for (int h = 0; h < 2; h++) {
+        ZrU8x8 v = ld8(b + 6 + 8 * h);
+        put8s(y + 8 * h, (v & 0xf) | bit4_lanes(qh[h]), 16, d);
+        put8s(y + 16 + 8 * h, shr8(v, 4) | bit4_lanes(qh[2 + h]), 16, d);
     }
 }
 
 static inline void deq_q5_1(const uint8_t *restrict b, float *restrict y) {
     const float d = ld_f16(b), m = ld_f16(b + 2);
-    uint32_t qh;
-    memcpy(&qh, b + 4, 4);
-    const uint8_t *qs = b + 8;
-    for (int j = 0; j < 16; j++) {
-        int h0 = (int)((qh >> j) & 1) << 4, h1 = (int)((qh >> (j + 16)) & 1) << 4;
-        y[j] = (float)((qs[j] & 0xf) | h0) * d + m;
-        y[j + 16] = (float)((qs[j] >> 4) | h1) * d + m;
+    const uint8_t *qh = b + 4;
+    for (int h = 0; h < 2; h++) {
+        ZrU8x8 v = ld8(b + 8 + 8 * h);
+        put8a(y + 8 * h, (v & 0xf) | bit4_lanes(qh[h]), d, m);
+        put8a(y + 16 + 8 * h, shr8(v, 4) | bit4_lanes(qh[2 + h]), d, m);
     }
 }
 
 static inline void deq_q8_0(const uint8_t *restrict b, float *restrict y) {
     const float d = ld_f16(b);
-    const int8_t *qs = (const int8_t *)(b + 2);
-    for (int j = 0; j < 32; j++) y[j] = (float)qs[j] * d;
+    /* int8 q read as a byte: q ^ 0x80 = q + 128 */
+    for (int g = 0; g < 4; g++) put8s(y + 8 * g, ld8(b + 2 + 8 * g) ^ 0x80, 128, d);
 }
 
 static inline void deq_q2_K(const uint8_t *restrict b, float *restrict y) {
@@ -236,7 +289,7 @@ static inline void deq_q2_K(const uint8_t *restrict b, float *restrict y) {
                 const float dl = d * (float)(sc[is] & 0xf), ml = dmin * (float)(sc[is] >> 4);
                 const uint8_t *q = qs + half * 32 + sub * 16;
                 float *out = y + half * 128 + plane * 32 + sub * 16;
-                for (int l = 0; l < 16; l++) out[l] = dl * (float)((q[l] >> (2 * plane)) & 3) - ml;
+                for (int k = 0; k < 2; k++) put8a(out + 8 * k, shr8(ld8(q + 8 * k), 2 * plane) & 3, dl, -ml);
             }
         }
     }
@@ -252,9 +305,10 @@ static inline void deq_q3_K(const uint8_t *restrict b, float *restrict y) {
                 const float dl = d * (float)k3_scale(sc, half * 8 + plane * 2 + sub);
                 const uint8_t *q = qs + half * 32 + sub * 16, *hm = hmask + sub * 16;
                 float *out = y + half * 128 + plane * 32 + sub * 16;
-                for (int l = 0; l < 16; l++) {
-                    int v = (int)((q[l] >> (2 * plane)) & 3) - (((hm[l] >> hbit) & 1) ? 0 : 4);
-                    out[l] = dl * (float)v;
+                for (int k = 0; k < 2; k++) {
+                    /* 3-bit value: 2 low bits | high bit << 2, minus 4 (high bit clear means -4) */
+                    ZrU8x8 v = (shr8(ld8(q + 8 * k), 2 * plane) & 3) | shl8(shr8(ld8(hm + 8 * k), hbit) & 1, 2);
+                    put8s(out + 8 * k, v, 4, dl);
                 }
             }
         }
@@ -269,10 +323,10 @@ static inline void deq_q4_K(const uint8_t *restrict b, float *restrict y) {
         k4_scale_min(sc, 2 * p, &s0, &m0);
         k4_scale_min(sc, 2 * p + 1, &s1, &m1);
         const float d0 = d * s0, n0 = dmin * m0, d1 = d * s1, n1 = dmin * m1;
-        const uint8_t *q = qs + 32 * p;
-        for (int l = 0; l < 32; l++) {
-            y[64 * p + l] = d0 * (float)(q[l] & 0xf) - n0;
-            y[64 * p + 32 + l] = d1 * (float)(q[l] >> 4) - n1;
+        for (int k = 0; k < 4; k++) {
+            ZrU8x8 v = ld8(qs + 32 * p + 8 * k);
+            put8a(y + 64 * p + 8 * k, v & 0xf, d0, -n0);
+            put8a(y + 64 * p + 32 + 8 * k, shr8(v, 4), d1, -n1);
         }
     }
 }
@@ -285,11 +339,10 @@ static inline void deq_q5_K(const uint8_t *restrict b, float *restrict y) {
         k4_scale_min(sc, 2 * p, &s0, &m0);
         k4_scale_min(sc, 2 * p + 1, &s1, &m1);
         const float d0 = d * s0, n0 = dmin * m0, d1 = d * s1, n1 = dmin * m1;
-        const uint8_t *q = qs + 32 * p;
-        for (int l = 0; l < 32; l++) {
-            int h0 = ((qh[l] >> (2 * p)) & 1) << 4, h1 = ((qh[l] >> (2 * p + 1)) & 1) << 4;
-            y[64 * p + l] = d0 * (float)((q[l] & 0xf) | h0) - n0;
-            y[64 * p + 32 + l] = d1 * (float)((q[l] >> 4) | h1) - n1;
+        for (int k = 0; k < 4; k++) {
+            ZrU8x8 v = ld8(qs + 32 * p + 8 * k), h = ld8(qh + 8 * k);
+            put8a(y + 64 * p + 8 * k, (v & 0xf) | shl8(shr8(h, 2 * p) & 1, 4), d0, -n0);
+            put8a(y + 64 * p + 32 + 8 * k, shr8(v, 4) | shl8(shr8(h, 2 * p + 1) & 1, 4), d1, -n1);
         }
     }
 }
@@ -302,37 +355,36 @@ static inline void deq_q6_K(const uint8_t *restrict b, float *restrict y) {
         const uint8_t *l4 = ql + 64 * half, *h2 = qh + 32 * half;
         const int8_t *s = sc + 8 * half;
         float *out = y + 128 * half;
-        for (int sub = 0; sub < 2; sub++) {
-            const float d0 = d * (float)s[sub], d1 = d * (float)s[sub + 2];
-            const float d2 = d * (float)s[sub + 4], d3 = d * (float)s[sub + 6];
-            for (int l = 16 * sub; l < 16 * sub + 16; l++) {
-                int q0 = ((l4[l] & 0xf) | (((h2[l] >> 0) & 3) << 4)) - 32;
-                int q1 = ((l4[l + 32] & 0xf) | (((h2[l] >> 2) & 3) << 4)) - 32;
-                int q2 = ((l4[l] >> 4) | (((h2[l] >> 4) & 3) << 4)) - 32;
-                int q3 = ((l4[l + 32] >> 4) | (((h2[l] >> 6) & 3) << 4)) - 32;
-                out[l] = d0 * (float)q0;
-                out[l + 32] = d1 * (float)q1;
-                out[l + 64] = d2 * (float)q2;
-                out[l + 96] = d3 * (float)q3;
-            }
+        for (int l = 0; l < 32; l += 8) {
+            const int sub = l / 16;
+            ZrU8x8 a = ld8(l4 + l), c = ld8(l4 + 32 + l), h = ld8(h2 + l);
+            put8s(out + l, (a & 0xf) | shl8(h & 3, 4), 32, d * (float)s[sub]);
+            put8s(out + l + 32, (c & 0xf) | shl8(shr8(h, 2) & 3, 4), 32, d * (float)s[sub + 2]);
+            put8s(out + l + 64, shr8(a, 4) | shl8(shr8(h, 4) & 3, 4), 32, d * (float)s[sub + 4]);
+            put8s(out + l + 96, shr8(c, 4) | shl8(shr8(h, 6), 4), 32, d * (float)s[sub + 6]);
         }
     }
 }
 
 static inline void deq_f16(const uint8_t *restrict b, float *restrict y) {
-    for (int j = 0; j < 32; j++) y[j] = ld_f16(b + 2 * j);
+    for (int g = 0; g < 4; g++) f16x8(y + 8 * g, b + 16 * g);
 }
 
 static inline void deq_bf16(const uint8_t *restrict b, float *restrict y) {
-    for (int j = 0; j < 32; j++) {
-        uint16_t h;
-        memcpy(&h, b + 2 * j, 2);
-        y[j] = zr_bf16_to_f32(h);
+    for (int g = 0; g < 4; g++) {
+        ZrU16x8 h;
+        memcpy(&h, b + 16 * g, 16);
+        ZrU32x8 u = __builtin_convertvector(h, ZrU32x8) << 16;
+        memcpy(y + 8 * g, &u, sizeof u);
     }
 }
 
 static inline void deq_f32(const uint8_t *restrict b, float *restrict y) {
-    memcpy(y, b, 32 * sizeof(float));
+    for (int g = 0; g < 4; g++) {
+        ZrF32x8 v;
+        memcpy(&v, b + 32 * g, sizeof v);
+        memcpy(y + 8 * g, &v, sizeof v);
+    }
 }
 
 /* ---- rows ----
@@ -346,37 +398,39 @@ static inline void deq_f32(const uint8_t *restrict b, float *restrict y) {
  * picked at load time (ifunc). fp-contract lets the AVX2 clone fuse the multiply-adds. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define ZR_HOT __attribute__((optimize("fp-contract=fast"), target_clones("arch=x86-64-v3", "default")))
+#elif defined(__clang__) && __clang_major__ >= 14 && defined(__x86_64__) && defined(__linux__)
+#define ZR_HOT __attribute__((target_clones("arch=x86-64-v3", "default"))) /* clang contracts a*b+c itself */
 #else
 #define ZR_HOT
 #endif
 
-/* 16 independent partial sums: a vector register's worth (or two), so the loop carries no
- * serial dependency and needs no reassociation to vectorize. */
-#define LANES 16
-
-static inline void fma_lanes(float *restrict acc, const float *restrict w, const float *restrict x, int n) {
-    for (int i = 0; i < n; i += LANES)
-        for (int k = 0; k < LANES; k++) acc[k] += w[i + k] * x[i + k];
-}
-
-static inline float sum_lanes(float *acc) {
-    for (int w = LANES / 2; w > 0; w /= 2)
-        for (int k = 0; k < w; k++) acc[k] += acc[k + w];
-    return acc[0];
-}
-
+/* The decoded block goes through a small aligned buffer: stored and reloaded as whole 8-lane
+ * vectors so the loads are forwarded from the stores. Two vector accumulators (16 partial
+ * sums) keep the multiply-adds independent. */
 #define DEFINE_ROW_FUNCS(name, elems, bytes)                                                  \
     static void deq_row_##name(const uint8_t *src, float *dst, int64_t n) {                   \
         for (int64_t i = 0; i < n / (elems); i++) deq_##name(src + i * (bytes), dst + i * (elems)); \
     }                                                                                         \
     ZR_HOT static float dot_row_##name(const uint8_t *row, const float *x, int64_t n) {        \
-        float acc[LANES] = {0};                                                               \
-        float w[elems]; /* one dequantized block */                                           \
+        ZrF32x8 acc0 = {0}, acc1 = {0};                                                       \
+        _Alignas(32) float w[elems]; /* one decoded block */                                  \
         for (int64_t i = 0; i < n / (elems); i++) {                                           \
             deq_##name(row + i * (bytes), w);                                                 \
-            fma_lanes(acc, w, x + i * (elems), (elems));                                      \
+            const float *xb = x + i * (elems);                                                \
+            for (int k = 0; k < (elems); k += 16) {                                           \
+                ZrF32x8 w0, w1, x0, x1;                                                       \
+                memcpy(&w0, w + k, 32);                                                       \
+                memcpy(&w1, w + k + 8, 32);                                                   \
+                memcpy(&x0, xb + k, 32);                                                      \
+                memcpy(&x1, xb + k + 8, 32);                                                  \
+                acc0 += w0 * x0;                                                              \
+                acc1 += w1 * x1;                                                              \
+            }                                                                                 \
         }                                                                                     \
-        return sum_lanes(acc);                                                                \
+        float lane[8];                                                                        \
+        acc0 += acc1;                                                                         \
+        memcpy(lane, &acc0, sizeof lane);                                                     \
+        return ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7])); \
     }
 
 DEFINE_ROW_FUNCS(f32, CHUNK, CHUNK * 4)

@@ -1,6 +1,11 @@
 /* The CUDA backend behind the ZrBackend interface: opens the driver, the context, the embedded
  * kernels and cuBLASLt, uploads the model once (forward.c), then runs prefills through
- * cuBLASLt and decode steps through zrun's own kernels. */
+ * cuBLASLt and decode steps through zrun's own kernels, handed to the decode-graph controller
+ * (graph.c), which runs them eagerly or records them once and replays them as a CUDA graph.
+ *
+ * It keeps the shape of every forward call it was given (the token history), so that after a
+ * poisoned context it can rebuild the KV cache with the very same launches: a prefill chunk is
+ * prefilled again, a decode step decoded again, and the cache is bit for bit what it was. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +15,7 @@
 #include "cuda/cublaslt.h"
 #include "cuda/driver.h"
 #include "cuda/forward.h"
+#include "cuda/graph.h"
 #include "cuda/launch.h"
 #include "cuda/module.h"
 #include "cuda/profile.h"
@@ -30,42 +36,66 @@ typedef struct CudaBackend {
     ZrCuKernels *k;
     ZrCuForward f;
     bool f_init;
+    ZrDecodeIO io;
+    ZrDecodeGraph graph;
+    bool graph_init;
     int n_past;       /* tokens in the KV cache */
-    uint64_t kernels_per_token;
-    double host_us_sum;
-    uint64_t steps;
-    bool logged;      /* --log-launches printed */
+    int32_t *hist;    /* [n_ctx] the tokens fed so far */
+    int32_t *calls;   /* [n_ctx] calls[p] = tokens of the forward call that started at position p (0 inside one) */
 } CudaBackend;
 
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+/* The decode step the controller runs (eagerly, or once while recording the graph). */
+static int eager_step(void *ctx, ZrError *err) {
+    CudaBackend *c = ctx;
+    return zr_cuf_decode_step(&c->f, err);
 }
 
-/* One decode step, eager: token and position into their device buffers (same stream), the
- * launches, the logits back. */
-static int decode_eager(CudaBackend *c, int32_t token, int pos, float *logits, ZrError *err) {
-    ZrCuForward *f = &c->f;
+static void wire_io(CudaBackend *c) {
+    c->io.cuda = &c->cuda;
+    c->io.launcher = &c->launcher;
+    c->io.d_token = c->f.d_tok;
+    c->io.d_pos = c->f.d_pos;
+    c->io.d_logits = c->f.logits;
+    c->io.n_vocab = c->f.n_vocab;
+}
+
+/* The context is poisoned: a new context, the kernels, cuBLASLt, the weights and buffers again,
+ * then the first n_past tokens fed again exactly as they were (same chunks, same kernels). */
+static int recover(void *ctx, int n_past, ZrError *err) {
+    CudaBackend *c = ctx;
     int rc;
-    const int32_t p = pos;
-    const double t0 = now_us();
-    if ((rc = zr_cuda_h2d(&c->cuda, f->d_tok, &token, sizeof token, err))) return rc;
-    if ((rc = zr_cuda_h2d(&c->cuda, f->d_pos, &p, sizeof p, err))) return rc;
-    const bool record = c->opt.log_launches && !c->logged;
-    if (record) zr_launcher_record_begin(&c->launcher);
-    const uint64_t n0 = c->launcher.n_launches;
-    rc = zr_cuf_decode_step(f, err);
-    if (record) {
-        zr_launcher_record_end(&c->launcher);
-        zr_recording_print(&c->launcher.rec, stderr);
-        c->logged = true;
+    zr_cuf_forget(&c->f);
+    c->f_init = false;
+    if (c->lt_open) zr_cublaslt_close(&c->lt);
+    c->lt_open = false;
+    if ((rc = zr_cuda_reset(&c->cuda, zr_cuda_kernels_image(), err))) return rc;
+    c->launcher.stream = c->cuda.stream;
+    const ZrHparams *hp = &c->m->hp;
+    int max_n_in = hp->n_embd;
+    if (hp->n_ff > max_n_in) max_n_in = hp->n_ff;
+    if (hp->n_head * hp->head_dim > max_n_in) max_n_in = hp->n_head * hp->head_dim;
+    if ((rc = zr_cuf_kernels_load(&c->cuda, c->k, max_n_in, err))) return rc;
+    if ((rc = zr_cublaslt_open(&c->lt, err))) return rc;
+    c->lt_open = true;
+    if ((rc = zr_cuf_init(&c->f, c->m, &c->cuda, &c->launcher, &c->lt, c->k, c->be.n_ctx, err))) return rc;
+    c->f_init = true;
+    wire_io(c);
+    c->io.epoch++;
+    for (int p = 0; p < n_past;) {
+        int n = c->calls[p] > 0 ? c->calls[p] : 1;
+        if (p + n > n_past) n = n_past - p;
+        if (n == 1) {
+            const int32_t v[2] = {c->hist[p], p};
+            if ((rc = zr_cuda_h2d(&c->cuda, c->f.d_tok, v, sizeof v, err))) return rc;
+            if ((rc = zr_cuf_decode_step(&c->f, err))) return rc;
+        } else {
+            for (int c0 = 0; c0 < n; c0 += ZR_CUF_UBATCH) {
+                const int nc = n - c0 < ZR_CUF_UBATCH ? n - c0 : ZR_CUF_UBATCH;
+                if ((rc = zr_cuf_prefill(&c->f, c->hist + p + c0, nc, p + c0, NULL, false, err))) return rc;
+            }
+        }
+        p += n;
     }
-    if (rc) return rc;
-    c->kernels_per_token = c->launcher.n_launches - n0;
-    c->host_us_sum += now_us() - t0;
-    c->steps++;
-    if ((rc = zr_cuda_d2h(&c->cuda, logits, f->logits, sizeof(float) * f->n_vocab, err))) return rc;
     return zr_cuda_sync(&c->cuda, err);
 }
 
@@ -85,6 +115,9 @@ static int cuda_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, fl
             return zr_err(err, ZR_E_RANGE, "cuda forward: token id %d at position %d is outside the vocabulary 0..%d",
                           tokens[i], pos + i, n_vocab - 1);
     int rc;
+    memcpy(c->hist + pos, tokens, sizeof(int32_t) * n);
+    c->calls[pos] = n;
+    for (int i = 1; i < n; i++) c->calls[pos + i] = 0;
     if (n == 1) {
         float *out = logits;
         float *tmp = NULL;
@@ -93,7 +126,7 @@ static int cuda_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, fl
             if (!tmp) return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory");
             out = tmp;
         }
-        rc = decode_eager(c, tokens[0], pos, out, err);
+        rc = zr_graph_decode_step(&c->graph, tokens[0], pos, out, err);
         free(tmp);
         if (rc) return rc;
         c->n_past = pos + 1;
@@ -117,14 +150,20 @@ static void cuda_truncate(ZrBackend *be, int pos) {
 
 static void cuda_stats(const ZrBackend *be, ZrBackendStats *out) {
     const CudaBackend *c = (const CudaBackend *)be;
+    ZrDecodeStats st;
     memset(out, 0, sizeof *out);
-    out->kernels_per_token = c->kernels_per_token;
-    out->host_us_per_token = c->steps ? c->host_us_sum / c->steps : 0.0;
+    if (!c->graph_init) return;
+    zr_graph_decode_stats(&c->graph, &st);
+    out->kernels_per_token = st.kernels_per_token;
+    out->graph_build_ms = st.graph_build_ms;
+    out->graph_active = st.graph_active;
+    out->host_us_per_token = st.graph_active && st.graph_steps ? st.graph_host_us : st.eager_host_us;
 }
 
 static void cuda_destroy(ZrBackend *be) {
     CudaBackend *c = (CudaBackend *)be;
     if (!c) return;
+    if (c->graph_init) zr_graph_decode_free(&c->graph);
     if (c->profiling) {
         ZrError e = {0};
         if (zr_profile_collect(&c->prof, &e) == ZR_OK) zr_profile_print(&c->prof, stderr);
@@ -136,6 +175,8 @@ static void cuda_destroy(ZrBackend *be) {
     if (c->lt_open) zr_cublaslt_close(&c->lt);
     if (c->cuda_open) zr_cuda_close(&c->cuda);
     free(c->k);
+    free(c->hist);
+    free(c->calls);
     free(c);
 }
 
@@ -147,13 +188,18 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         zr_err(err, ZR_E_NODEV, "no usable GPU path: this zrun was built without CUDA kernels (no nvcc at build time)");
         return NULL;
     }
+    const int n_ctx = o->n_ctx > 0 ? o->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
     CudaBackend *c = calloc(1, sizeof *c);
-    if (!c || !(c->k = calloc(1, sizeof *c->k))) {
+    if (!c || !(c->k = calloc(1, sizeof *c->k)) || !(c->hist = calloc(n_ctx, sizeof *c->hist)) ||
+        !(c->calls = calloc(n_ctx, sizeof *c->calls))) {
+        if (c) {
+            free(c->k);
+            free(c->hist);
+        }
         free(c);
         zr_err(err, ZR_E_NOMEM, "cuda backend: out of host memory");
         return NULL;
     }
-    const int n_ctx = o->n_ctx > 0 ? o->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
     c->be = (ZrBackend){.name = "cuda", .n_ctx = n_ctx, .forward = cuda_forward, .truncate = cuda_truncate,
                         .stats = cuda_stats, .destroy = cuda_destroy};
     c->m = m;
@@ -177,6 +223,17 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     }
     if (zr_cuf_init(&c->f, m, &c->cuda, &c->launcher, &c->lt, c->k, n_ctx, err)) goto fail;
     c->f_init = true;
+    wire_io(c);
+    c->io.epoch = 1;
+    /* graph decode is opt-in: --graph / --no-graph win, else CUDA_GRAPH_ENABLE=1 */
+    const char *env = getenv("CUDA_GRAPH_ENABLE");
+    const bool graph = o->graph >= 0 ? o->graph > 0 : (env && !strcmp(env, "1"));
+    ZrDecodeOptions dopt = {.graph = graph, .verify = o->verify_graph, .profile = o->profile,
+                            .log_launches = o->log_launches, .dot_path = o->graph_dot};
+    if (zr_fault_parse(getenv("ZRUN_FAULT"), &dopt.fault, err)) goto fail;
+    const ZrDecodeHooks hooks = {c, eager_step, recover};
+    if (zr_graph_decode_init(&c->graph, &c->io, &hooks, &dopt, err)) goto fail;
+    c->graph_init = true;
     if (!o->quiet) {
         char desc[512];
         zr_cuda_describe(&c->cuda, desc, sizeof desc);

@@ -378,8 +378,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     } bufs[] = {
         {&f->kc, (size_t)d.n_layer * n_ctx * d.kv_dim * fl, "the K cache"},
         {&f->vc, (size_t)d.n_layer * n_ctx * d.kv_dim * fl, "the V cache"},
-        {&f->d_tok, UB * sizeof(int32_t), "token ids"},
-        {&f->d_pos, 256, "position"},
+        {&f->d_tok, 256 + UB * sizeof(int32_t), "token ids and position"},
         {&f->x, UB * d.n_embd * fl, "activations"},
         {&f->xn, UB * d.n_embd * fl, "activations"},
         {&f->qkv, UB * d.qkv_dim * fl, "activations"},
@@ -395,14 +394,20 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if ((rc = dalloc(f, bufs[i].p, bufs[i].bytes, bufs[i].what, err))) goto fail;
-    /* a decode step before any token must not read garbage positions */
-    if ((rc = zr_cuda_memset8(cuda, f->d_pos, 0, 256, err))) goto fail;
-    if ((rc = zr_cuda_memset8(cuda, f->d_tok, 0, UB * sizeof(int32_t), err))) goto fail;
+    f->d_pos = f->d_tok + 4;
+    f->d_ptok = f->d_tok + 256;
+    /* a decode step before any token must not read garbage ids or positions */
+    if ((rc = zr_cuda_memset8(cuda, f->d_tok, 0, 256 + UB * sizeof(int32_t), err))) goto fail;
     if ((rc = zr_cuda_sync(cuda, err))) goto fail;
     return ZR_OK;
 fail:
     zr_cuf_free(f);
     return rc;
+}
+
+void zr_cuf_forget(ZrCuForward *f) {
+    f->n_allocs = 0;
+    zr_cuf_free(f);
 }
 
 void zr_cuf_free(ZrCuForward *f) {
@@ -572,11 +577,11 @@ int zr_cuf_prefill(ZrCuForward *f, const int32_t *tokens, int n, int pos, float 
     const ZrHparams *hp = &f->m->hp;
     int rc;
     if (n < 1 || n > ZR_CUF_UBATCH) return zr_err(err, ZR_E_INTERNAL, "cuda prefill: %d rows (1..%d)", n, ZR_CUF_UBATCH);
-    if ((rc = zr_cuda_h2d(f->cuda, f->d_tok, tokens, sizeof(int32_t) * n, err))) return rc;
+    if ((rc = zr_cuda_h2d(f->cuda, f->d_ptok, tokens, sizeof(int32_t) * n, err))) return rc;
     const int32_t p = pos;
     if ((rc = zr_cuda_h2d(f->cuda, f->d_pos, &p, sizeof p, err))) return rc;
     if ((rc = ZR_LAUNCH(f->launcher, &f->k->embed[f->tok_embd.type], ZR_DIM3(cdiv(f->n_embd, 256), n, 1), ZR_DIM1(256), 0,
-                        err, &f->tok_embd.main, &f->tok_embd.side, &f->d_tok, &f->x, &f->n_embd, &f->n_vocab)))
+                        err, &f->tok_embd.main, &f->tok_embd.side, &f->d_ptok, &f->x, &f->n_embd, &f->n_vocab)))
         return rc;
     const int zero = 0;
     for (int il = 0; il < hp->n_layer; il++) {

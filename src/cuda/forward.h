@@ -55,8 +55,9 @@ typedef struct ZrCuForward {
     size_t weight_bytes;
     /* state */
     CUdeviceptr kc, vc;             /* f32 [n_layer][n_ctx][kv_dim] */
-    CUdeviceptr d_tok;              /* i32 [ZR_CUF_UBATCH]: token ids (decode reads [0]) */
-    CUdeviceptr d_pos;              /* i32 [1]: position of the first row */
+    CUdeviceptr d_tok;              /* i32 [1]: the decode step's token */
+    CUdeviceptr d_pos;              /* i32 [1]: position of the first row; == d_tok + 4 (one copy writes both) */
+    CUdeviceptr d_ptok;             /* i32 [ZR_CUF_UBATCH]: a prefill's token ids */
     /* activations, [rows][width] row-major f32 unless said */
     CUdeviceptr x;                  /* [UB][n_embd] residual stream */
     CUdeviceptr xn;                 /* [UB][n_embd] normed block input */
@@ -90,6 +91,9 @@ int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUde
 int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, ZrCublasLt *lt, ZrCuKernels *k,
                 int n_ctx, ZrError *err);
 void zr_cuf_free(ZrCuForward *f);
+/* After the context was reset (its memory is gone with it): forgets the device pointers
+ * without freeing them. */
+void zr_cuf_forget(ZrCuForward *f);
 
 /* One decode step: token f->d_tok[0] at position f->d_pos[0] -> f->logits[0][n_vocab].
  * Launches only (no copies, syncs or allocations); the same launches at every position. */

@@ -1,0 +1,186 @@
+/* zrun eval, run as the user runs it: logits files, device selection, exit codes, messages. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "test_cpu_common.h"
+#include "zt.h"
+
+#define EXACT_TOL 3e-5
+
+static char err_text[8192];
+
+/* Runs `zrun eval ARGS` (stderr captured in err_text); returns the exit status. */
+static int run_eval(const char *args) {
+    const char *zrun = getenv("ZRUN");
+    if (!zrun) zrun = "zrun";
+    char errpath[4096], cmd[24576];
+    snprintf(errpath, sizeof errpath, "%s/eval.stderr", zt_tmpdir());
+    snprintf(cmd, sizeof cmd, "'%s' eval %s >/dev/null 2>'%s'", zrun, args, errpath);
+    int st = system(cmd);
+    size_t len = 0;
+    char *text = zt_read_file(errpath, &len);
+    snprintf(err_text, sizeof err_text, "%s", text ? text : "");
+    free(text);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static const char *out_path(const char *name) {
+    static char p[4096];
+    snprintf(p, sizeof p, "%s/%s", zt_tmpdir(), name);
+    return p;
+}
+
+/* out_path returns a static buffer: one path per call site at a time. */
+
+/* A fixture's gguf and tokens file, or NULL (skip) without ../shared. */
+static bool fixture(const char *name, char *gguf, char *tokens) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "fixtures/%s.gguf", name);
+    const char *g = zt_shared(rel);
+    snprintf(rel, sizeof rel, "fixtures/%s.tokens", name);
+    const char *t = zt_shared(rel);
+    if (!g || !t) return false;
+    snprintf(gguf, 4096, "%s", g);
+    snprintf(tokens, 4096, "%s", t);
+    return true;
+}
+
+static double compare_with_exact(const char *name, const char *logits_path, int *argmax_equal, int *rows) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "fixtures/%s.exact.f32", name);
+    size_t n_ref, n_out;
+    float *ref = zt_read_f32(zt_shared(rel), &n_ref);
+    float *out = zt_read_f32(logits_path, &n_out);
+    double worst = 1e30;
+    *rows = 0;
+    if (ref && out && n_ref == n_out) {
+        *rows = (int)(n_ref / 512);
+        ZtLogitsDiff d = zt_compare_logits(out, ref, *rows, 512);
+        worst = d.worst_rel;
+        *argmax_equal = d.argmax_equal;
+    }
+    free(ref);
+    free(out);
+    return worst;
+}
+
+ZT_TEST(eval_writes_every_position_logits_matching_the_reference) {
+    char gguf[4096], tokens[4096], args[16384];
+    if (!fixture("llama-Q4_K_M", gguf, tokens)) {
+        zt_skip("no fixtures");
+        return;
+    }
+    const char *out = out_path("q4km.f32");
+    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu -t 2", gguf, tokens, out);
+    ZT_CHECKF(run_eval(args) == 0, "%s", err_text);
+    size_t n;
+    free(zt_read_f32(out, &n));
+    ZT_CHECK(n == 33 * 512);
+    int eq, rows;
+    double worst = compare_with_exact("llama-Q4_K_M", out, &eq, &rows);
+    ZT_CHECKF(worst <= EXACT_TOL && eq == rows && rows == 33, "max|diff|/std %.3g, argmax %d/%d", worst, eq, rows);
+}
+
+ZT_TEST(eval_device_auto_without_a_gpu_falls_back_to_the_cpu_with_a_note) {
+    char gguf[4096], tokens[4096], args[16384];
+    if (!fixture("qwen2-Q8_0", gguf, tokens)) {
+        zt_skip("no fixtures");
+        return;
+    }
+    const char *out = out_path("auto.f32");
+    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s'", gguf, tokens, out);
+    ZT_CHECKF(run_eval(args) == 0, "%s", err_text);
+    if (strstr(err_text, "cpu backend")) ZT_CHECKF(strstr(err_text, "using the CPU backend"), "%s", err_text);
+    int eq, rows;
+    /* on a GPU the logits come from the CUDA backend: its own tolerance is the GPU tests' business */
+    if (strstr(err_text, "cpu backend")) {
+        double worst = compare_with_exact("qwen2-Q8_0", out, &eq, &rows);
+        ZT_CHECKF(worst <= EXACT_TOL && eq == rows, "max|diff|/std %.3g", worst);
+    }
+}
+
+ZT_TEST(eval_device_cuda_without_a_gpu_fails_with_exit_1_and_says_why) {
+    char gguf[4096], tokens[4096], args[16384];
+    if (!fixture("stories260K-Q8_0", gguf, tokens)) {
+        zt_skip("no fixtures");
+        return;
+    }
+    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cuda", gguf, tokens, out_path("cuda.f32"));
+    int rc = run_eval(args);
+    if (rc == 0) {
+        ZT_CHECKF(strstr(err_text, "cuda backend"), "%s", err_text);
+        return; /* a GPU is usable here */
+    }
+    ZT_CHECKF(rc == 1, "exit %d: %s", rc, err_text);
+    ZT_CHECKF(strstr(err_text, "GPU") || strstr(err_text, "CUDA") || strstr(err_text, "cuda"), "%s", err_text);
+    ZT_CHECKF(!strstr(err_text, "using the CPU backend"), "%s", err_text);
+}
+
+ZT_TEST(eval_context_smaller_than_the_tokens_is_a_runtime_error) {
+    char gguf[4096], tokens[4096], args[16384];
+    if (!fixture("llama-Q8_0", gguf, tokens)) {
+        zt_skip("no fixtures");
+        return;
+    }
+    const char *out = out_path("short.f32");
+    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu -c 16", gguf, tokens, out);
+    ZT_CHECK(run_eval(args) == 1);
+    ZT_CHECKF(strstr(err_text, "context of 16 tokens"), "%s", err_text);
+    size_t n;
+    float *left = zt_read_f32(out, &n);
+    ZT_CHECKF(!left, "a partial logits file was left behind");
+}
+
+ZT_TEST(eval_token_ids_are_checked) {
+    char gguf[4096], tokens[4096], args[16384];
+    if (!fixture("llama-Q8_0", gguf, tokens)) {
+        zt_skip("no fixtures");
+        return;
+    }
+    char ids[4096];
+    snprintf(ids, sizeof ids, "%s", out_path("bad.tokens"));
+    FILE *f = fopen(ids, "w");
+    fputs("1 403 9999\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu", gguf, ids, out_path("bad.f32"));
+    ZT_CHECK(run_eval(args) == 1);
+    ZT_CHECKF(strstr(err_text, "token id 9999"), "%s", err_text);
+
+    f = fopen(ids, "w");
+    fputs("1 40x3\n", f);
+    fclose(f);
+    ZT_CHECK(run_eval(args) == 1);
+    ZT_CHECKF(strstr(err_text, "bad.tokens") && strstr(err_text, "40x3"), "%s", err_text);
+
+    f = fopen(ids, "w");
+    fclose(f);
+    ZT_CHECK(run_eval(args) == 1);
+    ZT_CHECKF(strstr(err_text, "no token ids"), "%s", err_text);
+}
+
+ZT_TEST(eval_usage_errors_exit_2) {
+    ZT_CHECK(run_eval("--tokens a --logits b") == 2);
+    ZT_CHECKF(strstr(err_text, "-m FILE is required"), "%s", err_text);
+    ZT_CHECK(run_eval("-m a --logits b") == 2);
+    ZT_CHECK(run_eval("-m a --tokens b") == 2);
+    ZT_CHECK(run_eval("-m a --tokens b --logits c --device tpu") == 2);
+    ZT_CHECKF(strstr(err_text, "tpu"), "%s", err_text);
+    ZT_CHECK(run_eval("-m a --tokens b --logits c -t x") == 2);
+    ZT_CHECK(run_eval("-m a --tokens b --logits c --bogus") == 2);
+    ZT_CHECK(run_eval("-m a --tokens b --logits c -c") == 2);
+}
+
+ZT_TEST(eval_missing_model_file_is_a_runtime_error_naming_it) {
+    char args[16384];
+    char ids[4096];
+    snprintf(ids, sizeof ids, "%s", out_path("one.tokens"));
+    FILE *f = fopen(ids, "w");
+    fputs("1\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu", out_path("absent.gguf"), ids, out_path("x.f32"));
+    ZT_CHECK(run_eval(args) == 1);
+    ZT_CHECKF(strstr(err_text, "absent.gguf"), "%s", err_text);
+}
+
+int main(void) { return zt_run(); }

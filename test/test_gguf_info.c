@@ -1,0 +1,130 @@
+/* `zrun info` as a user runs it: the built binary ($ZRUN) on stories260K.gguf and on files
+ * it must refuse. */
+#include <sys/wait.h>
+
+#include "gguf_write.h"
+#include "quant.h"
+#include "zt.h"
+
+/* Runs `$ZRUN info ARGS` with stdout and stderr into *out (malloc'ed); returns the exit code. */
+static int run_info(const char *args, char **out) {
+    const char *zrun = getenv("ZRUN");
+    if (!zrun) return -1;
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' info %s 2>&1", zrun, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    size_t k;
+    while (b && (k = fread(b + n, 1, cap - n - 1, p)) > 0) {
+        n += k;
+        if (n + 1 == cap) b = realloc(b, cap *= 2);
+    }
+    if (b) b[n] = 0;
+    *out = b;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+ZT_TEST(info_prints_stories260K_hyper_parameters_tensors_and_totals) {
+    const char *path = zt_shared("models/stories260K.gguf");
+    if (!path) { zt_skip("stories260K.gguf is absent"); return; }
+    char *out = NULL;
+    char args[4200];
+    snprintf(args, sizeof args, "'%s'", path);
+    int rc = run_info(args, &out);
+    ZT_CHECK(out != NULL);
+    static const char *const want[] = {
+        "(GGUF v3, 1185376 bytes, 19 keys, alignment 32)",
+        "\narchitecture:  llama\n",
+        "\n  embedding_length                   64\n",
+        "\n  block_count                        5\n",
+        "\n  feed_forward_length                172\n",
+        "\n  attention.head_count               8\n",
+        "\n  attention.head_count_kv            4\n",
+        "\n  rope.dimension_count               8\n",
+        "\n  rope.freq_base                     -\n",
+        "\n  attention.layer_norm_rms_epsilon   9.99999975e-06\n",
+        "\n  context_length                     2048\n",
+        "\n  vocab_size                         512 (tokenizer)\n",
+        "\ntokenizer:     llama (pre: -), 512 tokens, bos 1, eos 2, unknown 0\n",
+        "\ntensors: 48\n",
+        "\n  token_embd.weight         [64, 512]                  f32              131072\n",
+        "\n  blk.4.ffn_down.weight     [172, 64]                  f32               44032\n",
+        "\n  parameters                         292800\n",
+        "\n  bytes                              1171200 (1.12 MiB)\n",
+        /* everything but token_embd (1040128) plus one 256-byte row of it */
+        "\n  bytes read per token               1040384 (1016.00 KiB)\n",
+    };
+    int missing = -1;
+    for (int i = 0; i < (int)(sizeof want / sizeof want[0]) && missing < 0; i++)
+        if (!strstr(out, want[i])) missing = i;
+    if (rc != 0 || missing >= 0) fprintf(stderr, "%s", out);
+    free(out);
+    ZT_CHECKF(rc == 0, "exit %d", rc);
+    ZT_CHECKF(missing < 0, "missing: %s", want[missing]);
+}
+
+ZT_TEST(info_counts_a_tied_embedding_once_as_the_output) {
+    static float embd[8 * 4], q[8 * 8];
+    ZrGgufWriter w;
+    zr_gguf_w_init(&w);
+    zr_gguf_w_str(&w, "general.architecture", "llama");
+    zr_gguf_w_u32(&w, "llama.block_count", 1);
+    zr_gguf_w_tensor(&w, "token_embd.weight", ZR_TYPE_F32, 2, (const int64_t[]){8, 4}, embd);
+    zr_gguf_w_tensor(&w, "blk.0.attn_q.weight", ZR_TYPE_F32, 2, (const int64_t[]){8, 8}, q);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tied.gguf", zt_tmpdir());
+    FILE *f = fopen(path, "wb");
+    ZrError e;
+    ZT_CHECK(f && zr_gguf_w_write(&w, f, &e) == 0);
+    fclose(f);
+    zr_gguf_w_free(&w);
+    char *out = NULL, args[4300];
+    snprintf(args, sizeof args, "'%s'", path);
+    int rc = run_info(args, &out);
+    ZT_CHECK(out != NULL);
+    /* 256 (q) + 128 (embedding as output) + 32 (one embedding row) */
+    bool ok = rc == 0 && strstr(out, "\n  bytes read per token               416 (416 B) (output tied to token_embd)\n") &&
+              strstr(out, "\n  parameters                         96\n") && strstr(out, "\n  block_count                        1\n") &&
+              strstr(out, "\n  embedding_length                   -\n");
+    if (!ok) fprintf(stderr, "%s", out);
+    free(out);
+    ZT_CHECK(ok);
+}
+
+ZT_TEST(info_exits_1_naming_the_file_and_field_of_a_bad_file) {
+    char path[4200], args[4300];
+    snprintf(path, sizeof path, "%s/bad.gguf", zt_tmpdir());
+    FILE *f = fopen(path, "wb");
+    ZT_CHECK(f != NULL);
+    fwrite("GGUF\x01\x00\x00\x00", 1, 8, f);
+    fclose(f);
+    snprintf(args, sizeof args, "'%s'", path);
+    char *out = NULL;
+    int rc = run_info(args, &out);
+    ZT_CHECK(out != NULL);
+    bool ok = rc == 1 && strstr(out, "bad.gguf: header: version: expected 2 or 3, found 1") != NULL;
+    if (!ok) fprintf(stderr, "%s", out);
+    free(out);
+    ZT_CHECK(ok);
+}
+
+ZT_TEST(info_usage_errors_exit_2) {
+    char *out = NULL;
+    int r1 = run_info("", &out);
+    bool m1 = out && strstr(out, "usage: zrun info FILE");
+    free(out);
+    int r2 = run_info("a.gguf b.gguf", &out);
+    bool m2 = out && strstr(out, "expected one FILE");
+    free(out);
+    int r3 = run_info("--frobnicate x.gguf", &out);
+    bool m3 = out && strstr(out, "unknown option '--frobnicate'");
+    free(out);
+    ZT_CHECK(r1 == 2 && m1);
+    ZT_CHECK(r2 == 2 && m2);
+    ZT_CHECK(r3 == 2 && m3);
+}
+
+int main(void) { return zt_run(); }
