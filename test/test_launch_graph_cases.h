@@ -205,6 +205,11 @@ ZT_TEST(log_launches_prints_the_recorded_step_and_dot_is_written) {
     ZT_CHECKF(text && strstr(text, "digraph"), "no dot file at %s", dot);
     free(text);
     free(g.logits);
+    CaseRun e; /* eager decoding shows its first step's launches too, once */
+    ZrDecodeOptions oe = {.log_launches = true};
+    CASE_RUN(&oe, false, -1, &e);
+    ZT_CHECKF(count_lines(e.log, "launches\n") == 1 && count_lines(e.log, "\nlaunch ") == 4, "%s", e.log);
+    free(e.logits);
 }
 #endif /* CASES_ONLY_STICKY */
 

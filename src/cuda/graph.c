@@ -288,9 +288,10 @@ static int issue(ZrDecodeGraph *g, int32_t token, int pos, int step, float *logi
         g->stats.kernels_per_token = l->rec.n;
         g->stats.eager_steps++;
         zr_recording_move(&g->rec, &l->rec);
-        if (g->opt.log_launches) {
+        if (g->opt.log_launches && !g->logged) {
             fprintf(logf_(g), "zrun: recorded decode step (position %d): %zu launches\n", pos, g->rec.n);
             zr_recording_print(&g->rec, logf_(g));
+            g->logged = true;
         }
         ZrError e2 = {0};
         CUresult r = build(g, step, &e2);
@@ -341,8 +342,21 @@ static int issue(ZrDecodeGraph *g, int32_t token, int pos, int step, float *logi
     }
     if (run_eager) {
         uint64_t before = l->n_launches;
-        if ((rc = g->hooks.eager_step(g->hooks.ctx, err))) return rc;
+        bool log_now = g->opt.log_launches && !g->logged; /* eager runs show their launches too */
+        if (log_now) zr_launcher_record_begin(l);
+        rc = g->hooks.eager_step(g->hooks.ctx, err);
         double t1 = now_us();
+        if (log_now) {
+            zr_launcher_record_end(l);
+            if (!rc) {
+                fprintf(logf_(g), "zrun: recorded decode step (position %d): %zu launches\n", pos, l->rec.n);
+                zr_recording_print(&l->rec, logf_(g));
+                g->logged = true;
+            }
+            zr_recording_clear(&l->rec);
+            timed_eager = false; /* recording costs host time */
+        }
+        if (rc) return rc;
         if (timed_eager) { /* token write + launches, as for a replay */
             g->eager_us_sum += t1 - t0;
             g->eager_timed++;

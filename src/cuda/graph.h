@@ -90,7 +90,7 @@ typedef struct ZrDecodeOptions {
     bool graph;           /* decode through the graph (else eager, silently) */
     int verify;           /* replayed steps checked against eager (DESIGN: at least the first) */
     bool profile;         /* per-kernel timing: forces eager (one line says so when graph was asked) */
-    bool log_launches;    /* print the recording pass's launches */
+    bool log_launches;    /* print the launches of the recording pass (of the first step when eager) */
     const char *dot_path; /* write the built graph here (cuGraphDebugDotPrint) */
     ZrFault fault;        /* parsed ZRUN_FAULT (zr_fault_parse) */
     FILE *log;            /* fallback line, launch log; NULL = stderr */
@@ -126,6 +126,7 @@ typedef struct ZrDecodeGraph {
     ZrKernel trap;         /* zr_fault_trap, for the sticky fault */
     bool have_trap;
     int step;              /* decode steps done */
+    bool logged;           /* --log-launches printed its one recording */
     double eager_us_sum, graph_us_sum;
     uint64_t eager_timed, graph_timed;
     ZrDecodeStats stats;
