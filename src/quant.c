@@ -68,8 +68,8 @@ size_t zr_row_bytes(uint32_t type, int64_t n) {
 
 /* ---- half precision ---- */
 
-/* Branch-free (selects only) so loops over F16 rows vectorize. The exponent/mantissa bits
- * placed in an f32 and scaled by 2^112 give every finite half exactly, subnormals included. */
+/* Branch-free: the exponent/mantissa bits placed in an f32 and scaled by 2^112 give every
+ * finite half exactly, subnormals included. f16x8 below does the same on 8 lanes. */
 ZR_INLINE float f16_to_f32(uint16_t h) {
     uint32_t em = (uint32_t)(h & 0x7fffu) << 13;
     float f;
@@ -183,8 +183,8 @@ ZR_INLINE int k3_scale(const uint8_t *s, int j) {
 }
 
 /* Block decoding works on 8 elements at a time with GCC/Clang vector extensions (plain C
- * everywhere else in the file): the compiler lowers them to AVX2 in the x86-64-v3 clone of
- * the dot products, to SSE2 otherwise, and to scalar code on other targets. Written as loops
+ * everywhere else in the file): the compiler lowers them to AVX2 in the x86-64-v3 clones of
+ * the row functions, to SSE2 otherwise, and to scalar code on other targets. Written as loops
  * over bytes, gcc 12 unrolls and then fails to vectorize the u8 -> f32 widening (measured:
  * 1.2 G elements/s for q4_0 versus 8+ with the vectors). */
 typedef uint8_t ZrU8x8 __attribute__((vector_size(8)));
@@ -398,8 +398,9 @@ ZR_INLINE void deq_f32(const uint8_t *restrict b, float *restrict y) {
 #define CHUNK 32
 
 /* The dot products are the CPU backend's inner loop (every weight row of every token goes
- * through them), so they are built twice on x86-64 gcc: for AVX2+FMA and for the baseline,
- * picked at load time (ifunc). fp-contract lets the AVX2 clone fuse the multiply-adds. */
+ * through them), so they are built twice on x86-64 Linux: for x86-64-v3 (AVX2, FMA) and for
+ * the baseline, picked at load time (ifunc). fp-contract lets the AVX2 clone fuse the
+ * multiply-adds, so its sums differ from the baseline's in the last bits. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define ZR_HOT __attribute__((optimize("fp-contract=fast"), target_clones("arch=x86-64-v3", "default")))
 #elif defined(__clang__) && __clang_major__ >= 14 && defined(__x86_64__) && defined(__linux__)
