@@ -153,9 +153,7 @@ int zr_cmd_run(int argc, char **argv) {
     sigset_t old_mask, int_mask;
     sigemptyset(&int_mask);
     sigaddset(&int_mask, SIGINT);
-    /* Blocked before any thread exists (backend workers, driver threads inherit the mask), so
-     * a Ctrl-C waits as a pending signal until the loop looks for it. */
-    pthread_sigmask(SIG_BLOCK, &int_mask, &old_mask);
+    bool blocked = false;
 
     size_t text_len = 0;
     text = read_prompt(&s, &text_len, &err);
@@ -210,6 +208,11 @@ int zr_cmd_run(int argc, char **argv) {
         .graph_dot = s.graph_dot,
         .quiet = s.quiet,
     };
+    /* Until here Ctrl-C simply ends zrun (waiting on a prompt from the terminal, say). From
+     * here it is blocked, before any backend thread exists (workers and driver threads inherit
+     * the mask), so it waits as a pending signal until the decode loop looks for it. */
+    pthread_sigmask(SIG_BLOCK, &int_mask, &old_mask);
+    blocked = true;
     be = open_backend(&s, &model, &bo, &err);
     if (!be) goto fail;
     const double load_ms = now_ms() - t_load0;
@@ -247,6 +250,12 @@ int zr_cmd_run(int argc, char **argv) {
     const size_t out_cap = zr_detok_cap(tok);
     out = malloc(out_cap);
     if (!out) { zr_err(&err, ZR_E_NOMEM, "out of memory"); goto fail; }
+    /* Like llama.cpp, the prompt is echoed first (as the user wrote it), so stdout reads as one
+     * text; --no-display-prompt leaves only the generated text. */
+    if (!s.no_display_prompt && text_len > 0 && out_write(text, text_len, &last)) {
+        zr_err(&err, ZR_E_IO, "writing standard output: %s", strerror(errno));
+        goto fail;
+    }
     int pos = (int)n_prompt; /* tokens in the KV cache */
     const double t_dec0 = now_ms();
     for (;;) {
@@ -313,6 +322,6 @@ done:
     if (model_loaded) zr_model_free(&model);
     free(ids);
     free(text);
-    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    if (blocked) pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     return rc;
 }

@@ -249,6 +249,7 @@ static bool reserve(void **p, size_t *cap, size_t need, size_t elem) {
 static bool spm_try_bigram(const ZrTokenizer *t, Work *w, int32_t l, int32_t r) {
     if (l < 0 || r < 0) return true;
     const Sym *L = &w->sym[l], *R = &w->sym[r];
+    if (L->n + R->n > t->max_len) return true;
     int32_t id = find_text(t, w->buf + L->start, L->n + R->n);
     if (id < 0) return true;
     Bigram b = {.score = t->score[id], .left = l, .right = r, .size = L->n + R->n};

@@ -4,7 +4,7 @@
 const char zr_usage_text[] =
     "usage: zrun -m FILE (-p PROMPT | -f FILE) [options]    generate text\n"
     "       zrun info FILE                                  metadata, tensors, sizes\n"
-    "       zrun tokenize -m FILE -p TEXT [--ids] [--pieces] [--special]\n"
+    "       zrun tokenize -m FILE (-p TEXT | -f FILE) [--ids] [--pieces] [--special] [--no-bos]\n"
     "       zrun eval -m FILE --tokens IDS_FILE --logits OUT.f32 [--device D] [-t N] [-c N]\n"
     "       zrun bench -m FILE [-p 512] [-n 128] [-r 5] [--graph on|off|both] [-o md|json|csv|jsonl]\n"
     "       zrun --help | --version\n"
@@ -23,6 +23,7 @@ const char zr_usage_text[] =
     "      --repeat-penalty R  penalty for tokens seen recently (default 1.0 = off)\n"
     "      --repeat-last-n N   how many recent tokens the penalty considers (default 64; -1 = the context)\n"
     "      --seed S            random seed (default or -1: from the clock; printed in the summary)\n"
+    "      --no-display-prompt do not echo the prompt before the generated text\n"
     "      --special           recognise special-token text in the prompt (e.g. <|begin_of_text|>)\n"
     "      --device D          auto | cpu | cuda (default auto: CUDA when a GPU is usable)\n"
     "      --graph, --no-graph decode through a CUDA graph (default: CUDA_GRAPH_ENABLE=1 turns it on)\n"

@@ -477,6 +477,93 @@ ZT_TEST(missing_token_list_is_a_format_error) {
     ZT_CHECKF(err.code == ZR_E_FORMAT && strstr(err.msg, "tokenizer.ggml.tokens"), "%s", err.msg);
 }
 
+/* ---- arbitrary bytes ------------------------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Random text: ASCII, whitespace runs, multi-byte characters, digits, stray bytes. */
+static size_t random_text(uint64_t *seed, char *out, size_t cap, bool valid_utf8) {
+    static const char *pieces[] = {" ", "  ", "\n", "\t", "a", "Z", "7", "'s", "é", "ß", "中", "🦙", "\xE3\x80\x80",
+                                   ".", "!!", "x", "\xC2\xA0", "\xCC\x81", "\r\n", "--"};
+    size_t n = 0, len = rng_next(seed) % 48;
+    for (size_t i = 0; i < len; i++) {
+        uint64_t r = rng_next(seed);
+        if (!valid_utf8 && r % 7 == 0) {
+            if (n + 1 > cap) break;
+            out[n++] = (char)(0x80 + (r >> 8) % 0x80); /* a byte that is not ASCII */
+            continue;
+        }
+        const char *p = pieces[(r >> 16) % (sizeof pieces / sizeof *pieces)];
+        size_t k = strlen(p);
+        if (n + k > cap) break;
+        memcpy(out + n, p, k);
+        n += k;
+    }
+    return n;
+}
+
+static size_t concat_pieces(const ZrTokenizer *t, const int32_t *ids, size_t n, char *out, size_t cap) {
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) o += zr_tokenizer_token_bytes(t, ids[i], false, out + o, o < cap ? cap - o : 0);
+    return o;
+}
+
+ZT_TEST(spm_any_bytes_encode_and_the_pieces_give_utf8_back) {
+    ZrGguf g;
+    ZrTokenizer *t;
+    if (!open_vocab("llama-spm", &g, &t)) return;
+    uint64_t seed = 1;
+    for (int k = 0; k < 500; k++) {
+        char text[512], back[2048];
+        bool valid = k % 2 == 0;
+        size_t len = random_text(&seed, text, sizeof text, valid);
+        int32_t *ids;
+        size_t n;
+        ZrError err;
+        ZT_CHECKF(zr_tokenizer_encode(t, text, len, false, false, &ids, &n, &err) == 0, "%s", err.msg);
+        size_t m = concat_pieces(t, ids, n, back, sizeof back);
+        free(ids);
+        /* the prefix space, then the text byte for byte (byte fallback is lossless). Not so
+         * for invalid UTF-8: a bad lead byte takes the next bytes into its symbol, and a space
+         * there comes back as the bytes of U+2581, as in llama.cpp. */
+        if (valid)
+            ZT_CHECKF(len == 0 ? m == 0 : m == len + 1 && back[0] == ' ' && memcmp(back + 1, text, len) == 0,
+                      "case %d", k);
+    }
+    zr_tokenizer_free(t);
+    zr_gguf_close(&g);
+}
+
+ZT_TEST(bpe_any_utf8_encodes_and_the_pieces_give_it_back) {
+    const char *names[] = {"llama-bpe", "qwen2", "deepseek-llm", "falcon"};
+    for (size_t v = 0; v < sizeof names / sizeof *names; v++) {
+        ZrGguf g;
+        ZrTokenizer *t;
+        if (!open_vocab(names[v], &g, &t)) return;
+        uint64_t seed = 7;
+        for (int k = 0; k < 300; k++) {
+            char text[512], back[2048];
+            bool valid = k % 2 == 0;
+            size_t len = random_text(&seed, text, sizeof text, valid);
+            int32_t *ids;
+            size_t n;
+            ZrError err;
+            ZT_CHECKF(zr_tokenizer_encode(t, text, len, false, false, &ids, &n, &err) == 0, "%s", err.msg);
+            size_t m = concat_pieces(t, ids, n, back, sizeof back);
+            free(ids);
+            /* invalid bytes become U+FFFD, as in llama.cpp: only valid text comes back as it was */
+            if (valid) ZT_CHECKF(m == len && memcmp(back, text, len) == 0, "%s case %d", names[v], k);
+        }
+        zr_tokenizer_free(t);
+        zr_gguf_close(&g);
+    }
+}
+
 /* ---- streaming detokenization ----------------------------------------------------------- */
 
 ZT_TEST(detok_holds_back_a_character_split_over_byte_tokens) {

@@ -1,10 +1,13 @@
 /* bench_tokenizer: encode throughput on one core.
- *   bench_tokenizer [--shared DIR] [--mb N] [--repeat R] [--tmp DIR]
+ *   bench_tokenizer [--shared DIR] [--mb N] [--repeat R] [--tmp DIR] [--one-line]
  * Builds N MiB (default 1) of mixed text from the reference inputs (the .inp files of
  * ../shared/vocab: every case of six vocabularies, separators removed, repeated), decompresses
  * the llama-bpe and llama-spm vocabularies into --tmp (default /tmp), encodes the text R times
  * (default 5; add_special and parse_special off, as for a prompt) and prints the best time as
- * MiB/s: thread CPU time (one core's work, robust to a busy machine) and wall time. */
+ * MiB/s: thread CPU time (one core's work, robust to a busy machine) and wall time.
+ * --one-line turns every newline into a space: one paragraph of N MiB, the worst case for
+ * SentencePiece (whose merges then share one queue). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,13 +50,15 @@ int main(int argc, char **argv) {
     const char *tmp = "/tmp";
     double mb = 1.0;
     int repeat = 5;
+    bool one_line = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--shared") && i + 1 < argc) shared = argv[++i];
         else if (!strcmp(argv[i], "--tmp") && i + 1 < argc) tmp = argv[++i];
         else if (!strcmp(argv[i], "--mb") && i + 1 < argc) mb = atof(argv[++i]);
         else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--one-line")) one_line = true;
         else {
-            fprintf(stderr, "usage: bench_tokenizer [--shared DIR] [--mb N] [--repeat R] [--tmp DIR]\n");
+            fprintf(stderr, "usage: bench_tokenizer [--shared DIR] [--mb N] [--repeat R] [--tmp DIR] [--one-line]\n");
             return 2;
         }
     }
@@ -95,6 +100,9 @@ int main(int argc, char **argv) {
     while (n > 0 && ((unsigned char)text[n - 1] & 0xC0) == 0x80) n--;
     if (n > 0 && (unsigned char)text[n - 1] >= 0xC0) n--;
     free(pool);
+    if (one_line)
+        for (size_t i = 0; i < n; i++)
+            if (text[i] == '\n') text[i] = ' ';
 
     static const char *vocabs[] = {"llama-bpe", "llama-spm"};
     for (size_t v = 0; v < 2; v++) {
