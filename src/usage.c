@@ -23,6 +23,7 @@ const char zr_usage_text[] =
     "      --repeat-penalty R  penalty for tokens seen recently (default 1.0 = off)\n"
     "      --repeat-last-n N   how many recent tokens the penalty considers (default 64; -1 = the context)\n"
     "      --seed S            random seed (default or -1: from the clock; printed in the summary)\n"
+    "      --no-display-prompt do not echo the prompt before the generated text\n"
     "      --special           recognise special-token text in the prompt (e.g. <|begin_of_text|>)\n"
     "      --device D          auto | cpu | cuda (default auto: CUDA when a GPU is usable)\n"
     "      --graph, --no-graph decode through a CUDA graph (default: CUDA_GRAPH_ENABLE=1 turns it on)\n"

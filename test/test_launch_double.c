@@ -33,9 +33,19 @@ static CUresult f_dev_count(int *n) { *n = 1; return CUDA_SUCCESS; }
 static CUresult f_dev_name(char *n, int len, CUdevice d) { (void)d; snprintf(n, (size_t)len, "Fake GPU"); return CUDA_SUCCESS; }
 static CUresult f_total_mem(size_t *b, CUdevice d) { (void)d; *b = (size_t)1 << 34; return CUDA_SUCCESS; }
 static CUresult f_attr(int *v, int a, CUdevice d) { (void)d; *v = a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 4 : 1; return CUDA_SUCCESS; }
-static CUresult f_retain(CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)&ctx_token; return CUDA_SUCCESS; }
+static CUresult f_retain(CUcontext *c, CUdevice d) {
+    (void)d;
+    if (st.sync_result && st.poison_is_process_wide) return st.sync_result;
+    *c = (CUcontext)&ctx_token;
+    return CUDA_SUCCESS;
+}
 static CUresult f_release(CUdevice d) { (void)d; return CUDA_SUCCESS; }
-static CUresult f_reset(CUdevice d) { (void)d; st.resets++; st.sync_result = CUDA_SUCCESS; return CUDA_SUCCESS; }
+static CUresult f_reset(CUdevice d) {
+    (void)d;
+    st.resets++;
+    if (!st.poison_is_process_wide) st.sync_result = CUDA_SUCCESS;
+    return CUDA_SUCCESS;
+}
 static CUresult f_set_current(CUcontext c) { (void)c; return CUDA_SUCCESS; }
 static CUresult f_load(CUmodule *m, const void *img) { (void)img; *m = (CUmodule)&mod_token; return CUDA_SUCCESS; }
 static CUresult f_unload(CUmodule m) { (void)m; return CUDA_SUCCESS; }

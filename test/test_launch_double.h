@@ -38,6 +38,7 @@ typedef struct FakeState {
     int fail_add_node_at; CUresult add_node_result;
     CUresult instantiate_result, graph_launch_result, sync_result, alloc_result;
     size_t mem_free; /* reported by cuMemGetInfo */
+    bool poison_is_process_wide; /* like driver 580: a reset does not clear the trap's error */
 } FakeState;
 
 /* Resets the state and returns the driver table (both are process-wide in the test). */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "test_launch_double.h"
+#define CASES_STICKY_MUST_RECOVER
 #include "test_launch_graph_cases.h"
 
 /* Host versions of cu/graph_selftest.cu (pointers are host addresses in the double). */
@@ -126,6 +127,29 @@ ZT_TEST(sticky_error_without_a_recover_hook_is_returned) {
     ZT_CHECK(zr_graph_decode_init(&g, &t.io, &h, &o, &err) == ZR_E_INTERNAL); /* needs an eager step */
     fclose(o.log);
     toy_close(&t);
+}
+
+ZT_TEST(sticky_error_that_survives_the_context_reset_ends_the_run_clearly) {
+    Toy t;
+    CASE_OPEN(&t);
+    fake_state()->poison_is_process_wide = true; /* what driver 580 does */
+    ZrDecodeOptions o = {.graph = true, .verify = 1};
+    ZrError err = {0};
+    ZT_CHECK(zr_fault_parse("sticky:3", &o.fault, &err) == 0);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/process-poisoned.txt", zt_tmpdir());
+    o.log = fopen(path, "w");
+    float *logits = calloc(10 * CASE_VOCAB, sizeof(float));
+    ZrDecodeStats st;
+    int rc = toy_run(&t, &o, 10, logits, -1, &st, &err);
+    fclose(o.log);
+    free(logits);
+    ZT_CHECK(rc == ZR_E_CUDA);
+    ZT_CHECKF(strstr(err.msg, "keeps CUDA_ERROR_LAUNCH_FAILED for the whole process") &&
+                  strstr(err.msg, "only a new process can use the GPU again"),
+              "%s", err.msg);
+    ZT_CHECK(st.recoveries == 1 && st.context_lost);
+    ZT_CHECK(t.n_hist == 3); /* steps 0..2 were delivered, step 3 was not */
 }
 
 ZT_TEST(fault_spec_parsing) {

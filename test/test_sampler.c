@@ -345,6 +345,10 @@ static double now_ms(void) {
 ZT_TEST(sampling_a_128k_vocabulary_is_fast) {
     /* Generous bounds (a loaded 2-core CI machine): defaults (top-k 40) under 2 ms a token,
      * top-p alone under 20 ms; typical times are printed. */
+#if defined(__SANITIZE_ADDRESS__) || !defined(__OPTIMIZE__)
+    zt_skip("timing bounds hold for optimized builds without sanitizers");
+    return;
+#endif
     enum { NV = 128256, REPS = 50 };
     float *l = malloc(NV * sizeof *l), *buf = malloc(NV * sizeof *buf);
     ZT_CHECK(l && buf);

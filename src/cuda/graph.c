@@ -123,7 +123,10 @@ int zr_graph_decode_init(ZrDecodeGraph *g, ZrDecodeIO *io, const ZrDecodeHooks *
 }
 
 void zr_graph_decode_free(ZrDecodeGraph *g) {
-    if (g->io && g->io->cuda && g->io->cuda->drv) zr_graph_destroy(g->io->cuda->drv, &g->graph);
+    if (g->io && g->io->cuda && g->io->cuda->drv) {
+        zr_graph_destroy(g->io->cuda->drv, &g->graph);
+        zr_cuda_host_free(g->io->cuda, g->staging);
+    }
     zr_recording_free(&g->rec);
     free(g->replay_logits);
     memset(g, 0, sizeof *g);
@@ -139,8 +142,18 @@ void zr_graph_decode_stats(const ZrDecodeGraph *g, ZrDecodeStats *out) {
 /* Token id and position into their device buffers, on the stream, before the step. */
 static int write_inputs(ZrDecodeGraph *g, int32_t token, int pos, ZrError *err) {
     const ZrDecodeIO *io = g->io;
-    int32_t v[2] = {token, (int32_t)pos};
-    if (io->d_pos == io->d_token + sizeof(int32_t)) return zr_cuda_h2d(io->cuda, io->d_token, v, sizeof v, err);
+    /* Pinned staging makes the copy a plain DMA (no driver-side staging of pageable memory).
+     * It is safe to overwrite each step: every step ends with a stream sync. */
+    if (!g->staging) {
+        ZrError ignored;
+        void *p = NULL;
+        if (zr_cuda_host_alloc(io->cuda, &p, 2 * sizeof(int32_t), "token/position staging", &ignored) == ZR_OK)
+            g->staging = p;
+    }
+    int32_t stack_v[2], *v = g->staging ? g->staging : stack_v;
+    v[0] = token;
+    v[1] = (int32_t)pos;
+    if (io->d_pos == io->d_token + sizeof(int32_t)) return zr_cuda_h2d(io->cuda, io->d_token, v, 2 * sizeof *v, err);
     int rc = zr_cuda_h2d(io->cuda, io->d_token, &v[0], sizeof v[0], err);
     return rc ? rc : zr_cuda_h2d(io->cuda, io->d_pos, &v[1], sizeof v[1], err);
 }
@@ -275,9 +288,10 @@ static int issue(ZrDecodeGraph *g, int32_t token, int pos, int step, float *logi
         g->stats.kernels_per_token = l->rec.n;
         g->stats.eager_steps++;
         zr_recording_move(&g->rec, &l->rec);
-        if (g->opt.log_launches) {
+        if (g->opt.log_launches && !g->logged) {
             fprintf(logf_(g), "zrun: recorded decode step (position %d): %zu launches\n", pos, g->rec.n);
             zr_recording_print(&g->rec, logf_(g));
+            g->logged = true;
         }
         ZrError e2 = {0};
         CUresult r = build(g, step, &e2);
@@ -328,8 +342,21 @@ static int issue(ZrDecodeGraph *g, int32_t token, int pos, int step, float *logi
     }
     if (run_eager) {
         uint64_t before = l->n_launches;
-        if ((rc = g->hooks.eager_step(g->hooks.ctx, err))) return rc;
+        bool log_now = g->opt.log_launches && !g->logged; /* eager runs show their launches too */
+        if (log_now) zr_launcher_record_begin(l);
+        rc = g->hooks.eager_step(g->hooks.ctx, err);
         double t1 = now_us();
+        if (log_now) {
+            zr_launcher_record_end(l);
+            if (!rc) {
+                fprintf(logf_(g), "zrun: recorded decode step (position %d): %zu launches\n", pos, l->rec.n);
+                zr_recording_print(&l->rec, logf_(g));
+                g->logged = true;
+            }
+            zr_recording_clear(&l->rec);
+            timed_eager = false; /* recording costs host time */
+        }
+        if (rc) return rc;
         if (timed_eager) { /* token write + launches, as for a replay */
             g->eager_us_sum += t1 - t0;
             g->eager_timed++;
@@ -374,10 +401,14 @@ int zr_graph_decode_step(ZrDecodeGraph *g, int32_t token, int pos, float *logits
         zr_graph_destroy(d, &g->graph);
         g->mode = ZR_DECODE_EAGER;
         g->have_trap = false;
+        g->staging = NULL; /* it belonged to the old context */
         zr_recording_clear(&g->io->launcher->rec);
         g->io->launcher->recording = false;
         g->stats.recoveries++;
-        if ((rc = g->hooks.recover(g->hooks.ctx, pos, err))) return zr_err_wrap(err, "recovering from %s", cause);
+        if ((rc = g->hooks.recover(g->hooks.ctx, pos, err))) {
+            g->stats.context_lost = true;
+            return zr_err_wrap(err, "recovering from %s", cause);
+        }
         rc = issue(g, token, pos, step, logits, &bad, err);
         if (rc && bad == CUDA_SUCCESS) return rc;
     }

@@ -26,7 +26,17 @@
  * io->launcher (no syncs, allocations, host copies or cuBLASLt), it reads the token and the
  * position from io->d_token / io->d_pos, writes io->d_logits, launches the same kernels with
  * the same parameters and configuration at every position (grids sized for n_ctx, not pos), and
- * is deterministic (no float atomics), so replay == eager bit for bit. */
+ * is deterministic (no float atomics), so replay == eager bit for bit. Put the position right
+ * after the token (d_pos == d_token + 4) and both are written with one copy.
+ *
+ * Wiring, in the backend (cuda_backend.c):
+ *     ZrDecodeIO io = {&cuda, &launcher, f->d_tok, f->d_pos, f->logits, n_vocab, 1};
+ *     ZrDecodeHooks hooks = {backend, decode_step_launches, recreate_and_reprefill};
+ *     ZrDecodeOptions o = {.graph = ..., .verify = opt->verify_graph, .profile = ..., ...};
+ *     zr_fault_parse(getenv("ZRUN_FAULT"), &o.fault, err);
+ *     zr_graph_decode_init(&g, &io, &hooks, &o, err);
+ *     ... forward(n == 1): zr_graph_decode_step(&g, token, pos, logits, err);
+ *     ... stats: zr_graph_decode_stats(&g, &st);  destroy: zr_graph_decode_free(&g). */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
@@ -80,7 +90,7 @@ typedef struct ZrDecodeOptions {
     bool graph;           /* decode through the graph (else eager, silently) */
     int verify;           /* replayed steps checked against eager (DESIGN: at least the first) */
     bool profile;         /* per-kernel timing: forces eager (one line says so when graph was asked) */
-    bool log_launches;    /* print the recording pass's launches */
+    bool log_launches;    /* print the launches of the recording pass (of the first step when eager) */
     const char *dot_path; /* write the built graph here (cuGraphDebugDotPrint) */
     ZrFault fault;        /* parsed ZRUN_FAULT (zr_fault_parse) */
     FILE *log;            /* fallback line, launch log; NULL = stderr */
@@ -97,6 +107,7 @@ typedef struct ZrDecodeStats {
     double graph_host_us;        /* mean host time to issue one replay (token write + cuGraphLaunch) */
     uint64_t eager_steps, graph_steps, checked_steps, builds, rebuilds, recoveries;
     bool graph_active;           /* the next step replays (or records) a graph */
+    bool context_lost;           /* a poisoned context could not be recreated: decoding cannot go on */
     char fallback[512];          /* why the graph was given up; "" when it was not */
 } ZrDecodeStats;
 
@@ -109,11 +120,13 @@ typedef struct ZrDecodeGraph {
     ZrRecording rec;       /* the recording the graph was built from */
     uint64_t built_epoch;
     int checks_left;
+    int32_t *staging;      /* pinned host [2]: token, position (NULL: copied from the stack) */
     float *replay_logits;  /* host [n_vocab]: a checked replay's logits */
     int replay_cap;
     ZrKernel trap;         /* zr_fault_trap, for the sticky fault */
     bool have_trap;
     int step;              /* decode steps done */
+    bool logged;           /* --log-launches printed its one recording */
     double eager_us_sum, graph_us_sum;
     uint64_t eager_timed, graph_timed;
     ZrDecodeStats stats;

@@ -1,7 +1,8 @@
 /* The decode graph on a real GPU: the toy decode step of test_launch_toy.c with the kernels of
  * cu/graph_selftest.cu and cu/fault_trap.cu. Replay == eager bit for bit over 64 tokens, every
- * fault path (sticky is a real trap that poisons the context), rebuild on moved buffers.
+ * fault path but sticky (test_graph_sticky.c: it may poison the process), rebuild on moved buffers.
  * Exits 77 without a GPU or without kernels built in. */
+#define CASES_NO_STICKY
 #include "test_launch_graph_cases.h"
 
 static int case_open(Toy *t) {
