@@ -1,10 +1,181 @@
-/* Placeholder until this command lands (skeleton commit). */
+/* zrun tokenize: the token ids (and pieces) of a text, as the model's tokenizer makes them.
+ *   zrun tokenize -m FILE (-p TEXT | -f FILE) [--ids] [--pieces] [--special] [--no-bos]
+ * Default output, one line per token like llama-tokenize: "   id -> 'piece'" (control bytes,
+ * backslashes and bytes that are not UTF-8 are escaped). --ids prints only the ids, separated
+ * by single spaces, then a newline: for scripts. */
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cmd.h"
+#include "gguf.h"
+#include "tokenizer.h"
+
+static const char k_usage[] =
+    "usage: zrun tokenize -m FILE (-p TEXT | -f FILE) [--ids] [--pieces] [--special] [--no-bos]\n"
+    "  -m, --model FILE   GGUF model (only its tokenizer.ggml.* metadata is read)\n"
+    "  -p, --prompt TEXT  text to tokenize ('-' reads standard input)\n"
+    "  -f, --file FILE    read the text from FILE\n"
+    "      --ids          print only the ids, separated by spaces, on one line\n"
+    "      --pieces       one line per token: id -> 'piece' (the default)\n"
+    "      --special      recognise special-token text such as <|begin_of_text|>\n"
+    "      --no-bos       do not add BOS/EOS even where the model asks for them\n";
+
+/* Reads all of f; NULL on error (errno set). */
+static char *read_all(FILE *f, size_t *len) {
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    if (!b) return NULL;
+    for (;;) {
+        if (n == cap) {
+            char *q = realloc(b, cap *= 2);
+            if (!q) {
+                free(b);
+                return NULL;
+            }
+            b = q;
+        }
+        size_t k = fread(b + n, 1, cap - n, f);
+        n += k;
+        if (k == 0) break;
+    }
+    if (ferror(f)) {
+        free(b);
+        return NULL;
+    }
+    *len = n;
+    return b;
+}
+
+/* Prints a piece readably: valid UTF-8 as it is, control bytes, backslash and stray bytes
+ * escaped. */
+static void print_piece(const unsigned char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        size_t k = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3
+                              : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+        bool ok = k > 0 && i + k <= n;
+        for (size_t j = 1; ok && j < k; j++) ok = (s[i + j] & 0xC0) == 0x80;
+        if (!ok) {
+            printf("\\x%02X", c);
+            i++;
+        } else if (k > 1) {
+            fwrite(s + i, 1, k, stdout);
+            i += k;
+        } else {
+            if (c == '\n') fputs("\\n", stdout);
+            else if (c == '\t') fputs("\\t", stdout);
+            else if (c == '\r') fputs("\\r", stdout);
+            else if (c == '\\') fputs("\\\\", stdout);
+            else if (c < 0x20 || c == 0x7F) printf("\\x%02X", c);
+            else putchar((int)c);
+            i++;
+        }
+    }
+}
 
 int zr_cmd_tokenize(int argc, char **argv) {
-    (void)argc;
-    fprintf(stderr, "zrun: '%s' is not available in this build yet\n", argv[0]);
-    return 1;
+    const char *model = NULL, *prompt = NULL, *file = NULL;
+    bool ids_only = false, special = false, no_bos = false;
+    enum { OPT_IDS = 256, OPT_PIECES, OPT_SPECIAL, OPT_NO_BOS };
+    static const struct option opts[] = {
+        {"model", required_argument, NULL, 'm'},   {"prompt", required_argument, NULL, 'p'},
+        {"file", required_argument, NULL, 'f'},    {"ids", no_argument, NULL, OPT_IDS},
+        {"pieces", no_argument, NULL, OPT_PIECES}, {"special", no_argument, NULL, OPT_SPECIAL},
+        {"no-bos", no_argument, NULL, OPT_NO_BOS}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":m:p:f:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': model = optarg; break;
+        case 'p': prompt = optarg; break;
+        case 'f': file = optarg; break;
+        case OPT_IDS: ids_only = true; break;
+        case OPT_PIECES: ids_only = false; break;
+        case OPT_SPECIAL: special = true; break;
+        case OPT_NO_BOS: no_bos = true; break;
+        case 'h': fputs(k_usage, stdout); return 0;
+        case ':':
+            fprintf(stderr, "zrun tokenize: option '%s' needs a value\n%s", argv[optind - 1], k_usage);
+            return 2;
+        default:
+            fprintf(stderr, "zrun tokenize: unknown option '%s'\n%s", argv[optind - 1], k_usage);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "zrun tokenize: unexpected argument '%s'\n%s", argv[optind], k_usage);
+        return 2;
+    }
+    if (!model || (!prompt && !file) || (prompt && file)) {
+        fprintf(stderr, "zrun tokenize: %s\n%s",
+                !model ? "-m FILE is required" : prompt && file ? "give -p or -f, not both"
+                                                                : "-p TEXT or -f FILE is required",
+                k_usage);
+        return 2;
+    }
+
+    char *text = NULL;
+    size_t len = 0;
+    if (file || !strcmp(prompt, "-")) {
+        FILE *f = file ? fopen(file, "rb") : stdin;
+        if (!f) {
+            fprintf(stderr, "zrun tokenize: cannot open %s: %m\n", file);
+            return 1;
+        }
+        text = read_all(f, &len);
+        if (file) fclose(f);
+        if (!text) {
+            fprintf(stderr, "zrun tokenize: cannot read %s: %m\n", file ? file : "standard input");
+            return 1;
+        }
+    }
+
+    ZrError err;
+    ZrGguf g;
+    ZrTokenizer *t = NULL;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    int status = 1;
+    if (zr_gguf_open(&g, model, &err)) {
+        fprintf(stderr, "zrun tokenize: %s\n", err.msg);
+        free(text);
+        return 1;
+    }
+    if (zr_tokenizer_load(&t, &g, &err) ||
+        zr_tokenizer_encode(t, text ? text : prompt, text ? len : strlen(prompt), !no_bos, special,
+                            &ids, &n, &err)) {
+        fprintf(stderr, "zrun tokenize: %s\n", err.msg);
+        goto done;
+    }
+    if (ids_only) {
+        for (size_t i = 0; i < n; i++) printf(i ? " %d" : "%d", (int)ids[i]);
+        putchar('\n');
+    } else {
+        char buf[1024];
+        for (size_t i = 0; i < n; i++) {
+            size_t k = zr_tokenizer_token_bytes(t, ids[i], true, buf, sizeof buf);
+            char *p = buf;
+            if (k > sizeof buf && (p = malloc(k))) zr_tokenizer_token_bytes(t, ids[i], true, p, k);
+            printf("%6d -> '", (int)ids[i]);
+            if (p) print_piece((const unsigned char *)p, k);
+            fputs("'\n", stdout);
+            if (p != buf) free(p);
+        }
+    }
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "zrun tokenize: cannot write the output: %m\n");
+        goto done;
+    }
+    status = 0;
+done:
+    free(ids);
+    free(text);
+    zr_tokenizer_free(t);
+    zr_gguf_close(&g);
+    return status;
 }

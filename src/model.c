@@ -143,6 +143,10 @@ static int read_hparams(const ZrGguf *g, const ArchInfo *ai, ZrHparams *hp, ZrEr
     if ((rc = read_rope_scaling(&k, hp))) return rc;
     if ((rc = read_n_vocab(&k, hp))) return rc;
 
+    int n_expert = 0;
+    if ((rc = key_int(&k, "expert_count", false, &n_expert))) return rc;
+    if (n_expert > 1)
+        return zr_err(err, ZR_E_UNSUPPORTED, "%s: mixture-of-experts models (%s.expert_count = %d) are not supported", g->path, ai->name, n_expert);
     if (hp->n_layer > MAX_LAYERS)
         return zr_err(err, ZR_E_FORMAT, "%s: key '%s.block_count': expected at most %d, found %d", g->path, ai->name, MAX_LAYERS, hp->n_layer);
     if (hp->n_head % hp->n_head_kv)
@@ -252,6 +256,7 @@ static int bind(Binder *b, ZrWeight *w, const char *name, int64_t ne0, int64_t n
 static int bind_layer(Binder *b, int il, ZrLayer *L) {
     const ZrHparams *hp = &b->m->hp;
     const int64_t e = hp->n_embd, q = (int64_t)hp->n_head * hp->head_dim, kv = (int64_t)hp->n_head_kv * hp->head_dim;
+    /* qwen2 has q/k/v biases; llama.cpp also accepts them, optionally, on llama files */
     const bool bias = hp->arch == ZR_ARCH_QWEN2, qk_norm = hp->arch == ZR_ARCH_QWEN3;
     char n[NAME_CAP];
     int rc = 0;
@@ -261,9 +266,11 @@ static int bind_layer(Binder *b, int il, ZrLayer *L) {
     BIND(wq, "attn_q.weight", e, q, true);
     BIND(wk, "attn_k.weight", e, kv, true);
     BIND(wv, "attn_v.weight", e, kv, true);
-    BIND(bq, "attn_q.bias", q, 0, bias);
-    BIND(bk, "attn_k.bias", kv, 0, bias);
-    BIND(bv, "attn_v.bias", kv, 0, bias);
+    if (bias || hp->arch == ZR_ARCH_LLAMA) {
+        BIND(bq, "attn_q.bias", q, 0, bias);
+        BIND(bk, "attn_k.bias", kv, 0, bias);
+        BIND(bv, "attn_v.bias", kv, 0, bias);
+    }
     BIND(q_norm, "attn_q_norm.weight", hp->head_dim, 0, qk_norm);
     BIND(k_norm, "attn_k_norm.weight", hp->head_dim, 0, qk_norm);
     BIND(wo, "attn_output.weight", q, e, true);

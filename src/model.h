@@ -43,7 +43,7 @@ typedef struct ZrLayer {
     ZrWeight wq;                 /* [n_embd, n_head*head_dim] */
     ZrWeight wk;                 /* [n_embd, n_head_kv*head_dim] */
     ZrWeight wv;                 /* [n_embd, n_head_kv*head_dim] */
-    ZrWeight bq, bk, bv;         /* qwen2: [n_head*head_dim], [n_head_kv*head_dim] x2, f32; else absent */
+    ZrWeight bq, bk, bv;         /* [n_head*head_dim], [n_head_kv*head_dim] x2, f32: qwen2 always, llama when the file has them; else absent */
     ZrWeight q_norm, k_norm;     /* qwen3: [head_dim] f32; else absent */
     ZrWeight wo;                 /* [n_head*head_dim, n_embd] */
     ZrWeight ffn_norm;           /* [n_embd] f32 */

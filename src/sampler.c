@@ -228,8 +228,9 @@ static int top_p_prefix(const ZrCand *c, int n, float max, double total, float t
  * when their mass reaches top_p the top-p prefix lies inside them; t is lowered until that
  * holds (t = 0 at the end: every possible token). Tokens at -inf are never candidates. */
 static int select_top_p(ZrSampler *s, const float *logits, float max, float floor_logit, float top_p) {
+    /* expf, summed in double: this pass touches the whole vocabulary, so it must be cheap */
     double total = 0.0;
-    for (int i = 0; i < s->n_vocab; i++) total += exp((double)clean(logits[i]) - (double)max);
+    for (int i = 0; i < s->n_vocab; i++) total += (double)expf(clean(logits[i]) - max);
     static const double thresholds[] = {1e-3, 1e-5, 1e-7, 0.0};
     const int n_thr = (int)(sizeof thresholds / sizeof thresholds[0]);
     int kept = 0;

@@ -75,6 +75,8 @@ struct ZrTokenizer {
     uint8_t byte_chr_len[256];
     int16_t chr_byte[0x144]; /* code point < 0x144 -> byte, or -1 */
 
+    /* SPM: ASCII bytes that no token of two or more bytes contains */
+    bool isolated[256];
     /* SPM byte fallback (<0xNN>) or, for BPE, the token of each byte's alphabet character */
     int32_t byte_tok[256];
 
@@ -247,6 +249,7 @@ static bool reserve(void **p, size_t *cap, size_t need, size_t elem) {
 static bool spm_try_bigram(const ZrTokenizer *t, Work *w, int32_t l, int32_t r) {
     if (l < 0 || r < 0) return true;
     const Sym *L = &w->sym[l], *R = &w->sym[r];
+    if (L->n + R->n > t->max_len) return true;
     int32_t id = find_text(t, w->buf + L->start, L->n + R->n);
     if (id < 0) return true;
     Bigram b = {.score = t->score[id], .left = l, .right = r, .size = L->n + R->n};
@@ -289,22 +292,36 @@ static int spm_encode(const ZrTokenizer *t, Work *w, const char *text, size_t le
     }
     w->n_sym = ns;
     w->spm = 1;
-    w->n_heap = 0;
-    for (size_t i = 1; i < ns; i++)
-        if (!spm_try_bigram(t, w, (int32_t)i - 1, (int32_t)i)) return ZR_E_NOMEM;
-    while (w->n_heap) {
-        Bigram b = heap_pop(w);
-        Sym *L = &w->sym[b.left], *R = &w->sym[b.right];
-        if (L->n == 0 || R->n == 0 || L->n + R->n != b.size) continue;
-        L->n += R->n;
-        R->n = 0;
-        L->next = R->next;
-        if (R->next >= 0) w->sym[R->next].prev = b.left;
-        if (!spm_try_bigram(t, w, L->prev, b.left) || !spm_try_bigram(t, w, b.left, L->next))
-            return ZR_E_NOMEM;
+    /* A symbol that is a byte no longer token contains (e.g. '\n' in Llama's vocabulary) never
+     * merges, so the text on either side of it merges independently: each region gets its
+     * own (small) queue. The merges within a region happen in the same order as with one
+     * queue for the whole text, so the result is the same. */
+    for (size_t first = 0; first < ns;) {
+        size_t last = first;
+        while (last + 1 < ns && !(w->sym[last].n == 1 && t->isolated[(unsigned char)w->buf[w->sym[last].start]]))
+            last++;
+        w->sym[first].prev = -1;
+        w->sym[last].next = -1;
+        w->n_heap = 0;
+        for (size_t i = first + 1; i <= last; i++)
+            if (!spm_try_bigram(t, w, (int32_t)i - 1, (int32_t)i)) return ZR_E_NOMEM;
+        while (w->n_heap) {
+            Bigram b = heap_pop(w);
+            Sym *L = &w->sym[b.left], *R = &w->sym[b.right];
+            if (L->n == 0 || R->n == 0 || L->n + R->n != b.size) continue;
+            L->n += R->n;
+            R->n = 0;
+            L->next = R->next;
+            if (R->next >= 0) w->sym[R->next].prev = b.left;
+            if (!spm_try_bigram(t, w, L->prev, b.left) || !spm_try_bigram(t, w, b.left, L->next))
+                return ZR_E_NOMEM;
+        }
+        first = last + 1;
     }
-    for (int32_t i = 0; i != -1; i = w->sym[i].next) {
+    /* merging keeps the left symbol: the survivors are in index order */
+    for (size_t i = 0; i < ns; i++) {
         const Sym *s = &w->sym[i];
+        if (s->n == 0) continue;
         int32_t id = find_text(t, w->buf + s->start, s->n);
         if (id >= 0) {
             if (!ids_push(out, id)) return ZR_E_NOMEM;
@@ -1064,6 +1081,11 @@ int zr_tokenizer_load(ZrTokenizer **out, const ZrGguf *g, ZrError *err) {
                 t->byte_tok[b] = find_text(t, &c, 1);
             }
         }
+        bool seen[256] = {false};
+        for (int32_t i = 0; i < nv; i++)
+            if (t->len[i] > 1)
+                for (uint32_t j = 0; j < t->len[i]; j++) seen[(unsigned char)t->pool[t->off[i] + j]] = true;
+        for (int b = 0; b < 256; b++) t->isolated[b] = b < 0x80 && !seen[b];
         snprintf(t->kind_name, sizeof t->kind_name, "llama (SentencePiece)");
     } else {
         gpt2_alphabet(t);

@@ -33,9 +33,19 @@ static CUresult f_dev_count(int *n) { *n = 1; return CUDA_SUCCESS; }
 static CUresult f_dev_name(char *n, int len, CUdevice d) { (void)d; snprintf(n, (size_t)len, "Fake GPU"); return CUDA_SUCCESS; }
 static CUresult f_total_mem(size_t *b, CUdevice d) { (void)d; *b = (size_t)1 << 34; return CUDA_SUCCESS; }
 static CUresult f_attr(int *v, int a, CUdevice d) { (void)d; *v = a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 4 : 1; return CUDA_SUCCESS; }
-static CUresult f_retain(CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)&ctx_token; return CUDA_SUCCESS; }
+static CUresult f_retain(CUcontext *c, CUdevice d) {
+    (void)d;
+    if (st.sync_result && st.poison_is_process_wide) return st.sync_result;
+    *c = (CUcontext)&ctx_token;
+    return CUDA_SUCCESS;
+}
 static CUresult f_release(CUdevice d) { (void)d; return CUDA_SUCCESS; }
-static CUresult f_reset(CUdevice d) { (void)d; st.resets++; return CUDA_SUCCESS; }
+static CUresult f_reset(CUdevice d) {
+    (void)d;
+    st.resets++;
+    if (!st.poison_is_process_wide) st.sync_result = CUDA_SUCCESS;
+    return CUDA_SUCCESS;
+}
 static CUresult f_set_current(CUcontext c) { (void)c; return CUDA_SUCCESS; }
 static CUresult f_load(CUmodule *m, const void *img) { (void)img; *m = (CUmodule)&mod_token; return CUDA_SUCCESS; }
 static CUresult f_unload(CUmodule m) { (void)m; return CUDA_SUCCESS; }
@@ -91,7 +101,8 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
     st.launches++;
     if (st.fail_launch_at && st.launches == st.fail_launch_at) return st.launch_result;
     const FakeKernel *k = (const FakeKernel *)f;
-    if (k->run) k->run(params);
+    if (!strcmp(k->name, "zr_fault_trap")) st.sync_result = CUDA_ERROR_LAUNCH_FAILED; /* poisons, like __trap() */
+    else if (k->run) k->run(params);
     return CUDA_SUCCESS;
 }
 static CUresult f_graph_create(CUgraph *g, unsigned f) {

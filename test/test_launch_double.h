@@ -2,7 +2,8 @@
  * "Device memory" is host memory (CUdeviceptr = the host address), copies are memcpy, a
  * CUfunction is a FakeKernel whose `run` gets the kernelParams array, a graph node keeps a
  * copy of its parameter bytes (as the driver does) and cuGraphLaunch runs the nodes in order.
- * Every call is counted and any of them can be told to fail with a given CUresult. */
+ * A kernel named zr_fault_trap poisons the "context": every sync returns
+ * CUDA_ERROR_LAUNCH_FAILED until cuDevicePrimaryCtxReset. Every call is counted and any of them can be told to fail with a given CUresult. */
 #pragma once
 #include <stddef.h>
 
@@ -37,6 +38,7 @@ typedef struct FakeState {
     int fail_add_node_at; CUresult add_node_result;
     CUresult instantiate_result, graph_launch_result, sync_result, alloc_result;
     size_t mem_free; /* reported by cuMemGetInfo */
+    bool poison_is_process_wide; /* like driver 580: a reset does not clear the trap's error */
 } FakeState;
 
 /* Resets the state and returns the driver table (both are process-wide in the test). */

@@ -30,6 +30,8 @@ typedef struct Spec {
     const char *scaling_type;  /* rope.scaling.type */
     float scaling_factor;      /* rope.scaling.factor (0: none) */
     int n_head_kv;             /* 0: KV_HEADS */
+    bool bias;                 /* q/k/v biases on any architecture */
+    int expert_count;          /* ARCH.expert_count (0: none) */
 } Spec;
 
 typedef struct Built {
@@ -73,6 +75,7 @@ static void build(Built *b, const Spec *s) {
     key_u32(&w, s, arch, "attention.head_count_kv", (uint32_t)n_kv);
     key_u32(&w, s, arch, "context_length", 128);
     if (!s->no_vocab_size) key_u32(&w, s, arch, "vocab_size", VOCAB);
+    if (s->expert_count) key_u32(&w, s, arch, "expert_count", (uint32_t)s->expert_count);
     if (s->key_length) {
         key_u32(&w, s, arch, "attention.key_length", (uint32_t)s->key_length);
         key_u32(&w, s, arch, "attention.value_length", (uint32_t)s->key_length);
@@ -102,7 +105,7 @@ static void build(Built *b, const Spec *s) {
         T("attn_q.weight", ZR_TYPE_F16, E, HEADS * hd);
         T("attn_k.weight", ZR_TYPE_F16, E, n_kv * hd);
         T("attn_v.weight", ZR_TYPE_F16, E, n_kv * hd);
-        if (qwen2) {
+        if (qwen2 || s->bias) {
             T("attn_q.bias", ZR_TYPE_F32, HEADS * hd, 0);
             T("attn_k.bias", ZR_TYPE_F32, n_kv * hd, 0);
             T("attn_v.bias", ZR_TYPE_F32, n_kv * hd, 0);
@@ -216,6 +219,18 @@ ZT_TEST(qwen2_binds_qkv_biases_and_uses_neox_rope) {
     unbuild(&b);
     ZT_LOAD_FAILS(((Spec){.arch = "qwen2", .drop_tensor = "blk.1.attn_v.bias"}), ZR_E_FORMAT,
                   "test.gguf: tensor 'blk.1.attn_v.bias' is missing (required by architecture qwen2)");
+}
+
+ZT_TEST(llama_binds_qkv_biases_when_the_file_has_them) {
+    Built b;
+    build(&b, &(Spec){.bias = true});
+    ZT_CHECKF(b.rc == 0, "%s", b.err.msg);
+    ZT_CHECK(b.m.layers[0].bq.data && b.m.layers[1].bv.ne0 == 16);
+    unbuild(&b);
+}
+
+ZT_TEST(mixture_of_experts_is_refused) {
+    ZT_LOAD_FAILS(((Spec){.expert_count = 8}), ZR_E_UNSUPPORTED, "test.gguf: mixture-of-experts models (llama.expert_count = 8) are not supported");
 }
 
 ZT_TEST(qwen3_head_dim_comes_from_key_length_and_binds_qk_norms) {

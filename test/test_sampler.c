@@ -244,7 +244,7 @@ ZT_TEST(top_p_on_a_large_flat_vocabulary_cuts_at_the_right_id) {
     ZrSampler *s = make(&prm, NV);
     ZT_CHECK(s);
     int max_id = 0, zeros = 0;
-    for (int i = 0; i < 4000; i++) {
+    for (int i = 0; i < 1500; i++) {
         memcpy(buf, l, NV * sizeof *l);
         int32_t id = zr_sampler_sample(s, buf);
         if (id > max_id) max_id = id;
@@ -253,9 +253,11 @@ ZT_TEST(top_p_on_a_large_flat_vocabulary_cuts_at_the_right_id) {
     zr_sampler_free(s);
     free(l);
     free(buf);
-    /* float rounding of log(0.4/MID) may move the edge by one token, never more */
-    ZT_CHECKF(max_id >= 495 && max_id <= 501, "largest id drawn %d", max_id);
-    ZT_CHECKF(zeros > 4000 * 0.5 / 0.7 - 5 * 29 && zeros < 4000 * 0.5 / 0.7 + 5 * 29, "token 0 drawn %d times", zeros);
+    /* Float rounding of log(0.4/MID) may move the edge by one token, never more; ids 480..500
+     * are drawn ~18 times in 1500 draws, so the largest one drawn lies close to the edge.
+     * Token 0 has probability 0.5/0.7: 1071 +- 17.5 draws (5 sigma allowed). */
+    ZT_CHECKF(max_id >= 480 && max_id <= 501, "largest id drawn %d", max_id);
+    ZT_CHECKF(fabs(zeros - 1500 * 0.5 / 0.7) < 5 * 17.5, "token 0 drawn %d times", zeros);
 }
 
 ZT_TEST(top_p_without_enough_mass_above_the_thresholds_keeps_everything_needed) {
@@ -343,6 +345,10 @@ static double now_ms(void) {
 ZT_TEST(sampling_a_128k_vocabulary_is_fast) {
     /* Generous bounds (a loaded 2-core CI machine): defaults (top-k 40) under 2 ms a token,
      * top-p alone under 20 ms; typical times are printed. */
+#if defined(__SANITIZE_ADDRESS__) || !defined(__OPTIMIZE__)
+    zt_skip("timing bounds hold for optimized builds without sanitizers");
+    return;
+#endif
     enum { NV = 128256, REPS = 50 };
     float *l = malloc(NV * sizeof *l), *buf = malloc(NV * sizeof *buf);
     ZT_CHECK(l && buf);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "gguf.h"
+#include "gguf_write.h"
 #include "tokenizer.h"
 #include "zt.h"
 
@@ -51,6 +52,23 @@ static bool open_vocab(const char *name, ZrGguf *g, ZrTokenizer **t) {
     return true;
 }
 
+/* Whether s[0..n) is complete, valid UTF-8 (what a streaming detokenizer may emit). */
+static bool utf8_valid(const unsigned char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        size_t k = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3
+                              : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+        if (!k || i + k > n) return false;
+        for (size_t j = 1; j < k; j++)
+            if ((s[i + j] & 0xC0) != 0x80) return false;
+        if ((c == 0xE0 && s[i + 1] < 0xA0) || (c == 0xED && s[i + 1] > 0x9F) ||
+            (c == 0xF0 && s[i + 1] < 0x90) || (c == 0xF4 && s[i + 1] > 0x8F))
+            return false;
+        i += k;
+    }
+    return true;
+}
+
 /* Decodes ids as a sequence from its start (llama_detokenize's leading-space rule). */
 static char *detok_all(const ZrTokenizer *t, const int32_t *ids, size_t n, bool special, size_t *len) {
     ZrDetok d;
@@ -60,7 +78,14 @@ static char *detok_all(const ZrTokenizer *t, const int32_t *ids, size_t n, bool 
     size_t cap = zr_detok_cap(t);
     char *out = malloc(n * cap + cap + 1);
     size_t o = 0;
-    for (size_t i = 0; i < n; i++) o += zr_detok_push(&d, ids[i], out + o, cap);
+    for (size_t i = 0; i < n; i++) {
+        size_t k = zr_detok_push(&d, ids[i], out + o, cap);
+        if (!utf8_valid((const unsigned char *)out + o, k)) {
+            fprintf(stderr, "  token %zu (id %d): the detokenizer emitted broken UTF-8\n", i, ids[i]);
+            zt_failed_flag = 1;
+        }
+        o += k;
+    }
     o += zr_detok_flush(&d, out + o, cap);
     out[o] = 0;
     *len = o;
@@ -247,6 +272,411 @@ ZT_TEST(stories260k_detok_at_start_drops_the_prefix_space_without_bos) {
     free(s);
     zr_tokenizer_free(t);
     zr_gguf_close(&g);
+}
+
+/* ---- synthetic vocabularies (built in memory with the GGUF writer) --------------------- */
+
+typedef struct Synth {
+    ZrGgufWriter w;
+    uint8_t *buf;
+    ZrGguf g;
+} Synth;
+
+/* A byte-level BPE vocabulary over a few letters (the GPT-2 alphabet writes ' ' as "Ġ"). */
+static void synth_bpe(Synth *s, const char *pre) {
+    static const char *tokens[] = {"a", "b", "c", "ab", "abc", "\xC4\xA0", "\xC4\xA0" "a",
+                                   "xy", "y", "<|end|>", "<u>", "u>cc", "<s>", "</s>"};
+    static const int32_t types[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 3, 4, 4, 3, 3};
+    static const char *merges[] = {"a b", "ab c", "\xC4\xA0 a", "x y"};
+    zr_gguf_w_init(&s->w);
+    zr_gguf_w_str(&s->w, "tokenizer.ggml.model", "gpt2");
+    if (pre) zr_gguf_w_str(&s->w, "tokenizer.ggml.pre", pre);
+    zr_gguf_w_arr_str(&s->w, "tokenizer.ggml.tokens", 14, tokens);
+    zr_gguf_w_arr(&s->w, "tokenizer.ggml.token_type", ZR_GGUF_INT32, 14, types);
+    zr_gguf_w_arr_str(&s->w, "tokenizer.ggml.merges", 4, merges);
+    zr_gguf_w_u32(&s->w, "tokenizer.ggml.bos_token_id", 12);
+    zr_gguf_w_u32(&s->w, "tokenizer.ggml.eos_token_id", 13);
+}
+
+static ZrTokenizer *synth_load(Synth *s, ZrError *err) {
+    size_t len;
+    ZrTokenizer *t = NULL;
+    s->buf = NULL;
+    if (zr_gguf_w_to_mem(&s->w, &s->buf, &len, err) == 0 && zr_gguf_parse(&s->g, s->buf, len, "<synth>", err) == 0) {
+        if (zr_tokenizer_load(&t, &s->g, err)) t = NULL;
+        zr_gguf_close(&s->g);
+    }
+    free(s->buf);
+    zr_gguf_w_free(&s->w);
+    return t;
+}
+
+static bool encode_is(const ZrTokenizer *t, const char *text, bool add_special, bool parse_special,
+                      const int32_t *want, size_t n_want) {
+    int32_t *ids;
+    size_t n;
+    ZrError err;
+    if (zr_tokenizer_encode(t, text, strlen(text), add_special, parse_special, &ids, &n, &err)) {
+        fprintf(stderr, "  '%s': %s\n", text, err.msg);
+        return false;
+    }
+    bool same = n == n_want && (n == 0 || memcmp(ids, want, n * sizeof *ids) == 0);
+    if (!same) {
+        fprintf(stderr, "  '%s' gives", text);
+        for (size_t i = 0; i < n; i++) fprintf(stderr, " %d", ids[i]);
+        fprintf(stderr, "\n");
+    }
+    free(ids);
+    return same;
+}
+#define ENCODES_TO(t, text, add, parse, ...)                                                 \
+    encode_is(t, text, add, parse, (const int32_t[]){__VA_ARGS__},                          \
+              sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t))
+
+ZT_TEST(bpe_merges_apply_lowest_rank_first) {
+    Synth s;
+    ZrError err;
+    synth_bpe(&s, "gpt-2");
+    ZrTokenizer *t = synth_load(&s, &err);
+    ZT_CHECKF(t, "%s", err.msg);
+    ZT_CHECK(ENCODES_TO(t, "abc", false, false, 4));
+    /* " ab" is Ġ a b: "a b" (rank 0) goes before "Ġ a" (rank 2), leaving Ġ, ab */
+    ZT_CHECK(ENCODES_TO(t, "abc ab", false, false, 4, 5, 3));
+    ZT_CHECK(ENCODES_TO(t, " a", false, false, 6));
+    ZT_CHECK(ENCODES_TO(t, "cab", false, false, 2, 3));
+    zr_tokenizer_free(t);
+}
+
+ZT_TEST(bpe_merge_with_a_half_outside_the_vocabulary_still_applies) {
+    Synth s;
+    ZrError err;
+    synth_bpe(&s, "gpt-2");
+    ZrTokenizer *t = synth_load(&s, &err);
+    ZT_CHECKF(t, "%s", err.msg);
+    /* "x" is no token, but the merge "x y" makes the token "xy" */
+    ZT_CHECK(ENCODES_TO(t, "xy", false, false, 7));
+    /* a lone "x" has no token at all: llama.cpp drops it */
+    ZT_CHECK(ENCODES_TO(t, "xa", false, false, 0));
+    zr_tokenizer_free(t);
+}
+
+ZT_TEST(special_token_text_is_parsed_only_when_asked) {
+    Synth s;
+    ZrError err;
+    synth_bpe(&s, "gpt-2");
+    ZrTokenizer *t = synth_load(&s, &err);
+    ZT_CHECKF(t, "%s", err.msg);
+    ZT_CHECK(ENCODES_TO(t, "ab<|end|>c", false, true, 3, 9, 2));
+    int32_t *ids;
+    size_t n;
+    ZT_CHECK(zr_tokenizer_encode(t, "ab<|end|>c", 10, false, false, &ids, &n, &err) == 0);
+    bool has = false;
+    for (size_t i = 0; i < n; i++) has |= ids[i] == 9;
+    free(ids);
+    ZT_CHECK(!has);
+    zr_tokenizer_free(t);
+}
+
+ZT_TEST(user_defined_tokens_are_recognised_without_parse_special_longest_first) {
+    Synth s;
+    ZrError err;
+    synth_bpe(&s, "gpt-2");
+    ZrTokenizer *t = synth_load(&s, &err);
+    ZT_CHECKF(t, "%s", err.msg);
+    ZT_CHECK(ENCODES_TO(t, "a<u>b", false, false, 0, 10, 1));
+    /* llama.cpp cuts at the longest token's occurrences first: "u>cc" wins over "<u>" */
+    int32_t *ids;
+    size_t n;
+    ZT_CHECK(zr_tokenizer_encode(t, "<u>cc", 5, false, false, &ids, &n, &err) == 0);
+    bool ok = n >= 1 && ids[n - 1] == 11; /* "<" (no token) then "u>cc" */
+    for (size_t i = 0; i < n; i++) ok &= ids[i] != 10;
+    free(ids);
+    ZT_CHECK(ok);
+    zr_tokenizer_free(t);
+}
+
+ZT_TEST(add_special_adds_bos_and_eos_as_the_file_says) {
+    Synth s;
+    ZrError err;
+    synth_bpe(&s, "gpt-2");
+    zr_gguf_w_bool(&s.w, "tokenizer.ggml.add_bos_token", true);
+    zr_gguf_w_bool(&s.w, "tokenizer.ggml.add_eos_token", true);
+    ZrTokenizer *t = synth_load(&s, &err);
+    ZT_CHECKF(t, "%s", err.msg);
+    ZT_CHECK(ENCODES_TO(t, "abc", true, false, 12, 4, 13));
+    ZT_CHECK(ENCODES_TO(t, "", true, false, 12, 13));
+    ZT_CHECK(ENCODES_TO(t, "abc", false, false, 4));
+    ZT_CHECK(zr_tokenizer_add_bos(t) && zr_tokenizer_bos(t) == 12 && zr_tokenizer_eos(t) == 13);
+    ZT_CHECK(zr_tokenizer_is_eog(t, 13) && zr_tokenizer_is_eog(t, 9) && !zr_tokenizer_is_eog(t, 12));
+    zr_tokenizer_free(t);
+
+    synth_bpe(&s, "gpt-2"); /* gpt-2 adds nothing unless the file says so */
+    t = synth_load(&s, &err);
+    ZT_CHECKF(t, "%s", err.msg);
+    ZT_CHECK(ENCODES_TO(t, "abc", true, false, 4));
+    zr_tokenizer_free(t);
+
+    synth_bpe(&s, "llama-bpe"); /* llama3 adds BOS when the file does not say */
+    t = synth_load(&s, &err);
+    ZT_CHECKF(t, "%s", err.msg);
+    ZT_CHECK(ENCODES_TO(t, "abc", true, false, 12, 4));
+    zr_tokenizer_free(t);
+}
+
+ZT_TEST(empty_text_gives_no_tokens) {
+    Synth s;
+    ZrError err;
+    synth_bpe(&s, "gpt-2");
+    ZrTokenizer *t = synth_load(&s, &err);
+    ZT_CHECKF(t, "%s", err.msg);
+    int32_t *ids = (int32_t *)&err;
+    size_t n = 7;
+    ZT_CHECK(zr_tokenizer_encode(t, "", 0, false, true, &ids, &n, &err) == 0);
+    ZT_CHECK(n == 0 && ids == NULL);
+    zr_tokenizer_free(t);
+}
+
+ZT_TEST(unknown_pre_tokenizer_is_refused_by_name) {
+    Synth s;
+    ZrError err;
+    synth_bpe(&s, "no-such-pre");
+    ZrTokenizer *t = synth_load(&s, &err);
+    ZT_CHECK(t == NULL);
+    ZT_CHECK(err.code == ZR_E_UNSUPPORTED);
+    ZT_CHECKF(strstr(err.msg, "'no-such-pre'") && strstr(err.msg, "llama-bpe"), "%s", err.msg);
+}
+
+ZT_TEST(unknown_tokenizer_model_is_refused) {
+    Synth s;
+    ZrError err;
+    static const char *tokens[] = {"a"};
+    zr_gguf_w_init(&s.w);
+    zr_gguf_w_str(&s.w, "tokenizer.ggml.model", "bert");
+    zr_gguf_w_arr_str(&s.w, "tokenizer.ggml.tokens", 1, tokens);
+    ZT_CHECK(synth_load(&s, &err) == NULL);
+    ZT_CHECKF(err.code == ZR_E_UNSUPPORTED && strstr(err.msg, "bert"), "%s", err.msg);
+}
+
+ZT_TEST(duplicate_token_text_is_a_format_error) {
+    Synth s;
+    ZrError err;
+    static const char *tokens[] = {"<unk>", "<s>", "</s>", "a", "a"};
+    zr_gguf_w_init(&s.w);
+    zr_gguf_w_str(&s.w, "tokenizer.ggml.model", "llama");
+    zr_gguf_w_arr_str(&s.w, "tokenizer.ggml.tokens", 5, tokens);
+    ZT_CHECK(synth_load(&s, &err) == NULL);
+    ZT_CHECKF(err.code == ZR_E_FORMAT && strstr(err.msg, "3 and 4"), "%s", err.msg);
+}
+
+ZT_TEST(missing_token_list_is_a_format_error) {
+    Synth s;
+    ZrError err;
+    zr_gguf_w_init(&s.w);
+    zr_gguf_w_str(&s.w, "tokenizer.ggml.model", "llama");
+    ZT_CHECK(synth_load(&s, &err) == NULL);
+    ZT_CHECKF(err.code == ZR_E_FORMAT && strstr(err.msg, "tokenizer.ggml.tokens"), "%s", err.msg);
+}
+
+/* ---- arbitrary bytes ------------------------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Random text: ASCII, whitespace runs, multi-byte characters, digits, stray bytes. */
+static size_t random_text(uint64_t *seed, char *out, size_t cap, bool valid_utf8) {
+    static const char *pieces[] = {" ", "  ", "\n", "\t", "a", "Z", "7", "'s", "é", "ß", "中", "🦙", "\xE3\x80\x80",
+                                   ".", "!!", "x", "\xC2\xA0", "\xCC\x81", "\r\n", "--"};
+    size_t n = 0, len = rng_next(seed) % 48;
+    for (size_t i = 0; i < len; i++) {
+        uint64_t r = rng_next(seed);
+        if (!valid_utf8 && r % 7 == 0) {
+            if (n + 1 > cap) break;
+            out[n++] = (char)(0x80 + (r >> 8) % 0x80); /* a byte that is not ASCII */
+            continue;
+        }
+        const char *p = pieces[(r >> 16) % (sizeof pieces / sizeof *pieces)];
+        size_t k = strlen(p);
+        if (n + k > cap) break;
+        memcpy(out + n, p, k);
+        n += k;
+    }
+    return n;
+}
+
+static size_t concat_pieces(const ZrTokenizer *t, const int32_t *ids, size_t n, char *out, size_t cap) {
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) o += zr_tokenizer_token_bytes(t, ids[i], false, out + o, o < cap ? cap - o : 0);
+    return o;
+}
+
+ZT_TEST(spm_any_bytes_encode_and_the_pieces_give_utf8_back) {
+    ZrGguf g;
+    ZrTokenizer *t;
+    if (!open_vocab("llama-spm", &g, &t)) return;
+    uint64_t seed = 1;
+    for (int k = 0; k < 500; k++) {
+        char text[512], back[2048];
+        bool valid = k % 2 == 0;
+        size_t len = random_text(&seed, text, sizeof text, valid);
+        int32_t *ids;
+        size_t n;
+        ZrError err;
+        ZT_CHECKF(zr_tokenizer_encode(t, text, len, false, false, &ids, &n, &err) == 0, "%s", err.msg);
+        size_t m = concat_pieces(t, ids, n, back, sizeof back);
+        free(ids);
+        /* the prefix space, then the text byte for byte (byte fallback is lossless). Not so
+         * for invalid UTF-8: a bad lead byte takes the next bytes into its symbol, and a space
+         * there comes back as the bytes of U+2581, as in llama.cpp. */
+        if (valid)
+            ZT_CHECKF(len == 0 ? m == 0 : m == len + 1 && back[0] == ' ' && memcmp(back + 1, text, len) == 0,
+                      "case %d", k);
+    }
+    zr_tokenizer_free(t);
+    zr_gguf_close(&g);
+}
+
+ZT_TEST(bpe_any_utf8_encodes_and_the_pieces_give_it_back) {
+    const char *names[] = {"llama-bpe", "qwen2", "deepseek-llm", "falcon"};
+    for (size_t v = 0; v < sizeof names / sizeof *names; v++) {
+        ZrGguf g;
+        ZrTokenizer *t;
+        if (!open_vocab(names[v], &g, &t)) return;
+        uint64_t seed = 7;
+        for (int k = 0; k < 300; k++) {
+            char text[512], back[2048];
+            bool valid = k % 2 == 0;
+            size_t len = random_text(&seed, text, sizeof text, valid);
+            int32_t *ids;
+            size_t n;
+            ZrError err;
+            ZT_CHECKF(zr_tokenizer_encode(t, text, len, false, false, &ids, &n, &err) == 0, "%s", err.msg);
+            size_t m = concat_pieces(t, ids, n, back, sizeof back);
+            free(ids);
+            /* invalid bytes become U+FFFD, as in llama.cpp: only valid text comes back as it was */
+            if (valid) ZT_CHECKF(m == len && memcmp(back, text, len) == 0, "%s case %d", names[v], k);
+        }
+        zr_tokenizer_free(t);
+        zr_gguf_close(&g);
+    }
+}
+
+/* ---- streaming detokenization ----------------------------------------------------------- */
+
+ZT_TEST(detok_holds_back_a_character_split_over_byte_tokens) {
+    ZrGguf g;
+    ZrTokenizer *t;
+    if (!open_vocab("llama-spm", &g, &t)) return;
+    /* U+1D518 is not in the vocabulary: it becomes four byte tokens <0xF0> <0x9D> <0x94> <0x98> */
+    const char *text = "\xF0\x9D\x94\x98";
+    int32_t *ids;
+    size_t n;
+    ZrError err;
+    ZT_CHECK(zr_tokenizer_encode(t, text, 4, false, false, &ids, &n, &err) == 0);
+    ZT_CHECKF(n == 5 && ids[1] == 3 + 0xF0 && ids[4] == 3 + 0x98, "n=%zu", n); /* "▁" first */
+    ZrDetok d;
+    zr_detok_init(&d, t);
+    char out[256];
+    ZT_CHECK(zr_detok_push(&d, ids[0], out, sizeof out) == 1 && out[0] == ' ');
+    ZT_CHECK(zr_detok_push(&d, ids[1], out, sizeof out) == 0);
+    ZT_CHECK(zr_detok_push(&d, ids[2], out, sizeof out) == 0);
+    ZT_CHECK(zr_detok_push(&d, ids[3], out, sizeof out) == 0);
+    ZT_CHECK(zr_detok_push(&d, ids[4], out, sizeof out) == 4 && memcmp(out, text, 4) == 0);
+    ZT_CHECK(zr_detok_flush(&d, out, sizeof out) == 0);
+    free(ids);
+    zr_tokenizer_free(t);
+    zr_gguf_close(&g);
+}
+
+ZT_TEST(detok_replaces_bytes_that_cannot_form_a_character) {
+    ZrGguf g;
+    ZrTokenizer *t;
+    if (!open_vocab("llama-spm", &g, &t)) return;
+    ZrDetok d;
+    zr_detok_init(&d, t);
+    char out[256];
+    /* a stray continuation byte is never completed: U+FFFD at once */
+    ZT_CHECK(zr_detok_push(&d, 3 + 0x80, out, sizeof out) == 3 && memcmp(out, "\xEF\xBF\xBD", 3) == 0);
+    /* a lead byte followed by a plain letter: U+FFFD, then the letter */
+    ZT_CHECK(zr_detok_push(&d, 3 + 0xE2, out, sizeof out) == 0);
+    int32_t a = zr_tokenizer_find(t, "a", 1);
+    ZT_CHECK(a >= 0);
+    ZT_CHECK(zr_detok_push(&d, a, out, sizeof out) == 4 && memcmp(out, "\xEF\xBF\xBD" "a", 4) == 0);
+    /* an incomplete character at the end: flushed as one U+FFFD */
+    ZT_CHECK(zr_detok_push(&d, 3 + 0xE2, out, sizeof out) == 0);
+    ZT_CHECK(zr_detok_push(&d, 3 + 0x96, out, sizeof out) == 0);
+    ZT_CHECK(zr_detok_flush(&d, out, sizeof out) == 3 && memcmp(out, "\xEF\xBF\xBD", 3) == 0);
+    ZT_CHECK(zr_detok_flush(&d, out, sizeof out) == 0);
+    zr_tokenizer_free(t);
+    zr_gguf_close(&g);
+}
+
+ZT_TEST(detok_prints_control_tokens_only_when_special) {
+    ZrGguf g;
+    ZrTokenizer *t;
+    if (!open_vocab("llama-bpe", &g, &t)) return;
+    ZrDetok d;
+    zr_detok_init(&d, t);
+    char out[1024];
+    ZT_CHECK(zr_detok_push(&d, 128000, out, sizeof out) == 0);
+    d.special = true;
+    size_t k = zr_detok_push(&d, 128000, out, sizeof out);
+    ZT_CHECKF(k == 17 && memcmp(out, "<|begin_of_text|>", 17) == 0, "%zu", k);
+    ZT_CHECK(zr_tokenizer_is_control(t, 128000) && zr_tokenizer_is_eog(t, 128009));
+    ZT_CHECK(zr_detok_cap(t) <= 1024);
+    zr_tokenizer_free(t);
+    zr_gguf_close(&g);
+}
+
+ZT_TEST(llama3_special_tokens_parse_and_bos_is_added) {
+    ZrGguf g;
+    ZrTokenizer *t;
+    if (!open_vocab("llama-bpe", &g, &t)) return;
+    ZT_CHECK(ENCODES_TO(t, "<|begin_of_text|>Hello<|eot_id|>", false, true, 128000, 9906, 128009));
+    ZT_CHECK(ENCODES_TO(t, "Hello", true, false, 128000, 9906));
+    int32_t *ids;
+    size_t n;
+    ZrError err;
+    ZT_CHECK(zr_tokenizer_encode(t, "<|eot_id|>", 10, false, false, &ids, &n, &err) == 0);
+    bool plain = n > 1;
+    for (size_t i = 0; i < n; i++) plain &= ids[i] < 128000;
+    free(ids);
+    ZT_CHECK(plain);
+    zr_tokenizer_free(t);
+    zr_gguf_close(&g);
+}
+
+ZT_TEST(zrun_tokenize_prints_ids_for_scripts_and_exits_2_on_usage_errors) {
+    const char *zrun = getenv("ZRUN");
+    const char *model = zt_shared("models/stories260K.gguf");
+    if (!zrun || !model) {
+        zt_skip("zrun or stories260K.gguf absent");
+        return;
+    }
+    char cmd[8192], line[4096] = "";
+    snprintf(cmd, sizeof cmd, "'%s' tokenize -m '%s' -p '%s' --ids", zrun, model, STORY);
+    FILE *f = popen(cmd, "r");
+    ZT_CHECK(f);
+    ZT_CHECK(fgets(line, sizeof line, f) != NULL);
+    int st = pclose(f);
+    ZT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    ZT_CHECKF(strcmp(line, "1 403 407 261 378 432 383 286 261 376 400 428 395 392 412 444 426 346 397 355 "
+                           "267 352 379 322 265 282 295 433 335 345 374 419 426\n") == 0, "%s", line);
+    snprintf(cmd, sizeof cmd, "'%s' tokenize -m '%s' -p 'Hi' --no-bos", zrun, model);
+    f = popen(cmd, "r");
+    ZT_CHECK(f);
+    ZT_CHECK(fgets(line, sizeof line, f) != NULL);
+    pclose(f);
+    ZT_CHECKF(strcmp(line, "   320 -> ' H'\n") == 0, "%s", line);
+    snprintf(cmd, sizeof cmd, "'%s' tokenize -p x >/dev/null 2>&1", zrun);
+    st = system(cmd);
+    ZT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+    snprintf(cmd, sizeof cmd, "'%s' tokenize -m /nonexistent.gguf -p x >/dev/null 2>&1", zrun);
+    st = system(cmd);
+    ZT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
 }
 
 int main(void) { return zt_run(); }

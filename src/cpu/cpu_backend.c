@@ -121,7 +121,9 @@ static void attention_heads(void *ctx, int64_t begin, int64_t end, int thread) {
 
 static void attention(CpuBackend *c, int il, int n, int pos) {
     AttnJob j = {c, il, pos};
-    zr_cpu_pool_run(c->pool, (int64_t)n * c->m->hp.n_head, attention_heads, &j);
+    /* (token, head) items cost about 2 x keys x head_dim multiply-adds each */
+    const int64_t macs_per_item = 2 * (int64_t)(pos + n) * c->m->hp.head_dim;
+    zr_cpu_pool_run(c->pool, (int64_t)n * c->m->hp.n_head, (65536 + macs_per_item - 1) / macs_per_item, attention_heads, &j);
 }
 
 static void attention_block(CpuBackend *c, int il, int n, int pos) {

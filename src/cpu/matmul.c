@@ -51,5 +51,7 @@ void zr_cpu_matmul(ZrCpuPool *pool, float *rowbuf, int64_t rowbuf_len, const ZrC
                    const float *x, int n) {
     MatmulJob j = {.mm = mm, .n_mm = n_mm, .x = x, .n = n, .rowbuf = rowbuf, .rowbuf_len = rowbuf_len};
     for (int k = 0; k < n_mm; k++) j.first_row[k + 1] = j.first_row[k] + mm[k].w->ne1;
-    zr_cpu_pool_run(pool, j.first_row[n_mm], matmul_rows, &j);
+    /* rows per thread so that each thread has some 64K multiply-adds at least */
+    const int64_t macs_per_row = mm[0].w->ne0 * (int64_t)n;
+    zr_cpu_pool_run(pool, j.first_row[n_mm], (65536 + macs_per_row - 1) / macs_per_row, matmul_rows, &j);
 }

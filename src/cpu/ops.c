@@ -2,7 +2,16 @@
 
 #include <math.h>
 
-float zr_cpu_dot(const float *a, const float *b, int64_t n) {
+/* The dot product is the inner loop of every matrix product: built for AVX2 and for the
+ * baseline on x86-64 gcc, picked at load time. Without fp-contract both clones round the same
+ * way (multiply, then add, lane by lane), so the results do not depend on the machine. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define ZR_CPU_HOT __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define ZR_CPU_HOT
+#endif
+
+ZR_CPU_HOT float zr_cpu_dot(const float *a, const float *b, int64_t n) {
     /* eight independent sums: the compiler vectorizes this, and rounding error grows with
      * n/8 rather than n */
     float acc[8] = {0};

@@ -27,10 +27,12 @@ struct ZrCpuPool {
     ZrCpuTask fn;
     void *ctx;
     int64_t n_items;
+    int n_active;        /* threads that get a chunk of the current generation */
 };
 
-static void run_chunk(ZrCpuTask fn, void *ctx, int64_t n_items, int thread, int n_threads) {
-    int64_t begin = n_items * thread / n_threads, end = n_items * (thread + 1) / n_threads;
+static void run_chunk(ZrCpuTask fn, void *ctx, int64_t n_items, int thread, int n_active) {
+    if (thread >= n_active) return;
+    int64_t begin = n_items * thread / n_active, end = n_items * (thread + 1) / n_active;
     if (begin < end) fn(ctx, begin, end, thread);
 }
 
@@ -46,8 +48,9 @@ static void *worker_main(void *arg) {
         ZrCpuTask fn = p->fn;
         void *ctx = p->ctx;
         int64_t n_items = p->n_items;
+        int n_active = p->n_active;
         pthread_mutex_unlock(&p->mu);
-        run_chunk(fn, ctx, n_items, w->index, p->n_threads);
+        run_chunk(fn, ctx, n_items, w->index, n_active);
         pthread_mutex_lock(&p->mu);
         if (--p->pending == 0) pthread_cond_signal(&p->done);
     }
@@ -91,8 +94,11 @@ ZrCpuPool *zr_cpu_pool_create(int n_threads, ZrError *err) {
 
 int zr_cpu_pool_threads(const ZrCpuPool *p) { return p->n_threads; }
 
-void zr_cpu_pool_run(ZrCpuPool *p, int64_t n_items, ZrCpuTask fn, void *ctx) {
-    if (p->n_threads == 1 || n_items < 2) {
+void zr_cpu_pool_run(ZrCpuPool *p, int64_t n_items, int64_t grain, ZrCpuTask fn, void *ctx) {
+    if (grain < 1) grain = 1;
+    const int64_t by_grain = n_items / grain;
+    const int n_active = by_grain < p->n_threads ? (int)by_grain : p->n_threads;
+    if (n_active <= 1) {
         if (n_items > 0) fn(ctx, 0, n_items, 0);
         return;
     }
@@ -100,12 +106,13 @@ void zr_cpu_pool_run(ZrCpuPool *p, int64_t n_items, ZrCpuTask fn, void *ctx) {
     p->fn = fn;
     p->ctx = ctx;
     p->n_items = n_items;
+    p->n_active = n_active;
     p->pending = p->n_threads - 1;
     p->generation++;
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
 
-    run_chunk(fn, ctx, n_items, 0, p->n_threads);
+    run_chunk(fn, ctx, n_items, 0, n_active);
 
     pthread_mutex_lock(&p->mu);
     while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);

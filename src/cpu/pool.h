@@ -13,6 +13,8 @@ typedef struct ZrCpuPool ZrCpuPool;
 /* n_threads >= 1 (1: no workers, everything runs on the caller). */
 ZrCpuPool *zr_cpu_pool_create(int n_threads, ZrError *err);
 int zr_cpu_pool_threads(const ZrCpuPool *p);
-/* Calls fn over [0, n_items) split across the threads; returns when every chunk is done. */
-void zr_cpu_pool_run(ZrCpuPool *p, int64_t n_items, ZrCpuTask fn, void *ctx);
+/* Calls fn over [0, n_items) split across the threads; returns when every chunk is done. Each
+ * thread gets at least `grain` items: waking a thread costs microseconds, so small jobs run on
+ * fewer threads (or on the caller alone). */
+void zr_cpu_pool_run(ZrCpuPool *p, int64_t n_items, int64_t grain, ZrCpuTask fn, void *ctx);
 void zr_cpu_pool_free(ZrCpuPool *p);

@@ -111,6 +111,8 @@ typedef CUresult (*PFN_cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice dev);
 typedef CUresult (*PFN_cuDevicePrimaryCtxRelease_v2)(CUdevice dev);
 typedef CUresult (*PFN_cuDevicePrimaryCtxReset_v2)(CUdevice dev);
 typedef CUresult (*PFN_cuCtxSetCurrent)(CUcontext ctx);
+typedef CUresult (*PFN_cuCtxCreate_v2)(CUcontext *ctx, unsigned int flags, CUdevice dev);
+typedef CUresult (*PFN_cuCtxDestroy_v2)(CUcontext ctx);
 typedef CUresult (*PFN_cuModuleLoadData)(CUmodule *mod, const void *image);
 typedef CUresult (*PFN_cuModuleUnload)(CUmodule mod);
 typedef CUresult (*PFN_cuModuleGetFunction)(CUfunction *fn, CUmodule mod, const char *name);

@@ -31,6 +31,8 @@ static const Entry k_entries[] = {
     E(cuDevicePrimaryCtxRelease, ZR_CU_V_PRIMARY),
     E(cuDevicePrimaryCtxReset, ZR_CU_V_PRIMARY),
     E(cuCtxSetCurrent, ZR_CU_V_BASE),
+    OPT(cuCtxCreate, ZR_CU_V_MEM),
+    E(cuCtxDestroy, ZR_CU_V_BASE),
     E(cuModuleLoadData, 2000),
     E(cuModuleUnload, 2000),
     E(cuModuleGetFunction, 2000),

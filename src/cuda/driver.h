@@ -24,6 +24,8 @@ typedef struct ZrCuDriver {
     PFN_cuDevicePrimaryCtxRelease_v2 cuDevicePrimaryCtxRelease;
     PFN_cuDevicePrimaryCtxReset_v2 cuDevicePrimaryCtxReset;
     PFN_cuCtxSetCurrent cuCtxSetCurrent;
+    PFN_cuCtxCreate_v2 cuCtxCreate;   /* optional: a context of our own (not the primary one) */
+    PFN_cuCtxDestroy_v2 cuCtxDestroy;
     PFN_cuModuleLoadData cuModuleLoadData;
     PFN_cuModuleUnload cuModuleUnload;
     PFN_cuModuleGetFunction cuModuleGetFunction;

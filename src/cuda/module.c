@@ -12,6 +12,14 @@ extern const size_t zr_kernels_fatbin_size;
 
 bool zr_cuda_have_kernels(void) { return ZR_HAVE_KERNELS != 0; }
 
+const void *zr_cuda_kernels_image(void) {
+#if ZR_HAVE_KERNELS
+    return zr_kernels_fatbin;
+#else
+    return NULL;
+#endif
+}
+
 static int read_props(ZrCuda *c, ZrError *err) {
     const ZrCuDriver *d = c->drv;
     ZrCudaProps *p = &c->props;
@@ -111,9 +119,23 @@ int zr_cuda_reset(ZrCuda *c, const void *image, ZrError *err) {
     /* Reset destroys the primary context and every allocation in it: the only way out of a
      * sticky error short of a new process. */
     if (had_ctx) {
-        CUresult r = d->cuDevicePrimaryCtxReset(dev);
-        if (r != CUDA_SUCCESS) return zr_driver_err(d, err, r, "cuDevicePrimaryCtxReset(device %d)", ordinal);
+        CUresult rr = d->cuDevicePrimaryCtxReset(dev);
+        if (rr != CUDA_SUCCESS) return zr_driver_err(d, err, rr, "cuDevicePrimaryCtxReset(device %d)", ordinal);
     }
+    /* Some drivers keep a sticky error for the whole process (seen on 580.159.04: after
+     * __trap() or an illegal address, every new context, primary or not, fails with the same
+     * error). Say so plainly: only a new process can use the GPU again. */
+    CUcontext probe = NULL;
+    CUresult r = d->cuDevicePrimaryCtxRetain(&probe, dev);
+    if (r != CUDA_SUCCESS) {
+        if (zr_driver_error_is_sticky(r))
+            return zr_err(err, ZR_E_CUDA,
+                          "recreating the CUDA context: the driver (CUDA %d.%d) keeps %s for the whole process: no new "
+                          "context can be created in it, only a new process can use the GPU again",
+                          d->driver_version / 1000, d->driver_version % 1000 / 10, zr_driver_error_name(d, r));
+        return zr_driver_err(d, err, r, "recreating the CUDA context: cuDevicePrimaryCtxRetain(device %d)", ordinal);
+    }
+    d->cuDevicePrimaryCtxRelease(dev);
     int rc = zr_cuda_open(d, ordinal, c, err);
     if (rc) return zr_err_wrap(err, "recreating the CUDA context");
     if (image && (rc = zr_cuda_load_module(c, image, err))) return zr_err_wrap(err, "recreating the CUDA context");

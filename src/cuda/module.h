@@ -50,12 +50,17 @@ int zr_cuda_load_module(ZrCuda *c, const void *image, ZrError *err);
  * build had no nvcc (config.h ZR_HAVE_KERNELS 0). */
 int zr_cuda_load_kernels(ZrCuda *c, ZrError *err);
 bool zr_cuda_have_kernels(void);
+/* The embedded fatbin (for zr_cuda_reset), or NULL when none was built in. */
+const void *zr_cuda_kernels_image(void);
 /* Unloads the module, destroys the stream, releases the primary context. Safe on a zeroed or
  * poisoned ZrCuda (errors are ignored: this is teardown). */
 void zr_cuda_close(ZrCuda *c);
 /* After a sticky error: tears the session down, resets the device's primary context (which frees
  * every allocation of the old one), opens it again and reloads the same module image. Every
- * CUdeviceptr, ZrKernel and graph of the old session is invalid afterwards. */
+ * CUdeviceptr, ZrKernel and graph of the old session is invalid afterwards.
+ * Fails (ZR_E_CUDA, "only a new process can use the GPU again") on drivers that keep a sticky
+ * error for the whole process: driver 580.159.04 does, for __trap() (719) and illegal
+ * addresses (700), whether the context was the primary one or created with cuCtxCreate. */
 int zr_cuda_reset(ZrCuda *c, const void *image, ZrError *err);
 
 /* Finds an `extern "C"` kernel. sizes/n_sizes (may be NULL/0) give the parameter sizes the

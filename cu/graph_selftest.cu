@@ -1,0 +1,32 @@
+// Test-only kernels for the decode-graph tests (test/gpu/test_graph.c): a toy decode step with
+// a KV cache written at the position read from device memory. Tiny; embedded with the rest.
+#include "common.cuh"
+
+// io = int32 {token, pos}; kv f32 [n_ctx]: kv[pos] = f(token)
+ZR_KERNEL void zr_selftest_embed(float *kv, const int32_t *io) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) kv[io[1]] = (float)((io[0] * 31) % 97) * 0.01f + 0.5f;
+}
+
+__device__ __forceinline__ void zr_selftest_attend_at(float *logits, const float *kv, int pos, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float acc = 0.0f;
+    for (int j = 0; j <= pos; j++) acc += kv[j] * (float)(((i + 1) * (j + 3)) % 17);
+    logits[i] = acc;
+}
+
+// logits f32 [n]: logits[i] = sum_{j<=pos} kv[j] * w(i, j), pos from device memory
+ZR_KERNEL void zr_selftest_attend(float *logits, const float *kv, const int32_t *io, int n) {
+    zr_selftest_attend_at(logits, kv, io[1], n);
+}
+
+// the same with the position passed by value: a graph would replay a stale position
+ZR_KERNEL void zr_selftest_attend_pv(float *logits, const float *kv, int pos, int n) {
+    zr_selftest_attend_at(logits, kv, pos, n);
+}
+
+// x f32 [n] *= s
+ZR_KERNEL void zr_selftest_scale(float *x, float s, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= s;
+}

@@ -1,0 +1,417 @@
+#include "cuda/graph.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* ---- the graph ---- */
+
+CUresult zr_graph_build(const ZrCuDriver *d, const ZrRecording *rec, ZrFault *fault, int step, ZrGraph *g,
+                        ZrError *err) {
+    memset(g, 0, sizeof *g);
+    if (rec->n == 0) {
+        zr_err(err, ZR_E_INTERNAL, "graph build: the recording pass launched no kernels");
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUresult r = d->cuGraphCreate(&g->graph, 0);
+    if (r != CUDA_SUCCESS) {
+        g->graph = NULL;
+        zr_driver_err(d, err, r, "cuGraphCreate");
+        return r;
+    }
+    size_t fail_at = zr_fault_fires(fault, ZR_FAULT_GRAPH_BUILD, step) ? rec->n / 2 : (size_t)-1;
+    CUgraphNode prev = NULL;
+    for (size_t i = 0; i < rec->n; i++) {
+        const ZrLaunchRecord *x = &rec->recs[i];
+        void *params[ZR_KERNEL_MAX_PARAMS];
+        /* the driver copies the values when the node is added */
+        for (int j = 0; j < x->kernel->n_params; j++) params[j] = (void *)zr_recording_param(rec, i, j);
+        CUDA_KERNEL_NODE_PARAMS p = {
+            .func = x->fn,
+            .gridDimX = x->grid.x, .gridDimY = x->grid.y, .gridDimZ = x->grid.z,
+            .blockDimX = x->block.x, .blockDimY = x->block.y, .blockDimZ = x->block.z,
+            .sharedMemBytes = x->shared_bytes,
+            .kernelParams = params,
+        };
+        CUgraphNode node = NULL;
+        r = i == fail_at ? CUDA_ERROR_INVALID_VALUE
+                         : d->cuGraphAddKernelNode(&node, g->graph, prev ? &prev : NULL, prev ? 1 : 0, &p);
+        if (r != CUDA_SUCCESS) {
+            zr_driver_err(d, err, r, "cuGraphAddKernelNode (node %zu of %zu, %s%s)", i, rec->n, x->kernel->name,
+                          i == fail_at ? "; injected by ZRUN_FAULT=graph-build" : "");
+            d->cuGraphDestroy(g->graph);
+            memset(g, 0, sizeof *g);
+            return r;
+        }
+        prev = node;
+    }
+    g->n_nodes = rec->n;
+    return CUDA_SUCCESS;
+}
+
+CUresult zr_graph_instantiate(const ZrCuDriver *d, ZrGraph *g, ZrFault *fault, int step, ZrError *err) {
+    bool inject = zr_fault_fires(fault, ZR_FAULT_GRAPH_INSTANTIATE, step);
+    CUresult r = inject ? CUDA_ERROR_INVALID_VALUE : d->cuGraphInstantiateWithFlags(&g->exec, g->graph, 0);
+    if (r != CUDA_SUCCESS) {
+        g->exec = NULL;
+        zr_driver_err(d, err, r, "cuGraphInstantiateWithFlags (%zu nodes%s)", g->n_nodes,
+                      inject ? "; injected by ZRUN_FAULT=graph-instantiate" : "");
+    }
+    return r;
+}
+
+CUresult zr_graph_launch(const ZrCuDriver *d, const ZrGraph *g, CUstream s, ZrError *err) {
+    CUresult r = d->cuGraphLaunch(g->exec, s);
+    if (r != CUDA_SUCCESS) zr_driver_err(d, err, r, "cuGraphLaunch (%zu nodes)", g->n_nodes);
+    return r;
+}
+
+CUresult zr_graph_dot(const ZrCuDriver *d, const ZrGraph *g, const char *path, ZrError *err) {
+    CUresult r = d->cuGraphDebugDotPrint(g->graph, path, CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE);
+    if (r != CUDA_SUCCESS) zr_driver_err(d, err, r, "cuGraphDebugDotPrint(%s)", path);
+    return r;
+}
+
+void zr_graph_destroy(const ZrCuDriver *d, ZrGraph *g) {
+    if (g->exec) d->cuGraphExecDestroy(g->exec);
+    if (g->graph) d->cuGraphDestroy(g->graph);
+    memset(g, 0, sizeof *g);
+}
+
+/* ---- the controller ---- */
+
+static FILE *logf_(const ZrDecodeGraph *g) { return g->opt.log ? g->opt.log : stderr; }
+
+/* Eager for the rest of the run, with one line naming the cause. */
+static void fallback(ZrDecodeGraph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fallback(ZrDecodeGraph *g, const char *fmt, ...) {
+    zr_graph_destroy(g->io->cuda->drv, &g->graph);
+    g->mode = ZR_DECODE_EAGER;
+    if (g->stats.fallback[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->stats.fallback, sizeof g->stats.fallback, fmt, ap);
+    va_end(ap);
+    fprintf(logf_(g), "zrun: decode graph off, decoding eagerly from here: %s\n", g->stats.fallback);
+    fflush(logf_(g));
+}
+
+int zr_graph_decode_init(ZrDecodeGraph *g, ZrDecodeIO *io, const ZrDecodeHooks *hooks, const ZrDecodeOptions *o,
+                         ZrError *err) {
+    memset(g, 0, sizeof *g);
+    if (!hooks->eager_step) return zr_err(err, ZR_E_INTERNAL, "decode graph: no eager step hook");
+    g->io = io;
+    g->hooks = *hooks;
+    g->opt = *o;
+    if (g->opt.max_recoveries <= 0) g->opt.max_recoveries = 2;
+    if (g->opt.verify < 0) g->opt.verify = 0;
+    g->mode = ZR_DECODE_EAGER;
+    if (o->graph) {
+        if (o->profile)
+            fallback(g, "--profile times every kernel launch, which needs eager decode");
+        else
+            g->mode = ZR_DECODE_RECORD;
+    }
+    return ZR_OK;
+}
+
+void zr_graph_decode_free(ZrDecodeGraph *g) {
+    if (g->io && g->io->cuda && g->io->cuda->drv) {
+        zr_graph_destroy(g->io->cuda->drv, &g->graph);
+        zr_cuda_host_free(g->io->cuda, g->staging);
+    }
+    zr_recording_free(&g->rec);
+    free(g->replay_logits);
+    memset(g, 0, sizeof *g);
+}
+
+void zr_graph_decode_stats(const ZrDecodeGraph *g, ZrDecodeStats *out) {
+    *out = g->stats;
+    out->eager_host_us = g->eager_timed ? g->eager_us_sum / (double)g->eager_timed : 0;
+    out->graph_host_us = g->graph_timed ? g->graph_us_sum / (double)g->graph_timed : 0;
+    out->graph_active = g->mode != ZR_DECODE_EAGER;
+}
+
+/* Token id and position into their device buffers, on the stream, before the step. */
+static int write_inputs(ZrDecodeGraph *g, int32_t token, int pos, ZrError *err) {
+    const ZrDecodeIO *io = g->io;
+    /* Pinned staging makes the copy a plain DMA (no driver-side staging of pageable memory).
+     * It is safe to overwrite each step: every step ends with a stream sync. */
+    if (!g->staging) {
+        ZrError ignored;
+        void *p = NULL;
+        if (zr_cuda_host_alloc(io->cuda, &p, 2 * sizeof(int32_t), "token/position staging", &ignored) == ZR_OK)
+            g->staging = p;
+    }
+    int32_t stack_v[2], *v = g->staging ? g->staging : stack_v;
+    v[0] = token;
+    v[1] = (int32_t)pos;
+    if (io->d_pos == io->d_token + sizeof(int32_t)) return zr_cuda_h2d(io->cuda, io->d_token, v, 2 * sizeof *v, err);
+    int rc = zr_cuda_h2d(io->cuda, io->d_token, &v[0], sizeof v[0], err);
+    return rc ? rc : zr_cuda_h2d(io->cuda, io->d_pos, &v[1], sizeof v[1], err);
+}
+
+static bool poisons(CUresult r) { return r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || zr_driver_error_is_sticky(r); }
+
+/* Builds and instantiates from g->rec; on success the next steps replay. */
+static CUresult build(ZrDecodeGraph *g, int step, ZrError *err) {
+    const ZrCuDriver *d = g->io->cuda->drv;
+    double t0 = now_us();
+    CUresult r = zr_graph_build(d, &g->rec, &g->opt.fault, step, &g->graph, err);
+    if (r != CUDA_SUCCESS) return r;
+    double t1 = now_us();
+    r = zr_graph_instantiate(d, &g->graph, &g->opt.fault, step, err);
+    if (r != CUDA_SUCCESS) {
+        zr_graph_destroy(d, &g->graph);
+        return r;
+    }
+    double t2 = now_us();
+    g->stats.build_ms = (t1 - t0) / 1e3;
+    g->stats.instantiate_ms = (t2 - t1) / 1e3;
+    g->stats.graph_build_ms = g->stats.record_ms + g->stats.build_ms + g->stats.instantiate_ms;
+    g->stats.builds++;
+    if (g->opt.dot_path) {
+        ZrError e2 = {0};
+        if (zr_graph_dot(d, &g->graph, g->opt.dot_path, &e2) != CUDA_SUCCESS)
+            fprintf(logf_(g), "zrun: --graph-dot: %s\n", e2.msg);
+    }
+    g->built_epoch = g->io->epoch;
+    g->checks_left = g->opt.verify;
+    g->mode = ZR_DECODE_GRAPH;
+    return CUDA_SUCCESS;
+}
+
+/* A checked replay: the graph's logits are in d_logits. Runs the step eagerly at the same
+ * position (it rewrites the same KV entries) and compares logits bit for bit and the launches
+ * with the recorded ones. A difference means fallback; the eager results stand either way. */
+static int check_replay(ZrDecodeGraph *g, int step, int pos, float *logits, CUresult *bad, ZrError *err) {
+    ZrDecodeIO *io = g->io;
+    ZrLauncher *l = io->launcher;
+    int n = io->n_vocab;
+    if (g->replay_cap < n) {
+        float *p = realloc(g->replay_logits, (size_t)n * sizeof *p);
+        if (!p) return zr_err(err, ZR_E_NOMEM, "decode graph: no memory for %d logits", n);
+        g->replay_logits = p;
+        g->replay_cap = n;
+    }
+    int rc = zr_cuda_d2h(io->cuda, g->replay_logits, io->d_logits, (size_t)n * sizeof(float), err);
+    if (rc) return rc;
+    CUresult r = zr_cuda_sync_result(io->cuda);
+    if (r != CUDA_SUCCESS) {
+        if (poisons(r)) *bad = r;
+        return zr_driver_err(io->cuda->drv, err, r, "decode graph: replay of step %d", step);
+    }
+    if (zr_fault_fires(&g->opt.fault, ZR_FAULT_REPLAY_MISMATCH, step)) {
+        uint32_t w;
+        memcpy(&w, &g->replay_logits[n / 2], sizeof w);
+        w ^= 1u;
+        memcpy(&g->replay_logits[n / 2], &w, sizeof w);
+    }
+    zr_launcher_record_begin(l);
+    rc = g->hooks.eager_step(g->hooks.ctx, err);
+    zr_launcher_record_end(l);
+    if (!rc) rc = zr_cuda_d2h(io->cuda, logits, io->d_logits, (size_t)n * sizeof(float), err);
+    if (!rc && (r = zr_cuda_sync_result(io->cuda)) != CUDA_SUCCESS) {
+        if (poisons(r)) *bad = r;
+        rc = zr_driver_err(io->cuda->drv, err, r, "decode graph: eager check of step %d", step);
+    }
+    if (rc) {
+        zr_recording_clear(&l->rec);
+        return rc;
+    }
+    g->stats.checked_steps++;
+    char why[400];
+    if (zr_recording_compare(&g->rec, &l->rec, why, sizeof why)) {
+        fallback(g, "the decode step at position %d launched differently than when it was recorded: %s", pos, why);
+    } else {
+        int diff = 0, first = -1;
+        for (int i = 0; i < n; i++)
+            if (memcmp(&g->replay_logits[i], &logits[i], sizeof(float))) {
+                if (first < 0) first = i;
+                diff++;
+            }
+        if (diff)
+            fallback(g,
+                     "replay mismatch at decode step %d (position %d): %d of %d logits differ from eager, first at "
+                     "%d (graph %.9g, eager %.9g)%s",
+                     step, pos, diff, n, first, (double)g->replay_logits[first], (double)logits[first],
+                     g->opt.fault.kind == ZR_FAULT_REPLAY_MISMATCH ? "; injected by ZRUN_FAULT=replay-mismatch" : "");
+    }
+    zr_recording_clear(&l->rec);
+    return ZR_OK;
+}
+
+static int trap(ZrDecodeGraph *g, ZrError *err) {
+    ZrDecodeIO *io = g->io;
+    if (!g->have_trap) {
+        int rc = zr_cuda_kernel(io->cuda, "zr_fault_trap", NULL, 0, &g->trap, err);
+        if (rc) return zr_err_wrap(err, "ZRUN_FAULT=sticky");
+        g->have_trap = true;
+    }
+    return zr_launch(io->launcher, &g->trap, ZR_DIM1(1), ZR_DIM1(1), 0, NULL, 0, err);
+}
+
+/* Issues one step in the current mode and reads the logits back. *bad is set when the
+ * context is (or must be treated as) poisoned. */
+static int issue(ZrDecodeGraph *g, int32_t token, int pos, int step, float *logits, CUresult *bad, ZrError *err) {
+    ZrDecodeIO *io = g->io;
+    ZrLauncher *l = io->launcher;
+    const ZrCuDriver *d = io->cuda->drv;
+    *bad = CUDA_SUCCESS;
+    if (g->mode == ZR_DECODE_GRAPH && io->epoch != g->built_epoch) {
+        /* something the graph points at moved: record and build again */
+        zr_graph_destroy(d, &g->graph);
+        g->mode = ZR_DECODE_RECORD;
+        g->stats.rebuilds++;
+    }
+    double t0 = now_us();
+    int rc = write_inputs(g, token, pos, err);
+    if (rc) return rc;
+    bool run_eager = false, timed_eager = g->mode == ZR_DECODE_EAGER;
+    if (g->mode == ZR_DECODE_RECORD) {
+        zr_launcher_record_begin(l);
+        rc = g->hooks.eager_step(g->hooks.ctx, err);
+        zr_launcher_record_end(l);
+        double t1 = now_us();
+        if (rc) {
+            zr_recording_clear(&l->rec);
+            return rc;
+        }
+        g->stats.record_ms = (t1 - t0) / 1e3;
+        g->stats.kernels_per_token = l->rec.n;
+        g->stats.eager_steps++;
+        zr_recording_move(&g->rec, &l->rec);
+        if (g->opt.log_launches && !g->logged) {
+            fprintf(logf_(g), "zrun: recorded decode step (position %d): %zu launches\n", pos, g->rec.n);
+            zr_recording_print(&g->rec, logf_(g));
+            g->logged = true;
+        }
+        ZrError e2 = {0};
+        CUresult r = build(g, step, &e2);
+        if (r != CUDA_SUCCESS) {
+            if (poisons(r)) {
+                *bad = r;
+                *err = e2;
+                return e2.code;
+            }
+            fallback(g, "%s", e2.msg);
+        }
+    } else if (g->mode == ZR_DECODE_GRAPH) {
+        ZrError e2 = {0};
+        CUresult r = CUDA_SUCCESS;
+        const char *injected = NULL;
+        if (zr_fault_fires(&g->opt.fault, ZR_FAULT_GRAPH_LAUNCH, step)) {
+            r = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+            injected = "graph-launch";
+        } else if (zr_fault_fires(&g->opt.fault, ZR_FAULT_GRAPH_901, step)) {
+            r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+            injected = "graph-901";
+        }
+        if (injected)
+            zr_driver_err(d, &e2, r, "cuGraphLaunch (%zu nodes; injected by ZRUN_FAULT=%s)", g->graph.n_nodes, injected);
+        else
+            r = zr_graph_launch(d, &g->graph, l->stream, &e2);
+        double t1 = now_us();
+        if (r != CUDA_SUCCESS) {
+            if (poisons(r)) {
+                *bad = r;
+                *err = e2;
+                return e2.code;
+            }
+            fallback(g, "%s", e2.msg);
+            run_eager = true; /* the inputs are already in place */
+        } else {
+            g->stats.graph_steps++;
+            if (g->checks_left > 0) {
+                g->checks_left--;
+                if ((rc = check_replay(g, step, pos, logits, bad, err))) return rc;
+            } else {
+                g->graph_us_sum += t1 - t0;
+                g->graph_timed++;
+            }
+        }
+    } else {
+        run_eager = true;
+    }
+    if (run_eager) {
+        uint64_t before = l->n_launches;
+        bool log_now = g->opt.log_launches && !g->logged; /* eager runs show their launches too */
+        if (log_now) zr_launcher_record_begin(l);
+        rc = g->hooks.eager_step(g->hooks.ctx, err);
+        double t1 = now_us();
+        if (log_now) {
+            zr_launcher_record_end(l);
+            if (!rc) {
+                fprintf(logf_(g), "zrun: recorded decode step (position %d): %zu launches\n", pos, l->rec.n);
+                zr_recording_print(&l->rec, logf_(g));
+                g->logged = true;
+            }
+            zr_recording_clear(&l->rec);
+            timed_eager = false; /* recording costs host time */
+        }
+        if (rc) return rc;
+        if (timed_eager) { /* token write + launches, as for a replay */
+            g->eager_us_sum += t1 - t0;
+            g->eager_timed++;
+        }
+        g->stats.eager_steps++;
+        g->stats.kernels_per_token = l->n_launches - before;
+    }
+    if (zr_fault_fires(&g->opt.fault, ZR_FAULT_STICKY, step) && (rc = trap(g, err))) return rc;
+    if ((rc = zr_cuda_d2h(io->cuda, logits, io->d_logits, (size_t)io->n_vocab * sizeof(float), err))) return rc;
+    CUresult r = zr_cuda_sync_result(io->cuda);
+    if (r != CUDA_SUCCESS) {
+        if (poisons(r)) *bad = r;
+        return zr_driver_err(d, err, r, "decode step %d (position %d)", step, pos);
+    }
+    if (l->profile && (rc = zr_profile_collect(l->profile, err))) return rc;
+    return ZR_OK;
+}
+
+int zr_graph_decode_step(ZrDecodeGraph *g, int32_t token, int pos, float *logits, ZrError *err) {
+    int step = g->step;
+    CUresult bad = CUDA_SUCCESS;
+    int rc = issue(g, token, pos, step, logits, &bad, err);
+    if (rc && bad == CUDA_SUCCESS) {
+        /* an error that did not come with a result: is the context still usable? */
+        CUresult r = zr_cuda_sync_result(g->io->cuda);
+        if (!zr_driver_error_is_sticky(r)) return rc;
+        bad = r;
+    }
+    while (bad != CUDA_SUCCESS) {
+        const ZrCuDriver *d = g->io->cuda->drv;
+        if (!g->hooks.recover || g->stats.recoveries >= (uint64_t)g->opt.max_recoveries)
+            return zr_err_wrap(err, "the CUDA context is unusable (%s) and %s", zr_driver_error_name(d, bad),
+                               g->hooks.recover ? "was already recreated" : "cannot be recreated");
+        char cause[sizeof err->msg];
+        snprintf(cause, sizeof cause, "%s", err->msg);
+        if (g->stats.fallback[0])
+            fprintf(logf_(g), "zrun: %s; recreating the CUDA context, re-uploading the weights, re-prefilling %d tokens\n",
+                    cause, pos);
+        else
+            fallback(g, "%s; the CUDA context is recreated, the weights re-uploaded and %d tokens re-prefilled", cause,
+                     pos);
+        zr_graph_destroy(d, &g->graph);
+        g->mode = ZR_DECODE_EAGER;
+        g->have_trap = false;
+        g->staging = NULL; /* it belonged to the old context */
+        zr_recording_clear(&g->io->launcher->rec);
+        g->io->launcher->recording = false;
+        g->stats.recoveries++;
+        if ((rc = g->hooks.recover(g->hooks.ctx, pos, err))) {
+            g->stats.context_lost = true;
+            return zr_err_wrap(err, "recovering from %s", cause);
+        }
+        rc = issue(g, token, pos, step, logits, &bad, err);
+        if (rc && bad == CUDA_SUCCESS) return rc;
+    }
+    g->step++;
+    return ZR_OK;
+}

@@ -1,0 +1,141 @@
+/* The decode graph (DESIGN.md "The decode graph"): built from the launcher's records with
+ * cuGraphCreate + one cuGraphAddKernelNode per record (the previous node its dependency) +
+ * cuGraphInstantiateWithFlags, replayed with cuGraphLaunch. Stream capture is never used.
+ *
+ * The controller (ZrDecodeGraph) wraps the backend's eager decode step and decides, per token:
+ *   step 0         write token/pos, run the step eagerly with recording on, then build and
+ *                  instantiate the graph (record + build + instantiate = graph build time);
+ *   later steps    write token/pos into their device buffers (async, same stream), cuGraphLaunch;
+ *   checked steps  the first `verify` replays also run the step eagerly at the same position
+ *                  (rewriting the same KV entries, so it is idempotent) and compare the logits
+ *                  bit for bit, and the eager pass's launches with the recorded ones;
+ *   fallback       eager for the rest of the run, with ONE line on the log naming the cause and
+ *                  the CUDA error: any graph API error, a replay mismatch, or profiling on;
+ *   poisoned       a sticky error (700, 719, 999, ...) or 901 on the graph path: the graph is
+ *                  dropped, the backend's recover hook recreates the context, re-uploads the
+ *                  weights and re-prefills positions [0, pos); the step is re-run eagerly and the
+ *                  run goes on eagerly. The caller's token history is untouched: no token lost
+ *                  or repeated.
+ *   rebuild        the graph bakes in every pointer of the recorded launches. The backend
+ *                  bumps io->epoch whenever any of them may move (buffers reallocated, module
+ *                  reloaded, context recreated); the controller then drops the graph and
+ *                  records + builds it again on the next step (stats.rebuilds). Position and
+ *                  sequence length live in device memory, so nothing else invalidates it.
+ *
+ * Contract for the eager step (the kernels side): all of its work is zr_launch calls on
+ * io->launcher (no syncs, allocations, host copies or cuBLASLt), it reads the token and the
+ * position from io->d_token / io->d_pos, writes io->d_logits, launches the same kernels with
+ * the same parameters and configuration at every position (grids sized for n_ctx, not pos), and
+ * is deterministic (no float atomics), so replay == eager bit for bit. Put the position right
+ * after the token (d_pos == d_token + 4) and both are written with one copy.
+ *
+ * Wiring, in the backend (cuda_backend.c):
+ *     ZrDecodeIO io = {&cuda, &launcher, f->d_tok, f->d_pos, f->logits, n_vocab, 1};
+ *     ZrDecodeHooks hooks = {backend, decode_step_launches, recreate_and_reprefill};
+ *     ZrDecodeOptions o = {.graph = ..., .verify = opt->verify_graph, .profile = ..., ...};
+ *     zr_fault_parse(getenv("ZRUN_FAULT"), &o.fault, err);
+ *     zr_graph_decode_init(&g, &io, &hooks, &o, err);
+ *     ... forward(n == 1): zr_graph_decode_step(&g, token, pos, logits, err);
+ *     ... stats: zr_graph_decode_stats(&g, &st);  destroy: zr_graph_decode_free(&g). */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cuda/driver.h"
+#include "cuda/fault.h"
+#include "cuda/launch.h"
+#include "cuda/module.h"
+
+/* ---- the graph itself ---- */
+typedef struct ZrGraph {
+    CUgraph graph;
+    CUgraphExec exec;
+    size_t n_nodes;
+} ZrGraph;
+
+/* cuGraphCreate + one kernel node per record, each depending on the previous one. Returns the
+ * CUresult (CUDA_SUCCESS or the failing call's) and sets err; on failure *g is empty. `fault`
+ * may be NULL; graph-build fails the middle node. */
+CUresult zr_graph_build(const ZrCuDriver *d, const ZrRecording *rec, ZrFault *fault, int step, ZrGraph *g,
+                        ZrError *err);
+CUresult zr_graph_instantiate(const ZrCuDriver *d, ZrGraph *g, ZrFault *fault, int step, ZrError *err);
+CUresult zr_graph_launch(const ZrCuDriver *d, const ZrGraph *g, CUstream s, ZrError *err);
+/* cuGraphDebugDotPrint (verbose) of the built graph. */
+CUresult zr_graph_dot(const ZrCuDriver *d, const ZrGraph *g, const char *path, ZrError *err);
+void zr_graph_destroy(const ZrCuDriver *d, ZrGraph *g);
+
+/* ---- the decode-graph controller ---- */
+typedef struct ZrDecodeIO {
+    ZrCuda *cuda;          /* context, stream, module (the sticky fault's kernel is looked up there) */
+    ZrLauncher *launcher;  /* the eager step launches through it; its stream is cuda->stream */
+    CUdeviceptr d_token;   /* int32 [1]: the step's input token */
+    CUdeviceptr d_pos;     /* int32 [1]: its position */
+    CUdeviceptr d_logits;  /* f32 [n_vocab]: the step's output */
+    int n_vocab;
+    uint64_t epoch;        /* bumped by the backend when anything the launches point at may move */
+} ZrDecodeIO;
+
+typedef struct ZrDecodeHooks {
+    void *ctx;
+    /* One decode step's launches through io->launcher (see the contract above). */
+    int (*eager_step)(void *ctx, ZrError *err);
+    /* The context is poisoned: recreate it (zr_cuda_reset), re-upload the weights, reallocate
+     * the buffers, re-prefill positions [0, n_past) from the backend's token history, update
+     * *io (new pointers, new launcher stream, epoch bumped). NULL: poisoning is fatal. */
+    int (*recover)(void *ctx, int n_past, ZrError *err);
+} ZrDecodeHooks;
+
+typedef struct ZrDecodeOptions {
+    bool graph;           /* decode through the graph (else eager, silently) */
+    int verify;           /* replayed steps checked against eager (DESIGN: at least the first) */
+    bool profile;         /* per-kernel timing: forces eager (one line says so when graph was asked) */
+    bool log_launches;    /* print the launches of the recording pass (of the first step when eager) */
+    const char *dot_path; /* write the built graph here (cuGraphDebugDotPrint) */
+    ZrFault fault;        /* parsed ZRUN_FAULT (zr_fault_parse) */
+    FILE *log;            /* fallback line, launch log; NULL = stderr */
+    int max_recoveries;   /* context recreations allowed per run; 0 = default (2) */
+} ZrDecodeOptions;
+
+typedef enum ZrDecodeMode { ZR_DECODE_EAGER, ZR_DECODE_RECORD, ZR_DECODE_GRAPH } ZrDecodeMode;
+
+typedef struct ZrDecodeStats {
+    uint64_t kernels_per_token;  /* launches in one decode step (from the recording, or counted) */
+    double record_ms, build_ms, instantiate_ms;
+    double graph_build_ms;       /* record + build + instantiate (of the last build) */
+    double eager_host_us;        /* mean host time to issue one eager step (token write + launches) */
+    double graph_host_us;        /* mean host time to issue one replay (token write + cuGraphLaunch) */
+    uint64_t eager_steps, graph_steps, checked_steps, builds, rebuilds, recoveries;
+    bool graph_active;           /* the next step replays (or records) a graph */
+    bool context_lost;           /* a poisoned context could not be recreated: decoding cannot go on */
+    char fallback[512];          /* why the graph was given up; "" when it was not */
+} ZrDecodeStats;
+
+typedef struct ZrDecodeGraph {
+    ZrDecodeIO *io;
+    ZrDecodeHooks hooks;
+    ZrDecodeOptions opt;
+    ZrDecodeMode mode;
+    ZrGraph graph;
+    ZrRecording rec;       /* the recording the graph was built from */
+    uint64_t built_epoch;
+    int checks_left;
+    int32_t *staging;      /* pinned host [2]: token, position (NULL: copied from the stack) */
+    float *replay_logits;  /* host [n_vocab]: a checked replay's logits */
+    int replay_cap;
+    ZrKernel trap;         /* zr_fault_trap, for the sticky fault */
+    bool have_trap;
+    int step;              /* decode steps done */
+    bool logged;           /* --log-launches printed its one recording */
+    double eager_us_sum, graph_us_sum;
+    uint64_t eager_timed, graph_timed;
+    ZrDecodeStats stats;
+} ZrDecodeGraph;
+
+int zr_graph_decode_init(ZrDecodeGraph *g, ZrDecodeIO *io, const ZrDecodeHooks *hooks, const ZrDecodeOptions *o,
+                         ZrError *err);
+/* One decode step of `token` at `pos`; copies the step's logits into logits[n_vocab] (host).
+ * Falls back / recovers as described above; returns an error only when decoding cannot go on. */
+int zr_graph_decode_step(ZrDecodeGraph *g, int32_t token, int pos, float *logits, ZrError *err);
+void zr_graph_decode_stats(const ZrDecodeGraph *g, ZrDecodeStats *out);
+void zr_graph_decode_free(ZrDecodeGraph *g);

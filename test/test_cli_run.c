@@ -1,0 +1,305 @@
+/* The run command as a user sees it: the zrun binary ($ZRUN) run as a process, its stdout,
+ * stderr and exit status. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gguf.h"
+#include "gguf_write.h"
+#include "zt.h"
+
+typedef struct Run {
+    int status; /* exit code; 128 + signal when killed; -1 when it did not run */
+    char *out, *err;
+} Run;
+
+static void run_free(Run *r) {
+    free(r->out);
+    free(r->err);
+}
+
+/* Runs $ZRUN with args (NULL-terminated), stdin from in_path (or /dev/null). */
+static Run run_zrun(const char *in_path, const char *const *args) {
+    Run r = {-1, NULL, NULL};
+    const char *zrun = getenv("ZRUN");
+    if (!zrun) return r;
+    char out_path[4200], err_path[4200];
+    snprintf(out_path, sizeof out_path, "%s/run.out", zt_tmpdir());
+    snprintf(err_path, sizeof err_path, "%s/run.err", zt_tmpdir());
+    const char *argv[64] = {"zrun"};
+    int n = 1;
+    while (args[n - 1] && n < 63) { argv[n] = args[n - 1]; n++; }
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (in < 0 || o < 0 || e < 0) _exit(126);
+        dup2(in, 0);
+        dup2(o, 1);
+        dup2(e, 2);
+        execv(zrun, (char *const *)argv);
+        _exit(127);
+    }
+    int st;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid) return r;
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = zt_read_file(out_path, NULL);
+    r.err = zt_read_file(err_path, NULL);
+    if (!r.out) r.out = calloc(1, 1);
+    if (!r.err) r.err = calloc(1, 1);
+    return r;
+}
+
+#define RUN(in, ...) run_zrun(in, (const char *const[]){__VA_ARGS__, NULL})
+
+static const char *stories(void) { return zt_shared("models/stories260K.gguf"); }
+
+/* ../shared/models/README.md: 64 greedy tokens from BOS (ids 403 ... 438 310). */
+static const char reference_text[] =
+    " Once upon a time, there was a little girl named Lily. She loved to play outside in the park. "
+    "One day, she saw a big, red ball. She wanted to play with it, but it was too high.\nLily";
+
+ZT_TEST(greedy_from_bos_prints_the_reference_text_of_stories260K) {
+    const char *m = stories();
+    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    Run r = RUN(NULL, "-m", m, "-p", "", "--temp", "0", "-n", "64");
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    ZT_CHECKF(!strcmp(r.out, reference_text), "got '%s'", r.out);
+    ZT_CHECKF(strstr(r.err, "generated 64 tokens") != NULL, "%s", r.err);
+    run_free(&r);
+}
+
+ZT_TEST(bad_options_exit_2_with_a_message) {
+    static const char *const cases[][6] = {
+        {"-m", "x.gguf", "-p", "hi", "--temp", "warm"},
+        {"-m", "x.gguf", "-p", "hi", "--top-p", "2"},
+        {"-m", "x.gguf", "-p", "hi", "--frobnicate", NULL},
+        {"-m", "x.gguf", NULL},
+        {"-p", "hi", NULL},
+        {"-m", "x.gguf", "-p", "hi", "--device", "gpu"},
+    };
+    static const char *const want[] = {"--temp", "--top-p", "--frobnicate", "no prompt", "no model", "--device"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[8] = {0};
+        for (int j = 0; j < 6 && cases[i][j]; j++) args[j] = cases[i][j];
+        Run r = run_zrun(NULL, args);
+        ZT_CHECKF(r.status == 2, "case %zu: exit %d", i, r.status);
+        ZT_CHECKF(strstr(r.err, want[i]) && strstr(r.err, "zrun --help"), "case %zu: %s", i, r.err);
+        ZT_CHECK(r.out[0] == 0);
+        run_free(&r);
+    }
+}
+
+ZT_TEST(a_missing_model_file_exits_1_naming_the_file) {
+    Run r = RUN(NULL, "-m", "/nonexistent/dir/model.gguf", "-p", "hi");
+    ZT_CHECKF(r.status == 1, "exit %d", r.status);
+    ZT_CHECKF(strstr(r.err, "/nonexistent/dir/model.gguf") != NULL, "%s", r.err);
+    run_free(&r);
+}
+
+ZT_TEST(help_prints_the_usage_and_exits_0) {
+    Run r = RUN(NULL, "-m", "x.gguf", "--help");
+    ZT_CHECK(r.status == 0);
+    ZT_CHECK(strstr(r.out, "usage: zrun") && strstr(r.out, "--repeat-penalty"));
+    run_free(&r);
+}
+
+ZT_TEST(the_same_seed_gives_the_same_text_and_the_summary_names_it) {
+    const char *m = stories();
+    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    Run a = RUN(NULL, "-m", m, "-p", "Once upon a time", "--seed", "42", "-n", "40");
+    Run b = RUN(NULL, "-m", m, "-p", "Once upon a time", "--seed", "42", "-n", "40");
+    Run c = RUN(NULL, "-m", m, "-p", "Once upon a time", "--seed", "43", "-n", "40");
+    ZT_CHECK(a.status == 0 && b.status == 0 && c.status == 0);
+    ZT_CHECK(strlen(a.out) > 40);
+    ZT_CHECK(!strcmp(a.out, b.out));
+    ZT_CHECK(strcmp(a.out, c.out) != 0);
+    ZT_CHECKF(strstr(a.err, "seed 42") != NULL, "%s", a.err);
+    run_free(&a);
+    run_free(&b);
+    run_free(&c);
+}
+
+ZT_TEST(prompt_from_a_file_or_stdin_equals_the_prompt_argument) {
+    const char *m = stories();
+    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/prompt.txt", zt_tmpdir());
+    FILE *f = fopen(path, "wb");
+    ZT_CHECK(f);
+    fputs("Once upon a time", f);
+    fclose(f);
+    Run a = RUN(NULL, "-m", m, "-p", "Once upon a time", "--temp", "0", "-n", "20");
+    Run b = RUN(NULL, "-m", m, "-f", path, "--temp", "0", "-n", "20");
+    Run c = RUN(path, "-m", m, "-p", "-", "--temp", "0", "-n", "20");
+    ZT_CHECK(a.status == 0 && b.status == 0 && c.status == 0);
+    /* the prompt is echoed, then the generation continues it */
+    ZT_CHECKF(!strncmp(a.out, "Once upon a time, there was", 27), "'%s'", a.out);
+    ZT_CHECK(!strcmp(a.out, b.out) && !strcmp(a.out, c.out));
+    ZT_CHECK(strstr(a.err, "prompt 5 tokens") != NULL); /* BOS + 4 */
+    run_free(&a);
+    run_free(&b);
+    run_free(&c);
+    Run d = RUN(NULL, "-m", m, "-f", "/nonexistent/prompt.txt");
+    ZT_CHECK(d.status == 1 && strstr(d.err, "/nonexistent/prompt.txt"));
+    run_free(&d);
+}
+
+ZT_TEST(a_prompt_longer_than_the_context_is_an_error_not_a_truncation) {
+    const char *m = stories();
+    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    Run r = RUN(NULL, "-m", m, "-c", "4", "-p", "Once upon a time there was");
+    ZT_CHECKF(r.status == 1, "exit %d", r.status);
+    ZT_CHECKF(strstr(r.err, "longer than the context of 4 tokens") != NULL, "%s", r.err);
+    ZT_CHECK(r.out[0] == 0);
+    run_free(&r);
+}
+
+ZT_TEST(generation_stops_when_the_context_is_full) {
+    const char *m = stories();
+    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    /* BOS + 7 generated tokens fill a context of 8 */
+    Run r = RUN(NULL, "-m", m, "-c", "8", "-p", "", "--temp", "0", "-n", "100");
+    ZT_CHECK(r.status == 0);
+    ZT_CHECKF(!strcmp(r.out, " Once upon a time, there was"), "'%s'", r.out);
+    ZT_CHECKF(strstr(r.err, "generated 7 tokens, stop: context full") != NULL, "%s", r.err);
+    run_free(&r);
+}
+
+ZT_TEST(no_display_prompt_prints_only_the_generated_text) {
+    const char *m = stories();
+    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    Run r = RUN(NULL, "-m", m, "-p", "Once upon a time", "--temp", "0", "-n", "4", "--no-display-prompt");
+    ZT_CHECK(r.status == 0);
+    ZT_CHECKF(!strcmp(r.out, ", there was a"), "'%s'", r.out);
+    run_free(&r);
+}
+
+ZT_TEST(n_predict_zero_only_prefills) {
+    const char *m = stories();
+    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    Run r = RUN(NULL, "-m", m, "-p", "Once", "-n", "0");
+    ZT_CHECK(r.status == 0 && !strcmp(r.out, "Once")); /* only the echoed prompt */
+    ZT_CHECK(strstr(r.err, "generated 0 tokens") != NULL);
+    run_free(&r);
+}
+
+/* stories260K.gguf with its eos_token_id moved to 432 (","), which greedy decoding from BOS
+ * produces as its fifth token. */
+static const char *model_with_eos_comma(const char *src) {
+    static char path[4200];
+    ZrGguf g;
+    ZrError err;
+    if (zr_gguf_open(&g, src, &err)) return NULL;
+    ZrGgufWriter w;
+    zr_gguf_w_init(&w);
+    for (uint64_t i = 0; i < g.n_kv; i++) {
+        if (zr_str_eq(g.kv[i].key, "general.alignment")) continue;
+        if (zr_str_eq(g.kv[i].key, "tokenizer.ggml.eos_token_id")) zr_gguf_w_u32(&w, "tokenizer.ggml.eos_token_id", 432);
+        else zr_gguf_w_copy_kv(&w, &g.kv[i]);
+    }
+    for (uint64_t i = 0; i < g.n_tensors; i++) {
+        const ZrGgufTensor *t = &g.tensors[i];
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        zr_gguf_w_tensor(&w, name, t->type, t->n_dims, t->ne, t->data);
+    }
+    snprintf(path, sizeof path, "%s/eos_comma.gguf", zt_tmpdir());
+    FILE *f = fopen(path, "wb");
+    int rc = f ? zr_gguf_w_write(&w, f, &err) : -1;
+    if (f) fclose(f);
+    zr_gguf_w_free(&w);
+    zr_gguf_close(&g);
+    return rc == 0 ? path : NULL;
+}
+
+ZT_TEST(an_end_of_generation_token_stops_and_is_not_printed) {
+    const char *m = stories();
+    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    const char *eos = model_with_eos_comma(m);
+    ZT_CHECK(eos);
+    Run r = RUN(NULL, "-m", eos, "-p", "", "--temp", "0", "-n", "100");
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    ZT_CHECKF(!strcmp(r.out, " Once upon a time"), "'%s'", r.out);
+    ZT_CHECKF(strstr(r.err, "generated 4 tokens, stop: end of generation") != NULL, "%s", r.err);
+    run_free(&r);
+}
+
+ZT_TEST(quiet_leaves_standard_error_empty) {
+    const char *m = stories();
+    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    Run r = RUN(NULL, "-m", m, "-p", "Once", "-n", "5", "--quiet");
+    ZT_CHECK(r.status == 0 && r.out[0] != 0);
+    ZT_CHECKF(r.err[0] == 0, "'%s'", r.err);
+    run_free(&r);
+}
+
+ZT_TEST(device_cuda_without_a_usable_gpu_is_an_error) {
+    const char *m = stories();
+    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    Run r = RUN(NULL, "-m", m, "-p", "Once", "-n", "2", "--device", "cuda");
+    if (r.status == 0) {
+        run_free(&r);
+        zt_skip("a GPU is usable here");
+        return;
+    }
+    ZT_CHECKF(r.status == 1 && strstr(r.err, "--device cuda") && strstr(r.err, "GPU"), "exit %d: %s", r.status, r.err);
+    ZT_CHECK(r.out[0] == 0);
+    run_free(&r);
+    /* auto falls back to the CPU and says so */
+    Run a = RUN(NULL, "-m", m, "-p", "Once", "-n", "2");
+    ZT_CHECK(a.status == 0 && strstr(a.err, "running on the CPU") && strstr(a.err, "backend cpu"));
+    run_free(&a);
+}
+
+ZT_TEST(ctrl_c_stops_after_the_current_token_prints_the_summary_and_exits_130) {
+    const char *m = stories();
+    const char *zrun = getenv("ZRUN");
+    if (!m || !zrun) { zt_skip("stories260K.gguf or $ZRUN absent"); return; }
+    char err_path[4200];
+    snprintf(err_path, sizeof err_path, "%s/sigint.err", zt_tmpdir());
+    int fds[2];
+    ZT_CHECK(pipe(fds) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGINT, SIG_DFL); /* as from an interactive shell */
+        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fds[1], 1);
+        dup2(e, 2);
+        close(fds[0]);
+        /* ~2000 tokens: seconds of work, interrupted long before its end */
+        execl(zrun, "zrun", "-m", m, "-p", "", "--seed", "1", "-n", "-1", "--device", "cpu", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char buf[65536];
+    size_t got = 0;
+    while (got < 20) { /* wait until generation is under way */
+        ssize_t k = read(fds[0], buf + got, sizeof buf - 1 - got);
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    kill(pid, SIGINT);
+    for (;;) {
+        ssize_t k = read(fds[0], buf + got, sizeof buf - 1 - got);
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    close(fds[0]);
+    int st;
+    ZT_CHECK(waitpid(pid, &st, 0) == pid);
+    char *err = zt_read_file(err_path, NULL);
+    ZT_CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 130, "status %d", st);
+    ZT_CHECKF(err && strstr(err, "stop: interrupted") && strstr(err, "zrun: prompt 1 tokens"), "%s", err ? err : "");
+    ZT_CHECKF(got > 20 && got < 4000, "%zu bytes of text", got); /* the full run prints ~9000 */
+    free(err);
+}
+
+int main(void) { return zt_run(); }
