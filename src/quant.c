@@ -89,30 +89,31 @@ ZR_INLINE float f16_to_f32(uint16_t h) {
 
 float zr_f16_to_f32(uint16_t h) { return f16_to_f32(h); }
 
+/* Round to nearest even without a loop or table: normals round by adding half an ulp (plus
+ * the kept bit's parity) before truncating; subnormal results let the FPU do the rounding by
+ * adding a magic number whose ulp is the half's smallest subnormal. */
 uint16_t zr_f32_to_f16(float f) {
     uint32_t x;
     memcpy(&x, &f, 4);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-    uint32_t ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu)); /* nan stays nan */
-    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to inf */
-    if (ax < 0x38800000u) {
-        /* result is subnormal (or zero): value / 2^-24, rounded to nearest even */
-        if (ax < 0x33000000u) return sign; /* < 2^-25: rounds to zero (2^-25 itself ties to 0) */
-        uint32_t e = ax >> 23;              /* 102..112 */
-        uint32_t m = (ax & 0x7fffffu) | 0x800000u;
-        uint32_t shift = 126 - e;           /* m * 2^(e-150) / 2^-24 = m >> (126 - e) */
-        uint32_t q = m >> shift;
-        uint32_t rem = m & ((1u << shift) - 1);
-        uint32_t half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (q & 1))) q++;
-        return (uint16_t)(sign | q);
+    const uint32_t sign = x & 0x80000000u;
+    x ^= sign;
+    uint32_t o;
+    if (x >= 0x47800000u) {                 /* >= 65536, inf or nan */
+        o = x > 0x7f800000u ? 0x7e00u : 0x7c00u;
+    } else if (x < 0x38800000u) {           /* < 2^-14: a subnormal half or zero */
+        const uint32_t magic_bits = 0x3f000000u; /* 0.5: its ulp is 2^-24 */
+        float magic, v;
+        memcpy(&magic, &magic_bits, 4);
+        memcpy(&v, &x, 4);
+        v += magic;
+        memcpy(&o, &v, 4);
+        o -= magic_bits;
+    } else {
+        const uint32_t odd = (x >> 13) & 1u;
+        x += 0xc8000fffu + odd;             /* rebias 127 -> 15, add half an ulp (ties to even) */
+        o = x >> 13;                        /* a carry into the exponent is the right result, 65520+ -> inf */
     }
-    uint32_t r = ax - 0x38000000u; /* rebias exponent 127 -> 15 (in the f32 bit position) */
-    uint32_t q = r >> 13;
-    uint32_t rem = r & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (q & 1))) q++; /* carries into the exponent correctly */
-    return (uint16_t)(sign | q);
+    return (uint16_t)(o | (sign >> 16));
 }
 
 float zr_bf16_to_f32(uint16_t h) {
@@ -548,6 +549,19 @@ static inline float absmax_signed(const float *x, int n) {
 
 static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+static inline float maxf(float a, float b) { return a > b ? a : b; } /* ggml's MAX; no libm call */
+
+/* v rounded to the nearest integer (ties to even), clamped to [lo, hi]; NaN gives lo. Adding
+ * 1.5 * 2^23 leaves the rounded integer in the low mantissa bits (|v| < 2^22 after the clamp). */
+static inline int nearest_in(float v, int lo, int hi) {
+    if (!(v > (float)lo)) return lo;
+    if (v > (float)hi) return hi;
+    float t = v + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &t, 4);
+    return (i & 0x7fffff) - 0x400000;
+}
+
 static void q_q4_0(const float *x, uint8_t *b) {
     const float d = absmax_signed(x, 32) / -8, id = d != 0 ? 1.0f / d : 0.0f;
     st_f16(b, d);
@@ -611,7 +625,7 @@ static void q_q5_1(const float *x, uint8_t *b) {
 
 static void q_q8_0(const float *x, uint8_t *b) {
     float amax = 0;
-    for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+    for (int j = 0; j < 32; j++) amax = maxf(amax, fabsf(x[j]));
     const float d = amax / 127, id = d != 0 ? 1.0f / d : 0.0f;
     st_f16(b, d);
     for (int j = 0; j < 32; j++) b[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
@@ -619,25 +633,29 @@ static void q_q8_0(const float *x, uint8_t *b) {
 
 /* Signed symmetric sub-block (x = s * q, q in [qmin, qmax]): the scale maps the
  * largest-magnitude value onto qmin (as ggml does, using the longer side of the range), then
- * a few nearby scales are tried and the one with the least squared error kept. */
+ * one least-squares refit of the scale to the levels chosen is kept if it lowers the error. */
+static float sq_err(const float *x, int n, float s, int qmin, int qmax) {
+    const float inv = 1.0f / s;
+    float err = 0;
+    for (int j = 0; j < n; j++) {
+        float e = x[j] - s * (float)nearest_in(x[j] * inv, qmin, qmax);
+        err += e * e;
+    }
+    return err;
+}
+
 static float fit_symmetric(const float *x, int n, int qmin, int qmax) {
     const float max = absmax_signed(x, n);
     if (max == 0) return 0;
-    float best = max / (float)qmin, best_err = INFINITY;
-    for (int t = -4; t <= 4; t++) {
-        const float s = max / ((float)qmin + 0.1f * (float)t);
-        float err = 0;
-        for (int j = 0; j < n; j++) {
-            int q = clampi((int)lrintf(x[j] / s), qmin, qmax);
-            float e = x[j] - s * (float)q;
-            err += e * e;
-        }
-        if (err < best_err) {
-            best_err = err;
-            best = s;
-        }
+    const float s0 = max / (float)qmin, inv = 1.0f / s0;
+    float sxq = 0, sqq = 0;
+    for (int j = 0; j < n; j++) {
+        float q = (float)nearest_in(x[j] * inv, qmin, qmax);
+        sxq += x[j] * q;
+        sqq += q * q;
     }
-    return best;
+    const float s1 = sqq > 0 ? sxq / sqq : s0;
+    return s1 != 0 && sq_err(x, n, s1, qmin, qmax) < sq_err(x, n, s0, qmin, qmax) ? s1 : s0;
 }
 
 /* Affine sub-block (x = s * q - m, q in [0, qmax], m >= 0): the grid spans [min(x, 0), max]. */
@@ -651,15 +669,15 @@ static void fit_affine(const float *x, int n, int qmax, float *s, float *m) {
 
 /* Quantizes a 6-bit (or 4-bit) scale index: nearest, clamped. */
 static inline int qscale(float v, float d, int lo, int hi) {
-    return d != 0 ? clampi((int)lrintf(v / d), lo, hi) : 0;
+    return d != 0 ? nearest_in(v / d, lo, hi) : 0;
 }
 
 static void q_q2_K(const float *x, uint8_t *b) {
     float s[16], m[16], smax = 0, mmax = 0;
     for (int j = 0; j < 16; j++) {
         fit_affine(x + 16 * j, 16, 3, &s[j], &m[j]);
-        smax = fmaxf(smax, s[j]);
-        mmax = fmaxf(mmax, m[j]);
+        smax = maxf(smax, s[j]);
+        mmax = maxf(mmax, m[j]);
     }
     st_f16(b + 80, smax / 15);
     st_f16(b + 82, mmax / 15);
@@ -674,7 +692,7 @@ static void q_q2_K(const float *x, uint8_t *b) {
         const float dl = d * (float)ls, ml = dmin * (float)lm;
         for (int l = 0; l < 16; l++) {
             const int e = 16 * j + l;
-            int q = dl != 0 ? clampi((int)lrintf((x[e] + ml) / dl), 0, 3) : 0;
+            int q = dl != 0 ? nearest_in((x[e] + ml) / dl, 0, 3) : 0;
             qs[32 * (e / 128) + e % 32] |= (uint8_t)(q << (2 * ((e % 128) / 32)));
         }
     }
@@ -702,7 +720,7 @@ static void q_q3_K(const float *x, uint8_t *b) {
         const float dl = d * (float)ls;
         for (int l = 0; l < 16; l++) {
             const int e = 16 * j + l;
-            int q = (dl != 0 ? clampi((int)lrintf(x[e] / dl), -4, 3) : 0) + 4;
+            int q = (dl != 0 ? nearest_in(x[e] / dl, -4, 3) : 0) + 4;
             if (q & 4) hmask[e % 32] |= (uint8_t)(1u << (e / 32));
             qs[32 * (e / 128) + e % 32] |= (uint8_t)((q & 3) << (2 * ((e % 128) / 32)));
         }
@@ -715,8 +733,8 @@ static void k4_header(const float *x, int qmax, uint8_t *b, float *dl, float *ml
     float s[8], m[8], smax = 0, mmax = 0;
     for (int j = 0; j < 8; j++) {
         fit_affine(x + 32 * j, 32, qmax, &s[j], &m[j]);
-        smax = fmaxf(smax, s[j]);
-        mmax = fmaxf(mmax, m[j]);
+        smax = maxf(smax, s[j]);
+        mmax = maxf(mmax, m[j]);
     }
     st_f16(b, smax / 63);
     st_f16(b + 2, mmax / 63);
@@ -746,7 +764,7 @@ static void q_q4_K(const float *x, uint8_t *b) {
     memset(qs, 0, 128);
     for (int e = 0; e < 256; e++) {
         const int j = e / 32;
-        int q = dl[j] != 0 ? clampi((int)lrintf((x[e] + ml[j]) / dl[j]), 0, 15) : 0;
+        int q = dl[j] != 0 ? nearest_in((x[e] + ml[j]) / dl[j], 0, 15) : 0;
         qs[32 * (e / 64) + e % 32] |= (uint8_t)(q << (4 * (j & 1)));
     }
 }
@@ -758,7 +776,7 @@ static void q_q5_K(const float *x, uint8_t *b) {
     memset(qh, 0, 32 + 128);
     for (int e = 0; e < 256; e++) {
         const int j = e / 32;
-        int q = dl[j] != 0 ? clampi((int)lrintf((x[e] + ml[j]) / dl[j]), 0, 31) : 0;
+        int q = dl[j] != 0 ? nearest_in((x[e] + ml[j]) / dl[j], 0, 31) : 0;
         qs[32 * (e / 64) + e % 32] |= (uint8_t)((q & 0xf) << (4 * (j & 1)));
         qh[e % 32] |= (uint8_t)((q >> 4) << j);
     }
@@ -784,7 +802,7 @@ static void q_q6_K(const float *x, uint8_t *b) {
         const float dl = d * (float)ls;
         for (int l = 0; l < 16; l++) {
             const int e = 16 * j + l, half = e / 128, r = e % 128, plane = r / 32, i = r % 32;
-            int q = (dl != 0 ? clampi((int)lrintf(x[e] / dl), -32, 31) : 0) + 32;
+            int q = (dl != 0 ? nearest_in(x[e] / dl, -32, 31) : 0) + 32;
             ql[64 * half + 32 * (plane & 1) + i] |= (uint8_t)((q & 0xf) << (4 * (plane >> 1)));
             qh[32 * half + i] |= (uint8_t)((q >> 4) << (2 * plane));
         }
