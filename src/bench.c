@@ -1,10 +1,464 @@
-/* Placeholder until this command lands (skeleton commit). */
+/* zrun bench: llama-bench's tests on zrun's backends.
+ *   zrun bench -m FILE [-m FILE2 ...] [-p 512] [-n 128] [-r 5] [--graph on|off|both]
+ *              [-o md|json|csv|jsonl] [--device auto|cpu|cuda] [-t N] [--warmup N] ...
+ *
+ * pp<P>: one forward of P tokens (BOS, then fixed pseudo-random ids) on an empty cache; the
+ *        logits of the last position come back to the host. Prefill never replays the graph,
+ *        so with --graph both it runs once, in the eager pass.
+ * tg<N>: BOS alone (untimed: the one-token prompt), then N timed decode steps, each followed by
+ *        an argmax of the logits on the host that picks the next token.
+ * Each test runs --warmup untimed repetitions, then -r timed ones, each on an empty cache;
+ * t/s is the median over the timed ones, ± their sample standard deviation. The logits hash
+ * (FNV-1a 64 of the final logits' bytes) lets runs, modes and machines be compared.
+ *
+ * At the start the device's read bandwidth is measured (GPU: cu/probe.cu's read_bw_probe over
+ * >= 1 GiB; CPU: a threaded read loop), so tg rows give GB/s (bytes read per token from the
+ * model x t/s) and the share of that bandwidth. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "backend.h"
+#include "bench.h"
+#include "cli.h"
 #include "cmd.h"
+#include "cuda/bwprobe.h"
+#include "model.h"
+#include "quant.h"
+
+#define BENCH_MAX_MODELS 64
+#define BENCH_MAX_TESTS 16
+#define BENCH_MAX_MODES 2
+#define GIB ((size_t)1 << 30)
+
+typedef enum GraphSel { GRAPH_OFF, GRAPH_ON, GRAPH_BOTH } GraphSel;
+
+typedef struct BenchArgs {
+    const char *models[BENCH_MAX_MODELS]; /* -m, in order */
+    int n_models;
+    int pp[BENCH_MAX_TESTS], n_pp;        /* -p list; 0 entries are skipped */
+    int tg[BENCH_MAX_TESTS], n_tg;        /* -n list */
+    int reps, warmup;
+    GraphSel graph;
+    ZrBenchFormat format;
+    ZrDevice device;
+    int n_threads;                        /* 0: all cores */
+    int n_ctx;                            /* 0: what the tests need */
+    int bw_mib;                           /* probe buffer, MiB; 0 = no probe */
+    int bw_reps;                          /* 0: 10 on the GPU, 5 on the CPU */
+    bool profile, progress, quiet, help;
+} BenchArgs;
+
+static const char k_bench_usage[] =
+    "usage: zrun bench -m FILE [-m FILE ...] [-p 512] [-n 128] [-r 5] [--graph on|off|both]\n"
+    "                  [-o md|json|csv|jsonl] [--device auto|cpu|cuda] [-t N] [--warmup N] (see zrun --help)\n";
+
+static int usage_error(ZrError *err, const char *fmt, const char *arg) {
+    char msg[512];
+    snprintf(msg, sizeof msg, fmt, arg);
+    return zr_err(err, ZR_E_USAGE, "%s", msg);
+}
+
+/* "512" or "128,512": each in [0, 1<<20]. */
+static int parse_list(const char *opt, const char *arg, int *out, int *n, ZrError *err) {
+    *n = 0;
+    const char *p = arg;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char item[32];
+        if (len == 0 || len >= sizeof item || *n == BENCH_MAX_TESTS)
+            return zr_err(err, ZR_E_USAGE, "%s: expected a token count or a comma-separated list of at most %d, found '%s'",
+                          opt, BENCH_MAX_TESTS, arg);
+        memcpy(item, p, len);
+        item[len] = 0;
+        if (zr_cli_int(opt, item, 0, 1 << 20, &out[*n], err)) return err->code;
+        (*n)++;
+        if (!comma) return ZR_OK;
+        p = comma + 1;
+    }
+}
+
+static int parse_args(int argc, char **argv, BenchArgs *a, ZrError *err) {
+    enum { O_GRAPH = 256, O_DEVICE, O_WARMUP, O_BW_MIB, O_BW_REPS, O_PROFILE, O_PROGRESS, O_QUIET };
+    static const struct option opts[] = {
+        {"model", required_argument, NULL, 'm'},    {"n-prompt", required_argument, NULL, 'p'},
+        {"n-gen", required_argument, NULL, 'n'},    {"repetitions", required_argument, NULL, 'r'},
+        {"output", required_argument, NULL, 'o'},   {"threads", required_argument, NULL, 't'},
+        {"ctx-size", required_argument, NULL, 'c'}, {"graph", required_argument, NULL, O_GRAPH},
+        {"device", required_argument, NULL, O_DEVICE}, {"warmup", required_argument, NULL, O_WARMUP},
+        {"bw-mib", required_argument, NULL, O_BW_MIB}, {"bw-reps", required_argument, NULL, O_BW_REPS},
+        {"profile", no_argument, NULL, O_PROFILE},  {"progress", no_argument, NULL, O_PROGRESS},
+        {"quiet", no_argument, NULL, O_QUIET},      {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *env = getenv("CUDA_GRAPH_ENABLE");
+    *a = (BenchArgs){.pp = {512}, .n_pp = 1, .tg = {128}, .n_tg = 1, .reps = 5, .warmup = 1,
+                     .graph = env && !strcmp(env, "1") ? GRAPH_ON : GRAPH_OFF, .format = ZR_BENCH_MD,
+                     .device = ZR_DEVICE_AUTO, .bw_mib = 1024};
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":m:p:n:r:o:t:c:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'm':
+            if (a->n_models == BENCH_MAX_MODELS) return usage_error(err, "-m: at most %s models", "64");
+            a->models[a->n_models++] = optarg;
+            break;
+        case 'p':
+            if (parse_list("-p", optarg, a->pp, &a->n_pp, err)) return ZR_E_USAGE;
+            break;
+        case 'n':
+            if (parse_list("-n", optarg, a->tg, &a->n_tg, err)) return ZR_E_USAGE;
+            break;
+        case 'r':
+            if (zr_cli_int("-r", optarg, 1, 100000, &a->reps, err)) return ZR_E_USAGE;
+            break;
+        case 'o': {
+            int f = zr_bench_format_parse(optarg);
+            if (f < 0) return usage_error(err, "-o: expected md, json, csv or jsonl, found '%s'", optarg);
+            a->format = (ZrBenchFormat)f;
+            break;
+        }
+        case 't':
+            if (zr_cli_int("-t", optarg, 0, 4096, &a->n_threads, err)) return ZR_E_USAGE;
+            break;
+        case 'c':
+            if (zr_cli_int("-c", optarg, 0, 1 << 24, &a->n_ctx, err)) return ZR_E_USAGE;
+            break;
+        case O_GRAPH:
+            if (!strcmp(optarg, "on")) a->graph = GRAPH_ON;
+            else if (!strcmp(optarg, "off")) a->graph = GRAPH_OFF;
+            else if (!strcmp(optarg, "both")) a->graph = GRAPH_BOTH;
+            else return usage_error(err, "--graph: expected on, off or both, found '%s'", optarg);
+            break;
+        case O_DEVICE:
+            if (!strcmp(optarg, "auto")) a->device = ZR_DEVICE_AUTO;
+            else if (!strcmp(optarg, "cpu")) a->device = ZR_DEVICE_CPU;
+            else if (!strcmp(optarg, "cuda")) a->device = ZR_DEVICE_CUDA;
+            else return usage_error(err, "--device: expected auto, cpu or cuda, found '%s'", optarg);
+            break;
+        case O_WARMUP:
+            if (zr_cli_int("--warmup", optarg, 0, 100000, &a->warmup, err)) return ZR_E_USAGE;
+            break;
+        case O_BW_MIB:
+            if (zr_cli_int("--bw-mib", optarg, 0, 1 << 20, &a->bw_mib, err)) return ZR_E_USAGE;
+            break;
+        case O_BW_REPS:
+            if (zr_cli_int("--bw-reps", optarg, 1, 100000, &a->bw_reps, err)) return ZR_E_USAGE;
+            break;
+        case O_PROFILE: a->profile = true; break;
+        case O_PROGRESS: a->progress = true; break;
+        case O_QUIET: a->quiet = true; break;
+        case 'h': a->help = true; return ZR_OK;
+        case ':': return usage_error(err, "%s needs a value", argv[optind - 1]);
+        default: return usage_error(err, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return usage_error(err, "unexpected argument '%s'", argv[optind]);
+    if (!a->n_models) return usage_error(err, "%s", "no model: -m FILE is required");
+    return ZR_OK;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : (int)n;
+}
+
+/* Decides the backend and measures its read bandwidth. */
+static int setup_device(const BenchArgs *a, ZrBenchDevice *dev, ZrError *err) {
+    memset(dev, 0, sizeof *dev);
+    if (a->device != ZR_DEVICE_CPU) {
+        ZrBwProbe p;
+        const int reps = a->bw_reps ? a->bw_reps : 10;
+        int rc = zr_cuda_bwprobe((size_t)a->bw_mib << 20, reps, &p, err);
+        if (rc == ZR_OK) {
+            snprintf(dev->backend, sizeof dev->backend, "cuda");
+            snprintf(dev->name, sizeof dev->name, "%s", p.gpu);
+            snprintf(dev->driver, sizeof dev->driver, "%s", p.driver);
+            dev->cuda_version = p.cuda_version;
+            dev->read_gbps = p.gbps;
+            dev->peak_gbps = p.peak_gbps;
+            if (a->bw_mib)
+                snprintf(dev->read_how, sizeof dev->read_how,
+                         "read_bw_probe over %.2f GiB, median of %d, %d x %d threads; spread %.1f..%.1f; "
+                         "nominal peak %.0f GB/s",
+                         (double)p.bytes / GIB, p.reps, p.blocks, p.threads, p.gbps_min, p.gbps_max, p.peak_gbps);
+            else
+                snprintf(dev->read_how, sizeof dev->read_how, "--bw-mib 0");
+            return ZR_OK;
+        }
+        if (rc != ZR_E_NODEV || a->device == ZR_DEVICE_CUDA) {
+            if (rc == ZR_E_NODEV) zr_err_wrap(err, "--device cuda");
+            return rc;
+        }
+        if (!a->quiet) fprintf(stderr, "zrun bench: %s; benchmarking the CPU\n", err->msg);
+    }
+    snprintf(dev->backend, sizeof dev->backend, "cpu");
+    zr_bench_cpu_name(dev->name, sizeof dev->name);
+    dev->n_threads = a->n_threads ? a->n_threads : default_threads();
+    if (!a->bw_mib) {
+        snprintf(dev->read_how, sizeof dev->read_how, "--bw-mib 0");
+        return ZR_OK;
+    }
+    const int reps = a->bw_reps ? a->bw_reps : 5;
+    ZrError perr = {0};
+    if (zr_bench_cpu_bwprobe((size_t)a->bw_mib << 20, dev->n_threads, reps, &dev->read_gbps, &perr)) {
+        snprintf(dev->read_how, sizeof dev->read_how, "%.140s", perr.msg);
+        return ZR_OK;
+    }
+    snprintf(dev->read_how, sizeof dev->read_how, "read loop over %.2f GiB in %d threads, median of %d",
+             (double)((size_t)a->bw_mib << 20) / GIB, dev->n_threads, reps);
+    return ZR_OK;
+}
+
+/* llama.cpp's general.file_type names. */
+static const char *ftype_name(uint32_t t) {
+    static const struct { uint32_t t; const char *name; } k[] = {
+        {0, "F32"},     {1, "F16"},     {2, "Q4_0"},    {3, "Q4_1"},    {7, "Q8_0"},    {8, "Q5_0"},
+        {9, "Q5_1"},    {10, "Q2_K"},   {11, "Q3_K_S"}, {12, "Q3_K_M"}, {13, "Q3_K_L"}, {14, "Q4_K_S"},
+        {15, "Q4_K_M"}, {16, "Q5_K_S"}, {17, "Q5_K_M"}, {18, "Q6_K"},   {32, "BF16"},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (k[i].t == t) return k[i].name;
+    return NULL;
+}
+
+/* "llama 8B Q4_0": architecture, parameters, the file type (else the type of most bytes). */
+static void model_type(const ZrModel *m, char *out, size_t len, uint64_t *total_bytes) {
+    const ZrGguf *g = &m->gguf;
+    uint64_t by_type[ZR_TYPE_COUNT] = {0}, total = 0;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        total += g->tensors[i].nbytes;
+        if (g->tensors[i].type < ZR_TYPE_COUNT) by_type[g->tensors[i].type] += g->tensors[i].nbytes;
+    }
+    *total_bytes = total;
+    const char *tname = NULL;
+    uint32_t ft;
+    ZrError e;
+    if (zr_gguf_find(g, "general.file_type") && !zr_gguf_get_u32(g, "general.file_type", &ft, &e)) tname = ftype_name(ft);
+    if (!tname) {
+        uint32_t best = 0;
+        for (uint32_t t = 1; t < ZR_TYPE_COUNT; t++)
+            if (by_type[t] > by_type[best]) best = t;
+        tname = zr_type_name(best);
+    }
+    char tup[32];
+    snprintf(tup, sizeof tup, "%s", tname);
+    for (char *c = tup; *c; c++) *c = (char)toupper((unsigned char)*c);
+    const double p = (double)m->n_params;
+    char size[32];
+    if (p >= 1e9) snprintf(size, sizeof size, p >= 1e10 ? "%.0fB" : "%.1fB", p / 1e9);
+    else if (p >= 1e6) snprintf(size, sizeof size, "%.0fM", p / 1e6);
+    else snprintf(size, sizeof size, "%.0fK", p / 1e3);
+    char *dot0 = strstr(size, ".0B"); /* "8.0B" -> "8B" */
+    if (dot0) memmove(dot0, dot0 + 2, strlen(dot0 + 2) + 1);
+    snprintf(out, len, "%s %s %s", m->hp.arch_name, size, tup);
+}
+
+typedef struct TestCtx {
+    const BenchArgs *a;
+    const ZrBenchDevice *dev;
+    ZrBenchOut *out;
+    const ZrModel *m;
+    ZrBackend *be;
+    float *logits;     /* [n_vocab] */
+    int32_t *prompt;   /* [max pp]: BOS, then fixed pseudo-random ids */
+    int32_t bos;
+    double *samples;   /* [reps] */
+    ZrBenchRow row;    /* the model's fields filled in */
+} TestCtx;
+
+/* One repetition; *secs of the timed part. */
+static int run_once(TestCtx *t, bool pp, int n, double *secs, ZrError *err) {
+    ZrBackend *be = t->be;
+    const int n_vocab = t->m->hp.n_vocab;
+    be->truncate(be, 0);
+    int rc;
+    if (pp) {
+        const double t0 = now_s();
+        rc = be->forward(be, t->prompt, n, 0, t->logits, false, err);
+        *secs = now_s() - t0;
+        return rc;
+    }
+    if ((rc = be->forward(be, &t->bos, 1, 0, t->logits, false, err))) return rc;
+    int32_t tok = zr_bench_argmax(t->logits, n_vocab);
+    const double t0 = now_s();
+    for (int i = 1; i <= n; i++) {
+        if ((rc = be->forward(be, &tok, 1, i, t->logits, false, err))) return rc;
+        tok = zr_bench_argmax(t->logits, n_vocab);
+    }
+    *secs = now_s() - t0;
+    return ZR_OK;
+}
+
+static int run_test(TestCtx *t, bool pp, int n, const char *mode, bool graph_asked, ZrError *err) {
+    const BenchArgs *a = t->a;
+    ZrBenchRow *r = &t->row;
+    const size_t logit_bytes = sizeof(float) * (size_t)t->m->hp.n_vocab;
+    uint64_t first = 0;
+    bool stable = true;
+    for (int i = -a->warmup; i < a->reps; i++) {
+        double secs = 0;
+        int rc = run_once(t, pp, n, &secs, err);
+        if (rc) return zr_err_wrap(err, "%s %s%d", mode, pp ? "pp" : "tg", n);
+        if (i < 0) continue;
+        t->samples[i] = secs > 0 ? n / secs : 0.0;
+        const uint64_t h = zr_bench_fnv1a64(t->logits, logit_bytes);
+        if (i == 0) first = h;
+        else if (h != first) stable = false;
+        r->logits_hash = h;
+    }
+    ZrBackendStats st = {0};
+    if (t->be->stats) t->be->stats(t->be, &st);
+    snprintf(r->test, sizeof r->test, "%s%d", pp ? "pp" : "tg", n);
+    r->mode = graph_asked && !pp && !st.graph_active ? "graph-fallback" : pp ? "eager" : mode;
+    r->n_prompt = pp ? n : 0;
+    r->n_gen = pp ? 0 : n;
+    r->n_ctx = t->be->n_ctx;
+    r->reps = a->reps;
+    r->warmup = a->warmup;
+    r->samples_ts = t->samples;
+    r->ts = zr_bench_stats(t->samples, a->reps);
+    r->hash_stable = stable;
+    r->gbps = pp ? -1.0 : (double)r->bytes_per_token * r->ts.median / 1e9;
+    r->bw_pct = !pp && t->dev->read_gbps > 0 ? 100.0 * r->gbps / t->dev->read_gbps : -1.0;
+    r->kernels_per_token = pp ? 0 : st.kernels_per_token;
+    r->host_us_per_token = pp ? 0 : st.host_us_per_token;
+    r->graph_build_ms = pp ? 0 : st.graph_build_ms;
+    if (graph_asked && !pp && !st.graph_active && !a->quiet)
+        fprintf(stderr, "zrun bench: %s: graph mode asked for, but the decode steps ran eagerly (see the backend's note)\n",
+                r->model_type);
+    zr_bench_out_row(t->out, t->dev, r);
+    if (a->progress)
+        fprintf(stderr, "zrun bench: %s %s %s: %.2f ± %.2f t/s\n", r->model_type, r->mode, r->test, r->ts.median,
+                r->ts.sd);
+    return ZR_OK;
+}
+
+static int bench_model(const BenchArgs *a, const ZrBenchDevice *dev, ZrBenchOut *out, const char *path, ZrError *err) {
+    ZrModel m;
+    int rc = zr_model_load(&m, path, err);
+    if (rc) {
+        if (!strstr(err->msg, path)) zr_err_wrap(err, "%s", path);
+        return rc;
+    }
+    TestCtx t = {.a = a, .dev = dev, .out = out, .m = &m};
+    ZrBenchRow *r = &t.row;
+    r->model_path = path;
+    model_type(&m, r->model_type, sizeof r->model_type, &r->model_bytes);
+    r->n_params = m.n_params;
+    r->bytes_per_token = m.bytes_per_token;
+
+    const int n_vocab = m.hp.n_vocab;
+    int max_pp = 0, max_tg = 0;
+    for (int i = 0; i < a->n_pp; i++) max_pp = a->pp[i] > max_pp ? a->pp[i] : max_pp;
+    for (int i = 0; i < a->n_tg; i++) max_tg = a->tg[i] > max_tg ? a->tg[i] : max_tg;
+    int n_ctx = a->n_ctx;
+    if (!n_ctx) n_ctx = max_pp > max_tg + 1 ? max_pp : max_tg + 1;
+    uint32_t bos = 0;
+    ZrError e2;
+    if (zr_gguf_find(&m.gguf, "tokenizer.ggml.bos_token_id") &&
+        zr_gguf_get_u32(&m.gguf, "tokenizer.ggml.bos_token_id", &bos, &e2))
+        bos = 0;
+    t.bos = bos < (uint32_t)n_vocab ? (int32_t)bos : 0;
+    t.logits = malloc(sizeof(float) * (size_t)n_vocab);
+    t.prompt = malloc(sizeof(int32_t) * (size_t)(max_pp > 0 ? max_pp : 1));
+    t.samples = calloc((size_t)a->reps, sizeof(double));
+    if (!t.logits || !t.prompt || !t.samples) {
+        rc = zr_err(err, ZR_E_NOMEM, "out of memory");
+        goto done;
+    }
+    uint64_t x = 0x2545f4914f6cdd1dull; /* xorshift64: the same prompt on every run */
+    t.prompt[0] = t.bos;
+    for (int i = 1; i < max_pp; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        t.prompt[i] = (int32_t)(x % (uint64_t)n_vocab);
+    }
+
+    const bool cuda = !strcmp(dev->backend, "cuda");
+    bool modes[BENCH_MAX_MODES]; /* graph or not, in order */
+    int n_modes = 0;
+    if (!cuda || a->graph != GRAPH_ON) modes[n_modes++] = false;
+    if (cuda && a->graph != GRAPH_OFF) modes[n_modes++] = true;
+    if (!cuda && a->graph != GRAPH_OFF && !a->quiet)
+        fprintf(stderr, "zrun bench: the CPU backend has no graph mode; running eager\n");
+    for (int mi = 0; mi < n_modes && !rc; mi++) {
+        const bool graph = modes[mi];
+        ZrBackendOptions o = {.n_ctx = n_ctx, .n_threads = a->n_threads, .graph = graph ? 1 : 0,
+                              .verify_graph = 1, .profile = a->profile, .quiet = a->quiet};
+        t.be = cuda ? zr_cuda_backend_create(&m, &o, err) : zr_cpu_backend_create(&m, &o, err);
+        if (!t.be) {
+            rc = err->code ? err->code : ZR_E_INTERNAL;
+            zr_err_wrap(err, "%s", path);
+            break;
+        }
+        const char *mode = graph ? "graph" : "eager";
+        if (mi == 0)
+            for (int i = 0; i < a->n_pp && !rc; i++)
+                if (a->pp[i] > 0) rc = run_test(&t, true, a->pp[i], mode, graph, err);
+        for (int i = 0; i < a->n_tg && !rc; i++)
+            if (a->tg[i] > 0) rc = run_test(&t, false, a->tg[i], mode, graph, err);
+        if (rc) zr_err_wrap(err, "%s", path);
+        t.be->destroy(t.be);
+        t.be = NULL;
+    }
+done:
+    free(t.logits);
+    free(t.prompt);
+    free(t.samples);
+    zr_model_free(&m);
+    return rc;
+}
 
 int zr_cmd_bench(int argc, char **argv) {
-    (void)argc;
-    fprintf(stderr, "zrun: '%s' is not available in this build yet\n", argv[0]);
-    return 1;
+    BenchArgs a;
+    ZrError err = {0};
+    if (parse_args(argc, argv, &a, &err)) {
+        fprintf(stderr, "zrun bench: %s\n%s", err.msg, k_bench_usage);
+        return 2;
+    }
+    if (a.help) {
+        fputs(zr_usage_text, stdout);
+        return 0;
+    }
+    ZrBenchDevice dev;
+    if (setup_device(&a, &dev, &err)) {
+        fprintf(stderr, "zrun bench: %s\n", err.msg);
+        return 1;
+    }
+    if (!a.quiet && a.format != ZR_BENCH_MD) {
+        char line[768];
+        zr_bench_device_line(&dev, line, sizeof line);
+        fprintf(stderr, "zrun bench: %s\n", line);
+    }
+    ZrBenchOut out = {.f = stdout, .format = a.format};
+    zr_bench_out_begin(&out, &dev);
+    int status = 0;
+    for (int i = 0; i < a.n_models; i++) {
+        if (bench_model(&a, &dev, &out, a.models[i], &err)) {
+            fprintf(stderr, "zrun bench: %s\n", err.msg);
+            status = 1;
+        }
+    }
+    zr_bench_out_end(&out);
+    if (ferror(stdout)) {
+        fprintf(stderr, "zrun bench: write error on standard output: %s\n", strerror(errno));
+        status = 1;
+    }
+    return status;
 }

@@ -77,6 +77,7 @@ enum {
     OPT_LOG_LAUNCHES,
     OPT_GRAPH_DOT,
     OPT_QUIET,
+    OPT_NO_DISPLAY_PROMPT,
 };
 
 static const struct option run_options[] = {
@@ -102,6 +103,7 @@ static const struct option run_options[] = {
     {"log-launches", no_argument, NULL, OPT_LOG_LAUNCHES},
     {"graph-dot", required_argument, NULL, OPT_GRAPH_DOT},
     {"quiet", no_argument, NULL, OPT_QUIET},
+    {"no-display-prompt", no_argument, NULL, OPT_NO_DISPLAY_PROMPT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -174,6 +176,7 @@ int zr_cli_parse_run(ZrRunSettings *s, int argc, char **argv, ZrError *err) {
         case OPT_LOG_LAUNCHES: s->log_launches = true; break;
         case OPT_GRAPH_DOT: s->graph_dot = optarg; break;
         case OPT_QUIET: s->quiet = true; break;
+        case OPT_NO_DISPLAY_PROMPT: s->no_display_prompt = true; break;
         case 'h': s->help = true; break;
         case ':': {
             /* missing argument: optopt is the short option, or the long one's value */

@@ -20,6 +20,7 @@ typedef struct ZrRunSettings {
     int repeat_last_n;        /* -1 = the whole context */
     bool seed_given;          /* else the seed comes from the clock */
     bool special;             /* --special: parse special-token text in the prompt */
+    bool no_display_prompt;   /* --no-display-prompt: do not echo the prompt to stdout */
     ZrDevice device;
     int graph;                /* -1 = CUDA_GRAPH_ENABLE decides, 0 --no-graph, 1 --graph */
     int verify_graph;

@@ -250,6 +250,12 @@ int zr_cmd_run(int argc, char **argv) {
     const size_t out_cap = zr_detok_cap(tok);
     out = malloc(out_cap);
     if (!out) { zr_err(&err, ZR_E_NOMEM, "out of memory"); goto fail; }
+    /* Like llama.cpp, the prompt is echoed first (as the user wrote it), so stdout reads as one
+     * text; --no-display-prompt leaves only the generated text. */
+    if (!s.no_display_prompt && text_len > 0 && out_write(text, text_len, &last)) {
+        zr_err(&err, ZR_E_IO, "writing standard output: %s", strerror(errno));
+        goto fail;
+    }
     int pos = (int)n_prompt; /* tokens in the KV cache */
     const double t_dec0 = now_ms();
     for (;;) {

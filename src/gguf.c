@@ -398,7 +398,9 @@ int zr_gguf_parse(ZrGguf *g, const void *buf, size_t len, const char *label, ZrE
         if (parse_kv(&r, i, &tmp)) return 1;
     }
     uint64_t kcap = hash_cap(g->n_kv);
-    void *kmem = calloc(1, g->n_kv * sizeof(ZrGgufKv) + kcap * sizeof(uint32_t));
+    /* (the products fit: n <= 2^30; on a 32-bit size_t they may not, hence the check) */
+    uint64_t kbytes = g->n_kv * sizeof(ZrGgufKv) + kcap * sizeof(uint32_t);
+    void *kmem = kbytes <= SIZE_MAX ? calloc(1, (size_t)kbytes) : NULL;
     if (!kmem) return zr_err(err, ZR_E_NOMEM, "%s: no memory for %llu keys", g->path, (unsigned long long)g->n_kv);
     g->kv = kmem;
     g->kv_hash = (uint32_t *)(g->kv + g->n_kv);
@@ -444,7 +446,8 @@ int zr_gguf_parse(ZrGguf *g, const void *buf, size_t len, const char *label, ZrE
     g->data_offset = data;
 
     uint64_t tcap = hash_cap(g->n_tensors);
-    void *tmem = calloc(1, g->n_tensors * (sizeof(ZrGgufTensor) + sizeof(Span)) + tcap * sizeof(uint32_t));
+    uint64_t tbytes = g->n_tensors * (sizeof(ZrGgufTensor) + sizeof(Span)) + tcap * sizeof(uint32_t);
+    void *tmem = tbytes <= SIZE_MAX ? calloc(1, (size_t)tbytes) : NULL;
     if (!tmem) {
         zr_err(err, ZR_E_NOMEM, "%s: no memory for %llu tensors", g->path, (unsigned long long)g->n_tensors);
         gguf_free_tables(g);

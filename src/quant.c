@@ -6,6 +6,10 @@
 #include <math.h>
 #include <string.h>
 
+/* The block decoders are inlined into every (multiversioned) row loop: an out-of-line copy
+ * would be compiled for the baseline target only. */
+#define ZR_INLINE static inline __attribute__((always_inline))
+
 /* ---- the type table (ggml.c type_traits: name, block size, bytes per block) ---- */
 
 static const ZrTypeInfo type_table[ZR_TYPE_COUNT] = {
@@ -64,9 +68,9 @@ size_t zr_row_bytes(uint32_t type, int64_t n) {
 
 /* ---- half precision ---- */
 
-/* Branch-free (selects only) so loops over F16 rows vectorize. The exponent/mantissa bits
- * placed in an f32 and scaled by 2^112 give every finite half exactly, subnormals included. */
-static inline float f16_to_f32(uint16_t h) {
+/* Branch-free: the exponent/mantissa bits placed in an f32 and scaled by 2^112 give every
+ * finite half exactly, subnormals included. f16x8 below does the same on 8 lanes. */
+ZR_INLINE float f16_to_f32(uint16_t h) {
     uint32_t em = (uint32_t)(h & 0x7fffu) << 13;
     float f;
     memcpy(&f, &em, 4);
@@ -85,30 +89,31 @@ static inline float f16_to_f32(uint16_t h) {
 
 float zr_f16_to_f32(uint16_t h) { return f16_to_f32(h); }
 
+/* Round to nearest even without a loop or table: normals round by adding half an ulp (plus
+ * the kept bit's parity) before truncating; subnormal results let the FPU do the rounding by
+ * adding a magic number whose ulp is the half's smallest subnormal. */
 uint16_t zr_f32_to_f16(float f) {
     uint32_t x;
     memcpy(&x, &f, 4);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-    uint32_t ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu)); /* nan stays nan */
-    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to inf */
-    if (ax < 0x38800000u) {
-        /* result is subnormal (or zero): value / 2^-24, rounded to nearest even */
-        if (ax < 0x33000000u) return sign; /* < 2^-25: rounds to zero (2^-25 itself ties to 0) */
-        uint32_t e = ax >> 23;              /* 102..112 */
-        uint32_t m = (ax & 0x7fffffu) | 0x800000u;
-        uint32_t shift = 126 - e;           /* m * 2^(e-150) / 2^-24 = m >> (126 - e) */
-        uint32_t q = m >> shift;
-        uint32_t rem = m & ((1u << shift) - 1);
-        uint32_t half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (q & 1))) q++;
-        return (uint16_t)(sign | q);
+    const uint32_t sign = x & 0x80000000u;
+    x ^= sign;
+    uint32_t o;
+    if (x >= 0x47800000u) {                 /* >= 65536, inf or nan */
+        o = x > 0x7f800000u ? 0x7e00u : 0x7c00u;
+    } else if (x < 0x38800000u) {           /* < 2^-14: a subnormal half or zero */
+        const uint32_t magic_bits = 0x3f000000u; /* 0.5: its ulp is 2^-24 */
+        float magic, v;
+        memcpy(&magic, &magic_bits, 4);
+        memcpy(&v, &x, 4);
+        v += magic;
+        memcpy(&o, &v, 4);
+        o -= magic_bits;
+    } else {
+        const uint32_t odd = (x >> 13) & 1u;
+        x += 0xc8000fffu + odd;             /* rebias 127 -> 15, add half an ulp (ties to even) */
+        o = x >> 13;                        /* a carry into the exponent is the right result, 65520+ -> inf */
     }
-    uint32_t r = ax - 0x38000000u; /* rebias exponent 127 -> 15 (in the f32 bit position) */
-    uint32_t q = r >> 13;
-    uint32_t rem = r & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (q & 1))) q++; /* carries into the exponent correctly */
-    return (uint16_t)(sign | q);
+    return (uint16_t)(o | (sign >> 16));
 }
 
 float zr_bf16_to_f32(uint16_t h) {
@@ -146,7 +151,7 @@ uint16_t zr_f32_to_bf16(float f) {
  * Element e of a 256-block sits, for the 2-bit fields, in byte 32*(e/128) + e%32 at bit
  * 2*((e%128)/32); that is, each 128-half is four 32-element planes of one byte array. */
 
-static inline float ld_f16(const uint8_t *p) {
+ZR_INLINE float ld_f16(const uint8_t *p) {
     uint16_t h;
     memcpy(&h, p, 2);
     return f16_to_f32(h);
@@ -160,7 +165,7 @@ static inline void st_f16(uint8_t *p, float f) {
 /* q4_K / q5_K: 8 (scale, min) pairs of 6 bits in 12 bytes. Pairs 0..3 are the low 6 bits of
  * bytes 0..3 (scales) and 4..7 (mins); pairs 4..7 are nibbles of bytes 8..11 with their top
  * two bits in the spare top bits of bytes 0..7. */
-static inline void k4_scale_min(const uint8_t *s, int j, float *sc, float *m) {
+ZR_INLINE void k4_scale_min(const uint8_t *s, int j, float *sc, float *m) {
     if (j < 4) {
         *sc = (float)(s[j] & 63);
         *m = (float)(s[j + 4] & 63);
@@ -172,15 +177,15 @@ static inline void k4_scale_min(const uint8_t *s, int j, float *sc, float *m) {
 
 /* q3_K: 16 six-bit scales in 12 bytes: scale j's low nibble is byte j%8 (low nibble for
  * j < 8, high for j >= 8), its top two bits are bits 2*(j/4) of byte 8 + j%4. */
-static inline int k3_scale(const uint8_t *s, int j) {
+ZR_INLINE int k3_scale(const uint8_t *s, int j) {
     int lo = j < 8 ? (s[j] & 0xf) : (s[j - 8] >> 4);
     int hi = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
     return (lo | (hi << 4)) - 32;
 }
 
 /* Block decoding works on 8 elements at a time with GCC/Clang vector extensions (plain C
- * everywhere else in the file): the compiler lowers them to AVX2 in the x86-64-v3 clone of
- * the dot products, to SSE2 otherwise, and to scalar code on other targets. Written as loops
+ * everywhere else in the file): the compiler lowers them to AVX2 in the x86-64-v3 clones of
+ * the row functions, to SSE2 otherwise, and to scalar code on other targets. Written as loops
  * over bytes, gcc 12 unrolls and then fails to vectorize the u8 -> f32 widening (measured:
  * 1.2 G elements/s for q4_0 versus 8+ with the vectors). */
 typedef uint8_t ZrU8x8 __attribute__((vector_size(8)));
@@ -190,7 +195,7 @@ typedef int32_t ZrI32x8 __attribute__((vector_size(32)));
 typedef uint32_t ZrU32x8 __attribute__((vector_size(32)));
 typedef float ZrF32x8 __attribute__((vector_size(32)));
 
-static inline ZrU8x8 ld8(const uint8_t *p) {
+ZR_INLINE ZrU8x8 ld8(const uint8_t *p) {
     ZrU8x8 v;
     memcpy(&v, p, 8);
     return v;
@@ -198,31 +203,31 @@ static inline ZrU8x8 ld8(const uint8_t *p) {
 
 /* Byte shifts through 16-bit lanes (x86 has no byte shift; gcc would go scalar), masking off
  * the bits that cross from the neighbouring byte. */
-static inline ZrU8x8 shr8(ZrU8x8 v, int s) { return (ZrU8x8)((ZrU16x4)v >> s) & (uint8_t)(0xffu >> s); }
-static inline ZrU8x8 shl8(ZrU8x8 v, int s) { return (ZrU8x8)((ZrU16x4)v << s) & (uint8_t)(0xffu << s); }
+ZR_INLINE ZrU8x8 shr8(ZrU8x8 v, int s) { return (ZrU8x8)((ZrU16x4)v >> s) & (uint8_t)(0xffu >> s); }
+ZR_INLINE ZrU8x8 shl8(ZrU8x8 v, int s) { return (ZrU8x8)((ZrU16x4)v << s) & (uint8_t)(0xffu << s); }
 
 /* y[0..8) = (q - bias) * s */
-static inline void put8s(float *restrict y, ZrU8x8 q, int bias, float s) {
+ZR_INLINE void put8s(float *restrict y, ZrU8x8 q, int bias, float s) {
     ZrI32x8 i = __builtin_convertvector(q, ZrI32x8) - bias;
     ZrF32x8 f = __builtin_convertvector(i, ZrF32x8) * s;
     memcpy(y, &f, sizeof f);
 }
 
 /* y[0..8) = q * s + o */
-static inline void put8a(float *restrict y, ZrU8x8 q, float s, float o) {
+ZR_INLINE void put8a(float *restrict y, ZrU8x8 q, float s, float o) {
     ZrF32x8 f = __builtin_convertvector(__builtin_convertvector(q, ZrI32x8), ZrF32x8) * s + o;
     memcpy(y, &f, sizeof f);
 }
 
 /* 0x10 in each lane whose bit is set in `byte` (lane i <-> bit i): the fifth bit of q5_0/q5_1 */
-static inline ZrU8x8 bit4_lanes(uint8_t byte) {
+ZR_INLINE ZrU8x8 bit4_lanes(uint8_t byte) {
     const ZrU8x8 bit = {1, 2, 4, 8, 16, 32, 64, 128};
     ZrU8x8 b = (ZrU8x8){0} + byte;
     return (ZrU8x8)((b & bit) != 0) & 0x10;
 }
 
 /* 8 halves (16 bytes) to f32, the same arithmetic as f16_to_f32 lane-wise */
-static inline void f16x8(float *restrict y, const uint8_t *p) {
+ZR_INLINE void f16x8(float *restrict y, const uint8_t *p) {
     ZrU16x8 h;
     memcpy(&h, p, 16);
     ZrU32x8 u = __builtin_convertvector(h, ZrU32x8);
@@ -235,7 +240,7 @@ static inline void f16x8(float *restrict y, const uint8_t *p) {
 
 /* One block each: b points at the block, y receives its 32 or 256 values. */
 
-static inline void deq_q4_0(const uint8_t *restrict b, float *restrict y) {
+ZR_INLINE void deq_q4_0(const uint8_t *restrict b, float *restrict y) {
     const float d = ld_f16(b);
     for (int h = 0; h < 2; h++) {
         ZrU8x8 v = ld8(b + 2 + 8 * h);
@@ -244,7 +249,7 @@ static inline void deq_q4_0(const uint8_t *restrict b, float *restrict y) {
     }
 }
 
-static inline void deq_q4_1(const uint8_t *restrict b, float *restrict y) {
+ZR_INLINE void deq_q4_1(const uint8_t *restrict b, float *restrict y) {
     const float d = ld_f16(b), m = ld_f16(b + 2);
     for (int h = 0; h < 2; h++) {
         ZrU8x8 v = ld8(b + 4 + 8 * h);
@@ -253,7 +258,7 @@ static inline void deq_q4_1(const uint8_t *restrict b, float *restrict y) {
     }
 }
 
-static inline void deq_q5_0(const uint8_t *restrict b, float *restrict y) {
+ZR_INLINE void deq_q5_0(const uint8_t *restrict b, float *restrict y) {
     const float d = ld_f16(b);
     const uint8_t *qh = b + 2; /* u32 little-endian: byte g holds the bits of elements 8g..8g+7 */
     for (int h = 0; h < 2; h++) {
@@ -263,7 +268,7 @@ static inline void deq_q5_0(const uint8_t *restrict b, float *restrict y) {
     }
 }
 
-static inline void deq_q5_1(const uint8_t *restrict b, float *restrict y) {
+ZR_INLINE void deq_q5_1(const uint8_t *restrict b, float *restrict y) {
     const float d = ld_f16(b), m = ld_f16(b + 2);
     const uint8_t *qh = b + 4;
     for (int h = 0; h < 2; h++) {
@@ -273,13 +278,13 @@ static inline void deq_q5_1(const uint8_t *restrict b, float *restrict y) {
     }
 }
 
-static inline void deq_q8_0(const uint8_t *restrict b, float *restrict y) {
+ZR_INLINE void deq_q8_0(const uint8_t *restrict b, float *restrict y) {
     const float d = ld_f16(b);
     /* int8 q read as a byte: q ^ 0x80 = q + 128 */
     for (int g = 0; g < 4; g++) put8s(y + 8 * g, ld8(b + 2 + 8 * g) ^ 0x80, 128, d);
 }
 
-static inline void deq_q2_K(const uint8_t *restrict b, float *restrict y) {
+ZR_INLINE void deq_q2_K(const uint8_t *restrict b, float *restrict y) {
     const uint8_t *sc = b, *qs = b + 16;
     const float d = ld_f16(b + 80), dmin = ld_f16(b + 82);
     for (int half = 0; half < 2; half++) {
@@ -295,7 +300,7 @@ static inline void deq_q2_K(const uint8_t *restrict b, float *restrict y) {
     }
 }
 
-static inline void deq_q3_K(const uint8_t *restrict b, float *restrict y) {
+ZR_INLINE void deq_q3_K(const uint8_t *restrict b, float *restrict y) {
     const uint8_t *hmask = b, *qs = b + 32, *sc = b + 96;
     const float d = ld_f16(b + 108);
     for (int half = 0; half < 2; half++) {
@@ -315,7 +320,7 @@ static inline void deq_q3_K(const uint8_t *restrict b, float *restrict y) {
     }
 }
 
-static inline void deq_q4_K(const uint8_t *restrict b, float *restrict y) {
+ZR_INLINE void deq_q4_K(const uint8_t *restrict b, float *restrict y) {
     const float d = ld_f16(b), dmin = ld_f16(b + 2);
     const uint8_t *sc = b + 4, *qs = b + 16;
     for (int p = 0; p < 4; p++) {
@@ -331,7 +336,7 @@ static inline void deq_q4_K(const uint8_t *restrict b, float *restrict y) {
     }
 }
 
-static inline void deq_q5_K(const uint8_t *restrict b, float *restrict y) {
+ZR_INLINE void deq_q5_K(const uint8_t *restrict b, float *restrict y) {
     const float d = ld_f16(b), dmin = ld_f16(b + 2);
     const uint8_t *sc = b + 4, *qh = b + 16, *qs = b + 48;
     for (int p = 0; p < 4; p++) {
@@ -347,7 +352,7 @@ static inline void deq_q5_K(const uint8_t *restrict b, float *restrict y) {
     }
 }
 
-static inline void deq_q6_K(const uint8_t *restrict b, float *restrict y) {
+ZR_INLINE void deq_q6_K(const uint8_t *restrict b, float *restrict y) {
     const uint8_t *ql = b, *qh = b + 128;
     const int8_t *sc = (const int8_t *)(b + 192);
     const float d = ld_f16(b + 208);
@@ -366,11 +371,11 @@ static inline void deq_q6_K(const uint8_t *restrict b, float *restrict y) {
     }
 }
 
-static inline void deq_f16(const uint8_t *restrict b, float *restrict y) {
+ZR_INLINE void deq_f16(const uint8_t *restrict b, float *restrict y) {
     for (int g = 0; g < 4; g++) f16x8(y + 8 * g, b + 16 * g);
 }
 
-static inline void deq_bf16(const uint8_t *restrict b, float *restrict y) {
+ZR_INLINE void deq_bf16(const uint8_t *restrict b, float *restrict y) {
     for (int g = 0; g < 4; g++) {
         ZrU16x8 h;
         memcpy(&h, b + 16 * g, 16);
@@ -379,7 +384,7 @@ static inline void deq_bf16(const uint8_t *restrict b, float *restrict y) {
     }
 }
 
-static inline void deq_f32(const uint8_t *restrict b, float *restrict y) {
+ZR_INLINE void deq_f32(const uint8_t *restrict b, float *restrict y) {
     for (int g = 0; g < 4; g++) {
         ZrF32x8 v;
         memcpy(&v, b + 32 * g, sizeof v);
@@ -394,24 +399,39 @@ static inline void deq_f32(const uint8_t *restrict b, float *restrict y) {
 #define CHUNK 32
 
 /* The dot products are the CPU backend's inner loop (every weight row of every token goes
- * through them), so they are built twice on x86-64 gcc: for AVX2+FMA and for the baseline,
- * picked at load time (ifunc). fp-contract lets the AVX2 clone fuse the multiply-adds. */
+ * through them), so they are built twice on x86-64 Linux: for x86-64-v3 (AVX2, FMA) and for
+ * the baseline, picked at load time (ifunc). fp-contract lets the AVX2 clone fuse the
+ * multiply-adds, so its sums differ from the baseline's in the last bits. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define ZR_HOT __attribute__((optimize("fp-contract=fast"), target_clones("arch=x86-64-v3", "default")))
 #elif defined(__clang__) && __clang_major__ >= 14 && defined(__x86_64__) && defined(__linux__)
-#define ZR_HOT __attribute__((target_clones("arch=x86-64-v3", "default"))) /* clang contracts a*b+c itself */
+#define ZR_HOT __attribute__((target_clones("arch=x86-64-v3", "default"))) /* contraction: ZR_CONTRACT_FAST */
 #else
 #define ZR_HOT
+#endif
+/* Dequantization is multiversioned too, but never contracted: both clones compute the same
+ * products and sums as ggml's reference formulas, bit for bit on every machine. */
+#if defined(__x86_64__) && defined(__linux__) && (!defined(__clang__) || __clang_major__ >= 14) && defined(__GNUC__)
+#define ZR_HOT_EXACT __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define ZR_HOT_EXACT
+#endif
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#define ZR_CONTRACT_FAST _Pragma("clang fp contract(fast)")
+#else
+#define ZR_CONTRACT_FAST
 #endif
 
 /* The decoded block goes through a small aligned buffer: stored and reloaded as whole 8-lane
  * vectors so the loads are forwarded from the stores. Two vector accumulators (16 partial
  * sums) keep the multiply-adds independent. */
 #define DEFINE_ROW_FUNCS(name, elems, bytes)                                                  \
-    static void deq_row_##name(const uint8_t *src, float *dst, int64_t n) {                   \
+    ZR_HOT_EXACT static void deq_row_##name(const uint8_t *src, float *dst, int64_t n) {      \
         for (int64_t i = 0; i < n / (elems); i++) deq_##name(src + i * (bytes), dst + i * (elems)); \
     }                                                                                         \
     ZR_HOT static float dot_row_##name(const uint8_t *row, const float *x, int64_t n) {        \
+        ZR_CONTRACT_FAST                                                                      \
         ZrF32x8 acc0 = {0}, acc1 = {0};                                                       \
         _Alignas(32) float w[elems]; /* one decoded block */                                  \
         for (int64_t i = 0; i < n / (elems); i++) {                                           \
@@ -529,6 +549,19 @@ static inline float absmax_signed(const float *x, int n) {
 
 static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+static inline float maxf(float a, float b) { return a > b ? a : b; } /* ggml's MAX; no libm call */
+
+/* v rounded to the nearest integer (ties to even), clamped to [lo, hi]; NaN gives lo. Adding
+ * 1.5 * 2^23 leaves the rounded integer in the low mantissa bits (|v| < 2^22 after the clamp). */
+static inline int nearest_in(float v, int lo, int hi) {
+    if (!(v > (float)lo)) return lo;
+    if (v > (float)hi) return hi;
+    float t = v + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &t, 4);
+    return (i & 0x7fffff) - 0x400000;
+}
+
 static void q_q4_0(const float *x, uint8_t *b) {
     const float d = absmax_signed(x, 32) / -8, id = d != 0 ? 1.0f / d : 0.0f;
     st_f16(b, d);
@@ -592,7 +625,7 @@ static void q_q5_1(const float *x, uint8_t *b) {
 
 static void q_q8_0(const float *x, uint8_t *b) {
     float amax = 0;
-    for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+    for (int j = 0; j < 32; j++) amax = maxf(amax, fabsf(x[j]));
     const float d = amax / 127, id = d != 0 ? 1.0f / d : 0.0f;
     st_f16(b, d);
     for (int j = 0; j < 32; j++) b[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
@@ -600,25 +633,29 @@ static void q_q8_0(const float *x, uint8_t *b) {
 
 /* Signed symmetric sub-block (x = s * q, q in [qmin, qmax]): the scale maps the
  * largest-magnitude value onto qmin (as ggml does, using the longer side of the range), then
- * a few nearby scales are tried and the one with the least squared error kept. */
+ * one least-squares refit of the scale to the levels chosen is kept if it lowers the error. */
+static float sq_err(const float *x, int n, float s, int qmin, int qmax) {
+    const float inv = 1.0f / s;
+    float err = 0;
+    for (int j = 0; j < n; j++) {
+        float e = x[j] - s * (float)nearest_in(x[j] * inv, qmin, qmax);
+        err += e * e;
+    }
+    return err;
+}
+
 static float fit_symmetric(const float *x, int n, int qmin, int qmax) {
     const float max = absmax_signed(x, n);
     if (max == 0) return 0;
-    float best = max / (float)qmin, best_err = INFINITY;
-    for (int t = -4; t <= 4; t++) {
-        const float s = max / ((float)qmin + 0.1f * (float)t);
-        float err = 0;
-        for (int j = 0; j < n; j++) {
-            int q = clampi((int)lrintf(x[j] / s), qmin, qmax);
-            float e = x[j] - s * (float)q;
-            err += e * e;
-        }
-        if (err < best_err) {
-            best_err = err;
-            best = s;
-        }
+    const float s0 = max / (float)qmin, inv = 1.0f / s0;
+    float sxq = 0, sqq = 0;
+    for (int j = 0; j < n; j++) {
+        float q = (float)nearest_in(x[j] * inv, qmin, qmax);
+        sxq += x[j] * q;
+        sqq += q * q;
     }
-    return best;
+    const float s1 = sqq > 0 ? sxq / sqq : s0;
+    return s1 != 0 && sq_err(x, n, s1, qmin, qmax) < sq_err(x, n, s0, qmin, qmax) ? s1 : s0;
 }
 
 /* Affine sub-block (x = s * q - m, q in [0, qmax], m >= 0): the grid spans [min(x, 0), max]. */
@@ -632,15 +669,15 @@ static void fit_affine(const float *x, int n, int qmax, float *s, float *m) {
 
 /* Quantizes a 6-bit (or 4-bit) scale index: nearest, clamped. */
 static inline int qscale(float v, float d, int lo, int hi) {
-    return d != 0 ? clampi((int)lrintf(v / d), lo, hi) : 0;
+    return d != 0 ? nearest_in(v / d, lo, hi) : 0;
 }
 
 static void q_q2_K(const float *x, uint8_t *b) {
     float s[16], m[16], smax = 0, mmax = 0;
     for (int j = 0; j < 16; j++) {
         fit_affine(x + 16 * j, 16, 3, &s[j], &m[j]);
-        smax = fmaxf(smax, s[j]);
-        mmax = fmaxf(mmax, m[j]);
+        smax = maxf(smax, s[j]);
+        mmax = maxf(mmax, m[j]);
     }
     st_f16(b + 80, smax / 15);
     st_f16(b + 82, mmax / 15);
@@ -655,7 +692,7 @@ static void q_q2_K(const float *x, uint8_t *b) {
         const float dl = d * (float)ls, ml = dmin * (float)lm;
         for (int l = 0; l < 16; l++) {
             const int e = 16 * j + l;
-            int q = dl != 0 ? clampi((int)lrintf((x[e] + ml) / dl), 0, 3) : 0;
+            int q = dl != 0 ? nearest_in((x[e] + ml) / dl, 0, 3) : 0;
             qs[32 * (e / 128) + e % 32] |= (uint8_t)(q << (2 * ((e % 128) / 32)));
         }
     }
@@ -683,7 +720,7 @@ static void q_q3_K(const float *x, uint8_t *b) {
         const float dl = d * (float)ls;
         for (int l = 0; l < 16; l++) {
             const int e = 16 * j + l;
-            int q = (dl != 0 ? clampi((int)lrintf(x[e] / dl), -4, 3) : 0) + 4;
+            int q = (dl != 0 ? nearest_in(x[e] / dl, -4, 3) : 0) + 4;
             if (q & 4) hmask[e % 32] |= (uint8_t)(1u << (e / 32));
             qs[32 * (e / 128) + e % 32] |= (uint8_t)((q & 3) << (2 * ((e % 128) / 32)));
         }
@@ -696,8 +733,8 @@ static void k4_header(const float *x, int qmax, uint8_t *b, float *dl, float *ml
     float s[8], m[8], smax = 0, mmax = 0;
     for (int j = 0; j < 8; j++) {
         fit_affine(x + 32 * j, 32, qmax, &s[j], &m[j]);
-        smax = fmaxf(smax, s[j]);
-        mmax = fmaxf(mmax, m[j]);
+        smax = maxf(smax, s[j]);
+        mmax = maxf(mmax, m[j]);
     }
     st_f16(b, smax / 63);
     st_f16(b + 2, mmax / 63);
@@ -727,7 +764,7 @@ static void q_q4_K(const float *x, uint8_t *b) {
     memset(qs, 0, 128);
     for (int e = 0; e < 256; e++) {
         const int j = e / 32;
-        int q = dl[j] != 0 ? clampi((int)lrintf((x[e] + ml[j]) / dl[j]), 0, 15) : 0;
+        int q = dl[j] != 0 ? nearest_in((x[e] + ml[j]) / dl[j], 0, 15) : 0;
         qs[32 * (e / 64) + e % 32] |= (uint8_t)(q << (4 * (j & 1)));
     }
 }
@@ -739,7 +776,7 @@ static void q_q5_K(const float *x, uint8_t *b) {
     memset(qh, 0, 32 + 128);
     for (int e = 0; e < 256; e++) {
         const int j = e / 32;
-        int q = dl[j] != 0 ? clampi((int)lrintf((x[e] + ml[j]) / dl[j]), 0, 31) : 0;
+        int q = dl[j] != 0 ? nearest_in((x[e] + ml[j]) / dl[j], 0, 31) : 0;
         qs[32 * (e / 64) + e % 32] |= (uint8_t)((q & 0xf) << (4 * (j & 1)));
         qh[e % 32] |= (uint8_t)((q >> 4) << j);
     }
@@ -765,7 +802,7 @@ static void q_q6_K(const float *x, uint8_t *b) {
         const float dl = d * (float)ls;
         for (int l = 0; l < 16; l++) {
             const int e = 16 * j + l, half = e / 128, r = e % 128, plane = r / 32, i = r % 32;
-            int q = (dl != 0 ? clampi((int)lrintf(x[e] / dl), -32, 31) : 0) + 32;
+            int q = (dl != 0 ? nearest_in(x[e] / dl, -32, 31) : 0) + 32;
             ql[64 * half + 32 * (plane & 1) + i] |= (uint8_t)((q & 0xf) << (4 * (plane >> 1)));
             qh[32 * half + i] |= (uint8_t)((q >> 4) << (2 * plane));
         }

@@ -376,7 +376,7 @@ int zr_pretok_split(const ZrPretok *p, const char *text, size_t len, ZrWords *w,
     /* at most one code point per byte, at most 4 view bytes per code point */
     if (!grow((void **)&w->cpt, &w->cap_cpt, len + 1, sizeof *w->cpt) ||
         !grow((void **)&w->voff, &w->cap_voff, len + 2, sizeof *w->voff) ||
-        !grow((void **)&w->view, &w->cap_view, 4 * len + 4, 1) ||
+        !grow((void **)&w->view, &w->cap_view, 4 * len + 4 + 64, 1) ||
         !grow((void **)&w->vidx, &w->cap_vidx, 4 * len + 5, sizeof *w->vidx))
         goto nomem;
     size_t n = 0, vb = 0;
@@ -395,6 +395,9 @@ int zr_pretok_split(const ZrPretok *p, const char *text, size_t len, ZrWords *w,
     }
     w->voff[n] = (uint32_t)vb;
     w->vidx[vb] = (uint32_t)n;
+    /* PCRE2's JIT may look at bytes past the end of the subject (it never uses them): keep
+     * them defined */
+    memset(w->view + vb, 0, 64);
     if (n == 0) return ZR_OK;
 
     size_t nf = 1;

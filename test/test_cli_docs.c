@@ -127,7 +127,7 @@ ZT_TEST(every_generation_option_of_the_help_is_accepted_by_the_parser) {
             p = e;
         }
     }
-    ZT_CHECKF(checked == 22, "%d options found in the generation section, expected 22", checked);
+    ZT_CHECKF(checked == 23, "%d options found in the generation section, expected 23", checked);
 }
 
 int main(void) { return zt_run(); }

@@ -1,6 +1,9 @@
 /* `zrun info` as a user runs it: the built binary ($ZRUN) on stories260K.gguf and on files
  * it must refuse. */
+#include <glob.h>
 #include <sys/wait.h>
+
+#include "gguf.h"
 
 #include "gguf_write.h"
 #include "quant.h"
@@ -125,6 +128,54 @@ ZT_TEST(info_usage_errors_exit_2) {
     ZT_CHECK(r1 == 2 && m1);
     ZT_CHECK(r2 == 2 && m2);
     ZT_CHECK(r3 == 2 && m3);
+}
+
+/* Every model and fixture in ../shared: exit 0, and the tensor table has every tensor with the
+ * type and shape the reader sees. */
+ZT_TEST(info_prints_every_shared_file_with_all_its_tensors) {
+    const char *root = getenv("ZR_SHARED");
+    char pat[2][4096];
+    snprintf(pat[0], sizeof pat[0], "%s/models/*.gguf", root ? root : "../shared");
+    snprintf(pat[1], sizeof pat[1], "%s/fixtures/*.gguf", root ? root : "../shared");
+    int files = 0, bad = 0;
+    for (int k = 0; k < 2; k++) {
+        glob_t gl;
+        if (glob(pat[k], 0, NULL, &gl) != 0) continue;
+        for (size_t i = 0; i < gl.gl_pathc; i++, files++) {
+            char args[4200], *out = NULL;
+            snprintf(args, sizeof args, "'%s'", gl.gl_pathv[i]);
+            int rc = run_info(args, &out);
+            ZrGguf g;
+            ZrError e;
+            if (!out || rc != 0 || zr_gguf_open(&g, gl.gl_pathv[i], &e)) {
+                fprintf(stderr, "  %s: exit %d\n%s", gl.gl_pathv[i], rc, out ? out : "");
+                bad++;
+                free(out);
+                continue;
+            }
+            int w = 4; /* the name column: as wide as the longest name */
+            for (uint64_t t = 0; t < g.n_tensors; t++)
+                if ((int)g.tensors[t].name.len > w) w = (int)g.tensors[t].name.len;
+            for (uint64_t t = 0; t < g.n_tensors; t++) {
+                const ZrGgufTensor *x = &g.tensors[t];
+                char line[512], shape[128] = "[";
+                for (uint32_t d = 0; d < x->n_dims; d++)
+                    snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? ", " : "", (long long)x->ne[d]);
+                snprintf(line, sizeof line, "\n  %-*.*s  %-26s %-8s %14llu\n", w, (int)x->name.len, x->name.ptr,
+                         strcat(shape, "]"), zr_type_name(x->type), (unsigned long long)x->nbytes);
+                if (!strstr(out, line)) {
+                    fprintf(stderr, "  %s: no line%s", gl.gl_pathv[i], line);
+                    bad++;
+                    break;
+                }
+            }
+            zr_gguf_close(&g);
+            free(out);
+        }
+        globfree(&gl);
+    }
+    if (!files) { zt_skip("no GGUF files in ../shared"); return; }
+    ZT_CHECKF(bad == 0, "%d of %d files", bad, files);
 }
 
 int main(void) { return zt_run(); }

@@ -1,0 +1,441 @@
+/* zrun bench: its statistics and hash, and a CPU smoke run of the binary ($ZRUN) on a tiny
+ * model built here, in every output format: md has the device line and the rows, json parses,
+ * jsonl parses line by line, csv rows have the header's columns. Bench is not timed here. */
+#include <ctype.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "gguf_write.h"
+#include "quant.h"
+#include "zt.h"
+
+/* ---- statistics, hash, argmax ---- */
+
+ZT_TEST(stats_give_the_median_and_the_sample_standard_deviation) {
+    const double odd[] = {3.0, 1.0, 2.0};
+    ZrBenchStats s = zr_bench_stats(odd, 3);
+    ZT_NEAR(s.median, 2.0, 0);
+    ZT_NEAR(s.mean, 2.0, 1e-12);
+    ZT_NEAR(s.sd, 1.0, 1e-12);
+    ZT_NEAR(s.min, 1.0, 0);
+    ZT_NEAR(s.max, 3.0, 0);
+    const double even[] = {10.0, 1.0, 4.0, 2.0};
+    s = zr_bench_stats(even, 4);
+    ZT_NEAR(s.median, 3.0, 0);
+    ZT_NEAR(s.sd, sqrt((5.75 * 5.75 + 3.25 * 3.25 + 0.25 * 0.25 + 2.25 * 2.25) / 3.0), 1e-12);
+    const double one[] = {7.0};
+    s = zr_bench_stats(one, 1);
+    ZT_NEAR(s.median, 7.0, 0);
+    ZT_NEAR(s.sd, 0.0, 0);
+}
+
+ZT_TEST(fnv1a64_matches_the_published_test_vectors) {
+    ZT_CHECK(zr_bench_fnv1a64("", 0) == 0xcbf29ce484222325ull);
+    ZT_CHECK(zr_bench_fnv1a64("a", 1) == 0xaf63dc4c8601ec8cull);
+    ZT_CHECK(zr_bench_fnv1a64("foobar", 6) == 0x85944171f73967e8ull);
+}
+
+ZT_TEST(argmax_takes_the_lowest_index_on_a_tie_and_orders_negative_values) {
+    const float a[] = {-3.0f, -1.0f, -2.0f, -1.0f};
+    ZT_CHECK(zr_bench_argmax(a, 4) == 1);
+    const float b[] = {-INFINITY, -0.5f, 0.0f, -0.0f, 0.25f, 0.25f, -7.0f};
+    ZT_CHECK(zr_bench_argmax(b, 7) == 4);
+    float big[1000];
+    for (int i = 0; i < 1000; i++) big[i] = (float)((i * 37) % 1000) - 500.0f;
+    big[613] = 1e30f;
+    ZT_CHECK(zr_bench_argmax(big, 1000) == 613);
+    ZT_CHECK(zr_bench_format_parse("csv") == ZR_BENCH_CSV && zr_bench_format_parse("xml") == -1);
+}
+
+/* ---- a tiny model ---- */
+
+/* llama: embd 64, 2 layers, 4/2 heads, ff 128, vocab 256 (106,816 parameters); F32 weights
+ * from a fixed LCG. */
+enum { E = 64, LAYERS = 2, HEADS = 4, KV = 2, FF = 128, VOCAB = 256 };
+
+typedef struct Tiny {
+    ZrGgufWriter w;
+    float *data[64]; /* each tensor's values, alive until the file is written */
+    int n;
+    uint32_t state;  /* LCG */
+} Tiny;
+
+/* An F32 tensor [ne0, ne1] (ne1 0: 1-D) of offset + scale * U(-0.5, 0.5). */
+static void add(Tiny *t, const char *name, int64_t ne0, int64_t ne1, float scale, float offset) {
+    const int64_t n = ne0 * (ne1 ? ne1 : 1);
+    float *v = malloc(sizeof *v * (size_t)n);
+    for (int64_t i = 0; v && i < n; i++) {
+        t->state = t->state * 1664525u + 1013904223u;
+        v[i] = offset + scale * ((float)(t->state >> 8) / 16777216.0f - 0.5f);
+    }
+    t->data[t->n++] = v;
+    zr_gguf_w_tensor(&t->w, name, ZR_TYPE_F32, ne1 ? 2 : 1, (int64_t[]){ne0, ne1 ? ne1 : 1}, v);
+}
+
+static const char *tiny_model(void) {
+    static char path[4200];
+    if (path[0]) return path;
+    snprintf(path, sizeof path, "%s/bench_tiny.gguf", zt_tmpdir());
+    Tiny t = {.state = 12345};
+    ZrGgufWriter *w = &t.w;
+    zr_gguf_w_init(w);
+    zr_gguf_w_str(w, "general.architecture", "llama");
+    zr_gguf_w_u32(w, "general.file_type", 0);
+    zr_gguf_w_u32(w, "llama.embedding_length", E);
+    zr_gguf_w_u32(w, "llama.block_count", LAYERS);
+    zr_gguf_w_u32(w, "llama.feed_forward_length", FF);
+    zr_gguf_w_u32(w, "llama.attention.head_count", HEADS);
+    zr_gguf_w_u32(w, "llama.attention.head_count_kv", KV);
+    zr_gguf_w_u32(w, "llama.context_length", 256);
+    zr_gguf_w_u32(w, "llama.vocab_size", VOCAB);
+    zr_gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    zr_gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    add(&t, "token_embd.weight", E, VOCAB, 1.0f, 0.0f);
+    add(&t, "output_norm.weight", E, 0, 0.1f, 1.0f);
+    add(&t, "output.weight", E, VOCAB, 0.5f, 0.0f);
+    for (int il = 0; il < LAYERS; il++) {
+        static const struct { const char *name; int ne0, ne1; float scale, offset; } k[] = {
+            {"attn_norm.weight", E, 0, 0.1f, 1.0f},         {"attn_q.weight", E, HEADS * (E / HEADS), 0.5f, 0},
+            {"attn_k.weight", E, KV * (E / HEADS), 0.5f, 0}, {"attn_v.weight", E, KV * (E / HEADS), 0.5f, 0},
+            {"attn_output.weight", E, E, 0.5f, 0},          {"ffn_norm.weight", E, 0, 0.1f, 1.0f},
+            {"ffn_gate.weight", E, FF, 0.5f, 0},            {"ffn_up.weight", E, FF, 0.5f, 0},
+            {"ffn_down.weight", FF, E, 0.5f, 0},
+        };
+        for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+            char n[64];
+            snprintf(n, sizeof n, "blk.%d.%s", il, k[i].name);
+            add(&t, n, k[i].ne0, k[i].ne1, k[i].scale, k[i].offset);
+        }
+    }
+    FILE *f = fopen(path, "wb");
+    ZrError err;
+    int rc = f ? zr_gguf_w_write(w, f, &err) : -1;
+    if (f && fclose(f)) rc = -1;
+    zr_gguf_w_free(w);
+    for (int i = 0; i < t.n; i++) {
+        if (!t.data[i]) rc = -1;
+        free(t.data[i]);
+    }
+    if (rc) {
+        fprintf(stderr, "  cannot write %s\n", path);
+        path[0] = 0;
+        return NULL;
+    }
+    return path;
+}
+
+/* ---- running the binary ---- */
+
+typedef struct Run {
+    int status;
+    char *out, *err;
+} Run;
+
+static Run run_zrun(const char *const *args) {
+    Run r = {-1, NULL, NULL};
+    const char *zrun = getenv("ZRUN");
+    if (!zrun) return r;
+    char out_path[4200], err_path[4200];
+    snprintf(out_path, sizeof out_path, "%s/bench.out", zt_tmpdir());
+    snprintf(err_path, sizeof err_path, "%s/bench.err", zt_tmpdir());
+    const char *argv[64] = {"zrun", "bench"};
+    int n = 2;
+    while (args[n - 2] && n < 63) {
+        argv[n] = args[n - 2];
+        n++;
+    }
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int in = open("/dev/null", O_RDONLY);
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (in < 0 || o < 0 || e < 0) _exit(126);
+        dup2(in, 0);
+        dup2(o, 1);
+        dup2(e, 2);
+        execv(zrun, (char *const *)argv);
+        _exit(127);
+    }
+    int st;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid) return r;
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = zt_read_file(out_path, NULL);
+    r.err = zt_read_file(err_path, NULL);
+    if (!r.out) r.out = calloc(1, 1);
+    if (!r.err) r.err = calloc(1, 1);
+    return r;
+}
+
+static void run_free(Run *r) {
+    free(r->out);
+    free(r->err);
+}
+
+/* The smoke run: CPU, 2 threads, pp8 and tg4, 2 repetitions, a small bandwidth probe. */
+#define SMOKE(model, fmt) \
+    run_zrun((const char *const[]){"-m", model, "-p", "8", "-n", "4", "-r", "2", "--device", "cpu", "-t", "2", \
+                                   "--bw-mib", "16", "-o", fmt, NULL})
+
+/* ---- a JSON checker (RFC 8259 grammar; values are not kept) ---- */
+
+static const char *ws(const char *p) {
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    return p;
+}
+
+static const char *json_value(const char *p, int depth);
+
+static const char *json_string(const char *p) {
+    if (*p++ != '"') return NULL;
+    while (*p && *p != '"') {
+        if ((unsigned char)*p < 0x20) return NULL;
+        if (*p == '\\') {
+            p++;
+            if (*p == 'u') {
+                for (int i = 1; i <= 4; i++)
+                    if (!isxdigit((unsigned char)p[i])) return NULL;
+                p += 4;
+            } else if (!strchr("\"\\/bfnrt", *p) || !*p) {
+                return NULL;
+            }
+        }
+        p++;
+    }
+    return *p == '"' ? p + 1 : NULL;
+}
+
+static const char *json_number(const char *p) {
+    if (*p == '-') p++;
+    if (*p == '0') p++;
+    else if (isdigit((unsigned char)*p)) while (isdigit((unsigned char)*p)) p++;
+    else return NULL;
+    if (*p == '.') {
+        p++;
+        if (!isdigit((unsigned char)*p)) return NULL;
+        while (isdigit((unsigned char)*p)) p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!isdigit((unsigned char)*p)) return NULL;
+        while (isdigit((unsigned char)*p)) p++;
+    }
+    return p;
+}
+
+static const char *json_value(const char *p, int depth) {
+    if (depth > 64) return NULL;
+    p = ws(p);
+    if (*p == '{' || *p == '[') {
+        const char close = *p == '{' ? '}' : ']';
+        const bool obj = *p == '{';
+        p = ws(p + 1);
+        if (*p == close) return p + 1;
+        for (;;) {
+            if (obj) {
+                if (!(p = json_string(ws(p)))) return NULL;
+                p = ws(p);
+                if (*p++ != ':') return NULL;
+            }
+            if (!(p = json_value(p, depth + 1))) return NULL;
+            p = ws(p);
+            if (*p == close) return p + 1;
+            if (*p++ != ',') return NULL;
+        }
+    }
+    if (*p == '"') return json_string(p);
+    if (!strncmp(p, "true", 4)) return p + 4;
+    if (!strncmp(p, "false", 5)) return p + 5;
+    if (!strncmp(p, "null", 4)) return p + 4;
+    return json_number(p);
+}
+
+/* The whole text is one JSON value. */
+static bool json_valid(const char *text) {
+    const char *e = json_value(text, 0);
+    return e && *ws(e) == 0;
+}
+
+static int count(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+/* A logits hash of a record: "logits_hash": "<16 hex>" */
+static bool hash_of(const char *rec, const char *test, char out[17]) {
+    char key[64];
+    snprintf(key, sizeof key, "\"test\": \"%s\"", test);
+    const char *t = strstr(rec, key);
+    const char *h = t ? strstr(t, "\"logits_hash\": \"") : NULL;
+    if (!h) return false;
+    h += strlen("\"logits_hash\": \"");
+    for (int i = 0; i < 16; i++)
+        if (!isxdigit((unsigned char)h[i])) return false;
+    memcpy(out, h, 16);
+    out[16] = 0;
+    return h[16] == '"';
+}
+
+ZT_TEST(md_output_has_the_device_line_and_a_row_per_test) {
+    const char *m = tiny_model();
+    ZT_CHECK(m);
+    Run r = SMOKE(m, "md");
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    ZT_CHECKF(!strncmp(r.out, "device: CPU ", 12), "%s", r.out);
+    ZT_CHECK(strstr(r.out, "read bandwidth ") && strstr(r.out, "GB/s"));
+    static const char *const cols[] = {"model", "size", "params", "backend", "threads", "mode", "test", "t/s",
+                                       "GB/s", "% BW", "kern/tok", "host µs/tok", "graph ms", "logits hash"};
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) ZT_CHECKF(strstr(r.out, cols[i]), "no column %s", cols[i]);
+    ZT_CHECKF(count(r.out, "| llama 107K F32 ") == 2, "%s", r.out);
+    ZT_CHECK(strstr(r.out, "|    pp8 |") && strstr(r.out, "|    tg4 |"));
+    ZT_CHECK(count(r.out, " ± ") == 2);
+    ZT_CHECK(count(r.out, "| cpu     |       2 | eager ") == 2);
+    run_free(&r);
+}
+
+ZT_TEST(json_output_is_one_valid_array_with_a_record_per_test) {
+    const char *m = tiny_model();
+    ZT_CHECK(m);
+    Run r = SMOKE(m, "json");
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    ZT_CHECKF(json_valid(r.out), "not JSON: %s", r.out);
+    ZT_CHECK(*ws(r.out) == '[');
+    ZT_CHECK(count(r.out, "\"model_filename\"") == 2);
+    ZT_CHECK(strstr(r.out, "\"test\": \"pp8\"") && strstr(r.out, "\"test\": \"tg4\""));
+    ZT_CHECK(count(r.out, "\"hash_stable\": true") == 2);
+    ZT_CHECK(count(r.out, "\"backend\": \"cpu\"") == 2);
+    char h[17];
+    ZT_CHECK(hash_of(r.out, "pp8", h) && hash_of(r.out, "tg4", h));
+    /* the device line goes to stderr for the machine-readable formats */
+    ZT_CHECKF(strstr(r.err, "device: CPU"), "%s", r.err);
+    run_free(&r);
+}
+
+ZT_TEST(jsonl_output_is_one_valid_object_per_line) {
+    const char *m = tiny_model();
+    ZT_CHECK(m);
+    Run r = SMOKE(m, "jsonl");
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    int lines = 0;
+    for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
+        ZT_CHECKF(line[0] == '{' && json_valid(line), "line %d: %s", lines + 1, line);
+        lines++;
+    }
+    ZT_CHECK(lines == 2);
+    run_free(&r);
+}
+
+/* Splits one CSV line (RFC 4180 quoting) and returns the number of fields. */
+static int csv_fields(const char *line) {
+    int n = 1;
+    bool q = false;
+    for (const char *p = line; *p; p++) {
+        if (*p == '"') q = !q;
+        else if (*p == ',' && !q) n++;
+    }
+    return q ? -1 : n;
+}
+
+ZT_TEST(csv_rows_have_the_columns_of_the_header) {
+    const char *m = tiny_model();
+    ZT_CHECK(m);
+    Run r = SMOKE(m, "csv");
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    char *save = NULL;
+    char *header = strtok_r(r.out, "\n", &save);
+    ZT_CHECK(header && !strncmp(header, "build,backend,device,", 21));
+    ZT_CHECK(strstr(header, ",median_ts,sd_ts,") && strstr(header, ",logits_hash,"));
+    const int cols = csv_fields(header);
+    ZT_CHECK(cols >= 30);
+    int rows = 0;
+    for (char *line = strtok_r(NULL, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        ZT_CHECKF(csv_fields(line) == cols, "row %d has %d fields, the header %d: %s", rows + 1, csv_fields(line), cols,
+                  line);
+        rows++;
+    }
+    ZT_CHECK(rows == 2);
+    run_free(&r);
+}
+
+ZT_TEST(the_same_model_and_tests_give_the_same_logits_hash_on_one_thread) {
+    const char *m = tiny_model();
+    ZT_CHECK(m);
+    char h[2][2][17];
+    for (int i = 0; i < 2; i++) {
+        Run r = run_zrun((const char *const[]){"-m", m, "-p", "8", "-n", "4", "-r", "1", "--device", "cpu", "-t", "1",
+                                               "--bw-mib", "0", "-o", "jsonl", NULL});
+        ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+        ZT_CHECK(hash_of(r.out, "pp8", h[i][0]) && hash_of(r.out, "tg4", h[i][1]));
+        /* --bw-mib 0: no probe, so no share of the bandwidth */
+        ZT_CHECK(strstr(r.out, "\"bw_pct\": null") && strstr(r.out, "\"read_gbps\": null"));
+        run_free(&r);
+    }
+    ZT_CHECK(!strcmp(h[0][0], h[1][0]) && !strcmp(h[0][1], h[1][1]));
+    ZT_CHECK(strcmp(h[0][0], h[0][1]) != 0);
+}
+
+ZT_TEST(a_list_of_tests_and_several_models_give_a_row_each) {
+    const char *m = tiny_model();
+    ZT_CHECK(m);
+    Run r = run_zrun((const char *const[]){"-m", m, "-m", m, "-p", "0,4", "-n", "2,3", "-r", "1", "--warmup", "0",
+                                           "--device", "cpu", "--bw-mib", "0", "-o", "jsonl", NULL});
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    ZT_CHECK(count(r.out, "\"test\": \"pp4\"") == 2 && count(r.out, "\"test\": \"tg2\"") == 2 &&
+             count(r.out, "\"test\": \"tg3\"") == 2 && count(r.out, "\"test\": \"pp0\"") == 0);
+    ZT_CHECK(count(r.out, "\"warmup\": 0") == 6);
+    run_free(&r);
+}
+
+ZT_TEST(a_missing_model_is_reported_and_the_others_still_run) {
+    const char *m = tiny_model();
+    ZT_CHECK(m);
+    Run r = run_zrun((const char *const[]){"-m", "/nonexistent/x.gguf", "-m", m, "-p", "4", "-n", "2", "-r", "1",
+                                           "--device", "cpu", "--bw-mib", "0", "-o", "jsonl", NULL});
+    ZT_CHECKF(r.status == 1, "exit %d", r.status);
+    ZT_CHECKF(strstr(r.err, "/nonexistent/x.gguf"), "%s", r.err);
+    ZT_CHECK(count(r.out, "\"model_filename\"") == 2);
+    run_free(&r);
+}
+
+ZT_TEST(usage_errors_exit_2_naming_the_option) {
+    static const char *const cases[][4] = {
+        {"-m", "x.gguf", "-o", "xml"},      {"-m", "x.gguf", "--graph", "maybe"}, {"-p", "512", NULL, NULL},
+        {"-m", "x.gguf", "-p", "5x"},       {"-m", "x.gguf", "-r", "0"},          {"-m", "x.gguf", "--device", "gpu"},
+        {"-m", "x.gguf", "--frob", NULL},
+    };
+    static const char *const want[] = {"-o", "--graph", "-m FILE", "-p", "-r", "--device", "--frob"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[6] = {0};
+        for (int j = 0; j < 4 && cases[i][j]; j++) args[j] = cases[i][j];
+        Run r = run_zrun(args);
+        ZT_CHECKF(r.status == 2, "case %zu: exit %d", i, r.status);
+        ZT_CHECKF(strstr(r.err, want[i]) && strstr(r.err, "usage: zrun bench"), "case %zu: %s", i, r.err);
+        ZT_CHECK(r.out[0] == 0);
+        run_free(&r);
+    }
+}
+
+ZT_TEST(device_cuda_without_a_gpu_is_an_error_and_with_one_runs_there) {
+    const char *m = tiny_model();
+    ZT_CHECK(m);
+    Run r = run_zrun((const char *const[]){"-m", m, "-p", "4", "-n", "2", "-r", "1", "--device", "cuda", "--bw-mib",
+                                           "0", "-o", "jsonl", NULL});
+    if (r.status == 0) {
+        ZT_CHECKF(count(r.out, "\"backend\": \"cuda\"") == 2, "%s", r.out);
+    } else {
+        ZT_CHECKF(r.status == 1, "exit %d", r.status);
+        ZT_CHECKF(strstr(r.err, "--device cuda"), "%s", r.err);
+        ZT_CHECK(r.out[0] == 0);
+    }
+    run_free(&r);
+}
+
+int main(void) { return zt_run(); }
