@@ -169,9 +169,8 @@ ZT_TEST(matmul_of_grouped_products_equals_dequantized_reference_for_any_thread_c
     for (int threads = 1; threads <= 3; threads++) {
         ZrError err;
         ZrCpuPool *p = zr_cpu_pool_create(threads, &err);
-        float *rowbuf = malloc(sizeof(float) * threads * ZR_CPU_MATMUL_TILE * NE0);
         ZrCpuMatmul mm[3] = {{&w[0], y[0]}, {&w[1], y[1]}, {&w[2], y[2]}};
-        zr_cpu_matmul(p, rowbuf, ZR_CPU_MATMUL_TILE * NE0, mm, 3, x, N);
+        zr_cpu_matmul(p, mm, 3, x, N);
         for (int k = 0; k < 3; k++)
             for (int t = 0; t < N; t++)
                 for (int64_t r = 0; r < rows[k]; r++) {
@@ -182,7 +181,6 @@ ZT_TEST(matmul_of_grouped_products_equals_dequantized_reference_for_any_thread_c
         /* the same bits whatever the split */
         if (threads == 1) memcpy(first, y[2], sizeof(float) * N * 40);
         ZT_CHECK(memcmp(first, y[2], sizeof(float) * N * 40) == 0);
-        free(rowbuf);
         zr_cpu_pool_free(p);
     }
     for (int k = 0; k < 3; k++) {

@@ -284,7 +284,7 @@ typedef struct Synth {
 
 /* A byte-level BPE vocabulary over a few letters (the GPT-2 alphabet writes ' ' as "Ġ"). */
 static void synth_bpe(Synth *s, const char *pre) {
-    static const char *tokens[] = {"a", "b", "c", "ab", "abc", "\xC4\xA0", "\xC4\xA0" "a",
+    static const char *tokens[] = {"a", "b", "c", "ab", "abc", "\xC4\xA0", "\xC4\xA0\x61",
                                    "xy", "y", "<|end|>", "<u>", "u>cc", "<s>", "</s>"};
     static const int32_t types[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 3, 4, 4, 3, 3};
     static const char *merges[] = {"a b", "ab c", "\xC4\xA0 a", "x y"};

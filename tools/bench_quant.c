@@ -1,5 +1,6 @@
-/* bench_quant: times a dim x dim matrix-vector product through zr_dot_row (the CPU backend's
- * inner loop) for each weight type and prints GB/s of weight bytes read.
+/* bench_quant: times a dim x dim matrix-vector product through zr_dot_row for each weight
+ * type and prints GB/s of weight bytes read; then the same rows through zr_dequant_row alone
+ * (into a small row buffer: what a dequantize-then-dot caller pays before its own dot).
  *   bench_quant [dim] [repeats] [type ...]      e.g. bench_quant 4096 20 q4_0 q8_0 f16 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,10 +52,19 @@ static int bench_type(uint32_t type, int64_t dim, int reps) {
         if (k > 0 && dt < best) best = dt; /* first pass warms caches and page tables */
         check = y[dim / 2];
     }
+    double best_deq = 1e30;
+    for (int k = 0; k < reps + 1; k++) {
+        double t0 = now_s();
+        for (int64_t r = 0; r < dim; r++) zr_dequant_row(type, w + (size_t)r * rb, src, dim);
+        double dt = now_s() - t0;
+        if (k > 0 && dt < best_deq) best_deq = dt;
+    }
     double bytes = (double)rb * (double)dim;
-    printf("%-6s %5lld x %-5lld %8.1f MB  %8.3f ms  %6.2f GB/s  %6.2f Gelem/s  (y[%lld] = %.4f)\n", t->name,
-           (long long)dim, (long long)dim, bytes / 1e6, best * 1e3, bytes / best / 1e9,
-           (double)dim * (double)dim / best / 1e9, (long long)(dim / 2), check);
+    printf("%-6s %5lld x %-5lld %8.1f MB  dot %8.3f ms %6.2f GB/s %6.2f Gelem/s   dequant %6.2f GB/s %6.2f Gelem/s"
+           "  (y[%lld] = %.4f)\n",
+           t->name, (long long)dim, (long long)dim, bytes / 1e6, best * 1e3, bytes / best / 1e9,
+           (double)dim * (double)dim / best / 1e9, bytes / best_deq / 1e9, (double)dim * (double)dim / best_deq / 1e9,
+           (long long)(dim / 2), check);
     free(w);
     free(src);
     free(x);

@@ -1,7 +1,7 @@
-/* The CPU backend: the reference forward pass (F32 activations, weights dequantized row by row
- * as they are used, F32 KV cache) and zrun's no-GPU path. A call to forward runs a batch of
- * tokens through the layers together, so a prefill reads every weight once per chunk of
- * ZR_CPU_UBATCH tokens. */
+/* The CPU backend: the reference forward pass (F32 activations, weights dequantized block by
+ * block inside the dot products, F32 KV cache) and zrun's no-GPU path. A call to forward runs
+ * a batch of tokens through the layers together, so a prefill reads every weight once per
+ * chunk of ZR_CPU_UBATCH tokens. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +37,6 @@ typedef struct CpuBackend {
     float *gate;        /* [cap][n_ff] */
     float *up;          /* [cap][n_ff] */
     float *delta;       /* [cap][n_embd] block output before the residual add */
-    float *rowbuf;      /* [threads][ZR_CPU_MATMUL_TILE * max row length] dequantized weight rows */
-    int64_t rowbuf_len;
     float *scores;      /* [threads][n_ctx] attention weights */
 } CpuBackend;
 
@@ -65,7 +63,7 @@ static void add_bias_rows(float *y, const ZrWeight *b, int n) {
 
 static void matmul(CpuBackend *c, const ZrWeight *w, float *y, const float *x, int n) {
     ZrCpuMatmul mm = {w, y};
-    zr_cpu_matmul(c->pool, c->rowbuf, c->rowbuf_len, &mm, 1, x, n);
+    zr_cpu_matmul(c->pool, &mm, 1, x, n);
 }
 
 /* qwen3: RMSNorm over each head's vector, before rope */
@@ -131,7 +129,7 @@ static void attention_block(CpuBackend *c, int il, int n, int pos) {
     const ZrLayer *L = &c->m->layers[il];
     rmsnorm_rows(c->xn, c->x, &L->attn_norm, n, hp->rms_eps);
     ZrCpuMatmul qkv[3] = {{&L->wq, c->q}, {&L->wk, c->k}, {&L->wv, c->v}};
-    zr_cpu_matmul(c->pool, c->rowbuf, c->rowbuf_len, qkv, 3, c->xn, n);
+    zr_cpu_matmul(c->pool, qkv, 3, c->xn, n);
     add_bias_rows(c->q, &L->bq, n);
     add_bias_rows(c->k, &L->bk, n);
     add_bias_rows(c->v, &L->bv, n);
@@ -150,7 +148,7 @@ static void ffn_block(CpuBackend *c, int il, int n) {
     const ZrLayer *L = &c->m->layers[il];
     rmsnorm_rows(c->xn, c->x, &L->ffn_norm, n, hp->rms_eps);
     ZrCpuMatmul gate_up[2] = {{&L->w_gate, c->gate}, {&L->w_up, c->up}};
-    zr_cpu_matmul(c->pool, c->rowbuf, c->rowbuf_len, gate_up, 2, c->xn, n);
+    zr_cpu_matmul(c->pool, gate_up, 2, c->xn, n);
     zr_cpu_swiglu(c->xn, c->gate, c->up, (int64_t)n * hp->n_ff);
     matmul(c, &L->w_down, c->delta, c->xn, n);
     zr_cpu_add(c->x, c->delta, (int64_t)n * hp->n_embd);
@@ -252,7 +250,6 @@ static void cpu_destroy(ZrBackend *be) {
     free_activations(c);
     free(c->k_cache);
     free(c->v_cache);
-    free(c->rowbuf);
     free(c->scores);
     free(c);
 }
@@ -275,13 +272,11 @@ ZrBackend *zr_cpu_backend_create(const ZrModel *m, const ZrBackendOptions *o, Zr
     c->m = m;
     c->q_dim = (int64_t)hp->n_head * hp->head_dim;
     c->kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
-    c->rowbuf_len = ZR_CPU_MATMUL_TILE * max64(max64(hp->n_embd, hp->n_ff), c->q_dim);
     const size_t kv_elems = (size_t)hp->n_layer * n_ctx * c->kv_dim;
     c->k_cache = malloc(kv_elems * sizeof(float));
     c->v_cache = malloc(kv_elems * sizeof(float));
-    c->rowbuf = malloc((size_t)n_threads * c->rowbuf_len * sizeof(float));
     c->scores = malloc((size_t)n_threads * n_ctx * sizeof(float));
-    if (!c->k_cache || !c->v_cache || !c->rowbuf || !c->scores) {
+    if (!c->k_cache || !c->v_cache || !c->scores) {
         zr_err(err, ZR_E_NOMEM, "cpu backend: cannot allocate the KV cache (%.1f MiB for %d tokens); use a smaller -c",
                2.0 * kv_elems * sizeof(float) / (1 << 20), n_ctx);
         cpu_destroy(&c->be);

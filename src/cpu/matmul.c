@@ -1,6 +1,5 @@
 #include "matmul.h"
 
-#include "ops.h"
 #include "quant.h"
 
 typedef struct MatmulJob {
@@ -9,47 +8,34 @@ typedef struct MatmulJob {
     int64_t first_row[ZR_CPU_MATMUL_MAX + 1]; /* rows of the products laid end to end */
     const float *x;                            /* [n][ne0] */
     int n;
-    float *rowbuf;                             /* [threads][rowbuf_len] */
-    int64_t rowbuf_len;
 } MatmulJob;
 
-/* Rows [begin, end) of product k: dequantized a tile at a time, then dotted with every token. */
-static void matmul_tiles(const MatmulJob *j, int k, int64_t begin, int64_t end, float *buf) {
+/* Rows [begin, end) of product k, a tile of rows at a time against every token. */
+static void matmul_tiles(const MatmulJob *j, int k, int64_t begin, int64_t end) {
     const ZrWeight *w = j->mm[k].w;
     const int64_t ne0 = w->ne0, ne1 = w->ne1;
-    const float *rows[ZR_CPU_MATMUL_TILE];
     for (int64_t r0 = begin; r0 < end; r0 += ZR_CPU_MATMUL_TILE) {
         const int nr = (int)(end - r0 < ZR_CPU_MATMUL_TILE ? end - r0 : ZR_CPU_MATMUL_TILE);
-        for (int i = 0; i < nr; i++) {
-            const void *src = zr_weight_row(w, r0 + i);
-            if (w->type == ZR_TYPE_F32) {
-                rows[i] = src;
-            } else {
-                zr_dequant_row(w->type, src, buf + i * ne0, ne0);
-                rows[i] = buf + i * ne0;
-            }
-        }
         for (int t = 0; t < j->n; t++) {
             const float *x = j->x + t * ne0;
             float *y = j->mm[k].y + t * ne1 + r0;
-            for (int i = 0; i < nr; i++) y[i] = zr_cpu_dot(rows[i], x, ne0);
+            for (int i = 0; i < nr; i++) y[i] = zr_dot_row(w->type, zr_weight_row(w, r0 + i), x, ne0);
         }
     }
 }
 
 static void matmul_rows(void *ctx, int64_t begin, int64_t end, int thread) {
     const MatmulJob *j = ctx;
-    float *buf = j->rowbuf + thread * j->rowbuf_len;
+    (void)thread;
     for (int k = 0; k < j->n_mm; k++) {
         const int64_t lo = begin > j->first_row[k] ? begin : j->first_row[k];
         const int64_t hi = end < j->first_row[k + 1] ? end : j->first_row[k + 1];
-        if (lo < hi) matmul_tiles(j, k, lo - j->first_row[k], hi - j->first_row[k], buf);
+        if (lo < hi) matmul_tiles(j, k, lo - j->first_row[k], hi - j->first_row[k]);
     }
 }
 
-void zr_cpu_matmul(ZrCpuPool *pool, float *rowbuf, int64_t rowbuf_len, const ZrCpuMatmul *mm, int n_mm,
-                   const float *x, int n) {
-    MatmulJob j = {.mm = mm, .n_mm = n_mm, .x = x, .n = n, .rowbuf = rowbuf, .rowbuf_len = rowbuf_len};
+void zr_cpu_matmul(ZrCpuPool *pool, const ZrCpuMatmul *mm, int n_mm, const float *x, int n) {
+    MatmulJob j = {.mm = mm, .n_mm = n_mm, .x = x, .n = n};
     for (int k = 0; k < n_mm; k++) j.first_row[k + 1] = j.first_row[k] + mm[k].w->ne1;
     /* rows per thread so that each thread has some 64K multiply-adds at least */
     const int64_t macs_per_row = mm[0].w->ne0 * (int64_t)n;

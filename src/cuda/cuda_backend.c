@@ -1,10 +1,247 @@
-/* Interim (added by the cpu engineer so that `zrun eval --device` links): reports that no GPU
- * path is usable until the kernels engineer's backend replaces this file. */
+/* The CUDA backend behind the ZrBackend interface: opens the driver, the context, the embedded
+ * kernels and cuBLASLt, uploads the model once (forward.c), then runs prefills through
+ * cuBLASLt and decode steps through zrun's own kernels, handed to the decode-graph controller
+ * (graph.c), which runs them eagerly or records them once and replays them as a CUDA graph.
+ *
+ * It keeps the shape of every forward call it was given (the token history), so that after a
+ * poisoned context it can rebuild the KV cache with the very same launches: a prefill chunk is
+ * prefilled again, a decode step decoded again, and the cache is bit for bit what it was. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "backend.h"
+#include "cuda/cublaslt.h"
+#include "cuda/driver.h"
+#include "cuda/forward.h"
+#include "cuda/graph.h"
+#include "cuda/launch.h"
+#include "cuda/module.h"
+#include "cuda/profile.h"
+
+typedef struct CudaBackend {
+    ZrBackend be; /* first: the interface the callers hold */
+    const ZrModel *m;
+    ZrBackendOptions opt;
+    const ZrCuDriver *drv;
+    ZrCuda cuda;
+    bool cuda_open;
+    ZrCublasLt lt;
+    bool lt_open;
+    ZrLauncher launcher;
+    bool launcher_init;
+    ZrProfile prof;
+    bool profiling;
+    ZrCuKernels *k;
+    ZrCuForward f;
+    bool f_init;
+    ZrDecodeIO io;
+    ZrDecodeGraph graph;
+    bool graph_init;
+    int n_past;       /* tokens in the KV cache */
+    int32_t *hist;    /* [n_ctx] the tokens fed so far */
+    int32_t *calls;   /* [n_ctx] calls[p] = tokens of the forward call that started at position p (0 inside one) */
+} CudaBackend;
+
+/* The decode step the controller runs (eagerly, or once while recording the graph). */
+static int eager_step(void *ctx, ZrError *err) {
+    CudaBackend *c = ctx;
+    return zr_cuf_decode_step(&c->f, err);
+}
+
+static void wire_io(CudaBackend *c) {
+    c->io.cuda = &c->cuda;
+    c->io.launcher = &c->launcher;
+    c->io.d_token = c->f.d_tok;
+    c->io.d_pos = c->f.d_pos;
+    c->io.d_logits = c->f.logits;
+    c->io.n_vocab = c->f.n_vocab;
+}
+
+/* The context is poisoned: a new context, the kernels, cuBLASLt, the weights and buffers again,
+ * then the first n_past tokens fed again exactly as they were (same chunks, same kernels). */
+static int recover(void *ctx, int n_past, ZrError *err) {
+    CudaBackend *c = ctx;
+    int rc;
+    zr_cuf_forget(&c->f);
+    c->f_init = false;
+    if (c->lt_open) zr_cublaslt_close(&c->lt);
+    c->lt_open = false;
+    if ((rc = zr_cuda_reset(&c->cuda, zr_cuda_kernels_image(), err))) return rc;
+    c->launcher.stream = c->cuda.stream;
+    const ZrHparams *hp = &c->m->hp;
+    int max_n_in = hp->n_embd;
+    if (hp->n_ff > max_n_in) max_n_in = hp->n_ff;
+    if (hp->n_head * hp->head_dim > max_n_in) max_n_in = hp->n_head * hp->head_dim;
+    if ((rc = zr_cuf_kernels_load(&c->cuda, c->k, max_n_in, err))) return rc;
+    if ((rc = zr_cublaslt_open(&c->lt, err))) return rc;
+    c->lt_open = true;
+    if ((rc = zr_cuf_init(&c->f, c->m, &c->cuda, &c->launcher, &c->lt, c->k, c->be.n_ctx, err))) return rc;
+    c->f_init = true;
+    wire_io(c);
+    c->io.epoch++;
+    for (int p = 0; p < n_past;) {
+        int n = c->calls[p] > 0 ? c->calls[p] : 1;
+        if (p + n > n_past) n = n_past - p;
+        if (n == 1) {
+            const int32_t v[2] = {c->hist[p], p};
+            if ((rc = zr_cuda_h2d(&c->cuda, c->f.d_tok, v, sizeof v, err))) return rc;
+            if ((rc = zr_cuf_decode_step(&c->f, err))) return rc;
+        } else {
+            for (int c0 = 0; c0 < n; c0 += ZR_CUF_UBATCH) {
+                const int nc = n - c0 < ZR_CUF_UBATCH ? n - c0 : ZR_CUF_UBATCH;
+                if ((rc = zr_cuf_prefill(&c->f, c->hist + p + c0, nc, p + c0, NULL, false, err))) return rc;
+            }
+        }
+        p += n;
+    }
+    return zr_cuda_sync(&c->cuda, err);
+}
+
+static int cuda_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, float *logits, bool all_logits,
+                        ZrError *err) {
+    CudaBackend *c = (CudaBackend *)be;
+    const int n_vocab = c->m->hp.n_vocab;
+    if (n < 1) return zr_err(err, ZR_E_INTERNAL, "cuda forward: %d tokens given (at least 1 expected)", n);
+    if (pos != c->n_past)
+        return zr_err(err, ZR_E_INTERNAL, "cuda forward: position %d given, but %d tokens are in the cache", pos, c->n_past);
+    if ((int64_t)pos + n > be->n_ctx)
+        return zr_err(err, ZR_E_RANGE,
+                      "cuda forward: %d tokens at positions %d..%d do not fit the context of %d tokens (use a larger -c)",
+                      n, pos, pos + n - 1, be->n_ctx);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= n_vocab)
+            return zr_err(err, ZR_E_RANGE, "cuda forward: token id %d at position %d is outside the vocabulary 0..%d",
+                          tokens[i], pos + i, n_vocab - 1);
+    int rc;
+    memcpy(c->hist + pos, tokens, sizeof(int32_t) * n);
+    c->calls[pos] = n;
+    for (int i = 1; i < n; i++) c->calls[pos + i] = 0;
+    if (n == 1) {
+        float *out = logits;
+        float *tmp = NULL;
+        if (!out) {
+            tmp = malloc(sizeof(float) * n_vocab);
+            if (!tmp) return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory");
+            out = tmp;
+        }
+        rc = zr_graph_decode_step(&c->graph, tokens[0], pos, out, err);
+        free(tmp);
+        if (rc) return rc;
+        c->n_past = pos + 1;
+        return ZR_OK;
+    }
+    for (int c0 = 0; c0 < n; c0 += ZR_CUF_UBATCH) {
+        const int nc = n - c0 < ZR_CUF_UBATCH ? n - c0 : ZR_CUF_UBATCH;
+        const bool last = c0 + nc == n;
+        float *out = !logits ? NULL : all_logits ? logits + (size_t)c0 * n_vocab : last ? logits : NULL;
+        if ((rc = zr_cuf_prefill(&c->f, tokens + c0, nc, pos + c0, out, all_logits, err))) return rc;
+        c->n_past = pos + c0 + nc;
+    }
+    return ZR_OK;
+}
+
+static void cuda_truncate(ZrBackend *be, int pos) {
+    CudaBackend *c = (CudaBackend *)be;
+    if (pos < 0) pos = 0;
+    if (pos < c->n_past) c->n_past = pos;
+}
+
+static void cuda_stats(const ZrBackend *be, ZrBackendStats *out) {
+    const CudaBackend *c = (const CudaBackend *)be;
+    ZrDecodeStats st;
+    memset(out, 0, sizeof *out);
+    if (!c->graph_init) return;
+    zr_graph_decode_stats(&c->graph, &st);
+    out->kernels_per_token = st.kernels_per_token;
+    out->graph_build_ms = st.graph_build_ms;
+    out->graph_active = st.graph_active;
+    out->host_us_per_token = st.graph_active && st.graph_steps ? st.graph_host_us : st.eager_host_us;
+}
+
+static void cuda_destroy(ZrBackend *be) {
+    CudaBackend *c = (CudaBackend *)be;
+    if (!c) return;
+    if (c->graph_init) zr_graph_decode_free(&c->graph);
+    if (c->profiling) {
+        ZrError e = {0};
+        if (zr_profile_collect(&c->prof, &e) == ZR_OK) zr_profile_print(&c->prof, stderr);
+        c->launcher.profile = NULL;
+        zr_profile_free(&c->prof);
+    }
+    if (c->f_init) zr_cuf_free(&c->f);
+    if (c->launcher_init) zr_launcher_free(&c->launcher);
+    if (c->lt_open) zr_cublaslt_close(&c->lt);
+    if (c->cuda_open) zr_cuda_close(&c->cuda);
+    free(c->k);
+    free(c->hist);
+    free(c->calls);
+    free(c);
+}
 
 ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err) {
-    (void)m;
-    (void)o;
-    zr_err(err, ZR_E_NODEV, "no usable GPU: this build has no CUDA backend");
+    const ZrHparams *hp = &m->hp;
+    const ZrCuDriver *drv = NULL;
+    if (zr_driver_open(&drv, err)) return NULL;
+    if (!zr_cuda_have_kernels()) {
+        zr_err(err, ZR_E_NODEV, "no usable GPU path: this zrun was built without CUDA kernels (no nvcc at build time)");
+        return NULL;
+    }
+    const int n_ctx = o->n_ctx > 0 ? o->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+    CudaBackend *c = calloc(1, sizeof *c);
+    if (!c || !(c->k = calloc(1, sizeof *c->k)) || !(c->hist = calloc(n_ctx, sizeof *c->hist)) ||
+        !(c->calls = calloc(n_ctx, sizeof *c->calls))) {
+        if (c) {
+            free(c->k);
+            free(c->hist);
+        }
+        free(c);
+        zr_err(err, ZR_E_NOMEM, "cuda backend: out of host memory");
+        return NULL;
+    }
+    c->be = (ZrBackend){.name = "cuda", .n_ctx = n_ctx, .forward = cuda_forward, .truncate = cuda_truncate,
+                        .stats = cuda_stats, .destroy = cuda_destroy};
+    c->m = m;
+    c->opt = *o;
+    c->drv = drv;
+    if (zr_cuda_open(drv, 0, &c->cuda, err)) goto fail;
+    c->cuda_open = true;
+    if (zr_cuda_load_kernels(&c->cuda, err)) goto fail;
+    int max_n_in = hp->n_embd;
+    if (hp->n_ff > max_n_in) max_n_in = hp->n_ff;
+    if (hp->n_head * hp->head_dim > max_n_in) max_n_in = hp->n_head * hp->head_dim;
+    if (zr_cuf_kernels_load(&c->cuda, c->k, max_n_in, err)) goto fail;
+    if (zr_cublaslt_open(&c->lt, err)) goto fail;
+    c->lt_open = true;
+    zr_launcher_init(&c->launcher, drv, c->cuda.stream);
+    c->launcher_init = true;
+    if (o->profile) {
+        zr_profile_init(&c->prof, drv);
+        c->launcher.profile = &c->prof;
+        c->profiling = true;
+    }
+    if (zr_cuf_init(&c->f, m, &c->cuda, &c->launcher, &c->lt, c->k, n_ctx, err)) goto fail;
+    c->f_init = true;
+    wire_io(c);
+    c->io.epoch = 1;
+    /* graph decode is opt-in: --graph / --no-graph win, else CUDA_GRAPH_ENABLE=1 */
+    const char *env = getenv("CUDA_GRAPH_ENABLE");
+    const bool graph = o->graph >= 0 ? o->graph > 0 : (env && !strcmp(env, "1"));
+    ZrDecodeOptions dopt = {.graph = graph, .verify = o->verify_graph, .profile = o->profile,
+                            .log_launches = o->log_launches, .dot_path = o->graph_dot};
+    if (zr_fault_parse(getenv("ZRUN_FAULT"), &dopt.fault, err)) goto fail;
+    const ZrDecodeHooks hooks = {c, eager_step, recover};
+    if (zr_graph_decode_init(&c->graph, &c->io, &hooks, &dopt, err)) goto fail;
+    c->graph_init = true;
+    if (!o->quiet) {
+        char desc[512];
+        zr_cuda_describe(&c->cuda, desc, sizeof desc);
+        fprintf(stderr, "zrun: cuda: %s; weights %.1f MiB, KV cache %d tokens\n", desc, c->f.weight_bytes / 1048576.0,
+                n_ctx);
+    }
+    return &c->be;
+fail:
+    cuda_destroy(&c->be);
     return NULL;
 }

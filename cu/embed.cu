@@ -1,0 +1,36 @@
+// Embedding lookup for every weight type: out[i][:] = dequant(row tok[i] of W[n_embd, n_vocab]).
+// Token ids are read from device memory (the decode graph never changes per token); an id
+// outside [0, n_vocab) reads row 0 rather than out of bounds (the host validates ids first).
+// grid (ceil(n_embd / 256), M), block 256.
+#include "quant.cuh"
+
+template <int TYPE>
+__device__ __forceinline__ void zr_embed(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
+                                         const int *__restrict__ tok, float *__restrict__ out, int n_embd, int n_vocab) {
+    const int e = blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= n_embd) return;
+    int r = tok[blockIdx.y];
+    if (r < 0 || r >= n_vocab) r = 0;
+    out[(size_t)blockIdx.y * n_embd + e] = zr_dq<TYPE>(w, ws, n_embd, n_vocab, r, e);
+}
+
+#define ZR_EMBED(NAME, TYPE)                                                                            \
+    ZR_KERNEL void __launch_bounds__(256) NAME(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, \
+                                               const int *__restrict__ tok, float *__restrict__ out, int n_embd, \
+                                               int n_vocab) {                                           \
+        zr_embed<TYPE>(w, ws, tok, out, n_embd, n_vocab);                                               \
+    }
+
+ZR_EMBED(embed_f32, ZR_T_F32)
+ZR_EMBED(embed_f16, ZR_T_F16)
+ZR_EMBED(embed_bf16, ZR_T_BF16)
+ZR_EMBED(embed_q8_0, ZR_T_Q8_0)
+ZR_EMBED(embed_q4_0, ZR_T_Q4_0)
+ZR_EMBED(embed_q4_1, ZR_T_Q4_1)
+ZR_EMBED(embed_q5_0, ZR_T_Q5_0)
+ZR_EMBED(embed_q5_1, ZR_T_Q5_1)
+ZR_EMBED(embed_q2_k, ZR_T_Q2_K)
+ZR_EMBED(embed_q3_k, ZR_T_Q3_K)
+ZR_EMBED(embed_q4_k, ZR_T_Q4_K)
+ZR_EMBED(embed_q5_k, ZR_T_Q5_K)
+ZR_EMBED(embed_q6_k, ZR_T_Q6_K)

@@ -1,0 +1,170 @@
+// Weight layouts on the device and element-wise dequantization.
+//
+// Weights are uploaded once, repacked from ggml's block layout (ggml-common.h) into a "main"
+// stream whose per-row pieces are multiples of 16 bytes (so every lane can use 128-bit loads)
+// and, for some types, a "side" stream of per-block scales. The host side of the same layout is
+// src/cuda/weights.c (zr_cuda_repack); the two must agree. For a matrix [n_in, n_out] (n_in =
+// row length, n_out = rows) with nb blocks per row and global block index g = row*nb + b:
+//
+//   type   main (per block, in row order)                    side (per block g)
+//   f32    rows of n_in floats, row stride rounded up to 16 B  -
+//   f16    rows of n_in halves, stride rounded up to 16 B       -
+//   bf16   rows of n_in bf16, stride rounded up to 16 B         -
+//   q8_0   qs[32] int8 (32 B)                                   half d
+//   q4_0   qs[16] (16 B)                                        half d
+//   q4_1   qs[16]                                               half2 (d, m)
+//   q5_0   qs[16]                                               u32 qh[N] then half d[N]   (N = n_out*nb)
+//   q5_1   qs[16]                                               u32 qh[N] then half2 dm[N]
+//   q2_K   scales[16] qs[64] (80 B)                             half2 (d, dmin)
+//   q3_K   hmask[32] qs[64] scales[12] d pad[2] (112 B)         -
+//   q4_K   d dmin scales[12] qs[128] (144 B, as ggml)           -
+//   q5_K   d dmin scales[12] qh[32] qs[128] (176 B, as ggml)    -
+//   q6_K   ql[128] qh[64] scales[16] (208 B)                    half d
+#pragma once
+#include "common.cuh"
+
+// ggml type ids (src/quant.h ZrType)
+#define ZR_T_F32 0
+#define ZR_T_F16 1
+#define ZR_T_Q4_0 2
+#define ZR_T_Q4_1 3
+#define ZR_T_Q5_0 6
+#define ZR_T_Q5_1 7
+#define ZR_T_Q8_0 8
+#define ZR_T_Q2_K 10
+#define ZR_T_Q3_K 11
+#define ZR_T_Q4_K 12
+#define ZR_T_Q5_K 13
+#define ZR_T_Q6_K 14
+#define ZR_T_BF16 30
+
+// Byte i of w (0..255) as an exact float minus `off`, without the slow int->float converter:
+// 0x4B0000bb is the float 2^23 + bb; subtracting (2^23 + off) is exact.
+#define ZR_MAGIC 8388608.0f
+__device__ __forceinline__ float zr_byte_f(uint32_t w, int i, float magic_off) {
+    return __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7440u | (uint32_t)i)) - magic_off;
+}
+
+// 4 bits b0..b3 -> 0x10 in byte i where bit i is set (the 5th bit of q5 values).
+__device__ __forceinline__ uint32_t zr_expand4_bit4(uint32_t bits4) {
+    return ((bits4 * 0x00204081u) & 0x01010101u) << 4;
+}
+
+__device__ __forceinline__ float zr_h2f(const __half h) { return __half2float(h); }
+__device__ __forceinline__ float zr_bf2f(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
+__device__ __forceinline__ float zr_ldh(const uint8_t *p) { return __half2float(*(const __half *)p); }
+
+// Q4_K / Q5_K: 6-bit scale and min of sub-block s (0..7) from the 12 scale bytes.
+__device__ __forceinline__ void zr_scale_min_k4(int s, const uint8_t *q, float *sc, float *m) {
+    if (s < 4) {
+        *sc = (float)(q[s] & 63);
+        *m = (float)(q[s + 4] & 63);
+    } else {
+        *sc = (float)((q[s + 4] & 0xF) | ((q[s - 4] >> 6) << 4));
+        *m = (float)((q[s + 4] >> 4) | ((q[s] >> 6) << 4));
+    }
+}
+
+// The same from the scale bytes held in three words (b0..3, b4..7, b8..11): no byte array, so
+// a run-time s does not send anything to local memory.
+__device__ __forceinline__ void zr_scale_min_k4w(int s, uint32_t y, uint32_t z, uint32_t w, float *sc, float *m) {
+    if (s < 4) {
+        *sc = (float)((y >> (8 * s)) & 63);
+        *m = (float)((z >> (8 * s)) & 63);
+    } else {
+        const int t = 8 * (s - 4);
+        *sc = (float)(((w >> t) & 0xF) | (((y >> (t + 6)) & 3) << 4));
+        *m = (float)(((w >> (t + 4)) & 0xF) | (((z >> (t + 6)) & 3) << 4));
+    }
+}
+
+// Q3_K: the 16 6-bit scales (0..63, still biased by 32) as 4 words of bytes.
+__device__ __forceinline__ void zr_q3k_scales(uint32_t a0, uint32_t a1, uint32_t a2, uint32_t s[4]) {
+    const uint32_t k1 = 0x03030303u, k2 = 0x0f0f0f0fu;
+    s[0] = (a0 & k2) | (((a2 >> 0) & k1) << 4);
+    s[1] = (a1 & k2) | (((a2 >> 2) & k1) << 4);
+    s[2] = ((a0 >> 4) & k2) | (((a2 >> 4) & k1) << 4);
+    s[3] = ((a1 >> 4) & k2) | (((a2 >> 6) & k1) << 4);
+}
+
+// Bytes of a row of the main stream.
+__device__ __forceinline__ size_t zr_main_row_bytes(int type, int n_in) {
+    switch (type) {
+    case ZR_T_F32: return ((size_t)n_in * 4 + 15) & ~(size_t)15;
+    case ZR_T_F16:
+    case ZR_T_BF16: return ((size_t)n_in * 2 + 15) & ~(size_t)15;
+    case ZR_T_Q8_0: return (size_t)(n_in / 32) * 32;
+    case ZR_T_Q4_0:
+    case ZR_T_Q4_1:
+    case ZR_T_Q5_0:
+    case ZR_T_Q5_1: return (size_t)(n_in / 32) * 16;
+    case ZR_T_Q2_K: return (size_t)(n_in / 256) * 80;
+    case ZR_T_Q3_K: return (size_t)(n_in / 256) * 112;
+    case ZR_T_Q4_K: return (size_t)(n_in / 256) * 144;
+    case ZR_T_Q5_K: return (size_t)(n_in / 256) * 176;
+    case ZR_T_Q6_K: return (size_t)(n_in / 256) * 208;
+    default: return 0;
+    }
+}
+
+// Element e of row r, dequantized (used by embedding lookup and the prefill dequantizers, which
+// are not on the decode critical path; the matrix-vector kernels have their own fast paths).
+template <int TYPE>
+__device__ __forceinline__ float zr_dq(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
+                                       int n_in, int n_out, int r, int e) {
+    const uint8_t *row = w + (size_t)r * zr_main_row_bytes(TYPE, n_in);
+    if (TYPE == ZR_T_F32) return ((const float *)row)[e];
+    if (TYPE == ZR_T_F16) return __half2float(((const __half *)row)[e]);
+    if (TYPE == ZR_T_BF16) return zr_bf2f(((const uint16_t *)row)[e]);
+    if (TYPE == ZR_T_Q8_0 || TYPE == ZR_T_Q4_0 || TYPE == ZR_T_Q4_1 || TYPE == ZR_T_Q5_0 ||
+        TYPE == ZR_T_Q5_1) {
+        const int nb = n_in / 32, b = e >> 5, j = e & 31;
+        const size_t g = (size_t)r * nb + b, N = (size_t)n_out * nb;
+        if (TYPE == ZR_T_Q8_0) return zr_ldh(ws + 2 * g) * (float)(int8_t)row[32 * b + j];
+        const uint8_t qb = row[16 * b + (j & 15)];
+        int q = j < 16 ? (qb & 0xF) : (qb >> 4);
+        if (TYPE == ZR_T_Q4_0) return zr_ldh(ws + 2 * g) * (float)(q - 8);
+        if (TYPE == ZR_T_Q4_1) return zr_ldh(ws + 4 * g) * (float)q + zr_ldh(ws + 4 * g + 2);
+        const uint32_t qh = ((const uint32_t *)ws)[g];
+        q |= (int)((qh >> j) & 1) << 4;
+        if (TYPE == ZR_T_Q5_0) return zr_ldh(ws + 4 * N + 2 * g) * (float)(q - 16);
+        return zr_ldh(ws + 4 * N + 4 * g) * (float)q + zr_ldh(ws + 4 * N + 4 * g + 2);
+    }
+    const int sb = e >> 8, i = e & 255;
+    const size_t g = (size_t)r * (n_in / 256) + sb;
+    if (TYPE == ZR_T_Q2_K) {
+        const uint8_t *b = row + 80 * sb;
+        const int n = i >> 7, j = (i >> 5) & 3, l = i & 31;
+        const int sc = b[8 * n + 2 * j + (l >> 4)];
+        const int q = (b[16 + 32 * n + l] >> (2 * j)) & 3;
+        return zr_ldh(ws + 4 * g) * (float)(sc & 0xF) * (float)q - zr_ldh(ws + 4 * g + 2) * (float)(sc >> 4);
+    }
+    if (TYPE == ZR_T_Q3_K) {
+        const uint8_t *b = row + 112 * sb;
+        const int n = i >> 7, j = (i >> 5) & 3, l = i & 31;
+        uint32_t s[4];
+        zr_q3k_scales(*(const uint32_t *)(b + 96), *(const uint32_t *)(b + 100), *(const uint32_t *)(b + 104), s);
+        const int idx = 8 * n + 2 * j + (l >> 4);
+        const int sc = (int)((s[idx >> 2] >> (8 * (idx & 3))) & 0xFF) - 32;
+        const int q = ((b[32 + 32 * n + l] >> (2 * j)) & 3) - ((b[l] >> (4 * n + j)) & 1 ? 0 : 4);
+        return zr_ldh(b + 108) * (float)sc * (float)q;
+    }
+    if (TYPE == ZR_T_Q4_K || TYPE == ZR_T_Q5_K) {
+        const uint8_t *b = row + (TYPE == ZR_T_Q4_K ? 144 : 176) * sb;
+        const int j = i >> 6, hi = (i >> 5) & 1, l = i & 31;
+        float sc, m;
+        zr_scale_min_k4(2 * j + hi, b + 4, &sc, &m);
+        const uint8_t *qs = b + (TYPE == ZR_T_Q4_K ? 16 : 48);
+        int q = hi ? (qs[32 * j + l] >> 4) : (qs[32 * j + l] & 0xF);
+        if (TYPE == ZR_T_Q5_K) q += ((b[16 + l] >> (2 * j + hi)) & 1) << 4;
+        return zr_ldh(b) * sc * (float)q - zr_ldh(b + 2) * m;
+    }
+    // Q6_K
+    const uint8_t *b = row + 208 * sb;
+    const int h = i >> 7, g4 = (i >> 5) & 3, l = i & 31;
+    const uint8_t qlb = b[64 * h + 32 * (g4 & 1) + l];
+    const int lo = (g4 & 2) ? (qlb >> 4) : (qlb & 0xF);
+    const int q = (lo | (((b[128 + 32 * h + l] >> (2 * g4)) & 3) << 4)) - 32;
+    const int sc = (int8_t)b[192 + 8 * h + (l >> 4) + 2 * g4];
+    return zr_ldh(ws + 2 * g) * (float)sc * (float)q;
+}

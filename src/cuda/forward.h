@@ -1,0 +1,110 @@
+/* The GPU forward pass: weights uploaded once, the KV cache and every workspace allocated once
+ * before the first token, a decode step that is nothing but launches through the launcher
+ * (so the graph controller can record and replay it), and a prefill through cuBLASLt GEMMs.
+ *
+ * Precision: the decode step computes in F32 throughout (F32 activations, F32 accumulation in
+ * every matrix-vector kernel, F32 KV cache), as the CPU reference does. The prefill (M > 1)
+ * multiplies F16 operands (activations rounded to F16, quantized weights dequantized to F16)
+ * with F32 accumulation, except F32 weights, which stay F32 end to end. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cuda/cublaslt.h"
+#include "cuda/launch.h"
+#include "cuda/module.h"
+#include "cuda/weights.h"
+#include "model.h"
+#include "quant.h"
+
+#define ZR_CUF_UBATCH 512   /* prefill tokens per pass (activation buffers hold this many rows) */
+#define ZR_CUF_LOGIT_ROWS 64 /* logit rows computed per output GEMM when all rows are asked for */
+
+/* Kernels by name, looked up once. Per-type tables are indexed by ZrType. */
+typedef struct ZrCuKernels {
+    ZrKernel mv[ZR_TYPE_COUNT], embed[ZR_TYPE_COUNT], dq[ZR_TYPE_COUNT];
+    bool has_mv[ZR_TYPE_COUNT], has_embed[ZR_TYPE_COUNT], has_dq[ZR_TYPE_COUNT];
+    ZrKernel rmsnorm, rope, kv_store, attn_part, attn_combine, swiglu, add_rows, add, convert;
+} ZrCuKernels;
+
+typedef struct ZrCuLayer {
+    CUdeviceptr attn_norm, ffn_norm; /* f32 [n_embd] */
+    ZrCuWeight qkv[3];               /* fused: qkv[0] = [n_embd, q_dim + 2 kv_dim]; else wq, wk, wv */
+    int n_qkv, qkv_off[3];           /* matrices, and where each one's output starts in a qkv row */
+    CUdeviceptr bias;                /* qwen2: f32 [q_dim + 2 kv_dim] (bq | bk | bv); else 0 */
+    CUdeviceptr q_norm, k_norm;      /* qwen3: f32 [head_dim]; else 0 */
+    ZrCuWeight wo;                   /* [q_dim, n_embd] */
+    ZrCuWeight gu[2];                /* fused: gu[0] = [n_embd, 2 n_ff] (gate | up); else gate, up */
+    int n_gu, gu_off[2];
+    ZrCuWeight down;                 /* [n_ff, n_embd] */
+} ZrCuLayer;
+
+typedef struct ZrCuForward {
+    const ZrModel *m;
+    ZrCuda *cuda;
+    ZrLauncher *launcher;
+    ZrCublasLt *lt;
+    ZrCuKernels *k;
+    int n_ctx;
+    int n_embd, q_dim, kv_dim, qkv_dim, n_ff, n_vocab, head_dim;
+    /* weights */
+    ZrCuWeight tok_embd, output;    /* [n_embd, n_vocab]; output == tok_embd when tied */
+    CUdeviceptr output_norm;        /* f32 [n_embd] */
+    CUdeviceptr rope_freq;          /* f64 [rope_dim/2]: angle per position of each pair */
+    ZrCuLayer *layers;              /* [n_layer] */
+    size_t weight_bytes;
+    /* state */
+    CUdeviceptr kc, vc;             /* f32 [n_layer][n_ctx][kv_dim] */
+    CUdeviceptr d_tok;              /* i32 [1]: the decode step's token */
+    CUdeviceptr d_pos;              /* i32 [1]: position of the first row; == d_tok + 4 (one copy writes both) */
+    CUdeviceptr d_ptok;             /* i32 [ZR_CUF_UBATCH]: a prefill's token ids */
+    /* activations, [rows][width] row-major f32 unless said */
+    CUdeviceptr x;                  /* [UB][n_embd] residual stream */
+    CUdeviceptr xn;                 /* [UB][n_embd] normed block input */
+    CUdeviceptr qkv;                /* [UB][qkv_dim] q | k | v */
+    CUdeviceptr att;                /* [UB][q_dim] attention output */
+    CUdeviceptr gu;                 /* [UB][2 n_ff] gate | up */
+    CUdeviceptr ff;                 /* [UB][n_ff] swiglu output */
+    CUdeviceptr logits;             /* [LOGIT_ROWS][n_vocab] */
+    CUdeviceptr part_d, part_p;     /* attention partials, decode / prefill */
+    int chunk_d, n_chunks_d, chunk_p, n_chunks_p;
+    CUdeviceptr xh;                 /* f16 [UB][max width] GEMM activation operand */
+    CUdeviceptr wbuf;               /* f16 [wbuf_elems] dequantized weight rows for one GEMM */
+    size_t wbuf_elems;
+    CUdeviceptr lt_ws;              /* cuBLASLt workspace */
+    size_t lt_ws_bytes;
+    CUdeviceptr *allocs;            /* everything above, for freeing */
+    int n_allocs, cap_allocs;
+} ZrCuForward;
+
+/* Looks up every kernel (and raises the matrix-vector kernels' shared memory limit to what
+ * the model's widest row needs). */
+int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *err);
+
+/* y[n_out] = W x (+ add[n_out]; add may equal y): the decode matrix-vector launch for any type.
+ * x must be 16-byte aligned. */
+int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
+                  CUdeviceptr add, ZrError *err);
+
+/* Uploads the weights and allocates the KV cache for n_ctx and every workspace. Checks first
+ * that it all fits: out of memory says how much was needed and how much was free. */
+int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, ZrCublasLt *lt, ZrCuKernels *k,
+                int n_ctx, ZrError *err);
+void zr_cuf_free(ZrCuForward *f);
+/* After the context was reset (its memory is gone with it): forgets the device pointers
+ * without freeing them. */
+void zr_cuf_forget(ZrCuForward *f);
+
+/* One decode step: token f->d_tok[0] at position f->d_pos[0] -> f->logits[0][n_vocab].
+ * Launches only (no copies, syncs or allocations); the same launches at every position. */
+int zr_cuf_decode_step(ZrCuForward *f, ZrError *err);
+
+/* Prefill n tokens (n <= ZR_CUF_UBATCH) at positions pos.. (cuBLASLt; eager). Writes the
+ * logits of every row (all_logits) or of the last row into the host buffer `logits` when it
+ * is not NULL. Synchronizes before returning. */
+int zr_cuf_prefill(ZrCuForward *f, const int32_t *tokens, int n, int pos, float *logits, bool all_logits,
+                   ZrError *err);
+
+/* Bytes the weights, KV cache and workspaces will take on the device for this model and n_ctx
+ * (what zr_cuf_init allocates). */
+void zr_cuf_plan(const ZrModel *m, int n_ctx, size_t *weights, size_t *kv, size_t *work);

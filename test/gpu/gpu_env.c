@@ -1,0 +1,69 @@
+#include "gpu_env.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "zt.h"
+
+static GpuEnv env;
+static int state; /* 0 untried, 1 usable, -1 not */
+static char why[1100];
+
+GpuEnv *gpu_env(void) {
+    if (state == 0) {
+        ZrError err = {0};
+        state = -1;
+        if (zr_driver_open(&env.drv, &err)) {
+            snprintf(why, sizeof why, "no GPU: %s", err.msg);
+        } else if (!zr_cuda_have_kernels()) {
+            snprintf(why, sizeof why, "no CUDA kernels built in");
+        } else if (zr_cuda_open(env.drv, 0, &env.cuda, &err) || zr_cuda_load_kernels(&env.cuda, &err) ||
+                   zr_cuf_kernels_load(&env.cuda, &env.k, 16384, &err)) {
+            fprintf(stderr, "GPU setup failed: %s\n", err.msg);
+            exit(1); /* a GPU that is present but unusable is a failure, not a skip */
+        } else {
+            zr_launcher_init(&env.l, env.drv, env.cuda.stream);
+            env.l.sync_each = true; /* a failing kernel names itself */
+            state = 1;
+        }
+    }
+    if (state < 0) {
+        zt_skip(why);
+        return NULL;
+    }
+    return &env;
+}
+
+static void die(const ZrError *e) {
+    fprintf(stderr, "GPU call failed: %s\n", e->msg);
+    exit(1);
+}
+
+CUdeviceptr gpu_alloc(GpuEnv *g, size_t bytes) {
+    ZrError e = {0};
+    CUdeviceptr p = 0;
+    if (zr_cuda_alloc(&g->cuda, &p, bytes ? bytes : 16, "test buffer", &e)) die(&e);
+    /* poison: a kernel that leaves an output unwritten shows NaN */
+    if (zr_cuda_memset8(&g->cuda, p, 0xff, bytes ? bytes : 16, &e)) die(&e);
+    return p;
+}
+
+CUdeviceptr gpu_upload(GpuEnv *g, const void *src, size_t bytes) {
+    ZrError e = {0};
+    CUdeviceptr p = gpu_alloc(g, bytes);
+    if (bytes && zr_cuda_h2d(&g->cuda, p, src, bytes, &e)) die(&e);
+    if (zr_cuda_sync(&g->cuda, &e)) die(&e);
+    return p;
+}
+
+void gpu_download(GpuEnv *g, void *dst, CUdeviceptr src, size_t bytes) {
+    ZrError e = {0};
+    if (zr_cuda_d2h(&g->cuda, dst, src, bytes, &e) || zr_cuda_sync(&g->cuda, &e)) die(&e);
+}
+
+void gpu_free(GpuEnv *g, CUdeviceptr p) { zr_cuda_free(&g->cuda, p); }
+
+float gpu_rand(uint64_t *s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((*s >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+}

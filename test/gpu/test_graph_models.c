@@ -1,0 +1,168 @@
+/* The decode graph end to end, through the zrun binary, on every fixture model and
+ * stories260K: graph decode prints exactly the eager text, every one of 64 replays equals eager
+ * bit for bit (--verify-graph 64: a difference would print the fallback line), and every
+ * ZRUN_FAULT path prints the eager text and its one fallback line. Exits 77 without a GPU. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/driver.h"
+#include "cuda/module.h"
+#include "zt.h"
+
+#define FALLBACK "zrun: decode graph off, decoding eagerly from here: "
+
+typedef struct Out {
+    int status;
+    char *text; /* stdout */
+    char *log;  /* stderr */
+} Out;
+
+static void out_free(Out *o) {
+    free(o->text);
+    free(o->log);
+}
+
+static bool have_gpu(void) {
+    const ZrCuDriver *d;
+    ZrError err;
+    return zr_driver_open(&d, &err) == ZR_OK && zr_cuda_have_kernels();
+}
+
+/* Runs zrun on `model` with `flags`, environment `env` ("" for none); 64 sampled tokens. */
+static Out run_zrun(const char *model, const char *env, const char *flags) {
+    static int n;
+    const char *zrun = getenv("ZRUN");
+    char out[4200], err[4200], cmd[16384];
+    snprintf(out, sizeof out, "%s/models-%d.out", zt_tmpdir(), n);
+    snprintf(err, sizeof err, "%s/models-%d.err", zt_tmpdir(), n++);
+    snprintf(cmd, sizeof cmd,
+             "env -u CUDA_GRAPH_ENABLE -u ZRUN_FAULT %s '%s' -m '%s' -p 'Once upon a time' -n 64 --temp 0.8 --seed 42 "
+             "--device cuda %s >'%s' 2>'%s'",
+             env, zrun ? zrun : "zrun", model, flags, out, err);
+    Out o = {0};
+    o.status = system(cmd);
+    o.text = zt_read_file(out, NULL);
+    o.log = zt_read_file(err, NULL);
+    if (!o.text) o.text = strdup("");
+    if (!o.log) o.log = strdup("");
+    return o;
+}
+
+static int count(const char *s, const char *needle) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)); p++) n++;
+    return n;
+}
+
+/* Every fixture model plus stories260K, as full paths; returns the count. */
+static int list_models(char paths[][4200], int max) {
+    int n = 0;
+    const char *s = zt_shared("models/stories260K.gguf");
+    if (s && n < max) snprintf(paths[n++], 4200, "%s", s);
+    const char *dir = zt_shared("fixtures");
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (!d) return n;
+    for (struct dirent *e; (e = readdir(d)) && n < max;) {
+        size_t len = strlen(e->d_name);
+        if (len > 5 && !strcmp(e->d_name + len - 5, ".gguf")) snprintf(paths[n++], 4200, "%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    return n;
+}
+
+ZT_TEST(graph_text_equals_eager_and_64_replays_equal_eager_on_every_model) {
+    if (!have_gpu()) {
+        zt_skip("no GPU or no kernels built in");
+        return;
+    }
+    static char models[64][4200];
+    int n = list_models(models, 64);
+    if (!n) {
+        zt_skip("no models in ../shared");
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        Out e = run_zrun(models[i], "", "--no-graph");
+        Out g = run_zrun(models[i], "CUDA_GRAPH_ENABLE=1", "");
+        Out v = run_zrun(models[i], "", "--graph --verify-graph 64");
+        ZT_CHECKF(e.status == 0 && g.status == 0 && v.status == 0, "%s: exit %d %d %d: %s%s%s", models[i], e.status,
+                  g.status, v.status, e.log, g.log, v.log);
+        ZT_CHECKF(e.text[0] != 0, "%s: no text", models[i]);
+        ZT_CHECKF(!strcmp(e.text, g.text), "%s: graph text differs from eager:\n%s\n---\n%s", models[i], e.text, g.text);
+        ZT_CHECKF(!strcmp(e.text, v.text), "%s: verified graph text differs from eager", models[i]);
+        ZT_CHECKF(!strstr(g.log, FALLBACK) && !strstr(v.log, FALLBACK), "%s: the graph fell back:\n%s%s", models[i],
+                  g.log, v.log);
+        out_free(&e);
+        out_free(&g);
+        out_free(&v);
+    }
+    fprintf(stderr, "  %d models\n", n);
+}
+
+static void check_fault(const char *model, const char *fault, const char *cuda_name) {
+    char env[256];
+    snprintf(env, sizeof env, "ZRUN_FAULT=%s", fault);
+    Out e = run_zrun(model, "", "--no-graph");
+    Out f = run_zrun(model, env, "--graph");
+    ZT_CHECKF(e.status == 0, "%s: %s", model, e.log);
+    ZT_CHECKF(count(f.log, FALLBACK) == 1 && strstr(f.log, cuda_name), "%s %s: stderr:\n%s", model, fault, f.log);
+    if (f.status == 0) {
+        ZT_CHECKF(!strcmp(e.text, f.text), "%s %s: text differs from eager:\n%s\n---\n%s", model, fault, e.text,
+                  f.text);
+    } else {
+        /* only a sticky error on a driver that keeps it for the whole process may end the run,
+         * and then after a prefix of the eager text: nothing lost, nothing repeated */
+        ZT_CHECKF(!strncmp(fault, "sticky", 6) && strstr(f.log, "only a new process can use the GPU again"),
+                  "%s %s: exit %d:\n%s", model, fault, f.status, f.log);
+        ZT_CHECKF(!strncmp(e.text, f.text, strlen(f.text)), "%s %s: the text before the failure is not eager's",
+                  model, fault);
+        fprintf(stderr, "  %s %s: the driver keeps the sticky error for the whole process; the run ended after a "
+                "prefix of the eager text\n", model, fault);
+    }
+    out_free(&e);
+    out_free(&f);
+}
+
+ZT_TEST(every_fault_path_prints_the_eager_text_and_one_fallback_line) {
+    if (!have_gpu()) {
+        zt_skip("no GPU or no kernels built in");
+        return;
+    }
+    static char models[64][4200];
+    int n = list_models(models, 64);
+    if (!n) {
+        zt_skip("no models in ../shared");
+        return;
+    }
+    /* stories260K and the first fixture (the list order of the directory) */
+    for (int i = 0; i < n && i < 2; i++) {
+        check_fault(models[i], "graph-build", "CUDA_ERROR_INVALID_VALUE");
+        check_fault(models[i], "graph-instantiate", "CUDA_ERROR_INVALID_VALUE");
+        check_fault(models[i], "graph-launch", "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES");
+        check_fault(models[i], "graph-launch:30", "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES");
+        check_fault(models[i], "graph-901:10", "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED");
+        check_fault(models[i], "replay-mismatch", "replay mismatch");
+        check_fault(models[i], "sticky:20", "CUDA_ERROR_LAUNCH_FAILED");
+    }
+}
+
+ZT_TEST(profile_with_graph_decodes_eagerly_and_says_so_once) {
+    if (!have_gpu()) {
+        zt_skip("no GPU or no kernels built in");
+        return;
+    }
+    const char *m = zt_shared("models/stories260K.gguf");
+    if (!m) {
+        zt_skip("no stories260K");
+        return;
+    }
+    Out e = run_zrun(m, "", "--no-graph");
+    Out p = run_zrun(m, "", "--graph --profile");
+    ZT_CHECKF(p.status == 0 && !strcmp(e.text, p.text), "%s", p.log);
+    ZT_CHECKF(count(p.log, FALLBACK) == 1 && strstr(p.log, "--profile"), "%s", p.log);
+    out_free(&e);
+    out_free(&p);
+}
+
+int main(void) { return zt_run(); }

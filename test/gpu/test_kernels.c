@@ -1,0 +1,446 @@
+/* Each GPU kernel against a CPU computation. Matrix-vector products of every weight type are
+ * compared with the CPU oracle zr_dot_row (src/quant.c) on random rows of real sizes, with
+ *     |gpu - ref| <= atol + rtol*|ref|,  rtol = 1e-5,  atol = 1e-5 * sum_i |w_i x_i|
+ * (both sides accumulate in F32 in different orders; the rounding error of an F32 dot product
+ * scales with the sum of the magnitudes of its terms, not with the result). A wrong block layout,
+ * scale or nibble order gives errors of the order of the terms themselves, 10^4..10^5 times the
+ * bound. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/ops.h"
+#include "cuda/weights.h"
+#include "gpu_env.h"
+#include "quant.h"
+#include "zt.h"
+
+static const uint32_t all_types[] = {ZR_TYPE_F32,  ZR_TYPE_F16,  ZR_TYPE_BF16, ZR_TYPE_Q8_0, ZR_TYPE_Q4_0,
+                                     ZR_TYPE_Q4_1, ZR_TYPE_Q5_0, ZR_TYPE_Q5_1, ZR_TYPE_Q2_K, ZR_TYPE_Q3_K,
+                                     ZR_TYPE_Q4_K, ZR_TYPE_Q5_K, ZR_TYPE_Q6_K};
+
+/* A random [n_in, n_out] matrix in ggml's layout of `type` (malloc'ed, zr_row_bytes per row). */
+static uint8_t *random_matrix(uint32_t type, int n_in, int n_out, uint64_t *s) {
+    const size_t rb = zr_row_bytes(type, n_in);
+    uint8_t *w = malloc(rb * n_out);
+    float *row = malloc(sizeof(float) * n_in);
+    for (int r = 0; r < n_out; r++) {
+        /* rows with their own scale and an offset, so min/offset terms of the formats matter */
+        const float scale = 0.02f + 0.2f * (gpu_rand(s) + 1.0f), off = 0.3f * scale * gpu_rand(s);
+        for (int i = 0; i < n_in; i++) row[i] = off + scale * gpu_rand(s);
+        if (!zr_quantize_row(type, row, w + rb * r, n_in)) {
+            free(row);
+            free(w);
+            return NULL;
+        }
+    }
+    free(row);
+    return w;
+}
+
+/* Repacks and uploads a ggml-layout matrix. */
+static ZrCuWeight upload_weight(GpuEnv *g, uint32_t type, const uint8_t *w, int n_in, int n_out) {
+    const size_t rb = zr_row_bytes(type, n_in), mb = zr_cuw_main_row_bytes(type, n_in) * n_out,
+                 sb = zr_cuw_side_bytes(type, n_in, n_out);
+    uint8_t *hm = calloc(1, mb), *hs = calloc(1, sb ? sb : 1);
+    for (int r = 0; r < n_out; r++) zr_cuw_repack_row(type, w + rb * r, n_in, r, n_out, hm, hs);
+    ZrCuWeight dw = {.type = type, .n_in = n_in, .n_out = n_out, .main = gpu_upload(g, hm, mb),
+                     .side = sb ? gpu_upload(g, hs, sb) : 0};
+    free(hm);
+    free(hs);
+    return dw;
+}
+
+/* Runs one matrix-vector product of W[n_in, n_out] and checks it; returns the worst
+ * |diff| / (atol + rtol|ref|) (> 1 fails), or -1 when the quantizer refused the type. */
+static double matvec_case(uint32_t type, int n_in, int n_out, bool with_add) {
+    GpuEnv *g = gpu_env();
+    uint64_t s = 0x1234567ull + type * 7919ull + (uint64_t)n_in * 31 + n_out;
+    uint8_t *w = random_matrix(type, n_in, n_out, &s);
+    if (!w) return -1;
+    const size_t rb = zr_row_bytes(type, n_in);
+    float *x = malloc(sizeof(float) * n_in), *deq = malloc(sizeof(float) * n_in);
+    float *add = malloc(sizeof(float) * n_out), *y = malloc(sizeof(float) * n_out);
+    for (int i = 0; i < n_in; i++) x[i] = gpu_rand(&s);
+    for (int r = 0; r < n_out; r++) add[r] = with_add ? 10.0f * gpu_rand(&s) : 0.0f;
+    ZrCuWeight dw = upload_weight(g, type, w, n_in, n_out);
+    CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * n_in);
+    CUdeviceptr dy = gpu_upload(g, add, sizeof(float) * n_out); /* y = W x + y, in place */
+    ZrError e = {0};
+    int rc = zr_cuf_matvec(&g->l, &g->k, &dw, dx, dy, with_add ? dy : 0, &e);
+    if (rc) fprintf(stderr, "  %s\n", e.msg);
+    double worst = rc ? 1e30 : 0.0;
+    if (!rc) {
+        gpu_download(g, y, dy, sizeof(float) * n_out);
+        for (int r = 0; r < n_out; r++) {
+            const float ref = zr_dot_row(type, w + rb * r, x, n_in) + add[r];
+            zr_dequant_row(type, w + rb * r, deq, n_in);
+            double mag = fabs(add[r]);
+            for (int i = 0; i < n_in; i++) mag += fabs((double)deq[i] * x[i]);
+            const double tol = 1e-5 * mag + 1e-5 * fabs(ref);
+            const double q = isfinite(y[r]) ? fabs((double)y[r] - ref) / tol : 1e30;
+            if (q > worst) worst = q;
+            if (q > 1.0 && worst == q)
+                fprintf(stderr, "  %s [%d x %d] row %d: gpu %.9g cpu %.9g (tol %.3g)\n", zr_type_name(type), n_in, n_out,
+                        r, y[r], ref, tol);
+        }
+    }
+    gpu_free(g, dw.main);
+    gpu_free(g, dw.side);
+    gpu_free(g, dx);
+    gpu_free(g, dy);
+    free(w);
+    free(x);
+    free(deq);
+    free(add);
+    free(y);
+    return worst;
+}
+
+static void matvec_type(uint32_t type) {
+    if (!gpu_env()) return;
+    const bool flt = type == ZR_TYPE_F32 || type == ZR_TYPE_F16 || type == ZR_TYPE_BF16;
+    /* (n_in, n_out, add): the brief's 4096 x 1024, odd row counts (a partial last warp), a row
+     * longer than 48 KiB of shared memory (14336: the 8B FFN), and for float types rows that
+     * are not a multiple of the 16-byte item (stories260K's 172) */
+    const int cases[][3] = {{4096, 1024, 1}, {2048, 37, 0}, {14336, 40, 1}, {256, 5, 0}, {172, 64, 1}, {4099, 33, 0}};
+    const int n_cases = flt ? 6 : 4;
+    double worst = 0;
+    for (int i = 0; i < n_cases; i++) {
+        const double q = matvec_case(type, cases[i][0], cases[i][1], cases[i][2]);
+        ZT_CHECKF(q >= 0, "the quantizer refused %s", zr_type_name(type));
+        fprintf(stderr, "  matvec %-5s [%5d x %4d]%s: worst |diff|/tol = %.3g\n", zr_type_name(type), cases[i][0],
+                cases[i][1], cases[i][2] ? " +add" : "     ", q);
+        if (q > worst) worst = q;
+    }
+    ZT_CHECKF(worst <= 1.0, "%s: worst |diff|/tol %.3g", zr_type_name(type), worst);
+}
+
+#define MATVEC_TEST(T, ID) \
+    ZT_TEST(matvec_##T##_matches_cpu_dot_row) { matvec_type(ID); }
+MATVEC_TEST(f32, ZR_TYPE_F32)
+MATVEC_TEST(f16, ZR_TYPE_F16)
+MATVEC_TEST(bf16, ZR_TYPE_BF16)
+MATVEC_TEST(q8_0, ZR_TYPE_Q8_0)
+MATVEC_TEST(q4_0, ZR_TYPE_Q4_0)
+MATVEC_TEST(q4_1, ZR_TYPE_Q4_1)
+MATVEC_TEST(q5_0, ZR_TYPE_Q5_0)
+MATVEC_TEST(q5_1, ZR_TYPE_Q5_1)
+MATVEC_TEST(q2_k, ZR_TYPE_Q2_K)
+MATVEC_TEST(q3_k, ZR_TYPE_Q3_K)
+MATVEC_TEST(q4_k, ZR_TYPE_Q4_K)
+MATVEC_TEST(q5_k, ZR_TYPE_Q5_K)
+MATVEC_TEST(q6_k, ZR_TYPE_Q6_K)
+
+/* Dequantization to F16 (prefill) and embedding rows: every type against zr_dequant_row. */
+ZT_TEST(dequant_f16_and_embed_match_zr_dequant_row_for_every_type) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
+        const uint32_t type = all_types[ti];
+        const bool flt = type == ZR_TYPE_F32 || type == ZR_TYPE_F16 || type == ZR_TYPE_BF16;
+        const int n_in = flt ? 172 : 512, n_out = 17, row0 = 3, n_rows = 11;
+        uint64_t s = 99 + type;
+        uint8_t *w = random_matrix(type, n_in, n_out, &s);
+        ZT_CHECK(w != NULL);
+        const size_t rb = zr_row_bytes(type, n_in);
+        ZrCuWeight dw = upload_weight(g, type, w, n_in, n_out);
+        float *ref = malloc(sizeof(float) * n_in), *emb = malloc(sizeof(float) * 3 * n_in);
+        uint16_t *h = malloc(2 * (size_t)n_rows * n_in);
+        ZrError e = {0};
+        if (type != ZR_TYPE_F16) {
+            CUdeviceptr out = gpu_alloc(g, 2 * (size_t)n_rows * n_in);
+            const unsigned blocks = (unsigned)(((size_t)n_rows * ((n_in + 7) / 8) + 255) / 256);
+            ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.dq[type], ZR_DIM1(blocks), ZR_DIM1(256), 0, &e, &dw.main, &dw.side, &out,
+                                 (void *)&n_in, (void *)&n_out, (void *)&row0, (void *)&n_rows),
+                      "%s", e.msg);
+            gpu_download(g, h, out, 2 * (size_t)n_rows * n_in);
+            gpu_free(g, out);
+            for (int r = 0; r < n_rows; r++) {
+                zr_dequant_row(type, w + rb * (row0 + r), ref, n_in);
+                for (int i = 0; i < n_in; i++) {
+                    const float a = zr_f16_to_f32(h[(size_t)r * n_in + i]), b = zr_f16_to_f32(zr_f32_to_f16(ref[i]));
+                    ZT_CHECKF(fabsf(a - b) <= 1e-3f * fabsf(b) + 6e-8f, "dequant %s row %d [%d]: %g vs %g",
+                              zr_type_name(type), row0 + r, i, a, b);
+                }
+            }
+        }
+        const int32_t tok[3] = {7, 16, 0};
+        CUdeviceptr dt = gpu_upload(g, tok, sizeof tok), de = gpu_alloc(g, sizeof(float) * 3 * n_in);
+        ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.embed[type], ZR_DIM3((n_in + 255) / 256, 3, 1), ZR_DIM1(256), 0, &e, &dw.main,
+                             &dw.side, &dt, &de, (void *)&n_in, (void *)&n_out),
+                  "%s", e.msg);
+        gpu_download(g, emb, de, sizeof(float) * 3 * n_in);
+        for (int t = 0; t < 3; t++) {
+            zr_dequant_row(type, w + rb * tok[t], ref, n_in);
+            float amax = 0;
+            for (int i = 0; i < n_in; i++) amax = fmaxf(amax, fabsf(ref[i]));
+            for (int i = 0; i < n_in; i++)
+                ZT_CHECKF(fabsf(emb[(size_t)t * n_in + i] - ref[i]) <= 1e-6f * amax, "embed %s token %d [%d]: %g vs %g",
+                          zr_type_name(type), tok[t], i, emb[(size_t)t * n_in + i], ref[i]);
+        }
+        gpu_free(g, dt);
+        gpu_free(g, de);
+        gpu_free(g, dw.main);
+        gpu_free(g, dw.side);
+        free(w);
+        free(ref);
+        free(emb);
+        free(h);
+    }
+}
+
+ZT_TEST(rmsnorm_matches_cpu_for_rows_and_per_head_pieces) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    uint64_t s = 5;
+    const int rows = 3, stride = 4096 + 64, n = 4096;
+    float *x = malloc(sizeof(float) * rows * stride), *w = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * rows * stride);
+    float *ref = malloc(sizeof(float) * n);
+    for (int i = 0; i < rows * stride; i++) x[i] = 3.0f * gpu_rand(&s);
+    for (int i = 0; i < n; i++) w[i] = 1.0f + 0.1f * gpu_rand(&s);
+    CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * rows * stride), dw = gpu_upload(g, w, sizeof(float) * n);
+    CUdeviceptr dy = gpu_alloc(g, sizeof(float) * rows * stride);
+    const float eps = 1e-5f;
+    ZrError e = {0};
+    /* whole rows */
+    int one = 1;
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.rmsnorm, ZR_DIM3(one, rows, 1), ZR_DIM1(256), 0, &e, &dx, (void *)&stride, &dw, &dy,
+                         (void *)&stride, (void *)&n, (void *)&eps),
+              "%s", e.msg);
+    gpu_download(g, y, dy, sizeof(float) * rows * stride);
+    for (int r = 0; r < rows; r++) {
+        zr_cpu_rmsnorm(ref, x + r * stride, w, n, eps);
+        for (int i = 0; i < n; i++) ZT_NEAR(y[r * stride + i], ref[i], 2e-6 * fabs(ref[i]) + 1e-6);
+    }
+    /* qwen3 style: 8 heads of 128 in each row, one weight vector for all heads, in place */
+    const int hd = 128, heads = 8;
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.rmsnorm, ZR_DIM3(heads, rows, 1), ZR_DIM1(256), 0, &e, &dx, (void *)&stride, &dw,
+                         &dx, (void *)&stride, (void *)&hd, (void *)&eps),
+              "%s", e.msg);
+    gpu_download(g, y, dx, sizeof(float) * rows * stride);
+    for (int r = 0; r < rows; r++)
+        for (int h = 0; h < heads + 1; h++) {
+            const float *src = x + r * stride + h * hd;
+            if (h < heads) {
+                zr_cpu_rmsnorm(ref, src, w, hd, eps);
+                for (int i = 0; i < hd; i++) ZT_NEAR(y[r * stride + h * hd + i], ref[i], 2e-6 * fabs(ref[i]) + 1e-6);
+            } else {
+                for (int i = 0; i < hd; i++) ZT_CHECK(y[r * stride + h * hd + i] == src[i]); /* past the heads: untouched */
+            }
+        }
+    gpu_free(g, dx);
+    gpu_free(g, dw);
+    gpu_free(g, dy);
+    free(x);
+    free(w);
+    free(y);
+    free(ref);
+}
+
+static void rope_case(int neox, int rope_dim, bool factors, int pos0) {
+    GpuEnv *g = gpu_env();
+    uint64_t s = 17 + neox + rope_dim;
+    const int rows = 3, hd = 128, heads = 12, stride = heads * hd + 256;
+    const float theta = 500000.0f, freq_scale = factors ? 0.5f : 1.0f;
+    float *x = malloc(sizeof(float) * rows * stride), *y = malloc(sizeof(float) * rows * stride), ff[64];
+    double freq[64];
+    for (int i = 0; i < rows * stride; i++) x[i] = gpu_rand(&s);
+    for (int i = 0; i < rope_dim / 2; i++) {
+        ff[i] = 1.0f + 3.5f * (gpu_rand(&s) + 1.0f);
+        freq[i] = (double)freq_scale * pow((double)theta, -2.0 * i / rope_dim) / (factors ? ff[i] : 1.0);
+    }
+    CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * rows * stride), df = gpu_upload(g, freq, sizeof freq);
+    CUdeviceptr dp = gpu_upload(g, &pos0, sizeof pos0);
+    ZrError e = {0};
+    const int threads = heads * rope_dim / 2;
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.rope, ZR_DIM3((threads + 127) / 128, rows, 1), ZR_DIM1(128), 0, &e, &dx,
+                         (void *)&stride, (void *)&heads, (void *)&hd, (void *)&rope_dim, (void *)&neox, &df, &dp),
+              "%s", e.msg);
+    gpu_download(g, y, dx, sizeof(float) * rows * stride);
+    for (int r = 0; r < rows; r++) {
+        zr_cpu_rope(x + r * stride, heads, hd, rope_dim, pos0 + r, theta, freq_scale, factors ? ff : NULL, neox);
+        for (int i = 0; i < stride; i++)
+            ZT_CHECKF(fabsf(y[r * stride + i] - x[r * stride + i]) <= 2e-6f, "neox %d rope_dim %d row %d [%d]: %g vs %g",
+                      neox, rope_dim, r, i, y[r * stride + i], x[r * stride + i]);
+    }
+    gpu_free(g, dx);
+    gpu_free(g, df);
+    gpu_free(g, dp);
+    free(x);
+    free(y);
+}
+
+ZT_TEST(rope_normal_and_neox_with_factors_match_cpu_at_device_position) {
+    if (!gpu_env()) return;
+    rope_case(0, 128, false, 33);
+    rope_case(1, 128, true, 1000);
+    rope_case(0, 64, true, 77777);
+    rope_case(1, 64, false, 5);
+}
+
+ZT_TEST(kv_store_writes_rows_at_the_device_position_only) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    const int kv_dim = 300, rows = 2, src_stride = 1000, n_ctx = 9, pos = 5;
+    uint64_t s = 3;
+    float *src = malloc(sizeof(float) * rows * src_stride), *kc = malloc(sizeof(float) * n_ctx * kv_dim),
+          *vc = malloc(sizeof(float) * n_ctx * kv_dim);
+    for (int i = 0; i < rows * src_stride; i++) src[i] = gpu_rand(&s);
+    CUdeviceptr ds = gpu_upload(g, src, sizeof(float) * rows * src_stride), dp = gpu_upload(g, &pos, sizeof pos);
+    CUdeviceptr dk = gpu_alloc(g, sizeof(float) * n_ctx * kv_dim), dv = gpu_alloc(g, sizeof(float) * n_ctx * kv_dim);
+    CUdeviceptr dvs = ds + 400 * sizeof(float);
+    ZrError e = {0};
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.kv_store, ZR_DIM3(2, rows, 1), ZR_DIM1(256), 0, &e, &ds, &dvs, (void *)&src_stride,
+                         &dk, &dv, (void *)&kv_dim, &dp),
+              "%s", e.msg);
+    gpu_download(g, kc, dk, sizeof(float) * n_ctx * kv_dim);
+    gpu_download(g, vc, dv, sizeof(float) * n_ctx * kv_dim);
+    for (int p = 0; p < n_ctx; p++)
+        for (int d = 0; d < kv_dim; d++) {
+            if (p == pos || p == pos + 1) {
+                ZT_CHECK(kc[p * kv_dim + d] == src[(p - pos) * src_stride + d]);
+                ZT_CHECK(vc[p * kv_dim + d] == src[(p - pos) * src_stride + 400 + d]);
+            } else {
+                ZT_CHECK(isnan(kc[p * kv_dim + d]) && isnan(vc[p * kv_dim + d])); /* the poison is left */
+            }
+        }
+    gpu_free(g, ds);
+    gpu_free(g, dp);
+    gpu_free(g, dk);
+    gpu_free(g, dv);
+    free(src);
+    free(kc);
+    free(vc);
+}
+
+/* Attention of `rows` queries at positions pos0.. (causal) over a random cache, split in
+ * chunks, against a double-precision CPU computation. */
+static void attention_case(int n_head, int n_kv, int hd, int n_ctx, int pos0, int rows, int chunk) {
+    GpuEnv *g = gpu_env();
+    uint64_t s = 11 + hd + pos0;
+    const int kv_dim = n_kv * hd, q_stride = n_head * hd + 2 * kv_dim, n_chunks = (n_ctx + chunk - 1) / chunk;
+    float *q = malloc(sizeof(float) * rows * q_stride), *kc = malloc(sizeof(float) * n_ctx * kv_dim),
+          *vc = malloc(sizeof(float) * n_ctx * kv_dim), *out = malloc(sizeof(float) * rows * n_head * hd);
+    for (int i = 0; i < rows * q_stride; i++) q[i] = 2.0f * gpu_rand(&s);
+    for (int i = 0; i < n_ctx * kv_dim; i++) kc[i] = gpu_rand(&s), vc[i] = gpu_rand(&s);
+    CUdeviceptr dq = gpu_upload(g, q, sizeof(float) * rows * q_stride), dk = gpu_upload(g, kc, sizeof(float) * n_ctx * kv_dim);
+    CUdeviceptr dv = gpu_upload(g, vc, sizeof(float) * n_ctx * kv_dim), dp = gpu_upload(g, &pos0, sizeof pos0);
+    CUdeviceptr part = gpu_alloc(g, sizeof(float) * rows * n_head * n_chunks * (hd + 2));
+    CUdeviceptr dout = gpu_alloc(g, sizeof(float) * rows * n_head * hd);
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int out_stride = n_head * hd;
+    ZrError e = {0};
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.attn_part, ZR_DIM3(n_head, n_chunks, rows), ZR_DIM1(128),
+                         (unsigned)((hd + chunk + 128) * sizeof(float)), &e, &dq, (void *)&q_stride, &dk, &dv, &part, &dp,
+                         (void *)&n_head, (void *)&n_kv, (void *)&hd, (void *)&chunk, (void *)&n_chunks, (void *)&scale),
+              "%s", e.msg);
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.attn_combine, ZR_DIM3(n_head, rows, 1), ZR_DIM1(128), 0, &e, &part, &dout,
+                         (void *)&out_stride, &dp, (void *)&n_head, (void *)&hd, (void *)&chunk, (void *)&n_chunks),
+              "%s", e.msg);
+    gpu_download(g, out, dout, sizeof(float) * rows * n_head * hd);
+    double *sc = malloc(sizeof(double) * n_ctx);
+    for (int i = 0; i < rows; i++)
+        for (int h = 0; h < n_head; h++) {
+            const int n_keys = pos0 + i + 1, kvh = h / (n_head / n_kv);
+            double mx = -1e300, sum = 0;
+            for (int p = 0; p < n_keys; p++) {
+                double d = 0;
+                for (int j = 0; j < hd; j++) d += (double)q[i * q_stride + h * hd + j] * kc[p * kv_dim + kvh * hd + j];
+                sc[p] = d * scale;
+                if (sc[p] > mx) mx = sc[p];
+            }
+            for (int p = 0; p < n_keys; p++) sum += (sc[p] = exp(sc[p] - mx));
+            for (int j = 0; j < hd; j++) {
+                double o = 0;
+                for (int p = 0; p < n_keys; p++) o += sc[p] * vc[p * kv_dim + kvh * hd + j];
+                o /= sum;
+                ZT_CHECKF(fabs(out[(i * n_head + h) * hd + j] - o) <= 2e-6 + 1e-5 * fabs(o),
+                          "heads %d/%d hd %d pos %d row %d head %d [%d]: %g vs %g", n_head, n_kv, hd, pos0, i, h, j,
+                          out[(i * n_head + h) * hd + j], o);
+            }
+        }
+    gpu_free(g, dq);
+    gpu_free(g, dk);
+    gpu_free(g, dv);
+    gpu_free(g, dp);
+    gpu_free(g, part);
+    gpu_free(g, dout);
+    free(q);
+    free(kc);
+    free(vc);
+    free(out);
+    free(sc);
+}
+
+ZT_TEST(attention_decode_split_over_the_sequence_matches_cpu) {
+    if (!gpu_env()) return;
+    attention_case(8, 2, 128, 1100, 1050, 1, 256); /* 5 live chunks of 256, GQA 4:1 */
+    attention_case(8, 4, 8, 64, 40, 1, 16);        /* stories260K's head_dim 8 */
+    attention_case(4, 4, 256, 300, 0, 1, 256);     /* one key; head_dim above the block size */
+}
+
+ZT_TEST(attention_causal_prefill_matches_cpu) {
+    if (!gpu_env()) return;
+    attention_case(4, 2, 64, 512, 290, 6, 128);
+    attention_case(4, 2, 64, 64, 0, 33, 64); /* the fixtures' shape: 33 rows from position 0 */
+}
+
+ZT_TEST(swiglu_add_and_f16_convert_match_cpu) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    const int n = 1000, rows = 2, stride = 2 * n;
+    uint64_t s = 8;
+    float *gu = malloc(sizeof(float) * rows * stride), *out = malloc(sizeof(float) * rows * stride),
+          *ref = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
+    uint16_t *h = malloc(2 * (size_t)rows * n);
+    for (int i = 0; i < rows * stride; i++) gu[i] = 6.0f * gpu_rand(&s);
+    for (int i = 0; i < n; i++) b[i] = gpu_rand(&s);
+    CUdeviceptr dg = gpu_upload(g, gu, sizeof(float) * rows * stride), dout = gpu_alloc(g, sizeof(float) * rows * n);
+    CUdeviceptr db = gpu_upload(g, b, sizeof(float) * n), dh = gpu_alloc(g, 2 * (size_t)rows * n);
+    ZrError e = {0};
+    const unsigned gx = (n + 255) / 256;
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.swiglu, ZR_DIM3(gx, rows, 1), ZR_DIM1(256), 0, &e, &dg, (void *)&stride, &dout,
+                         (void *)&n),
+              "%s", e.msg);
+    gpu_download(g, out, dout, sizeof(float) * rows * n);
+    for (int r = 0; r < rows; r++) {
+        zr_cpu_swiglu(ref, gu + r * stride, gu + r * stride + n, n);
+        for (int i = 0; i < n; i++) ZT_NEAR(out[r * n + i], ref[i], 1e-6 * fabs(ref[i]) + 1e-7);
+    }
+    /* add_rows: bias on every row of the gate|up rows (stride 2n, n values) */
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.add_rows, ZR_DIM3(gx, rows, 1), ZR_DIM1(256), 0, &e, &dg, (void *)&stride, &db,
+                         (void *)&n),
+              "%s", e.msg);
+    /* add: the residual */
+    const int total = rows * n;
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.add, ZR_DIM1((total + 255) / 256), ZR_DIM1(256), 0, &e, &dout, &dg, (void *)&total),
+              "%s", e.msg);
+    float *got = malloc(sizeof(float) * rows * stride);
+    gpu_download(g, got, dg, sizeof(float) * rows * stride);
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < stride; i++) ZT_CHECK(got[r * stride + i] == gu[r * stride + i] + (i < n ? b[i] : 0.0f));
+    float *o2 = malloc(sizeof(float) * rows * n);
+    gpu_download(g, o2, dout, sizeof(float) * rows * n);
+    for (int i = 0; i < total; i++) ZT_CHECK(o2[i] == out[i] + got[i]); /* add reads y[i] += a[i] from flat memory */
+    /* convert: rows of n from stride 2n into a packed F16 matrix */
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.convert, ZR_DIM3(gx, rows, 1), ZR_DIM1(256), 0, &e, &dg, (void *)&stride, &dh,
+                         (void *)&n, (void *)&n),
+              "%s", e.msg);
+    gpu_download(g, h, dh, 2 * (size_t)rows * n);
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < n; i++) ZT_CHECK(h[r * n + i] == zr_f32_to_f16(got[r * stride + i]));
+    gpu_free(g, dg);
+    gpu_free(g, dout);
+    gpu_free(g, db);
+    gpu_free(g, dh);
+    free(gu);
+    free(out);
+    free(ref);
+    free(b);
+    free(h);
+    free(got);
+    free(o2);
+}
+
+int main(void) { return zt_run(); }
