@@ -9,18 +9,21 @@
 
 #include "quant.h"
 
+/* Whether an architecture's layers have a tensor (as llama.cpp loads them). */
+typedef enum Presence { ABSENT, OPTIONAL, REQUIRED } Presence;
+
 typedef struct ArchInfo {
     const char *name;
     ZrArch arch;
     bool rope_neox;     /* the architecture implies the rope style; no key says so */
-    bool qkv_bias;      /* qwen2 */
-    bool qk_norm;       /* qwen3 */
+    Presence qkv_bias;  /* attn_{q,k,v}.bias */
+    Presence qk_norm;   /* attn_{q,k}_norm.weight */
 } ArchInfo;
 
 static const ArchInfo arch_table[] = {
-    {"llama", ZR_ARCH_LLAMA, false, false, false},
-    {"qwen2", ZR_ARCH_QWEN2, true, true, false},
-    {"qwen3", ZR_ARCH_QWEN3, true, false, true},
+    {"llama", ZR_ARCH_LLAMA, false, OPTIONAL, ABSENT},
+    {"qwen2", ZR_ARCH_QWEN2, true, REQUIRED, ABSENT},
+    {"qwen3", ZR_ARCH_QWEN3, true, ABSENT, REQUIRED},
 };
 #define N_ARCH (sizeof arch_table / sizeof arch_table[0])
 
@@ -184,6 +187,7 @@ static int read_hparams(const ZrGguf *g, const ArchInfo *ai, ZrHparams *hp, ZrEr
 
 typedef struct Binder {
     ZrModel *m;
+    const ArchInfo *ai;
     const ZrGguf *g;
     char *next_name; /* into m->names */
     ZrError *err;
@@ -256,8 +260,7 @@ static int bind(Binder *b, ZrWeight *w, const char *name, int64_t ne0, int64_t n
 static int bind_layer(Binder *b, int il, ZrLayer *L) {
     const ZrHparams *hp = &b->m->hp;
     const int64_t e = hp->n_embd, q = (int64_t)hp->n_head * hp->head_dim, kv = (int64_t)hp->n_head_kv * hp->head_dim;
-    /* qwen2 has q/k/v biases; llama.cpp also accepts them, optionally, on llama files */
-    const bool bias = hp->arch == ZR_ARCH_QWEN2, qk_norm = hp->arch == ZR_ARCH_QWEN3;
+    const Presence bias = b->ai->qkv_bias, qk_norm = b->ai->qk_norm;
     char n[NAME_CAP];
     int rc = 0;
 #define BIND(field, suffix, ne0, ne1, req) \
@@ -266,13 +269,15 @@ static int bind_layer(Binder *b, int il, ZrLayer *L) {
     BIND(wq, "attn_q.weight", e, q, true);
     BIND(wk, "attn_k.weight", e, kv, true);
     BIND(wv, "attn_v.weight", e, kv, true);
-    if (bias || hp->arch == ZR_ARCH_LLAMA) {
-        BIND(bq, "attn_q.bias", q, 0, bias);
-        BIND(bk, "attn_k.bias", kv, 0, bias);
-        BIND(bv, "attn_v.bias", kv, 0, bias);
+    if (bias != ABSENT) {
+        BIND(bq, "attn_q.bias", q, 0, bias == REQUIRED);
+        BIND(bk, "attn_k.bias", kv, 0, bias == REQUIRED);
+        BIND(bv, "attn_v.bias", kv, 0, bias == REQUIRED);
     }
-    BIND(q_norm, "attn_q_norm.weight", hp->head_dim, 0, qk_norm);
-    BIND(k_norm, "attn_k_norm.weight", hp->head_dim, 0, qk_norm);
+    if (qk_norm != ABSENT) {
+        BIND(q_norm, "attn_q_norm.weight", hp->head_dim, 0, qk_norm == REQUIRED);
+        BIND(k_norm, "attn_k_norm.weight", hp->head_dim, 0, qk_norm == REQUIRED);
+    }
     BIND(wo, "attn_output.weight", q, e, true);
     BIND(ffn_norm, "ffn_norm.weight", e, 0, true);
     BIND(w_gate, "ffn_gate.weight", e, hp->n_ff, true);
@@ -304,13 +309,13 @@ static void count_model(ZrModel *m) {
     }
 }
 
-static int bind_all(ZrModel *m, const ZrGguf *g, ZrError *err) {
+static int bind_all(ZrModel *m, const ArchInfo *ai, const ZrGguf *g, ZrError *err) {
     const ZrHparams *hp = &m->hp;
     size_t n_names = WEIGHTS_GLOBAL + WEIGHTS_PER_LAYER * (size_t)hp->n_layer;
     m->names = calloc(n_names, NAME_CAP);
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->names || !m->layers) return zr_err(err, ZR_E_NOMEM, "%s: out of memory for %d layers", g->path, hp->n_layer);
-    Binder b = {m, g, m->names, err};
+    Binder b = {m, ai, g, m->names, err};
     int rc = bind(&b, &m->tok_embd, "token_embd.weight", hp->n_embd, hp->n_vocab, true);
     if (!rc) rc = bind(&b, &m->output_norm, "output_norm.weight", hp->n_embd, 0, true);
     if (!rc) rc = bind(&b, &m->output, "output.weight", hp->n_embd, hp->n_vocab, false);
@@ -338,7 +343,7 @@ int zr_model_from_gguf(ZrModel *m, ZrGguf *g, ZrError *err) {
     const ArchInfo *ai = find_arch(g, err);
     if (!ai) return err ? (int)err->code : ZR_E_UNSUPPORTED;
     int rc = read_hparams(g, ai, &m->hp, err);
-    if (!rc) rc = bind_all(m, g, err);
+    if (!rc) rc = bind_all(m, ai, g, err);
     if (rc) {
         free(m->layers);
         free(m->names);
