@@ -8,15 +8,18 @@
 // the quant -> float conversion avoids the slow converter (zr_byte_f). x is staged in shared
 // memory with 4 floats of padding every 32 so the per-lane 16-byte reads do not conflict.
 //
-// Launch: block ZR_MV_THREADS, grid ceil(n_out / (ZR_MV_THREADS/32 * R)), dynamic shared
+// Launch (src/cuda/forward.c picks the shape per matrix): block 32*G*S threads (at most
+// ZR_MV_MAX_THREADS) = G row groups of R rows, each split over S warps along the row (split-K,
+// for matrices with too few rows to fill the GPU); grid ceil(row groups / G); dynamic shared
 // memory zr_mv_smem_bytes(n_in) = (n_in + 4*ceil(n_in/32)) * 4. x must be 16-byte aligned.
 // y and add may alias (residual update in place): each y[r] is read and written by one lane.
-// mode (ZR_MV_*): x as is, RMSNorm(x) * norm_w (eps), or SwiGLU of x's two halves; every
-// block computes the norm of the whole x itself (the same arithmetic in each: deterministic).
+// mode: how x is read (ZR_MV_IN: as is, RMSNorm(x) * norm_w (eps), or SwiGLU of x's two
+// halves) plus ZR_MV_GLU (gated output); every block computes the norm of the whole x itself
+// (the same arithmetic in each: deterministic).
 #pragma once
 #include "quant.cuh"
 
-#define ZR_MV_THREADS 128
+#define ZR_MV_MAX_THREADS 512
 
 __device__ __forceinline__ int zr_xpad(int e) { return e + ((e >> 5) << 2); }
 
@@ -183,30 +186,73 @@ struct ZrMvQ4x {
             f.d = dm.x; f.m = dm.y;
         }
     }
+    // word k of an item: elements 4k..4k+3 (low nibbles) and 16+4k.. (high); x is read in
+    // pieces of 8 values so few registers hold it
     template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        float xlo[16], xhi[16];
-        zr_x16(xs, 32 * it, xlo);
-        zr_x16(xs, 32 * it + 16, xhi);
-        float xsum = 0.f;
-        if (has_m) xsum = zr_sum16(xlo) + zr_sum16(xhi);
         const float off = ZR_MAGIC + (TYPE == ZR_T_Q4_0 ? 8.f : TYPE == ZR_T_Q5_0 ? 16.f : 0.f);
+        const float *xp = xs + zr_xpad(32 * it);  // 32 values after a padded start: no pad inside
+        float s[R], xsum = 0.f;
+#pragma unroll
+        for (int r = 0; r < R; r++) s[r] = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float4 a = *(const float4 *)(xp + 4 * k), b = *(const float4 *)(xp + 16 + 4 * k);
+            const float xl[4] = {a.x, a.y, a.z, a.w}, xh[4] = {b.x, b.y, b.z, b.w};
+            if (has_m) xsum += (a.x + a.y) + (a.z + a.w) + (b.x + b.y) + (b.z + b.w);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                uint32_t lo = w4 & 0x0F0F0F0Fu, hi = (w4 >> 4) & 0x0F0F0F0Fu;
+                if (has_h) {
+                    lo |= zr_expand4_bit4((f[r].qh >> (4 * k)) & 0xF);
+                    hi |= zr_expand4_bit4((f[r].qh >> (16 + 4 * k)) & 0xF);
+                }
+                float t = s[r];
+#pragma unroll
+                for (int i = 0; i < 4; i++) t = fmaf(xl[i], zr_byte_f(lo, i, off), t);
+#pragma unroll
+                for (int i = 0; i < 4; i++) t = fmaf(xh[i], zr_byte_f(hi, i, off), t);
+                s[r] = t;
+            }
+        }
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            const uint32_t w4[4] = {f[r].q.x, f[r].q.y, f[r].q.z, f[r].q.w};
-            uint32_t lo[4], hi[4];
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                lo[k] = w4[k] & 0x0F0F0F0Fu;
-                hi[k] = (w4[k] >> 4) & 0x0F0F0F0Fu;
-                if (has_h) {
-                    lo[k] |= zr_expand4_bit4((f[r].qh >> (4 * k)) & 0xF);
-                    hi[k] |= zr_expand4_bit4((f[r].qh >> (16 + 4 * k)) & 0xF);
-                }
-            }
-            const float s = zr_dot16_bytes(lo, xlo, off) + zr_dot16_bytes(hi, xhi, off);
-            acc[r] = fmaf(f[r].d, s, acc[r]);
+            acc[r] = fmaf(f[r].d, s[r], acc[r]);
             if (has_m) acc[r] = fmaf(f[r].m, xsum, acc[r]);
         }
+    }
+};
+
+// q4_0 with fewer instructions per weight (2.3 instead of 3.3): each nibble q becomes the float
+// 0.5 + q/256 with one byte permute (0x3F00qq00 << 8: exponent of 0.5, q in mantissa bits
+// 16..19), so no subtraction per weight; sum x (q - 8) = 256 * sum x (0.5 + q/256) - 136 * sum x,
+// with sum x over the item's 32 values shared by the R rows. The rounding error is ~30x the
+// plain path's (the 0.5 offsets ride along in the sum) and still ~15x under the tests' bound.
+struct ZrMvQ4_0s : ZrMvQ4x<ZR_T_Q4_0> {
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        const float *xp = xs + zr_xpad(32 * it);
+        float s[R], xsum = 0.f;
+#pragma unroll
+        for (int r = 0; r < R; r++) s[r] = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float4 a = *(const float4 *)(xp + 4 * k), b = *(const float4 *)(xp + 16 + 4 * k);
+            const float xl[4] = {a.x, a.y, a.z, a.w}, xh[4] = {b.x, b.y, b.z, b.w};
+            xsum += (a.x + a.y) + (a.z + a.w) + (b.x + b.y) + (b.z + b.w);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                const uint32_t lo = w4 & 0x0F0F0F0Fu, hi = (w4 >> 4) & 0x0F0F0F0Fu;
+                float t = s[r];
+#pragma unroll
+                for (int i = 0; i < 4; i++) t = fmaf(xl[i], __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | (i << 8))), t);
+#pragma unroll
+                for (int i = 0; i < 4; i++) t = fmaf(xh[i], __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | (i << 8))), t);
+                s[r] = t;
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) acc[r] = fmaf(f[r].d, fmaf(256.f, s[r], -136.f * xsum), acc[r]);
     }
 };
 
@@ -384,114 +430,186 @@ struct ZrMvQ6K {
     }
 };
 
-// How x reaches the product: as is, RMS-normalized with a weight (the block's input norm fused
-// into the projections that follow it), or as SwiGLU of its two halves (x has 2*n_in values:
-// gate then up; the FFN down projection).
+// How x reaches the product (mode & ZR_MV_IN): as is, RMS-normalized with a weight (the
+// block's input norm fused into the projections that follow it), or as SwiGLU of its two halves
+// (x has 2*n_in values: gate then up). ZR_MV_GLU: the output instead of the input is gated:
+// W stacks [gate; up] (n_out = 2 n_half rows) and y[i] = silu(gate_i . x) * (up_i . x) for
+// i < n_half, so the FFN's gate/up product hands the down projection its input directly.
 #define ZR_MV_PLAIN 0
 #define ZR_MV_RMSNORM 1
 #define ZR_MV_SWIGLU 2
+#define ZR_MV_IN 3
+#define ZR_MV_GLU 4
 
-template <class T, int R>
+// float4s of x each thread stages per round: all of a round's loads are issued before any is
+// used, so staging costs a few L2 round trips, not one per float4.
+#define ZR_MV_STAGE 2
+
+__device__ __forceinline__ float zr_silu(float v) { return v / (1.0f + expf(-v)); }
+
+// Block = G row groups x S warps (split-K): warp (g, k) computes R rows of row group
+// blockIdx.x*G + g over the items k*32 + lane + j*32*S; the S partial sums of a row are added
+// in k order through shared memory (deterministic). With GLU a row group is R/2 gate rows and
+// the R/2 up rows of the same outputs. blockDim.x = 32*G*S (the host picks G and S per matrix).
+template <class T, int R, int P>
 __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                           const float *__restrict__ x, float *y, const float *add,
-                                          const float *__restrict__ norm_w, float eps, int n_in, int n_out, int mode) {
+                                          const float *__restrict__ norm_w, float eps, int n_in, int n_out, int mode,
+                                          int split) {
+    static_assert(R % 2 == 0, "GLU pairs R/2 gate rows with R/2 up rows");
     extern __shared__ float4 zr_mv_smem[];
-    __shared__ float red[ZR_MV_THREADS / 32];
+    __shared__ float red_ss[ZR_MV_MAX_THREADS / 32];     // per-warp sums of squares (RMSNorm)
+    __shared__ float red_part[ZR_MV_MAX_THREADS / 32][R]; // per-warp row partials (split-K)
     float *xs = (float *)zr_mv_smem;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int row0 = (blockIdx.x * (blockDim.x >> 5) + warp) * R;
-    const bool live = row0 < n_out;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nthr = blockDim.x;
+    const int S = split, G = (nthr >> 5) / S;
+    const int g = warp / S, ks = warp - g * S;
+    const int in_mode = mode & ZR_MV_IN;
+    const bool glu = (mode & ZR_MV_GLU) != 0;
+    constexpr int H = R / 2;
+    const int rg = blockIdx.x * G + g;
+    // output rows: plain rows rg*R + r; GLU: gate rows rg*H + r and up rows n_half + rg*H + r
+    const int n_res = glu ? n_out / 2 : n_out;   // results
+    const int res0 = rg * (glu ? H : R);          // first result of this warp
+    const bool live = res0 < n_res;
     const int items = n_in / T::EPI;
+    const int step = 32 * S;
+    static_assert(P >= 2, "at least one step in flight while one is computed");
     typename T::Row rw[R];
-    typename T::F cur[R];
 #pragma unroll
-    for (int r = 0; r < R; r++) rw[r] = T::row(w, ws, n_in, n_out, min(row0 + r, n_out - 1));
-    // the first weights are requested before x is staged, so the two latencies overlap
-    if (live && lane < items) {
-#pragma unroll
-        for (int r = 0; r < R; r++) T::load(rw[r], lane, cur[r]);
+    for (int r = 0; r < R; r++) {
+        int row;
+        if (glu) row = min(res0 + (r % H), n_res - 1) + (r < H ? 0 : n_res);
+        else row = min(res0 + r, n_out - 1);
+        rw[r] = T::row(w, ws, n_in, n_out, row);
     }
-    // stage x (padded: 4 floats after every 32) -- normalized or gated on the way in
+    // P-stage register pipeline: buf[q] holds the items of step j+q; the first P-1 steps are
+    // requested before x is staged, so the two latencies overlap
+    typename T::F buf[P][R];
+    const int it0 = ks * 32 + lane;
+#pragma unroll
+    for (int q = 0; q < P - 1; q++) {
+        const int itq = it0 + q * step;
+        if (live && itq < items) {
+#pragma unroll
+            for (int r = 0; r < R; r++) T::load(rw[r], itq, buf[q][r]);
+        }
+    }
+    // stage x (padded: 4 floats after every 32) -- gated or times the norm weight on the way in;
+    // RMSNorm's 1/rms is applied to the results (it is one number for the whole row)
     float ss = 0.f;
     if ((n_in & 3) == 0) {
-        for (int i = tid; i < n_in / 4; i += blockDim.x) {
-            float4 v = __ldg((const float4 *)x + i);
-            if (mode == ZR_MV_SWIGLU) {
-                const float4 u = __ldg((const float4 *)(x + n_in) + i);
-                v.x = v.x / (1.0f + expf(-v.x)) * u.x; v.y = v.y / (1.0f + expf(-v.y)) * u.y;
-                v.z = v.z / (1.0f + expf(-v.z)) * u.z; v.w = v.w / (1.0f + expf(-v.w)) * u.w;
+        const int n4 = n_in >> 2;
+        const float4 *x4 = (const float4 *)x;
+        const float4 *o4 = in_mode == ZR_MV_SWIGLU ? x4 + n4 : (const float4 *)norm_w;
+        for (int i0 = tid; i0 < n4; i0 += ZR_MV_STAGE * nthr) {
+            float4 v[ZR_MV_STAGE], u[ZR_MV_STAGE];
+#pragma unroll
+            for (int b = 0; b < ZR_MV_STAGE; b++) {
+                const int i = i0 + b * nthr;
+                if (i < n4) {
+                    v[b] = __ldg(x4 + i);
+                    if (in_mode != ZR_MV_PLAIN) u[b] = __ldg(o4 + i);
+                }
             }
-            ss = fmaf(v.x, v.x, fmaf(v.y, v.y, fmaf(v.z, v.z, fmaf(v.w, v.w, ss))));
-            *(float4 *)(xs + zr_xpad(4 * i)) = v;
+#pragma unroll
+            for (int b = 0; b < ZR_MV_STAGE; b++) {
+                const int i = i0 + b * nthr;
+                if (i < n4) {
+                    float4 t = v[b];
+                    if (in_mode == ZR_MV_SWIGLU) {
+                        t.x = zr_silu(t.x) * u[b].x; t.y = zr_silu(t.y) * u[b].y;
+                        t.z = zr_silu(t.z) * u[b].z; t.w = zr_silu(t.w) * u[b].w;
+                    } else if (in_mode == ZR_MV_RMSNORM) {
+                        ss = fmaf(t.x, t.x, fmaf(t.y, t.y, fmaf(t.z, t.z, fmaf(t.w, t.w, ss))));
+                        t.x *= u[b].x; t.y *= u[b].y; t.z *= u[b].z; t.w *= u[b].w;
+                    }
+                    *(float4 *)(xs + zr_xpad(4 * i)) = t;
+                }
+            }
         }
     } else {
-        for (int i = tid; i < n_in; i += blockDim.x) {
+        for (int i = tid; i < n_in; i += nthr) {
             float v = x[i];
-            if (mode == ZR_MV_SWIGLU) v = v / (1.0f + expf(-v)) * x[n_in + i];
-            ss = fmaf(v, v, ss);
+            if (in_mode == ZR_MV_SWIGLU) v = zr_silu(v) * x[n_in + i];
+            else if (in_mode == ZR_MV_RMSNORM) {
+                ss = fmaf(v, v, ss);
+                v *= norm_w[i];
+            }
             xs[zr_xpad(i)] = v;
         }
     }
-    if (mode == ZR_MV_RMSNORM) {
+    if (in_mode == ZR_MV_RMSNORM) {
         ss = zr_warp_sum(ss);
-        if (lane == 0) red[warp] = ss;
-        __syncthreads();
-        float tot = 0.f;
-#pragma unroll
-        for (int k = 0; k < ZR_MV_THREADS / 32; k++) tot += red[k];
-        const float scale = 1.0f / sqrtf(tot / (float)n_in + eps);
-        // each thread rescales exactly the values it staged
-        if ((n_in & 3) == 0) {
-            for (int i = tid; i < n_in / 4; i += blockDim.x) {
-                float4 *p = (float4 *)(xs + zr_xpad(4 * i));
-                const float4 g = __ldg((const float4 *)norm_w + i);
-                float4 v = *p;
-                v.x = v.x * scale * g.x; v.y = v.y * scale * g.y; v.z = v.z * scale * g.z; v.w = v.w * scale * g.w;
-                *p = v;
-            }
-        } else {
-            for (int i = tid; i < n_in; i += blockDim.x) xs[zr_xpad(i)] = xs[zr_xpad(i)] * scale * norm_w[i];
-        }
+        if (lane == 0) red_ss[warp] = ss;
     }
     __syncthreads();
-    if (!live) return;
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.f;
-    for (int it = lane; it < items; it += 32) {
-        typename T::F nxt[R];
-        const bool more = it + 32 < items;
-        if (more) {
+    if (live) {
+        // unrolled by P so every buffer index is a compile-time constant (registers, not
+        // local memory): at step j+q compute buf[q], after requesting step j+q+P-1 into the
+        // buffer step j+q-1 freed
+        for (int j = 0; it0 + j * step < items; j += P) {
 #pragma unroll
-            for (int r = 0; r < R; r++) T::load(rw[r], it + 32, nxt[r]);
+            for (int q = 0; q < P; q++) {
+                const int itq = it0 + (j + q) * step;
+                if (itq < items) {
+                    const int itn = itq + (P - 1) * step;
+                    if (itn < items) {
+#pragma unroll
+                        for (int r = 0; r < R; r++) T::load(rw[r], itn, buf[(q + P - 1) % P][r]);
+                    }
+                    T::template comp<R>(buf[q], itq, xs, acc);
+                }
+            }
         }
-        T::template comp<R>(cur, it, xs, acc);
-        if (more) {
+        if constexpr (T::EPI <= 8) {  // float types: rows whose length is not a multiple of the item
+            const int e = items * T::EPI + lane;
+            if (ks == 0 && e < n_in) {
+                const float xv = xs[zr_xpad(e)];
 #pragma unroll
-            for (int r = 0; r < R; r++) cur[r] = nxt[r];
+                for (int r = 0; r < R; r++) acc[r] = fmaf(T::elem(rw[r], e), xv, acc[r]);
+            }
         }
     }
-    if constexpr (T::EPI <= 8) {  // float types: rows whose length is not a multiple of the item
-        const int e = items * T::EPI + lane;
-        if (e < n_in) {
-            const float xv = xs[zr_xpad(e)];
-#pragma unroll
-            for (int r = 0; r < R; r++) acc[r] = fmaf(T::elem(rw[r], e), xv, acc[r]);
-        }
-    }
-    float out = 0.f;
+    float out = 0.f;  // lane r: row r's sum over this warp's items
 #pragma unroll
     for (int r = 0; r < R; r++) {
         const float v = zr_warp_sum(acc[r]);
         if (lane == r) out = v;
     }
-    if (lane < R && row0 + lane < n_out) y[row0 + lane] = out + (add ? add[row0 + lane] : 0.f);
+    if (S > 1) {  // every warp gets here (no early exit before a barrier)
+        if (lane < R) red_part[warp][lane] = out;
+        __syncthreads();
+        if (ks == 0 && lane < R) {
+            float t = 0.f;
+            for (int k = 0; k < S; k++) t += red_part[warp + k][lane];
+            out = t;
+        }
+    }
+    if (ks != 0 || !live) return;
+    if (in_mode == ZR_MV_RMSNORM) {
+        float tot = 0.f;
+        for (int k = 0; k < (nthr >> 5); k++) tot += red_ss[k];
+        out *= 1.0f / sqrtf(tot / (float)n_in + eps);
+    }
+    if (glu) {
+        const float up = __shfl_down_sync(0xffffffffu, out, H);  // lane r < H: its up row's result
+        if (lane < H && res0 + lane < n_res) y[res0 + lane] = zr_silu(out) * up;
+    } else if (lane < R && res0 + lane < n_out) {
+        y[res0 + lane] = out + (add ? add[res0 + lane] : 0.f);
+    }
 }
 
-#define ZR_MATVEC(NAME, TRAITS, R)                                                                      \
-    ZR_KERNEL void __launch_bounds__(ZR_MV_THREADS)                                                     \
+// NREG caps the registers (so enough warps fit per SM to keep loads in flight); any block of
+// at most ZR_MV_MAX_THREADS threads then launches (NREG * ZR_MV_MAX_THREADS <= 65536).
+#define ZR_MATVEC(NAME, TRAITS, R, P, NREG)                                                                \
+    static_assert(NREG * ZR_MV_MAX_THREADS <= 65536, "register cap too high for the largest block");   \
+    ZR_KERNEL void __maxnreg__(NREG)                                                                    \
         NAME(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, const float *__restrict__ x, \
              float *y, const float *add, const float *__restrict__ norm_w, float eps, int n_in, int n_out, \
-             int mode) {                                                                                \
-        zr_matvec<TRAITS, R>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode);                         \
+             int mode, int split) {                                                                     \
+        zr_matvec<TRAITS, R, P>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, split);                  \
     }

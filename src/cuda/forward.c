@@ -11,14 +11,24 @@
 
 /* Rows of W each warp computes in the matrix-vector kernel of a type (cu/matvec_*.cu: the R
  * of each ZR_MATVEC line; a mismatch leaves rows unwritten, which the gpu tests catch). */
-static int mv_rows_per_warp(uint32_t type) {
+int zr_cuf_mv_rows_per_warp(uint32_t type) {
     switch (type) {
-    case ZR_TYPE_F16: case ZR_TYPE_BF16: case ZR_TYPE_Q8_0: case ZR_TYPE_Q4_0: case ZR_TYPE_Q4_1: case ZR_TYPE_Q4_K:
+    case ZR_TYPE_F16: case ZR_TYPE_BF16: case ZR_TYPE_Q8_0: case ZR_TYPE_Q4_0: case ZR_TYPE_Q4_1:
         return 4;
     default: return 2;
     }
 }
-#define MV_THREADS 128
+
+/* Values per 16-byte item of a type's kernel (cu/matvec.cuh EPI). */
+static int mv_item_values(uint32_t type) {
+    switch (type) {
+    case ZR_TYPE_F32: return 4;
+    case ZR_TYPE_F16: case ZR_TYPE_BF16: return 8;
+    case ZR_TYPE_Q8_0: return 16;
+    case ZR_TYPE_Q2_K: case ZR_TYPE_Q3_K: case ZR_TYPE_Q6_K: return 64;
+    default: return 32;
+    }
+}
 
 static const char *kname(uint32_t type) {
     switch (type) {
@@ -39,23 +49,26 @@ static const char *kname(uint32_t type) {
     }
 }
 
+static unsigned cdiv(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
+
 static size_t mv_smem(int n_in) { return ((size_t)n_in + 4 * (size_t)((n_in + 31) / 32)) * sizeof(float); }
 
 #define P 8 /* a pointer parameter */
 #define I 4 /* an int or float parameter */
 
 int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *err) {
-    static const size_t mv_sz[] = {P, P, P, P, P, P, I, I, I, I}, dq_sz[] = {P, P, P, I, I, I, I}, em_sz[] = {P, P, P, P, I, I};
+    static const size_t mv_sz[] = {P, P, P, P, P, P, I, I, I, I, I}, dq_sz[] = {P, P, P, I, I, I, I}, em_sz[] = {P, P, P, P, I, I};
     char name[64];
     int rc;
     memset(k, 0, sizeof *k);
+    k->sm_count = c->props.sm_count > 0 ? c->props.sm_count : 1;
     const size_t smem = mv_smem(max_n_in);
     for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
         const char *tn = kname(t);
         if (!tn) continue;
         snprintf(name, sizeof name, "matvec_%s", tn);
-        if ((rc = zr_cuda_kernel(c, name, mv_sz, 10, &k->mv[t], err))) return rc;
-        if (smem > 48 * 1024) {
+        if ((rc = zr_cuda_kernel(c, name, mv_sz, 11, &k->mv[t], err))) return rc;
+        if (smem + 1024 > 48 * 1024) { /* the kernel's static reduction arrays come on top */
             if ((int)smem > c->props.max_smem_optin)
                 return zr_err(err, ZR_E_UNSUPPORTED,
                               "rows of %d values need %zu bytes of shared memory in %s; this GPU allows %d", max_n_in,
@@ -424,16 +437,51 @@ void zr_cuf_free(ZrCuForward *f) {
 
 /* ---- launches ---- */
 
-static unsigned cdiv(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
+ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
+    /* A warp's loads in flight are what keeps the memory busy, so the grid must hold enough
+     * warps for every SM: ~32 each. Matrices with too few rows for that (the 8B attention
+     * output and FFN down, every 1B layer matrix) split each row over S warps (split-K), as long
+     * as every lane keeps at least one item. 8 warps per block: the block stages x once for
+     * 8*R/S rows. (tools/mv_bench.c times the alternatives; cu/PERF.md has the figures.) */
+    const int R = zr_cuf_mv_rows_per_warp(w->type);
+    const int results = mode & ZR_CUF_MV_GLU ? w->n_out / 2 : w->n_out;
+    const long groups = (results + (mode & ZR_CUF_MV_GLU ? R / 2 : R) - 1) / (mode & ZR_CUF_MV_GLU ? R / 2 : R);
+    const long items = w->n_in / mv_item_values(w->type);
+    const long target = 32L * k->sm_count;
+    int split = 1;
+    while (split < 8 && groups * split < target && items / (2 * split) >= 32) split *= 2;
+    return (ZrMvShape){.groups = 8 / split, .split = split};
+}
+
+int zr_cuf_matvec_kernel(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, CUdeviceptr x,
+                         CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
+                         ZrError *err) {
+    const int R = rows_per_warp;
+    if (shape.groups < 1 || shape.split < 1 || shape.groups * shape.split * 32 > ZR_CUF_MV_MAX_THREADS ||
+        ((mode & ZR_CUF_MV_GLU) && (R % 2 || w->n_out % 2)))
+        return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d x %d warps (%d rows each), mode %d", kern->name,
+                      shape.groups, shape.split, R, mode);
+    const int per_warp = mode & ZR_CUF_MV_GLU ? R / 2 : R;
+    const int results = mode & ZR_CUF_MV_GLU ? w->n_out / 2 : w->n_out;
+    const unsigned groups = cdiv((size_t)results, (size_t)per_warp);
+    return ZR_LAUNCH(l, kern, ZR_DIM1(cdiv(groups, (size_t)shape.groups)), ZR_DIM1(32 * shape.groups * shape.split),
+                     (unsigned)mv_smem(w->n_in), err, (void *)&w->main, (void *)&w->side, &x, &y, &add, &norm_w, &eps,
+                     (void *)&w->n_in, (void *)&w->n_out, &mode, (void *)&shape.split);
+}
+
+int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
+                         CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err) {
+    if (w->type >= ZR_TYPE_COUNT || !k->has_mv[w->type])
+        return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
+    return zr_cuf_matvec_kernel(l, &k->mv[w->type], zr_cuf_mv_rows_per_warp(w->type), w, x, y, add, norm_w, eps, mode, shape,
+                                err);
+}
 
 int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                   CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrError *err) {
     if (w->type >= ZR_TYPE_COUNT || !k->has_mv[w->type])
         return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
-    const unsigned rows_per_block = MV_THREADS / 32 * mv_rows_per_warp(w->type);
-    return ZR_LAUNCH(l, &k->mv[w->type], ZR_DIM1(cdiv(w->n_out, rows_per_block)), ZR_DIM1(MV_THREADS),
-                     (unsigned)mv_smem(w->n_in), err, (void *)&w->main, (void *)&w->side, &x, &y, &add, &norm_w,
-                     &eps, (void *)&w->n_in, (void *)&w->n_out, &mode);
+    return zr_cuf_matvec_shaped(l, k, w, x, y, add, norm_w, eps, mode, zr_cuf_mv_shape(k, w, mode), err);
 }
 
 /* y[n_out] = W x (+ add) */
@@ -503,11 +551,19 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
                 return rc;
         if ((rc = attention(f, il, 1, f->part_d, f->chunk_d, f->n_chunks_d, err))) return rc;
         if ((rc = mv(f, &G->wo, f->att, f->x, f->x, err))) return rc;
-        /* FFN block: norm fused into gate|up, SwiGLU fused into down, which adds into the residual */
-        for (int i = 0; i < G->n_gu; i++)
-            if ((rc = mv_norm(f, &G->gu[i], f->x, G->ffn_norm, fptr(f->gu, G->gu_off[i]), 0, err))) return rc;
-        if ((rc = zr_cuf_matvec(f->launcher, f->k, &G->down, f->gu, f->x, f->x, 0, 0.0f, ZR_CUF_MV_SWIGLU, err)))
-            return rc;
+        /* FFN block: norm fused into gate|up; stacked gate|up also applies SwiGLU to its own
+         * results (GLU), else SwiGLU is fused into down's staging; down adds into the residual */
+        if (G->n_gu == 1) {
+            if ((rc = zr_cuf_matvec(f->launcher, f->k, &G->gu[0], f->x, f->ff, 0, G->ffn_norm, f->m->hp.rms_eps,
+                                    ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, err)))
+                return rc;
+            if ((rc = mv(f, &G->down, f->ff, f->x, f->x, err))) return rc;
+        } else {
+            for (int i = 0; i < G->n_gu; i++)
+                if ((rc = mv_norm(f, &G->gu[i], f->x, G->ffn_norm, fptr(f->gu, G->gu_off[i]), 0, err))) return rc;
+            if ((rc = zr_cuf_matvec(f->launcher, f->k, &G->down, f->gu, f->x, f->x, 0, 0.0f, ZR_CUF_MV_SWIGLU, err)))
+                return rc;
+        }
     }
     return mv_norm(f, &f->output, f->x, f->output_norm, f->logits, 0, err);
 }

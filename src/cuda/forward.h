@@ -24,6 +24,7 @@
 typedef struct ZrCuKernels {
     ZrKernel mv[ZR_TYPE_COUNT], embed[ZR_TYPE_COUNT], dq[ZR_TYPE_COUNT];
     bool has_mv[ZR_TYPE_COUNT], has_embed[ZR_TYPE_COUNT], has_dq[ZR_TYPE_COUNT];
+    int sm_count; /* the device's multiprocessors (matrix-vector grid shapes) */
     ZrKernel rmsnorm, rope_kv, attn_part, attn_combine, swiglu, add_rows, add, convert;
 } ZrCuKernels;
 
@@ -81,14 +82,34 @@ typedef struct ZrCuForward {
  * the model's widest row needs). */
 int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *err);
 
-/* How the matrix-vector product reads x (cu/matvec.cuh ZR_MV_*). */
-enum { ZR_CUF_MV_PLAIN = 0, ZR_CUF_MV_RMSNORM = 1, ZR_CUF_MV_SWIGLU = 2 };
+/* How the matrix-vector product reads x (cu/matvec.cuh ZR_MV_*), plus GLU: W stacks [gate; up]
+ * (n_out = 2 n_half rows) and y[i] = silu(gate_i . x') * (up_i . x'), i < n_half. */
+enum { ZR_CUF_MV_PLAIN = 0, ZR_CUF_MV_RMSNORM = 1, ZR_CUF_MV_SWIGLU = 2, ZR_CUF_MV_GLU = 4 };
+#define ZR_CUF_MV_MAX_THREADS 512 /* cu/matvec.cuh ZR_MV_MAX_THREADS */
+
+/* The launch shape of a matrix-vector product: blocks of `groups` row groups (of the kernel's
+ * rows per warp), each row split over `split` warps along its length (split-K). */
+typedef struct ZrMvShape {
+    int groups, split;
+} ZrMvShape;
 
 /* y[n_out] = W x' (+ add[n_out]; add may equal y): the decode matrix-vector launch for any type,
  * where x' = x (PLAIN), RMSNorm(x) * norm_w with eps (RMSNORM), or silu(x[0..n_in)) *
- * x[n_in..2 n_in) (SWIGLU). x must be 16-byte aligned. */
+ * x[n_in..2 n_in) (SWIGLU); with GLU (| any of those) y gets n_out/2 gated values and add must
+ * be 0. x must be 16-byte aligned. The shape is zr_cuf_mv_shape's. */
 int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                   CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrError *err);
+/* Rows of W each warp of the type's kernel computes (cu/matvec_*.cu). */
+int zr_cuf_mv_rows_per_warp(uint32_t type);
+/* The shape the forward pass uses for W in this mode on this device. */
+ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
+/* The same product with a given shape (tests cover every shape; tools/mv_bench.c times them). */
+int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
+                         CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err);
+/* ... with any matrix-vector kernel of W's type (cu/matvec_variants.cu), given its rows per warp. */
+int zr_cuf_matvec_kernel(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, CUdeviceptr x,
+                         CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
+                         ZrError *err);
 
 /* Uploads the weights and allocates the KV cache for n_ctx and every workspace. Checks first
  * that it all fits: out of memory says how much was needed and how much was free. */

@@ -51,47 +51,75 @@ static ZrCuWeight upload_weight(GpuEnv *g, uint32_t type, const uint8_t *w, int 
     return dw;
 }
 
-/* Runs one matrix-vector product of W[n_in, n_out] and checks it; returns the worst
- * |diff| / (atol + rtol|ref|) (> 1 fails), or -1 when the quantizer refused the type. mode:
- * x as is, RMSNorm(x)*g fused in (the reference normalizes with zr_cpu_rmsnorm first), or
- * SwiGLU of x's two halves (reference: zr_cpu_swiglu). */
-static double matvec_case(uint32_t type, int n_in, int n_out, bool with_add, int mode) {
+/* One matrix-vector case: W[n_in, n_out], y += W x' when add, x' by mode (ZR_CUF_MV_*; GLU:
+ * y[i] = silu(row i . x') * (row n_out/2 + i . x')); groups == 0: the forward pass's launch
+ * shape, else that shape. */
+typedef struct MvCase {
+    int n_in, n_out, add, mode, groups, split;
+} MvCase;
+
+/* Runs one matrix-vector product and checks it; returns the worst |diff| / (atol + rtol|ref|)
+ * (> 1 fails), or -1 when the quantizer refused the type. The reference normalizes with
+ * zr_cpu_rmsnorm or gates with zr_cpu_swiglu first. GLU bounds the gated value through the
+ * two dot products' bounds: |silu'| <= 1.1 times the gate's error times |up|, plus |silu(gate)|
+ * times the up's error. kernel/rows_per_warp: a kernel other than the type's own (NULL: own). */
+static double matvec_case(uint32_t type, MvCase c, const ZrKernel *kernel, int rows_per_warp) {
     GpuEnv *g = gpu_env();
-    uint64_t s = 0x1234567ull + type * 7919ull + (uint64_t)n_in * 31 + n_out + mode;
+    const int n_in = c.n_in, n_out = c.n_out, in_mode = c.mode & 3;
+    const bool glu = (c.mode & ZR_CUF_MV_GLU) != 0, with_add = c.add && !glu;
+    uint64_t s = 0x1234567ull + type * 7919ull + (uint64_t)n_in * 31 + n_out + c.mode;
     uint8_t *w = random_matrix(type, n_in, n_out, &s);
     if (!w) return -1;
     const size_t rb = zr_row_bytes(type, n_in);
-    const int nx = mode == ZR_CUF_MV_SWIGLU ? 2 * n_in : n_in;
+    const int nx = in_mode == ZR_CUF_MV_SWIGLU ? 2 * n_in : n_in, ny = glu ? n_out / 2 : n_out;
     float *x = malloc(sizeof(float) * nx), *xr = malloc(sizeof(float) * n_in), *deq = malloc(sizeof(float) * n_in);
     float *gw = malloc(sizeof(float) * n_in);
     float *add = malloc(sizeof(float) * n_out), *y = malloc(sizeof(float) * n_out);
-    for (int i = 0; i < nx; i++) x[i] = (mode == ZR_CUF_MV_SWIGLU ? 4.0f : 1.0f) * gpu_rand(&s);
+    double *ref = malloc(sizeof(double) * n_out), *tol = malloc(sizeof(double) * n_out);
+    for (int i = 0; i < nx; i++) x[i] = (in_mode == ZR_CUF_MV_SWIGLU ? 4.0f : 1.0f) * gpu_rand(&s);
     for (int i = 0; i < n_in; i++) gw[i] = 1.0f + 0.2f * gpu_rand(&s);
     for (int r = 0; r < n_out; r++) add[r] = with_add ? 10.0f * gpu_rand(&s) : 0.0f;
     const float eps = 1e-5f;
-    if (mode == ZR_CUF_MV_RMSNORM) zr_cpu_rmsnorm(xr, x, gw, n_in, eps);
-    else if (mode == ZR_CUF_MV_SWIGLU) zr_cpu_swiglu(xr, x, x + n_in, n_in);
+    if (in_mode == ZR_CUF_MV_RMSNORM) zr_cpu_rmsnorm(xr, x, gw, n_in, eps);
+    else if (in_mode == ZR_CUF_MV_SWIGLU) zr_cpu_swiglu(xr, x, x + n_in, n_in);
     else memcpy(xr, x, sizeof(float) * n_in);
+    for (int r = 0; r < n_out; r++) {
+        ref[r] = zr_dot_row(type, w + rb * r, xr, n_in) + add[r];
+        zr_dequant_row(type, w + rb * r, deq, n_in);
+        double mag = fabs(add[r]);
+        for (int i = 0; i < n_in; i++) mag += fabs((double)deq[i] * xr[i]);
+        tol[r] = 1e-5 * mag + 1e-5 * fabs(ref[r]);
+    }
     ZrCuWeight dw = upload_weight(g, type, w, n_in, n_out);
     CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * nx), dg = gpu_upload(g, gw, sizeof(float) * n_in);
-    CUdeviceptr dy = gpu_upload(g, add, sizeof(float) * n_out); /* y = W x + y, in place */
+    /* y = W x + y, in place; a GLU output starts as NaN (poison), so an unwritten value fails */
+    CUdeviceptr dy = glu ? gpu_alloc(g, sizeof(float) * ny) : gpu_upload(g, add, sizeof(float) * n_out);
     ZrError e = {0};
-    int rc = zr_cuf_matvec(&g->l, &g->k, &dw, dx, dy, with_add ? dy : 0, mode == ZR_CUF_MV_RMSNORM ? dg : 0, eps, mode, &e);
+    const CUdeviceptr dadd = with_add ? dy : 0, dnorm = in_mode == ZR_CUF_MV_RMSNORM ? dg : 0;
+    const ZrMvShape shape = {c.groups, c.split};
+    int rc;
+    if (kernel)
+        rc = zr_cuf_matvec_kernel(&g->l, kernel, rows_per_warp, &dw, dx, dy, dadd, dnorm, eps, c.mode, shape, &e);
+    else if (c.groups)
+        rc = zr_cuf_matvec_shaped(&g->l, &g->k, &dw, dx, dy, dadd, dnorm, eps, c.mode, shape, &e);
+    else
+        rc = zr_cuf_matvec(&g->l, &g->k, &dw, dx, dy, dadd, dnorm, eps, c.mode, &e);
     if (rc) fprintf(stderr, "  %s\n", e.msg);
     double worst = rc ? 1e30 : 0.0;
     if (!rc) {
-        gpu_download(g, y, dy, sizeof(float) * n_out);
-        for (int r = 0; r < n_out; r++) {
-            const float ref = zr_dot_row(type, w + rb * r, xr, n_in) + add[r];
-            zr_dequant_row(type, w + rb * r, deq, n_in);
-            double mag = fabs(add[r]);
-            for (int i = 0; i < n_in; i++) mag += fabs((double)deq[i] * xr[i]);
-            const double tol = 1e-5 * mag + 1e-5 * fabs(ref);
-            const double q = isfinite(y[r]) ? fabs((double)y[r] - ref) / tol : 1e30;
+        gpu_download(g, y, dy, sizeof(float) * ny);
+        for (int r = 0; r < ny; r++) {
+            double want = ref[r], t = tol[r];
+            if (glu) {
+                const double gt = ref[r], up = ref[ny + r], sg = gt / (1.0 + exp(-gt));
+                want = sg * up;
+                t = 1.1 * tol[r] * fabs(up) + fabs(sg) * tol[ny + r] + 1e-6 * fabs(want);
+            }
+            const double q = isfinite(y[r]) ? fabs((double)y[r] - want) / t : 1e30;
             if (q > worst) worst = q;
             if (q > 1.0 && worst == q)
-                fprintf(stderr, "  %s [%d x %d] row %d: gpu %.9g cpu %.9g (tol %.3g)\n", zr_type_name(type), n_in, n_out,
-                        r, y[r], ref, tol);
+                fprintf(stderr, "  %s [%d x %d] %s row %d: gpu %.9g cpu %.9g (tol %.3g)\n", zr_type_name(type), n_in,
+                        n_out, kernel ? kernel->name : "", r, y[r], want, t);
         }
     }
     gpu_free(g, dw.main);
@@ -106,27 +134,43 @@ static double matvec_case(uint32_t type, int n_in, int n_out, bool with_add, int
     free(deq);
     free(add);
     free(y);
+    free(ref);
+    free(tol);
     return worst;
+}
+
+static void print_case(uint32_t type, MvCase c, const ZrKernel *kernel, double q) {
+    const char *mode_name[] = {"", " rmsnorm", " swiglu"};
+    fprintf(stderr, "  matvec %-5s [%5d x %4d]%s%s%s", zr_type_name(type), c.n_in, c.n_out, c.add ? " +add" : "",
+            mode_name[c.mode & 3], c.mode & ZR_CUF_MV_GLU ? " glu" : "");
+    if (c.groups) fprintf(stderr, " shape %dx%d", c.groups, c.split);
+    if (kernel) fprintf(stderr, " %s", kernel->name);
+    fprintf(stderr, ": worst |diff|/tol = %.3g\n", q);
 }
 
 static void matvec_type(uint32_t type) {
     if (!gpu_env()) return;
     const bool flt = type == ZR_TYPE_F32 || type == ZR_TYPE_F16 || type == ZR_TYPE_BF16;
-    /* (n_in, n_out, add, mode): the brief's 4096 x 1024, odd row counts (a partial last warp), a
-     * row longer than 48 KiB of shared memory (14336: the 8B FFN), the fused input norm and
-     * SwiGLU, and for float types rows that are not a multiple of the 16-byte item
-     * (stories260K's 172, also through the fused paths) and an odd length */
-    const int R = ZR_CUF_MV_RMSNORM, S = ZR_CUF_MV_SWIGLU;
-    const int cases[][4] = {{4096, 1024, 1, 0}, {2048, 37, 0, 0}, {14336, 40, 1, S}, {4096, 96, 1, R}, {256, 5, 0, 0},
-                            {512, 33, 0, S},    {172, 64, 1, 0},  {4099, 33, 0, 0},  {172, 24, 0, R},  {172, 20, 1, S}};
-    const char *mode_name[] = {"", " rmsnorm", " swiglu"};
-    const int n_cases = flt ? 10 : 6;
+    /* (n_in, n_out, add, mode[, groups, split]): the brief's 4096 x 1024, odd row counts (a
+     * partial last warp), a row longer than 48 KiB of shared memory (14336: the 8B FFN), the
+     * fused input norm and SwiGLU, the gated output (stacked gate|up, odd halves too), every
+     * launch shape (split-K 1..8, 1..8 row groups per block, a partial last block), and for
+     * float types rows that are not a multiple of the 16-byte item (stories260K's 172, also
+     * through the fused paths and split) and an odd length */
+    const int R = ZR_CUF_MV_RMSNORM, S = ZR_CUF_MV_SWIGLU, GL = ZR_CUF_MV_GLU;
+    const MvCase cases[] = {{4096, 1024, 1, 0, 0, 0},  {2048, 37, 0, 0, 0, 0},   {14336, 40, 1, S, 0, 0},
+                            {4096, 96, 1, R, 0, 0},    {256, 5, 0, 0, 0, 0},     {512, 33, 0, S, 0, 0},
+                            {4096, 200, 0, R | GL, 0, 0}, {2048, 74, 0, GL, 0, 0}, {4096, 1000, 1, R, 1, 8},
+                            {4096, 333, 1, 0, 2, 4},   {4096, 1000, 0, R | GL, 4, 2}, {2048, 130, 1, 0, 8, 1},
+                            {8192, 300, 1, 0, 16, 1},  {4096, 90, 0, R, 2, 8},   {14336, 66, 1, 0, 4, 4},
+                            {172, 64, 1, 0, 0, 0},     {4099, 33, 0, 0, 0, 0},   {172, 24, 0, R, 0, 0},
+                            {172, 20, 1, S, 0, 0},     {172, 30, 1, 0, 1, 4},    {4099, 50, 0, R | GL, 2, 2}};
+    const int n_cases = sizeof cases / sizeof cases[0] - (flt ? 0 : 6);
     double worst = 0;
     for (int i = 0; i < n_cases; i++) {
-        const double q = matvec_case(type, cases[i][0], cases[i][1], cases[i][2], cases[i][3]);
+        const double q = matvec_case(type, cases[i], NULL, 0);
         ZT_CHECKF(q >= 0, "the quantizer refused %s", zr_type_name(type));
-        fprintf(stderr, "  matvec %-5s [%5d x %4d]%s%s: worst |diff|/tol = %.3g\n", zr_type_name(type), cases[i][0],
-                cases[i][1], cases[i][2] ? " +add" : "", mode_name[cases[i][3]], q);
+        print_case(type, cases[i], NULL, q);
         if (q > worst) worst = q;
     }
     ZT_CHECKF(worst <= 1.0, "%s: worst |diff|/tol %.3g", zr_type_name(type), worst);
@@ -147,6 +191,33 @@ MATVEC_TEST(q3_k, ZR_TYPE_Q3_K)
 MATVEC_TEST(q4_k, ZR_TYPE_Q4_K)
 MATVEC_TEST(q5_k, ZR_TYPE_Q5_K)
 MATVEC_TEST(q6_k, ZR_TYPE_Q6_K)
+
+/* The other shapes of the F16 / Q8_0 / Q4_0 kernels (cu/matvec_variants.cu, timed by
+ * tools/mv_bench.c): the same checks through a few launch shapes and modes. */
+ZT_TEST(matvec_variant_kernels_match_cpu_dot_row) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    static const char *const names[] = {"mvx_f16_r2p3", "mvx_f16_r4p3", "mvx_f16_r2p2", "mvx_q8_0_r2p3", "mvx_q8_0_r4p2",
+                                        "mvx_q8_0_r2p2", "mvx_q4_0_r2p3", "mvx_q4_0_r4p2", "mvx_q4_0_r2p2", "mvx_q4_0s_r4p3", "mvx_q4_0s_r2p3"};
+    static const size_t sz[] = {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4};
+    const int R = ZR_CUF_MV_RMSNORM, GL = ZR_CUF_MV_GLU;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        ZrKernel kern;
+        ZrError e = {0};
+        ZT_CHECKF(!zr_cuda_kernel(&g->cuda, names[i], sz, 11, &kern, &e), "%s", e.msg);
+        const uint32_t type = strstr(names[i], "f16") ? ZR_TYPE_F16 : strstr(names[i], "q8_0") ? ZR_TYPE_Q8_0 : ZR_TYPE_Q4_0;
+        const int rpw = strstr(names[i], "_r4") ? 4 : 2;
+        const MvCase cases[] = {{4096, 1000, 1, R, 8, 1}, {4096, 333, 1, 0, 2, 4}, {2048, 202, 0, R | GL, 4, 2},
+                                {8192, 77, 1, 0, 1, 8}};
+        double worst = 0;
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            const double q = matvec_case(type, cases[c], &kern, rpw);
+            print_case(type, cases[c], &kern, q);
+            if (q > worst) worst = q;
+        }
+        ZT_CHECKF(worst <= 1.0, "%s: worst |diff|/tol %.3g", names[i], worst);
+    }
+}
 
 /* Dequantization to F16 (prefill) and embedding rows: every type against zr_dequant_row. */
 ZT_TEST(dequant_f16_and_embed_match_zr_dequant_row_for_every_type) {

@@ -1,0 +1,271 @@
+/* zrun-mv-bench: the decode matrix-vector kernels alone, on the matrices of Llama-3.2-1B and
+ * Llama-3-8B (QKV with the input norm, attention output adding into the residual, gate|up
+ * with the norm and the gated output, FFN down adding into the residual, the vocabulary
+ * output), for each weight type, each kernel of the type (cu/matvec_*.cu, cu/matvec_variants.cu)
+ * and each launch shape (row groups x split-K warps per block). Not a test.
+ *
+ * Each figure is the median of 5 replays of a graph of K launches, divided by K; the launches
+ * rotate over enough copies of the matrix (>= 128 MiB in all) that the L2 cache does not hold
+ * them, so it is the time a decode step sees for that matrix, kernel gaps included. Weights
+ * are random 16-bit words 0x3000..0x3fff (finite F16 values and scales, any quant bytes).
+ *     zrun-mv-bench [-t f16,q8_0,q4_0] [-m 1b,8b] [-o FILE.csv]
+ * Prints, per model, type and matrix: the forward pass's own kernel and shape, and the best
+ * kernel and shape found, in us and GB/s; then per model and type the matrix-vector time per
+ * token, both ways. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/driver.h"
+#include "cuda/forward.h"
+#include "cuda/graph.h"
+#include "cuda/launch.h"
+#include "cuda/module.h"
+#include "cuda/weights.h"
+#include "quant.h"
+
+typedef struct Shape {
+    const char *name;
+    int embd, q, kv, ff, layers, vocab;
+} Shape;
+
+typedef struct Mat {
+    const char *name;
+    int n_in, n_out, mode, add, per_token; /* per_token: launches per token (layers, or 1) */
+} Mat;
+
+typedef struct Kern {
+    const char *name;
+    ZrKernel k;
+    int rows_per_warp;
+} Kern;
+
+static int cmpd(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static size_t a256(size_t n) { return (n + 255) & ~(size_t)255; }
+
+/* us per launch of kernel kn with the shape on K rotating copies of the matrix, or < 0 on error */
+static double time_config(ZrCuda *c, ZrLauncher *l, const Kern *kn, const ZrCuWeight *copies, int n_copies,
+                          const Mat *m, ZrMvShape shape, CUdeviceptr x, CUdeviceptr g, CUdeviceptr y, ZrError *err) {
+    const ZrCuDriver *d = c->drv;
+    const int K = n_copies * 2 < 16 ? 16 : n_copies * 2 > 256 ? 256 : n_copies * 2;
+    zr_launcher_record_begin(l);
+    for (int i = 0; i < K; i++) {
+        if (zr_cuf_matvec_kernel(l, &kn->k, kn->rows_per_warp, &copies[i % n_copies], x, y, m->add ? y : 0,
+                                 m->mode & ZR_CUF_MV_RMSNORM ? g : 0, 1e-5f, m->mode, shape, err)) {
+            zr_launcher_record_end(l);
+            return -1;
+        }
+    }
+    zr_launcher_record_end(l);
+    ZrGraph gr;
+    if (zr_graph_build(d, &l->rec, NULL, 0, &gr, err) != CUDA_SUCCESS) return -1;
+    if (zr_graph_instantiate(d, &gr, NULL, 0, err) != CUDA_SUCCESS) {
+        zr_graph_destroy(d, &gr);
+        return -1;
+    }
+    CUevent e0, e1;
+    d->cuEventCreate(&e0, 0);
+    d->cuEventCreate(&e1, 0);
+    double t[5];
+    int rc = zr_graph_launch(d, &gr, c->stream, err) != CUDA_SUCCESS;
+    for (int r = 0; !rc && r < 5; r++) {
+        float ms = 0;
+        d->cuEventRecord(e0, c->stream);
+        rc = zr_graph_launch(d, &gr, c->stream, err) != CUDA_SUCCESS;
+        d->cuEventRecord(e1, c->stream);
+        if (!rc) rc = d->cuEventSynchronize(e1) != CUDA_SUCCESS || d->cuEventElapsedTime(&ms, e0, e1) != CUDA_SUCCESS;
+        t[r] = 1000.0 * ms / K;
+    }
+    d->cuEventDestroy(e0);
+    d->cuEventDestroy(e1);
+    zr_graph_destroy(d, &gr);
+    if (rc) {
+        if (!err->msg[0]) zr_err(err, ZR_E_CUDA, "%s: timing failed", kn->name);
+        return -1;
+    }
+    qsort(t, 5, sizeof *t, cmpd);
+    return t[2];
+}
+
+int main(int argc, char **argv) {
+    const char *types_arg = "f16,q8_0,q4_0", *models_arg = "1b,8b", *csv_path = NULL;
+    int opt;
+    while ((opt = getopt(argc, argv, "t:m:o:")) != -1) {
+        if (opt == 't') types_arg = optarg;
+        else if (opt == 'm') models_arg = optarg;
+        else if (opt == 'o') csv_path = optarg;
+        else {
+            fprintf(stderr, "usage: zrun-mv-bench [-t f16,q8_0,q4_0] [-m 1b,8b] [-o FILE.csv]\n");
+            return 2;
+        }
+    }
+    static const Shape shapes[] = {{"1b", 2048, 2048, 512, 8192, 16, 128256}, {"8b", 4096, 4096, 1024, 14336, 32, 128256}};
+    static const struct {
+        const char *name;
+        uint32_t type;
+        const char *variants[6];
+    } types[] = {
+        {"f16", ZR_TYPE_F16, {"mvx_f16_r2p3", "mvx_f16_r4p3", "mvx_f16_r2p2", NULL}},
+        {"q8_0", ZR_TYPE_Q8_0, {"mvx_q8_0_r2p3", "mvx_q8_0_r4p2", "mvx_q8_0_r2p2", NULL}},
+        {"q4_0", ZR_TYPE_Q4_0, {"mvx_q4_0_r2p3", "mvx_q4_0_r4p2", "mvx_q4_0_r2p2", "mvx_q4_0s_r4p3", "mvx_q4_0s_r2p3", NULL}},
+    };
+    static const ZrMvShape grid[] = {{8, 1}, {16, 1}, {4, 1}, {2, 1}, {4, 2}, {8, 2}, {2, 4}, {4, 4}, {1, 8}, {2, 8}};
+    const ZrCuDriver *drv;
+    ZrCuda cuda;
+    ZrCuKernels k;
+    ZrLauncher l;
+    ZrError err = {0};
+    if (zr_driver_open(&drv, &err) || zr_cuda_open(drv, 0, &cuda, &err) || zr_cuda_load_kernels(&cuda, &err) ||
+        zr_cuf_kernels_load(&cuda, &k, 14336, &err)) {
+        fprintf(stderr, "zrun-mv-bench: %s\n", err.msg);
+        return 1;
+    }
+    zr_launcher_init(&l, drv, cuda.stream);
+    FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
+    if (csv) fprintf(csv, "model,type,matrix,n_in,n_out,kernel,groups,split,us,gbps,default\n");
+    /* one pool of random words holds every copy of every matrix */
+    const size_t pool_bytes = (size_t)1152 << 20;
+    CUdeviceptr pool, x, g, y;
+    if (zr_cuda_alloc(&cuda, &pool, pool_bytes, "pool", &err) || zr_cuda_alloc(&cuda, &x, 2 * 14336 * 4, "x", &err) ||
+        zr_cuda_alloc(&cuda, &g, 14336 * 4, "norm", &err) || zr_cuda_alloc(&cuda, &y, 128256 * 4, "y", &err)) {
+        fprintf(stderr, "zrun-mv-bench: %s\n", err.msg);
+        return 1;
+    }
+    {
+        const size_t chunk = (size_t)64 << 20;
+        uint16_t *h = malloc(chunk);
+        uint64_t s = 0x9e3779b97f4a7c15ull;
+        for (size_t off = 0; off < pool_bytes; off += chunk) {
+            for (size_t i = 0; i < chunk / 2; i++) {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                h[i] = (uint16_t)(0x3000 | (s & 0x0fff));
+            }
+            if (zr_cuda_h2d(&cuda, pool + off, h, chunk, &err) || zr_cuda_sync(&cuda, &err)) {
+                fprintf(stderr, "zrun-mv-bench: %s\n", err.msg);
+                return 1;
+            }
+        }
+        float *hx = malloc(sizeof(float) * 2 * 14336);
+        for (int i = 0; i < 2 * 14336; i++) {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            hx[i] = (float)((int)(s % 2001) - 1000) / 1000.0f;
+        }
+        if (zr_cuda_h2d(&cuda, x, hx, sizeof(float) * 2 * 14336, &err) ||
+            zr_cuda_h2d(&cuda, g, hx + 14336, sizeof(float) * 14336, &err) || zr_cuda_sync(&cuda, &err)) {
+            fprintf(stderr, "zrun-mv-bench: %s\n", err.msg);
+            return 1;
+        }
+        free(hx);
+        free(h);
+    }
+    printf("%-3s %-5s %-6s %6s %7s | %-14s %5s %8s %7s | %-14s %5s %8s %7s\n", "mdl", "type", "matrix", "n_in", "n_out",
+           "forward kernel", "shape", "us", "GB/s", "best kernel", "shape", "us", "GB/s");
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const Shape *sh = &shapes[si];
+        if (!strstr(models_arg, sh->name)) continue;
+        const Mat mats[] = {
+            {"qkv", sh->embd, sh->q + 2 * sh->kv, ZR_CUF_MV_RMSNORM, 0, sh->layers},
+            {"wo", sh->q, sh->embd, ZR_CUF_MV_PLAIN, 1, sh->layers},
+            {"gu", sh->embd, 2 * sh->ff, ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, 0, sh->layers},
+            {"down", sh->ff, sh->embd, ZR_CUF_MV_PLAIN, 1, sh->layers},
+            {"out", sh->embd, sh->vocab, ZR_CUF_MV_RMSNORM, 0, 1},
+        };
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            if (!strstr(types_arg, types[ti].name)) continue;
+            const uint32_t type = types[ti].type;
+            Kern kerns[6];
+            int n_k = 0;
+            kerns[n_k++] = (Kern){.name = "forward", .k = k.mv[type], .rows_per_warp = zr_cuf_mv_rows_per_warp(type)};
+            for (int v = 0; types[ti].variants[v]; v++) {
+                static const size_t sz[] = {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4};
+                Kern *kn = &kerns[n_k];
+                kn->name = types[ti].variants[v];
+                kn->rows_per_warp = strstr(kn->name, "_r4") ? 4 : 2;
+                const int smem = (int)((14336 + 4 * (14336 / 32)) * 4);
+                if (zr_cuda_kernel(&cuda, kn->name, sz, 11, &kn->k, &err) ||
+                    zr_cuda_kernel_set_smem(&cuda, &kn->k, smem, &err)) {
+                    fprintf(stderr, "zrun-mv-bench: %s\n", err.msg);
+                    return 1;
+                }
+                n_k++;
+            }
+            double tok_fwd = 0, tok_best = 0, bytes_tok = 0;
+            for (size_t mi = 0; mi < sizeof mats / sizeof mats[0]; mi++) {
+                const Mat *m = &mats[mi];
+                const size_t mb = zr_cuw_main_row_bytes(type, m->n_in) * (size_t)m->n_out,
+                             sb = zr_cuw_side_bytes(type, m->n_in, m->n_out), bytes = a256(mb) + a256(sb);
+                int n_copies = (int)((((size_t)128 << 20) + bytes - 1) / bytes);
+                if ((size_t)n_copies * bytes > pool_bytes) n_copies = (int)(pool_bytes / bytes);
+                if (n_copies < 1) {
+                    fprintf(stderr, "zrun-mv-bench: %s %s %s does not fit the pool\n", sh->name, types[ti].name, m->name);
+                    return 1;
+                }
+                ZrCuWeight *copies = malloc(sizeof *copies * n_copies);
+                for (int i = 0; i < n_copies; i++)
+                    copies[i] = (ZrCuWeight){.type = type, .n_in = m->n_in, .n_out = m->n_out,
+                                             .main = pool + (size_t)i * bytes, .side = pool + (size_t)i * bytes + a256(mb)};
+                const ZrMvShape def = zr_cuf_mv_shape(&k, &copies[0], m->mode);
+                double t_fwd = -1, t_best = 1e30;
+                const char *best_k = "";
+                ZrMvShape best_s = def;
+                for (int ki = 0; ki < n_k; ki++) {
+                    for (size_t gi = 0; gi < sizeof grid / sizeof grid[0]; gi++) {
+                        const ZrMvShape sp = grid[gi];
+                        const int epi = type == ZR_TYPE_F16 ? 8 : type == ZR_TYPE_Q8_0 ? 16 : 32;
+                        if (sp.split > 1 && m->n_in / epi / sp.split < 32) continue;
+                        const Kern kk = kerns[ki];
+                        double t;
+                        t = time_config(&cuda, &l, &kk, copies, n_copies, m, sp, x, g, y, &err);
+                        if (t < 0) {
+                            fprintf(stderr, "zrun-mv-bench: %s %s %s %s %dx%d: %s\n", sh->name, types[ti].name, m->name,
+                                    kk.name, sp.groups, sp.split, err.msg);
+                            return 1;
+                        }
+                        const bool is_def = ki == 0 && sp.groups == def.groups && sp.split == def.split;
+                        if (is_def) t_fwd = t;
+                        if (t < t_best) {
+                            t_best = t;
+                            best_k = kk.name;
+                            best_s = sp;
+                        }
+                        if (csv)
+                            fprintf(csv, "%s,%s,%s,%d,%d,%s,%d,%d,%.3f,%.1f,%d\n", sh->name, types[ti].name, m->name,
+                                    m->n_in, m->n_out, kk.name, sp.groups, sp.split, t, bytes / t / 1e3, is_def);
+                    }
+                }
+                if (t_fwd < 0) { /* the default shape is not in the grid: time it on its own */
+                    t_fwd = time_config(&cuda, &l, &kerns[0], copies, n_copies, m, def, x, g, y, &err);
+                }
+                printf("%-3s %-5s %-6s %6d %7d | %-14s %2dx%-2d %8.2f %7.0f | %-14s %2dx%-2d %8.2f %7.0f\n", sh->name,
+                       types[ti].name, m->name, m->n_in, m->n_out, "forward", def.groups, def.split, t_fwd,
+                       bytes / t_fwd / 1e3, best_k, best_s.groups, best_s.split, t_best, bytes / t_best / 1e3);
+                fflush(stdout);
+                tok_fwd += t_fwd * m->per_token;
+                tok_best += t_best * m->per_token;
+                bytes_tok += (double)bytes * m->per_token;
+                free(copies);
+            }
+            printf("%-3s %-5s per token: matrix-vector %.1f us (%.0f GB/s) with the forward shapes, %.1f us (%.0f GB/s) "
+                   "with the best\n",
+                   sh->name, types[ti].name, tok_fwd, bytes_tok / tok_fwd / 1e3, tok_best, bytes_tok / tok_best / 1e3);
+            fflush(stdout);
+        }
+    }
+    if (csv) fclose(csv);
+    zr_launcher_free(&l);
+    zr_cuda_free(&cuda, pool);
+    zr_cuda_free(&cuda, x);
+    zr_cuda_free(&cuda, g);
+    zr_cuda_free(&cuda, y);
+    zr_cuda_close(&cuda);
+    return 0;
+}
