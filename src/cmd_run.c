@@ -161,10 +161,13 @@ typedef struct ZrRunPoint {
     double load_ms, prefill_ms, decode_ms, lost_at_ms;
 } ZrRunPoint;
 
-static int state_from(const ZrRunPoint *p, const char *cause, ZrResumeState *st, ZrError *err) {
+static int state_from(const ZrRunPoint *p, const ZrResumeState *model_id, const char *cause, ZrResumeState *st,
+                      ZrError *err) {
     memset(st, 0, sizeof *st);
-    int rc = zr_resume_stat_model(st, p->s->model, err);
-    if (rc) return rc;
+    memcpy(st->model, model_id->model, sizeof st->model);
+    st->model_size = model_id->model_size;
+    st->model_mtime_s = model_id->model_mtime_s;
+    st->model_mtime_ns = model_id->model_mtime_ns;
     snprintf(st->backend, sizeof st->backend, "%s", p->backend);
     snprintf(st->cause, sizeof st->cause, "%s", cause);
     st->n_vocab = p->n_vocab;
@@ -194,13 +197,15 @@ static int state_from(const ZrRunPoint *p, const char *cause, ZrResumeState *st,
 }
 
 /* The decode step lost the context (err): replaces this process with one that goes on (frees
- * *be first, so the new one has the GPU's memory). Returns only on failure, with err set. */
-static int go_on_in_new_process(const ZrRunPoint *p, ZrBackend **be, int argc, char **argv, ZrError *err) {
+ * *be first, so the new one has the GPU's memory). model_id: the model file as it was loaded.
+ * Returns only on failure, with err set. */
+static int go_on_in_new_process(const ZrRunPoint *p, const ZrResumeState *model_id, ZrBackend **be, int argc,
+                                char **argv, ZrError *err) {
     char cause[256];
     lost_head(err->msg, cause, sizeof cause);
     ZrResumeState st;
     ZrError e2 = {0};
-    int rc = state_from(p, cause, &st, &e2);
+    int rc = state_from(p, model_id, cause, &st, &e2);
     if (!rc) {
         (*be)->destroy(*be);
         *be = NULL;
@@ -261,7 +266,10 @@ int zr_cmd_run(int argc, char **argv) {
         goto fail;
     }
     model_loaded = true;
-    if (resuming && zr_resume_check_model(&rs, s.model, model.hp.n_vocab, &err)) goto fail;
+    /* the file as loaded: a new process must find the same one (kept in rs until a loss) */
+    if (resuming ? zr_resume_check_model(&rs, s.model, model.hp.n_vocab, &err)
+                 : zr_resume_stat_model(&rs, s.model, &err))
+        goto fail;
     if (zr_tokenizer_load(&tok, &model.gguf, &err)) {
         zr_err_wrap(&err, "%s: tokenizer", s.model);
         goto fail;
@@ -424,7 +432,7 @@ int zr_cmd_run(int argc, char **argv) {
                 .smp = smp, .detok = &detok, .last = last, .load_ms = load_ms, .prefill_ms = prefill_ms,
                 .decode_ms = t_lost - t_dec0, .lost_at_ms = t_lost,
             };
-            go_on_in_new_process(&here, &be, argc, argv, &err);
+            go_on_in_new_process(&here, &rs, &be, argc, argv, &err);
             goto fail;
         }
         ids[pos] = id;
