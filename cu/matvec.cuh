@@ -11,6 +11,8 @@
 // Launch: block ZR_MV_THREADS, grid ceil(n_out / (ZR_MV_THREADS/32 * R)), dynamic shared
 // memory zr_mv_smem_bytes(n_in) = (n_in + 4*ceil(n_in/32)) * 4. x must be 16-byte aligned.
 // y and add may alias (residual update in place): each y[r] is read and written by one lane.
+// mode (ZR_MV_*): x as is, RMSNorm(x) * norm_w (eps), or SwiGLU of x's two halves; every
+// block computes the norm of the whole x itself (the same arithmetic in each: deterministic).
 #pragma once
 #include "quant.cuh"
 
@@ -48,23 +50,24 @@ __device__ __forceinline__ float zr_dot16_bytes(const uint32_t q[4], const float
 
 __device__ __forceinline__ uint4 zr_ld16(const uint8_t *p) { return __ldg((const uint4 *)p); }
 
-// --- per-type items. Each type defines: EPI (elements per item), items(n_in), the row
-// pointers (Row), and dot<R>() which adds the item's contribution of R rows to acc. ---
+// --- per-type items. Each type defines: EPI (elements per item), the row pointers (Row), the
+// raw data of one item of one row (F), load() which issues its 128-bit loads, and comp<R>()
+// which adds the item's contribution of R rows to acc. Loading and computing are separate so
+// the loop can keep the next item's loads in flight while it computes the current one. ---
 
 struct ZrMvF32 {
     static constexpr int EPI = 4;
     struct Row { const uint8_t *p; };
+    struct F { float4 w; };
     __device__ static Row row(const uint8_t *w, const uint8_t *, int n_in, int, int r) {
         return {w + (size_t)r * zr_main_row_bytes(ZR_T_F32, n_in)};
     }
-    template <int R> __device__ static void dot(const Row (&rw)[R], int it, const float *xs, float (&acc)[R]) {
-        float4 wv[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) wv[r] = __ldg((const float4 *)rw[r].p + it);
+    __device__ static void load(const Row &rw, int it, F &f) { f.w = __ldg((const float4 *)rw.p + it); }
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
         const float4 xv = *(const float4 *)(xs + zr_xpad(4 * it));
 #pragma unroll
         for (int r = 0; r < R; r++)
-            acc[r] = fmaf(wv[r].w, xv.w, fmaf(wv[r].z, xv.z, fmaf(wv[r].y, xv.y, fmaf(wv[r].x, xv.x, acc[r]))));
+            acc[r] = fmaf(f[r].w.w, xv.w, fmaf(f[r].w.z, xv.z, fmaf(f[r].w.y, xv.y, fmaf(f[r].w.x, xv.x, acc[r]))));
     }
     __device__ static float elem(const Row &rw, int e) { return ((const float *)rw.p)[e]; }
 };
@@ -72,21 +75,20 @@ struct ZrMvF32 {
 struct ZrMvF16 {
     static constexpr int EPI = 8;
     struct Row { const uint8_t *p; };
+    struct F { uint4 w; };
     __device__ static Row row(const uint8_t *w, const uint8_t *, int n_in, int, int r) {
         return {w + (size_t)r * zr_main_row_bytes(ZR_T_F16, n_in)};
     }
-    template <int R> __device__ static void dot(const Row (&rw)[R], int it, const float *xs, float (&acc)[R]) {
-        uint4 wv[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) wv[r] = zr_ld16(rw[r].p + 16 * (size_t)it);
+    __device__ static void load(const Row &rw, int it, F &f) { f.w = zr_ld16(rw.p + 16 * (size_t)it); }
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
         const float *xp = xs + zr_xpad(8 * it);
         const float4 x0 = *(const float4 *)xp, x1 = *(const float4 *)(xp + 4);
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            const float2 a = __half22float2(*(const __half2 *)&wv[r].x);
-            const float2 b = __half22float2(*(const __half2 *)&wv[r].y);
-            const float2 c = __half22float2(*(const __half2 *)&wv[r].z);
-            const float2 d = __half22float2(*(const __half2 *)&wv[r].w);
+            const float2 a = __half22float2(*(const __half2 *)&f[r].w.x);
+            const float2 b = __half22float2(*(const __half2 *)&f[r].w.y);
+            const float2 c = __half22float2(*(const __half2 *)&f[r].w.z);
+            const float2 d = __half22float2(*(const __half2 *)&f[r].w.w);
             float s = acc[r];
             s = fmaf(a.x, x0.x, s); s = fmaf(a.y, x0.y, s); s = fmaf(b.x, x0.z, s); s = fmaf(b.y, x0.w, s);
             s = fmaf(c.x, x1.x, s); s = fmaf(c.y, x1.y, s); s = fmaf(d.x, x1.z, s); s = fmaf(d.y, x1.w, s);
@@ -99,19 +101,18 @@ struct ZrMvF16 {
 struct ZrMvBF16 {
     static constexpr int EPI = 8;
     struct Row { const uint8_t *p; };
+    struct F { uint4 w; };
     __device__ static Row row(const uint8_t *w, const uint8_t *, int n_in, int, int r) {
         return {w + (size_t)r * zr_main_row_bytes(ZR_T_BF16, n_in)};
     }
-    template <int R> __device__ static void dot(const Row (&rw)[R], int it, const float *xs, float (&acc)[R]) {
-        uint4 wv[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) wv[r] = zr_ld16(rw[r].p + 16 * (size_t)it);
+    __device__ static void load(const Row &rw, int it, F &f) { f.w = zr_ld16(rw.p + 16 * (size_t)it); }
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
         const float *xp = xs + zr_xpad(8 * it);
         const float4 x0 = *(const float4 *)xp, x1 = *(const float4 *)(xp + 4);
+        const float xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            const uint32_t u[4] = {wv[r].x, wv[r].y, wv[r].z, wv[r].w};
-            const float xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+            const uint32_t u[4] = {f[r].w.x, f[r].w.y, f[r].w.z, f[r].w.w};
             float s = acc[r];
 #pragma unroll
             for (int k = 0; k < 4; k++) {
@@ -128,25 +129,23 @@ struct ZrMvBF16 {
 struct ZrMvQ8_0 {
     static constexpr int EPI = 16;
     struct Row { const uint8_t *q; const __half *d; };
+    struct F { uint4 q; float d; };
     __device__ static Row row(const uint8_t *w, const uint8_t *ws, int n_in, int, int r) {
         const int nb = n_in / 32;
         return {w + (size_t)r * nb * 32, (const __half *)ws + (size_t)r * nb};
     }
-    template <int R> __device__ static void dot(const Row (&rw)[R], int it, const float *xs, float (&acc)[R]) {
-        uint4 wv[R];
-        float d[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            wv[r] = zr_ld16(rw[r].q + 16 * (size_t)it);
-            d[r] = __half2float(__ldg(rw[r].d + (it >> 1)));
-        }
+    __device__ static void load(const Row &rw, int it, F &f) {
+        f.q = zr_ld16(rw.q + 16 * (size_t)it);
+        f.d = __half2float(__ldg(rw.d + (it >> 1)));
+    }
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
         float xv[16];
         zr_x16(xs, 16 * it, xv);
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            const uint32_t q[4] = {wv[r].x ^ 0x80808080u, wv[r].y ^ 0x80808080u, wv[r].z ^ 0x80808080u,
-                                   wv[r].w ^ 0x80808080u};
-            acc[r] = fmaf(d[r], zr_dot16_bytes(q, xv, ZR_MAGIC + 128.f), acc[r]);
+            const uint32_t q[4] = {f[r].q.x ^ 0x80808080u, f[r].q.y ^ 0x80808080u, f[r].q.z ^ 0x80808080u,
+                                   f[r].q.w ^ 0x80808080u};
+            acc[r] = fmaf(f[r].d, zr_dot16_bytes(q, xv, ZR_MAGIC + 128.f), acc[r]);
         }
     }
 };
@@ -156,7 +155,10 @@ struct ZrMvQ8_0 {
 template <int TYPE>
 struct ZrMvQ4x {
     static constexpr int EPI = 32;
+    static constexpr bool has_m = TYPE == ZR_T_Q4_1 || TYPE == ZR_T_Q5_1;
+    static constexpr bool has_h = TYPE == ZR_T_Q5_0 || TYPE == ZR_T_Q5_1;
     struct Row { const uint8_t *q; const uint8_t *s1; const uint8_t *s2; };
+    struct F { uint4 q; float d, m; uint32_t qh; };
     __device__ static Row row(const uint8_t *w, const uint8_t *ws, int n_in, int n_out, int r) {
         const int nb = n_in / 32;
         const size_t g = (size_t)r * nb, N = (size_t)n_out * nb;
@@ -165,27 +167,23 @@ struct ZrMvQ4x {
         if (TYPE == ZR_T_Q5_0) return {w + g * 16, ws + 4 * g, ws + 4 * N + 2 * g};
         return {w + g * 16, ws + 4 * g, ws + 4 * N + 4 * g};
     }
-    template <int R> __device__ static void dot(const Row (&rw)[R], int it, const float *xs, float (&acc)[R]) {
-        constexpr bool has_m = TYPE == ZR_T_Q4_1 || TYPE == ZR_T_Q5_1;
-        constexpr bool has_h = TYPE == ZR_T_Q5_0 || TYPE == ZR_T_Q5_1;
-        uint4 wv[R];
-        float d[R], m[R];
-        uint32_t qh[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            wv[r] = zr_ld16(rw[r].q + 16 * (size_t)it);
-            if (TYPE == ZR_T_Q4_0) { d[r] = __half2float(__ldg((const __half *)rw[r].s1 + it)); }
-            if (TYPE == ZR_T_Q4_1) {
-                const float2 dm = __half22float2(__ldg((const __half2 *)rw[r].s1 + it));
-                d[r] = dm.x; m[r] = dm.y;
-            }
-            if (has_h) qh[r] = __ldg((const uint32_t *)rw[r].s1 + it);
-            if (TYPE == ZR_T_Q5_0) d[r] = __half2float(__ldg((const __half *)rw[r].s2 + it));
-            if (TYPE == ZR_T_Q5_1) {
-                const float2 dm = __half22float2(__ldg((const __half2 *)rw[r].s2 + it));
-                d[r] = dm.x; m[r] = dm.y;
-            }
+    __device__ static void load(const Row &rw, int it, F &f) {
+        f.q = zr_ld16(rw.q + 16 * (size_t)it);
+        f.m = 0.f;
+        f.qh = 0;
+        if (TYPE == ZR_T_Q4_0) f.d = __half2float(__ldg((const __half *)rw.s1 + it));
+        if (TYPE == ZR_T_Q4_1) {
+            const float2 dm = __half22float2(__ldg((const __half2 *)rw.s1 + it));
+            f.d = dm.x; f.m = dm.y;
         }
+        if (has_h) f.qh = __ldg((const uint32_t *)rw.s1 + it);
+        if (TYPE == ZR_T_Q5_0) f.d = __half2float(__ldg((const __half *)rw.s2 + it));
+        if (TYPE == ZR_T_Q5_1) {
+            const float2 dm = __half22float2(__ldg((const __half2 *)rw.s2 + it));
+            f.d = dm.x; f.m = dm.y;
+        }
+    }
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
         float xlo[16], xhi[16];
         zr_x16(xs, 32 * it, xlo);
         zr_x16(xs, 32 * it + 16, xhi);
@@ -194,20 +192,20 @@ struct ZrMvQ4x {
         const float off = ZR_MAGIC + (TYPE == ZR_T_Q4_0 ? 8.f : TYPE == ZR_T_Q5_0 ? 16.f : 0.f);
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            const uint32_t w4[4] = {wv[r].x, wv[r].y, wv[r].z, wv[r].w};
+            const uint32_t w4[4] = {f[r].q.x, f[r].q.y, f[r].q.z, f[r].q.w};
             uint32_t lo[4], hi[4];
 #pragma unroll
             for (int k = 0; k < 4; k++) {
                 lo[k] = w4[k] & 0x0F0F0F0Fu;
                 hi[k] = (w4[k] >> 4) & 0x0F0F0F0Fu;
                 if (has_h) {
-                    lo[k] |= zr_expand4_bit4((qh[r] >> (4 * k)) & 0xF);
-                    hi[k] |= zr_expand4_bit4((qh[r] >> (16 + 4 * k)) & 0xF);
+                    lo[k] |= zr_expand4_bit4((f[r].qh >> (4 * k)) & 0xF);
+                    hi[k] |= zr_expand4_bit4((f[r].qh >> (16 + 4 * k)) & 0xF);
                 }
             }
             const float s = zr_dot16_bytes(lo, xlo, off) + zr_dot16_bytes(hi, xhi, off);
-            acc[r] = fmaf(d[r], s, acc[r]);
-            if (has_m) acc[r] = fmaf(m[r], xsum, acc[r]);
+            acc[r] = fmaf(f[r].d, s, acc[r]);
+            if (has_m) acc[r] = fmaf(f[r].m, xsum, acc[r]);
         }
     }
 };
@@ -220,28 +218,29 @@ struct ZrMvQ23K {
     static constexpr int EPI = 64;
     static constexpr int SB = TYPE == ZR_T_Q2_K ? 80 : 112;
     struct Row { const uint8_t *p; const __half2 *dm; };
+    struct F { uint4 q, h, s; float d, dmin; };
     __device__ static Row row(const uint8_t *w, const uint8_t *ws, int n_in, int, int r) {
         const int nsb = n_in / 256;
         return {w + (size_t)r * nsb * SB, (const __half2 *)ws + (size_t)r * nsb};
     }
-    template <int R> __device__ static void dot(const Row (&rw)[R], int it, const float *xs, float (&acc)[R]) {
+    __device__ static void load(const Row &rw, int it, F &f) {
         const int sb = it >> 2, n = (it >> 1) & 1, lh = it & 1;
-        uint4 qv[R], hv[R], sv[R];
-        float d[R], dmin[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const uint8_t *b = rw[r].p + (size_t)sb * SB;
-            if (TYPE == ZR_T_Q2_K) {
-                qv[r] = zr_ld16(b + 16 + 32 * n + 16 * lh);
-                sv[r] = zr_ld16(b);
-                const float2 f = __half22float2(__ldg(rw[r].dm + sb));
-                d[r] = f.x; dmin[r] = f.y;
-            } else {
-                qv[r] = zr_ld16(b + 32 + 32 * n + 16 * lh);
-                hv[r] = zr_ld16(b + 16 * lh);
-                sv[r] = zr_ld16(b + 96);
-            }
+        const uint8_t *b = rw.p + (size_t)sb * SB;
+        if (TYPE == ZR_T_Q2_K) {
+            f.q = zr_ld16(b + 16 + 32 * n + 16 * lh);
+            f.s = zr_ld16(b);
+            const float2 v = __half22float2(__ldg(rw.dm + sb));
+            f.d = v.x; f.dmin = v.y;
+            f.h = make_uint4(0, 0, 0, 0);
+        } else {
+            f.q = zr_ld16(b + 32 + 32 * n + 16 * lh);
+            f.h = zr_ld16(b + 16 * lh);
+            f.s = zr_ld16(b + 96);
+            f.d = f.dmin = 0.f;
         }
+    }
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        const int sb = it >> 2, n = (it >> 1) & 1, lh = it & 1;
         const int e0 = 256 * sb + 128 * n + 16 * lh;
 #pragma unroll
         for (int j = 0; j < 4; j++) {
@@ -251,27 +250,27 @@ struct ZrMvQ23K {
             const int idx = 8 * n + 2 * j + lh;  // scale index; word idx>>2 = 2n + (j>>1)
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                const uint32_t q4[4] = {qv[r].x, qv[r].y, qv[r].z, qv[r].w};
+                const uint32_t q4[4] = {f[r].q.x, f[r].q.y, f[r].q.z, f[r].q.w};
                 uint32_t q[4];
                 if (TYPE == ZR_T_Q2_K) {
 #pragma unroll
                     for (int k = 0; k < 4; k++) q[k] = (q4[k] >> (2 * j)) & 0x03030303u;
-                    const uint32_t sw[4] = {sv[r].x, sv[r].y, sv[r].z, sv[r].w};
+                    const uint32_t sw[4] = {f[r].s.x, f[r].s.y, f[r].s.z, f[r].s.w};
                     const uint32_t word = n ? sw[2 + (j >> 1)] : sw[j >> 1];
                     const uint32_t sc = (word >> (8 * (idx & 3))) & 0xFF;
                     const float s = zr_dot16_bytes(q, xv, ZR_MAGIC);
-                    acc[r] = fmaf(d[r] * (float)(sc & 0xF), s, acc[r]);
-                    acc[r] = fmaf(-dmin[r] * (float)(sc >> 4), xsum, acc[r]);
+                    acc[r] = fmaf(f[r].d * (float)(sc & 0xF), s, acc[r]);
+                    acc[r] = fmaf(-f[r].dmin * (float)(sc >> 4), xsum, acc[r]);
                 } else {
-                    const uint32_t h4[4] = {hv[r].x, hv[r].y, hv[r].z, hv[r].w};
+                    const uint32_t h4[4] = {f[r].h.x, f[r].h.y, f[r].h.z, f[r].h.w};
 #pragma unroll
                     for (int k = 0; k < 4; k++)
                         q[k] = ((q4[k] >> (2 * j)) & 0x03030303u) | (((h4[k] >> (4 * n + j)) & 0x01010101u) << 2);
                     uint32_t s4[4];
-                    zr_q3k_scales(sv[r].x, sv[r].y, sv[r].z, s4);
+                    zr_q3k_scales(f[r].s.x, f[r].s.y, f[r].s.z, s4);
                     const uint32_t word = n ? s4[2 + (j >> 1)] : s4[j >> 1];
                     const int sc = (int)((word >> (8 * (idx & 3))) & 0xFF) - 32;
-                    const float dd = __half2float(__ushort_as_half((unsigned short)(sv[r].w & 0xFFFF)));
+                    const float dd = __half2float(__ushort_as_half((unsigned short)(f[r].s.w & 0xFFFF)));
                     acc[r] = fmaf(dd * (float)sc, zr_dot16_bytes(q, xv, ZR_MAGIC + 4.f), acc[r]);
                 }
             }
@@ -287,23 +286,24 @@ struct ZrMvQ45K {
     static constexpr int EPI = 32;
     static constexpr int SB = TYPE == ZR_T_Q4_K ? 144 : 176;
     struct Row { const uint8_t *p; };
+    struct F { uint4 q, hd, h; };
     __device__ static Row row(const uint8_t *w, const uint8_t *, int n_in, int, int r) {
         return {w + (size_t)r * (n_in / 256) * SB};
     }
-    template <int R> __device__ static void dot(const Row (&rw)[R], int it, const float *xs, float (&acc)[R]) {
+    __device__ static void load(const Row &rw, int it, F &f) {
         const int sb = it >> 3, j = (it >> 1) & 3, hf = it & 1;
-        uint4 qv[R], hd[R], hv[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const uint8_t *b = rw[r].p + (size_t)sb * SB;
-            hd[r] = zr_ld16(b);
-            if (TYPE == ZR_T_Q4_K) {
-                qv[r] = zr_ld16(b + 16 + 32 * j + 16 * hf);
-            } else {
-                qv[r] = zr_ld16(b + 48 + 32 * j + 16 * hf);
-                hv[r] = zr_ld16(b + 16 + 16 * hf);
-            }
+        const uint8_t *b = rw.p + (size_t)sb * SB;
+        f.hd = zr_ld16(b);
+        if (TYPE == ZR_T_Q4_K) {
+            f.q = zr_ld16(b + 16 + 32 * j + 16 * hf);
+            f.h = make_uint4(0, 0, 0, 0);
+        } else {
+            f.q = zr_ld16(b + 48 + 32 * j + 16 * hf);
+            f.h = zr_ld16(b + 16 + 16 * hf);
         }
+    }
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        const int sb = it >> 3, j = (it >> 1) & 3, hf = it & 1;
         const int e0 = 256 * sb + 64 * j + 16 * hf;
         float xlo[16], xhi[16];
         zr_x16(xs, e0, xlo);
@@ -311,11 +311,11 @@ struct ZrMvQ45K {
         const float slo = zr_sum16(xlo), shi = zr_sum16(xhi);
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            const float2 dm = __half22float2(*(const __half2 *)&hd[r].x);
+            const float2 dm = __half22float2(*(const __half2 *)&f[r].hd.x);
             float sc0, m0, sc1, m1;
-            zr_scale_min_k4w(2 * j, hd[r].y, hd[r].z, hd[r].w, &sc0, &m0);
-            zr_scale_min_k4w(2 * j + 1, hd[r].y, hd[r].z, hd[r].w, &sc1, &m1);
-            const uint32_t w4[4] = {qv[r].x, qv[r].y, qv[r].z, qv[r].w};
+            zr_scale_min_k4w(2 * j, f[r].hd.y, f[r].hd.z, f[r].hd.w, &sc0, &m0);
+            zr_scale_min_k4w(2 * j + 1, f[r].hd.y, f[r].hd.z, f[r].hd.w, &sc1, &m1);
+            const uint32_t w4[4] = {f[r].q.x, f[r].q.y, f[r].q.z, f[r].q.w};
             uint32_t lo[4], hi[4];
 #pragma unroll
             for (int k = 0; k < 4; k++) {
@@ -323,7 +323,7 @@ struct ZrMvQ45K {
                 hi[k] = (w4[k] >> 4) & 0x0F0F0F0Fu;
             }
             if (TYPE == ZR_T_Q5_K) {
-                const uint32_t h4[4] = {hv[r].x, hv[r].y, hv[r].z, hv[r].w};
+                const uint32_t h4[4] = {f[r].h.x, f[r].h.y, f[r].h.z, f[r].h.w};
 #pragma unroll
                 for (int k = 0; k < 4; k++) {
                     lo[k] |= ((h4[k] >> (2 * j)) & 0x01010101u) << 4;
@@ -342,23 +342,22 @@ struct ZrMvQ45K {
 struct ZrMvQ6K {
     static constexpr int EPI = 64;
     struct Row { const uint8_t *p; const __half *d; };
+    struct F { uint4 la, lb, qh, sc; float d; };
     __device__ static Row row(const uint8_t *w, const uint8_t *ws, int n_in, int, int r) {
         const int nsb = n_in / 256;
         return {w + (size_t)r * nsb * 208, (const __half *)ws + (size_t)r * nsb};
     }
-    template <int R> __device__ static void dot(const Row (&rw)[R], int it, const float *xs, float (&acc)[R]) {
+    __device__ static void load(const Row &rw, int it, F &f) {
         const int sb = it >> 2, h = (it >> 1) & 1, k = it & 1;
-        uint4 la[R], lb[R], qh[R], sc[R];
-        float d[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const uint8_t *b = rw[r].p + (size_t)sb * 208;
-            la[r] = zr_ld16(b + 64 * h + 16 * k);
-            lb[r] = zr_ld16(b + 64 * h + 32 + 16 * k);
-            qh[r] = zr_ld16(b + 128 + 32 * h + 16 * k);
-            sc[r] = zr_ld16(b + 192);
-            d[r] = __half2float(__ldg(rw[r].d + sb));
-        }
+        const uint8_t *b = rw.p + (size_t)sb * 208;
+        f.la = zr_ld16(b + 64 * h + 16 * k);
+        f.lb = zr_ld16(b + 64 * h + 32 + 16 * k);
+        f.qh = zr_ld16(b + 128 + 32 * h + 16 * k);
+        f.sc = zr_ld16(b + 192);
+        f.d = __half2float(__ldg(rw.d + sb));
+    }
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        const int sb = it >> 2, h = (it >> 1) & 1, k = it & 1;
         const int e0 = 256 * sb + 128 * h + 16 * k;
 #pragma unroll
         for (int g = 0; g < 4; g++) {
@@ -366,9 +365,9 @@ struct ZrMvQ6K {
             zr_x16(xs, e0 + 32 * g, xv);
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                const uint4 l4 = (g & 1) ? lb[r] : la[r];
+                const uint4 l4 = (g & 1) ? f[r].lb : f[r].la;
                 const uint32_t lw[4] = {l4.x, l4.y, l4.z, l4.w};
-                const uint32_t hw[4] = {qh[r].x, qh[r].y, qh[r].z, qh[r].w};
+                const uint32_t hw[4] = {f[r].qh.x, f[r].qh.y, f[r].qh.z, f[r].qh.w};
                 uint32_t q[4];
 #pragma unroll
                 for (int t = 0; t < 4; t++) {
@@ -376,40 +375,102 @@ struct ZrMvQ6K {
                     q[t] = nib | (((hw[t] >> (2 * g)) & 0x03030303u) << 4);
                 }
                 // scale index 8h + k + 2g: word 2h + g/2, byte 2(g&1) + k
-                const uint32_t sw[4] = {sc[r].x, sc[r].y, sc[r].z, sc[r].w};
+                const uint32_t sw[4] = {f[r].sc.x, f[r].sc.y, f[r].sc.z, f[r].sc.w};
                 const uint32_t word = h ? sw[2 + (g >> 1)] : sw[g >> 1];
                 const float s = (float)(int8_t)(word >> (8 * (2 * (g & 1) + k)));
-                acc[r] = fmaf(d[r] * s, zr_dot16_bytes(q, xv, ZR_MAGIC + 32.f), acc[r]);
+                acc[r] = fmaf(f[r].d * s, zr_dot16_bytes(q, xv, ZR_MAGIC + 32.f), acc[r]);
             }
         }
     }
 };
 
+// How x reaches the product: as is, RMS-normalized with a weight (the block's input norm fused
+// into the projections that follow it), or as SwiGLU of its two halves (x has 2*n_in values:
+// gate then up; the FFN down projection).
+#define ZR_MV_PLAIN 0
+#define ZR_MV_RMSNORM 1
+#define ZR_MV_SWIGLU 2
+
 template <class T, int R>
 __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                           const float *__restrict__ x, float *y, const float *add,
-                                          int n_in, int n_out) {
+                                          const float *__restrict__ norm_w, float eps, int n_in, int n_out, int mode) {
     extern __shared__ float4 zr_mv_smem[];
+    __shared__ float red[ZR_MV_THREADS / 32];
     float *xs = (float *)zr_mv_smem;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    if ((n_in & 3) == 0) {
-        for (int i = tid; i < n_in / 4; i += blockDim.x)
-            *(float4 *)(xs + zr_xpad(4 * i)) = __ldg((const float4 *)x + i);
-    } else {
-        for (int i = tid; i < n_in; i += blockDim.x) xs[zr_xpad(i)] = x[i];
-    }
-    __syncthreads();
     const int row0 = (blockIdx.x * (blockDim.x >> 5) + warp) * R;
-    if (row0 >= n_out) return;
+    const bool live = row0 < n_out;
+    const int items = n_in / T::EPI;
     typename T::Row rw[R];
+    typename T::F cur[R];
 #pragma unroll
     for (int r = 0; r < R; r++) rw[r] = T::row(w, ws, n_in, n_out, min(row0 + r, n_out - 1));
+    // the first weights are requested before x is staged, so the two latencies overlap
+    if (live && lane < items) {
+#pragma unroll
+        for (int r = 0; r < R; r++) T::load(rw[r], lane, cur[r]);
+    }
+    // stage x (padded: 4 floats after every 32) -- normalized or gated on the way in
+    float ss = 0.f;
+    if ((n_in & 3) == 0) {
+        for (int i = tid; i < n_in / 4; i += blockDim.x) {
+            float4 v = __ldg((const float4 *)x + i);
+            if (mode == ZR_MV_SWIGLU) {
+                const float4 u = __ldg((const float4 *)(x + n_in) + i);
+                v.x = v.x / (1.0f + expf(-v.x)) * u.x; v.y = v.y / (1.0f + expf(-v.y)) * u.y;
+                v.z = v.z / (1.0f + expf(-v.z)) * u.z; v.w = v.w / (1.0f + expf(-v.w)) * u.w;
+            }
+            ss = fmaf(v.x, v.x, fmaf(v.y, v.y, fmaf(v.z, v.z, fmaf(v.w, v.w, ss))));
+            *(float4 *)(xs + zr_xpad(4 * i)) = v;
+        }
+    } else {
+        for (int i = tid; i < n_in; i += blockDim.x) {
+            float v = x[i];
+            if (mode == ZR_MV_SWIGLU) v = v / (1.0f + expf(-v)) * x[n_in + i];
+            ss = fmaf(v, v, ss);
+            xs[zr_xpad(i)] = v;
+        }
+    }
+    if (mode == ZR_MV_RMSNORM) {
+        ss = zr_warp_sum(ss);
+        if (lane == 0) red[warp] = ss;
+        __syncthreads();
+        float tot = 0.f;
+#pragma unroll
+        for (int k = 0; k < ZR_MV_THREADS / 32; k++) tot += red[k];
+        const float scale = 1.0f / sqrtf(tot / (float)n_in + eps);
+        // each thread rescales exactly the values it staged
+        if ((n_in & 3) == 0) {
+            for (int i = tid; i < n_in / 4; i += blockDim.x) {
+                float4 *p = (float4 *)(xs + zr_xpad(4 * i));
+                const float4 g = __ldg((const float4 *)norm_w + i);
+                float4 v = *p;
+                v.x = v.x * scale * g.x; v.y = v.y * scale * g.y; v.z = v.z * scale * g.z; v.w = v.w * scale * g.w;
+                *p = v;
+            }
+        } else {
+            for (int i = tid; i < n_in; i += blockDim.x) xs[zr_xpad(i)] = xs[zr_xpad(i)] * scale * norm_w[i];
+        }
+    }
+    __syncthreads();
+    if (!live) return;
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; r++) acc[r] = 0.f;
-    const int items = n_in / T::EPI;
-#pragma unroll 2
-    for (int it = lane; it < items; it += 32) T::template dot<R>(rw, it, xs, acc);
+    for (int it = lane; it < items; it += 32) {
+        typename T::F nxt[R];
+        const bool more = it + 32 < items;
+        if (more) {
+#pragma unroll
+            for (int r = 0; r < R; r++) T::load(rw[r], it + 32, nxt[r]);
+        }
+        T::template comp<R>(cur, it, xs, acc);
+        if (more) {
+#pragma unroll
+            for (int r = 0; r < R; r++) cur[r] = nxt[r];
+        }
+    }
     if constexpr (T::EPI <= 8) {  // float types: rows whose length is not a multiple of the item
         const int e = items * T::EPI + lane;
         if (e < n_in) {
@@ -426,3 +487,11 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     }
     if (lane < R && row0 + lane < n_out) y[row0 + lane] = out + (add ? add[row0 + lane] : 0.f);
 }
+
+#define ZR_MATVEC(NAME, TRAITS, R)                                                                      \
+    ZR_KERNEL void __launch_bounds__(ZR_MV_THREADS)                                                     \
+        NAME(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, const float *__restrict__ x, \
+             float *y, const float *add, const float *__restrict__ norm_w, float eps, int n_in, int n_out, \
+             int mode) {                                                                                \
+        zr_matvec<TRAITS, R>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode);                         \
+    }

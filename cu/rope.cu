@@ -1,29 +1,55 @@
-// Rotary position embedding, in place, for M rows of `n_heads` heads of `head_dim` values
-// (row i at x + i*row_stride; Q and K heads side by side in the QKV buffer are rotated in one
-// launch). Row i is at position pos[0] + i, read from device memory so a recorded decode step
-// stays valid for every token. Pairs (2j, 2j+1) for normal rope, (j, j + rope_dim/2) for NeoX;
-// angle = p * freq[j], with freq[j] = freq_scale * base^(-2j/rope_dim) / freq_factors[j]
+// Rotary position embedding of Q and K with the KV-cache write fused in, for M rows of the QKV
+// buffer (row i at qkv + i*row_stride: n_head query heads, n_kv key heads, n_kv value heads of
+// head_dim values). Row i is at position pos[0] + i, read from device memory so a recorded
+// decode step stays valid for every token. Pairs (2j, 2j+1) for normal rope, (j, j + rope_dim/2)
+// for NeoX; angle = p * freq[j], freq[j] = freq_scale * base^(-2j/rope_dim) / freq_factors[j]
 // computed once on the host in double (as the CPU reference does); values past rope_dim are
-// left alone. grid (ceil(n_heads*rope_dim/2 / 128), M), block 128.
+// not rotated. Q is rotated in place; K (rotated) and V go to the caches [n_ctx, n_kv*head_dim]
+// at row pos[0] + i.
+// Threads per row: (n_head + n_kv) * rope_dim/2 rotations, then n_kv*head_dim V copies, then
+// n_kv*(head_dim - rope_dim) copies of K's unrotated tail. grid (ceil(total / 128), M), block 128.
 #include "common.cuh"
 
 ZR_KERNEL void __launch_bounds__(128)
-    rope_f32(float *x, int row_stride, int n_heads, int head_dim, int rope_dim, int neox,
-             const double *__restrict__ freq, const int *__restrict__ pos) {
-    const int half = rope_dim / 2;
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n_heads * half) return;
-    const int h = t / half, j = t % half;
-    // reduce the angle in double first: float sin/cos of a large float angle would lose
-    // ~angle * 6e-8 radians; after the reduction the error is float rounding alone
-    const double angle = (double)(pos[0] + (int)blockIdx.y) * freq[j];
-    const double two_pi = 6.283185307179586;
-    const double red = angle - two_pi * rint(angle / two_pi);
-    float s, c;
-    sincosf((float)red, &s, &c);
-    float *v = x + (size_t)blockIdx.y * row_stride + (size_t)h * head_dim;
-    const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
-    const float a = v[i0], b = v[i1];
-    v[i0] = a * c - b * s;
-    v[i1] = a * s + b * c;
+    rope_kv_f32(float *qkv, int row_stride, int n_head, int n_kv, int head_dim, int rope_dim, int neox,
+                const double *__restrict__ freq, const int *__restrict__ pos, float *__restrict__ kc,
+                float *__restrict__ vc) {
+    const int half = rope_dim / 2, kv_dim = n_kv * head_dim, q_dim = n_head * head_dim;
+    const int n_rot = (n_head + n_kv) * half, n_tail = n_kv * (head_dim - rope_dim);
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    const int p = pos[0] + (int)blockIdx.y;
+    float *row = qkv + (size_t)blockIdx.y * row_stride;
+    float *kdst = kc + (size_t)p * kv_dim, *vdst = vc + (size_t)p * kv_dim;
+    if (t < n_rot) {
+        const int h = t / half, j = t % half;
+        // reduce the angle in double first: float sin/cos of a large float angle would lose
+        // ~angle * 6e-8 radians; after the reduction the error is float rounding alone
+        const double angle = (double)p * freq[j];
+        const double two_pi = 6.283185307179586;
+        const double red = angle - two_pi * rint(angle / two_pi);
+        float s, c;
+        sincosf((float)red, &s, &c);
+        float *v = row + (size_t)h * head_dim;
+        const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
+        const float a = v[i0], b = v[i1];
+        const float ra = a * c - b * s, rb = a * s + b * c;
+        v[i0] = ra;
+        v[i1] = rb;
+        if (h >= n_head) {
+            const int kh = (h - n_head) * head_dim;
+            kdst[kh + i0] = ra;
+            kdst[kh + i1] = rb;
+        }
+        return;
+    }
+    t -= n_rot;
+    if (t < kv_dim) {
+        vdst[t] = row[q_dim + kv_dim + t];
+        return;
+    }
+    t -= kv_dim;
+    if (t < n_tail) {
+        const int per = head_dim - rope_dim, kh = t / per, d = rope_dim + t % per;
+        kdst[kh * head_dim + d] = row[q_dim + kh * head_dim + d];
+    }
 }

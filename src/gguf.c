@@ -84,22 +84,32 @@ static int rd_u64(Rd *r, const char *what, uint64_t *v) {
     return 0;
 }
 
-/* A length-prefixed string: the length must fit in what is left of the buffer. */
-static int rd_str(Rd *r, const char *what, ZrStr *s) {
+/* A length-prefixed string: the length must fit in what is left of the buffer. idx names the
+ * element of a string array (UINT64_MAX: not an element). Messages are formatted only on the
+ * error path: a vocabulary holds hundreds of thousands of strings. */
+static int rd_str_at(Rd *r, const char *what, uint64_t idx, ZrStr *s) {
     uint64_t at = r->off, n = 0;
-    char lw[96];
-    snprintf(lw, sizeof lw, "%s length", what);
-    if (rd_u64(r, lw, &n)) return 1;
-    if (n > rd_left(r))
+    char wbuf[96];
+    if (rd_left(r) < 8 || (memcpy(&n, r->b + r->off, 8), n > rd_left(r) - 8)) {
+        if (idx == UINT64_MAX) snprintf(wbuf, sizeof wbuf, "%s", what);
+        else snprintf(wbuf, sizeof wbuf, "%s %llu", what, (unsigned long long)idx);
+        if (rd_left(r) < 8) {
+            strncat(wbuf, " length", sizeof wbuf - strlen(wbuf) - 1);
+            return rd_trunc(r, wbuf, 8);
+        }
         return zr_err(r->err, ZR_E_FORMAT,
                       "%s: %s: %s at byte %llu: length %llu exceeds the %llu bytes left in the file",
-                      r->label, r->ctx, what, (unsigned long long)at, (unsigned long long)n,
-                      (unsigned long long)rd_left(r));
+                      r->label, r->ctx, wbuf, (unsigned long long)at, (unsigned long long)n,
+                      (unsigned long long)(rd_left(r) - 8));
+    }
+    r->off += 8;
     s->ptr = (const char *)(r->b + r->off);
     s->len = n;
     r->off += n;
     return 0;
 }
+
+static int rd_str(Rd *r, const char *what, ZrStr *s) { return rd_str_at(r, what, UINT64_MAX, s); }
 
 /* Printable copy of a name from the file (names may hold anything), for messages. */
 static const char *printable(ZrStr s, char *out, size_t cap) {
@@ -140,9 +150,7 @@ static int walk_elems(Rd *r, uint32_t et, uint64_t n, int depth) {
         for (uint64_t i = 0; i < n; i++) {
             if (et == ZR_GGUF_STRING) {
                 ZrStr s;
-                char what[64];
-                snprintf(what, sizeof what, "string element %llu", (unsigned long long)i);
-                if (rd_str(r, what, &s)) return 1;
+                if (rd_str_at(r, "string element", i, &s)) return 1;
             } else if (walk_value(r, ZR_GGUF_ARRAY, depth + 1)) {
                 return 1;
             }

@@ -2,7 +2,9 @@
  * bench`): prefill tokens/s and decode tokens/s, eager and through the decode graph, on one
  * model. Each figure is the median of R repetitions after a warm-up; decode starts from an
  * empty context, one token at a time with its logits copied back (as `zrun` decodes).
- *     zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] */
+ * With -P, a third pass decodes 32 tokens eagerly with --profile's per-kernel timing and prints
+ * the table (kernels by total time).
+ *     zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P] */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +32,12 @@ static double median(double *v, int n) {
 
 int main(int argc, char **argv) {
     const char *path = NULL;
-    int p = 512, n = 128, reps = 3, opt;
-    while ((opt = getopt(argc, argv, "m:p:n:r:")) != -1) {
+    int p = 512, n = 128, reps = 3, opt, profile = 0;
+    while ((opt = getopt(argc, argv, "m:p:n:r:P")) != -1) {
+        if (opt == 'P') {
+            profile = 1;
+            continue;
+        }
         if (opt == 'm') path = optarg;
         else if (opt == 'p') p = atoi(optarg);
         else if (opt == 'n') n = atoi(optarg);
@@ -39,7 +45,7 @@ int main(int argc, char **argv) {
         else return 2;
     }
     if (!path || p < 2 || n < 1 || reps < 1 || reps > 64) {
-        fprintf(stderr, "usage: zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3]\n");
+        fprintf(stderr, "usage: zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P]\n");
         return 2;
     }
     ZrModel m;
@@ -89,6 +95,16 @@ int main(int argc, char **argv) {
                graph && !st.graph_active ? "  (graph fell back to eager)" : "");
         fflush(stdout);
         be->destroy(be);
+    }
+    if (profile) {
+        ZrBackendOptions o = {.n_ctx = p + n + 16, .graph = 0, .profile = true, .quiet = true};
+        ZrBackend *be = zr_cuda_backend_create(&m, &o, &err);
+        int rc = be ? 0 : 1;
+        for (int i = 0; !rc && i < 32; i++) rc = be->forward(be, &tok[i], 1, i, logits, false, &err);
+        if (rc) fprintf(stderr, "zrun-cuda-timing: %s\n", err.msg);
+        printf("profile of 32 eager decode steps (%s):\n", name);
+        fflush(stdout);
+        if (be) be->destroy(be); /* prints the table on stderr */
     }
     free(tok);
     free(logits);

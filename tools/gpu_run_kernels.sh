@@ -19,7 +19,13 @@ for t in test_kernels test_cuda_backend; do
   timeout 240 "$D/bin/$t" > "$O/$t.log" 2>&1
   echo "$t: exit $? ($(( $(date +%s) - T0 )) s)" | tee -a "$O/summary.txt"
 done
-grep -hE "matvec|decode |prefill |zrun eval|graph |stories|needs|check failed|FAIL|passed|failed" "$O"/test_*.log | head -150
+grep -hE "check failed|FAIL|passed|failed" "$O"/test_*.log | head -40
+# machine code of the hottest kernels (for instruction counts), when the fatbin came along
+if [ -f "$D/kernels.fatbin" ] && command -v cuobjdump >/dev/null; then
+  for k in matvec_q4_0 matvec_f16 matvec_q4_k; do
+    echo "== $k"; cuobjdump -sass -fun "$k" "$D/kernels.fatbin" | grep -E '^\s+/\*[0-9a-f]{4}\*/' | sed 's/;.*//'
+  done > "$O/sass.txt" 2>&1
+fi
 echo "== timing" | tee -a "$O/summary.txt"
 for s in $SHAPES; do
   for ty in $TYPES; do
@@ -28,7 +34,7 @@ for s in $SHAPES; do
     t1=$(date +%s)
     "$D/bin/zrun-synth" -o "$m" --shape "$s" --type "$ty" -q -t "$(nproc)" || { echo "synth $s $ty failed"; continue; }
     t2=$(date +%s)
-    timeout 180 "$D/bin/zrun-cuda-timing" -m "$m" -p 512 -n 128 -r 3 2>>"$O/timing.err" | sed "s/^/$s-$ty /" | tee -a "$O/timing.txt"
+    timeout 180 "$D/bin/zrun-cuda-timing" -m "$m" -p 512 -n 128 -r 3 ${PROFILE:+-P} 2>>"$O/timing.err" | sed "s/^/$s-$ty /" | tee -a "$O/timing.txt"
     echo "  ($s $ty: synth $((t2 - t1)) s, timing $(( $(date +%s) - t2 )) s)" | tee -a "$O/timing.txt"
     rm -f "$m"
   done

@@ -9,11 +9,13 @@
 
 /* ---- kernels ---- */
 
-/* Rows of W each warp computes in the matrix-vector kernel of a type (cu/matvec_*.cu). */
+/* Rows of W each warp computes in the matrix-vector kernel of a type (cu/matvec_*.cu: the R
+ * of each ZR_MATVEC line; a mismatch leaves rows unwritten, which the gpu tests catch). */
 static int mv_rows_per_warp(uint32_t type) {
     switch (type) {
-    case ZR_TYPE_F32: case ZR_TYPE_F16: case ZR_TYPE_BF16: case ZR_TYPE_Q6_K: return 2;
-    default: return 4;
+    case ZR_TYPE_F16: case ZR_TYPE_BF16: case ZR_TYPE_Q8_0: case ZR_TYPE_Q4_0: case ZR_TYPE_Q4_1: case ZR_TYPE_Q4_K:
+        return 4;
+    default: return 2;
     }
 }
 #define MV_THREADS 128
@@ -43,7 +45,7 @@ static size_t mv_smem(int n_in) { return ((size_t)n_in + 4 * (size_t)((n_in + 31
 #define I 4 /* an int or float parameter */
 
 int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *err) {
-    static const size_t mv_sz[] = {P, P, P, P, P, I, I}, dq_sz[] = {P, P, P, I, I, I, I}, em_sz[] = {P, P, P, P, I, I};
+    static const size_t mv_sz[] = {P, P, P, P, P, P, I, I, I, I}, dq_sz[] = {P, P, P, I, I, I, I}, em_sz[] = {P, P, P, P, I, I};
     char name[64];
     int rc;
     memset(k, 0, sizeof *k);
@@ -52,7 +54,7 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         const char *tn = kname(t);
         if (!tn) continue;
         snprintf(name, sizeof name, "matvec_%s", tn);
-        if ((rc = zr_cuda_kernel(c, name, mv_sz, 7, &k->mv[t], err))) return rc;
+        if ((rc = zr_cuda_kernel(c, name, mv_sz, 10, &k->mv[t], err))) return rc;
         if (smem > 48 * 1024) {
             if ((int)smem > c->props.max_smem_optin)
                 return zr_err(err, ZR_E_UNSUPPORTED,
@@ -70,8 +72,8 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
             k->has_dq[t] = true;
         }
     }
-    static const size_t rms_sz[] = {P, I, P, P, I, I, I}, rope_sz[] = {P, I, I, I, I, I, P, P},
-                        kv_sz[] = {P, P, I, P, P, I, P}, ap_sz[] = {P, I, P, P, P, P, I, I, I, I, I, I},
+    static const size_t rms_sz[] = {P, I, P, P, I, I, I}, rope_sz[] = {P, I, I, I, I, I, I, P, P, P, P},
+                        ap_sz[] = {P, I, P, P, P, P, I, I, I, I, I, I},
                         ac_sz[] = {P, P, I, P, I, I, I, I}, sw_sz[] = {P, I, P, I}, ar_sz[] = {P, I, P, I},
                         add_sz[] = {P, P, I}, cv_sz[] = {P, I, P, I, I};
     struct {
@@ -80,8 +82,8 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         int n;
         ZrKernel *out;
     } fixed[] = {
-        {"rmsnorm_f32", rms_sz, 7, &k->rmsnorm},        {"rope_f32", rope_sz, 8, &k->rope},
-        {"kv_store_f32", kv_sz, 7, &k->kv_store},       {"attn_part_f32", ap_sz, 12, &k->attn_part},
+        {"rmsnorm_f32", rms_sz, 7, &k->rmsnorm},        {"rope_kv_f32", rope_sz, 11, &k->rope_kv},
+        {"attn_part_f32", ap_sz, 12, &k->attn_part},
         {"attn_combine_f32", ac_sz, 8, &k->attn_combine}, {"swiglu_f32", sw_sz, 4, &k->swiglu},
         {"add_rows_f32", ar_sz, 4, &k->add_rows},       {"add_f32", add_sz, 3, &k->add},
         {"convert_f32_f16", cv_sz, 5, &k->convert},
@@ -425,18 +427,24 @@ void zr_cuf_free(ZrCuForward *f) {
 static unsigned cdiv(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
 
 int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
-                  CUdeviceptr add, ZrError *err) {
+                  CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrError *err) {
     if (w->type >= ZR_TYPE_COUNT || !k->has_mv[w->type])
         return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
     const unsigned rows_per_block = MV_THREADS / 32 * mv_rows_per_warp(w->type);
     return ZR_LAUNCH(l, &k->mv[w->type], ZR_DIM1(cdiv(w->n_out, rows_per_block)), ZR_DIM1(MV_THREADS),
-                     (unsigned)mv_smem(w->n_in), err, (void *)&w->main, (void *)&w->side, &x, &y, &add,
-                     (void *)&w->n_in, (void *)&w->n_out);
+                     (unsigned)mv_smem(w->n_in), err, (void *)&w->main, (void *)&w->side, &x, &y, &add, &norm_w,
+                     &eps, (void *)&w->n_in, (void *)&w->n_out, &mode);
 }
 
 /* y[n_out] = W x (+ add) */
 static int mv(ZrCuForward *f, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y, CUdeviceptr add, ZrError *err) {
-    return zr_cuf_matvec(f->launcher, f->k, w, x, y, add, err);
+    return zr_cuf_matvec(f->launcher, f->k, w, x, y, add, 0, 0.0f, ZR_CUF_MV_PLAIN, err);
+}
+
+/* y[n_out] = W RMSNorm(x) * norm_w (+ add): the block's input norm fused into its projection */
+static int mv_norm(ZrCuForward *f, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr norm_w, CUdeviceptr y,
+                   CUdeviceptr add, ZrError *err) {
+    return zr_cuf_matvec(f->launcher, f->k, w, x, y, add, norm_w, f->m->hp.rms_eps, ZR_CUF_MV_RMSNORM, err);
 }
 
 static CUdeviceptr fptr(CUdeviceptr base, size_t floats) { return base + floats * sizeof(float); }
@@ -460,17 +468,14 @@ static int attention(ZrCuForward *f, int il, int rows, CUdeviceptr part, int chu
     if (G->k_norm && (rc = rmsnorm(f, fptr(f->qkv, f->q_dim), f->qkv_dim, G->k_norm, fptr(f->qkv, f->q_dim), f->qkv_dim,
                                    f->head_dim, hp->n_head_kv, rows, err)))
         return rc;
-    const int n_rot = hp->n_head + hp->n_head_kv, neox = hp->rope_neox ? 1 : 0;
-    if (hp->rope_dim > 0 &&
-        (rc = ZR_LAUNCH(f->launcher, &f->k->rope, ZR_DIM3(cdiv((size_t)n_rot * (hp->rope_dim / 2), 128), rows, 1),
-                        ZR_DIM1(128), 0, err, &f->qkv, &f->qkv_dim, (void *)&n_rot, &f->head_dim,
-                        (void *)&hp->rope_dim, (void *)&neox, &f->rope_freq, &f->d_pos)))
-        return rc;
+    const int neox = hp->rope_neox ? 1 : 0;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
     CUdeviceptr kc = fptr(f->kc, layer), vc = fptr(f->vc, layer);
-    CUdeviceptr k = fptr(f->qkv, f->q_dim), v = fptr(f->qkv, f->q_dim + f->kv_dim);
-    if ((rc = ZR_LAUNCH(f->launcher, &f->k->kv_store, ZR_DIM3(cdiv(f->kv_dim, 256), rows, 1), ZR_DIM1(256), 0, err, &k,
-                        &v, &f->qkv_dim, &kc, &vc, &f->kv_dim, &f->d_pos)))
+    const size_t threads = (size_t)(hp->n_head + hp->n_head_kv) * (hp->rope_dim / 2) + f->kv_dim +
+                           (size_t)hp->n_head_kv * (f->head_dim - hp->rope_dim);
+    if ((rc = ZR_LAUNCH(f->launcher, &f->k->rope_kv, ZR_DIM3(cdiv(threads, 128), rows, 1), ZR_DIM1(128), 0, err, &f->qkv,
+                        &f->qkv_dim, (void *)&hp->n_head, (void *)&hp->n_head_kv, &f->head_dim, (void *)&hp->rope_dim,
+                        (void *)&neox, &f->rope_freq, &f->d_pos, &kc, &vc)))
         return rc;
     const float scale = 1.0f / sqrtf((float)f->head_dim);
     const unsigned smem = (unsigned)((f->head_dim + chunk + 128) * sizeof(float));
@@ -484,31 +489,27 @@ static int attention(ZrCuForward *f, int il, int rows, CUdeviceptr part, int chu
 
 int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
-    const int one = 1;
     int rc;
     if ((rc = ZR_LAUNCH(f->launcher, &f->k->embed[f->tok_embd.type], ZR_DIM3(cdiv(f->n_embd, 256), 1, 1), ZR_DIM1(256), 0,
                         err, &f->tok_embd.main, &f->tok_embd.side, &f->d_tok, &f->x, &f->n_embd, &f->n_vocab)))
         return rc;
     for (int il = 0; il < hp->n_layer; il++) {
         const ZrCuLayer *G = &f->layers[il];
-        if ((rc = rmsnorm(f, f->x, f->n_embd, G->attn_norm, f->xn, f->n_embd, f->n_embd, 1, 1, err))) return rc;
+        /* attention block: norm fused into the QKV projection (bias as its addend), rope + KV
+         * write, split attention, output projection adding into the residual */
         for (int i = 0; i < G->n_qkv; i++)
-            if ((rc = mv(f, &G->qkv[i], f->xn, fptr(f->qkv, G->qkv_off[i]), G->bias ? fptr(G->bias, G->qkv_off[i]) : 0,
-                         err)))
+            if ((rc = mv_norm(f, &G->qkv[i], f->x, G->attn_norm, fptr(f->qkv, G->qkv_off[i]),
+                              G->bias ? fptr(G->bias, G->qkv_off[i]) : 0, err)))
                 return rc;
         if ((rc = attention(f, il, 1, f->part_d, f->chunk_d, f->n_chunks_d, err))) return rc;
         if ((rc = mv(f, &G->wo, f->att, f->x, f->x, err))) return rc;
-        if ((rc = rmsnorm(f, f->x, f->n_embd, G->ffn_norm, f->xn, f->n_embd, f->n_embd, 1, 1, err))) return rc;
+        /* FFN block: norm fused into gate|up, SwiGLU fused into down, which adds into the residual */
         for (int i = 0; i < G->n_gu; i++)
-            if ((rc = mv(f, &G->gu[i], f->xn, fptr(f->gu, G->gu_off[i]), 0, err))) return rc;
-        const int stride = 2 * f->n_ff;
-        if ((rc = ZR_LAUNCH(f->launcher, &f->k->swiglu, ZR_DIM3(cdiv(f->n_ff, 256), one, 1), ZR_DIM1(256), 0, err, &f->gu,
-                            (void *)&stride, &f->ff, &f->n_ff)))
+            if ((rc = mv_norm(f, &G->gu[i], f->x, G->ffn_norm, fptr(f->gu, G->gu_off[i]), 0, err))) return rc;
+        if ((rc = zr_cuf_matvec(f->launcher, f->k, &G->down, f->gu, f->x, f->x, 0, 0.0f, ZR_CUF_MV_SWIGLU, err)))
             return rc;
-        if ((rc = mv(f, &G->down, f->ff, f->x, f->x, err))) return rc;
     }
-    if ((rc = rmsnorm(f, f->x, f->n_embd, f->output_norm, f->xn, f->n_embd, f->n_embd, 1, 1, err))) return rc;
-    return mv(f, &f->output, f->xn, f->logits, 0, err);
+    return mv_norm(f, &f->output, f->x, f->output_norm, f->logits, 0, err);
 }
 
 /* ---- prefill ---- */
@@ -603,10 +604,8 @@ int zr_cuf_prefill(ZrCuForward *f, const int32_t *tokens, int n, int pos, float 
     }
     if (logits && !all_logits) {
         /* the last row only: the decode step's F32 matrix-vector product */
-        if ((rc = rmsnorm(f, fptr(f->x, (size_t)(n - 1) * f->n_embd), f->n_embd, f->output_norm, f->xn, f->n_embd,
-                          f->n_embd, 1, 1, err)))
+        if ((rc = mv_norm(f, &f->output, fptr(f->x, (size_t)(n - 1) * f->n_embd), f->output_norm, f->logits, 0, err)))
             return rc;
-        if ((rc = mv(f, &f->output, f->xn, f->logits, 0, err))) return rc;
         if ((rc = zr_cuda_d2h(f->cuda, logits, f->logits, sizeof(float) * f->n_vocab, err))) return rc;
     } else if (logits) {
         for (int r0 = 0; r0 < n; r0 += ZR_CUF_LOGIT_ROWS) {

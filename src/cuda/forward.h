@@ -24,7 +24,7 @@
 typedef struct ZrCuKernels {
     ZrKernel mv[ZR_TYPE_COUNT], embed[ZR_TYPE_COUNT], dq[ZR_TYPE_COUNT];
     bool has_mv[ZR_TYPE_COUNT], has_embed[ZR_TYPE_COUNT], has_dq[ZR_TYPE_COUNT];
-    ZrKernel rmsnorm, rope, kv_store, attn_part, attn_combine, swiglu, add_rows, add, convert;
+    ZrKernel rmsnorm, rope_kv, attn_part, attn_combine, swiglu, add_rows, add, convert;
 } ZrCuKernels;
 
 typedef struct ZrCuLayer {
@@ -81,10 +81,14 @@ typedef struct ZrCuForward {
  * the model's widest row needs). */
 int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *err);
 
-/* y[n_out] = W x (+ add[n_out]; add may equal y): the decode matrix-vector launch for any type.
- * x must be 16-byte aligned. */
+/* How the matrix-vector product reads x (cu/matvec.cuh ZR_MV_*). */
+enum { ZR_CUF_MV_PLAIN = 0, ZR_CUF_MV_RMSNORM = 1, ZR_CUF_MV_SWIGLU = 2 };
+
+/* y[n_out] = W x' (+ add[n_out]; add may equal y): the decode matrix-vector launch for any type,
+ * where x' = x (PLAIN), RMSNorm(x) * norm_w with eps (RMSNORM), or silu(x[0..n_in)) *
+ * x[n_in..2 n_in) (SWIGLU). x must be 16-byte aligned. */
 int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
-                  CUdeviceptr add, ZrError *err);
+                  CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrError *err);
 
 /* Uploads the weights and allocates the KV cache for n_ctx and every workspace. Checks first
  * that it all fits: out of memory says how much was needed and how much was free. */

@@ -52,31 +52,40 @@ static ZrCuWeight upload_weight(GpuEnv *g, uint32_t type, const uint8_t *w, int 
 }
 
 /* Runs one matrix-vector product of W[n_in, n_out] and checks it; returns the worst
- * |diff| / (atol + rtol|ref|) (> 1 fails), or -1 when the quantizer refused the type. */
-static double matvec_case(uint32_t type, int n_in, int n_out, bool with_add) {
+ * |diff| / (atol + rtol|ref|) (> 1 fails), or -1 when the quantizer refused the type. mode:
+ * x as is, RMSNorm(x)*g fused in (the reference normalizes with zr_cpu_rmsnorm first), or
+ * SwiGLU of x's two halves (reference: zr_cpu_swiglu). */
+static double matvec_case(uint32_t type, int n_in, int n_out, bool with_add, int mode) {
     GpuEnv *g = gpu_env();
-    uint64_t s = 0x1234567ull + type * 7919ull + (uint64_t)n_in * 31 + n_out;
+    uint64_t s = 0x1234567ull + type * 7919ull + (uint64_t)n_in * 31 + n_out + mode;
     uint8_t *w = random_matrix(type, n_in, n_out, &s);
     if (!w) return -1;
     const size_t rb = zr_row_bytes(type, n_in);
-    float *x = malloc(sizeof(float) * n_in), *deq = malloc(sizeof(float) * n_in);
+    const int nx = mode == ZR_CUF_MV_SWIGLU ? 2 * n_in : n_in;
+    float *x = malloc(sizeof(float) * nx), *xr = malloc(sizeof(float) * n_in), *deq = malloc(sizeof(float) * n_in);
+    float *gw = malloc(sizeof(float) * n_in);
     float *add = malloc(sizeof(float) * n_out), *y = malloc(sizeof(float) * n_out);
-    for (int i = 0; i < n_in; i++) x[i] = gpu_rand(&s);
+    for (int i = 0; i < nx; i++) x[i] = (mode == ZR_CUF_MV_SWIGLU ? 4.0f : 1.0f) * gpu_rand(&s);
+    for (int i = 0; i < n_in; i++) gw[i] = 1.0f + 0.2f * gpu_rand(&s);
     for (int r = 0; r < n_out; r++) add[r] = with_add ? 10.0f * gpu_rand(&s) : 0.0f;
+    const float eps = 1e-5f;
+    if (mode == ZR_CUF_MV_RMSNORM) zr_cpu_rmsnorm(xr, x, gw, n_in, eps);
+    else if (mode == ZR_CUF_MV_SWIGLU) zr_cpu_swiglu(xr, x, x + n_in, n_in);
+    else memcpy(xr, x, sizeof(float) * n_in);
     ZrCuWeight dw = upload_weight(g, type, w, n_in, n_out);
-    CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * n_in);
+    CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * nx), dg = gpu_upload(g, gw, sizeof(float) * n_in);
     CUdeviceptr dy = gpu_upload(g, add, sizeof(float) * n_out); /* y = W x + y, in place */
     ZrError e = {0};
-    int rc = zr_cuf_matvec(&g->l, &g->k, &dw, dx, dy, with_add ? dy : 0, &e);
+    int rc = zr_cuf_matvec(&g->l, &g->k, &dw, dx, dy, with_add ? dy : 0, mode == ZR_CUF_MV_RMSNORM ? dg : 0, eps, mode, &e);
     if (rc) fprintf(stderr, "  %s\n", e.msg);
     double worst = rc ? 1e30 : 0.0;
     if (!rc) {
         gpu_download(g, y, dy, sizeof(float) * n_out);
         for (int r = 0; r < n_out; r++) {
-            const float ref = zr_dot_row(type, w + rb * r, x, n_in) + add[r];
+            const float ref = zr_dot_row(type, w + rb * r, xr, n_in) + add[r];
             zr_dequant_row(type, w + rb * r, deq, n_in);
             double mag = fabs(add[r]);
-            for (int i = 0; i < n_in; i++) mag += fabs((double)deq[i] * x[i]);
+            for (int i = 0; i < n_in; i++) mag += fabs((double)deq[i] * xr[i]);
             const double tol = 1e-5 * mag + 1e-5 * fabs(ref);
             const double q = isfinite(y[r]) ? fabs((double)y[r] - ref) / tol : 1e30;
             if (q > worst) worst = q;
@@ -88,9 +97,12 @@ static double matvec_case(uint32_t type, int n_in, int n_out, bool with_add) {
     gpu_free(g, dw.main);
     gpu_free(g, dw.side);
     gpu_free(g, dx);
+    gpu_free(g, dg);
     gpu_free(g, dy);
     free(w);
     free(x);
+    free(xr);
+    free(gw);
     free(deq);
     free(add);
     free(y);
@@ -100,17 +112,21 @@ static double matvec_case(uint32_t type, int n_in, int n_out, bool with_add) {
 static void matvec_type(uint32_t type) {
     if (!gpu_env()) return;
     const bool flt = type == ZR_TYPE_F32 || type == ZR_TYPE_F16 || type == ZR_TYPE_BF16;
-    /* (n_in, n_out, add): the brief's 4096 x 1024, odd row counts (a partial last warp), a row
-     * longer than 48 KiB of shared memory (14336: the 8B FFN), and for float types rows that
-     * are not a multiple of the 16-byte item (stories260K's 172) */
-    const int cases[][3] = {{4096, 1024, 1}, {2048, 37, 0}, {14336, 40, 1}, {256, 5, 0}, {172, 64, 1}, {4099, 33, 0}};
-    const int n_cases = flt ? 6 : 4;
+    /* (n_in, n_out, add, mode): the brief's 4096 x 1024, odd row counts (a partial last warp), a
+     * row longer than 48 KiB of shared memory (14336: the 8B FFN), the fused input norm and
+     * SwiGLU, and for float types rows that are not a multiple of the 16-byte item
+     * (stories260K's 172, also through the fused paths) and an odd length */
+    const int R = ZR_CUF_MV_RMSNORM, S = ZR_CUF_MV_SWIGLU;
+    const int cases[][4] = {{4096, 1024, 1, 0}, {2048, 37, 0, 0}, {14336, 40, 1, S}, {4096, 96, 1, R}, {256, 5, 0, 0},
+                            {512, 33, 0, S},    {172, 64, 1, 0},  {4099, 33, 0, 0},  {172, 24, 0, R},  {172, 20, 1, S}};
+    const char *mode_name[] = {"", " rmsnorm", " swiglu"};
+    const int n_cases = flt ? 10 : 6;
     double worst = 0;
     for (int i = 0; i < n_cases; i++) {
-        const double q = matvec_case(type, cases[i][0], cases[i][1], cases[i][2]);
+        const double q = matvec_case(type, cases[i][0], cases[i][1], cases[i][2], cases[i][3]);
         ZT_CHECKF(q >= 0, "the quantizer refused %s", zr_type_name(type));
-        fprintf(stderr, "  matvec %-5s [%5d x %4d]%s: worst |diff|/tol = %.3g\n", zr_type_name(type), cases[i][0],
-                cases[i][1], cases[i][2] ? " +add" : "     ", q);
+        fprintf(stderr, "  matvec %-5s [%5d x %4d]%s%s: worst |diff|/tol = %.3g\n", zr_type_name(type), cases[i][0],
+                cases[i][1], cases[i][2] ? " +add" : "", mode_name[cases[i][3]], q);
         if (q > worst) worst = q;
     }
     ZT_CHECKF(worst <= 1.0, "%s: worst |diff|/tol %.3g", zr_type_name(type), worst);
@@ -238,12 +254,16 @@ ZT_TEST(rmsnorm_matches_cpu_for_rows_and_per_head_pieces) {
     free(ref);
 }
 
+/* rope_kv_f32: Q rotated in place, K rotated in place and into the cache with V, at the rows
+ * of the device position; the rest of the cache untouched. */
 static void rope_case(int neox, int rope_dim, bool factors, int pos0) {
     GpuEnv *g = gpu_env();
     uint64_t s = 17 + neox + rope_dim;
-    const int rows = 3, hd = 128, heads = 12, stride = heads * hd + 256;
+    const int rows = 3, hd = 128, n_head = 8, n_kv = 4, kv_dim = n_kv * hd, q_dim = n_head * hd;
+    const int stride = q_dim + 2 * kv_dim + 64, n_ctx = pos0 + rows + 2;
     const float theta = 500000.0f, freq_scale = factors ? 0.5f : 1.0f;
     float *x = malloc(sizeof(float) * rows * stride), *y = malloc(sizeof(float) * rows * stride), ff[64];
+    float *kc = malloc(sizeof(float) * n_ctx * kv_dim), *vc = malloc(sizeof(float) * n_ctx * kv_dim);
     double freq[64];
     for (int i = 0; i < rows * stride; i++) x[i] = gpu_rand(&s);
     for (int i = 0; i < rope_dim / 2; i++) {
@@ -252,66 +272,49 @@ static void rope_case(int neox, int rope_dim, bool factors, int pos0) {
     }
     CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * rows * stride), df = gpu_upload(g, freq, sizeof freq);
     CUdeviceptr dp = gpu_upload(g, &pos0, sizeof pos0);
+    CUdeviceptr dk = gpu_alloc(g, sizeof(float) * n_ctx * kv_dim), dv = gpu_alloc(g, sizeof(float) * n_ctx * kv_dim);
     ZrError e = {0};
-    const int threads = heads * rope_dim / 2;
-    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.rope, ZR_DIM3((threads + 127) / 128, rows, 1), ZR_DIM1(128), 0, &e, &dx,
-                         (void *)&stride, (void *)&heads, (void *)&hd, (void *)&rope_dim, (void *)&neox, &df, &dp),
+    const int threads = (n_head + n_kv) * rope_dim / 2 + kv_dim + n_kv * (hd - rope_dim);
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.rope_kv, ZR_DIM3((threads + 127) / 128, rows, 1), ZR_DIM1(128), 0, &e, &dx,
+                         (void *)&stride, (void *)&n_head, (void *)&n_kv, (void *)&hd, (void *)&rope_dim, (void *)&neox,
+                         &df, &dp, &dk, &dv),
               "%s", e.msg);
     gpu_download(g, y, dx, sizeof(float) * rows * stride);
+    gpu_download(g, kc, dk, sizeof(float) * n_ctx * kv_dim);
+    gpu_download(g, vc, dv, sizeof(float) * n_ctx * kv_dim);
     for (int r = 0; r < rows; r++) {
-        zr_cpu_rope(x + r * stride, heads, hd, rope_dim, pos0 + r, theta, freq_scale, factors ? ff : NULL, neox);
+        float *v = x + r * stride;
+        zr_cpu_rope(v, n_head, hd, rope_dim, pos0 + r, theta, freq_scale, factors ? ff : NULL, neox);
+        zr_cpu_rope(v + q_dim, n_kv, hd, rope_dim, pos0 + r, theta, freq_scale, factors ? ff : NULL, neox);
         for (int i = 0; i < stride; i++)
-            ZT_CHECKF(fabsf(y[r * stride + i] - x[r * stride + i]) <= 2e-6f, "neox %d rope_dim %d row %d [%d]: %g vs %g",
-                      neox, rope_dim, r, i, y[r * stride + i], x[r * stride + i]);
+            ZT_CHECKF(fabsf(y[r * stride + i] - v[i]) <= 2e-6f, "neox %d rope_dim %d row %d [%d]: %g vs %g", neox,
+                      rope_dim, r, i, y[r * stride + i], v[i]);
+        for (int d = 0; d < kv_dim; d++) {
+            ZT_CHECKF(kc[(size_t)(pos0 + r) * kv_dim + d] == y[r * stride + q_dim + d], "k cache row %d [%d]", pos0 + r, d);
+            ZT_CHECKF(vc[(size_t)(pos0 + r) * kv_dim + d] == x[r * stride + q_dim + kv_dim + d], "v cache row %d [%d]",
+                      pos0 + r, d);
+        }
     }
+    for (int p = 0; p < n_ctx; p++)
+        if (p < pos0 || p >= pos0 + rows)
+            for (int d = 0; d < kv_dim; d++) ZT_CHECK(isnan(kc[(size_t)p * kv_dim + d]) && isnan(vc[(size_t)p * kv_dim + d]));
     gpu_free(g, dx);
     gpu_free(g, df);
     gpu_free(g, dp);
+    gpu_free(g, dk);
+    gpu_free(g, dv);
     free(x);
     free(y);
+    free(kc);
+    free(vc);
 }
 
-ZT_TEST(rope_normal_and_neox_with_factors_match_cpu_at_device_position) {
+ZT_TEST(rope_kv_rotates_q_and_k_and_writes_the_cache_at_the_device_position) {
     if (!gpu_env()) return;
     rope_case(0, 128, false, 33);
     rope_case(1, 128, true, 1000);
-    rope_case(0, 64, true, 77777);
+    rope_case(0, 64, true, 77777); /* rope over half the head: K's tail copied unrotated */
     rope_case(1, 64, false, 5);
-}
-
-ZT_TEST(kv_store_writes_rows_at_the_device_position_only) {
-    GpuEnv *g = gpu_env();
-    if (!g) return;
-    const int kv_dim = 300, rows = 2, src_stride = 1000, n_ctx = 9, pos = 5;
-    uint64_t s = 3;
-    float *src = malloc(sizeof(float) * rows * src_stride), *kc = malloc(sizeof(float) * n_ctx * kv_dim),
-          *vc = malloc(sizeof(float) * n_ctx * kv_dim);
-    for (int i = 0; i < rows * src_stride; i++) src[i] = gpu_rand(&s);
-    CUdeviceptr ds = gpu_upload(g, src, sizeof(float) * rows * src_stride), dp = gpu_upload(g, &pos, sizeof pos);
-    CUdeviceptr dk = gpu_alloc(g, sizeof(float) * n_ctx * kv_dim), dv = gpu_alloc(g, sizeof(float) * n_ctx * kv_dim);
-    CUdeviceptr dvs = ds + 400 * sizeof(float);
-    ZrError e = {0};
-    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.kv_store, ZR_DIM3(2, rows, 1), ZR_DIM1(256), 0, &e, &ds, &dvs, (void *)&src_stride,
-                         &dk, &dv, (void *)&kv_dim, &dp),
-              "%s", e.msg);
-    gpu_download(g, kc, dk, sizeof(float) * n_ctx * kv_dim);
-    gpu_download(g, vc, dv, sizeof(float) * n_ctx * kv_dim);
-    for (int p = 0; p < n_ctx; p++)
-        for (int d = 0; d < kv_dim; d++) {
-            if (p == pos || p == pos + 1) {
-                ZT_CHECK(kc[p * kv_dim + d] == src[(p - pos) * src_stride + d]);
-                ZT_CHECK(vc[p * kv_dim + d] == src[(p - pos) * src_stride + 400 + d]);
-            } else {
-                ZT_CHECK(isnan(kc[p * kv_dim + d]) && isnan(vc[p * kv_dim + d])); /* the poison is left */
-            }
-        }
-    gpu_free(g, ds);
-    gpu_free(g, dp);
-    gpu_free(g, dk);
-    gpu_free(g, dv);
-    free(src);
-    free(kc);
-    free(vc);
 }
 
 /* Attention of `rows` queries at positions pos0.. (causal) over a random cache, split in
