@@ -7,9 +7,10 @@
 template <int TYPE>
 __device__ __forceinline__ void zr_dequant_f16(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                                __half *__restrict__ out, int n_in, int n_out, int row0, int n_rows) {
-    const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const int per_row = (n_in + 7) / 8;
-    if (t >= (size_t)n_rows * per_row) return;
+    // n_rows * n_in / 8 < 2^32: the host slices matrices to the F16 buffer (at most 2^31 values)
+    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned per_row = (unsigned)(n_in + 7) / 8;
+    if (t >= (unsigned)n_rows * per_row) return;
     const int rr = (int)(t / per_row), e0 = (int)(t % per_row) * 8;
     __half *o = out + (size_t)rr * n_in + e0;
     if ((n_in & 7) == 0) {
