@@ -20,6 +20,7 @@ void zr_run_settings_defaults(ZrRunSettings *s) {
     s->device = ZR_DEVICE_AUTO;
     s->graph = -1;
     s->verify_graph = 1;
+    s->resume_fd = -1;
 }
 
 int zr_cli_int(const char *opt, const char *arg, long lo, long hi, int *out, ZrError *err) {
@@ -78,6 +79,7 @@ enum {
     OPT_GRAPH_DOT,
     OPT_QUIET,
     OPT_NO_DISPLAY_PROMPT,
+    OPT_RESUME_FD,
 };
 
 static const struct option run_options[] = {
@@ -105,6 +107,8 @@ static const struct option run_options[] = {
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"no-display-prompt", no_argument, NULL, OPT_NO_DISPLAY_PROMPT},
     {"help", no_argument, NULL, 'h'},
+    /* hidden: zrun passes it to itself to go on in a new process (src/resume.h) */
+    {"resume-fd", required_argument, NULL, OPT_RESUME_FD},
     {NULL, 0, NULL, 0},
 };
 
@@ -178,6 +182,7 @@ int zr_cli_parse_run(ZrRunSettings *s, int argc, char **argv, ZrError *err) {
         case OPT_QUIET: s->quiet = true; break;
         case OPT_NO_DISPLAY_PROMPT: s->no_display_prompt = true; break;
         case 'h': s->help = true; break;
+        case OPT_RESUME_FD: rc = zr_cli_int(name, optarg, 0, INT_MAX, &s->resume_fd, err); break;
         case ':': {
             /* missing argument: optopt is the short option, or the long one's value */
             const char *o = argv[optind - 1];

@@ -51,6 +51,7 @@ const char *zr_status_name(ZrStatus s) {
     case ZR_E_NODEV: return "no GPU";
     case ZR_E_INTERRUPTED: return "interrupted";
     case ZR_E_INTERNAL: return "internal error";
+    case ZR_E_CONTEXT_LOST: return "CUDA context lost";
     }
     return "unknown error";
 }

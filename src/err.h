@@ -15,6 +15,8 @@ typedef enum ZrStatus {
     ZR_E_NODEV,       /* no usable GPU */
     ZR_E_INTERRUPTED,
     ZR_E_INTERNAL,
+    ZR_E_CONTEXT_LOST, /* the GPU context is unusable and cannot be recreated in this process; a new
+                        * process can go on. The message starts "the CUDA context was lost (CAUSE)" */
 } ZrStatus;
 
 typedef struct ZrError {

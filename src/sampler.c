@@ -309,3 +309,46 @@ int32_t zr_sampler_sample(ZrSampler *s, float *logits) {
     }
     return s->cand[last].id; /* u landed past the last sum through rounding */
 }
+
+/* The state bytes: rng[4] (u64), repeat_last_n, n_hist, hist_head (i32), hist[repeat_last_n]
+ * (i32), in this machine's byte order (a state only travels to a process on the same machine). */
+size_t zr_sampler_state_size(const ZrSampler *s) {
+    return 4 * sizeof(uint64_t) + 3 * sizeof(int32_t) + (size_t)s->p.repeat_last_n * sizeof(int32_t);
+}
+
+void zr_sampler_get_state(const ZrSampler *s, void *buf) {
+    unsigned char *p = buf;
+    const int32_t head[3] = {s->p.repeat_last_n, s->n_hist, s->hist_head};
+    memcpy(p, s->rng, sizeof s->rng);
+    p += sizeof s->rng;
+    memcpy(p, head, sizeof head);
+    p += sizeof head;
+    memcpy(p, s->hist, (size_t)s->p.repeat_last_n * sizeof *s->hist);
+}
+
+int zr_sampler_set_state(ZrSampler *s, const void *buf, size_t len, ZrError *err) {
+    const unsigned char *p = buf;
+    const size_t fixed = sizeof s->rng + 3 * sizeof(int32_t);
+    if (len < fixed)
+        return zr_err(err, ZR_E_FORMAT, "sampler state: expected at least %zu bytes, found %zu", fixed, len);
+    int32_t head[3];
+    memcpy(head, p + sizeof s->rng, sizeof head);
+    if (head[0] != s->p.repeat_last_n)
+        return zr_err(err, ZR_E_FORMAT, "sampler state: repeat-last-n: expected %d (this sampler's), found %d",
+                      s->p.repeat_last_n, head[0]);
+    if (len != zr_sampler_state_size(s))
+        return zr_err(err, ZR_E_FORMAT, "sampler state: expected %zu bytes, found %zu", zr_sampler_state_size(s), len);
+    const int n = s->p.repeat_last_n;
+    if (head[1] < 0 || head[1] > n || head[2] < 0 || (n > 0 ? head[2] >= n : head[2] != 0))
+        return zr_err(err, ZR_E_FORMAT, "sampler state: history of %d tokens with its next slot at %d: expected 0..%d",
+                      head[1], head[2], n);
+    uint64_t rng[4];
+    memcpy(rng, p, sizeof rng);
+    if (!(rng[0] | rng[1] | rng[2] | rng[3]))
+        return zr_err(err, ZR_E_FORMAT, "sampler state: the generator state is all zero (xoshiro would stay stuck)");
+    memcpy(s->rng, rng, sizeof rng);
+    s->n_hist = head[1];
+    s->hist_head = head[2];
+    memcpy(s->hist, p + fixed, (size_t)n * sizeof *s->hist);
+    return ZR_OK;
+}

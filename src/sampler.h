@@ -2,6 +2,7 @@
  * or greedy (temperature 0). A seeded xoshiro/pcg generator: the same seed gives the same text. */
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -25,3 +26,9 @@ void zr_sampler_free(ZrSampler *s);
 int32_t zr_sampler_sample(ZrSampler *s, float *logits);
 /* Records a token in the penalty history (prompt tokens and sampled ones). */
 void zr_sampler_accept(ZrSampler *s, int32_t id);
+/* The running state (generator and penalty history) as bytes, so a run can go on in another
+ * process (src/resume.h): get writes zr_sampler_state_size bytes; set needs a sampler created
+ * with the same parameters and fails (ZR_E_FORMAT) on a size or history that does not fit. */
+size_t zr_sampler_state_size(const ZrSampler *s);
+void zr_sampler_get_state(const ZrSampler *s, void *buf);
+int zr_sampler_set_state(ZrSampler *s, const void *buf, size_t len, ZrError *err);

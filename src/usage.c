@@ -53,6 +53,7 @@ const char zr_usage_text[] =
     "environment:\n"
     "  CUDA_GRAPH_ENABLE=1     turn graph decode on (a --graph/--no-graph flag wins)\n"
     "  ZRUN_FAULT=KIND[:TOKEN] test hook: inject a graph fault (graph-build, graph-instantiate,\n"
-    "                          graph-launch, graph-901, replay-mismatch, sticky)\n"
+    "                          graph-launch, graph-901, replay-mismatch, sticky), or context-lost[:TOKEN[,TOKEN]]:\n"
+    "                          lose the CUDA context at decode step TOKEN (the run goes on in a new process)\n"
     "\n"
     "exit status: 0 ok, 1 runtime error, 2 usage error, 130 interrupted by Ctrl-C (after the summary)\n";

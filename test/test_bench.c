@@ -13,6 +13,7 @@
 #include "gguf_write.h"
 #include "quant.h"
 #include "zt.h"
+#include "zt_proc.h"
 
 /* ---- statistics, hash, argmax ---- */
 
@@ -131,51 +132,13 @@ static const char *tiny_model(void) {
 
 /* ---- running the binary ---- */
 
-typedef struct Run {
-    int status;
-    char *out, *err;
-} Run;
+typedef ZtProc Run;
+#define run_free zt_proc_free
 
+/* Runs `$ZRUN bench` with args (NULL-terminated). */
 static Run run_zrun(const char *const *args) {
-    Run r = {-1, NULL, NULL};
-    const char *zrun = getenv("ZRUN");
-    if (!zrun) return r;
-    char out_path[4200], err_path[4200];
-    snprintf(out_path, sizeof out_path, "%s/bench.out", zt_tmpdir());
-    snprintf(err_path, sizeof err_path, "%s/bench.err", zt_tmpdir());
-    const char *argv[64] = {"zrun", "bench"};
-    int n = 2;
-    while (args[n - 2] && n < 63) {
-        argv[n] = args[n - 2];
-        n++;
-    }
-    argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int in = open("/dev/null", O_RDONLY);
-        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (in < 0 || o < 0 || e < 0) _exit(126);
-        dup2(in, 0);
-        dup2(o, 1);
-        dup2(e, 2);
-        execv(zrun, (char *const *)argv);
-        _exit(127);
-    }
-    int st;
-    if (pid < 0 || waitpid(pid, &st, 0) != pid) return r;
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r.out = zt_read_file(out_path, NULL);
-    r.err = zt_read_file(err_path, NULL);
-    if (!r.out) r.out = calloc(1, 1);
-    if (!r.err) r.err = calloc(1, 1);
-    return r;
-}
-
-static void run_free(Run *r) {
-    free(r->out);
-    free(r->err);
+    static const char *const bench[] = {"bench", NULL};
+    return zt_proc_zrun(bench, args, NULL);
 }
 
 /* The smoke run: CPU, 2 threads, pp8 and tg4, 2 repetitions, a small bandwidth probe. */

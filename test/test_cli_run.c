@@ -10,50 +10,15 @@
 #include "gguf.h"
 #include "gguf_write.h"
 #include "zt.h"
+#include "zt_proc.h"
 
-typedef struct Run {
-    int status; /* exit code; 128 + signal when killed; -1 when it did not run */
-    char *out, *err;
-} Run;
-
-static void run_free(Run *r) {
-    free(r->out);
-    free(r->err);
-}
+typedef ZtProc Run;
+#define run_free zt_proc_free
 
 /* Runs $ZRUN with args (NULL-terminated), stdin from in_path (or /dev/null). */
 static Run run_zrun(const char *in_path, const char *const *args) {
-    Run r = {-1, NULL, NULL};
-    const char *zrun = getenv("ZRUN");
-    if (!zrun) return r;
-    char out_path[4200], err_path[4200];
-    snprintf(out_path, sizeof out_path, "%s/run.out", zt_tmpdir());
-    snprintf(err_path, sizeof err_path, "%s/run.err", zt_tmpdir());
-    const char *argv[64] = {"zrun"};
-    int n = 1;
-    while (args[n - 1] && n < 63) { argv[n] = args[n - 1]; n++; }
-    argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
-        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (in < 0 || o < 0 || e < 0) _exit(126);
-        dup2(in, 0);
-        dup2(o, 1);
-        dup2(e, 2);
-        execv(zrun, (char *const *)argv);
-        _exit(127);
-    }
-    int st;
-    if (pid < 0 || waitpid(pid, &st, 0) != pid) return r;
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r.out = zt_read_file(out_path, NULL);
-    r.err = zt_read_file(err_path, NULL);
-    if (!r.out) r.out = calloc(1, 1);
-    if (!r.err) r.err = calloc(1, 1);
-    return r;
+    ZtProcOpts o = {.stdin_path = in_path};
+    return zt_proc_zrun(NULL, args, &o);
 }
 
 #define RUN(in, ...) run_zrun(in, (const char *const[]){__VA_ARGS__, NULL})

@@ -380,4 +380,56 @@ ZT_TEST(sampling_a_128k_vocabulary_is_fast) {
     ZT_CHECK(ms[1] < 20.0);
 }
 
+/* A run that goes on in a new process (src/resume.h) restores the sampler from its state: the
+ * copy must then draw exactly what the original draws, penalty history included. */
+ZT_TEST(a_sampler_restored_from_another_s_state_draws_the_same_tokens) {
+    ZrSamplerParams p = plain();
+    p.repeat_penalty = 1.3f;
+    p.repeat_last_n = 5;
+    p.top_k = 8;
+    ZrSampler *a = make(&p, 64), *b = make(&p, 64);
+    ZT_CHECK(a && b);
+    float l[64];
+    for (int t = 0; t < 17; t++) { /* wraps the 5-slot history */
+        fill_logits(l, 64, 100u + (uint32_t)t);
+        zr_sampler_accept(a, sample_copy(a, l, 64));
+    }
+    ZT_CHECK(zr_sampler_state_size(a) == zr_sampler_state_size(b));
+    unsigned char buf[256];
+    ZT_CHECK(zr_sampler_state_size(a) <= sizeof buf);
+    zr_sampler_get_state(a, buf);
+    ZrError err = {0};
+    ZT_CHECKF(zr_sampler_set_state(b, buf, zr_sampler_state_size(a), &err) == 0, "%s", err.msg);
+    for (int t = 0; t < 40; t++) {
+        fill_logits(l, 64, 500u + (uint32_t)t);
+        int32_t x = sample_copy(a, l, 64), y = sample_copy(b, l, 64);
+        ZT_CHECKF(x == y, "step %d: %d vs %d", t, x, y);
+        zr_sampler_accept(a, x);
+        zr_sampler_accept(b, y);
+    }
+    zr_sampler_free(a);
+    zr_sampler_free(b);
+}
+
+ZT_TEST(a_sampler_state_that_does_not_fit_is_refused) {
+    ZrSamplerParams p = plain();
+    ZrSampler *a = make(&p, 64);
+    p.repeat_last_n = 7;
+    ZrSampler *b = make(&p, 64);
+    ZT_CHECK(a && b);
+    unsigned char buf[512];
+    ZT_CHECK(zr_sampler_state_size(a) <= sizeof buf);
+    zr_sampler_get_state(a, buf);
+    ZrError err = {0};
+    ZT_CHECK(zr_sampler_set_state(b, buf, zr_sampler_state_size(a), &err) == ZR_E_FORMAT);
+    ZT_CHECKF(strstr(err.msg, "repeat-last-n"), "%s", err.msg);
+    ZT_CHECK(zr_sampler_set_state(a, buf, zr_sampler_state_size(a) - 1, &err) == ZR_E_FORMAT);
+    ZT_CHECK(zr_sampler_set_state(a, buf, 3, &err) == ZR_E_FORMAT);
+    int32_t bad_head[3] = {64, 65, 0}; /* more history than slots */
+    memcpy(buf + 32, bad_head, sizeof bad_head);
+    ZT_CHECK(zr_sampler_set_state(a, buf, zr_sampler_state_size(a), &err) == ZR_E_FORMAT);
+    zr_sampler_free(a);
+    zr_sampler_free(b);
+}
+
 int main(void) { return zt_run(); }

@@ -21,6 +21,14 @@
 #     -p N -n N -r N      pp / tg sizes and repetitions (default 512 128 5)
 #     --keep              keep the models
 #
+# Building needs meson, ninja, gcc, pkg-config, libpcre2-8 (headers) and nvcc. Where the GPU
+# machine lacks one (this workplace's have no libpcre2 headers), build on another x86-64 machine
+# (meson setup B -Dcuda-arch=90 -Dtests=false && ninja -C B zrun tools/zrun-synth), copy zrun,
+# zrun-synth and libpcre2-8.so.0 into a carried folder, and pass --bin and --lib, e.g.
+#   tools/bench_table.sh --bin .dev/bench/bin --lib .dev/bench/lib --peer .dev/peer \
+#     --peer-scripts .dev/bench/peer --vocab .dev/bench/vocab.gguf --scratch /tmp/m --out $OUT/t
+# (the whole table took 172 s on an H200: synthesis 1-2 GB/s with 16 threads).
+#
 # Raw outputs (five files, so they fit a device call's $OUT): log.txt (every step, synthesis
 # speed), zrun.jsonl (zrun bench records), zrun.err (its stderr, with the device line),
 # peer.txt (llama.cpp's RESULT lines, each prefixed with the model), table.md (the table).

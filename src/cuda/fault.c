@@ -28,6 +28,8 @@ int zr_fault_parse(const char *spec, ZrFault *out, ZrError *err) {
     if (!spec || !*spec) return ZR_OK;
     const char *colon = strchr(spec, ':');
     size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+    /* not a graph fault: src/fault_lost.c injects it, in front of any backend */
+    if (len == strlen(ZR_FAULT_CONTEXT_LOST_NAME) && !strncmp(spec, ZR_FAULT_CONTEXT_LOST_NAME, len)) return ZR_OK;
     for (size_t i = 0; i < sizeof k_faults / sizeof k_faults[0]; i++) {
         if (strlen(k_faults[i].name) != len || strncmp(spec, k_faults[i].name, len)) continue;
         out->kind = k_faults[i].kind;
@@ -47,7 +49,7 @@ int zr_fault_parse(const char *spec, ZrFault *out, ZrError *err) {
     }
     return zr_err(err, ZR_E_USAGE,
                   "ZRUN_FAULT=%s: expected graph-build, graph-instantiate, graph-launch, graph-901, "
-                  "replay-mismatch or sticky, optionally followed by :TOKEN",
+                  "replay-mismatch or sticky, optionally followed by :TOKEN (or context-lost:TOKEN[,TOKEN])",
                   spec);
 }
 

@@ -10,7 +10,9 @@
  *   replay-mismatch    one bit of a checked replay's logits is flipped; at the first checked
  *                      replay at or after TOKEN (default 1), never if none is checked
  *   sticky             a kernel that traps is launched after the step: a real sticky error
- *                      (CUDA_ERROR_LAUNCH_FAILED) that poisons the context; default 1 */
+ *                      (CUDA_ERROR_LAUNCH_FAILED) that poisons the context; default 1
+ * ZRUN_FAULT=context-lost:... is accepted here as no graph fault: it is injected in front of any
+ * backend (src/fault_lost.h). */
 #pragma once
 #include <stdbool.h>
 
@@ -32,7 +34,9 @@ typedef struct ZrFault {
     bool fired; /* it fires once */
 } ZrFault;
 
-/* NULL or "" gives ZR_FAULT_NONE. Anything else unknown is ZR_E_USAGE naming the accepted values. */
+#define ZR_FAULT_CONTEXT_LOST_NAME "context-lost"
+
+/* NULL or "" (or context-lost) gives ZR_FAULT_NONE. Anything else unknown is ZR_E_USAGE naming the accepted values. */
 int zr_fault_parse(const char *spec, ZrFault *out, ZrError *err);
 /* True (once) when the fault is `kind` and `step` has reached its step; marks it fired. */
 bool zr_fault_fires(ZrFault *f, ZrFaultKind kind, int step);

@@ -387,16 +387,20 @@ int zr_graph_decode_step(ZrDecodeGraph *g, int32_t token, int pos, float *logits
     }
     while (bad != CUDA_SUCCESS) {
         const ZrCuDriver *d = g->io->cuda->drv;
-        if (!g->hooks.recover || g->stats.recoveries >= (uint64_t)g->opt.max_recoveries)
-            return zr_err_wrap(err, "the CUDA context is unusable (%s) and %s", zr_driver_error_name(d, bad),
-                               g->hooks.recover ? "was already recreated" : "cannot be recreated");
+        if (!g->hooks.recover || g->stats.recoveries >= (uint64_t)g->opt.max_recoveries) {
+            g->stats.context_lost = true;
+            zr_err_wrap(err, "the CUDA context was lost (%s): it %s", zr_driver_error_name(d, bad),
+                        g->hooks.recover ? "was already recreated" : "cannot be recreated");
+            err->code = ZR_E_CONTEXT_LOST;
+            return ZR_E_CONTEXT_LOST;
+        }
         char cause[sizeof err->msg];
         snprintf(cause, sizeof cause, "%s", err->msg);
         if (g->stats.fallback[0])
             fprintf(logf_(g), "zrun: %s; recreating the CUDA context, re-uploading the weights, re-prefilling %d tokens\n",
                     cause, pos);
         else
-            fallback(g, "%s; the CUDA context is recreated, the weights re-uploaded and %d tokens re-prefilled", cause,
+            fallback(g, "%s; recreating the CUDA context, re-uploading the weights, re-prefilling %d tokens", cause,
                      pos);
         zr_graph_destroy(d, &g->graph);
         g->mode = ZR_DECODE_EAGER;
@@ -406,8 +410,12 @@ int zr_graph_decode_step(ZrDecodeGraph *g, int32_t token, int pos, float *logits
         g->io->launcher->recording = false;
         g->stats.recoveries++;
         if ((rc = g->hooks.recover(g->hooks.ctx, pos, err))) {
+            /* whatever stopped the recovery, this process has no usable context: a new one can
+             * go on (cmd_run continues the run in a new process) */
             g->stats.context_lost = true;
-            return zr_err_wrap(err, "recovering from %s", cause);
+            zr_err_wrap(err, "the CUDA context was lost (%s): recovering from %s", zr_driver_error_name(d, bad), cause);
+            err->code = ZR_E_CONTEXT_LOST;
+            return ZR_E_CONTEXT_LOST;
         }
         rc = issue(g, token, pos, step, logits, &bad, err);
         if (rc && bad == CUDA_SUCCESS) return rc;

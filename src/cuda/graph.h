@@ -15,7 +15,9 @@
  *                  dropped, the backend's recover hook recreates the context, re-uploads the
  *                  weights and re-prefills positions [0, pos); the step is re-run eagerly and the
  *                  run goes on eagerly. The caller's token history is untouched: no token lost
- *                  or repeated.
+ *                  or repeated. Where the driver keeps the error for the whole process (580),
+ *                  the step fails with ZR_E_CONTEXT_LOST and the caller goes on in a new process
+ *                  (src/resume.h).
  *   rebuild        the graph bakes in every pointer of the recorded launches. The backend
  *                  bumps io->epoch whenever any of them may move (buffers reallocated, module
  *                  reloaded, context recreated); the controller then drops the graph and
@@ -135,7 +137,9 @@ typedef struct ZrDecodeGraph {
 int zr_graph_decode_init(ZrDecodeGraph *g, ZrDecodeIO *io, const ZrDecodeHooks *hooks, const ZrDecodeOptions *o,
                          ZrError *err);
 /* One decode step of `token` at `pos`; copies the step's logits into logits[n_vocab] (host).
- * Falls back / recovers as described above; returns an error only when decoding cannot go on. */
+ * Falls back / recovers as described above; returns an error only when decoding cannot go on:
+ * ZR_E_CONTEXT_LOST ("the CUDA context was lost (CUDA_ERROR_...): ...") when the context is
+ * poisoned and could not be recreated in this process (only a new process can go on). */
 int zr_graph_decode_step(ZrDecodeGraph *g, int32_t token, int pos, float *logits, ZrError *err);
 void zr_graph_decode_stats(const ZrDecodeGraph *g, ZrDecodeStats *out);
 void zr_graph_decode_free(ZrDecodeGraph *g);

@@ -129,7 +129,7 @@ int zr_cuda_reset(ZrCuda *c, const void *image, ZrError *err) {
     CUresult r = d->cuDevicePrimaryCtxRetain(&probe, dev);
     if (r != CUDA_SUCCESS) {
         if (zr_driver_error_is_sticky(r))
-            return zr_err(err, ZR_E_CUDA,
+            return zr_err(err, ZR_E_CONTEXT_LOST,
                           "recreating the CUDA context: the driver (CUDA %d.%d) keeps %s for the whole process: no new "
                           "context can be created in it, only a new process can use the GPU again",
                           d->driver_version / 1000, d->driver_version % 1000 / 10, zr_driver_error_name(d, r));

@@ -58,7 +58,7 @@ void zr_cuda_close(ZrCuda *c);
 /* After a sticky error: tears the session down, resets the device's primary context (which frees
  * every allocation of the old one), opens it again and reloads the same module image. Every
  * CUdeviceptr, ZrKernel and graph of the old session is invalid afterwards.
- * Fails (ZR_E_CUDA, "only a new process can use the GPU again") on drivers that keep a sticky
+ * Fails (ZR_E_CONTEXT_LOST, "only a new process can use the GPU again") on drivers that keep a sticky
  * error for the whole process: driver 580.159.04 does, for __trap() (719) and illegal
  * addresses (700), whether the context was the primary one or created with cuCtxCreate. */
 int zr_cuda_reset(ZrCuda *c, const void *image, ZrError *err);

@@ -1,0 +1,91 @@
+#include "fault_lost.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/fault.h"
+
+#define MAX_STEPS 16
+
+typedef struct LostBackend {
+    ZrBackend be; /* first: the interface the callers hold */
+    ZrBackend *inner;
+    char spec[64];
+    int steps[MAX_STEPS];
+    int n_steps;
+    int n_prompt, after_step;
+} LostBackend;
+
+bool zr_fault_lost_is(const char *spec) {
+    const size_t n = strlen(ZR_FAULT_CONTEXT_LOST_NAME);
+    return spec && !strncmp(spec, ZR_FAULT_CONTEXT_LOST_NAME, n) && (spec[n] == 0 || spec[n] == ':');
+}
+
+static int lost_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, float *logits, bool all_logits,
+                        ZrError *err) {
+    LostBackend *w = (LostBackend *)be;
+    const int step = pos - w->n_prompt;
+    if (n == 1 && step >= 0 && step > w->after_step)
+        for (int i = 0; i < w->n_steps; i++)
+            if (w->steps[i] == step)
+                return zr_err(err, ZR_E_CONTEXT_LOST,
+                              "the CUDA context was lost (ZRUN_FAULT=%s): injected at decode step %d (position %d), "
+                              "in front of the %s backend",
+                              w->spec, step, pos, w->inner->name);
+    return w->inner->forward(w->inner, tokens, n, pos, logits, all_logits, err);
+}
+
+static void lost_truncate(ZrBackend *be, int pos) {
+    LostBackend *w = (LostBackend *)be;
+    w->inner->truncate(w->inner, pos);
+}
+
+static void lost_stats(const ZrBackend *be, ZrBackendStats *out) {
+    const LostBackend *w = (const LostBackend *)be;
+    if (w->inner->stats)
+        w->inner->stats(w->inner, out);
+    else
+        memset(out, 0, sizeof *out);
+}
+
+static void lost_destroy(ZrBackend *be) {
+    LostBackend *w = (LostBackend *)be;
+    w->inner->destroy(w->inner);
+    free(w);
+}
+
+int zr_fault_lost_wrap(ZrBackend **be, const char *spec, int n_prompt, int after_step, ZrError *err) {
+    if (!zr_fault_lost_is(spec)) return ZR_OK;
+    LostBackend *w = calloc(1, sizeof *w);
+    if (!w) return zr_err(err, ZR_E_NOMEM, "ZRUN_FAULT: out of memory");
+    snprintf(w->spec, sizeof w->spec, "%s", spec);
+    const char *p = spec + strlen(ZR_FAULT_CONTEXT_LOST_NAME);
+    if (*p == 0) {
+        w->steps[w->n_steps++] = 1;
+    } else {
+        for (p++;;) {
+            char *end = NULL;
+            errno = 0;
+            long v = strtol(p, &end, 10);
+            if (end == p || (*end && *end != ',') || errno || v < 0 || v > 1000000000L || w->n_steps == MAX_STEPS) {
+                free(w);
+                return zr_err(err, ZR_E_USAGE,
+                              "ZRUN_FAULT=%s: expected context-lost:TOKEN[,TOKEN...] with at most %d decode step "
+                              "numbers >= 0",
+                              spec, MAX_STEPS);
+            }
+            w->steps[w->n_steps++] = (int)v;
+            if (!*end) break;
+            p = end + 1;
+        }
+    }
+    w->inner = *be;
+    w->n_prompt = n_prompt;
+    w->after_step = after_step;
+    w->be = (ZrBackend){.name = w->inner->name, .n_ctx = w->inner->n_ctx, .forward = lost_forward,
+                        .truncate = lost_truncate, .stats = lost_stats, .destroy = lost_destroy};
+    *be = &w->be;
+    return ZR_OK;
+}
