@@ -3,8 +3,9 @@
  * model. Each figure is the median of R repetitions after a warm-up; decode starts from an
  * empty context, one token at a time with its logits copied back (as `zrun` decodes).
  * With -P, a third pass decodes 32 tokens eagerly with --profile's per-kernel timing and prints
- * the table (kernels by total time).
- *     zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P] */
+ * the table (kernels by total time). -g: the graph pass only (skips the eager one and its
+ * model upload).
+ *     zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P] [-g] */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,10 +33,11 @@ static double median(double *v, int n) {
 
 int main(int argc, char **argv) {
     const char *path = NULL;
-    int p = 512, n = 128, reps = 3, opt, profile = 0;
-    while ((opt = getopt(argc, argv, "m:p:n:r:P")) != -1) {
-        if (opt == 'P') {
-            profile = 1;
+    int p = 512, n = 128, reps = 3, opt, profile = 0, graph_only = 0;
+    while ((opt = getopt(argc, argv, "m:p:n:r:Pg")) != -1) {
+        if (opt == 'P' || opt == 'g') {
+            if (opt == 'P') profile = 1;
+            else graph_only = 1;
             continue;
         }
         if (opt == 'm') path = optarg;
@@ -45,7 +47,7 @@ int main(int argc, char **argv) {
         else return 2;
     }
     if (!path || p < 2 || n < 1 || reps < 1 || reps > 64) {
-        fprintf(stderr, "usage: zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P]\n");
+        fprintf(stderr, "usage: zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P] [-g]\n");
         return 2;
     }
     ZrModel m;
@@ -59,7 +61,7 @@ int main(int argc, char **argv) {
     float *logits = malloc(sizeof(float) * V);
     for (int i = 0; i < p; i++) tok[i] = (int32_t)((1 + 7919 * (int64_t)i) % V);
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    for (int graph = 0; graph <= 1; graph++) {
+    for (int graph = graph_only; graph <= 1; graph++) {
         ZrBackendOptions o = {.n_ctx = p + n + 16, .graph = graph, .verify_graph = 1, .quiet = graph};
         ZrBackend *be = zr_cuda_backend_create(&m, &o, &err);
         if (!be) {

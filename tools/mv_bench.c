@@ -8,7 +8,8 @@
  * rotate over enough copies of the matrix (>= 128 MiB in all) that the L2 cache does not hold
  * them, so it is the time a decode step sees for that matrix, kernel gaps included. Weights
  * are random 16-bit words 0x3000..0x3fff (finite F16 values and scales, any quant bytes).
- *     zrun-mv-bench [-t f16,q8_0,q4_0] [-m 1b,8b] [-o FILE.csv]
+ *     zrun-mv-bench [-t f16,q8_0,q4_0] [-m 1b,8b] [-o FILE.csv] [-q]
+ * -q: the forward pass's kernel and shape only.
  * Prints, per model, type and matrix: the forward pass's own kernel and shape, and the best
  * kernel and shape found, in us and GB/s; then per model and type the matrix-vector time per
  * token, both ways. */
@@ -94,13 +95,14 @@ static double time_config(ZrCuda *c, ZrLauncher *l, const Kern *kn, const ZrCuWe
 
 int main(int argc, char **argv) {
     const char *types_arg = "f16,q8_0,q4_0", *models_arg = "1b,8b", *csv_path = NULL;
-    int opt;
-    while ((opt = getopt(argc, argv, "t:m:o:")) != -1) {
-        if (opt == 't') types_arg = optarg;
+    int opt, quick = 0;
+    while ((opt = getopt(argc, argv, "t:m:o:q")) != -1) {
+        if (opt == 'q') quick = 1;
+        else if (opt == 't') types_arg = optarg;
         else if (opt == 'm') models_arg = optarg;
         else if (opt == 'o') csv_path = optarg;
         else {
-            fprintf(stderr, "usage: zrun-mv-bench [-t f16,q8_0,q4_0] [-m 1b,8b] [-o FILE.csv]\n");
+            fprintf(stderr, "usage: zrun-mv-bench [-t f16,q8_0,q4_0] [-m 1b,8b] [-o FILE.csv] [-q]\n");
             return 2;
         }
     }
@@ -108,11 +110,11 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name;
         uint32_t type;
-        const char *variants[6];
+        const char *variants[4];
     } types[] = {
-        {"f16", ZR_TYPE_F16, {"mvx_f16_r2p3", "mvx_f16_r4p3", "mvx_f16_r2p2", NULL}},
-        {"q8_0", ZR_TYPE_Q8_0, {"mvx_q8_0_r2p3", "mvx_q8_0_r4p2", "mvx_q8_0_r2p2", NULL}},
-        {"q4_0", ZR_TYPE_Q4_0, {"mvx_q4_0_r2p3", "mvx_q4_0_r4p2", "mvx_q4_0_r2p2", "mvx_q4_0s_r4p3", "mvx_q4_0s_r2p3", NULL}},
+        {"f16", ZR_TYPE_F16, {"mvx_f16_r4p3", "mvx_f16_r4p2", NULL}},
+        {"q8_0", ZR_TYPE_Q8_0, {"mvx_q8_0_r4p3", "mvx_q8_0_r2p3", NULL}},
+        {"q4_0", ZR_TYPE_Q4_0, {"mvx_q4_0p_r2p2", "mvx_q4_0_r4p3", NULL}},
     };
     static const ZrMvShape grid[] = {{8, 1}, {16, 1}, {4, 1}, {2, 1}, {4, 2}, {8, 2}, {2, 4}, {4, 4}, {1, 8}, {2, 8}};
     const ZrCuDriver *drv;
@@ -182,10 +184,10 @@ int main(int argc, char **argv) {
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             if (!strstr(types_arg, types[ti].name)) continue;
             const uint32_t type = types[ti].type;
-            Kern kerns[6];
+            Kern kerns[4];
             int n_k = 0;
             kerns[n_k++] = (Kern){.name = "forward", .k = k.mv[type], .rows_per_warp = zr_cuf_mv_rows_per_warp(type)};
-            for (int v = 0; types[ti].variants[v]; v++) {
+            for (int v = 0; !quick && types[ti].variants[v]; v++) {
                 static const size_t sz[] = {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4};
                 Kern *kn = &kerns[n_k];
                 kn->name = types[ti].variants[v];
@@ -219,7 +221,8 @@ int main(int argc, char **argv) {
                 ZrMvShape best_s = def;
                 for (int ki = 0; ki < n_k; ki++) {
                     for (size_t gi = 0; gi < sizeof grid / sizeof grid[0]; gi++) {
-                        const ZrMvShape sp = grid[gi];
+                        const ZrMvShape sp = quick ? def : grid[gi];
+                        if (quick && gi > 0) break;
                         const int epi = type == ZR_TYPE_F16 ? 8 : type == ZR_TYPE_Q8_0 ? 16 : 32;
                         if (sp.split > 1 && m->n_in / epi / sp.split < 32) continue;
                         const Kern kk = kerns[ki];

@@ -10,13 +10,11 @@
 /* ---- kernels ---- */
 
 /* Rows of W each warp computes in the matrix-vector kernel of a type (cu/matvec_*.cu: the R
- * of each ZR_MATVEC line; a mismatch leaves rows unwritten, which the gpu tests catch). */
+ * of each ZR_MATVEC line, 2 for every type since run 3; a mismatch leaves rows unwritten,
+ * which the gpu tests catch). */
 int zr_cuf_mv_rows_per_warp(uint32_t type) {
-    switch (type) {
-    case ZR_TYPE_F16: case ZR_TYPE_BF16: case ZR_TYPE_Q8_0: case ZR_TYPE_Q4_0: case ZR_TYPE_Q4_1:
-        return 4;
-    default: return 2;
-    }
+    (void)type;
+    return 2;
 }
 
 /* Values per 16-byte item of a type's kernel (cu/matvec.cuh EPI). */
@@ -128,10 +126,14 @@ static size_t weight_bytes(const ZrWeight *w) {
            align256(zr_cuw_side_bytes(w->type, w->ne0, w->ne1));
 }
 
-/* Attention split: decode chunks of 256 rows (at most 1024 chunks); prefill chunks of up to
- * 4096 rows (the block keeps a chunk's scores in shared memory). */
+/* Attention split: decode chunks of n_ctx/64 rows, rounded up to 32 and kept within 32..256
+ * (at most 1024 chunks); prefill chunks of up to 4096 rows (the block keeps a chunk's scores
+ * in shared memory). A decode block's P.V loop walks its chunk row by row, so short chunks
+ * keep it short at the start of a context (tg128: positions 0..127); the cap of 64 chunks (for
+ * n_ctx <= 16384) bounds the blocks that exit at once past the sequence. */
 static void attn_chunks(int n_ctx, int *chunk_d, int *n_d, int *chunk_p, int *n_p) {
-    int cd = 256;
+    int cd = (n_ctx / 64 + 31) / 32 * 32;
+    cd = cd < 32 ? 32 : cd > 256 ? 256 : cd;
     if ((n_ctx + cd - 1) / cd > 1024) cd = ((n_ctx + 1023) / 1024 + 31) / 32 * 32;
     *chunk_d = cd;
     *n_d = (n_ctx + cd - 1) / cd;
@@ -438,19 +440,23 @@ void zr_cuf_free(ZrCuForward *f) {
 /* ---- launches ---- */
 
 ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
-    /* A warp's loads in flight are what keeps the memory busy, so the grid must hold enough
-     * warps for every SM: ~32 each. Matrices with too few rows for that (the 8B attention
-     * output and FFN down, every 1B layer matrix) split each row over S warps (split-K), as long
-     * as every lane keeps at least one item. 8 warps per block: the block stages x once for
-     * 8*R/S rows. (tools/mv_bench.c times the alternatives; cu/PERF.md has the figures.) */
-    const int R = zr_cuf_mv_rows_per_warp(w->type);
-    const int results = mode & ZR_CUF_MV_GLU ? w->n_out / 2 : w->n_out;
-    const long groups = (results + (mode & ZR_CUF_MV_GLU ? R / 2 : R) - 1) / (mode & ZR_CUF_MV_GLU ? R / 2 : R);
+    /* Measured on an H100 (tools/mv_bench.c over every shape, cu/PERF.md run 3): blocks of 8
+     * row groups (the block stages x once for all of them, so fewer, larger blocks win), and
+     * each row split over S warps (split-K) only while the grid has fewer than 16 warps per SM
+     * AND each warp's share of its rows stays >= 4 KiB (short rows of quantized weights lose by
+     * splitting: the FFN down and the small F16/Q8_0 matrices gain). This pick is within 3% of
+     * the best measured shape on every 1B and 8B matrix. */
+    const int R = zr_cuf_mv_rows_per_warp(w->type), glu = (mode & ZR_CUF_MV_GLU) != 0;
+    const long per_warp = glu ? R / 2 : R, results = glu ? w->n_out / 2 : w->n_out;
+    const long groups = (results + per_warp - 1) / per_warp;
     const long items = w->n_in / mv_item_values(w->type);
-    const long target = 32L * k->sm_count;
+    const double warp_bytes =
+        (double)R * (zr_cuw_main_row_bytes(w->type, w->n_in) + zr_cuw_side_bytes(w->type, w->n_in, 1));
     int split = 1;
-    while (split < 8 && groups * split < target && items / (2 * split) >= 32) split *= 2;
-    return (ZrMvShape){.groups = 8 / split, .split = split};
+    while (split < 4 && groups * split < 16L * k->sm_count && warp_bytes / (2 * split) >= 4096 &&
+           items / (2 * split) >= 32)
+        split *= 2;
+    return (ZrMvShape){.groups = split <= 2 ? 8 : 4, .split = split};
 }
 
 int zr_cuf_matvec_kernel(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, CUdeviceptr x,
