@@ -223,39 +223,6 @@ struct ZrMvQ4x {
     }
 };
 
-// q4_0 with fewer instructions per weight (2.3 instead of 3.3): each nibble q becomes the float
-// 0.5 + q/256 with one byte permute (0x3F00qq00 << 8: exponent of 0.5, q in mantissa bits
-// 16..19), so no subtraction per weight; sum x (q - 8) = 256 * sum x (0.5 + q/256) - 136 * sum x,
-// with sum x over the item's 32 values shared by the R rows. The rounding error is ~30x the
-// plain path's (the 0.5 offsets ride along in the sum) and still ~15x under the tests' bound.
-struct ZrMvQ4_0s : ZrMvQ4x<ZR_T_Q4_0> {
-    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        const float *xp = xs + zr_xpad(32 * it);
-        float s[R], xsum = 0.f;
-#pragma unroll
-        for (int r = 0; r < R; r++) s[r] = 0.f;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const float4 a = *(const float4 *)(xp + 4 * k), b = *(const float4 *)(xp + 16 + 4 * k);
-            const float xl[4] = {a.x, a.y, a.z, a.w}, xh[4] = {b.x, b.y, b.z, b.w};
-            xsum += (a.x + a.y) + (a.z + a.w) + (b.x + b.y) + (b.z + b.w);
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
-                const uint32_t lo = w4 & 0x0F0F0F0Fu, hi = (w4 >> 4) & 0x0F0F0F0Fu;
-                float t = s[r];
-#pragma unroll
-                for (int i = 0; i < 4; i++) t = fmaf(xl[i], __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | (i << 8))), t);
-#pragma unroll
-                for (int i = 0; i < 4; i++) t = fmaf(xh[i], __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | (i << 8))), t);
-                s[r] = t;
-            }
-        }
-#pragma unroll
-        for (int r = 0; r < R; r++) acc[r] = fmaf(f[r].d, fmaf(256.f, s[r], -136.f * xsum), acc[r]);
-    }
-};
-
 // q2_K / q3_K: item = 16 bytes of 2-bit quants (one of 4 per super-block: n = half of 128, lh =
 // which 16 of the 32 bytes), i.e. 4 runs of 16 elements at 128n + 32j + 16lh (j = 0..3, bits
 // 2j..2j+1), each run with its own scale index 8n + 2j + lh.

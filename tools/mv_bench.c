@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
     } types[] = {
         {"f16", ZR_TYPE_F16, {"mvx_f16_r4p3", "mvx_f16_r4p2", NULL}},
         {"q8_0", ZR_TYPE_Q8_0, {"mvx_q8_0_r4p3", "mvx_q8_0_r2p3", NULL}},
-        {"q4_0", ZR_TYPE_Q4_0, {"mvx_q4_0p_r2p2", "mvx_q4_0_r4p3", NULL}},
+        {"q4_0", ZR_TYPE_Q4_0, {NULL}},
     };
     static const ZrMvShape grid[] = {{8, 1}, {16, 1}, {4, 1}, {2, 1}, {4, 2}, {8, 2}, {2, 4}, {4, 4}, {1, 8}, {2, 8}};
     const ZrCuDriver *drv;
