@@ -3,6 +3,7 @@
 #include "model.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +103,8 @@ static int read_rope_scaling(const Keys *k, ZrHparams *hp) {
         return zr_err(k->err, ZR_E_UNSUPPORTED, "%s: key '%s': rope scaling '%.*s' (factor %g) is not supported (supported: linear)",
                       k->g->path, key, (int)(type.len > 32 ? 32 : type.len), type.ptr, (double)factor);
     if (zr_str_eq(type, "linear")) {
-        if (!(factor > 0.0f)) return zr_err(k->err, ZR_E_FORMAT, "%s: rope scaling factor %g is not positive", k->g->path, (double)factor);
+        if (!(factor > 0.0f) || !isfinite(factor))
+            return zr_err(k->err, ZR_E_FORMAT, "%s: key '%s.rope.scaling.factor': expected a finite positive value, found %g", k->g->path, k->arch, (double)factor);
         hp->rope_freq_scale = 1.0f / factor;
     }
     return 0;
@@ -154,10 +156,11 @@ static int read_hparams(const ZrGguf *g, const ArchInfo *ai, ZrHparams *hp, ZrEr
         return zr_err(err, ZR_E_FORMAT, "%s: key '%s.block_count': expected at most %d, found %d", g->path, ai->name, MAX_LAYERS, hp->n_layer);
     if (hp->n_head % hp->n_head_kv)
         return zr_err(err, ZR_E_FORMAT, "%s: %d query heads are not a multiple of %d key/value heads", g->path, hp->n_head, hp->n_head_kv);
-    if (!(hp->rms_eps > 0.0f))
-        return zr_err(err, ZR_E_FORMAT, "%s: key '%s.attention.layer_norm_rms_epsilon': expected a positive value, found %g", g->path, ai->name, (double)hp->rms_eps);
-    if (!(hp->rope_theta > 0.0f))
-        return zr_err(err, ZR_E_FORMAT, "%s: key '%s.rope.freq_base': expected a positive value, found %g", g->path, ai->name, (double)hp->rope_theta);
+    /* a NaN fails the comparison; an infinite epsilon zeroes every norm, an infinite base every rotation */
+    if (!(hp->rms_eps > 0.0f) || !isfinite(hp->rms_eps))
+        return zr_err(err, ZR_E_FORMAT, "%s: key '%s.attention.layer_norm_rms_epsilon': expected a finite positive value, found %g", g->path, ai->name, (double)hp->rms_eps);
+    if (!(hp->rope_theta > 0.0f) || !isfinite(hp->rope_theta))
+        return zr_err(err, ZR_E_FORMAT, "%s: key '%s.rope.freq_base': expected a finite positive value, found %g", g->path, ai->name, (double)hp->rope_theta);
 
     /* head_dim: key_length when given (qwen3: n_head*head_dim != n_embd), else n_embd/n_head */
     hp->head_dim = 0;
@@ -328,6 +331,41 @@ static int bind_all(ZrModel *m, const ArchInfo *ai, const ZrGguf *g, ZrError *er
     return rc;
 }
 
+/* rope_freqs.weight divides each pair's frequency: a zero, negative or non-finite divisor
+ * makes every rotation NaN. [rope_dim/2] f32. */
+static int check_rope_freqs(const ZrModel *m, const ZrGguf *g, ZrError *err) {
+    const ZrWeight *w = &m->rope_freqs;
+    for (int64_t i = 0; w->data && i < w->ne0; i++) {
+        float f;
+        memcpy(&f, (const char *)w->data + i * (int64_t)sizeof f, sizeof f);
+        if (!(f > 0.0f) || !isfinite(f))
+            return zr_err(err, ZR_E_FORMAT, "%s: tensor 'rope_freqs.weight': value %" PRId64 ": expected a finite positive frequency divisor, found %g",
+                          g->path, i, (double)f);
+    }
+    return 0;
+}
+
+/* A tensor of a layer past block_count means the count is wrong: running the first layers
+ * only would give a silently wrong answer. */
+static int check_stray_layers(const ZrModel *m, const ZrGguf *g, ZrError *err) {
+    int64_t top = -1;    /* the highest layer named */
+    uint64_t at = 0;     /* a tensor of it */
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const ZrStr *name = &g->tensors[i].name;
+        if (name->len < 5 || memcmp(name->ptr, "blk.", 4)) continue;
+        int64_t layer = 0;
+        uint64_t j = 4;
+        for (; j < name->len && j < 12 && name->ptr[j] >= '0' && name->ptr[j] <= '9'; j++) layer = layer * 10 + (name->ptr[j] - '0');
+        if (j == 4 || j >= name->len || name->ptr[j] != '.' || layer <= top) continue;
+        top = layer;
+        at = i;
+    }
+    if (top < m->hp.n_layer) return 0;
+    const ZrStr *name = &g->tensors[at].name;
+    return zr_err(err, ZR_E_FORMAT, "%s: key '%s.block_count': expected %" PRId64 " (the file has tensor '%.*s'), found %d",
+                  g->path, m->hp.arch_name, top + 1, (int)(name->len > 64 ? 64 : name->len), name->ptr, m->hp.n_layer);
+}
+
 static const ArchInfo *find_arch(const ZrGguf *g, ZrError *err) {
     ZrStr name;
     if (zr_gguf_get_str(g, "general.architecture", &name, err)) return NULL;
@@ -344,6 +382,8 @@ int zr_model_from_gguf(ZrModel *m, ZrGguf *g, ZrError *err) {
     if (!ai) return err ? (int)err->code : ZR_E_UNSUPPORTED;
     int rc = read_hparams(g, ai, &m->hp, err);
     if (!rc) rc = bind_all(m, ai, g, err);
+    if (!rc) rc = check_rope_freqs(m, g, err);
+    if (!rc) rc = check_stray_layers(m, g, err);
     if (rc) {
         free(m->layers);
         free(m->names);

@@ -1,6 +1,7 @@
 /* Model loading: hyper-parameters per architecture (with llama.cpp's defaults), tensor binding
  * by name with type and shape checks, and the errors a user sees for a file zrun cannot run.
  * Real files from ../shared, and small GGUFs built here with src/gguf_write.h. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,10 @@ typedef struct Spec {
     int n_head_kv;             /* 0: KV_HEADS */
     bool bias;                 /* q/k/v biases on any architecture */
     int expert_count;          /* ARCH.expert_count (0: none) */
+    float eps;                 /* ARCH.attention.layer_norm_rms_epsilon (0: 1e-6) */
+    float theta;               /* ARCH.rope.freq_base (0: none) */
+    float rope_freq_1;         /* rope_freqs.weight[1] (0: 1, like the others) */
+    int block_count;           /* ARCH.block_count (0: LAYERS, the layers the file has) */
 } Spec;
 
 typedef struct Built {
@@ -69,7 +74,7 @@ static void build(Built *b, const Spec *s) {
     zr_gguf_w_init(&w);
     zr_gguf_w_str(&w, "general.architecture", arch);
     key_u32(&w, s, arch, "embedding_length", E);
-    key_u32(&w, s, arch, "block_count", LAYERS);
+    key_u32(&w, s, arch, "block_count", s->block_count ? (uint32_t)s->block_count : LAYERS);
     key_u32(&w, s, arch, "feed_forward_length", FF);
     key_u32(&w, s, arch, "attention.head_count", HEADS);
     key_u32(&w, s, arch, "attention.head_count_kv", (uint32_t)n_kv);
@@ -82,7 +87,11 @@ static void build(Built *b, const Spec *s) {
     }
     char k[128];
     snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", arch);
-    if (!s->drop_key || strcmp(s->drop_key, k)) zr_gguf_w_f32(&w, k, 1e-6f);
+    if (!s->drop_key || strcmp(s->drop_key, k)) zr_gguf_w_f32(&w, k, s->eps != 0.0f ? s->eps : 1e-6f);
+    if (s->theta != 0.0f) {
+        snprintf(k, sizeof k, "%s.rope.freq_base", arch);
+        zr_gguf_w_f32(&w, k, s->theta);
+    }
     if (s->scaling_factor) {
         snprintf(k, sizeof k, "%s.rope.scaling.factor", arch);
         zr_gguf_w_f32(&w, k, s->scaling_factor);
@@ -97,7 +106,9 @@ static void build(Built *b, const Spec *s) {
     tensor(&w, s, "token_embd.weight", ZR_TYPE_Q8_0, E, VOCAB);
     tensor(&w, s, "output_norm.weight", ZR_TYPE_F32, E, 0);
     if (!s->tied) tensor(&w, s, "output.weight", ZR_TYPE_Q4_0, E, VOCAB);
-    if (s->rope_freqs) tensor(&w, s, "rope_freqs.weight", ZR_TYPE_F32, s->rope_freqs, 0);
+    float freqs[16]; /* [rope_freqs] divisors: ones, [1] as the spec says */
+    for (int i = 0; i < 16; i++) freqs[i] = i == 1 && s->rope_freq_1 != 0.0f ? s->rope_freq_1 : 1.0f;
+    if (s->rope_freqs) zr_gguf_w_tensor(&w, "rope_freqs.weight", ZR_TYPE_F32, 1, (int64_t[]){s->rope_freqs}, s->rope_freqs <= 16 ? freqs : NULL);
     for (int il = 0; il < LAYERS; il++) {
         char n[64];
 #define T(suffix, type, ne0, ne1) (snprintf(n, sizeof n, "blk.%d." suffix, il), tensor(&w, s, n, type, ne0, ne1))
@@ -300,6 +311,27 @@ ZT_TEST(a_missing_required_key_is_named) {
 
 ZT_TEST(query_heads_must_be_a_multiple_of_kv_heads) {
     ZT_LOAD_FAILS(((Spec){.n_head_kv = 3}), ZR_E_FORMAT, "4 query heads are not a multiple of 3 key/value heads");
+}
+
+ZT_TEST(non_finite_or_non_positive_eps_freq_base_and_rope_scaling_are_refused) {
+    ZT_LOAD_FAILS(((Spec){.eps = INFINITY}), ZR_E_FORMAT, "test.gguf: key 'llama.attention.layer_norm_rms_epsilon': expected a finite positive value, found inf");
+    ZT_LOAD_FAILS(((Spec){.eps = NAN}), ZR_E_FORMAT, "layer_norm_rms_epsilon': expected a finite positive value, found nan");
+    ZT_LOAD_FAILS(((Spec){.eps = -1e-5f}), ZR_E_FORMAT, "layer_norm_rms_epsilon': expected a finite positive value, found -1e-05");
+    ZT_LOAD_FAILS(((Spec){.theta = INFINITY}), ZR_E_FORMAT, "key 'llama.rope.freq_base': expected a finite positive value, found inf");
+    ZT_LOAD_FAILS(((Spec){.theta = -5.0f}), ZR_E_FORMAT, "key 'llama.rope.freq_base': expected a finite positive value, found -5");
+    ZT_LOAD_FAILS(((Spec){.scaling_factor = INFINITY, .scaling_type = "linear"}), ZR_E_FORMAT,
+                  "key 'llama.rope.scaling.factor': expected a finite positive value, found inf");
+}
+
+ZT_TEST(rope_freqs_divisors_must_be_finite_and_positive) {
+    ZT_LOAD_FAILS(((Spec){.rope_freqs = 4, .rope_freq_1 = NAN}), ZR_E_FORMAT,
+                  "test.gguf: tensor 'rope_freqs.weight': value 1: expected a finite positive frequency divisor, found nan");
+    ZT_LOAD_FAILS(((Spec){.rope_freqs = 4, .rope_freq_1 = -2.0f}), ZR_E_FORMAT, "value 1: expected a finite positive frequency divisor, found -2");
+}
+
+ZT_TEST(tensors_of_layers_past_block_count_are_refused) {
+    ZT_LOAD_FAILS(((Spec){.block_count = 1}), ZR_E_FORMAT,
+                  "test.gguf: key 'llama.block_count': expected 2 (the file has tensor 'blk.1.", "found 1");
 }
 
 ZT_TEST(a_missing_file_is_an_io_error_naming_it) {
