@@ -170,7 +170,7 @@ ZT_TEST(matmul_of_grouped_products_equals_dequantized_reference_for_any_thread_c
         ZrError err;
         ZrCpuPool *p = zr_cpu_pool_create(threads, &err);
         ZrCpuMatmul mm[3] = {{&w[0], y[0]}, {&w[1], y[1]}, {&w[2], y[2]}};
-        zr_cpu_matmul(p, mm, 3, x, N);
+        zr_cpu_matmul(p, mm, 3, x, N, NULL);
         for (int k = 0; k < 3; k++)
             for (int t = 0; t < N; t++)
                 for (int64_t r = 0; r < rows[k]; r++) {

@@ -504,6 +504,27 @@ ZT_TEST(dot_equals_the_sum_of_dequantized_products) {
     }
 }
 
+ZT_TEST(dot_of_the_dequantized_row_as_f32_gives_the_same_bits) {
+    /* The CPU backend's prefill dequantizes a tile of rows once and dots the F32 rows with
+     * every token; decode dots the quantized row directly. Both must give the same bits. */
+    enum { N = 4096 + 172 };
+    static uint8_t row[N * 4];
+    static float w[N], x[N];
+    for (size_t t = 0; t < N_COMPUTE; t++) {
+        uint32_t type = compute_types[t];
+        const int lens[] = {256, 1024, 4096, 172, 4096 + 172};
+        for (int k = 0; k < 5; k++) {
+            int n = lens[k];
+            if (n % (int)zr_type_info(type)->block) continue;
+            random_row(type, row, n);
+            for (int i = 0; i < n; i++) x[i] = rnd_normal();
+            zr_dequant_row(type, row, w, n);
+            float a = zr_dot_row(type, row, x, n), b = zr_dot_row(ZR_TYPE_F32, w, x, n);
+            ZT_CHECKF(memcmp(&a, &b, sizeof a) == 0, "%s n %d: %.9g vs %.9g", zr_type_name(type), n, (double)a, (double)b);
+        }
+    }
+}
+
 ZT_TEST(dot_of_float_rows_handles_lengths_off_the_chunk) {
     float src[172], x[172];
     uint8_t buf[172 * 4];

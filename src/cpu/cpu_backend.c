@@ -38,6 +38,7 @@ typedef struct CpuBackend {
     float *up;          /* [cap][n_ff] */
     float *delta;       /* [cap][n_embd] block output before the residual add */
     float *scores;      /* [threads][n_ctx] attention weights */
+    ZrCpuScratch tiles; /* [threads][ZR_CPU_MATMUL_TILE * max row length] dequantized weight rows */
 } CpuBackend;
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -63,7 +64,7 @@ static void add_bias_rows(float *y, const ZrWeight *b, int n) {
 
 static void matmul(CpuBackend *c, const ZrWeight *w, float *y, const float *x, int n) {
     ZrCpuMatmul mm = {w, y};
-    zr_cpu_matmul(c->pool, &mm, 1, x, n);
+    zr_cpu_matmul(c->pool, &mm, 1, x, n, &c->tiles);
 }
 
 /* qwen3: RMSNorm over each head's vector, before rope */
@@ -129,7 +130,7 @@ static void attention_block(CpuBackend *c, int il, int n, int pos) {
     const ZrLayer *L = &c->m->layers[il];
     rmsnorm_rows(c->xn, c->x, &L->attn_norm, n, hp->rms_eps);
     ZrCpuMatmul qkv[3] = {{&L->wq, c->q}, {&L->wk, c->k}, {&L->wv, c->v}};
-    zr_cpu_matmul(c->pool, qkv, 3, c->xn, n);
+    zr_cpu_matmul(c->pool, qkv, 3, c->xn, n, &c->tiles);
     add_bias_rows(c->q, &L->bq, n);
     add_bias_rows(c->k, &L->bk, n);
     add_bias_rows(c->v, &L->bv, n);
@@ -148,7 +149,7 @@ static void ffn_block(CpuBackend *c, int il, int n) {
     const ZrLayer *L = &c->m->layers[il];
     rmsnorm_rows(c->xn, c->x, &L->ffn_norm, n, hp->rms_eps);
     ZrCpuMatmul gate_up[2] = {{&L->w_gate, c->gate}, {&L->w_up, c->up}};
-    zr_cpu_matmul(c->pool, gate_up, 2, c->xn, n);
+    zr_cpu_matmul(c->pool, gate_up, 2, c->xn, n, &c->tiles);
     zr_cpu_swiglu(c->xn, c->gate, c->up, (int64_t)n * hp->n_ff);
     matmul(c, &L->w_down, c->delta, c->xn, n);
     zr_cpu_add(c->x, c->delta, (int64_t)n * hp->n_embd);
@@ -251,6 +252,7 @@ static void cpu_destroy(ZrBackend *be) {
     free(c->k_cache);
     free(c->v_cache);
     free(c->scores);
+    free(c->tiles.buf);
     free(c);
 }
 
@@ -276,7 +278,10 @@ ZrBackend *zr_cpu_backend_create(const ZrModel *m, const ZrBackendOptions *o, Zr
     c->k_cache = malloc(kv_elems * sizeof(float));
     c->v_cache = malloc(kv_elems * sizeof(float));
     c->scores = malloc((size_t)n_threads * n_ctx * sizeof(float));
-    if (!c->k_cache || !c->v_cache || !c->scores) {
+    /* the longest weight row: the input width of any matrix */
+    c->tiles.per_thread = ZR_CPU_MATMUL_TILE * max64(max64(hp->n_embd, hp->n_ff), c->q_dim);
+    c->tiles.buf = malloc((size_t)n_threads * c->tiles.per_thread * sizeof(float));
+    if (!c->k_cache || !c->v_cache || !c->scores || !c->tiles.buf) {
         zr_err(err, ZR_E_NOMEM, "cpu backend: cannot allocate the KV cache (%.1f MiB for %d tokens); use a smaller -c",
                2.0 * kv_elems * sizeof(float) / (1 << 20), n_ctx);
         cpu_destroy(&c->be);
