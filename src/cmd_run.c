@@ -271,7 +271,7 @@ int zr_cmd_run(int argc, char **argv) {
                  : zr_resume_stat_model(&rs, s.model, &err))
         goto fail;
     if (zr_tokenizer_load(&tok, &model.gguf, &err)) {
-        zr_err_wrap(&err, "%s: tokenizer", s.model);
+        if (strncmp(err.msg, s.model, strlen(s.model))) zr_err_wrap(&err, "%s: tokenizer", s.model); /* not twice */
         goto fail;
     }
     const int n_vocab = model.hp.n_vocab;

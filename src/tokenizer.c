@@ -15,6 +15,7 @@
  */
 #include "tokenizer.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -764,13 +765,25 @@ static uint32_t pow2_at_least(uint64_t n) {
 
 /* Reads an optional token id key: kept only when it names a token (llama.cpp ignores others,
  * e.g. the 4294967295 "none" some files store). */
-static void read_id(const ZrGguf *g, const char *key, int32_t n_vocab, int32_t *id) {
+/* A special token id from key: absent, or the "none" values (-1, 2^32-1, 2^64-1) leave *id as
+ * it is (llama.cpp's default); any other value must be an id of the vocabulary, except for the
+ * ids zrun never uses (separator, padding: `strict` false), which are ignored when out of range
+ * as llama.cpp does (files in the wild have padding = n_vocab). */
+static int read_id(const ZrGguf *g, const char *key, int32_t n_vocab, bool strict, int32_t *id, ZrError *err) {
     const ZrGgufKv *kv = zr_gguf_find(g, key);
-    if (!kv || kv->type == ZR_GGUF_STRING || kv->type == ZR_GGUF_ARRAY ||
-        kv->type == ZR_GGUF_FLOAT32 || kv->type == ZR_GGUF_FLOAT64)
-        return;
+    if (!kv) return 0;
+    if (kv->type == ZR_GGUF_STRING || kv->type == ZR_GGUF_ARRAY || kv->type == ZR_GGUF_FLOAT32 ||
+        kv->type == ZR_GGUF_FLOAT64 || kv->type == ZR_GGUF_BOOL)
+        return zr_err(err, ZR_E_FORMAT, "%s: key '%s': expected an integer token id, found %s", g->path, key, zr_gguf_type_name(kv->type));
     double v = zr_gguf_kv_num(kv);
-    if (v >= 0 && v < n_vocab) *id = (int32_t)v;
+    if (v == -1.0 || v == 4294967295.0 || v == 18446744073709551615.0) return 0;
+    if (!(v >= 0 && v < n_vocab)) {
+        if (!strict) return 0;
+        return zr_err(err, ZR_E_FORMAT, "%s: key '%s': expected a token id in 0..%d (or -1 for none), found %.0f", g->path, key,
+                      (int)n_vocab - 1, v);
+    }
+    *id = (int32_t)v;
+    return 0;
 }
 
 static int cmp_special(const void *a, const void *b, void *ctx) {
@@ -822,8 +835,15 @@ static int load_merges(ZrTokenizer *t, const ZrGguf *g, ZrError *err) {
         const char *s = m[r].ptr;
         size_t len = (size_t)m[r].len;
         const char *sp = len > 1 ? memchr(s + 1, ' ', len - 1) : NULL;
-        if (!sp) continue; /* llama.cpp keeps it as ("", ""): it never matches */
-        size_t nl = (size_t)(sp - s), nr = len - nl - 1;
+        size_t nl = sp ? (size_t)(sp - s) : len, nr = sp ? len - nl - 1 : 0;
+        if (!sp || !nr) {
+            /* llama.cpp keeps it as a merge that never matches; it is a broken file */
+            rc = zr_err(err, ZR_E_FORMAT, "%s: tokenizer.ggml.merges[%zu]: expected 'LEFT RIGHT' (two non-empty texts split by a space), found '%.*s'",
+                        g->path, r, (int)(len > 64 ? 64 : len), s);
+            free(m);
+            free(tmp);
+            return rc;
+        }
         int32_t a = find_text(t, s, nl), b = find_text(t, sp + 1, nr);
         if (a >= 0 && b >= 0) {
             uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
@@ -936,9 +956,20 @@ int zr_tokenizer_load(ZrTokenizer **out, const ZrGguf *g, ZrError *err) {
     if (zr_gguf_find(g, "tokenizer.ggml.token_type")) {
         rc = zr_gguf_get_arr(g, "tokenizer.ggml.token_type", ZR_GGUF_N_VALUE_TYPES, &type_kv, err);
         if (rc) return rc;
-        if (type_kv->n < (uint64_t)nv || type_kv->elem_type == ZR_GGUF_STRING || type_kv->elem_type == ZR_GGUF_ARRAY)
+        if (type_kv->n < (uint64_t)nv || type_kv->elem_type == ZR_GGUF_STRING || type_kv->elem_type == ZR_GGUF_ARRAY ||
+            type_kv->elem_type == ZR_GGUF_FLOAT32 || type_kv->elem_type == ZR_GGUF_FLOAT64)
             return zr_err(err, ZR_E_FORMAT, "%s: tokenizer.ggml.token_type: expected %d integers, found %llu %s",
                           g->path, nv, (unsigned long long)type_kv->n, zr_gguf_type_name(type_kv->elem_type));
+    }
+    /* a NaN score breaks the ordering SentencePiece merges by; a type outside llama.cpp's
+     * enum (0 undefined .. 6 byte) would make a token silently unprintable */
+    for (int32_t i = 0; i < nv; i++) {
+        double sc = score_kv ? zr_gguf_arr_num(score_kv, (uint64_t)i) : 0.0;
+        if (!isfinite(sc) || fabs(sc) > 3.4e38)
+            return zr_err(err, ZR_E_FORMAT, "%s: tokenizer.ggml.scores[%d]: expected a finite float32, found %g", g->path, (int)i, sc);
+        double ty = type_kv ? zr_gguf_arr_num(type_kv, (uint64_t)i) : 1.0;
+        if (!(ty >= 0 && ty <= 6))
+            return zr_err(err, ZR_E_FORMAT, "%s: tokenizer.ggml.token_type[%d]: expected a token type in 0..6, found %.0f", g->path, (int)i, ty);
     }
 
     ZrTokenizer *t = calloc(1, sizeof *t);
@@ -1047,14 +1078,14 @@ int zr_tokenizer_load(ZrTokenizer **out, const ZrGguf *g, ZrError *err) {
     if (t->bos >= nv) t->bos = -1;
     if (t->eos >= nv) t->eos = -1;
     if (t->unk >= nv) t->unk = -1;
-    read_id(g, "tokenizer.ggml.bos_token_id", nv, &t->bos);
-    read_id(g, "tokenizer.ggml.eos_token_id", nv, &t->eos);
-    read_id(g, "tokenizer.ggml.eot_token_id", nv, &t->eot);
-    read_id(g, "tokenizer.ggml.eom_token_id", nv, &t->eom);
-    read_id(g, "tokenizer.ggml.unknown_token_id", nv, &t->unk);
-    read_id(g, "tokenizer.ggml.seperator_token_id", nv, &t->sep);
-    read_id(g, "tokenizer.ggml.padding_token_id", nv, &t->pad);
-    if ((rc = zr_gguf_get_bool_opt(g, "tokenizer.ggml.add_bos_token", &t->add_bos, err)) ||
+    if ((rc = read_id(g, "tokenizer.ggml.bos_token_id", nv, true, &t->bos, err)) ||
+        (rc = read_id(g, "tokenizer.ggml.eos_token_id", nv, true, &t->eos, err)) ||
+        (rc = read_id(g, "tokenizer.ggml.eot_token_id", nv, true, &t->eot, err)) ||
+        (rc = read_id(g, "tokenizer.ggml.eom_token_id", nv, true, &t->eom, err)) ||
+        (rc = read_id(g, "tokenizer.ggml.unknown_token_id", nv, true, &t->unk, err)) ||
+        (rc = read_id(g, "tokenizer.ggml.seperator_token_id", nv, false, &t->sep, err)) ||
+        (rc = read_id(g, "tokenizer.ggml.padding_token_id", nv, false, &t->pad, err)) ||
+        (rc = zr_gguf_get_bool_opt(g, "tokenizer.ggml.add_bos_token", &t->add_bos, err)) ||
         (rc = zr_gguf_get_bool_opt(g, "tokenizer.ggml.add_eos_token", &t->add_eos, err)) ||
         (rc = zr_gguf_get_bool_opt(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix, err))) {
         zr_tokenizer_free(t);

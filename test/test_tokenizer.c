@@ -477,6 +477,91 @@ ZT_TEST(missing_token_list_is_a_format_error) {
     ZT_CHECKF(err.code == ZR_E_FORMAT && strstr(err.msg, "tokenizer.ggml.tokens"), "%s", err.msg);
 }
 
+/* ---- hostile metadata: each a clear error naming the key, expected and found ------------ */
+
+/* A 4-token SentencePiece vocabulary; `bad` adds or overrides keys after it. */
+static ZrTokenizer *spm_with(ZrError *err, void (*bad)(ZrGgufWriter *w, int arg), int arg) {
+    static const char *tokens[] = {"<unk>", "<s>", "</s>", "a"};
+    Synth s;
+    zr_gguf_w_init(&s.w);
+    zr_gguf_w_str(&s.w, "tokenizer.ggml.model", "llama");
+    zr_gguf_w_arr_str(&s.w, "tokenizer.ggml.tokens", 4, tokens);
+    bad(&s.w, arg);
+    return synth_load(&s, err);
+}
+
+static void special_id(ZrGgufWriter *w, int arg) {
+    static const char *keys[] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                                 "tokenizer.ggml.unknown_token_id"};
+    zr_gguf_w_i32(w, keys[arg / 2], arg % 2 ? -5 : 4);
+}
+static void bos_as_text(ZrGgufWriter *w, int arg) { (void)arg; zr_gguf_w_str(w, "tokenizer.ggml.bos_token_id", "1"); }
+static void none_ids(ZrGgufWriter *w, int arg) {
+    (void)arg;
+    zr_gguf_w_u32(w, "tokenizer.ggml.eot_token_id", UINT32_MAX);
+    zr_gguf_w_i32(w, "tokenizer.ggml.eom_token_id", -1);
+    zr_gguf_w_u32(w, "tokenizer.ggml.padding_token_id", 4); /* = n_vocab: seen in the wild, unused */
+}
+
+ZT_TEST(special_token_ids_outside_the_vocabulary_are_refused_by_key) {
+    ZrError err;
+    static const char *names[] = {"bos", "eos", "eot", "unknown"};
+    for (int arg = 0; arg < 8; arg++) {
+        ZT_CHECK(spm_with(&err, special_id, arg) == NULL);
+        char want[160];
+        snprintf(want, sizeof want, "key 'tokenizer.ggml.%s_token_id': expected a token id in 0..3 (or -1 for none), found %d",
+                 names[arg / 2], arg % 2 ? -5 : 4);
+        ZT_CHECKF(err.code == ZR_E_FORMAT && strstr(err.msg, "<synth>") && strstr(err.msg, want), "%s", err.msg);
+    }
+    ZT_CHECK(spm_with(&err, bos_as_text, 0) == NULL);
+    ZT_CHECKF(strstr(err.msg, "key 'tokenizer.ggml.bos_token_id': expected an integer token id, found string"), "%s", err.msg);
+    ZrTokenizer *t = spm_with(&err, none_ids, 0); /* the "none" values and an unused padding id load */
+    ZT_CHECKF(t != NULL, "%s", err.msg);
+    zr_tokenizer_free(t);
+}
+
+static void scores_and_types(ZrGgufWriter *w, int arg) {
+    float scores[4] = {0, 0, 0, arg == 0 ? NAN : -1.0f};
+    int32_t types[4] = {2, 3, 3, arg == 1 ? 9 : arg == 2 ? -1 : 1};
+    float ftypes[4] = {2, 3, 3, 1};
+    zr_gguf_w_arr(w, "tokenizer.ggml.scores", ZR_GGUF_FLOAT32, 4, scores);
+    if (arg == 3)
+        zr_gguf_w_arr(w, "tokenizer.ggml.token_type", ZR_GGUF_FLOAT32, 4, ftypes);
+    else
+        zr_gguf_w_arr(w, "tokenizer.ggml.token_type", ZR_GGUF_INT32, 4, types);
+}
+
+ZT_TEST(non_finite_scores_and_unknown_token_types_are_refused) {
+    ZrError err;
+    static const char *want[] = {"tokenizer.ggml.scores[3]: expected a finite float32, found nan",
+                                 "tokenizer.ggml.token_type[3]: expected a token type in 0..6, found 9",
+                                 "tokenizer.ggml.token_type[3]: expected a token type in 0..6, found -1",
+                                 "tokenizer.ggml.token_type: expected 4 integers, found 4 float32"};
+    for (int arg = 0; arg < 4; arg++) {
+        ZT_CHECK(spm_with(&err, scores_and_types, arg) == NULL);
+        ZT_CHECKF(err.code == ZR_E_FORMAT && strstr(err.msg, want[arg]), "%s", err.msg);
+    }
+}
+
+ZT_TEST(a_merge_that_does_not_split_in_two_is_refused) {
+    static const char *tokens[] = {"a", "b", "ab"};
+    static const char *bad[] = {"ab", "a ", " ab"};
+    for (int i = 0; i < 3; i++) {
+        const char *merges[] = {"a b", bad[i]};
+        Synth s;
+        ZrError err;
+        zr_gguf_w_init(&s.w);
+        zr_gguf_w_str(&s.w, "tokenizer.ggml.model", "gpt2");
+        zr_gguf_w_arr_str(&s.w, "tokenizer.ggml.tokens", 3, tokens);
+        zr_gguf_w_arr_str(&s.w, "tokenizer.ggml.merges", 2, merges);
+        zr_gguf_w_u32(&s.w, "tokenizer.ggml.bos_token_id", 0);
+        ZT_CHECK(synth_load(&s, &err) == NULL);
+        char want[128];
+        snprintf(want, sizeof want, "tokenizer.ggml.merges[1]: expected 'LEFT RIGHT' (two non-empty texts split by a space), found '%s'", bad[i]);
+        ZT_CHECKF(err.code == ZR_E_FORMAT && strstr(err.msg, want), "%s", err.msg);
+    }
+}
+
 /* ---- arbitrary bytes ------------------------------------------------------------------- */
 
 static uint64_t rng_next(uint64_t *s) {
