@@ -275,6 +275,12 @@ int zr_cmd_run(int argc, char **argv) {
         goto fail;
     }
     const int n_vocab = model.hp.n_vocab;
+    if (zr_tokenizer_n_vocab(tok) != n_vocab) {
+        /* more tokens: ids the model cannot embed; fewer: sampled ids with no text */
+        zr_err(&err, ZR_E_FORMAT, "%s: tokenizer.ggml.tokens: expected %d tokens (the rows of token_embd.weight), found %d",
+               s.model, n_vocab, zr_tokenizer_n_vocab(tok));
+        goto fail;
+    }
     int n_ctx = s.n_ctx;
     if (resuming) {
         n_ctx = rs.n_ctx;
