@@ -180,6 +180,13 @@ static int read_hparams(const ZrGguf *g, const ArchInfo *ai, ZrHparams *hp, ZrEr
 
     hp->rope_dim = hp->head_dim;
     if ((rc = key_int(&k, "rope.dimension_count", false, &hp->rope_dim))) return rc;
+    char rkey[128];
+    if (hp->rope_dim % 2 && !zr_gguf_find(g, key_name(&k, "rope.dimension_count", rkey, sizeof rkey))) {
+        if (zr_gguf_find(g, key_name(&k, "attention.key_length", rkey, sizeof rkey)))
+            return zr_err(err, ZR_E_FORMAT, "%s: key '%s': expected an even head dimension (RoPE rotates pairs), found %d", g->path, rkey, hp->head_dim);
+        return zr_err(err, ZR_E_FORMAT, "%s: embedding length %d / %d heads: expected an even head dimension (RoPE rotates pairs), found %d",
+                      g->path, hp->n_embd, hp->n_head, hp->head_dim);
+    }
     if (hp->rope_dim > hp->head_dim || hp->rope_dim % 2)
         return zr_err(err, ZR_E_FORMAT, "%s: key '%s.rope.dimension_count': expected an even value <= head dim %d, found %d",
                       g->path, ai->name, hp->head_dim, hp->rope_dim);

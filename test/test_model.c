@@ -329,6 +329,11 @@ ZT_TEST(rope_freqs_divisors_must_be_finite_and_positive) {
     ZT_LOAD_FAILS(((Spec){.rope_freqs = 4, .rope_freq_1 = -2.0f}), ZR_E_FORMAT, "value 1: expected a finite positive frequency divisor, found -2");
 }
 
+ZT_TEST(an_odd_head_dimension_without_a_rope_dimension_is_refused) {
+    ZT_LOAD_FAILS(((Spec){.arch = "qwen3", .key_length = 7}), ZR_E_FORMAT,
+                  "test.gguf: key 'qwen3.attention.key_length': expected an even head dimension (RoPE rotates pairs), found 7");
+}
+
 ZT_TEST(tensors_of_layers_past_block_count_are_refused) {
     ZT_LOAD_FAILS(((Spec){.block_count = 1}), ZR_E_FORMAT,
                   "test.gguf: key 'llama.block_count': expected 2 (the file has tensor 'blk.1.", "found 1");
