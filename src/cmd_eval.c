@@ -74,7 +74,8 @@ static int parse_args(int argc, char **argv, EvalArgs *a) {
     return 0;
 }
 
-/* Whitespace-separated decimal ids; *ids is malloc'ed. */
+/* Whitespace-separated decimal ids; *ids is malloc'ed. A word is read whole (a long one is
+ * refused, not split in two) and a NUL byte is not whitespace. */
 static int read_tokens(const char *path, int32_t **ids, int *n, ZrError *err) {
     FILE *f = fopen(path, "r");
     if (!f) return zr_err(err, ZR_E_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -82,24 +83,38 @@ static int read_tokens(const char *path, int32_t **ids, int *n, ZrError *err) {
     int32_t *v = malloc(sizeof *v * cap);
     char word[32];
     int rc = v ? 0 : zr_err(err, ZR_E_NOMEM, "%s: out of memory", path);
-    while (!rc && fscanf(f, "%31s", word) == 1) {
+    for (int c = getc(f); !rc && c != EOF;) {
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') {
+            c = getc(f);
+            continue;
+        }
+        size_t len = 0;
+        bool nul = false;
+        for (; c != EOF && !(c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'); c = getc(f)) {
+            if (len < sizeof word - 1) word[len] = c ? (char)c : '?';
+            len++;
+            nul |= c == 0;
+        }
+        word[len < sizeof word - 1 ? len : sizeof word - 1] = 0;
         char *end;
         errno = 0;
         long id = strtol(word, &end, 10);
-        if (errno || *end || id < 0 || id > INT32_MAX) {
-            rc = zr_err(err, ZR_E_FORMAT, "%s: token %d: expected a non-negative decimal id, found '%s'", path, count + 1, word);
+        if (nul || len >= sizeof word - 1 || errno || *end || id < 0 || id > INT32_MAX) {
+            rc = zr_err(err, ZR_E_FORMAT, "%s: token %d: expected a non-negative decimal id, found '%s'%s", path, count + 1, word,
+                        nul ? " (with a NUL byte)" : len >= sizeof word - 1 ? "... (too long)" : "");
             break;
         }
         if (count == cap) {
-            int32_t *nv = realloc(v, sizeof *v * (cap *= 2));
+            int32_t *nv = cap <= (1 << 29) ? realloc(v, sizeof *v * (size_t)(cap *= 2)) : NULL;
             if (!nv) {
-                rc = zr_err(err, ZR_E_NOMEM, "%s: out of memory", path);
+                rc = zr_err(err, ZR_E_NOMEM, "%s: out of memory for %d token ids", path, count + 1);
                 break;
             }
             v = nv;
         }
         v[count++] = (int32_t)id;
     }
+    if (!rc && ferror(f)) rc = zr_err(err, ZR_E_IO, "%s: read error", path);
     fclose(f);
     if (!rc && count == 0) rc = zr_err(err, ZR_E_FORMAT, "%s: no token ids", path);
     if (rc) {
@@ -175,6 +190,12 @@ int zr_cmd_eval(int argc, char **argv) {
     double t0 = now_ms();
     if (read_tokens(a.tokens, &ids, &n, &err)) goto fail_ids;
     if (zr_model_load(&m, a.model, &err)) goto fail_ids;
+    for (int i = 0; i < n; i++)
+        if (ids[i] >= m.hp.n_vocab) {
+            zr_err(&err, ZR_E_RANGE, "%s: token %d: token id %d is outside the vocabulary of %s (0..%d)", a.tokens, i + 1, (int)ids[i], a.model,
+                   m.hp.n_vocab - 1);
+            goto fail_model;
+        }
     be = open_backend(&m, &a, a.n_ctx ? a.n_ctx : n, &err);
     if (!be) goto fail_model;
     out = fopen(a.logits, "wb");

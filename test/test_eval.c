@@ -145,7 +145,7 @@ ZT_TEST(eval_token_ids_are_checked) {
     fclose(f);
     snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu", gguf, ids, out_path("bad.f32"));
     ZT_CHECK(run_eval(args) == 1);
-    ZT_CHECKF(strstr(err_text, "token id 9999"), "%s", err_text);
+    ZT_CHECKF(strstr(err_text, "bad.tokens: token 3: token id 9999 is outside the vocabulary of"), "%s", err_text);
 
     f = fopen(ids, "w");
     fputs("1 40x3\n", f);
@@ -157,6 +157,28 @@ ZT_TEST(eval_token_ids_are_checked) {
     fclose(f);
     ZT_CHECK(run_eval(args) == 1);
     ZT_CHECKF(strstr(err_text, "no token ids"), "%s", err_text);
+}
+
+ZT_TEST(eval_token_words_are_read_whole_and_a_nul_byte_is_refused) {
+    char gguf[4096], tokens[4096], args[16384];
+    if (!fixture("llama-Q8_0", gguf, tokens)) {
+        zt_skip("no fixtures");
+        return;
+    }
+    char ids[4096];
+    snprintf(ids, sizeof ids, "%s", out_path("long.tokens"));
+    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu", gguf, ids, out_path("long.f32"));
+    /* 35 digits: "%31s" read them as two ids, 0 and 5 */
+    FILE *f = fopen(ids, "w");
+    fputs("1 00000000000000000000000000000000005\n", f);
+    fclose(f);
+    ZT_CHECK(run_eval(args) == 1);
+    ZT_CHECKF(strstr(err_text, "long.tokens: token 2: expected a non-negative decimal id") && strstr(err_text, "(too long)"), "%s", err_text);
+    f = fopen(ids, "w");
+    fwrite("1 2\0 3", 1, 6, f);
+    fclose(f);
+    ZT_CHECK(run_eval(args) == 1);
+    ZT_CHECKF(strstr(err_text, "long.tokens: token 2: expected a non-negative decimal id, found '2?' (with a NUL byte)"), "%s", err_text);
 }
 
 ZT_TEST(eval_usage_errors_exit_2) {
