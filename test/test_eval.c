@@ -132,6 +132,19 @@ ZT_TEST(eval_context_smaller_than_the_tokens_is_a_runtime_error) {
     ZT_CHECKF(!left, "a partial logits file was left behind");
 }
 
+ZT_TEST(eval_context_beyond_the_machine_memory_is_an_out_of_memory_error_naming_the_bytes) {
+    char gguf[4096], tokens[4096], args[16384];
+    if (!fixture("llama-Q8_0", gguf, tokens)) {
+        zt_skip("no fixtures");
+        return;
+    }
+    /* terabytes of KV cache: refused before allocating, whatever the overcommit policy */
+    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu -c 2000000000", gguf, tokens, out_path("huge.f32"));
+    ZT_CHECK(run_eval(args) == 1);
+    ZT_CHECKF(strstr(err_text, "the KV cache of 2000000000 tokens needs ") && strstr(err_text, " bytes") && strstr(err_text, "use a smaller -c"),
+              "%s", err_text);
+}
+
 ZT_TEST(eval_token_ids_are_checked) {
     char gguf[4096], tokens[4096], args[16384];
     if (!fixture("llama-Q8_0", gguf, tokens)) {

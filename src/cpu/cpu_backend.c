@@ -274,7 +274,17 @@ ZrBackend *zr_cpu_backend_create(const ZrModel *m, const ZrBackendOptions *o, Zr
     c->m = m;
     c->q_dim = (int64_t)hp->n_head * hp->head_dim;
     c->kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
-    const size_t kv_elems = (size_t)hp->n_layer * n_ctx * c->kv_dim;
+    const size_t kv_elems = (size_t)hp->n_layer * n_ctx * c->kv_dim; /* <= 2^10 * 2^31 * 2^20 */
+    /* K and V: refused before allocating when they exceed the machine's memory (malloc would
+     * succeed lazily and the kernel would kill the process as the context fills) */
+    const double kv_bytes = 2.0 * (double)kv_elems * sizeof(float);
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && kv_bytes > (double)pages * (double)page) {
+        zr_err(err, ZR_E_NOMEM, "cpu backend: the KV cache of %d tokens needs %.0f bytes (%.1f GiB), more than this machine's %.0f bytes of memory; use a smaller -c",
+               n_ctx, kv_bytes, kv_bytes / (1 << 30), (double)pages * (double)page);
+        cpu_destroy(&c->be);
+        return NULL;
+    }
     c->k_cache = malloc(kv_elems * sizeof(float));
     c->v_cache = malloc(kv_elems * sizeof(float));
     c->scores = malloc((size_t)n_threads * n_ctx * sizeof(float));
@@ -282,8 +292,8 @@ ZrBackend *zr_cpu_backend_create(const ZrModel *m, const ZrBackendOptions *o, Zr
     c->tiles.per_thread = ZR_CPU_MATMUL_TILE * max64(max64(hp->n_embd, hp->n_ff), c->q_dim);
     c->tiles.buf = malloc((size_t)n_threads * c->tiles.per_thread * sizeof(float));
     if (!c->k_cache || !c->v_cache || !c->scores || !c->tiles.buf) {
-        zr_err(err, ZR_E_NOMEM, "cpu backend: cannot allocate the KV cache (%.1f MiB for %d tokens); use a smaller -c",
-               2.0 * kv_elems * sizeof(float) / (1 << 20), n_ctx);
+        zr_err(err, ZR_E_NOMEM, "cpu backend: out of memory for the KV cache of %d tokens (%.0f bytes, %.1f MiB); use a smaller -c",
+               n_ctx, kv_bytes, kv_bytes / (1 << 20));
         cpu_destroy(&c->be);
         return NULL;
     }
