@@ -275,9 +275,9 @@ int zr_cmd_run(int argc, char **argv) {
         goto fail;
     }
     const int n_vocab = model.hp.n_vocab;
-    if (zr_tokenizer_n_vocab(tok) != n_vocab) {
-        /* more tokens: ids the model cannot embed; fewer: sampled ids with no text */
-        zr_err(&err, ZR_E_FORMAT, "%s: tokenizer.ggml.tokens: expected %d tokens (the rows of token_embd.weight), found %d",
+    if (zr_tokenizer_n_vocab(tok) > n_vocab) {
+        /* ids the model cannot embed (fewer tokens are fine: padded output rows are masked) */
+        zr_err(&err, ZR_E_FORMAT, "%s: tokenizer.ggml.tokens: expected at most %d tokens (the rows of token_embd.weight), found %d",
                s.model, n_vocab, zr_tokenizer_n_vocab(tok));
         goto fail;
     }

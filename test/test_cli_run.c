@@ -196,24 +196,29 @@ ZT_TEST(an_end_of_generation_token_stops_and_is_not_printed) {
     run_free(&r);
 }
 
-/* stories260K.gguf with a tokenizer of 300 of its 512 tokens (no scores, no types) and
- * llama.vocab_size 512, so the weights still load. */
-static const char *model_with_300_tokens(const char *src) {
+/* stories260K.gguf with a tokenizer of n_tok tokens (its first 512 and "extraN" ones; no
+ * scores, no types) and llama.vocab_size 512, so the weights still load. */
+static const char *model_with_tokens(const char *src, int n_tok) {
     static char path[4200];
     ZrGguf g;
     ZrError err;
     if (zr_gguf_open(&g, src, &err)) return NULL;
     ZrGgufWriter w;
     zr_gguf_w_init(&w);
-    ZrStr toks[512];
+    ZrStr toks[600];
+    char extra[88][16];
     for (uint64_t i = 0; i < g.n_kv; i++) {
         const ZrGgufKv *kv = &g.kv[i];
         if (zr_str_eq(kv->key, "general.alignment") || zr_str_eq(kv->key, "tokenizer.ggml.scores") ||
             zr_str_eq(kv->key, "tokenizer.ggml.token_type"))
             continue;
-        if (zr_str_eq(kv->key, "tokenizer.ggml.tokens") && kv->n == 512) {
+        if (zr_str_eq(kv->key, "tokenizer.ggml.tokens") && kv->n == 512 && n_tok <= 600) {
             zr_gguf_arr_strings(kv, toks);
-            zr_gguf_w_arr_zrstr(&w, "tokenizer.ggml.tokens", 300, toks);
+            for (int j = 512; j < n_tok; j++) {
+                snprintf(extra[j - 512], sizeof extra[0], "extra%d", j);
+                toks[j] = (ZrStr){extra[j - 512], strlen(extra[j - 512])};
+            }
+            zr_gguf_w_arr_zrstr(&w, "tokenizer.ggml.tokens", (uint64_t)n_tok, toks);
         } else {
             zr_gguf_w_copy_kv(&w, kv);
         }
@@ -225,7 +230,7 @@ static const char *model_with_300_tokens(const char *src) {
         snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
         zr_gguf_w_tensor(&w, name, t->type, t->n_dims, t->ne, t->data);
     }
-    snprintf(path, sizeof path, "%s/tokens300.gguf", zt_tmpdir());
+    snprintf(path, sizeof path, "%s/tokens%d.gguf", zt_tmpdir(), n_tok);
     FILE *f = fopen(path, "wb");
     int rc = f ? zr_gguf_w_write(&w, f, &err) : -1;
     if (f) fclose(f);
@@ -234,15 +239,22 @@ static const char *model_with_300_tokens(const char *src) {
     return rc == 0 ? path : NULL;
 }
 
-ZT_TEST(a_tokenizer_smaller_than_the_embedding_is_an_error_not_missing_text) {
+ZT_TEST(a_tokenizer_larger_than_the_embedding_is_an_error_a_smaller_one_masks_the_rest) {
     const char *m = stories();
     if (!m) { zt_skip("stories260K.gguf absent"); return; }
-    const char *small = model_with_300_tokens(m);
-    ZT_CHECK(small);
-    Run r = RUN(NULL, "-m", small, "-p", "Once", "-n", "4");
+    const char *big = model_with_tokens(m, 600);
+    ZT_CHECK(big);
+    Run r = RUN(NULL, "-m", big, "-p", "Once", "-n", "4");
     ZT_CHECKF(r.status == 1, "exit %d: %s", r.status, r.err);
-    ZT_CHECKF(strstr(r.err, "tokens300.gguf: tokenizer.ggml.tokens: expected 512 tokens (the rows of token_embd.weight), found 300"), "%s", r.err);
+    ZT_CHECKF(strstr(r.err, "tokens600.gguf: tokenizer.ggml.tokens: expected at most 512 tokens (the rows of token_embd.weight), found 600"), "%s",
+              r.err);
     ZT_CHECK(r.out[0] == 0);
+    run_free(&r);
+    /* padded output rows: ids past the tokenizer are never sampled */
+    const char *small = model_with_tokens(m, 300);
+    ZT_CHECK(small);
+    r = RUN(NULL, "-m", small, "-p", "Once", "-n", "16", "--temp", "0");
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
     run_free(&r);
 }
 
