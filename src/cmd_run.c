@@ -418,6 +418,12 @@ int zr_cmd_run(int argc, char **argv) {
         if (pos >= n_ctx) { stop = STOP_CONTEXT; break; }
         if (sigint_pending()) { sigint_take(); stop = STOP_INTERRUPT; break; }
         for (int i = n_tok_vocab; i < n_vocab; i++) logits[i] = -INFINITY;
+        for (int i = 0; i < n_tok_vocab; i++)
+            if (isnan(logits[i])) { /* NaN/Inf weights: sampling would print garbage silently */
+                zr_err(&err, ZR_E_FORMAT, "%s: the forward pass at position %d gave a NaN logit (token id %d): expected finite weights", s.model,
+                       pos - 1, i);
+                goto fail;
+            }
         int32_t id = zr_sampler_sample(smp, logits);
         zr_sampler_accept(smp, id);
         if (zr_tokenizer_is_eog(tok, id)) { stop = STOP_EOG; break; }

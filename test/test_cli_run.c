@@ -1,6 +1,7 @@
 /* The run command as a user sees it: the zrun binary ($ZRUN) run as a process, its stdout,
  * stderr and exit status. */
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -197,8 +198,9 @@ ZT_TEST(an_end_of_generation_token_stops_and_is_not_printed) {
 }
 
 /* stories260K.gguf with a tokenizer of n_tok tokens (its first 512 and "extraN" ones; no
- * scores, no types) and llama.vocab_size 512, so the weights still load. */
-static const char *model_with_tokens(const char *src, int n_tok) {
+ * scores, no types) and llama.vocab_size 512, so the weights still load; nan_norm: NaNs
+ * in output_norm.weight. */
+static const char *model_with_tokens(const char *src, int n_tok, bool nan_norm) {
     static char path[4200];
     ZrGguf g;
     ZrError err;
@@ -228,9 +230,12 @@ static const char *model_with_tokens(const char *src, int n_tok) {
         const ZrGgufTensor *t = &g.tensors[i];
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
-        zr_gguf_w_tensor(&w, name, t->type, t->n_dims, t->ne, t->data);
+        float nans[64]; /* [n_embd] */
+        for (int j = 0; j < 64; j++) nans[j] = NAN;
+        bool swap = nan_norm && !strcmp(name, "output_norm.weight") && t->ne[0] == 64;
+        zr_gguf_w_tensor(&w, name, t->type, t->n_dims, t->ne, swap ? nans : t->data);
     }
-    snprintf(path, sizeof path, "%s/tokens%d.gguf", zt_tmpdir(), n_tok);
+    snprintf(path, sizeof path, "%s/tokens%d%s.gguf", zt_tmpdir(), n_tok, nan_norm ? "nan" : "");
     FILE *f = fopen(path, "wb");
     int rc = f ? zr_gguf_w_write(&w, f, &err) : -1;
     if (f) fclose(f);
@@ -242,7 +247,7 @@ static const char *model_with_tokens(const char *src, int n_tok) {
 ZT_TEST(a_tokenizer_larger_than_the_embedding_is_an_error_a_smaller_one_masks_the_rest) {
     const char *m = stories();
     if (!m) { zt_skip("stories260K.gguf absent"); return; }
-    const char *big = model_with_tokens(m, 600);
+    const char *big = model_with_tokens(m, 600, false);
     ZT_CHECK(big);
     Run r = RUN(NULL, "-m", big, "-p", "Once", "-n", "4");
     ZT_CHECKF(r.status == 1, "exit %d: %s", r.status, r.err);
@@ -251,10 +256,21 @@ ZT_TEST(a_tokenizer_larger_than_the_embedding_is_an_error_a_smaller_one_masks_th
     ZT_CHECK(r.out[0] == 0);
     run_free(&r);
     /* padded output rows: ids past the tokenizer are never sampled */
-    const char *small = model_with_tokens(m, 300);
+    const char *small = model_with_tokens(m, 300, false);
     ZT_CHECK(small);
     r = RUN(NULL, "-m", small, "-p", "Once", "-n", "16", "--temp", "0");
     ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    run_free(&r);
+}
+
+ZT_TEST(nan_logits_are_an_error_not_garbage_text) {
+    const char *m = stories();
+    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    const char *bad = model_with_tokens(m, 512, true);
+    ZT_CHECK(bad);
+    Run r = RUN(NULL, "-m", bad, "-p", "", "-n", "4", "--temp", "0");
+    ZT_CHECKF(r.status == 1, "exit %d: %s", r.status, r.err);
+    ZT_CHECKF(strstr(r.err, "tokens512nan.gguf: the forward pass at position 0 gave a NaN logit (token id 0): expected finite weights"), "%s", r.err);
     run_free(&r);
 }
 
