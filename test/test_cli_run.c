@@ -209,6 +209,8 @@ static const char *model_with_tokens(const char *src, int n_tok, bool nan_norm) 
     zr_gguf_w_init(&w);
     ZrStr toks[600];
     char extra[88][16];
+    float nans[64]; /* [n_embd]: the writer keeps the pointer until it writes */
+    for (int j = 0; j < 64; j++) nans[j] = NAN;
     for (uint64_t i = 0; i < g.n_kv; i++) {
         const ZrGgufKv *kv = &g.kv[i];
         if (zr_str_eq(kv->key, "general.alignment") || zr_str_eq(kv->key, "tokenizer.ggml.scores") ||
@@ -230,8 +232,6 @@ static const char *model_with_tokens(const char *src, int n_tok, bool nan_norm) 
         const ZrGgufTensor *t = &g.tensors[i];
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
-        float nans[64]; /* [n_embd] */
-        for (int j = 0; j < 64; j++) nans[j] = NAN;
         bool swap = nan_norm && !strcmp(name, "output_norm.weight") && t->ne[0] == 64;
         zr_gguf_w_tensor(&w, name, t->type, t->n_dims, t->ne, swap ? nans : t->data);
     }
