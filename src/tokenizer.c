@@ -763,12 +763,12 @@ static uint32_t pow2_at_least(uint64_t n) {
     return (uint32_t)c;
 }
 
-/* Reads an optional token id key: kept only when it names a token (llama.cpp ignores others,
- * e.g. the 4294967295 "none" some files store). */
 /* A special token id from key: absent, or the "none" values (-1, 2^32-1, 2^64-1) leave *id as
  * it is (llama.cpp's default); any other value must be an id of the vocabulary, except for the
  * ids zrun never uses (separator, padding: `strict` false), which are ignored when out of range
- * as llama.cpp does (files in the wild have padding = n_vocab). */
+ * as llama.cpp does (files in the wild have padding = n_vocab). llama.cpp only warns about an
+ * out-of-range bos/eos/eot/eom/unk and keeps its default; zrun refuses the file instead, since
+ * generation could never stop at such an eos. */
 static int read_id(const ZrGguf *g, const char *key, int32_t n_vocab, bool strict, int32_t *id, ZrError *err) {
     const ZrGgufKv *kv = zr_gguf_find(g, key);
     if (!kv) return 0;
