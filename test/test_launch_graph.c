@@ -7,10 +7,21 @@
 #define CASES_STICKY_MUST_RECOVER
 #include "test_launch_graph_cases.h"
 
-/* Host versions of cu/graph_selftest.cu (pointers are host addresses in the double). */
+/* Host versions of cu/graph_selftest.cu (pointers are host addresses in the double). The
+ * parameter bytes sit in the recorder's arena at any alignment, so they are copied out. */
+static void *ptr_at(void **p, int i) {
+    void *v;
+    memcpy(&v, p[i], sizeof v);
+    return v;
+}
+static int int_at(void **p, int i) {
+    int v;
+    memcpy(&v, p[i], sizeof v);
+    return v;
+}
 static void embed_run(void **p) {
-    float *kv = *(float **)p[0];
-    const int32_t *io = *(const int32_t **)p[1];
+    float *kv = ptr_at(p, 0);
+    const int32_t *io = ptr_at(p, 1);
     kv[io[1]] = (float)((io[0] * 31) % 97) * 0.01f + 0.5f;
 }
 static void attend_at(float *logits, const float *kv, int pos, int n) {
@@ -21,14 +32,15 @@ static void attend_at(float *logits, const float *kv, int pos, int n) {
     }
 }
 static void attend_run(void **p) {
-    const int32_t *io = *(const int32_t **)p[2];
-    attend_at(*(float **)p[0], *(const float **)p[1], io[1], *(int *)p[3]);
+    const int32_t *io = ptr_at(p, 2);
+    attend_at(ptr_at(p, 0), ptr_at(p, 1), io[1], int_at(p, 3));
 }
-static void attend_pv_run(void **p) { attend_at(*(float **)p[0], *(const float **)p[1], *(int *)p[2], *(int *)p[3]); }
+static void attend_pv_run(void **p) { attend_at(ptr_at(p, 0), ptr_at(p, 1), int_at(p, 2), int_at(p, 3)); }
 static void scale_run(void **p) {
-    float *x = *(float **)p[0];
-    float s = *(float *)p[1];
-    int n = *(int *)p[2];
+    float *x = ptr_at(p, 0);
+    float s;
+    memcpy(&s, p[1], sizeof s);
+    int n = int_at(p, 2);
     for (int i = 0; i < n; i++) x[i] *= s;
 }
 static const FakeKernel kernels[] = {
@@ -151,6 +163,7 @@ ZT_TEST(sticky_error_that_survives_the_context_reset_ends_the_run_clearly) {
               "%s", err.msg);
     ZT_CHECK(st.recoveries == 1 && st.context_lost);
     ZT_CHECK(t.n_hist == 3); /* steps 0..2 were delivered, step 3 was not */
+    toy_close(&t);
 }
 
 ZT_TEST(fault_spec_parsing) {
