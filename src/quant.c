@@ -699,14 +699,9 @@ static void q_q2_K(const float *x, uint8_t *b) {
 }
 
 static void q_q3_K(const float *x, uint8_t *b) {
-    float s[16], max = 0, amax = 0;
-    for (int j = 0; j < 16; j++) {
-        s[j] = fit_symmetric(x + 16 * j, 16, -4, 3);
-        if (fabsf(s[j]) > amax) {
-            amax = fabsf(s[j]);
-            max = s[j];
-        }
-    }
+    float s[16];
+    for (int j = 0; j < 16; j++) s[j] = fit_symmetric(x + 16 * j, 16, -4, 3);
+    const float max = absmax_signed(s, 16);
     st_f16(b + 108, max / -32);
     const float d = ld_f16(b + 108);
     uint8_t *hmask = b, *qs = b + 32, *sc = b + 96;
@@ -783,14 +778,9 @@ static void q_q5_K(const float *x, uint8_t *b) {
 }
 
 static void q_q6_K(const float *x, uint8_t *b) {
-    float s[16], max = 0, amax = 0;
-    for (int j = 0; j < 16; j++) {
-        s[j] = fit_symmetric(x + 16 * j, 16, -32, 31);
-        if (fabsf(s[j]) > amax) {
-            amax = fabsf(s[j]);
-            max = s[j];
-        }
-    }
+    float s[16];
+    for (int j = 0; j < 16; j++) s[j] = fit_symmetric(x + 16 * j, 16, -32, 31);
+    const float max = absmax_signed(s, 16);
     st_f16(b + 208, max / -128);
     const float d = ld_f16(b + 208);
     uint8_t *ql = b, *qh = b + 128;

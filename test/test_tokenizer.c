@@ -15,6 +15,23 @@
 
 /* Decompresses ../shared/vocab/ggml-vocab-NAME.gguf.xz into the build dir (once) and opens
  * it. Returns false (after zt_skip) when ../shared or xz is absent. */
+/* Opens path and its tokenizer; a failure marks the current test failed. */
+static bool open_tokenizer(const char *path, ZrGguf *g, ZrTokenizer **t) {
+    ZrError err;
+    if (zr_gguf_open(g, path, &err)) {
+        fprintf(stderr, "  %s\n", err.msg);
+        zt_failed_flag = 1;
+        return false;
+    }
+    if (zr_tokenizer_load(t, g, &err)) {
+        fprintf(stderr, "  %s\n", err.msg);
+        zr_gguf_close(g);
+        zt_failed_flag = 1;
+        return false;
+    }
+    return true;
+}
+
 static bool open_vocab(const char *name, ZrGguf *g, ZrTokenizer **t) {
     char rel[256], dst[2048], tmp[2100], cmd[16384];
     snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf.xz", name);
@@ -37,19 +54,7 @@ static bool open_vocab(const char *name, ZrGguf *g, ZrTokenizer **t) {
             return false;
         }
     }
-    ZrError err;
-    if (zr_gguf_open(g, dst, &err)) {
-        fprintf(stderr, "  %s\n", err.msg);
-        zt_failed_flag = 1;
-        return false;
-    }
-    if (zr_tokenizer_load(t, g, &err)) {
-        fprintf(stderr, "  %s\n", err.msg);
-        zr_gguf_close(g);
-        zt_failed_flag = 1;
-        return false;
-    }
-    return true;
+    return open_tokenizer(dst, g, t);
 }
 
 /* Whether s[0..n) is complete, valid UTF-8 (what a streaming detokenizer may emit). */
@@ -197,19 +202,7 @@ static bool open_stories(ZrGguf *g, ZrTokenizer **t) {
         zt_skip("stories260K.gguf absent");
         return false;
     }
-    ZrError err;
-    if (zr_gguf_open(g, path, &err)) {
-        fprintf(stderr, "  %s\n", err.msg);
-        zt_failed_flag = 1;
-        return false;
-    }
-    if (zr_tokenizer_load(t, g, &err)) {
-        fprintf(stderr, "  %s\n", err.msg);
-        zr_gguf_close(g);
-        zt_failed_flag = 1;
-        return false;
-    }
-    return true;
+    return open_tokenizer(path, g, t);
 }
 
 static const char STORY[] =
