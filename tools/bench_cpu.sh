@@ -7,7 +7,7 @@
 set -eu
 build=${1:?usage: tools/bench_cpu.sh BUILD_DIR [SHARED_DIR]}
 shared=${2:-$(dirname "$0")/../../shared}
-bench="$build/tools/zrun-bench-cpu"
+zrun="$build/zrun"
 synth="$build/tools/zrun-synth"
 model="$build/bench-llama100M-q4_0.gguf"
 if [ ! -f "$model" ]; then
@@ -16,6 +16,6 @@ if [ ! -f "$model" ]; then
 fi
 cores=$(nproc)
 if [ -f "$shared/models/stories260K.gguf" ]; then
-  for t in 1 "$cores"; do "$bench" -m "$shared/models/stories260K.gguf" -t "$t" -p 16 -n 256 -r 3; done
+  for t in 1 "$cores"; do "$zrun" bench --device cpu -m "$shared/models/stories260K.gguf" -t "$t" -p 16 -n 256 -r 3; done
 fi
-for t in 1 "$cores"; do "$bench" -m "$model" -t "$t" -p 16 -n 32 -r 3; done
+for t in 1 "$cores"; do "$zrun" bench --device cpu -m "$model" -t "$t" -p 16 -n 32 -r 3; done
