@@ -2,4 +2,7 @@
 // that poisons the context, so the recovery path is tested against the driver, not a fake.
 #include "common.cuh"
 
-ZR_KERNEL void zr_fault_trap(void) { __trap(); }
+ZR_KERNEL void zr_fault_trap(void) {
+    zr_grid_enter();
+    __trap();
+}

@@ -4,6 +4,7 @@
 
 // io = int32 {token, pos}; kv f32 [n_ctx]: kv[pos] = f(token)
 ZR_KERNEL void zr_selftest_embed(float *kv, const int32_t *io) {
+    zr_grid_enter();
     if (blockIdx.x == 0 && threadIdx.x == 0) kv[io[1]] = (float)((io[0] * 31) % 97) * 0.01f + 0.5f;
 }
 
@@ -17,16 +18,19 @@ __device__ __forceinline__ void zr_selftest_attend_at(float *logits, const float
 
 // logits f32 [n]: logits[i] = sum_{j<=pos} kv[j] * w(i, j), pos from device memory
 ZR_KERNEL void zr_selftest_attend(float *logits, const float *kv, const int32_t *io, int n) {
+    zr_grid_enter();
     zr_selftest_attend_at(logits, kv, io[1], n);
 }
 
 // the same with the position passed by value: a graph would replay a stale position
 ZR_KERNEL void zr_selftest_attend_pv(float *logits, const float *kv, int pos, int n) {
+    zr_grid_enter();
     zr_selftest_attend_at(logits, kv, pos, n);
 }
 
 // x f32 [n] *= s
 ZR_KERNEL void zr_selftest_scale(float *x, float s, int n) {
+    zr_grid_enter();
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] *= s;
 }
