@@ -25,7 +25,7 @@ typedef struct ZrCuKernels {
     ZrKernel mv[ZR_TYPE_COUNT], embed[ZR_TYPE_COUNT], dq[ZR_TYPE_COUNT];
     bool has_mv[ZR_TYPE_COUNT], has_embed[ZR_TYPE_COUNT], has_dq[ZR_TYPE_COUNT];
     int sm_count; /* the device's multiprocessors (matrix-vector grid shapes) */
-    ZrKernel rmsnorm, rope_kv, attn_part, attn_combine, swiglu, add_rows, add, convert;
+    ZrKernel rmsnorm, rope_kv, attn_part, attn_combine, attn_decode, swiglu, add_rows, add, convert;
 } ZrCuKernels;
 
 typedef struct ZrCuLayer {
@@ -69,6 +69,8 @@ typedef struct ZrCuForward {
     CUdeviceptr logits;             /* [LOGIT_ROWS][n_vocab] */
     CUdeviceptr part_d, part_p;     /* attention partials, decode / prefill */
     int chunk_d, n_chunks_d, chunk_p, n_chunks_p;
+    CUdeviceptr attn_count;         /* i32 [n_kv]: the fused decode attention's chunk counters (0 between launches) */
+    bool attn_fused;                /* decode attention in one kernel per layer (attn_decode_f32) */
     CUdeviceptr xh;                 /* f16 [UB][max width] GEMM activation operand */
     CUdeviceptr wbuf;               /* f16 [wbuf_elems] dequantized weight rows for one GEMM */
     size_t wbuf_elems;
@@ -110,6 +112,22 @@ int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *
 int zr_cuf_matvec_kernel(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, CUdeviceptr x,
                          CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
                          ZrError *err);
+
+/* The decode attention of one layer in one launch (cu/attention_decode.cu): rope of q and k,
+ * the KV-cache write of row pos[0], attention over rows 0..pos[0] in chunks of `chunk` (of
+ * n_chunks), and the merge. qkv: the decode row [n_head*head_dim | kv_dim | kv_dim] before
+ * rope (read only); kc, vc: the layer's caches [n_ctx][kv_dim]; part: n_head * n_chunks *
+ * (head_dim + 2) floats; count: i32 [n_kv], zero (and left zero); out: [n_head*head_dim];
+ * freq: f64 [rope_dim/2] (rope.cu); pos: i32 [1]. */
+typedef struct ZrCuAttnDecode {
+    CUdeviceptr qkv, kc, vc, part, count, out, freq, pos;
+    int n_head, n_kv, head_dim, rope_dim, neox, chunk, n_chunks;
+} ZrCuAttnDecode;
+/* Whether attn_decode_f32 handles this shape (head_dim % 4 == 0 and <= 128, at most 8 query
+ * heads per KV head, its shared memory within 48 KiB); else the decode uses rope_kv_f32,
+ * attn_part_f32 and attn_combine_f32. */
+bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, int chunk);
+int zr_cuf_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err);
 
 /* Uploads the weights and allocates the KV cache for n_ctx and every workspace. Checks first
  * that it all fits: out of memory says how much was needed and how much was free. */
