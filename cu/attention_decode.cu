@@ -22,19 +22,40 @@
 //     result does not depend on which block finished last (replay equals eager bit for bit).
 //   - out [n_head*head_dim]: the attention output.
 //   Needs head_dim % 4 == 0, head_dim <= 128, G <= ZR_AD_MAX_G and the dynamic shared memory
-//   of zr_cuf_attn_decode_smem (src/cuda/forward.c), which is this file's carve-up below.
+//   of attn_decode_smem (src/cuda/forward.c), which is this file's carve-up below.
 #include "common.cuh"
 #include "rope.cuh"
 
 #define ZR_AD_THREADS 128
 #define ZR_AD_MAX_G 8
-#define ZR_AD_UNROLL 4 // cache rows each thread loads before using any
+#define ZR_AD_UNROLL 8 // cache rows a thread loads before using any (per batch)
 
 __device__ __forceinline__ float4 zr_ad_fma4(float w, float4 v, float4 a) {
     return make_float4(fmaf(w, v.x, a.x), fmaf(w, v.y, a.y), fmaf(w, v.z, a.z), fmaf(w, v.w, a.w));
 }
 
-ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS)
+// A batch of cache rows p0 + u*step (u < ZR_AD_UNROLL): 16 bytes each at `rows` + p*stride;
+// zero where p >= n_cached (rows past the chunk, and row pos, which comes from shared memory)
+// or when the lane has no values (!ok).
+__device__ __forceinline__ void zr_ad_rows(float4 (&r)[ZR_AD_UNROLL], const float *rows, int stride, int p0, int step,
+                                           int n_cached, bool ok) {
+#pragma unroll
+    for (int u = 0; u < ZR_AD_UNROLL; u++) {
+        const int p = p0 + u * step;
+        r[u] = ok && p < n_cached ? *(const float4 *)(rows + (size_t)p * stride) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+}
+
+// Row pos (the chunk's last row n - 1 in the block that holds it) from shared memory.
+__device__ __forceinline__ void zr_ad_patch(float4 (&r)[ZR_AD_UNROLL], const float4 *row, int p0, int step, int last_row,
+                                            bool ok) {
+#pragma unroll
+    for (int u = 0; u < ZR_AD_UNROLL; u++)
+        if (ok && p0 + u * step == last_row) r[u] = *row;
+}
+
+// (128, 1): 137 registers and no spills (the row batches stay in registers); 128 spilled
+ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS, 1)
     attn_decode_f32(const float *__restrict__ qkv, float *__restrict__ kc, float *__restrict__ vc,
                     float *__restrict__ part, int *__restrict__ count, float *__restrict__ out,
                     const double *__restrict__ freq, const int *__restrict__ pos_p, int n_head, int n_kv,
@@ -45,67 +66,75 @@ ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS)
     if (start >= seq) return;
     const int n = min(chunk, seq - start), live = (seq + chunk - 1) / chunk;
     const bool cur = c == live - 1; // holds row pos, as its last row n - 1
+    const int n_cached = cur ? n - 1 : n, cur_row = cur ? n - 1 : -1;
     const int G = n_head / n_kv, hd = head_dim, hd4 = hd >> 2, half = rope_dim >> 1;
     const int kv_dim = n_kv * hd, q_dim = n_head * hd;
     // a K/V row is read by L lanes (16 bytes each, L a power of two >= hd/4), NG rows at a time
     int L = 1;
     while (L < hd4) L <<= 1;
     const int NG = ZR_AD_THREADS / L, grp = t / L, sub = t % L;
+    const bool ok = sub < hd4;
 
     extern __shared__ float4 zr_ad_smem[];
     float *qs = (float *)zr_ad_smem; // [G][hd] rotated q * scale
     float *kn = qs + G * hd;         // [hd] rotated k of row pos (the chunk holding it)
     float *vn = kn + hd;             // [hd] v of row pos
-    float *red = vn + hd;            // [NG][G][hd] P.V partial sums of the row groups
-    float *cs = red + NG * G * hd;   // [half][2] cos, sin of the rope pairs at pos
-    float *sc = cs + 2 * half;       // [G][chunk] scores, then softmax weights
+    float *red = vn + hd;            // [NG][G][hd] P.V sums of the row groups
+    float *sc = red + NG * G * hd;   // [G][chunk] scores, then softmax weights
     float *ml = sc + G * chunk;      // [G][2] max, sum of the weights
     __shared__ int last;
 
-    for (int j = t; j < half; j += ZR_AD_THREADS) zr_rope_cos_sin(pos, freq[j], &cs[2 * j], &cs[2 * j + 1]);
-    __syncthreads();
-    // rope: G query heads, and the current K row in the block that holds it
-    const int n_vec = G + (cur ? 1 : 0);
-    for (int i = t; i < n_vec * hd; i += ZR_AD_THREADS) {
-        const int v = i / hd, d = i % hd;
-        const float *src = v < G ? qkv + (size_t)(kvh * G + v) * hd : qkv + q_dim + (size_t)kvh * hd;
-        float val = src[d];
-        if (d < rope_dim) {
-            const int j = neox ? (d < half ? d : d - half) : d >> 1;
-            const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
-            const float a = src[i0], b = src[i1], co = cs[2 * j], si = cs[2 * j + 1];
-            val = d == i0 ? zr_rope_first(a, b, co, si) : zr_rope_second(a, b, co, si);
+    // the first batch of K and V rows goes out before the rope, to overlap their latency
+    const size_t base = (size_t)start * kv_dim + (size_t)kvh * hd + 4 * sub; // row `start`, this lane's values
+    float4 kr[ZR_AD_UNROLL], vr[ZR_AD_UNROLL];
+    zr_ad_rows(kr, kc + base, kv_dim, grp, NG, n_cached, ok);
+    zr_ad_rows(vr, vc + base, kv_dim, grp, NG, n_cached, ok);
+
+    // rope of the G query heads, and of the current K row in the block that holds it: value i
+    // of those vectors by thread i % ZR_AD_THREADS (head_dim <= ZR_AD_THREADS), so a thread has
+    // at most ZR_AD_MAX_G + 1 of them and loads them all before using any
+    const int n_vals = (G + (cur ? 1 : 0)) * hd;
+#pragma unroll
+    for (int r = 0; r <= ZR_AD_MAX_G; r++) {
+        const int i = t + r * ZR_AD_THREADS;
+        if (i < n_vals) {
+            const int v = i / hd, d = i % hd;
+            const float *src = v < G ? qkv + (size_t)(kvh * G + v) * hd : qkv + q_dim + (size_t)kvh * hd;
+            float val = src[d];
+            if (d < rope_dim) {
+                const int j = neox ? (d < half ? d : d - half) : d >> 1;
+                const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
+                const float a = src[i0], b = src[i1];
+                float co, si;
+                zr_rope_cos_sin(pos, freq[j], &co, &si);
+                val = d == i0 ? zr_rope_first(a, b, co, si) : zr_rope_second(a, b, co, si);
+            }
+            if (v < G) {
+                qs[v * hd + d] = val * scale;
+            } else { // exactly one block per KV head writes cache row pos
+                kn[d] = val;
+                kc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
+            }
         }
-        if (v < G) qs[v * hd + d] = val * scale;
-        else kn[d] = val;
     }
-    if (cur)
-        for (int d = t; d < hd; d += ZR_AD_THREADS) vn[d] = qkv[q_dim + kv_dim + (size_t)kvh * hd + d];
+    if (cur && t < hd) {
+        const float val = qkv[q_dim + kv_dim + (size_t)kvh * hd + t];
+        vn[t] = val;
+        vc[(size_t)pos * kv_dim + (size_t)kvh * hd + t] = val;
+    }
     __syncthreads();
-    const size_t base = (size_t)start * kv_dim + (size_t)kvh * hd; // row `start` of this KV head
-    if (cur)
-        for (int d = t; d < hd; d += ZR_AD_THREADS) {
-            kc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = kn[d];
-            vc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = vn[d];
-        }
 
     // scores: row p by row group p % NG; the loop bounds are the same for every thread (the
-    // shuffles need whole warps), rows past n load zeros and store nothing
-    const float4 *qs4 = (const float4 *)qs, *kn4 = (const float4 *)kn, *vn4 = (const float4 *)vn;
+    // shuffles need whole warps), rows past n are zeros and store nothing
+    const float4 *qs4 = (const float4 *)qs, *kn4 = (const float4 *)kn + sub, *vn4 = (const float4 *)vn + sub;
     const float4 zero4 = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int p0 = 0; p0 < n; p0 += ZR_AD_UNROLL * NG) {
-        float4 kr[ZR_AD_UNROLL];
-#pragma unroll
-        for (int u = 0; u < ZR_AD_UNROLL; u++) {
-            const int p = p0 + u * NG + grp;
-            kr[u] = zero4;
-            if (p < n && sub < hd4)
-                kr[u] = cur && p == n - 1 ? kn4[sub] : *(const float4 *)(kc + base + (size_t)p * kv_dim + 4 * sub);
-        }
+        if (p0 > 0) zr_ad_rows(kr, kc + base, kv_dim, p0 + grp, NG, n_cached, ok);
+        zr_ad_patch(kr, kn4, p0 + grp, NG, cur_row, ok);
 #pragma unroll
         for (int g = 0; g < ZR_AD_MAX_G; g++) {
             if (g >= G) break;
-            const float4 q4 = sub < hd4 ? qs4[g * hd4 + sub] : zero4;
+            const float4 q4 = ok ? qs4[g * hd4 + sub] : zero4;
 #pragma unroll
             for (int u = 0; u < ZR_AD_UNROLL; u++) {
                 float s = fmaf(q4.x, kr[u].x, fmaf(q4.y, kr[u].y, fmaf(q4.z, kr[u].z, q4.w * kr[u].w)));
@@ -144,16 +173,10 @@ ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS)
     float4 acc[ZR_AD_MAX_G];
 #pragma unroll
     for (int g = 0; g < ZR_AD_MAX_G; g++) acc[g] = zero4;
-    if (sub < hd4) {
-        const float *vb = vc + base + 4 * sub;
+    if (ok) {
         for (int p0 = grp; p0 < n; p0 += ZR_AD_UNROLL * NG) {
-            float4 vr[ZR_AD_UNROLL];
-#pragma unroll
-            for (int u = 0; u < ZR_AD_UNROLL; u++) {
-                const int p = p0 + u * NG;
-                vr[u] = zero4;
-                if (p < n) vr[u] = cur && p == n - 1 ? vn4[sub] : *(const float4 *)(vb + (size_t)p * kv_dim);
-            }
+            if (p0 > grp) zr_ad_rows(vr, vc + base, kv_dim, p0, NG, n_cached, true);
+            zr_ad_patch(vr, vn4, p0, NG, cur_row, true);
 #pragma unroll
             for (int g = 0; g < ZR_AD_MAX_G; g++) {
                 if (g >= G) break;

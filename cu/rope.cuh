@@ -3,14 +3,14 @@
 // spelled out (fma / __fmul_rn), leaving the compiler nothing to contract differently.
 #pragma once
 
-// cos and sin of the angle p * freq. The angle is reduced in double first: float sin/cos of a
-// large float angle would lose ~angle * 6e-8 radians; after the reduction the error is float
-// rounding alone.
+// cos and sin of the angle p * freq. The angle is reduced in double first (in units of pi, to
+// [-1, 1]): float sin/cos of a large float angle would lose ~angle * 6e-8 radians; after the
+// reduction the error is float rounding alone. sincospif has no slow path for large arguments
+// (sincosf's needs local memory), so the kernels that inline this stay small.
 __device__ __forceinline__ void zr_rope_cos_sin(int p, double freq, float *c, float *s) {
-    const double two_pi = 6.283185307179586;
-    const double angle = __dmul_rn((double)p, freq);
-    const double red = fma(-two_pi, rint(__ddiv_rn(angle, two_pi)), angle);
-    sincosf((float)red, s, c);
+    const double x = __dmul_rn(__dmul_rn((double)p, freq), 0.318309886183790671537767526745); // angle / pi
+    const double xr = fma(-2.0, rint(__dmul_rn(0.5, x)), x);
+    sincospif((float)xr, s, c);
 }
 
 // The pair (a, b) turned by the angle of (c, s): (a c - b s, a s + b c).
