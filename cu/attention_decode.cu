@@ -60,7 +60,11 @@ ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS, 1)
                     float *__restrict__ part, int *__restrict__ count, float *__restrict__ out,
                     const double *__restrict__ freq, const int *__restrict__ pos_p, int n_head, int n_kv,
                     int head_dim, int rope_dim, int neox, int chunk, int n_chunks, float scale) {
-    zr_grid_enter();
+    // Before zr_grid_wait(): only the position (written by host copies before the step) and
+    // cache rows < pos, which earlier decode steps or the prefill wrote. Under programmatic
+    // dependent launch the kernel this one may overlap is the one just before it (the QKV
+    // projection or the q/k norm), which writes neither, and every kernel before that one has
+    // completed (each waits before it releases the next).
     const int kvh = blockIdx.x, c = blockIdx.y, t = threadIdx.x;
     const int pos = pos_p[0], seq = pos + 1, start = c * chunk;
     if (start >= seq) return;
@@ -84,11 +88,13 @@ ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS, 1)
     float *ml = sc + G * chunk;      // [G][2] max, sum of the weights
     __shared__ int last;
 
-    // the first batch of K and V rows goes out before the rope, to overlap their latency
+    // the first batch of K and V rows goes out before the wait and the rope, to overlap their
+    // latency with the previous kernel's tail and the rope
     const size_t base = (size_t)start * kv_dim + (size_t)kvh * hd + 4 * sub; // row `start`, this lane's values
     float4 kr[ZR_AD_UNROLL], vr[ZR_AD_UNROLL];
     zr_ad_rows(kr, kc + base, kv_dim, grp, NG, n_cached, ok);
     zr_ad_rows(vr, vc + base, kv_dim, grp, NG, n_cached, ok);
+    zr_grid_enter();
 
     // rope of the G query heads, and of the current K row in the block that holds it: value i
     // of those vectors by thread i % ZR_AD_THREADS (head_dim <= ZR_AD_THREADS), so a thread has
