@@ -54,6 +54,8 @@ const char zr_usage_text[] =
     "\n"
     "environment:\n"
     "  CUDA_GRAPH_ENABLE=1     turn graph decode on (a --graph/--no-graph flag wins)\n"
+    "  ZRUN_PDL=0              plain edges in the decode graph (default: programmatic dependent\n"
+    "                          launch on compute capability >= 9.0 with a CUDA 12.3+ driver)\n"
     "  ZRUN_FAULT=KIND[:TOKEN] test hook: inject a graph fault (graph-build, graph-instantiate,\n"
     "                          graph-launch, graph-901, replay-mismatch, sticky), or context-lost[:TOKEN[,TOKEN]]:\n"
     "                          lose the CUDA context at decode step TOKEN (the run goes on in a new process)\n"

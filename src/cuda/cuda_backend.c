@@ -184,6 +184,7 @@ static void cuda_stats(const ZrBackend *be, ZrBackendStats *out) {
     out->kernels_per_token = st.kernels_per_token;
     out->graph_build_ms = st.graph_build_ms;
     out->graph_active = st.graph_active;
+    out->pdl = st.pdl;
     out->host_us_per_token = st.graph_active && st.graph_steps ? st.graph_host_us : st.eager_host_us;
 }
 
