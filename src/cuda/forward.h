@@ -26,6 +26,7 @@ typedef struct ZrCuKernels {
     bool has_mv[ZR_TYPE_COUNT], has_embed[ZR_TYPE_COUNT], has_dq[ZR_TYPE_COUNT];
     int sm_count; /* the device's multiprocessors (matrix-vector grid shapes) */
     ZrKernel rmsnorm, rope_kv, attn_part, attn_combine, swiglu, add_rows, add, convert;
+    ZrKernel attn_prefill[2]; /* causal prefill attention, head_dim 64 / 128 (cu/attention_prefill.cu) */
 } ZrCuKernels;
 
 typedef struct ZrCuLayer {
