@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/pick.h"
 #include "quant.h"
 
 /* ---- kernels ---- */
@@ -23,7 +24,7 @@ static int mv_item_values(uint32_t type) {
     case ZR_TYPE_F32: return 4;
     case ZR_TYPE_F16: case ZR_TYPE_BF16: return 8;
     case ZR_TYPE_Q8_0: return 16;
-    case ZR_TYPE_Q2_K: case ZR_TYPE_Q3_K: case ZR_TYPE_Q6_K: return 64;
+    case ZR_TYPE_Q2_K: case ZR_TYPE_Q3_K: return 64;
     default: return 32;
     }
 }
@@ -85,9 +86,10 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
     }
     static const size_t rms_sz[] = {P, I, P, P, I, I, I}, rope_sz[] = {P, I, I, I, I, I, I, P, P, P, P},
                         ap_sz[] = {P, I, P, P, P, P, I, I, I, I, I, I},
-                        ac_sz[] = {P, P, I, P, I, I, I, I}, ad_sz[] = {P, P, P, P, P, P, P, P, I, I, I, I, I, I, I, I},
-                        sw_sz[] = {P, I, P, I}, ar_sz[] = {P, I, P, I},
-                        add_sz[] = {P, P, I}, cv_sz[] = {P, I, P, I, I};
+                        ac_sz[] = {P, P, I, P, I, I, I, I}, sw_sz[] = {P, I, P, I}, ar_sz[] = {P, I, P, I},
+                        add_sz[] = {P, P, I}, cv_sz[] = {P, I, P, I, I}, am_sz[] = {P, I, P},
+                        apre_sz[] = {P, I, P, P, P, I, P, I, I, I, I},
+                        ad_sz[] = {P, P, P, P, P, P, P, P, I, I, I, I, I, I, I, I};
     struct {
         const char *name;
         const size_t *sz;
@@ -99,7 +101,9 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         {"attn_combine_f32", ac_sz, 8, &k->attn_combine}, {"attn_decode_f32", ad_sz, 16, &k->attn_decode},
         {"swiglu_f32", sw_sz, 4, &k->swiglu},
         {"add_rows_f32", ar_sz, 4, &k->add_rows},       {"add_f32", add_sz, 3, &k->add},
-        {"convert_f32_f16", cv_sz, 5, &k->convert},
+        {"convert_f32_f16", cv_sz, 5, &k->convert},     {"argmax_f32", am_sz, 3, &k->argmax},
+        {"attn_prefill_f16_d64", apre_sz, 11, &k->attn_prefill[0]},
+        {"attn_prefill_f16_d128", apre_sz, 11, &k->attn_prefill[1]},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if ((rc = zr_cuda_kernel(c, fixed[i].name, fixed[i].sz, fixed[i].n, fixed[i].out, err))) return rc;
@@ -280,25 +284,22 @@ static int upload_matrix(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuW
     return rc;
 }
 
-/* Stacks the matrices when they share type and row length (one launch for all), else uploads
- * them one by one. off[i] = where matrix i's output starts. */
+/* Stacks each run of consecutive matrices sharing type and row length (one launch per run:
+ * Q4_K_M's Q|K in Q4_K with V in Q6_K is two launches, not three). off[i] = where output i
+ * starts, n_out = the device matrices made. */
 static int upload_group(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuWeight *out, int *n_out, int *off,
                         ZrError *err) {
-    bool same = true;
-    for (int i = 1; i < n; i++) same = same && ws[i]->type == ws[0]->type && ws[i]->ne0 == ws[0]->ne0;
     int o = 0, rc;
-    for (int i = 0; i < n; i++) {
-        off[i] = o;
-        o += (int)ws[i]->ne1;
+    *n_out = 0;
+    for (int i = 0; i < n;) {
+        int k = i + 1;
+        while (k < n && ws[k]->type == ws[i]->type && ws[k]->ne0 == ws[i]->ne0) k++;
+        off[*n_out] = o;
+        for (int t = i; t < k; t++) o += (int)ws[t]->ne1;
+        if ((rc = upload_matrix(f, &ws[i], k - i, &out[*n_out], err))) return rc;
+        ++*n_out;
+        i = k;
     }
-    if (same) {
-        *n_out = 1;
-        off[0] = 0;
-        return upload_matrix(f, ws, n, &out[0], err);
-    }
-    *n_out = n;
-    for (int i = 0; i < n; i++)
-        if ((rc = upload_matrix(f, &ws[i], 1, &out[i], err))) return rc;
     return ZR_OK;
 }
 
@@ -415,6 +416,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
         {&f->gu, UB * 2 * (size_t)d.n_ff * fl, "activations"},
         {&f->ff, UB * d.n_ff * fl, "activations"},
         {&f->logits, (size_t)ZR_CUF_LOGIT_ROWS * d.n_vocab * fl, "logits"},
+        {&f->d_pick, ZR_PICK_BYTES, "the greedy pick"},
         {&f->part_d, (size_t)d.n_head * f->n_chunks_d * (d.head_dim + 2) * fl, "attention partials"},
         {&f->part_p, UB * d.n_head * f->n_chunks_p * (size_t)(d.head_dim + 2) * fl, "attention partials"},
         {&f->attn_count, (size_t)hp->n_head_kv * sizeof(int32_t), "attention counters"},
@@ -428,6 +430,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     f->d_ptok = f->d_tok + 256;
     /* a decode step before any token must not read garbage ids or positions */
     if ((rc = zr_cuda_memset8(cuda, f->d_tok, 0, 256 + UB * sizeof(int32_t), err))) goto fail;
+    if ((rc = zr_cuda_memset8(cuda, f->d_pick, 0, ZR_PICK_BYTES, err))) goto fail; /* its block counter */
     if ((rc = zr_cuda_memset8(cuda, f->attn_count, 0, (size_t)hp->n_head_kv * sizeof(int32_t), err))) goto fail;
     f->attn_fused = attn_fused_wanted() &&
                     zr_cuf_attn_decode_fits(hp->n_head, hp->n_head_kv, d.head_dim, hp->rope_dim, f->chunk_d);
@@ -527,9 +530,9 @@ static int rmsnorm(ZrCuForward *f, CUdeviceptr x, int xs, CUdeviceptr w, CUdevic
                      &n, (void *)&eps);
 }
 
-/* Everything from the QKV projection's output to the attention output, for `rows` rows at
- * positions d_pos[0].. (shared by decode and prefill). */
-static int attention(ZrCuForward *f, int il, int rows, CUdeviceptr part, int chunk, int n_chunks, ZrError *err) {
+/* Q/K head norms (qwen3), rope of Q and K, and the K/V cache write, for `rows` rows of f->qkv at
+ * positions d_pos[0].. (decode and prefill). */
+static int qk_norm_rope(ZrCuForward *f, int il, int rows, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
     const ZrCuLayer *G = &f->layers[il];
     int rc;
@@ -543,10 +546,19 @@ static int attention(ZrCuForward *f, int il, int rows, CUdeviceptr part, int chu
     CUdeviceptr kc = fptr(f->kc, layer), vc = fptr(f->vc, layer);
     const size_t threads = (size_t)(hp->n_head + hp->n_head_kv) * (hp->rope_dim / 2) + f->kv_dim +
                            (size_t)hp->n_head_kv * (f->head_dim - hp->rope_dim);
-    if ((rc = ZR_LAUNCH(f->launcher, &f->k->rope_kv, ZR_DIM3(cdiv(threads, 128), rows, 1), ZR_DIM1(128), 0, err, &f->qkv,
-                        &f->qkv_dim, (void *)&hp->n_head, (void *)&hp->n_head_kv, &f->head_dim, (void *)&hp->rope_dim,
-                        (void *)&neox, &f->rope_freq, &f->d_pos, &kc, &vc)))
-        return rc;
+    return ZR_LAUNCH(f->launcher, &f->k->rope_kv, ZR_DIM3(cdiv(threads, 128), rows, 1), ZR_DIM1(128), 0, err, &f->qkv,
+                     &f->qkv_dim, (void *)&hp->n_head, (void *)&hp->n_head_kv, &f->head_dim, (void *)&hp->rope_dim,
+                     (void *)&neox, &f->rope_freq, &f->d_pos, &kc, &vc);
+}
+
+/* Everything from the QKV projection's output to the attention output, for `rows` rows at
+ * positions d_pos[0].. (the decode step; the prefill's fallback). */
+static int attention(ZrCuForward *f, int il, int rows, CUdeviceptr part, int chunk, int n_chunks, ZrError *err) {
+    const ZrHparams *hp = &f->m->hp;
+    int rc;
+    if ((rc = qk_norm_rope(f, il, rows, err))) return rc;
+    const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
+    CUdeviceptr kc = fptr(f->kc, layer), vc = fptr(f->vc, layer);
     const float scale = 1.0f / sqrtf((float)f->head_dim);
     const unsigned smem = (unsigned)((f->head_dim + chunk + 128) * sizeof(float));
     if ((rc = ZR_LAUNCH(f->launcher, &f->k->attn_part, ZR_DIM3(hp->n_head, n_chunks, rows), ZR_DIM1(128), smem, err,
@@ -557,21 +569,21 @@ static int attention(ZrCuForward *f, int il, int rows, CUdeviceptr part, int chu
                      &f->q_dim, &f->d_pos, (void *)&hp->n_head, &f->head_dim, &chunk, &n_chunks);
 }
 
-/* Dynamic shared memory of attn_decode_f32 in floats (its carve-up): q [G][hd], k and v rows
- * [hd] each, P.V sums [NG][G][hd] (NG = 128 / L row groups of L lanes, L the power of two >=
- * hd/4), cos/sin [rope_dim], scores [G][chunk], max/sum [G][2]. */
-static size_t attn_decode_smem(int n_head, int n_kv, int head_dim, int rope_dim, int chunk) {
+/* Dynamic shared memory of attn_decode_f32 (its carve-up): q [G][hd], k and v rows [hd] each,
+ * P.V sums [NG][G][hd] (NG = 128 / L row groups of L lanes, L the power of two >= hd/4), scores
+ * [G][chunk], max/sum [G][2], all f32. */
+static size_t attn_decode_smem(int n_head, int n_kv, int head_dim, int chunk) {
     const size_t G = (size_t)(n_head / n_kv), hd = (size_t)head_dim;
     int L = 1;
     while (L < head_dim / 4) L <<= 1;
     const size_t NG = (size_t)(128 / L);
-    return (G * hd + 2 * hd + NG * G * hd + (size_t)rope_dim + G * (size_t)chunk + 2 * G) * sizeof(float);
+    return (G * hd + 2 * hd + NG * G * hd + G * (size_t)chunk + 2 * G) * sizeof(float);
 }
 
 bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, int chunk) {
     return n_kv > 0 && n_head % n_kv == 0 && n_head / n_kv <= 8 && head_dim % 4 == 0 && head_dim >= 4 &&
            head_dim <= 128 && rope_dim <= head_dim && rope_dim % 2 == 0 && chunk > 0 &&
-           attn_decode_smem(n_head, n_kv, head_dim, rope_dim, chunk) <= 48 * 1024;
+           attn_decode_smem(n_head, n_kv, head_dim, chunk) <= 48 * 1024;
 }
 
 int zr_cuf_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err) {
@@ -579,7 +591,7 @@ int zr_cuf_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode
         return zr_err(err, ZR_E_INTERNAL, "attn_decode_f32: no kernel for %d/%d heads of %d (rope %d), chunks of %d",
                       a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk);
     const float scale = 1.0f / sqrtf((float)a->head_dim);
-    const unsigned smem = (unsigned)attn_decode_smem(a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk);
+    const unsigned smem = (unsigned)attn_decode_smem(a->n_head, a->n_kv, a->head_dim, a->chunk);
     return ZR_LAUNCH(l, &k->attn_decode, ZR_DIM3(a->n_kv, a->n_chunks, 1), ZR_DIM1(128), smem, err, (void *)&a->qkv,
                      (void *)&a->kc, (void *)&a->vc, (void *)&a->part, (void *)&a->count, (void *)&a->out,
                      (void *)&a->freq, (void *)&a->pos, (void *)&a->n_head, (void *)&a->n_kv, (void *)&a->head_dim,
@@ -636,10 +648,30 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
                 return rc;
         }
     }
-    return mv_norm(f, &f->output, f->x, f->output_norm, f->logits, 0, err);
+    if ((rc = mv_norm(f, &f->output, f->x, f->output_norm, f->logits, 0, err))) return rc;
+    return f->pick_n > 0 ? zr_pick_launch(f->launcher, &f->k->argmax, f->logits, f->pick_n, f->d_pick, err) : ZR_OK;
 }
 
 /* ---- prefill ---- */
+
+/* Prefill attention for `rows` rows at positions d_pos[0]..: rope + KV write, then the tiled
+ * tensor-core kernel (cu/attention_prefill.cu), which reads each K/V tile once per 64 query
+ * rows. F32 projections keep F32 attention (the split kernels: such models are held to the
+ * decode tolerance), as do head sizes other than 64 and 128. */
+static int prefill_attention(ZrCuForward *f, int il, int rows, ZrError *err) {
+    const ZrHparams *hp = &f->m->hp;
+    const ZrKernel *kern = f->head_dim == 64 ? &f->k->attn_prefill[0] : f->head_dim == 128 ? &f->k->attn_prefill[1] : NULL;
+    if (!kern || f->layers[il].qkv[0].type == ZR_TYPE_F32)
+        return attention(f, il, rows, f->part_p, f->chunk_p, f->n_chunks_p, err);
+    int rc;
+    if ((rc = qk_norm_rope(f, il, rows, err))) return rc;
+    const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
+    CUdeviceptr kc = fptr(f->kc, layer), vc = fptr(f->vc, layer);
+    const float scale_log2 = (float)(1.4426950408889634 / sqrt((double)f->head_dim));
+    return ZR_LAUNCH(f->launcher, kern, ZR_DIM3(hp->n_head, cdiv(rows, 64), 1), ZR_DIM1(128), 0, err, &f->qkv,
+                     &f->qkv_dim, &kc, &vc, &f->att, &f->q_dim, &f->d_pos, &rows, (void *)&hp->n_head,
+                     (void *)&hp->n_head_kv, (void *)&scale_log2);
+}
 
 /* Y[rows][ldy] (+)= X[rows][n_in] W^T through cuBLASLt. x32 is the F32 input (stride n_in);
  * the F16 copy in f->xh must already hold it for non-F32 weights. beta 1 adds into Y. */
@@ -719,7 +751,7 @@ int zr_cuf_prefill(ZrCuForward *f, const int32_t *tokens, int n, int pos, float 
         if (G->bias && (rc = ZR_LAUNCH(f->launcher, &f->k->add_rows, ZR_DIM3(cdiv(f->qkv_dim, 256), n, 1), ZR_DIM1(256), 0,
                                        err, &f->qkv, &f->qkv_dim, (void *)&G->bias, &f->qkv_dim)))
             return rc;
-        if ((rc = attention(f, il, n, f->part_p, f->chunk_p, f->n_chunks_p, err))) return rc;
+        if ((rc = prefill_attention(f, il, n, err))) return rc;
         if ((rc = gemm_group(f, &G->wo, 1, &zero, n, f->att, f->x, f->n_embd, 1.0f, err))) return rc;
         if ((rc = rmsnorm(f, f->x, f->n_embd, G->ffn_norm, f->xn, f->n_embd, f->n_embd, 1, n, err))) return rc;
         if ((rc = gemm_group(f, G->gu, G->n_gu, G->gu_off, n, f->xn, f->gu, 2 * f->n_ff, 0.0f, err))) return rc;
