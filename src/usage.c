@@ -40,6 +40,8 @@ const char zr_usage_text[] =
     "  -r, --repetitions N     timed repetitions per test (default 5); t/s is their median +- sd\n"
     "      --warmup N          untimed repetitions before them (default 1)\n"
     "      --graph on|off|both CUDA decode through the graph, eagerly, or both (default off; CUDA_GRAPH_ENABLE=1: on)\n"
+    "      --argmax device|host  the decode tests' greedy pick: by the backend (GPU: only the token comes back;\n"
+    "                          default) or on the host from the logits copied back every step\n"
     "  -o, --output FORMAT     md | json | csv | jsonl (default md)\n"
     "      --device D          auto | cpu | cuda (default auto)\n"
     "  -t, --threads N         CPU threads (default: all cores)\n"

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/pick.h"
 #include "quant.h"
 
 /* ---- kernels ---- */
@@ -86,7 +87,7 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
     static const size_t rms_sz[] = {P, I, P, P, I, I, I}, rope_sz[] = {P, I, I, I, I, I, I, P, P, P, P},
                         ap_sz[] = {P, I, P, P, P, P, I, I, I, I, I, I},
                         ac_sz[] = {P, P, I, P, I, I, I, I}, sw_sz[] = {P, I, P, I}, ar_sz[] = {P, I, P, I},
-                        add_sz[] = {P, P, I}, cv_sz[] = {P, I, P, I, I};
+                        add_sz[] = {P, P, I}, cv_sz[] = {P, I, P, I, I}, am_sz[] = {P, I, P};
     struct {
         const char *name;
         const size_t *sz;
@@ -97,7 +98,7 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         {"attn_part_f32", ap_sz, 12, &k->attn_part},
         {"attn_combine_f32", ac_sz, 8, &k->attn_combine}, {"swiglu_f32", sw_sz, 4, &k->swiglu},
         {"add_rows_f32", ar_sz, 4, &k->add_rows},       {"add_f32", add_sz, 3, &k->add},
-        {"convert_f32_f16", cv_sz, 5, &k->convert},
+        {"convert_f32_f16", cv_sz, 5, &k->convert},     {"argmax_f32", am_sz, 3, &k->argmax},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if ((rc = zr_cuda_kernel(c, fixed[i].name, fixed[i].sz, fixed[i].n, fixed[i].out, err))) return rc;
@@ -403,6 +404,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
         {&f->gu, UB * 2 * (size_t)d.n_ff * fl, "activations"},
         {&f->ff, UB * d.n_ff * fl, "activations"},
         {&f->logits, (size_t)ZR_CUF_LOGIT_ROWS * d.n_vocab * fl, "logits"},
+        {&f->d_pick, ZR_PICK_BYTES, "the greedy pick"},
         {&f->part_d, (size_t)d.n_head * f->n_chunks_d * (d.head_dim + 2) * fl, "attention partials"},
         {&f->part_p, UB * d.n_head * f->n_chunks_p * (size_t)(d.head_dim + 2) * fl, "attention partials"},
         {&f->xh, UB * wmax * 2, "f16 activations"},
@@ -415,6 +417,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     f->d_ptok = f->d_tok + 256;
     /* a decode step before any token must not read garbage ids or positions */
     if ((rc = zr_cuda_memset8(cuda, f->d_tok, 0, 256 + UB * sizeof(int32_t), err))) goto fail;
+    if ((rc = zr_cuda_memset8(cuda, f->d_pick, 0, ZR_PICK_BYTES, err))) goto fail; /* its block counter */
     if ((rc = zr_cuda_sync(cuda, err))) goto fail;
     return ZR_OK;
 fail:
@@ -571,7 +574,8 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
                 return rc;
         }
     }
-    return mv_norm(f, &f->output, f->x, f->output_norm, f->logits, 0, err);
+    if ((rc = mv_norm(f, &f->output, f->x, f->output_norm, f->logits, 0, err))) return rc;
+    return f->pick_n > 0 ? zr_pick_launch(f->launcher, &f->k->argmax, f->logits, f->pick_n, f->d_pick, err) : ZR_OK;
 }
 
 /* ---- prefill ---- */

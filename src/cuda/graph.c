@@ -277,7 +277,7 @@ static int write_inputs(ZrDecodeGraph *g, int32_t token, int pos, ZrError *err) 
     if (!g->staging) {
         ZrError ignored;
         void *p = NULL;
-        if (zr_cuda_host_alloc(io->cuda, &p, 2 * sizeof(int32_t), "token/position staging", &ignored) == ZR_OK)
+        if (zr_cuda_host_alloc(io->cuda, &p, 4 * sizeof(int32_t), "token/position staging", &ignored) == ZR_OK)
             g->staging = p;
     }
     int32_t stack_v[2], *v = g->staging ? g->staging : stack_v;
@@ -345,12 +345,13 @@ static int check_replay(ZrDecodeGraph *g, int step, int pos, float *logits, CUre
     ZrDecodeIO *io = g->io;
     ZrLauncher *l = io->launcher;
     int n = io->n_vocab;
-    if (g->replay_cap < n) {
-        float *p = realloc(g->replay_logits, (size_t)n * sizeof *p);
-        if (!p) return zr_err(err, ZR_E_NOMEM, "decode graph: no memory for %d logits", n);
+    if (g->replay_cap < 2 * n) {
+        float *p = realloc(g->replay_logits, (size_t)2 * n * sizeof *p);
+        if (!p) return zr_err(err, ZR_E_NOMEM, "decode graph: no memory for %d logits", 2 * n);
         g->replay_logits = p;
-        g->replay_cap = n;
+        g->replay_cap = 2 * n;
     }
+    if (!logits) logits = g->replay_logits + n; /* the caller asked for the pick alone */
     int rc = zr_cuda_d2h(io->cuda, g->replay_logits, io->d_logits, (size_t)n * sizeof(float), err);
     if (rc) return rc;
     CUresult r = zr_cuda_sync_result(io->cuda);
@@ -410,7 +411,8 @@ static int trap(ZrDecodeGraph *g, ZrError *err) {
 
 /* Issues one step in the current mode and reads the logits back. *bad is set when the
  * context is (or must be treated as) poisoned. */
-static int issue(ZrDecodeGraph *g, int32_t token, int pos, int step, float *logits, CUresult *bad, ZrError *err) {
+static int issue(ZrDecodeGraph *g, int32_t token, int pos, int step, float *logits, int32_t *pick, CUresult *bad,
+                 ZrError *err) {
     ZrDecodeIO *io = g->io;
     ZrLauncher *l = io->launcher;
     const ZrCuDriver *d = io->cuda->drv;
@@ -515,20 +517,28 @@ static int issue(ZrDecodeGraph *g, int32_t token, int pos, int step, float *logi
         g->stats.kernels_per_token = l->n_launches - before;
     }
     if (zr_fault_fires(&g->opt.fault, ZR_FAULT_STICKY, step) && (rc = trap(g, err))) return rc;
-    if ((rc = zr_cuda_d2h(io->cuda, logits, io->d_logits, (size_t)io->n_vocab * sizeof(float), err))) return rc;
+    if (logits && (rc = zr_cuda_d2h(io->cuda, logits, io->d_logits, (size_t)io->n_vocab * sizeof(float), err)))
+        return rc;
+    int32_t *pick_in = pick && g->staging ? g->staging + 2 : pick; /* pinned: a plain DMA */
+    if (pick && (rc = zr_cuda_d2h(io->cuda, pick_in, io->d_pick, 2 * sizeof(int32_t), err))) return rc;
     CUresult r = zr_cuda_sync_result(io->cuda);
     if (r != CUDA_SUCCESS) {
         if (poisons(r)) *bad = r;
         return zr_driver_err(d, err, r, "decode step %d (position %d)", step, pos);
     }
+    if (pick_in != pick) memcpy(pick, pick_in, 2 * sizeof(int32_t));
     if (l->profile && (rc = zr_profile_collect(l->profile, err))) return rc;
     return ZR_OK;
 }
 
 int zr_graph_decode_step(ZrDecodeGraph *g, int32_t token, int pos, float *logits, ZrError *err) {
+    return zr_graph_decode_step_out(g, token, pos, logits, NULL, err);
+}
+
+int zr_graph_decode_step_out(ZrDecodeGraph *g, int32_t token, int pos, float *logits, int32_t *pick, ZrError *err) {
     int step = g->step;
     CUresult bad = CUDA_SUCCESS;
-    int rc = issue(g, token, pos, step, logits, &bad, err);
+    int rc = issue(g, token, pos, step, logits, pick, &bad, err);
     if (rc && bad == CUDA_SUCCESS) {
         /* an error that did not come with a result: is the context still usable? */
         CUresult r = zr_cuda_sync_result(g->io->cuda);
@@ -567,7 +577,7 @@ int zr_graph_decode_step(ZrDecodeGraph *g, int32_t token, int pos, float *logits
             err->code = ZR_E_CONTEXT_LOST;
             return ZR_E_CONTEXT_LOST;
         }
-        rc = issue(g, token, pos, step, logits, &bad, err);
+        rc = issue(g, token, pos, step, logits, pick, &bad, err);
         if (rc && bad == CUDA_SUCCESS) return rc;
     }
     g->step++;

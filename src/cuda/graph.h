@@ -92,6 +92,7 @@ typedef struct ZrDecodeIO {
     CUdeviceptr d_token;   /* int32 [1]: the step's input token */
     CUdeviceptr d_pos;     /* int32 [1]: its position */
     CUdeviceptr d_logits;  /* f32 [n_vocab]: the step's output */
+    CUdeviceptr d_pick;    /* i32 [2]: the step's greedy pick (token, first NaN id), when it makes one */
     int n_vocab;
     uint64_t epoch;        /* bumped by the backend when anything the launches point at may move */
 } ZrDecodeIO;
@@ -142,8 +143,8 @@ typedef struct ZrDecodeGraph {
     ZrRecording rec;       /* the recording the graph was built from */
     uint64_t built_epoch;
     int checks_left;
-    int32_t *staging;      /* pinned host [2]: token, position (NULL: copied from the stack) */
-    float *replay_logits;  /* host [n_vocab]: a checked replay's logits */
+    int32_t *staging;      /* pinned host [4]: token, position, then the pick read back (NULL: none pinned) */
+    float *replay_logits;  /* host [2 n_vocab]: a checked replay's logits, the eager ones when the caller has none */
     int replay_cap;
     ZrKernel trap;         /* zr_fault_trap, for the sticky fault */
     bool have_trap;
@@ -162,5 +163,9 @@ int zr_graph_decode_init(ZrDecodeGraph *g, ZrDecodeIO *io, const ZrDecodeHooks *
  * ZR_E_CONTEXT_LOST ("the CUDA context was lost (CUDA_ERROR_...): ...") when the context is
  * poisoned and could not be recreated in this process (only a new process can go on). */
 int zr_graph_decode_step(ZrDecodeGraph *g, int32_t token, int pos, float *logits, ZrError *err);
+/* The same step, copying back only what is asked for: logits[n_vocab] when logits is not NULL,
+ * io->d_pick's two values into pick[2] when pick is not NULL (the greedy pick: 8 bytes instead
+ * of the logits). A checked replay still compares the logits, in buffers of its own. */
+int zr_graph_decode_step_out(ZrDecodeGraph *g, int32_t token, int pos, float *logits, int32_t *pick, ZrError *err);
 void zr_graph_decode_stats(const ZrDecodeGraph *g, ZrDecodeStats *out);
 void zr_graph_decode_free(ZrDecodeGraph *g);

@@ -10,9 +10,11 @@
 #include <string.h>
 
 #include "cpu/ops.h"
+#include "cuda/pick.h"
 #include "cuda/weights.h"
 #include "gpu_env.h"
 #include "quant.h"
+#include "sampler.h"
 #include "zt.h"
 
 static const uint32_t all_types[] = {ZR_TYPE_F32,  ZR_TYPE_F16,  ZR_TYPE_BF16, ZR_TYPE_Q8_0, ZR_TYPE_Q4_0,
@@ -514,6 +516,81 @@ ZT_TEST(swiglu_add_and_f16_convert_match_cpu) {
     free(h);
     free(got);
     free(o2);
+}
+
+/* ---- the greedy pick (cu/argmax.cu) against zr_sampler_argmax and a scan for the first NaN ---- */
+
+enum { PICK_RANDOM, PICK_AT_FIRST, PICK_AT_LAST, PICK_TIES, PICK_NANS, PICK_ALL_NAN_OR_INF, PICK_ZEROS, PICK_KINDS };
+
+/* v[n] of the kind; values past n (v has n + 64) are larger than any inside, which must not count. */
+static void pick_values(float *v, int n, int kind, uint64_t *s) {
+    for (int i = 0; i < n; i++) v[i] = 10.0f * gpu_rand(s);
+    for (int i = n; i < n + 64; i++) v[i] = 1e30f;
+    const int a = (int)((*s >> 11) % (uint64_t)n); /* a random id */
+    switch (kind) {
+    case PICK_AT_FIRST: v[0] = 100.0f; break;
+    case PICK_AT_LAST: v[n - 1] = 100.0f; break;
+    case PICK_TIES: /* the maximum three times, and a near miss before them */
+        for (int k = 0; k < 3; k++) v[(a + k * 7919) % n] = 50.0f;
+        v[a / 2] = nextafterf(50.0f, 0.0f);
+        break;
+    case PICK_NANS: /* NaN above everything and at the start: never picked, the first reported */
+        for (int k = 0; k < 5; k++) v[(a + k * 104729) % n] = NAN;
+        v[0] = NAN;
+        v[n - 1] = INFINITY;
+        break;
+    case PICK_ALL_NAN_OR_INF: /* nothing possible: id 0 */
+        for (int i = 0; i < n; i++) v[i] = i % 3 ? -INFINITY : NAN;
+        break;
+    case PICK_ZEROS: /* the maximum is zero, -0 first, then +0: they tie, the first wins */
+        for (int i = 0; i < n; i++) v[i] = -1.0f - fabsf(v[i]);
+        v[a] = -0.0f;
+        v[(a + 1) % n] = 0.0f;
+        break;
+    default: break;
+    }
+}
+
+ZT_TEST(argmax_picks_the_first_maximum_ignoring_nan_and_reports_the_first_nan) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    /* 1..3: less than a float4; 4099 and 128259: n not a multiple of 4 or of a block's 4096
+     * values; 128256 the Llama 3 vocabulary; 2000003: more than 256 blocks' worth (grid-stride) */
+    static const int sizes[] = {1, 2, 3, 4, 5, 255, 4096, 4099, 128256, 128259, 2000003};
+    const int max_n = 2000003;
+    float *v = malloc(sizeof(float) * (max_n + 64));
+    CUdeviceptr dv = gpu_alloc(g, sizeof(float) * (max_n + 64)), dp = gpu_alloc(g, ZR_PICK_BYTES);
+    ZrError e = {0};
+    ZT_CHECK(v && !zr_cuda_memset8(&g->cuda, dp, 0, ZR_PICK_BYTES, &e));
+    uint64_t s = 0x5eed1234u;
+    int cases = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (int kind = 0; kind < PICK_KINDS; kind++) {
+            const int n = sizes[si];
+            pick_values(v, n, kind, &s);
+            gpu_free(g, dv); /* fresh buffers each case: nothing left over from the one before */
+            dv = gpu_upload(g, v, sizeof(float) * (n + 64));
+            const int32_t poison[2] = {0x7f7f7f7f, 0x7f7f7f7f};
+            ZT_CHECK(!zr_cuda_h2d(&g->cuda, dp, poison, sizeof poison, &e)); /* the counter stays as the last launch left it */
+            ZT_CHECKF(!zr_pick_launch(&g->l, &g->k.argmax, dv, n, dp, &e), "%s", e.msg);
+            int32_t got[2];
+            gpu_download(g, got, dp, sizeof got);
+            const int32_t want = zr_sampler_argmax(v, n);
+            int32_t nan_at = -1;
+            for (int i = 0; i < n && nan_at < 0; i++)
+                if (isnan(v[i])) nan_at = i;
+            ZT_CHECKF(got[0] == want && got[1] == nan_at, "n %d, case %d: picked %d (NaN at %d), expected %d (NaN at %d)",
+                      n, kind, got[0], got[1], want, nan_at);
+            cases++;
+        }
+    /* the block counter is back at 0 after every launch */
+    uint32_t done;
+    gpu_download(g, &done, dp + 8, sizeof done);
+    ZT_CHECK(done == 0);
+    fprintf(stderr, "  %d cases\n", cases);
+    gpu_free(g, dv);
+    gpu_free(g, dp);
+    free(v);
 }
 
 int main(void) { return zt_run(); }
