@@ -80,12 +80,22 @@ ZR_KERNEL void __launch_bounds__(ZR_ARGMAX_THREADS) argmax_f32(const float *__re
     const int t = blockIdx.x * ZR_ARGMAX_THREADS + threadIdx.x;
     const int n4 = n >> 2;
     const float4 *l4 = reinterpret_cast<const float4 *>(logits);
-    for (int j = t; j < n4; j += stride) {
-        const float4 q = l4[j];
-        argmax_take(q.x, 4 * j, &key, &nan);
-        argmax_take(q.y, 4 * j + 1, &key, &nan);
-        argmax_take(q.z, 4 * j + 2, &key, &nan);
-        argmax_take(q.w, 4 * j + 3, &key, &nan);
+    // four loads in flight before any is used (the host sizes the grid so one round covers n)
+    for (int j0 = t; j0 < n4; j0 += 4 * stride) {
+        float4 q[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            if (j0 + u * stride < n4) q[u] = l4[j0 + u * stride];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int j = j0 + u * stride;
+            if (j < n4) {
+                argmax_take(q[u].x, 4 * j, &key, &nan);
+                argmax_take(q[u].y, 4 * j + 1, &key, &nan);
+                argmax_take(q[u].z, 4 * j + 2, &key, &nan);
+                argmax_take(q[u].w, 4 * j + 3, &key, &nan);
+            }
+        }
     }
     if (t < n - 4 * n4) argmax_take(logits[4 * n4 + t], 4 * n4 + t, &key, &nan);
     argmax_block(&key, &nan);
