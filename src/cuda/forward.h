@@ -27,6 +27,7 @@ typedef struct ZrCuKernels {
     int sm_count; /* the device's multiprocessors (matrix-vector grid shapes) */
     ZrKernel rmsnorm, rope_kv, attn_part, attn_combine, swiglu, add_rows, add, convert;
     ZrKernel argmax; /* the greedy pick (cuda/pick.h) */
+    ZrKernel attn_prefill[2]; /* causal prefill attention, head_dim 64 / 128 (cu/attention_prefill.cu) */
 } ZrCuKernels;
 
 typedef struct ZrCuLayer {
