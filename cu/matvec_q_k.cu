@@ -5,6 +5,6 @@
 
 ZR_MATVEC(matvec_q2_k, ZrMvQ23K<ZR_T_Q2_K>, 2, 2, 128)
 ZR_MATVEC(matvec_q3_k, ZrMvQ23K<ZR_T_Q3_K>, 2, 2, 128)
-ZR_MATVEC(matvec_q4_k, ZrMvQ45K<ZR_T_Q4_K>, 2, 2, 128)
-ZR_MATVEC(matvec_q5_k, ZrMvQ45K<ZR_T_Q5_K>, 2, 2, 128)
-ZR_MATVEC(matvec_q6_k, ZrMvQ6K, 2, 2, 128)
+ZR_MATVEC(matvec_q4_k, ZrMvQ4K, 2, 2, 64)
+ZR_MATVEC(matvec_q5_k, ZrMvQ5K, 2, 2, 128)
+ZR_MATVEC(matvec_q6_k, ZrMvQ6K, 2, 2, 64)
