@@ -60,6 +60,7 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
     int rc;
     memset(k, 0, sizeof *k);
     k->sm_count = c->props.sm_count > 0 ? c->props.sm_count : 1;
+    k->smem_optin = c->props.max_smem_optin > 0 ? c->props.max_smem_optin : 48 * 1024;
     const size_t smem = mv_smem(max_n_in);
     for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
         const char *tn = kname(t);
@@ -74,6 +75,13 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
             if ((rc = zr_cuda_kernel_set_smem(c, &k->mv[t], (int)smem, err))) return rc;
         }
         k->has_mv[t] = true;
+        const ZrMvsInfo *si = zr_cuf_mvs_info(t);
+        if (si && c->props.cc_major >= 9) { /* bulk copies (cp.async.bulk) need sm_90 */
+            if ((rc = zr_cuda_kernel(c, si->name, mv_sz, 11, &k->mvs[t], err)) ||
+                (rc = zr_cuda_kernel_set_smem(c, &k->mvs[t], k->smem_optin, err)))
+                return rc;
+            k->has_mvs[t] = true;
+        }
         snprintf(name, sizeof name, "embed_%s", tn);
         if ((rc = zr_cuda_kernel(c, name, em_sz, 6, &k->embed[t], err))) return rc;
         k->has_embed[t] = true;
@@ -439,7 +447,67 @@ void zr_cuf_free(ZrCuForward *f) {
 
 /* ---- launches ---- */
 
-ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
+/* Mirrors cu/matvec_stream.cu (name, type, RB, KC); the forward pass's kernel of a type first.
+ * Every stage holds 16 KiB of the main stream (plus 1-2 KiB of scales for Q8_0/Q4_0). */
+static const ZrMvsInfo mvs_kernels[] = {
+    {"mvs_f16_r8k1024", ZR_TYPE_F16, 8, 1024},    {"mvs_f16_r16k512", ZR_TYPE_F16, 16, 512},
+    {"mvs_q8_0_r8k2048", ZR_TYPE_Q8_0, 8, 2048},  {"mvs_q8_0_r16k1024", ZR_TYPE_Q8_0, 16, 1024},
+    {"mvs_q4_0_r8k4096", ZR_TYPE_Q4_0, 8, 4096},  {"mvs_q4_0_r16k2048", ZR_TYPE_Q4_0, 16, 2048},
+};
+
+int zr_cuf_mvs_list(const ZrMvsInfo **out) {
+    *out = mvs_kernels;
+    return (int)(sizeof mvs_kernels / sizeof mvs_kernels[0]);
+}
+
+const ZrMvsInfo *zr_cuf_mvs_info(uint32_t type) {
+    for (size_t i = 0; i < sizeof mvs_kernels / sizeof mvs_kernels[0]; i++)
+        if (mvs_kernels[i].type == type) return &mvs_kernels[i];
+    return NULL;
+}
+
+/* cu/matvec_stream.cuh: a stage is `rows` pieces of kc elements of the main stream and, for
+ * the block types, of the side stream (one F16 scale per 32 elements). */
+static size_t mvs_stage_bytes(const ZrMvsInfo *si) {
+    const size_t main = si->type == ZR_TYPE_F16 ? 2 * (size_t)si->kc : si->type == ZR_TYPE_Q8_0 ? (size_t)si->kc
+                                                                                                 : (size_t)si->kc / 2;
+    return (size_t)si->rows * (main + (si->type == ZR_TYPE_F16 ? 0 : (size_t)si->kc / 16));
+}
+
+static size_t mvs_smem(const ZrMvsInfo *si, int n_in, int stages) {
+    return (size_t)stages * mvs_stage_bytes(si) + mv_smem(n_in);
+}
+
+bool zr_cuf_mvs_fits(const ZrCuKernels *k, const ZrMvsInfo *si, const ZrCuWeight *w, int mode, int stages) {
+    return si && si->type == w->type && stages >= 1 && stages <= ZR_CUF_MVS_MAX_STAGES && w->n_in > 0 &&
+           w->n_in % 256 == 0 && w->main % 16 == 0 && w->side % 16 == 0 &&
+           (!(mode & ZR_CUF_MV_GLU) || w->n_out % 2 == 0) && mvs_smem(si, w->n_in, stages) <= (size_t)k->smem_optin;
+}
+
+int zr_cuf_matvec_stream(ZrLauncher *l, const ZrCuKernels *k, const ZrKernel *kern, const ZrMvsInfo *si,
+                         const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w,
+                         float eps, int mode, ZrMvShape shape, ZrError *err) {
+    if (!zr_cuf_mvs_fits(k, si, w, mode, shape.stages) || shape.blocks < 0)
+        return zr_err(err, ZR_E_INTERNAL, "%s: no streaming launch for [%d x %d] %s, mode %d, %d stages", kern->name,
+                      w->n_in, w->n_out, zr_type_name(w->type), mode, shape.stages);
+    const size_t smem = mvs_smem(si, w->n_in, shape.stages);
+    /* blocks resident at once: by shared memory (the SM has the opt-in maximum plus 1 KiB, and
+     * each block reserves 1 KiB and has ~0.4 KiB of static arrays), at most 2 (the kernels'
+     * __launch_bounds__ guarantee 2 by registers); the tiles are dealt round-robin to them */
+    const size_t per_block = smem + 1024 + 512, sm_bytes = (size_t)k->smem_optin + 1024;
+    long fit = (long)(sm_bytes / per_block);
+    fit = fit < 1 ? 1 : fit > 2 ? 2 : fit;
+    const int per_tile = mode & ZR_CUF_MV_GLU ? si->rows / 2 : si->rows;
+    const long tiles = ((mode & ZR_CUF_MV_GLU ? w->n_out / 2 : w->n_out) + per_tile - 1) / per_tile;
+    long blocks = fit * k->sm_count;
+    if (shape.blocks > 0 && shape.blocks < blocks) blocks = shape.blocks;
+    if (blocks > tiles) blocks = tiles;
+    return ZR_LAUNCH(l, kern, ZR_DIM1((unsigned)blocks), ZR_DIM1(256), (unsigned)smem, err, (void *)&w->main,
+                     (void *)&w->side, &x, &y, &add, &norm_w, &eps, (void *)&w->n_in, (void *)&w->n_out, &mode,
+                     (void *)&shape.stages);
+}
+
+ZrMvShape zr_cuf_mv_shape_register(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
     /* Measured on an H100 (tools/mv_bench.c over every shape, cu/PERF.md run 3): blocks of 8
      * row groups (the block stages x once for all of them, so fewer, larger blocks win), and
      * each row split over S warps (split-K) only while the grid has fewer than 16 warps per SM
@@ -457,6 +525,26 @@ ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
            items / (2 * split) >= 32)
         split *= 2;
     return (ZrMvShape){.groups = split <= 2 ? 8 : 4, .split = split};
+}
+
+/* Stages for the streaming kernel: 4 (16-18 KiB each) while two blocks still fit on an SM, else
+ * fewer down to 3 (the 8B FFN down: its x alone is 58 KiB), else 4 on one block. */
+static int mvs_stages(const ZrCuKernels *k, const ZrMvsInfo *si, const ZrCuWeight *w) {
+    const size_t sm_bytes = (size_t)k->smem_optin + 1024;
+    for (int st = 4; st >= 3; st--)
+        if (2 * (mvs_smem(si, w->n_in, st) + 1024 + 512) <= sm_bytes) return st;
+    return 4;
+}
+
+ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
+    /* Provisional (not yet measured): every F16 / Q8_0 / Q4_0 matrix the streaming kernel can
+     * take goes through it. */
+    const ZrMvsInfo *si = w->type < ZR_TYPE_COUNT && k->has_mvs[w->type] ? zr_cuf_mvs_info(w->type) : NULL;
+    if (si) {
+        const int st = mvs_stages(k, si, w);
+        if (zr_cuf_mvs_fits(k, si, w, mode, st)) return (ZrMvShape){.stages = st};
+    }
+    return zr_cuf_mv_shape_register(k, w, mode);
 }
 
 int zr_cuf_matvec_kernel(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, CUdeviceptr x,
@@ -479,6 +567,13 @@ int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *
                          CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err) {
     if (w->type >= ZR_TYPE_COUNT || !k->has_mv[w->type])
         return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
+    if (shape.stages > 0) {
+        if (!k->has_mvs[w->type])
+            return zr_err(err, ZR_E_UNSUPPORTED, "no streaming matrix-vector kernel for type %s on this GPU",
+                          zr_type_name(w->type));
+        return zr_cuf_matvec_stream(l, k, &k->mvs[w->type], zr_cuf_mvs_info(w->type), w, x, y, add, norm_w, eps, mode,
+                                    shape, err);
+    }
     return zr_cuf_matvec_kernel(l, &k->mv[w->type], zr_cuf_mv_rows_per_warp(w->type), w, x, y, add, norm_w, eps, mode, shape,
                                 err);
 }
