@@ -45,6 +45,7 @@ typedef struct Kern {
     const ZrMvsInfo *stream; /* a streaming kernel (shape.stages > 0), else NULL */
     int forward;             /* the forward pass's kernels: the register kernel, or the streaming one
                                 when shape.stages > 0 */
+    int rule;                /* a streaming kernel timed at zr_cuf_mvs_shape only */
 } Kern;
 
 /* "GxS" (row groups x split-K warps) or "sNbB" (streaming: stages, blocks per SM, 0 = all fit) */
@@ -210,9 +211,9 @@ int main(int argc, char **argv) {
             int n_k = 0;
             kerns[n_k++] = (Kern){.name = "forward", .k = k.mv[type], .rows_per_warp = zr_cuf_mv_rows_per_warp(type),
                                   .forward = 1};
-            if (stream_only) /* the register kernel at its own best shape, beside the forward pass's pick */
-                kerns[n_k++] = (Kern){.name = k.mv[type].name, .k = k.mv[type],
-                                      .rows_per_warp = zr_cuf_mv_rows_per_warp(type)};
+            if (stream_only && k.has_mvs[type]) /* the type's streaming kernel with zr_cuf_mvs_shape's launch */
+                kerns[n_k++] = (Kern){.name = "stream-rule", .k = k.mvs[type], .stream = zr_cuf_mvs_info(type),
+                                      .rule = 1};
             for (int v = 0; !quick && !stream_only && types[ti].variants[v]; v++) {
                 static const size_t sz[] = {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4};
                 Kern *kn = &kerns[n_k];
@@ -240,7 +241,7 @@ int main(int argc, char **argv) {
                 }
                 n_k++;
             }
-            double tok_fwd = 0, tok_best = 0, bytes_tok = 0;
+            double tok_fwd = 0, tok_best = 0, tok_rule = 0, bytes_tok = 0;
             for (size_t mi = 0; mi < sizeof mats / sizeof mats[0]; mi++) {
                 const Mat *m = &mats[mi];
                 const size_t mb = zr_cuw_main_row_bytes(type, m->n_in) * (size_t)m->n_out,
@@ -256,7 +257,7 @@ int main(int argc, char **argv) {
                     copies[i] = (ZrCuWeight){.type = type, .n_in = m->n_in, .n_out = m->n_out,
                                              .main = pool + (size_t)i * bytes, .side = pool + (size_t)i * bytes + a256(mb)};
                 const ZrMvShape def = zr_cuf_mv_shape(&k, &copies[0], m->mode);
-                double t_fwd = -1, t_best = 1e30;
+                double t_fwd = -1, t_best = 1e30, t_rule = -1;
                 const char *best_k = "";
                 ZrMvShape best_s = def;
                 for (int ki = 0; ki < n_k; ki++) {
@@ -264,9 +265,11 @@ int main(int argc, char **argv) {
                     const size_t n_shapes = kk.stream ? sizeof sgrid / sizeof sgrid[0] : sizeof grid / sizeof grid[0];
                     for (size_t gi = 0; gi < n_shapes; gi++) {
                         ZrMvShape sp = quick || (stream_only && !kk.stream) ? def : grid[gi];
-                        if ((quick || (stream_only && !kk.stream)) && gi > 0) break;
-                        if (stream_only && !kk.stream && !kk.forward) sp = zr_cuf_mv_shape_register(&k, &copies[0], m->mode);
-                        if (kk.stream) {
+                        if ((quick || (stream_only && !kk.stream) || kk.rule) && gi > 0) break;
+                        if (kk.rule) {
+                            sp = zr_cuf_mvs_shape(&k, &copies[0], m->mode);
+                            if (sp.stages == 0) continue;
+                        } else if (kk.stream) {
                             sp = (ZrMvShape){.stages = sgrid[gi][0], .blocks = sgrid[gi][1] * k.sm_count};
                             if (!zr_cuf_mvs_fits(&k, kk.stream, &copies[0], m->mode, sp.stages)) continue;
                         }
@@ -283,6 +286,7 @@ int main(int argc, char **argv) {
                         const bool is_def = ki == 0 && sp.groups == def.groups && sp.split == def.split &&
                                             sp.stages == def.stages && sp.blocks == def.blocks;
                         if (is_def) t_fwd = t;
+                        if (kk.rule) t_rule = t;
                         if (t < t_best) {
                             t_best = t;
                             best_k = kk.name;
@@ -304,12 +308,17 @@ int main(int argc, char **argv) {
                 fflush(stdout);
                 tok_fwd += t_fwd * m->per_token;
                 tok_best += t_best * m->per_token;
+                tok_rule += (t_rule > 0 ? t_rule : t_fwd) * m->per_token;
                 bytes_tok += (double)bytes * m->per_token;
                 free(copies);
             }
             printf("%-3s %-5s per token: matrix-vector %.1f us (%.0f GB/s) with the forward shapes, %.1f us (%.0f GB/s) "
-                   "with the best\n",
+                   "with the best",
                    sh->name, types[ti].name, tok_fwd, bytes_tok / tok_fwd / 1e3, tok_best, bytes_tok / tok_best / 1e3);
+            if (stream_only)
+                printf(", %.1f us (%.0f GB/s) with zr_cuf_mvs_shape where it streams", tok_rule,
+                       bytes_tok / tok_rule / 1e3);
+            printf("\n");
             fflush(stdout);
         }
     }

@@ -121,6 +121,8 @@ int zr_cuf_mv_rows_per_warp(uint32_t type);
 ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
 /* ... the best shape of the register kernel (what zr_cuf_mv_shape picks when it does not stream). */
 ZrMvShape zr_cuf_mv_shape_register(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
+/* ... the streaming kernel's shape for W (stages > 0), or stages == 0 when it cannot take W. */
+ZrMvShape zr_cuf_mvs_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
 /* The same product with a given shape (tests cover every shape; tools/mv_bench.c times them). */
 int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                          CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err);

@@ -59,7 +59,8 @@ typedef struct MvCase {
 } MvCase;
 
 /* A streaming kernel (cu/matvec_stream.cu) and its launch: stages in flight, blocks (0: all
- * that fit). */
+ * that fit). info NULL: the type's own streaming kernel with zr_cuf_mvs_shape's launch, through
+ * zr_cuf_matvec_shaped (the forward pass's path). */
 typedef struct MvStream {
     const ZrMvsInfo *info;
     int stages, blocks;
@@ -106,7 +107,11 @@ static double matvec_case(uint32_t type, MvCase c, const ZrKernel *kernel, int r
     const CUdeviceptr dadd = with_add ? dy : 0, dnorm = in_mode == ZR_CUF_MV_RMSNORM ? dg : 0;
     const ZrMvShape shape = {.groups = c.groups, .split = c.split};
     int rc;
-    if (st)
+    if (st && !st->info) {
+        const ZrMvShape ms = zr_cuf_mvs_shape(&g->k, &dw, c.mode);
+        rc = ms.stages > 0 ? zr_cuf_matvec_shaped(&g->l, &g->k, &dw, dx, dy, dadd, dnorm, eps, c.mode, ms, &e)
+                           : zr_err(&e, ZR_E_INTERNAL, "no streaming shape");
+    } else if (st)
         rc = zr_cuf_matvec_stream(&g->l, &g->k, kernel, st->info, &dw, dx, dy, dadd, dnorm, eps, c.mode,
                                   (ZrMvShape){.stages = st->stages, .blocks = st->blocks}, &e);
     else if (kernel)
@@ -185,6 +190,19 @@ static void matvec_type(uint32_t type) {
         if (q > worst) worst = q;
     }
     ZT_CHECKF(worst <= 1.0, "%s: worst |diff|/tol %.3g", zr_type_name(type), worst);
+    /* the same cases through the streaming kernel where it takes them (rows of 256 multiples) */
+    const ZrMvsInfo *si = zr_cuf_mvs_info(type);
+    if (!si || !gpu_env()->k.has_mvs[type]) return;
+    const MvStream own = {NULL, 0, 0};
+    worst = 0;
+    for (int i = 0; i < n_cases; i++) {
+        const ZrCuWeight probe = {.type = type, .n_in = cases[i].n_in, .n_out = cases[i].n_out};
+        if (cases[i].groups || zr_cuf_mvs_shape(&gpu_env()->k, &probe, cases[i].mode).stages == 0) continue;
+        const double q = matvec_case(type, cases[i], NULL, 0, &own);
+        print_case(type, cases[i], &gpu_env()->k.mvs[type], q);
+        if (q > worst) worst = q;
+    }
+    ZT_CHECKF(worst <= 1.0, "%s streaming: worst |diff|/tol %.3g", zr_type_name(type), worst);
 }
 
 #define MATVEC_TEST(T, ID) \
@@ -241,6 +259,8 @@ ZT_TEST(matvec_stream_kernels_match_cpu_dot_row) {
     }
     static const size_t sz[] = {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4};
     const int R = ZR_CUF_MV_RMSNORM, S = ZR_CUF_MV_SWIGLU, GL = ZR_CUF_MV_GLU;
+    /* the forward pass has each type's streaming kernel (its setup failing is not fatal there) */
+    ZT_CHECK(g->k.has_mvs[ZR_TYPE_F16] && g->k.has_mvs[ZR_TYPE_Q8_0] && g->k.has_mvs[ZR_TYPE_Q4_0]);
     /* (n_in, n_out, add, mode), stages, blocks */
     static const struct {
         MvCase c;
