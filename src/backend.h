@@ -13,7 +13,14 @@ typedef struct ZrBackendStats {
     double graph_build_ms;         /* record + build + instantiate */
     double host_us_per_token;      /* host time to issue one decode step */
     bool graph_active;             /* decode steps currently replay a graph */
+    bool pdl;                      /* that graph has programmatic edges (programmatic dependent launch) */
 } ZrBackendStats;
+
+/* A greedy pick (ZrBackend.decode_greedy). */
+typedef struct ZrGreedy {
+    int32_t token;  /* the first id of the largest logit, NaN counting as -inf (zr_sampler_argmax) */
+    int32_t nan_at; /* the first id whose logit is NaN, or -1 */
+} ZrGreedy;
 
 typedef struct ZrBackend ZrBackend;
 struct ZrBackend {
@@ -24,6 +31,13 @@ struct ZrBackend {
      * last position's n_vocab. n == 1 is a decode step; n > 1 a prefill. */
     int (*forward)(ZrBackend *be, const int32_t *tokens, int n, int pos, float *logits,
                    bool all_logits, ZrError *err);
+    /* A decode step (token at pos, as forward with n == 1) followed by the greedy pick over the
+     * logits of ids [0, n_cand) (1 <= n_cand <= n_vocab; the ids past it are padding rows):
+     * zr_sampler_sample at temperature 0 without a penalty, and where a NaN is. CUDA picks on the
+     * device, so the logits stay there: logits (n_vocab) gets them only when not NULL. A backend
+     * may leave this NULL (then forward + zr_sampler_argmax does the same). */
+    int (*decode_greedy)(ZrBackend *be, int32_t token, int pos, int n_cand, float *logits, ZrGreedy *out,
+                         ZrError *err);
     /* Forget positions >= pos (pos 0 = empty cache). */
     void (*truncate)(ZrBackend *be, int pos);
     void (*stats)(const ZrBackend *be, ZrBackendStats *out);

@@ -6,7 +6,9 @@
  *        logits of the last position come back to the host. Prefill never replays the graph,
  *        so with --graph both it runs once, in the eager pass.
  * tg<N>: BOS alone (untimed: the one-token prompt), then N timed decode steps, each followed by
- *        an argmax of the logits on the host that picks the next token.
+ *        the greedy pick of the next token: by the backend (ZrBackend.decode_greedy: on the GPU,
+ *        so only the token comes back, and the logits of the final step for the hash), or with
+ *        --argmax host by an argmax on the host of the logits copied back every step.
  * Each test runs --warmup untimed repetitions, then -r timed ones, each on an empty cache;
  * t/s is the median over the timed ones, ± their sample standard deviation. The logits hash
  * (FNV-1a 64 of the final logits' bytes) lets runs, modes and machines be compared.
@@ -52,6 +54,7 @@ typedef struct BenchArgs {
     int n_ctx;                            /* 0: what the tests need */
     int bw_mib;                           /* probe buffer, MiB; 0 = no probe */
     int bw_reps;                          /* 0: 10 on the GPU, 5 on the CPU */
+    bool host_argmax;                     /* --argmax host: logits back to the host every decode step */
     bool profile, progress, quiet, help;
 } BenchArgs;
 
@@ -86,7 +89,7 @@ static int parse_list(const char *opt, const char *arg, int *out, int *n, ZrErro
 }
 
 static int parse_args(int argc, char **argv, BenchArgs *a, ZrError *err) {
-    enum { O_GRAPH = 256, O_DEVICE, O_WARMUP, O_BW_MIB, O_BW_REPS, O_PROFILE, O_PROGRESS, O_QUIET };
+    enum { O_GRAPH = 256, O_DEVICE, O_WARMUP, O_BW_MIB, O_BW_REPS, O_PROFILE, O_PROGRESS, O_QUIET, O_ARGMAX };
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'm'},    {"n-prompt", required_argument, NULL, 'p'},
         {"n-gen", required_argument, NULL, 'n'},    {"repetitions", required_argument, NULL, 'r'},
@@ -96,6 +99,7 @@ static int parse_args(int argc, char **argv, BenchArgs *a, ZrError *err) {
         {"bw-mib", required_argument, NULL, O_BW_MIB}, {"bw-reps", required_argument, NULL, O_BW_REPS},
         {"profile", no_argument, NULL, O_PROFILE},  {"progress", no_argument, NULL, O_PROGRESS},
         {"quiet", no_argument, NULL, O_QUIET},      {"help", no_argument, NULL, 'h'},
+        {"argmax", required_argument, NULL, O_ARGMAX},
         {NULL, 0, NULL, 0},
     };
     const char *env = getenv("CUDA_GRAPH_ENABLE");
@@ -143,6 +147,11 @@ static int parse_args(int argc, char **argv, BenchArgs *a, ZrError *err) {
             else if (!strcmp(optarg, "cpu")) a->device = ZR_DEVICE_CPU;
             else if (!strcmp(optarg, "cuda")) a->device = ZR_DEVICE_CUDA;
             else return usage_error(err, "--device: expected auto, cpu or cuda, found '%s'", optarg);
+            break;
+        case O_ARGMAX:
+            if (!strcmp(optarg, "device")) a->host_argmax = false;
+            else if (!strcmp(optarg, "host")) a->host_argmax = true;
+            else return usage_error(err, "--argmax: expected device or host, found '%s'", optarg);
             break;
         case O_WARMUP:
             if (zr_cli_int("--warmup", optarg, 0, 100000, &a->warmup, err)) return ZR_E_USAGE;
@@ -281,10 +290,26 @@ typedef struct TestCtx {
     ZrBenchRow row;    /* the model's fields filled in */
 } TestCtx;
 
+/* A decode step of tok at pos and the greedy pick of the next token into *next; the logits come
+ * to t->logits when the pick is the host's or keep_logits asks for them. */
+static int decode_pick(TestCtx *t, int32_t tok, int pos, bool keep_logits, int32_t *next, ZrError *err) {
+    ZrBackend *be = t->be;
+    const int n_vocab = t->m->hp.n_vocab;
+    int rc;
+    if (be->decode_greedy && !t->a->host_argmax) {
+        ZrGreedy g;
+        if ((rc = be->decode_greedy(be, tok, pos, n_vocab, keep_logits ? t->logits : NULL, &g, err))) return rc;
+        *next = g.token;
+        return ZR_OK;
+    }
+    if ((rc = be->forward(be, &tok, 1, pos, t->logits, false, err))) return rc;
+    *next = zr_bench_argmax(t->logits, n_vocab);
+    return ZR_OK;
+}
+
 /* One repetition; *secs of the timed part. */
 static int run_once(TestCtx *t, bool pp, int n, double *secs, ZrError *err) {
     ZrBackend *be = t->be;
-    const int n_vocab = t->m->hp.n_vocab;
     be->truncate(be, 0);
     int rc;
     if (pp) {
@@ -293,13 +318,11 @@ static int run_once(TestCtx *t, bool pp, int n, double *secs, ZrError *err) {
         *secs = now_s() - t0;
         return rc;
     }
-    if ((rc = be->forward(be, &t->bos, 1, 0, t->logits, false, err))) return rc;
-    int32_t tok = zr_bench_argmax(t->logits, n_vocab);
+    int32_t tok;
+    if ((rc = decode_pick(t, t->bos, 0, n == 0, &tok, err))) return rc;
     const double t0 = now_s();
-    for (int i = 1; i <= n; i++) {
-        if ((rc = be->forward(be, &tok, 1, i, t->logits, false, err))) return rc;
-        tok = zr_bench_argmax(t->logits, n_vocab);
-    }
+    for (int i = 1; i <= n; i++)
+        if ((rc = decode_pick(t, tok, i, i == n, &tok, err))) return rc;
     *secs = now_s() - t0;
     return ZR_OK;
 }

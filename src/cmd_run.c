@@ -412,19 +412,28 @@ int zr_cmd_run(int argc, char **argv) {
             goto fail;
         }
     }
+    /* Pure greedy sampling lets the backend pick (the GPU sends back the token, not the logits);
+     * the first token still comes from the prompt's logits. */
+    const bool backend_picks = zr_sampler_is_greedy(&sp) && be->decode_greedy && n_tok_vocab >= 1;
+    ZrGreedy picked = {0, -1};
+    bool have_pick = false; /* picked is the pick from the last step's logits */
     t_dec0 = now_ms();
     for (;;) {
         if (s.n_predict >= 0 && n_gen >= s.n_predict) { stop = STOP_LIMIT; break; }
         if (pos >= n_ctx) { stop = STOP_CONTEXT; break; }
         if (sigint_pending()) { sigint_take(); stop = STOP_INTERRUPT; break; }
-        for (int i = n_tok_vocab; i < n_vocab; i++) logits[i] = -INFINITY;
-        for (int i = 0; i < n_tok_vocab; i++)
-            if (isnan(logits[i])) { /* NaN/Inf weights: sampling would print garbage silently */
-                zr_err(&err, ZR_E_FORMAT, "%s: the forward pass at position %d gave a NaN logit (token id %d): expected finite weights", s.model,
-                       pos - 1, i);
-                goto fail;
-            }
-        int32_t id = zr_sampler_sample(smp, logits);
+        int nan_at = have_pick ? picked.nan_at : -1;
+        if (!have_pick) {
+            for (int i = n_tok_vocab; i < n_vocab; i++) logits[i] = -INFINITY;
+            for (int i = 0; i < n_tok_vocab && nan_at < 0; i++)
+                if (isnan(logits[i])) nan_at = i;
+        }
+        if (nan_at >= 0) { /* NaN/Inf weights: sampling would print garbage silently */
+            zr_err(&err, ZR_E_FORMAT, "%s: the forward pass at position %d gave a NaN logit (token id %d): expected finite weights", s.model,
+                   pos - 1, nan_at);
+            goto fail;
+        }
+        int32_t id = have_pick ? picked.token : zr_sampler_sample(smp, logits);
         zr_sampler_accept(smp, id);
         if (zr_tokenizer_is_eog(tok, id)) { stop = STOP_EOG; break; }
         n_gen++;
@@ -434,7 +443,8 @@ int zr_cmd_run(int argc, char **argv) {
         if (s.n_predict >= 0 && n_gen >= s.n_predict) { stop = STOP_LIMIT; break; }
         if (pos + 1 >= n_ctx) { stop = STOP_CONTEXT; break; }
         if (sigint_pending()) { sigint_take(); stop = STOP_INTERRUPT; break; }
-        if (be->forward(be, &id, 1, pos, logits, false, &err)) {
+        if (backend_picks ? be->decode_greedy(be, id, pos, n_tok_vocab, NULL, &picked, &err)
+                          : be->forward(be, &id, 1, pos, logits, false, &err)) {
             if (err.code != ZR_E_CONTEXT_LOST) goto fail;
             if (resuming) goto lost_again;
             const double t_lost = now_ms();
@@ -447,6 +457,7 @@ int zr_cmd_run(int argc, char **argv) {
             go_on_in_new_process(&here, &rs, &be, argc, argv, &err);
             goto fail;
         }
+        have_pick = backend_picks;
         ids[pos] = id;
         pos++;
         n_decode++;

@@ -23,9 +23,8 @@ bool zr_fault_lost_is(const char *spec) {
     return spec && !strncmp(spec, ZR_FAULT_CONTEXT_LOST_NAME, n) && (spec[n] == 0 || spec[n] == ':');
 }
 
-static int lost_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, float *logits, bool all_logits,
-                        ZrError *err) {
-    LostBackend *w = (LostBackend *)be;
+/* A decode step (n == 1) at pos that the spec says to lose. */
+static int lost_here(const LostBackend *w, int n, int pos, ZrError *err) {
     const int step = pos - w->n_prompt;
     if (n == 1 && step >= 0 && step > w->after_step)
         for (int i = 0; i < w->n_steps; i++)
@@ -34,7 +33,21 @@ static int lost_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, fl
                               "the CUDA context was lost (ZRUN_FAULT=%s): injected at decode step %d (position %d), "
                               "in front of the %s backend",
                               w->spec, step, pos, w->inner->name);
-    return w->inner->forward(w->inner, tokens, n, pos, logits, all_logits, err);
+    return ZR_OK;
+}
+
+static int lost_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, float *logits, bool all_logits,
+                        ZrError *err) {
+    LostBackend *w = (LostBackend *)be;
+    int rc = lost_here(w, n, pos, err);
+    return rc ? rc : w->inner->forward(w->inner, tokens, n, pos, logits, all_logits, err);
+}
+
+static int lost_decode_greedy(ZrBackend *be, int32_t token, int pos, int n_cand, float *logits, ZrGreedy *out,
+                              ZrError *err) {
+    LostBackend *w = (LostBackend *)be;
+    int rc = lost_here(w, 1, pos, err);
+    return rc ? rc : w->inner->decode_greedy(w->inner, token, pos, n_cand, logits, out, err);
 }
 
 static void lost_truncate(ZrBackend *be, int pos) {
@@ -85,6 +98,7 @@ int zr_fault_lost_wrap(ZrBackend **be, const char *spec, int n_prompt, int after
     w->n_prompt = n_prompt;
     w->after_step = after_step;
     w->be = (ZrBackend){.name = w->inner->name, .n_ctx = w->inner->n_ctx, .forward = lost_forward,
+                        .decode_greedy = w->inner->decode_greedy ? lost_decode_greedy : NULL,
                         .truncate = lost_truncate, .stats = lost_stats, .destroy = lost_destroy};
     *be = &w->be;
     return ZR_OK;

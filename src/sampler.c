@@ -172,6 +172,12 @@ static int argmax(const float *logits, int n) {
     return best;
 }
 
+int32_t zr_sampler_argmax(const float *logits, int n) { return argmax(logits, n); }
+
+bool zr_sampler_is_greedy(const ZrSamplerParams *p) {
+    return p->temp <= 0.0f && (p->repeat_penalty == 1.0f || p->repeat_last_n <= 0);
+}
+
 /* The k best tokens, sorted, into cand[0..k): one pass with a min-heap of size k (the heap
  * root is the worst kept candidate, so most tokens cost one comparison), then a sort of k. */
 static int select_top_k(ZrSampler *s, const float *logits, int k) {

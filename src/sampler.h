@@ -24,6 +24,13 @@ ZrSampler *zr_sampler_create(const ZrSamplerParams *p, int n_vocab, ZrError *err
 void zr_sampler_free(ZrSampler *s);
 /* Picks the next token from logits[n_vocab] (logits may be modified). */
 int32_t zr_sampler_sample(ZrSampler *s, float *logits);
+/* The greedy rule alone: the first id of the largest of logits[0..n) (n >= 1), NaN counting
+ * as -inf, 0 when none is above -inf. zr_sampler_sample picks it at temperature 0 after the
+ * penalty. */
+int32_t zr_sampler_argmax(const float *logits, int n);
+/* Whether sampling with p is zr_sampler_argmax of the logits as they come (temperature 0 and no
+ * repetition penalty), so a backend may pick on its own (ZrBackend.decode_greedy). */
+bool zr_sampler_is_greedy(const ZrSamplerParams *p);
 /* Records a token in the penalty history (prompt tokens and sampled ones). */
 void zr_sampler_accept(ZrSampler *s, int32_t id);
 /* The running state (generator and penalty history) as bytes, so a run can go on in another

@@ -345,6 +345,25 @@ ZT_TEST(the_same_model_and_tests_give_the_same_logits_hash_on_one_thread) {
     ZT_CHECK(strcmp(h[0][0], h[0][1]) != 0);
 }
 
+/* The backend's pick (the default) and the host's argmax choose the same tokens: same hash. */
+ZT_TEST(argmax_device_and_host_give_the_same_logits_hash) {
+    const char *m = tiny_model();
+    ZT_CHECK(m);
+    static const char *const how[2] = {"device", "host"};
+    char h[2][17];
+    for (int i = 0; i < 2; i++) {
+        Run r = run_zrun((const char *const[]){"-m", m, "-p", "0", "-n", "6", "-r", "1", "--device", "cpu", "-t", "1",
+                                               "--bw-mib", "0", "-o", "jsonl", "--argmax", how[i], NULL});
+        ZT_CHECKF(r.status == 0, "--argmax %s: exit %d: %s", how[i], r.status, r.err);
+        ZT_CHECK(hash_of(r.out, "tg6", h[i]));
+        run_free(&r);
+    }
+    ZT_CHECKF(!strcmp(h[0], h[1]), "device %s, host %s", h[0], h[1]);
+    Run r = run_zrun((const char *const[]){"-m", m, "--argmax", "gpu", NULL});
+    ZT_CHECKF(r.status == 2 && strstr(r.err, "--argmax: expected device or host, found 'gpu'"), "%d %s", r.status, r.err);
+    run_free(&r);
+}
+
 ZT_TEST(a_list_of_tests_and_several_models_give_a_row_each) {
     const char *m = tiny_model();
     ZT_CHECK(m);

@@ -32,7 +32,13 @@ static CUresult f_dev_get(CUdevice *d, int o) { *d = o; return CUDA_SUCCESS; }
 static CUresult f_dev_count(int *n) { *n = 1; return CUDA_SUCCESS; }
 static CUresult f_dev_name(char *n, int len, CUdevice d) { (void)d; snprintf(n, (size_t)len, "Fake GPU"); return CUDA_SUCCESS; }
 static CUresult f_total_mem(size_t *b, CUdevice d) { (void)d; *b = (size_t)1 << 34; return CUDA_SUCCESS; }
-static CUresult f_attr(int *v, int a, CUdevice d) { (void)d; *v = a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 4 : 1; return CUDA_SUCCESS; }
+static CUresult f_attr(int *v, int a, CUdevice d) {
+    (void)d;
+    *v = a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 4 : 1;
+    if (a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR && st.cc_major) *v = st.cc_major;
+    if (a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR && st.cc_major) *v = st.cc_minor;
+    return CUDA_SUCCESS;
+}
 static CUresult f_retain(CUcontext *c, CUdevice d) {
     (void)d;
     if (st.sync_result && st.poison_is_process_wide) return st.sync_result;
@@ -132,9 +138,33 @@ static CUresult f_add_node(CUgraphNode *node, CUgraph g, const CUgraphNode *deps
     st.n_nodes++;
     return CUDA_SUCCESS;
 }
+/* What the driver checks: nodes of this graph, a programmatic edge from the programmatic port,
+ * no port on the downstream side, reserved bytes zero, no edge twice. */
+static CUresult f_add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *to, const CUgraphEdgeData *edges,
+                           size_t n) {
+    (void)g;
+    st.add_deps_calls++;
+    if (st.add_deps_result) return st.add_deps_result;
+    for (size_t i = 0; i < n; i++) {
+        int a = (int)(uintptr_t)from[i] - 1, b = (int)(uintptr_t)to[i] - 1;
+        CUgraphEdgeData e = edges ? edges[i] : (CUgraphEdgeData){0};
+        static const unsigned char zero[5];
+        if (a < 0 || a >= st.n_nodes || b < 0 || b >= st.n_nodes || a == b) return CUDA_ERROR_INVALID_VALUE;
+        if (e.to_port || memcmp(e.reserved, zero, sizeof zero)) return CUDA_ERROR_INVALID_VALUE;
+        if ((e.type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC) != (e.from_port == CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC))
+            return CUDA_ERROR_INVALID_VALUE;
+        if (st.nodes[b].n_deps) return CUDA_ERROR_INVALID_VALUE; /* the double keeps one dependency per node */
+        st.nodes[b].n_deps = 1;
+        st.nodes[b].dep = a;
+        st.nodes[b].edge = e;
+    }
+    return CUDA_SUCCESS;
+}
 static CUresult f_instantiate(CUgraphExec *e, CUgraph g, unsigned long long f) {
     (void)g; (void)f;
     if (st.instantiate_result) return st.instantiate_result;
+    for (int i = 0; st.instantiate_programmatic_result && i < st.n_nodes; i++)
+        if (st.nodes[i].edge.type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC) return st.instantiate_programmatic_result;
     st.instantiated++;
     *e = (CUgraphExec)&exec_token;
     return CUDA_SUCCESS;
@@ -158,9 +188,21 @@ static CUresult f_dot(CUgraph g, const char *path, unsigned f) {
     st.dot_prints++;
     FILE *o = fopen(path, "w");
     if (!o) return CUDA_ERROR_INVALID_VALUE;
-    fprintf(o, "digraph fake { %d nodes }\n", st.n_nodes);
+    /* the shape of the driver's file: node statements, then one edge statement per line */
+    fprintf(o, "digraph dot {\nsubgraph cluster_1 {\nlabel=\"graph_1\" graph[style=\"dashed\"];\n");
+    for (int i = 0; i < st.n_nodes; i++)
+        fprintf(o, "\"graph_1_node_%d\"[style=\"bold\" shape=\"record\" label=\"{KERNEL | %s}\"];\n", i, st.nodes[i].k->name);
+    for (int i = 0; i < st.n_nodes; i++)
+        if (st.nodes[i].n_deps) fprintf(o, "\"graph_1_node_%d\" -> \"graph_1_node_%d\" [headlabel=0];\n", st.nodes[i].dep, i);
+    fprintf(o, "}\n}\n");
     fclose(o);
     return CUDA_SUCCESS;
+}
+
+void fake_set_pdl(int cc_major, int cc_minor, bool add_dependencies) {
+    st.cc_major = cc_major;
+    st.cc_minor = cc_minor;
+    drv.cuGraphAddDependencies = add_dependencies ? f_add_deps : NULL;
 }
 
 const ZrCuDriver *fake_driver(const FakeKernel *kernels, int n_kernels, bool param_info) {

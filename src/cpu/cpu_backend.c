@@ -12,6 +12,7 @@
 #include "cpu/ops.h"
 #include "cpu/pool.h"
 #include "quant.h"
+#include "sampler.h"
 
 /* Tokens computed together; bounds the activation buffers for long prompts (as llama.cpp's
  * default ubatch). */
@@ -39,6 +40,7 @@ typedef struct CpuBackend {
     float *delta;       /* [cap][n_embd] block output before the residual add */
     float *scores;      /* [threads][n_ctx] attention weights */
     ZrCpuScratch tiles; /* [threads][ZR_CPU_MATMUL_TILE * max row length] dequantized weight rows */
+    float *pick_logits; /* [n_vocab] a greedy step's logits when the caller wants none (allocated once) */
 } CpuBackend;
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -233,6 +235,30 @@ static int cpu_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, flo
     return 0;
 }
 
+/* The forward step, then the sampler's own greedy rule on its logits. */
+static int cpu_decode_greedy(ZrBackend *be, int32_t token, int pos, int n_cand, float *logits, ZrGreedy *out,
+                             ZrError *err) {
+    CpuBackend *c = (CpuBackend *)be;
+    const int n_vocab = c->m->hp.n_vocab;
+    if (n_cand < 1 || n_cand > n_vocab)
+        return zr_err(err, ZR_E_INTERNAL, "cpu greedy decode: a pick among %d ids (1..%d expected)", n_cand, n_vocab);
+    if (!logits) {
+        if (!c->pick_logits && !(c->pick_logits = malloc((size_t)n_vocab * sizeof(float))))
+            return zr_err(err, ZR_E_NOMEM, "cpu backend: out of memory for %d logits", n_vocab);
+        logits = c->pick_logits;
+    }
+    int rc = cpu_forward(be, &token, 1, pos, logits, false, err);
+    if (rc) return rc;
+    out->token = zr_sampler_argmax(logits, n_cand);
+    out->nan_at = -1;
+    for (int i = 0; i < n_cand; i++)
+        if (isnan(logits[i])) {
+            out->nan_at = i;
+            break;
+        }
+    return ZR_OK;
+}
+
 static void cpu_truncate(ZrBackend *be, int pos) {
     CpuBackend *c = (CpuBackend *)be;
     if (pos < 0) pos = 0;
@@ -253,6 +279,7 @@ static void cpu_destroy(ZrBackend *be) {
     free(c->v_cache);
     free(c->scores);
     free(c->tiles.buf);
+    free(c->pick_logits);
     free(c);
 }
 
@@ -270,7 +297,7 @@ ZrBackend *zr_cpu_backend_create(const ZrModel *m, const ZrBackendOptions *o, Zr
         zr_err(err, ZR_E_NOMEM, "cpu backend: out of memory");
         return NULL;
     }
-    c->be = (ZrBackend){.name = "cpu", .n_ctx = n_ctx, .forward = cpu_forward, .truncate = cpu_truncate, .stats = cpu_stats, .destroy = cpu_destroy};
+    c->be = (ZrBackend){.name = "cpu", .n_ctx = n_ctx, .forward = cpu_forward, .decode_greedy = cpu_decode_greedy, .truncate = cpu_truncate, .stats = cpu_stats, .destroy = cpu_destroy};
     c->m = m;
     c->q_dim = (int64_t)hp->n_head * hp->head_dim;
     c->kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;

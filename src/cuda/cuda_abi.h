@@ -93,6 +93,20 @@ typedef struct CUDA_KERNEL_NODE_PARAMS {
     CUcontext ctx;
 } CUDA_KERNEL_NODE_PARAMS;
 
+/* CUgraphEdgeData (CUDA 12.3+): what an edge waits for. All zero = the upstream node's full
+ * completion with its memory visible; a programmatic edge (from_port PROGRAMMATIC, type
+ * PROGRAMMATIC, kernel to kernel) lets the downstream kernel start once every block of the
+ * upstream one has run griddepcontrol.launch_dependents (or exited); it then waits in
+ * griddepcontrol.wait for the upstream kernel's completion and memory. */
+typedef struct CUgraphEdgeData {
+    unsigned char from_port;   /* CU_GRAPH_KERNEL_NODE_PORT_* */
+    unsigned char to_port;     /* must be 0 */
+    unsigned char type;        /* CU_GRAPH_DEPENDENCY_TYPE_* */
+    unsigned char reserved[5]; /* must be 0 */
+} CUgraphEdgeData;
+enum { CU_GRAPH_KERNEL_NODE_PORT_DEFAULT = 0, CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC = 1 };
+enum { CU_GRAPH_DEPENDENCY_TYPE_DEFAULT = 0, CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1 };
+
 /* ---- function-pointer types (CUDAAPI is empty on Linux) ---- */
 typedef CUresult (*PFN_cuGetProcAddress_v12000)(const char *symbol, void **pfn, int cudaVersion,
                                                 cuuint64_t flags, CUdriverProcAddressQueryResult *status);
@@ -142,6 +156,9 @@ typedef CUresult (*PFN_cuLaunchKernel)(CUfunction f, unsigned int gx, unsigned i
 typedef CUresult (*PFN_cuGraphCreate)(CUgraph *g, unsigned int flags);
 typedef CUresult (*PFN_cuGraphAddKernelNode_v2)(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
                                                 size_t n_deps, const CUDA_KERNEL_NODE_PARAMS *params);
+/* cuGraphAddDependencies_v2: from[i] -> to[i] with edges[i] (NULL: plain edges). */
+typedef CUresult (*PFN_cuGraphAddDependencies_v12030)(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+                                                      const CUgraphEdgeData *edges, size_t n);
 typedef CUresult (*PFN_cuGraphInstantiateWithFlags)(CUgraphExec *exec, CUgraph g, unsigned long long flags);
 typedef CUresult (*PFN_cuGraphLaunch)(CUgraphExec exec, CUstream s);
 typedef CUresult (*PFN_cuGraphExecDestroy)(CUgraphExec exec);
@@ -155,6 +172,7 @@ enum {
     ZR_CU_V_PRIMARY = 11000,      /* cuDevicePrimaryCtxRelease_v2 / Reset_v2 */
     ZR_CU_V_GRAPH_INST = 11040,   /* cuGraphInstantiateWithFlags */
     ZR_CU_V_GRAPH_NODE = 12000,   /* cuGraphAddKernelNode_v2 */
+    ZR_CU_V_GRAPH_EDGES = 12030,  /* cuGraphAddDependencies_v2 (optional: edge data, PDL edges) */
     ZR_CU_V_PARAM_INFO = 12040,   /* cuFuncGetParamInfo (optional: older drivers lack it) */
     ZR_CU_V_MIN_DRIVER = 12000,   /* the oldest driver zrun accepts */
 };

@@ -39,6 +39,7 @@ typedef struct CudaBackend {
     ZrDecodeIO io;
     ZrDecodeGraph graph;
     bool graph_init;
+    int pick_n;       /* > 0: decode steps end with the greedy pick over logits [0, pick_n) */
     int n_past;       /* tokens in the KV cache */
     int32_t *hist;    /* [n_ctx] the tokens fed so far */
     int32_t *calls;   /* [n_ctx] calls[p] = tokens of the forward call that started at position p (0 inside one) */
@@ -56,7 +57,9 @@ static void wire_io(CudaBackend *c) {
     c->io.d_token = c->f.d_tok;
     c->io.d_pos = c->f.d_pos;
     c->io.d_logits = c->f.logits;
+    c->io.d_pick = c->f.d_pick;
     c->io.n_vocab = c->f.n_vocab;
+    c->f.pick_n = c->pick_n;
 }
 
 /* The context is poisoned: a new context, the kernels, cuBLASLt, the weights and buffers again,
@@ -99,9 +102,9 @@ static int recover(void *ctx, int n_past, ZrError *err) {
     return zr_cuda_sync(&c->cuda, err);
 }
 
-static int cuda_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, float *logits, bool all_logits,
-                        ZrError *err) {
-    CudaBackend *c = (CudaBackend *)be;
+/* A forward call's tokens and positions, checked and entered into the history. */
+static int accept_call(CudaBackend *c, const int32_t *tokens, int n, int pos, ZrError *err) {
+    const ZrBackend *be = &c->be;
     const int n_vocab = c->m->hp.n_vocab;
     if (n < 1) return zr_err(err, ZR_E_INTERNAL, "cuda forward: %d tokens given (at least 1 expected)", n);
     if (pos != c->n_past)
@@ -114,21 +117,20 @@ static int cuda_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, fl
         if (tokens[i] < 0 || tokens[i] >= n_vocab)
             return zr_err(err, ZR_E_RANGE, "cuda forward: token id %d at position %d is outside the vocabulary 0..%d",
                           tokens[i], pos + i, n_vocab - 1);
-    int rc;
     memcpy(c->hist + pos, tokens, sizeof(int32_t) * n);
     c->calls[pos] = n;
     for (int i = 1; i < n; i++) c->calls[pos + i] = 0;
+    return ZR_OK;
+}
+
+static int cuda_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, float *logits, bool all_logits,
+                        ZrError *err) {
+    CudaBackend *c = (CudaBackend *)be;
+    const int n_vocab = c->m->hp.n_vocab;
+    int rc = accept_call(c, tokens, n, pos, err);
+    if (rc) return rc;
     if (n == 1) {
-        float *out = logits;
-        float *tmp = NULL;
-        if (!out) {
-            tmp = malloc(sizeof(float) * n_vocab);
-            if (!tmp) return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory");
-            out = tmp;
-        }
-        rc = zr_graph_decode_step(&c->graph, tokens[0], pos, out, err);
-        free(tmp);
-        if (rc) return rc;
+        if ((rc = zr_graph_decode_step(&c->graph, tokens[0], pos, logits, err))) return rc;
         c->n_past = pos + 1;
         return ZR_OK;
     }
@@ -139,6 +141,31 @@ static int cuda_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, fl
         if ((rc = zr_cuf_prefill(&c->f, tokens + c0, nc, pos + c0, out, all_logits, err))) return rc;
         c->n_past = pos + c0 + nc;
     }
+    return ZR_OK;
+}
+
+/* The pick joins the decode step the first time it is asked for (and again if n_cand changes):
+ * the epoch tells the graph controller to record the step again, once. */
+static int cuda_decode_greedy(ZrBackend *be, int32_t token, int pos, int n_cand, float *logits, ZrGreedy *out,
+                              ZrError *err) {
+    CudaBackend *c = (CudaBackend *)be;
+    if (n_cand < 1 || n_cand > c->m->hp.n_vocab)
+        return zr_err(err, ZR_E_INTERNAL, "cuda greedy decode: a pick among %d ids (1..%d expected)", n_cand,
+                      c->m->hp.n_vocab);
+    int rc = accept_call(c, &token, 1, pos, err);
+    if (rc) return rc;
+    if (c->pick_n != n_cand) {
+        c->pick_n = c->f.pick_n = n_cand;
+        c->io.epoch++;
+    }
+    int32_t pick[2];
+    if ((rc = zr_graph_decode_step_out(&c->graph, token, pos, logits, pick, err))) return rc;
+    c->n_past = pos + 1;
+    if (pick[0] < 0 || pick[0] >= n_cand || pick[1] < -1 || pick[1] >= n_cand)
+        return zr_err(err, ZR_E_INTERNAL, "cuda greedy decode at position %d: the device picked %d (NaN at %d) among %d ids",
+                      pos, pick[0], pick[1], n_cand);
+    out->token = pick[0];
+    out->nan_at = pick[1];
     return ZR_OK;
 }
 
@@ -157,6 +184,7 @@ static void cuda_stats(const ZrBackend *be, ZrBackendStats *out) {
     out->kernels_per_token = st.kernels_per_token;
     out->graph_build_ms = st.graph_build_ms;
     out->graph_active = st.graph_active;
+    out->pdl = st.pdl;
     out->host_us_per_token = st.graph_active && st.graph_steps ? st.graph_host_us : st.eager_host_us;
 }
 
@@ -200,7 +228,8 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         zr_err(err, ZR_E_NOMEM, "cuda backend: out of host memory");
         return NULL;
     }
-    c->be = (ZrBackend){.name = "cuda", .n_ctx = n_ctx, .forward = cuda_forward, .truncate = cuda_truncate,
+    c->be = (ZrBackend){.name = "cuda", .n_ctx = n_ctx, .forward = cuda_forward,
+                        .decode_greedy = cuda_decode_greedy, .truncate = cuda_truncate,
                         .stats = cuda_stats, .destroy = cuda_destroy};
     c->m = m;
     c->opt = *o;

@@ -52,6 +52,7 @@ typedef struct ZrCuDriver {
     PFN_cuLaunchKernel cuLaunchKernel; /* called ONLY by src/cuda/launch.c */
     PFN_cuGraphCreate cuGraphCreate;
     PFN_cuGraphAddKernelNode_v2 cuGraphAddKernelNode;
+    PFN_cuGraphAddDependencies_v12030 cuGraphAddDependencies; /* optional (driver >= 12.3); may be NULL */
     PFN_cuGraphInstantiateWithFlags cuGraphInstantiateWithFlags;
     PFN_cuGraphLaunch cuGraphLaunch;
     PFN_cuGraphExecDestroy cuGraphExecDestroy;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/pick.h"
 #include "quant.h"
 
 /* ---- kernels ---- */
@@ -97,7 +98,8 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
     static const size_t rms_sz[] = {P, I, P, P, I, I, I}, rope_sz[] = {P, I, I, I, I, I, I, P, P, P, P},
                         ap_sz[] = {P, I, P, P, P, P, I, I, I, I, I, I},
                         ac_sz[] = {P, P, I, P, I, I, I, I}, sw_sz[] = {P, I, P, I}, ar_sz[] = {P, I, P, I},
-                        add_sz[] = {P, P, I}, cv_sz[] = {P, I, P, I, I};
+                        add_sz[] = {P, P, I}, cv_sz[] = {P, I, P, I, I}, am_sz[] = {P, I, P},
+                        apre_sz[] = {P, I, P, P, P, I, P, I, I, I, I};
     struct {
         const char *name;
         const size_t *sz;
@@ -108,7 +110,9 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         {"attn_part_f32", ap_sz, 12, &k->attn_part},
         {"attn_combine_f32", ac_sz, 8, &k->attn_combine}, {"swiglu_f32", sw_sz, 4, &k->swiglu},
         {"add_rows_f32", ar_sz, 4, &k->add_rows},       {"add_f32", add_sz, 3, &k->add},
-        {"convert_f32_f16", cv_sz, 5, &k->convert},
+        {"convert_f32_f16", cv_sz, 5, &k->convert},     {"argmax_f32", am_sz, 3, &k->argmax},
+        {"attn_prefill_f16_d64", apre_sz, 11, &k->attn_prefill[0]},
+        {"attn_prefill_f16_d128", apre_sz, 11, &k->attn_prefill[1]},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if ((rc = zr_cuda_kernel(c, fixed[i].name, fixed[i].sz, fixed[i].n, fixed[i].out, err))) return rc;
@@ -414,6 +418,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
         {&f->gu, UB * 2 * (size_t)d.n_ff * fl, "activations"},
         {&f->ff, UB * d.n_ff * fl, "activations"},
         {&f->logits, (size_t)ZR_CUF_LOGIT_ROWS * d.n_vocab * fl, "logits"},
+        {&f->d_pick, ZR_PICK_BYTES, "the greedy pick"},
         {&f->part_d, (size_t)d.n_head * f->n_chunks_d * (d.head_dim + 2) * fl, "attention partials"},
         {&f->part_p, UB * d.n_head * f->n_chunks_p * (size_t)(d.head_dim + 2) * fl, "attention partials"},
         {&f->xh, UB * wmax * 2, "f16 activations"},
@@ -426,6 +431,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     f->d_ptok = f->d_tok + 256;
     /* a decode step before any token must not read garbage ids or positions */
     if ((rc = zr_cuda_memset8(cuda, f->d_tok, 0, 256 + UB * sizeof(int32_t), err))) goto fail;
+    if ((rc = zr_cuda_memset8(cuda, f->d_pick, 0, ZR_PICK_BYTES, err))) goto fail; /* its block counter */
     if ((rc = zr_cuda_sync(cuda, err))) goto fail;
     return ZR_OK;
 fail:
@@ -613,9 +619,9 @@ static int rmsnorm(ZrCuForward *f, CUdeviceptr x, int xs, CUdeviceptr w, CUdevic
                      &n, (void *)&eps);
 }
 
-/* Everything from the QKV projection's output to the attention output, for `rows` rows at
- * positions d_pos[0].. (shared by decode and prefill). */
-static int attention(ZrCuForward *f, int il, int rows, CUdeviceptr part, int chunk, int n_chunks, ZrError *err) {
+/* Q/K head norms (qwen3), rope of Q and K, and the K/V cache write, for `rows` rows of f->qkv at
+ * positions d_pos[0].. (decode and prefill). */
+static int qk_norm_rope(ZrCuForward *f, int il, int rows, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
     const ZrCuLayer *G = &f->layers[il];
     int rc;
@@ -629,10 +635,19 @@ static int attention(ZrCuForward *f, int il, int rows, CUdeviceptr part, int chu
     CUdeviceptr kc = fptr(f->kc, layer), vc = fptr(f->vc, layer);
     const size_t threads = (size_t)(hp->n_head + hp->n_head_kv) * (hp->rope_dim / 2) + f->kv_dim +
                            (size_t)hp->n_head_kv * (f->head_dim - hp->rope_dim);
-    if ((rc = ZR_LAUNCH(f->launcher, &f->k->rope_kv, ZR_DIM3(cdiv(threads, 128), rows, 1), ZR_DIM1(128), 0, err, &f->qkv,
-                        &f->qkv_dim, (void *)&hp->n_head, (void *)&hp->n_head_kv, &f->head_dim, (void *)&hp->rope_dim,
-                        (void *)&neox, &f->rope_freq, &f->d_pos, &kc, &vc)))
-        return rc;
+    return ZR_LAUNCH(f->launcher, &f->k->rope_kv, ZR_DIM3(cdiv(threads, 128), rows, 1), ZR_DIM1(128), 0, err, &f->qkv,
+                     &f->qkv_dim, (void *)&hp->n_head, (void *)&hp->n_head_kv, &f->head_dim, (void *)&hp->rope_dim,
+                     (void *)&neox, &f->rope_freq, &f->d_pos, &kc, &vc);
+}
+
+/* Everything from the QKV projection's output to the attention output, for `rows` rows at
+ * positions d_pos[0].. (the decode step; the prefill's fallback). */
+static int attention(ZrCuForward *f, int il, int rows, CUdeviceptr part, int chunk, int n_chunks, ZrError *err) {
+    const ZrHparams *hp = &f->m->hp;
+    int rc;
+    if ((rc = qk_norm_rope(f, il, rows, err))) return rc;
+    const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
+    CUdeviceptr kc = fptr(f->kc, layer), vc = fptr(f->vc, layer);
     const float scale = 1.0f / sqrtf((float)f->head_dim);
     const unsigned smem = (unsigned)((f->head_dim + chunk + 128) * sizeof(float));
     if ((rc = ZR_LAUNCH(f->launcher, &f->k->attn_part, ZR_DIM3(hp->n_head, n_chunks, rows), ZR_DIM1(128), smem, err,
@@ -673,10 +688,30 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
                 return rc;
         }
     }
-    return mv_norm(f, &f->output, f->x, f->output_norm, f->logits, 0, err);
+    if ((rc = mv_norm(f, &f->output, f->x, f->output_norm, f->logits, 0, err))) return rc;
+    return f->pick_n > 0 ? zr_pick_launch(f->launcher, &f->k->argmax, f->logits, f->pick_n, f->d_pick, err) : ZR_OK;
 }
 
 /* ---- prefill ---- */
+
+/* Prefill attention for `rows` rows at positions d_pos[0]..: rope + KV write, then the tiled
+ * tensor-core kernel (cu/attention_prefill.cu), which reads each K/V tile once per 64 query
+ * rows. F32 projections keep F32 attention (the split kernels: such models are held to the
+ * decode tolerance), as do head sizes other than 64 and 128. */
+static int prefill_attention(ZrCuForward *f, int il, int rows, ZrError *err) {
+    const ZrHparams *hp = &f->m->hp;
+    const ZrKernel *kern = f->head_dim == 64 ? &f->k->attn_prefill[0] : f->head_dim == 128 ? &f->k->attn_prefill[1] : NULL;
+    if (!kern || f->layers[il].qkv[0].type == ZR_TYPE_F32)
+        return attention(f, il, rows, f->part_p, f->chunk_p, f->n_chunks_p, err);
+    int rc;
+    if ((rc = qk_norm_rope(f, il, rows, err))) return rc;
+    const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
+    CUdeviceptr kc = fptr(f->kc, layer), vc = fptr(f->vc, layer);
+    const float scale_log2 = (float)(1.4426950408889634 / sqrt((double)f->head_dim));
+    return ZR_LAUNCH(f->launcher, kern, ZR_DIM3(hp->n_head, cdiv(rows, 64), 1), ZR_DIM1(128), 0, err, &f->qkv,
+                     &f->qkv_dim, &kc, &vc, &f->att, &f->q_dim, &f->d_pos, &rows, (void *)&hp->n_head,
+                     (void *)&hp->n_head_kv, (void *)&scale_log2);
+}
 
 /* Y[rows][ldy] (+)= X[rows][n_in] W^T through cuBLASLt. x32 is the F32 input (stride n_in);
  * the F16 copy in f->xh must already hold it for non-F32 weights. beta 1 adds into Y. */
@@ -756,7 +791,7 @@ int zr_cuf_prefill(ZrCuForward *f, const int32_t *tokens, int n, int pos, float 
         if (G->bias && (rc = ZR_LAUNCH(f->launcher, &f->k->add_rows, ZR_DIM3(cdiv(f->qkv_dim, 256), n, 1), ZR_DIM1(256), 0,
                                        err, &f->qkv, &f->qkv_dim, (void *)&G->bias, &f->qkv_dim)))
             return rc;
-        if ((rc = attention(f, il, n, f->part_p, f->chunk_p, f->n_chunks_p, err))) return rc;
+        if ((rc = prefill_attention(f, il, n, err))) return rc;
         if ((rc = gemm_group(f, &G->wo, 1, &zero, n, f->att, f->x, f->n_embd, 1.0f, err))) return rc;
         if ((rc = rmsnorm(f, f->x, f->n_embd, G->ffn_norm, f->xn, f->n_embd, f->n_embd, 1, n, err))) return rc;
         if ((rc = gemm_group(f, G->gu, G->n_gu, G->gu_off, n, f->xn, f->gu, 2 * f->n_ff, 0.0f, err))) return rc;

@@ -29,6 +29,8 @@ typedef struct ZrCuKernels {
     int sm_count;   /* the device's multiprocessors (matrix-vector grid shapes) */
     int smem_optin; /* dynamic shared memory one block may have, bytes */
     ZrKernel rmsnorm, rope_kv, attn_part, attn_combine, swiglu, add_rows, add, convert;
+    ZrKernel argmax; /* the greedy pick (cuda/pick.h) */
+    ZrKernel attn_prefill[2]; /* causal prefill attention, head_dim 64 / 128 (cu/attention_prefill.cu) */
 } ZrCuKernels;
 
 typedef struct ZrCuLayer {
@@ -70,6 +72,8 @@ typedef struct ZrCuForward {
     CUdeviceptr gu;                 /* [UB][2 n_ff] gate | up */
     CUdeviceptr ff;                 /* [UB][n_ff] swiglu output */
     CUdeviceptr logits;             /* [LOGIT_ROWS][n_vocab] */
+    CUdeviceptr d_pick;             /* ZR_PICK_BYTES: the greedy pick of the decode step (i32 token, i32 first NaN id) */
+    int pick_n;                     /* > 0: the decode step ends with the greedy pick over logits [0, pick_n) */
     CUdeviceptr part_d, part_p;     /* attention partials, decode / prefill */
     int chunk_d, n_chunks_d, chunk_p, n_chunks_p;
     CUdeviceptr xh;                 /* f16 [UB][max width] GEMM activation operand */
@@ -154,8 +158,8 @@ void zr_cuf_free(ZrCuForward *f);
  * without freeing them. */
 void zr_cuf_forget(ZrCuForward *f);
 
-/* One decode step: token f->d_tok[0] at position f->d_pos[0] -> f->logits[0][n_vocab].
- * Launches only (no copies, syncs or allocations); the same launches at every position. */
+/* One decode step: token f->d_tok[0] at position f->d_pos[0] -> f->logits[0][n_vocab], and
+ * with pick_n > 0 the greedy pick over logits [0, pick_n) -> f->d_pick. Launches only (no copies, syncs or allocations); the same launches at every position. */
 int zr_cuf_decode_step(ZrCuForward *f, ZrError *err);
 
 /* Prefill n tokens (n <= ZR_CUF_UBATCH) at positions pos.. (cuBLASLt; eager). Writes the

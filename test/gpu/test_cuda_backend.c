@@ -18,6 +18,7 @@
 #include "backend.h"
 #include "gpu_env.h"
 #include "model.h"
+#include "sampler.h"
 #include "test_cpu_common.h"
 #include "zt.h"
 
@@ -237,6 +238,76 @@ ZT_TEST(graph_decode_equals_eager_bit_for_bit_on_every_fixture) {
                 ok ? "== eager over 64 steps" : "DIFFERS", (unsigned long long)st.kernels_per_token, st.graph_build_ms,
                 st.host_us_per_token, rc ? " error: " : "", rc ? err.msg : "");
         failed += !ok;
+        eg->destroy(eg);
+        gg->destroy(gg);
+        free(a);
+        free(b);
+        unload(&L);
+    }
+    ZT_CHECKF(failed == 0, "%d of %d fixtures differ", failed, nf);
+}
+
+/* decode_greedy picks on the device what zr_sampler_argmax picks from the logits of forward, eager
+ * and through the graph, on every fixture: 64 steps, the pick over all ids, then over the first
+ * half of them (the pick's size changes: the graph is recorded again), with forward steps mixed
+ * in on the graph backend; the logits asked for along with a pick are forward's bit for bit. */
+ZT_TEST(greedy_decode_picks_the_argmax_of_the_logits_eager_and_graph_on_every_fixture) {
+    if (!gpu_env()) return;
+    static ZtFixture fx[ZT_MAX_FIXTURES];
+    const int nf = zt_fixtures(fx, ZT_MAX_FIXTURES);
+    if (!nf) {
+        zt_skip("no fixtures");
+        return;
+    }
+    int failed = 0;
+    for (int i = 0; i < nf; i++) {
+        Loaded L;
+        ZT_CHECK(load_fixture(&fx[i], &L));
+        const int V = L.m.hp.n_vocab;
+        ZrError err = {0};
+        ZrBackendOptions oe = {.n_ctx = 128, .graph = 0, .quiet = true},
+                         og = {.n_ctx = 128, .graph = 1, .verify_graph = 2, .quiet = true};
+        ZrBackend *ref = zr_cuda_backend_create(&L.m, &oe, &err);
+        ZrBackend *eg = ref ? zr_cuda_backend_create(&L.m, &oe, &err) : NULL;
+        ZrBackend *gg = eg ? zr_cuda_backend_create(&L.m, &og, &err) : NULL;
+        ZT_CHECKF(ref && eg && gg && eg->decode_greedy, "%s", err.msg);
+        float *a = malloc(sizeof(float) * V), *b = malloc(sizeof(float) * V);
+        int rc = ref->forward(ref, L.ids, 8, 0, a, false, &err);
+        if (!rc) rc = eg->forward(eg, L.ids, 8, 0, b, false, &err);
+        if (!rc) rc = gg->forward(gg, L.ids, 8, 0, b, false, &err);
+        int bad_step = -1;
+        int32_t t = zr_sampler_argmax(a, V);
+        for (int pos = 8; !rc && pos < 8 + 64 && bad_step < 0; pos++) {
+            const int n_cand = pos < 8 + 32 ? V : V / 2;
+            const bool want = pos % 8 == 0;
+            ZrGreedy pe = {-7, -7}, pg = {-7, -7};
+            if ((rc = ref->forward(ref, &t, 1, pos, a, false, &err))) break;
+            if ((rc = eg->decode_greedy(eg, t, pos, n_cand, want ? b : NULL, &pe, &err))) break;
+            if (want && memcmp(a, b, sizeof(float) * V)) bad_step = pos;
+            if (pos % 16 == 5) { /* a plain forward on the graph backend between picks */
+                if ((rc = gg->forward(gg, &t, 1, pos, b, false, &err))) break;
+                if (memcmp(a, b, sizeof(float) * V)) bad_step = pos;
+                pg = pe;
+            } else {
+                if ((rc = gg->decode_greedy(gg, t, pos, n_cand, want ? b : NULL, &pg, &err))) break;
+                if (want && memcmp(a, b, sizeof(float) * V)) bad_step = pos;
+            }
+            const int32_t want_t = zr_sampler_argmax(a, n_cand);
+            if (pe.token != want_t || pg.token != want_t || pe.nan_at != -1 || pg.nan_at != -1) {
+                fprintf(stderr, "  %s position %d: eager picked %d, graph %d, the logits' argmax is %d\n", fx[i].name, pos,
+                        pe.token, pg.token, want_t);
+                bad_step = pos;
+            }
+            t = want_t;
+        }
+        ZrBackendStats st;
+        gg->stats(gg, &st);
+        const bool ok = !rc && bad_step < 0 && st.graph_active;
+        fprintf(stderr, "  greedy %-20s %s (kernels/token %llu)%s%s\n", fx[i].name,
+                ok ? "picks == argmax over 64 steps, eager and graph" : "DIFFERS", (unsigned long long)st.kernels_per_token,
+                rc ? " error: " : "", rc ? err.msg : "");
+        failed += !ok;
+        ref->destroy(ref);
         eg->destroy(eg);
         gg->destroy(gg);
         free(a);

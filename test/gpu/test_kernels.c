@@ -10,9 +10,11 @@
 #include <string.h>
 
 #include "cpu/ops.h"
+#include "cuda/pick.h"
 #include "cuda/weights.h"
 #include "gpu_env.h"
 #include "quant.h"
+#include "sampler.h"
 #include "zt.h"
 
 static const uint32_t all_types[] = {ZR_TYPE_F32,  ZR_TYPE_F16,  ZR_TYPE_BF16, ZR_TYPE_Q8_0, ZR_TYPE_Q4_0,
@@ -553,6 +555,115 @@ ZT_TEST(attention_causal_prefill_matches_cpu) {
     attention_case(4, 2, 64, 64, 0, 33, 64); /* the fixtures' shape: 33 rows from position 0 */
 }
 
+/* attn_prefill_f16_d*: M query rows at positions pos0.. over a cache whose rows past
+ * pos0 + M - 1 are NaN (not yet written: the kernel must not let them in) and whose output
+ * starts as NaN with one row more (rows < M written, row M untouched), against double precision.
+ * The kernel rounds Q (scaled), K, V and the probabilities to F16 (unit roundoff u = 2^-11), so
+ * per output value (natural-log scores s_j, weights p_j / l):
+ *     |err| <= max_j |ds_j| * sum_j p_j |v_j - o| / l  +  2u * sum_j p_j |v_j| / l,
+ *     |ds_j| <= 2u * scale * sum_d |q_d k_jd|   (F32 accumulation and exp2 add ~1e-6 relative);
+ * the test allows 1.5 times that plus 1e-6. A key let in or left out past the causal edge, a
+ * wrong fragment or a wrong head moves values by a fair fraction of |v| (0.3..1): 10..100x it. */
+static double attention_prefill_case(int n_head, int n_kv, int hd, int M, int pos0) {
+    GpuEnv *g = gpu_env();
+    uint64_t s = 1000 + 7 * hd + 3 * M + pos0 + n_kv;
+    const int kv_dim = n_kv * hd, q_dim = n_head * hd, q_stride = q_dim + 2 * kv_dim, n_ctx = pos0 + M + 70;
+    const int kern = hd == 64 ? 0 : 1;
+    float *q = malloc(sizeof(float) * M * q_stride), *kc = malloc(sizeof(float) * n_ctx * kv_dim),
+          *vc = malloc(sizeof(float) * n_ctx * kv_dim), *out = malloc(sizeof(float) * (M + 1) * q_dim);
+    for (int i = 0; i < M * q_stride; i++) q[i] = 2.0f * gpu_rand(&s);
+    for (int i = 0; i < n_ctx * kv_dim; i++) {
+        const bool live = i / kv_dim < pos0 + M;
+        kc[i] = live ? gpu_rand(&s) : NAN;
+        vc[i] = live ? gpu_rand(&s) + 0.25f : NAN; /* an offset: a dropped normalization shows */
+    }
+    for (int i = 0; i < (M + 1) * q_dim; i++) out[i] = NAN;
+    CUdeviceptr dq = gpu_upload(g, q, sizeof(float) * M * q_stride), dk = gpu_upload(g, kc, sizeof(float) * n_ctx * kv_dim);
+    CUdeviceptr dv = gpu_upload(g, vc, sizeof(float) * n_ctx * kv_dim), dp = gpu_upload(g, &pos0, sizeof pos0);
+    CUdeviceptr dout = gpu_upload(g, out, sizeof(float) * (M + 1) * q_dim);
+    const double scale = 1.0 / sqrt((double)hd);
+    const float scale_log2 = (float)(1.4426950408889634 * scale);
+    ZrError e = {0};
+    double *sc = malloc(sizeof(double) * n_ctx), *ds = malloc(sizeof(double) * n_ctx), worst = 0;
+    if (ZR_LAUNCH(&g->l, &g->k.attn_prefill[kern], ZR_DIM3(n_head, (M + 63) / 64, 1), ZR_DIM1(128), 0, &e, &dq,
+                  (void *)&q_stride, &dk, &dv, &dout, (void *)&q_dim, &dp, (void *)&M, (void *)&n_head, (void *)&n_kv,
+                  (void *)&scale_log2)) {
+        fprintf(stderr, "  %s\n", e.msg);
+        worst = 1e30;
+    }
+    gpu_download(g, out, dout, sizeof(float) * (M + 1) * q_dim);
+    const double u = 1.0 / 2048;
+    for (int i = 0; i < M; i++)
+        for (int h = 0; h < n_head; h++) {
+            const int n_keys = pos0 + i + 1, kvh = h / (n_head / n_kv);
+            const float *qi = q + (size_t)i * q_stride + (size_t)h * hd;
+            double mx = -1e300, l = 0, ds_max = 0;
+            for (int p = 0; p < n_keys; p++) {
+                const float *kp = kc + (size_t)p * kv_dim + (size_t)kvh * hd;
+                double d = 0, mag = 0;
+                for (int j = 0; j < hd; j++) d += (double)qi[j] * kp[j], mag += fabs((double)qi[j] * kp[j]);
+                sc[p] = d * scale;
+                ds[p] = 2 * u * scale * mag;
+                if (sc[p] > mx) mx = sc[p];
+                if (ds[p] > ds_max) ds_max = ds[p];
+            }
+            for (int p = 0; p < n_keys; p++) l += (sc[p] = exp(sc[p] - mx));
+            for (int j = 0; j < hd; j++) {
+                double o = 0, vabs = 0, vdev = 0;
+                for (int p = 0; p < n_keys; p++) {
+                    const double v = vc[(size_t)p * kv_dim + (size_t)kvh * hd + j];
+                    o += sc[p] * v;
+                    vabs += sc[p] * fabs(v);
+                }
+                o /= l;
+                for (int p = 0; p < n_keys; p++) vdev += sc[p] * fabs(vc[(size_t)p * kv_dim + (size_t)kvh * hd + j] - o);
+                const double tol = 1.5 * (ds_max * vdev / l + 2 * u * vabs / l) + 1e-6;
+                const float got = out[(size_t)i * q_dim + (size_t)h * hd + j];
+                const double r = isfinite(got) ? fabs(got - o) / tol : 1e30;
+                if (r > worst) worst = r;
+                if (r > 1.0 && r == worst)
+                    fprintf(stderr, "  heads %d/%d hd %d M %d pos0 %d row %d head %d [%d]: %.7g vs %.7g (tol %.3g)\n",
+                            n_head, n_kv, hd, M, pos0, i, h, j, got, o, tol);
+            }
+        }
+    for (int j = 0; j < q_dim; j++)
+        if (!isnan(out[(size_t)M * q_dim + j])) {
+            fprintf(stderr, "  hd %d M %d pos0 %d: row M written at [%d]\n", hd, M, pos0, j);
+            worst = 1e30;
+            break;
+        }
+    gpu_free(g, dq);
+    gpu_free(g, dk);
+    gpu_free(g, dv);
+    gpu_free(g, dp);
+    gpu_free(g, dout);
+    free(q);
+    free(kc);
+    free(vc);
+    free(out);
+    free(sc);
+    free(ds);
+    return worst;
+}
+
+ZT_TEST(attention_prefill_tiled_matches_cpu_within_its_f16_bound) {
+    if (!gpu_env()) return;
+    static const int Ms[] = {1, 2, 63, 64, 65, 200}, pos0s[] = {0, 37};
+    static const int heads[][2] = {{4, 4}, {8, 2}}; /* GQA 1 and 4 */
+    double worst = 0;
+    for (int hdi = 0; hdi < 2; hdi++)
+        for (int gi = 0; gi < 2; gi++)
+            for (size_t pi = 0; pi < sizeof pos0s / sizeof pos0s[0]; pi++)
+                for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
+                    const int hd = hdi ? 128 : 64;
+                    const double r = attention_prefill_case(heads[gi][0], heads[gi][1], hd, Ms[mi], pos0s[pi]);
+                    fprintf(stderr, "  attn_prefill hd %3d heads %d/%d M %3d pos0 %2d: worst |diff|/tol %.3g\n", hd,
+                            heads[gi][0], heads[gi][1], Ms[mi], pos0s[pi], r);
+                    if (r > worst) worst = r;
+                }
+    ZT_CHECKF(worst <= 1.0, "attn_prefill: worst |diff|/tol %.3g", worst);
+}
+
 ZT_TEST(swiglu_add_and_f16_convert_match_cpu) {
     GpuEnv *g = gpu_env();
     if (!g) return;
@@ -608,6 +719,81 @@ ZT_TEST(swiglu_add_and_f16_convert_match_cpu) {
     free(h);
     free(got);
     free(o2);
+}
+
+/* ---- the greedy pick (cu/argmax.cu) against zr_sampler_argmax and a scan for the first NaN ---- */
+
+enum { PICK_RANDOM, PICK_AT_FIRST, PICK_AT_LAST, PICK_TIES, PICK_NANS, PICK_ALL_NAN_OR_INF, PICK_ZEROS, PICK_KINDS };
+
+/* v[n] of the kind; values past n (v has n + 64) are larger than any inside, which must not count. */
+static void pick_values(float *v, int n, int kind, uint64_t *s) {
+    for (int i = 0; i < n; i++) v[i] = 10.0f * gpu_rand(s);
+    for (int i = n; i < n + 64; i++) v[i] = 1e30f;
+    const int a = (int)((*s >> 11) % (uint64_t)n); /* a random id */
+    switch (kind) {
+    case PICK_AT_FIRST: v[0] = 100.0f; break;
+    case PICK_AT_LAST: v[n - 1] = 100.0f; break;
+    case PICK_TIES: /* the maximum three times, and a near miss before them */
+        for (int k = 0; k < 3; k++) v[(a + k * 7919) % n] = 50.0f;
+        v[a / 2] = nextafterf(50.0f, 0.0f);
+        break;
+    case PICK_NANS: /* NaN above everything and at the start: never picked, the first reported */
+        for (int k = 0; k < 5; k++) v[(a + k * 104729) % n] = NAN;
+        v[0] = NAN;
+        v[n - 1] = INFINITY;
+        break;
+    case PICK_ALL_NAN_OR_INF: /* nothing possible: id 0 */
+        for (int i = 0; i < n; i++) v[i] = i % 3 ? -INFINITY : NAN;
+        break;
+    case PICK_ZEROS: /* the maximum is zero, -0 first, then +0: they tie, the first wins */
+        for (int i = 0; i < n; i++) v[i] = -1.0f - fabsf(v[i]);
+        v[a] = -0.0f;
+        v[(a + 1) % n] = 0.0f;
+        break;
+    default: break;
+    }
+}
+
+ZT_TEST(argmax_picks_the_first_maximum_ignoring_nan_and_reports_the_first_nan) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    /* 1..3: less than a float4; 4099 and 128259: n not a multiple of 4 or of a block's 4096
+     * values; 128256 the Llama 3 vocabulary; 2000003: more than 256 blocks' worth (grid-stride) */
+    static const int sizes[] = {1, 2, 3, 4, 5, 255, 4096, 4099, 128256, 128259, 2000003};
+    const int max_n = 2000003;
+    float *v = malloc(sizeof(float) * (max_n + 64));
+    CUdeviceptr dv = gpu_alloc(g, sizeof(float) * (max_n + 64)), dp = gpu_alloc(g, ZR_PICK_BYTES);
+    ZrError e = {0};
+    ZT_CHECK(v && !zr_cuda_memset8(&g->cuda, dp, 0, ZR_PICK_BYTES, &e));
+    uint64_t s = 0x5eed1234u;
+    int cases = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (int kind = 0; kind < PICK_KINDS; kind++) {
+            const int n = sizes[si];
+            pick_values(v, n, kind, &s);
+            gpu_free(g, dv); /* fresh buffers each case: nothing left over from the one before */
+            dv = gpu_upload(g, v, sizeof(float) * (n + 64));
+            const int32_t poison[2] = {0x7f7f7f7f, 0x7f7f7f7f};
+            ZT_CHECK(!zr_cuda_h2d(&g->cuda, dp, poison, sizeof poison, &e)); /* the counter stays as the last launch left it */
+            ZT_CHECKF(!zr_pick_launch(&g->l, &g->k.argmax, dv, n, dp, &e), "%s", e.msg);
+            int32_t got[2];
+            gpu_download(g, got, dp, sizeof got);
+            const int32_t want = zr_sampler_argmax(v, n);
+            int32_t nan_at = -1;
+            for (int i = 0; i < n && nan_at < 0; i++)
+                if (isnan(v[i])) nan_at = i;
+            ZT_CHECKF(got[0] == want && got[1] == nan_at, "n %d, case %d: picked %d (NaN at %d), expected %d (NaN at %d)",
+                      n, kind, got[0], got[1], want, nan_at);
+            cases++;
+        }
+    /* the block counter is back at 0 after every launch */
+    uint32_t done;
+    gpu_download(g, &done, dp + 8, sizeof done);
+    ZT_CHECK(done == 0);
+    fprintf(stderr, "  %d cases\n", cases);
+    gpu_free(g, dv);
+    gpu_free(g, dp);
+    free(v);
 }
 
 int main(void) { return zt_run(); }

@@ -1,0 +1,128 @@
+// The greedy pick on the device, the last kernel of a decode step: only 8 bytes (the token and
+// the first NaN id) go back to the host instead of n_vocab logits.
+//
+// argmax_f32: pick->token = the first id of the largest of logits[0..n), NaN counting as -inf
+// (0 when none is above -inf), and pick->nan_at = the first id whose logit is NaN, or -1:
+// exactly src/sampler.c's greedy rule (zr_sampler_argmax), which compares floats, so -0 and
+// +0 tie and the lower id wins.
+//
+// One pass, one launch: every block reduces a grid-strided share to one (key, first NaN), the
+// block that finishes last (a counter in the pick buffer, reset by that block) reduces the
+// partials. Each candidate is a 64-bit key, order-preserving float bits above the complemented
+// id, so "largest key" is "largest logit, then lowest id": a total order, whatever the block
+// and thread that saw it, hence the same pick on every run, eager or graph.
+// grid 1..ZR_ARGMAX_MAX_BLOCKS, block ZR_ARGMAX_THREADS; logits 16-byte aligned; 1 <= n.
+#include <limits.h>
+
+#include "common.cuh"
+
+#define ZR_ARGMAX_THREADS 256
+#define ZR_ARGMAX_MAX_BLOCKS 256 // src/cuda/pick.h ZR_PICK_MAX_BLOCKS
+
+// The pick buffer (src/cuda/pick.h ZR_PICK_BYTES): zeroed once when allocated.
+struct ZrPick {
+    int token;                                    // out
+    int nan_at;                                   // out
+    unsigned int done;                            // blocks finished in this launch
+    unsigned int pad;
+    unsigned long long key[ZR_ARGMAX_MAX_BLOCKS]; // per block: its best key
+    int nan[ZR_ARGMAX_MAX_BLOCKS];                // per block: its first NaN id, or INT_MAX
+};
+
+__device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
+    unsigned int b = __float_as_uint(v);
+    if ((b & 0x7fffffffu) > 0x7f800000u) b = 0xff800000u; // NaN -> -inf
+    if ((b << 1) == 0) b = 0;                             // -0 -> +0: they tie
+    b = (b & 0x80000000u) ? ~b : (b | 0x80000000u);       // larger float, larger key
+    return ((unsigned long long)b << 32) | (unsigned int)~(unsigned int)i;
+}
+
+__device__ __forceinline__ void argmax_take(float v, int i, unsigned long long *key, int *nan) {
+    const unsigned long long k = argmax_key(v, i);
+    *key = k > *key ? k : *key;
+    if (isnan(v) && i < *nan) *nan = i;
+}
+
+// The block's best key and first NaN id, in thread 0.
+__device__ __forceinline__ void argmax_block(unsigned long long *key, int *nan) {
+    __shared__ unsigned long long s_key[ZR_ARGMAX_THREADS / 32];
+    __shared__ int s_nan[ZR_ARGMAX_THREADS / 32];
+    unsigned long long k = *key;
+    int m = *nan;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long ko = __shfl_xor_sync(0xffffffffu, k, o);
+        const int mo = __shfl_xor_sync(0xffffffffu, m, o);
+        k = ko > k ? ko : k;
+        m = mo < m ? mo : m;
+    }
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0) {
+        s_key[warp] = k;
+        s_nan[warp] = m;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < ZR_ARGMAX_THREADS / 32; w++) {
+            k = s_key[w] > k ? s_key[w] : k;
+            m = s_nan[w] < m ? s_nan[w] : m;
+        }
+        *key = k;
+        *nan = m;
+    }
+}
+
+ZR_KERNEL void __launch_bounds__(ZR_ARGMAX_THREADS) argmax_f32(const float *__restrict__ logits, int n, ZrPick *pick) {
+    zr_grid_enter();
+    unsigned long long key = 0; // below every real key (the -inf key is 0x007fffff...)
+    int nan = INT_MAX;
+    const int stride = gridDim.x * ZR_ARGMAX_THREADS;
+    const int t = blockIdx.x * ZR_ARGMAX_THREADS + threadIdx.x;
+    const int n4 = n >> 2;
+    const float4 *l4 = reinterpret_cast<const float4 *>(logits);
+    // four loads in flight before any is used (the host sizes the grid so one round covers n)
+    for (int j0 = t; j0 < n4; j0 += 4 * stride) {
+        float4 q[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            if (j0 + u * stride < n4) q[u] = l4[j0 + u * stride];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int j = j0 + u * stride;
+            if (j < n4) {
+                argmax_take(q[u].x, 4 * j, &key, &nan);
+                argmax_take(q[u].y, 4 * j + 1, &key, &nan);
+                argmax_take(q[u].z, 4 * j + 2, &key, &nan);
+                argmax_take(q[u].w, 4 * j + 3, &key, &nan);
+            }
+        }
+    }
+    if (t < n - 4 * n4) argmax_take(logits[4 * n4 + t], 4 * n4 + t, &key, &nan);
+    argmax_block(&key, &nan);
+
+    __shared__ bool s_last;
+    if (threadIdx.x == 0) {
+        pick->key[blockIdx.x] = key;
+        pick->nan[blockIdx.x] = nan;
+        __threadfence(); // the partial is visible before the count says so
+        s_last = atomicAdd(&pick->done, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    key = 0;
+    nan = INT_MAX;
+    for (int b = threadIdx.x; b < (int)gridDim.x; b += ZR_ARGMAX_THREADS) {
+        // L2 reads: the partials come from other multiprocessors
+        const unsigned long long k = __ldcg(&pick->key[b]);
+        const int m = __ldcg(&pick->nan[b]);
+        key = k > key ? k : key;
+        nan = m < nan ? m : nan;
+    }
+    argmax_block(&key, &nan);
+    if (threadIdx.x == 0) {
+        pick->token = (int)~(unsigned int)(key & 0xffffffffu);
+        pick->nan_at = nan == INT_MAX ? -1 : nan;
+        pick->done = 0; // ready for the next launch
+    }
+}
