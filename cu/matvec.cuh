@@ -291,29 +291,78 @@ struct ZrMvQ23K {
     }
 };
 
-// q4_K / q5_K: item = 16 bytes of nibbles (one of 8 per super-block: chunk j = u/2 of 64
-// elements, half hf = u%2): low nibbles are elements 64j + 16hf + l (sub-block 2j), high
-// nibbles 64j + 32 + 16hf + l (sub-block 2j+1).
-template <int TYPE>
-struct ZrMvQ45K {
+// q4_K (device layout in cu/quant.cuh): item = 16 bytes of nibbles, one of 8 per super-block:
+// chunk j = u/2 of 64 elements, half hf = u%2; low nibbles are elements 64j + 16hf + l (sub-block
+// 2j), high nibbles 64j + 32 + 16hf + l (sub-block 2j+1). Besides the quants a lane loads one
+// word of decoded scales/mins and (d, dmin): 24 B per item and row, 6 registers.
+struct ZrMvQ4K {
     static constexpr int EPI = 32;
-    static constexpr int SB = TYPE == ZR_T_Q4_K ? 144 : 176;
+    // the row's first super-block g: the stream pointers are the kernel's (shared by every
+    // row), so a row costs one register, not four
+    struct Row { const uint8_t *w, *ws; uint32_t g; };
+    struct F { uint4 q; uint32_t sm; __half2 dm; };
+    __device__ static Row row(const uint8_t *w, const uint8_t *ws, int n_in, int, int r) {
+        return {w, ws, (uint32_t)r * (uint32_t)(n_in / 256)};
+    }
+    __device__ static void load(const Row &rw, int it, F &f) {
+        const uint32_t sb = rw.g + (it >> 3);
+        const uint8_t *s = rw.ws + (size_t)sb * 20;
+        f.q = zr_ld16(rw.w + (size_t)rw.g * 128 + 16 * it);
+        f.sm = __ldg((const uint32_t *)s + ((it >> 1) & 3));
+        f.dm = __ldg((const __half2 *)(s + 16));
+    }
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        // 32 it = 256 sb + 64 j + 32 hf; the 16 values at e0 (and at e0 + 32) do not cross a pad
+        const int e0 = 32 * it - 16 * (it & 1);
+        const float *xl = xs + zr_xpad(e0), *xh = xs + zr_xpad(e0 + 32);
+        float slo[R], shi[R], sum_lo = 0.f, sum_hi = 0.f;
+#pragma unroll
+        for (int r = 0; r < R; r++) slo[r] = shi[r] = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float4 a = *(const float4 *)(xl + 4 * k), b = *(const float4 *)(xh + 4 * k);
+            const float va[4] = {a.x, a.y, a.z, a.w}, vb[4] = {b.x, b.y, b.z, b.w};
+            sum_lo += (a.x + a.y) + (a.z + a.w);
+            sum_hi += (b.x + b.y) + (b.z + b.w);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                const uint32_t lo = w4 & 0x0F0F0F0Fu, hi = (w4 >> 4) & 0x0F0F0F0Fu;
+                float tl = slo[r], th = shi[r];
+#pragma unroll
+                for (int i = 0; i < 4; i++) tl = fmaf(va[i], zr_byte_f(lo, i, ZR_MAGIC), tl);
+#pragma unroll
+                for (int i = 0; i < 4; i++) th = fmaf(vb[i], zr_byte_f(hi, i, ZR_MAGIC), th);
+                slo[r] = tl;
+                shi[r] = th;
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float2 dm = __half22float2(f[r].dm);
+            const uint32_t sm = f[r].sm;
+            const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
+            const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
+            acc[r] += dm.x * fmaf(sc0, slo[r], sc1 * shi[r]) - dm.y * fmaf(m0, sum_lo, m1 * sum_hi);
+        }
+    }
+};
+
+// q5_K (ggml's block as is): item = 16 bytes of nibbles laid out as q4_K's, plus the block's
+// 16-byte header and the 16 bytes of fifth bits of the item's half.
+struct ZrMvQ5K {
+    static constexpr int EPI = 32;
     struct Row { const uint8_t *p; };
     struct F { uint4 q, hd, h; };
     __device__ static Row row(const uint8_t *w, const uint8_t *, int n_in, int, int r) {
-        return {w + (size_t)r * (n_in / 256) * SB};
+        return {w + (size_t)r * (n_in / 256) * 176};
     }
     __device__ static void load(const Row &rw, int it, F &f) {
         const int sb = it >> 3, j = (it >> 1) & 3, hf = it & 1;
-        const uint8_t *b = rw.p + (size_t)sb * SB;
+        const uint8_t *b = rw.p + (size_t)sb * 176;
         f.hd = zr_ld16(b);
-        if (TYPE == ZR_T_Q4_K) {
-            f.q = zr_ld16(b + 16 + 32 * j + 16 * hf);
-            f.h = make_uint4(0, 0, 0, 0);
-        } else {
-            f.q = zr_ld16(b + 48 + 32 * j + 16 * hf);
-            f.h = zr_ld16(b + 16 + 16 * hf);
-        }
+        f.q = zr_ld16(b + 48 + 32 * j + 16 * hf);
+        f.h = zr_ld16(b + 16 + 16 * hf);
     }
     template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
         const int sb = it >> 3, j = (it >> 1) & 3, hf = it & 1;
@@ -329,19 +378,12 @@ struct ZrMvQ45K {
             zr_scale_min_k4w(2 * j, f[r].hd.y, f[r].hd.z, f[r].hd.w, &sc0, &m0);
             zr_scale_min_k4w(2 * j + 1, f[r].hd.y, f[r].hd.z, f[r].hd.w, &sc1, &m1);
             const uint32_t w4[4] = {f[r].q.x, f[r].q.y, f[r].q.z, f[r].q.w};
+            const uint32_t h4[4] = {f[r].h.x, f[r].h.y, f[r].h.z, f[r].h.w};
             uint32_t lo[4], hi[4];
 #pragma unroll
             for (int k = 0; k < 4; k++) {
-                lo[k] = w4[k] & 0x0F0F0F0Fu;
-                hi[k] = (w4[k] >> 4) & 0x0F0F0F0Fu;
-            }
-            if (TYPE == ZR_T_Q5_K) {
-                const uint32_t h4[4] = {f[r].h.x, f[r].h.y, f[r].h.z, f[r].h.w};
-#pragma unroll
-                for (int k = 0; k < 4; k++) {
-                    lo[k] |= ((h4[k] >> (2 * j)) & 0x01010101u) << 4;
-                    hi[k] |= ((h4[k] >> (2 * j + 1)) & 0x01010101u) << 4;
-                }
+                lo[k] = (w4[k] & 0x0F0F0F0Fu) | (((h4[k] >> (2 * j)) & 0x01010101u) << 4);
+                hi[k] = ((w4[k] >> 4) & 0x0F0F0F0Fu) | (((h4[k] >> (2 * j + 1)) & 0x01010101u) << 4);
             }
             const float a = dm.x * sc0 * zr_dot16_bytes(lo, xlo, ZR_MAGIC) - dm.y * m0 * slo;
             const float b = dm.x * sc1 * zr_dot16_bytes(hi, xhi, ZR_MAGIC) - dm.y * m1 * shi;
@@ -350,49 +392,51 @@ struct ZrMvQ45K {
     }
 };
 
-// q6_K: item = (h, k): ql bytes 64h+16k.. and 64h+32+16k.., qh bytes 32h+16k..; elements
-// 128h + 16k + l + {0, 32, 64, 96} with int8 scales 8h + k + {0, 2, 4, 6}.
+// q6_K (regrouped layout in cu/quant.cuh): item = 32 elements 32 it.. of the row: 16 bytes of
+// nibbles (low: elements +0..15, high: +16..31) and 8 bytes of their high bits, plus the two
+// int8 scales of the item (one u16) and d: 26 B per item and row, 8 registers.
 struct ZrMvQ6K {
-    static constexpr int EPI = 64;
-    struct Row { const uint8_t *p; const __half *d; };
-    struct F { uint4 la, lb, qh, sc; float d; };
+    static constexpr int EPI = 32;
+    struct Row { const uint8_t *w, *ws; uint32_t g; };  // as q4_K's
+    struct F { uint4 q; uint2 h; uint32_t sc; __half d; };
     __device__ static Row row(const uint8_t *w, const uint8_t *ws, int n_in, int, int r) {
-        const int nsb = n_in / 256;
-        return {w + (size_t)r * nsb * 208, (const __half *)ws + (size_t)r * nsb};
+        return {w, ws, (uint32_t)r * (uint32_t)(n_in / 256)};
     }
     __device__ static void load(const Row &rw, int it, F &f) {
-        const int sb = it >> 2, h = (it >> 1) & 1, k = it & 1;
-        const uint8_t *b = rw.p + (size_t)sb * 208;
-        f.la = zr_ld16(b + 64 * h + 16 * k);
-        f.lb = zr_ld16(b + 64 * h + 32 + 16 * k);
-        f.qh = zr_ld16(b + 128 + 32 * h + 16 * k);
-        f.sc = zr_ld16(b + 192);
-        f.d = __half2float(__ldg(rw.d + sb));
+        const uint32_t sb = rw.g + (it >> 3);
+        const uint8_t *b = rw.w + (size_t)sb * 192, *s = rw.ws + (size_t)sb * 18;
+        f.q = zr_ld16(b + 16 * (it & 7));
+        f.h = __ldg((const uint2 *)(b + 128 + 8 * (it & 7)));
+        f.sc = __ldg((const uint16_t *)s + (it & 7));
+        f.d = __ldg((const __half *)(s + 16));
     }
     template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        const int sb = it >> 2, h = (it >> 1) & 1, k = it & 1;
-        const int e0 = 256 * sb + 128 * h + 16 * k;
+        const float *xp = xs + zr_xpad(32 * it);  // 32 values after a padded start: no pad inside
+        float slo[R], shi[R];
 #pragma unroll
-        for (int g = 0; g < 4; g++) {
-            float xv[16];
-            zr_x16(xs, e0 + 32 * g, xv);
+        for (int r = 0; r < R; r++) slo[r] = shi[r] = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float4 a = *(const float4 *)(xp + 4 * k), b = *(const float4 *)(xp + 16 + 4 * k);
+            const float va[4] = {a.x, a.y, a.z, a.w}, vb[4] = {b.x, b.y, b.z, b.w};
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                const uint4 l4 = (g & 1) ? f[r].lb : f[r].la;
-                const uint32_t lw[4] = {l4.x, l4.y, l4.z, l4.w};
-                const uint32_t hw[4] = {f[r].qh.x, f[r].qh.y, f[r].qh.z, f[r].qh.w};
-                uint32_t q[4];
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                const uint32_t lo = (w4 & 0x0F0F0F0Fu) | (((f[r].h.x >> (2 * k)) & 0x03030303u) << 4);
+                const uint32_t hi = ((w4 >> 4) & 0x0F0F0F0Fu) | (((f[r].h.y >> (2 * k)) & 0x03030303u) << 4);
+                float tl = slo[r], th = shi[r];
 #pragma unroll
-                for (int t = 0; t < 4; t++) {
-                    const uint32_t nib = (g & 2) ? ((lw[t] >> 4) & 0x0F0F0F0Fu) : (lw[t] & 0x0F0F0F0Fu);
-                    q[t] = nib | (((hw[t] >> (2 * g)) & 0x03030303u) << 4);
-                }
-                // scale index 8h + k + 2g: word 2h + g/2, byte 2(g&1) + k
-                const uint32_t sw[4] = {f[r].sc.x, f[r].sc.y, f[r].sc.z, f[r].sc.w};
-                const uint32_t word = h ? sw[2 + (g >> 1)] : sw[g >> 1];
-                const float s = (float)(int8_t)(word >> (8 * (2 * (g & 1) + k)));
-                acc[r] = fmaf(f[r].d * s, zr_dot16_bytes(q, xv, ZR_MAGIC + 32.f), acc[r]);
+                for (int i = 0; i < 4; i++) tl = fmaf(va[i], zr_byte_f(lo, i, ZR_MAGIC + 32.f), tl);
+#pragma unroll
+                for (int i = 0; i < 4; i++) th = fmaf(vb[i], zr_byte_f(hi, i, ZR_MAGIC + 32.f), th);
+                slo[r] = tl;
+                shi[r] = th;
             }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float sc0 = (float)(int8_t)(f[r].sc & 0xFF), sc1 = (float)(int8_t)(f[r].sc >> 8);
+            acc[r] = fmaf(__half2float(f[r].d), fmaf(sc0, slo[r], sc1 * shi[r]), acc[r]);
         }
     }
 };

@@ -17,9 +17,20 @@
 //   q5_1   qs[16]                                               u32 qh[N] then half2 dm[N]
 //   q2_K   scales[16] qs[64] (80 B)                             half2 (d, dmin)
 //   q3_K   hmask[32] qs[64] scales[12] d pad[2] (112 B)         -
-//   q4_K   d dmin scales[12] qs[128] (144 B, as ggml)           -
+//   q4_K   qs[128] (128 B, as ggml)                             u32 sm[4], half2 dm (20 B)
 //   q5_K   d dmin scales[12] qh[32] qs[128] (176 B, as ggml)    -
-//   q6_K   ql[128] qh[64] scales[16] (208 B)                    half d
+//   q6_K   nib[128] hb[64] (192 B, regrouped, below)            int8 sc[16], half d (18 B)
+//
+// K-quant side streams are pre-decoded so the matrix-vector kernel reads one small word per
+// item instead of unpacking 6-bit fields of a 16-byte header on every lane (one record per
+// super-block, in row order, so a row's side data starts at one pointer):
+//   q4_K  sm[j] = bytes (sc[2j], sc[2j+1], m[2j], m[2j+1]) of the 6-bit scales and mins of the
+//         64 values 64j.. (j = 0..3); dm = (d, dmin). 20 B per super-block (ggml: 16).
+//   q6_K  the 6-bit value of element e = 32u + 16t + i (u = 0..7, t = 0/1, i = 0..15) of a
+//         super-block: low nibble in nib[16u + i] (t = 0: bits 0..3, t = 1: bits 4..7), its two
+//         high bits in the 32-bit word hb[8u + 4t ..] at bits 8*(i&3) + 2*(i>>2) .. +1 -- so
+//         ((word >> 2k) & 0x03030303) << 4 are the high bits of the 4 bytes of nibble word k.
+//         sc[16] = ggml's int8 scales (scale s covers elements 16s..16s+15); d as ggml.
 #pragma once
 #include "common.cuh"
 
@@ -100,9 +111,9 @@ __device__ __forceinline__ size_t zr_main_row_bytes(int type, int n_in) {
     case ZR_T_Q5_1: return (size_t)(n_in / 32) * 16;
     case ZR_T_Q2_K: return (size_t)(n_in / 256) * 80;
     case ZR_T_Q3_K: return (size_t)(n_in / 256) * 112;
-    case ZR_T_Q4_K: return (size_t)(n_in / 256) * 144;
+    case ZR_T_Q4_K: return (size_t)(n_in / 256) * 128;
     case ZR_T_Q5_K: return (size_t)(n_in / 256) * 176;
-    case ZR_T_Q6_K: return (size_t)(n_in / 256) * 208;
+    case ZR_T_Q6_K: return (size_t)(n_in / 256) * 192;
     default: return 0;
     }
 }
@@ -149,22 +160,29 @@ __device__ __forceinline__ float zr_dq(const uint8_t *__restrict__ w, const uint
         const int q = ((b[32 + 32 * n + l] >> (2 * j)) & 3) - ((b[l] >> (4 * n + j)) & 1 ? 0 : 4);
         return zr_ldh(b + 108) * (float)sc * (float)q;
     }
-    if (TYPE == ZR_T_Q4_K || TYPE == ZR_T_Q5_K) {
-        const uint8_t *b = row + (TYPE == ZR_T_Q4_K ? 144 : 176) * sb;
+    if (TYPE == ZR_T_Q4_K) {
+        const int j = i >> 6, hi = (i >> 5) & 1, l = i & 31;
+        const uint8_t *sm = ws + 20 * g + 4 * j;
+        const float2 dm = __half22float2(*(const __half2 *)(ws + 20 * g + 16));
+        const uint8_t qb = row[128 * sb + 32 * j + l];
+        const int q = hi ? (qb >> 4) : (qb & 0xF);
+        return dm.x * (float)sm[hi] * (float)q - dm.y * (float)sm[2 + hi];
+    }
+    if (TYPE == ZR_T_Q5_K) {
+        const uint8_t *b = row + 176 * sb;
         const int j = i >> 6, hi = (i >> 5) & 1, l = i & 31;
         float sc, m;
         zr_scale_min_k4(2 * j + hi, b + 4, &sc, &m);
-        const uint8_t *qs = b + (TYPE == ZR_T_Q4_K ? 16 : 48);
-        int q = hi ? (qs[32 * j + l] >> 4) : (qs[32 * j + l] & 0xF);
-        if (TYPE == ZR_T_Q5_K) q += ((b[16 + l] >> (2 * j + hi)) & 1) << 4;
+        int q = hi ? (b[48 + 32 * j + l] >> 4) : (b[48 + 32 * j + l] & 0xF);
+        q += ((b[16 + l] >> (2 * j + hi)) & 1) << 4;
         return zr_ldh(b) * sc * (float)q - zr_ldh(b + 2) * m;
     }
-    // Q6_K
-    const uint8_t *b = row + 208 * sb;
-    const int h = i >> 7, g4 = (i >> 5) & 3, l = i & 31;
-    const uint8_t qlb = b[64 * h + 32 * (g4 & 1) + l];
-    const int lo = (g4 & 2) ? (qlb >> 4) : (qlb & 0xF);
-    const int q = (lo | (((b[128 + 32 * h + l] >> (2 * g4)) & 3) << 4)) - 32;
-    const int sc = (int8_t)b[192 + 8 * h + (l >> 4) + 2 * g4];
-    return zr_ldh(ws + 2 * g) * (float)sc * (float)q;
+    // Q6_K (regrouped layout above)
+    const uint8_t *b = row + 192 * sb;
+    const int u = i >> 5, t = (i >> 4) & 1, k = i & 15;
+    const int lo = t ? (b[16 * u + k] >> 4) : (b[16 * u + k] & 0xF);
+    const uint32_t hw = *(const uint32_t *)(b + 128 + 8 * u + 4 * t);
+    const int q = (lo | (int)(((hw >> (8 * (k & 3) + 2 * (k >> 2))) & 3) << 4)) - 32;
+    const int sc = (int8_t)ws[18 * g + (i >> 4)];
+    return zr_ldh(ws + 18 * g + 16) * (float)sc * (float)q;
 }

@@ -111,6 +111,13 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
     else if (k->run) k->run(params);
     return CUDA_SUCCESS;
 }
+static CUresult f_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
+    st.launches_ex++;
+    st.last_ex = *c;
+    st.last_ex_attr = c->numAttrs == 1 ? c->attrs[0] : (CUlaunchAttribute){.id = -1};
+    return f_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
+                    c->sharedMemBytes, c->hStream, params, extra);
+}
 static CUresult f_graph_create(CUgraph *g, unsigned f) {
     (void)f;
     st.graphs_created++;
@@ -199,10 +206,11 @@ static CUresult f_dot(CUgraph g, const char *path, unsigned f) {
     return CUDA_SUCCESS;
 }
 
-void fake_set_pdl(int cc_major, int cc_minor, bool add_dependencies) {
+void fake_set_pdl(int cc_major, int cc_minor, bool add_dependencies, bool launch_ex) {
     st.cc_major = cc_major;
     st.cc_minor = cc_minor;
     drv.cuGraphAddDependencies = add_dependencies ? f_add_deps : NULL;
+    drv.cuLaunchKernelEx = launch_ex ? f_launch_ex : NULL;
 }
 
 const ZrCuDriver *fake_driver(const FakeKernel *kernels, int n_kernels, bool param_info) {

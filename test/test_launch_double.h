@@ -42,6 +42,9 @@ typedef struct FakeState {
     CUresult add_deps_result;              /* every cuGraphAddDependencies returns it */
     CUresult instantiate_programmatic_result; /* instantiating a graph with a programmatic edge */
     int cc_major, cc_minor;                /* compute capability reported (0: 1.1) */
+    int launches_ex;                       /* of `launches`, those through cuLaunchKernelEx */
+    CUlaunchConfig last_ex;                /* the last cuLaunchKernelEx's configuration ... */
+    CUlaunchAttribute last_ex_attr;        /* ... and its one attribute (else id -1) */
     size_t mem_free; /* reported by cuMemGetInfo */
     bool poison_is_process_wide; /* like driver 580: a reset does not clear the trap's error */
 } FakeState;
@@ -49,8 +52,9 @@ typedef struct FakeState {
 /* Resets the state and returns the driver table (both are process-wide in the test). */
 const ZrCuDriver *fake_driver(const FakeKernel *kernels, int n_kernels, bool param_info);
 FakeState *fake_state(void);
-/* The device is compute capability major.minor, and the table has cuGraphAddDependencies or
- * not (fake_driver gives 1.1 and none). Call before zr_cuda_open (it reads the properties). */
-void fake_set_pdl(int cc_major, int cc_minor, bool add_dependencies);
+/* The device is compute capability major.minor, and the table has cuGraphAddDependencies and
+ * cuLaunchKernelEx or not (fake_driver gives 1.1 and neither). Call before zr_cuda_open (it
+ * reads the properties). */
+void fake_set_pdl(int cc_major, int cc_minor, bool add_dependencies, bool launch_ex);
 /* The CUfunction for a fake kernel (what cuModuleGetFunction returns). */
 CUfunction fake_fn(const FakeKernel *k);

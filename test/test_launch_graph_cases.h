@@ -33,7 +33,7 @@ typedef struct CaseRun {
 } CaseRun;
 
 /* Programmatic edges are expected in a graph run: supported and not turned off by ZRUN_PDL. */
-static inline bool case_pdl_expected(const CaseRun *r) { return r->pdl_supported && zr_graph_pdl_env(getenv("ZRUN_PDL")); }
+static inline bool case_pdl_expected(const CaseRun *r) { return r->pdl_supported && zr_pdl_env(getenv("ZRUN_PDL")); }
 
 /* Opens a toy, runs it with the options (log captured), closes it. */
 static void case_run(const ZrDecodeOptions *o0, bool pos_by_value, int move_at, CaseRun *out, int *skip) {

@@ -22,7 +22,7 @@ static const FakeDevice hopper = {9, 0, true, CUDA_SUCCESS, CUDA_SUCCESS, CUDA_S
 
 static int case_open(Toy *t) {
     const ZrCuDriver *d = fake_driver(toy_fake_kernels, toy_fake_n_kernels, true);
-    fake_set_pdl(next_device.cc_major, next_device.cc_minor, next_device.add_dependencies);
+    fake_set_pdl(next_device.cc_major, next_device.cc_minor, next_device.add_dependencies, true);
     FakeState *st = fake_state();
     st->add_deps_result = next_device.add_deps_result;
     st->instantiate_programmatic_result = next_device.instantiate_programmatic_result;
@@ -216,13 +216,6 @@ ZT_TEST(programmatic_build_without_the_entry_point_is_refused) {
     ZT_CHECK(zr_graph_build_pdl(t.drv, &t.l.rec, true, NULL, 0, &g, &err) == CUDA_ERROR_NOT_SUPPORTED);
     ZT_CHECK(fake_state()->graphs_created == 0);
     toy_close(&t);
-}
-
-ZT_TEST(ZRUN_PDL_values) {
-    ZT_CHECK(zr_graph_pdl_env(NULL));
-    ZT_CHECK(zr_graph_pdl_env("1"));
-    ZT_CHECK(zr_graph_pdl_env(""));
-    ZT_CHECK(!zr_graph_pdl_env("0"));
 }
 
 int main(void) { return zt_run(); }

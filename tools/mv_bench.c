@@ -8,10 +8,14 @@
  * rotate over enough copies of the matrix (>= 128 MiB in all) that the L2 cache does not hold
  * them, so it is the time a decode step sees for that matrix, kernel gaps included. Weights
  * are random 16-bit words 0x3000..0x3fff (finite F16 values and scales, any quant bytes).
- *     zrun-mv-bench [-t f16,q8_0,q4_0] [-m 1b,8b] [-o FILE.csv] [-q]
- * -q: the forward pass's kernel and shape only. -s: the forward pass's kernel and shape, and the
- * streaming kernels (cu/matvec_stream.cu: mvs_*) with 2..8 stages on 1 or 2 blocks per SM
- * (shape "SxB": stages x blocks per SM), not the other register kernels and shapes.
+ *     zrun-mv-bench [-t f16,q8_0,q4_0,q4_k,q6_k,q4_k_m] [-m 1b,8b] [-o FILE.csv] [-q] [-s]
+ * -q: the forward pass's kernel and shape only. q4_k_m: the forward pass's own Q4_K / Q6_K
+ * kernels and shapes on the matrices of llama.cpp's Q4_K_M mix (tools/synth.c), each launch as
+ * the forward pass makes it (Q|K and V apart in the layers whose V is Q6_K).
+ * -s: the forward pass's kernel and shape, the streaming kernel at zr_cuf_mvs_shape's launch
+ * ("stream-rule"), and every streaming kernel (cu/matvec_stream.cu: mvs_*) with 2..8 stages on 1
+ * or 2 blocks per SM (shape "sNbB": stages, blocks per SM, 0 = as many as fit), not the other
+ * register kernels and shapes.
  * Prints, per model, type and matrix: the forward pass's own kernel and shape, and the best
  * kernel and shape found, in us and GB/s; then per model and type the matrix-vector time per
  * token, both ways. */
@@ -58,6 +62,14 @@ static const char *shape_str(ZrMvShape sp, int sm_count, char buf[32]) {
 static int cmpd(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+/* name is one of the comma-separated words of list ("q4_k" is not in "q4_k_m") */
+static bool listed(const char *list, const char *name) {
+    const size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)); p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return true;
+    return false;
 }
 
 static size_t a256(size_t n) { return (n + 255) & ~(size_t)255; }
@@ -112,6 +124,63 @@ static double time_config(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const 
     return t[2];
 }
 
+/* Q4_K_M (tools/synth.c's mix of llama.cpp's rule): of n layers, those i < n/8, i >= 7n/8 and
+ * every third between have attn_v and ffn_down in Q6_K; the output is Q6_K; the rest Q4_K. */
+static int kquant_mix(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const Shape *sh, CUdeviceptr pool,
+                      size_t pool_bytes, CUdeviceptr x, CUdeviceptr g, CUdeviceptr y, FILE *csv, ZrError *err) {
+    int more = 0;
+    for (int i = 0; i < sh->layers; i++)
+        more += i < sh->layers / 8 || i >= 7 * sh->layers / 8 || (i - sh->layers / 8) % 3 == 2;
+    const int rest = sh->layers - more, K4 = ZR_TYPE_Q4_K, K6 = ZR_TYPE_Q6_K;
+    const struct {
+        Mat m;
+        uint32_t type;
+    } mats[] = {
+        {{"qkv", sh->embd, sh->q + 2 * sh->kv, ZR_CUF_MV_RMSNORM, 0, rest}, K4},
+        {{"qk", sh->embd, sh->q + sh->kv, ZR_CUF_MV_RMSNORM, 0, more}, K4},
+        {{"v", sh->embd, sh->kv, ZR_CUF_MV_RMSNORM, 0, more}, K6},
+        {{"wo", sh->q, sh->embd, ZR_CUF_MV_PLAIN, 1, sh->layers}, K4},
+        {{"gu", sh->embd, 2 * sh->ff, ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, 0, sh->layers}, K4},
+        {{"down", sh->ff, sh->embd, ZR_CUF_MV_PLAIN, 1, rest}, K4},
+        {{"down", sh->ff, sh->embd, ZR_CUF_MV_PLAIN, 1, more}, K6},
+        {{"out", sh->embd, sh->vocab, ZR_CUF_MV_RMSNORM, 0, 1}, K6},
+    };
+    double tok = 0, bytes_tok = 0;
+    for (size_t mi = 0; mi < sizeof mats / sizeof mats[0]; mi++) {
+        const Mat *m = &mats[mi].m;
+        const uint32_t type = mats[mi].type;
+        const size_t mb = zr_cuw_main_row_bytes(type, m->n_in) * (size_t)m->n_out,
+                     sb = zr_cuw_side_bytes(type, m->n_in, m->n_out), bytes = a256(mb) + a256(sb);
+        int n_copies = (int)((((size_t)128 << 20) + bytes - 1) / bytes);
+        if ((size_t)n_copies * bytes > pool_bytes) n_copies = (int)(pool_bytes / bytes);
+        ZrCuWeight *copies = malloc(sizeof *copies * n_copies);
+        if (!copies) return zr_err(err, ZR_E_NOMEM, "out of host memory");
+        for (int i = 0; i < n_copies; i++)
+            copies[i] = (ZrCuWeight){.type = type, .n_in = m->n_in, .n_out = m->n_out,
+                                     .main = pool + (size_t)i * bytes, .side = pool + (size_t)i * bytes + a256(mb)};
+        const ZrMvShape def = zr_cuf_mv_shape(k, &copies[0], m->mode);
+        const Kern kn = {.name = "forward", .k = k->mv[type], .rows_per_warp = zr_cuf_mv_rows_per_warp(type), .forward = 1};
+        const double t = time_config(c, l, k, &kn, copies, n_copies, m, def, x, g, y, err);
+        free(copies);
+        if (t < 0) return ZR_E_CUDA;
+        /* GB/s of the file's bytes (ggml's block sizes), the figure zrun bench reports */
+        const double file_bytes = (double)zr_row_bytes(type, m->n_in) * m->n_out;
+        printf("%-3s %-6s %-6s %6d %7d | %-5s %2dx%-2d %8.2f us %7.0f GB/s (device bytes %.0f) x %d per token\n",
+               sh->name, "q4_k_m", m->name, m->n_in, m->n_out, zr_type_name(type), def.groups, def.split, t,
+               file_bytes / t / 1e3, bytes / t / 1e3, m->per_token);
+        if (csv)
+            fprintf(csv, "%s,q4_k_m:%s,%s,%d,%d,forward,%d,%d,%d,%d,%.3f,%.1f,1\n", sh->name, zr_type_name(type),
+                    m->name, m->n_in, m->n_out, def.groups, def.split, def.stages, def.blocks, t, file_bytes / t / 1e3);
+        fflush(stdout);
+        tok += t * m->per_token;
+        bytes_tok += file_bytes * m->per_token;
+    }
+    printf("%-3s q4_k_m per token: matrix-vector %.1f us (%.0f GB/s of file bytes), %d launches\n", sh->name, tok,
+           bytes_tok / tok / 1e3, 4 * sh->layers + more + 1);
+    fflush(stdout);
+    return ZR_OK;
+}
+
 int main(int argc, char **argv) {
     const char *types_arg = "f16,q8_0,q4_0", *models_arg = "1b,8b", *csv_path = NULL;
     int opt, quick = 0, stream_only = 0;
@@ -122,7 +191,7 @@ int main(int argc, char **argv) {
         else if (opt == 'm') models_arg = optarg;
         else if (opt == 'o') csv_path = optarg;
         else {
-            fprintf(stderr, "usage: zrun-mv-bench [-t f16,q8_0,q4_0] [-m 1b,8b] [-o FILE.csv] [-q] [-s]\n");
+            fprintf(stderr, "usage: zrun-mv-bench [-t f16,q8_0,q4_0,q4_k,q6_k,q4_k_m] [-m 1b,8b] [-o FILE.csv] [-q] [-s]\n");
             return 2;
         }
     }
@@ -135,6 +204,8 @@ int main(int argc, char **argv) {
         {"f16", ZR_TYPE_F16, {"mvx_f16_r4p3", "mvx_f16_r4p2", NULL}},
         {"q8_0", ZR_TYPE_Q8_0, {"mvx_q8_0_r4p3", "mvx_q8_0_r2p3", NULL}},
         {"q4_0", ZR_TYPE_Q4_0, {NULL}},
+        {"q4_k", ZR_TYPE_Q4_K, {"mvx_q4_k_r2p3", NULL}},
+        {"q6_k", ZR_TYPE_Q6_K, {"mvx_q6_k_r2p3", NULL}},
     };
     static const ZrMvShape grid[] = {{8, 1, 0, 0}, {16, 1, 0, 0}, {4, 1, 0, 0}, {2, 1, 0, 0}, {4, 2, 0, 0},
                                      {8, 2, 0, 0}, {2, 4, 0, 0}, {4, 4, 0, 0}, {1, 8, 0, 0}, {2, 8, 0, 0}};
@@ -204,8 +275,12 @@ int main(int argc, char **argv) {
             {"down", sh->ff, sh->embd, ZR_CUF_MV_PLAIN, 1, sh->layers},
             {"out", sh->embd, sh->vocab, ZR_CUF_MV_RMSNORM, 0, 1},
         };
+        if (listed(types_arg, "q4_k_m") && kquant_mix(&cuda, &l, &k, sh, pool, pool_bytes, x, g, y, csv, &err)) {
+            fprintf(stderr, "zrun-mv-bench: %s q4_k_m: %s\n", sh->name, err.msg);
+            return 1;
+        }
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-            if (!strstr(types_arg, types[ti].name)) continue;
+            if (!listed(types_arg, types[ti].name)) continue;
             const uint32_t type = types[ti].type;
             Kern kerns[8];
             int n_k = 0;

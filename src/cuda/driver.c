@@ -57,6 +57,7 @@ static const Entry k_entries[] = {
     E(cuEventElapsedTime, 2000),
     E(cuEventDestroy, ZR_CU_V_BASE),
     E(cuLaunchKernel, ZR_CU_V_BASE),
+    OPT(cuLaunchKernelEx, ZR_CU_V_LAUNCH_EX),
     E(cuGraphCreate, 10000),
     E(cuGraphAddKernelNode, ZR_CU_V_GRAPH_NODE),
     OPT(cuGraphAddDependencies, ZR_CU_V_GRAPH_EDGES),

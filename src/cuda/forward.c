@@ -24,7 +24,7 @@ static int mv_item_values(uint32_t type) {
     case ZR_TYPE_F32: return 4;
     case ZR_TYPE_F16: case ZR_TYPE_BF16: return 8;
     case ZR_TYPE_Q8_0: return 16;
-    case ZR_TYPE_Q2_K: case ZR_TYPE_Q3_K: case ZR_TYPE_Q6_K: return 64;
+    case ZR_TYPE_Q2_K: case ZR_TYPE_Q3_K: return 64;
     default: return 32;
     }
 }
@@ -283,25 +283,22 @@ static int upload_matrix(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuW
     return rc;
 }
 
-/* Stacks the matrices when they share type and row length (one launch for all), else uploads
- * them one by one. off[i] = where matrix i's output starts. */
+/* Stacks each run of consecutive matrices sharing type and row length (one launch per run:
+ * Q4_K_M's Q|K in Q4_K with V in Q6_K is two launches, not three). off[i] = where output i
+ * starts, n_out = the device matrices made. */
 static int upload_group(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuWeight *out, int *n_out, int *off,
                         ZrError *err) {
-    bool same = true;
-    for (int i = 1; i < n; i++) same = same && ws[i]->type == ws[0]->type && ws[i]->ne0 == ws[0]->ne0;
     int o = 0, rc;
-    for (int i = 0; i < n; i++) {
-        off[i] = o;
-        o += (int)ws[i]->ne1;
+    *n_out = 0;
+    for (int i = 0; i < n;) {
+        int k = i + 1;
+        while (k < n && ws[k]->type == ws[i]->type && ws[k]->ne0 == ws[i]->ne0) k++;
+        off[*n_out] = o;
+        for (int t = i; t < k; t++) o += (int)ws[t]->ne1;
+        if ((rc = upload_matrix(f, &ws[i], k - i, &out[*n_out], err))) return rc;
+        ++*n_out;
+        i = k;
     }
-    if (same) {
-        *n_out = 1;
-        off[0] = 0;
-        return upload_matrix(f, ws, n, &out[0], err);
-    }
-    *n_out = n;
-    for (int i = 0; i < n; i++)
-        if ((rc = upload_matrix(f, &ws[i], 1, &out[i], err))) return rc;
     return ZR_OK;
 }
 

@@ -35,7 +35,7 @@ typedef struct ZrCuKernels {
 
 typedef struct ZrCuLayer {
     CUdeviceptr attn_norm, ffn_norm; /* f32 [n_embd] */
-    ZrCuWeight qkv[3];               /* fused: qkv[0] = [n_embd, q_dim + 2 kv_dim]; else wq, wk, wv */
+    ZrCuWeight qkv[3];               /* runs of one type stacked: [n_embd, q_dim + 2 kv_dim], or wq|wk and wv, .. */
     int n_qkv, qkv_off[3];           /* matrices, and where each one's output starts in a qkv row */
     CUdeviceptr bias;                /* qwen2: f32 [q_dim + 2 kv_dim] (bq | bk | bv); else 0 */
     CUdeviceptr q_norm, k_norm;      /* qwen3: f32 [head_dim]; else 0 */

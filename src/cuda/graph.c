@@ -18,8 +18,6 @@ bool zr_graph_pdl_supported(const ZrCuda *c) {
     return c->props.cc_major >= 9 && c->drv->cuGraphAddDependencies != NULL;
 }
 
-bool zr_graph_pdl_env(const char *value) { return !value || strcmp(value, "0") != 0; }
-
 static void build_failed(const ZrCuDriver *d, ZrGraph *g, CUgraphNode *nodes) {
     d->cuGraphDestroy(g->graph);
     free(nodes);
@@ -243,7 +241,7 @@ int zr_graph_decode_init(ZrDecodeGraph *g, ZrDecodeIO *io, const ZrDecodeHooks *
     if (g->opt.max_recoveries <= 0) g->opt.max_recoveries = 2;
     if (g->opt.verify < 0) g->opt.verify = 0;
     g->mode = ZR_DECODE_EAGER;
-    g->pdl_off = o->no_pdl || !zr_graph_pdl_env(getenv("ZRUN_PDL"));
+    g->pdl_off = o->no_pdl || !zr_pdl_env(getenv("ZRUN_PDL"));
     if (o->graph) {
         if (o->profile)
             fallback(g, "--profile times every kernel launch, which needs eager decode");

@@ -78,8 +78,6 @@ CUresult zr_graph_build_pdl(const ZrCuDriver *d, const ZrRecording *rec, bool pr
                             int step, ZrGraph *g, ZrError *err);
 /* Programmatic edges are possible: compute capability >= 9.0 and cuGraphAddDependencies_v2. */
 bool zr_graph_pdl_supported(const ZrCuda *c);
-/* The value of ZRUN_PDL allows programmatic edges: anything but "0" (NULL, unset, does). */
-bool zr_graph_pdl_env(const char *value);
 CUresult zr_graph_instantiate(const ZrCuDriver *d, ZrGraph *g, ZrFault *fault, int step, ZrError *err);
 CUresult zr_graph_launch(const ZrCuDriver *d, const ZrGraph *g, CUstream s, ZrError *err);
 /* cuGraphDebugDotPrint (verbose) of the built graph; with programmatic edges, every edge

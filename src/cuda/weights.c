@@ -27,9 +27,9 @@ size_t zr_cuw_main_row_bytes(uint32_t type, int64_t n_in) {
     case ZR_TYPE_Q5_1: return (size_t)(n_in / 32) * 16;
     case ZR_TYPE_Q2_K: return (size_t)(n_in / 256) * 80;
     case ZR_TYPE_Q3_K: return (size_t)(n_in / 256) * 112;
-    case ZR_TYPE_Q4_K: return (size_t)(n_in / 256) * 144;
+    case ZR_TYPE_Q4_K: return (size_t)(n_in / 256) * 128;
     case ZR_TYPE_Q5_K: return (size_t)(n_in / 256) * 176;
-    case ZR_TYPE_Q6_K: return (size_t)(n_in / 256) * 208;
+    case ZR_TYPE_Q6_K: return (size_t)(n_in / 256) * 192;
     default: return 0;
     }
 }
@@ -37,10 +37,12 @@ size_t zr_cuw_main_row_bytes(uint32_t type, int64_t n_in) {
 /* bytes per block in the side stream (the q5 types have two sub-streams: 4 + 2 or 4 + 4) */
 static size_t side_per_block(uint32_t type) {
     switch (type) {
-    case ZR_TYPE_Q8_0: case ZR_TYPE_Q4_0: case ZR_TYPE_Q6_K: return 2;
+    case ZR_TYPE_Q8_0: case ZR_TYPE_Q4_0: return 2;
     case ZR_TYPE_Q4_1: case ZR_TYPE_Q2_K: return 4;
     case ZR_TYPE_Q5_0: return 6;
     case ZR_TYPE_Q5_1: return 8;
+    case ZR_TYPE_Q6_K: return 18;
+    case ZR_TYPE_Q4_K: return 20;
     default: return 0;
     }
 }
@@ -49,6 +51,47 @@ size_t zr_cuw_side_bytes(uint32_t type, int64_t n_in, int64_t n_rows) {
     const ZrTypeInfo *ti = zr_type_info(type);
     if (!ti || !side_per_block(type)) return 0;
     return side_per_block(type) * (size_t)(n_in / ti->block) * (size_t)n_rows;
+}
+
+/* q4_K / q5_K: 6-bit scale (or min, at +4) of sub-block j (0..7) from ggml's 12 bytes. */
+static uint8_t k4_scale(const uint8_t *s, int j) {
+    return j < 4 ? (uint8_t)(s[j] & 63) : (uint8_t)((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
+}
+static uint8_t k4_min(const uint8_t *s, int j) {
+    return j < 4 ? (uint8_t)(s[j + 4] & 63) : (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+}
+
+/* One ggml q4_K block (d dmin scales[12] qs[128]) as 128 B of quants, 4 words of decoded
+ * scale/min bytes and (d, dmin) (cu/quant.cuh). */
+static void repack_q4_k(const uint8_t *blk, uint8_t *m, uint8_t *sm, uint8_t *dm) {
+    const uint8_t *sc = blk + 4;
+    for (int j = 0; j < 4; j++) {
+        sm[4 * j + 0] = k4_scale(sc, 2 * j);
+        sm[4 * j + 1] = k4_scale(sc, 2 * j + 1);
+        sm[4 * j + 2] = k4_min(sc, 2 * j);
+        sm[4 * j + 3] = k4_min(sc, 2 * j + 1);
+    }
+    memcpy(dm, blk, 4);
+    memcpy(m, blk + 16, 128);
+}
+
+/* One ggml q6_K block (ql[128] qh[64] scales[16] d) regrouped as nib[128] hb[64] (cu/quant.cuh:
+ * element 32u + 16t + i has its low nibble in nib[16u + i] at bit 4t and its high two bits in
+ * the word at hb + 8u + 4t, bits 8*(i&3) + 2*(i>>2)), the scales and d into the side stream. */
+static void repack_q6_k(const uint8_t *blk, uint8_t *m, uint8_t *sc, uint8_t *d) {
+    memset(m, 0, 192);
+    for (int e = 0; e < 256; e++) {
+        const int h = e >> 7, g4 = (e >> 5) & 3, l = e & 31;
+        const uint8_t qlb = blk[64 * h + 32 * (g4 & 1) + l];
+        const int lo = (g4 & 2) ? qlb >> 4 : qlb & 0xF;
+        const int hi = (blk[128 + 32 * h + l] >> (2 * g4)) & 3;
+        const int u = e >> 5, t = (e >> 4) & 1, i = e & 15;
+        m[16 * u + i] |= (uint8_t)(lo << (4 * t));
+        /* little-endian word: bit 8*(i&3) + 2*(i>>2) is bit 2*(i>>2) of byte i&3 */
+        m[128 + 8 * u + 4 * t + (i & 3)] |= (uint8_t)(hi << (2 * (i >> 2)));
+    }
+    memcpy(sc, blk + 192, 16);
+    memcpy(d, blk + 208, 2);
 }
 
 void zr_cuw_repack_row(uint32_t type, const void *src, int64_t n_in, int64_t r, int64_t N, uint8_t *main,
@@ -89,9 +132,9 @@ void zr_cuw_repack_row(uint32_t type, const void *src, int64_t n_in, int64_t r, 
             break;
         case ZR_TYPE_Q2_K: memcpy(m + 80 * b, blk, 80); memcpy(side + 4 * g, blk + 80, 4); break;
         case ZR_TYPE_Q3_K: memcpy(m + 112 * b, blk, 110); memset(m + 112 * b + 110, 0, 2); break;
-        case ZR_TYPE_Q4_K: memcpy(m + 144 * b, blk, 144); break;
+        case ZR_TYPE_Q4_K: repack_q4_k(blk, m + 128 * b, side + 20 * g, side + 20 * g + 16); break;
         case ZR_TYPE_Q5_K: memcpy(m + 176 * b, blk, 176); break;
-        case ZR_TYPE_Q6_K: memcpy(m + 208 * b, blk, 208); memcpy(side + 2 * g, blk + 208, 2); break;
+        case ZR_TYPE_Q6_K: repack_q6_k(blk, m + 192 * b, side + 18 * g, side + 18 * g + 16); break;
         default: break;
         }
     }

@@ -1,7 +1,8 @@
 /* Programmatic dependent launch on a real GPU: a graph of many dependent kernels (each reads,
  * from other blocks, what the one before it wrote: cu/graph_selftest.cu zr_selftest_link),
  * built with programmatic edges where the device allows them (compute capability >= 9.0),
- * replayed on fresh random inputs and compared exactly with the same chain on the CPU. A kernel
+ * replayed on fresh random inputs and compared exactly with the same chain on the CPU; the
+ * recording pass (eager, with cuLaunchKernelEx + programmatic stream serialization there) too. A kernel
  * that touched its input before griddepcontrol.wait would read stale values here.
  * Also reported, not checked (timings and races are not deterministic): the replay time per
  * kernel with plain and with programmatic edges, and whether the chain of kernels WITHOUT the
@@ -41,6 +42,8 @@ static int chain_open(Chain *c, int n) {
         return rc;
     }
     zr_launcher_init(&c->l, c->drv, c->cuda.stream);
+    /* the recording passes run eagerly, with programmatic stream serialization where possible */
+    zr_launcher_set_pdl(&c->l, zr_launch_pdl_supported(&c->cuda) && zr_pdl_env(getenv("ZRUN_PDL")));
     c->n = n;
     return 0;
 }
@@ -111,10 +114,10 @@ ZT_TEST(graph_of_128_dependent_kernels_replays_exactly_with_programmatic_edges) 
     if (rc == 77) return;
     ZT_CHECK(rc == 0);
     if (rc) return;
-    const bool pdl = zr_graph_pdl_supported(&c.cuda) && zr_graph_pdl_env(getenv("ZRUN_PDL"));
-    fprintf(stderr, "  compute capability %d.%d, cuGraphAddDependencies %s: %s edges\n", c.cuda.props.cc_major,
-            c.cuda.props.cc_minor, c.drv->cuGraphAddDependencies ? "present" : "missing",
-            pdl ? "programmatic" : "plain");
+    const bool pdl = zr_graph_pdl_supported(&c.cuda) && zr_pdl_env(getenv("ZRUN_PDL"));
+    fprintf(stderr, "  compute capability %d.%d, cuGraphAddDependencies %s: %s edges; eager launches %s\n",
+            c.cuda.props.cc_major, c.cuda.props.cc_minor, c.drv->cuGraphAddDependencies ? "present" : "missing",
+            pdl ? "programmatic" : "plain", c.l.pdl ? "cuLaunchKernelEx (PDL)" : "cuLaunchKernel");
     uint32_t *x = malloc((size_t)n * 4), *want = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
     ZT_CHECK(x && want && got);
     ZrError err = {0};

@@ -223,19 +223,24 @@ MATVEC_TEST(q4_k, ZR_TYPE_Q4_K)
 MATVEC_TEST(q5_k, ZR_TYPE_Q5_K)
 MATVEC_TEST(q6_k, ZR_TYPE_Q6_K)
 
-/* The other shapes of the F16 / Q8_0 kernels (cu/matvec_variants.cu, timed by
- * tools/mv_bench.c): the same checks through a few launch shapes and modes. */
+/* The other shapes of the F16 / Q8_0 kernels (cu/matvec_variants.cu) and of Q4_K / Q6_K
+ * (cu/matvec_q_k.cu), timed by tools/mv_bench.c: the same checks through a few launch shapes
+ * and modes. */
 ZT_TEST(matvec_variant_kernels_match_cpu_dot_row) {
     GpuEnv *g = gpu_env();
     if (!g) return;
-    static const char *const names[] = {"mvx_f16_r4p3", "mvx_f16_r4p2", "mvx_q8_0_r4p3", "mvx_q8_0_r2p3"};
+    static const char *const names[] = {"mvx_f16_r4p3",  "mvx_f16_r4p2",  "mvx_q8_0_r4p3",
+                                        "mvx_q8_0_r2p3", "mvx_q4_k_r2p3", "mvx_q6_k_r2p3"};
     static const size_t sz[] = {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4};
     const int R = ZR_CUF_MV_RMSNORM, GL = ZR_CUF_MV_GLU;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         ZrKernel kern;
         ZrError e = {0};
         ZT_CHECKF(!zr_cuda_kernel(&g->cuda, names[i], sz, 11, &kern, &e), "%s", e.msg);
-        const uint32_t type = strstr(names[i], "f16") ? ZR_TYPE_F16 : ZR_TYPE_Q8_0;
+        const uint32_t type = strstr(names[i], "f16")    ? ZR_TYPE_F16
+                               : strstr(names[i], "q4_k") ? ZR_TYPE_Q4_K
+                               : strstr(names[i], "q6_k") ? ZR_TYPE_Q6_K
+                                                          : ZR_TYPE_Q8_0;
         const int rpw = strstr(names[i], "_r4") ? 4 : 2;
         const MvCase cases[] = {{4096, 1000, 1, R, 8, 1}, {4096, 333, 1, 0, 2, 4}, {2048, 202, 0, R | GL, 4, 2},
                                 {8192, 77, 1, 0, 1, 8}};

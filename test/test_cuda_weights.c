@@ -1,0 +1,78 @@
+/* The device layout of the K-quants (cu/quant.cuh, src/cuda/weights.c): a row repacked for the
+ * GPU, read back by the layout's own description (written out again here, independently of the
+ * kernels), gives zr_dequant_row's values. The GPU tests then check that the kernels read the
+ * same layout; this test runs everywhere and pins the layout itself. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/weights.h"
+#include "quant.h"
+#include "zt.h"
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static float rnd(void) { /* [-1, 1) */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)(rng >> 40) / 8388608.0f - 1.0f;
+}
+
+static float h2f(const uint8_t *p) { return zr_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+/* element e of row r of a repacked [n_in, n_out] matrix, by the documented layout */
+static float q4_k_elem(const uint8_t *m, const uint8_t *s, int n_in, int r, int e) {
+    const size_t g = (size_t)r * (n_in / 256) + e / 256;
+    const int i = e % 256, j = i / 64, hi = (i / 32) % 2, l = i % 32;
+    const uint8_t *sm = s + 20 * g + 4 * j, qb = m[128 * g + 32 * j + l];
+    const int q = hi ? qb >> 4 : qb & 15;
+    return h2f(s + 20 * g + 16) * sm[hi] * q - h2f(s + 20 * g + 18) * sm[2 + hi];
+}
+
+static float q6_k_elem(const uint8_t *m, const uint8_t *s, int n_in, int r, int e) {
+    const size_t g = (size_t)r * (n_in / 256) + e / 256;
+    const int i = e % 256, u = i / 32, t = (i / 16) % 2, k = i % 16;
+    const uint8_t *b = m + 192 * g;
+    const int lo = (b[16 * u + k] >> (4 * t)) & 15;
+    const uint8_t *hw = b + 128 + 8 * u + 4 * t; /* a little-endian word: bit n is bit n%8 of byte n/8 */
+    const int bit = 8 * (k % 4) + 2 * (k / 4);
+    const int hb = (hw[bit / 8] >> (bit % 8)) & 3;
+    return h2f(s + 18 * g + 16) * (float)(int8_t)s[18 * g + i / 16] * (float)((lo | hb << 4) - 32);
+}
+
+static void check_type(uint32_t type, float (*elem)(const uint8_t *, const uint8_t *, int, int, int)) {
+    const int n_in = 512, n_out = 3;
+    const size_t rb = zr_row_bytes(type, n_in), mrb = zr_cuw_main_row_bytes(type, n_in),
+                 sb = zr_cuw_side_bytes(type, n_in, n_out);
+    ZT_CHECK(mrb % 16 == 0);
+    uint8_t *w = malloc(rb * n_out), *m = malloc(mrb * n_out), *s = malloc(sb);
+    float *x = malloc(sizeof(float) * n_in), *ref = malloc(sizeof(float) * n_in);
+    for (int r = 0; r < n_out; r++) {
+        for (int i = 0; i < n_in; i++) x[i] = 0.1f * (float)(r + 1) * rnd() + 0.02f;
+        ZT_CHECK(zr_quantize_row(type, x, w + rb * r, n_in));
+    }
+    memset(m, 0xAA, mrb * n_out);
+    memset(s, 0xAA, sb);
+    /* rows in reverse order: a row's place comes from r, not from the call order */
+    for (int r = n_out - 1; r >= 0; r--) zr_cuw_repack_row(type, w + rb * r, n_in, r, n_out, m, s);
+    int bad = 0;
+    for (int r = 0; r < n_out; r++) {
+        zr_dequant_row(type, w + rb * r, ref, n_in);
+        float amax = 0.f;
+        for (int e = 0; e < n_in; e++) amax = fmaxf(amax, fabsf(ref[e]));
+        /* rounding differs (the order of d * scale * q - dmin * min); a misplaced bit, scale or
+         * nibble is off by a quantization step, ~1e-2 of amax or more */
+        for (int e = 0; e < n_in; e++) {
+            const float v = elem(m, s, n_in, r, e);
+            if (fabsf(v - ref[e]) > 1e-5f * amax && bad++ < 5)
+                ZT_CHECKF(0, "%s row %d [%d]: layout gives %g, zr_dequant_row %g", zr_type_name(type), r, e, v, ref[e]);
+        }
+    }
+    ZT_CHECKF(bad == 0, "%s: %d values differ", zr_type_name(type), bad);
+    free(w), free(m), free(s), free(x), free(ref);
+}
+
+ZT_TEST(q4_k_rows_repack_to_quants_and_decoded_scales_and_mins) { check_type(ZR_TYPE_Q4_K, q4_k_elem); }
+ZT_TEST(q6_k_rows_repack_to_nibbles_high_bits_and_scales) { check_type(ZR_TYPE_Q6_K, q6_k_elem); }
+
+int main(void) { return zt_run(); }
