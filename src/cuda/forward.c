@@ -180,6 +180,15 @@ void zr_cuf_plan(const ZrModel *m, int n_ctx, size_t *weights, size_t *kv, size_
             ((size_t)32 << 20) + UB * 4 + 64 * 256;
 }
 
+/* ZRUN_ATTN_PREFILL=tiled|split picks the prefill attention: attn_prefill_f16_d* (tiled, tensor
+ * cores; head_dim 64 and 128, projections not F32) or the split kernels (attn_part_f32 +
+ * attn_combine_f32, one block per query row). Split is the default until the tiled kernel has
+ * been measured on a GPU. */
+static bool attn_prefill_tiled_wanted(void) {
+    const char *e = getenv("ZRUN_ATTN_PREFILL");
+    return e && !strcmp(e, "tiled");
+}
+
 /* ---- allocation and upload ---- */
 
 static int dalloc(ZrCuForward *f, CUdeviceptr *out, size_t bytes, const char *what, ZrError *err) {
@@ -419,6 +428,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     /* a decode step before any token must not read garbage ids or positions */
     if ((rc = zr_cuda_memset8(cuda, f->d_tok, 0, 256 + UB * sizeof(int32_t), err))) goto fail;
     if ((rc = zr_cuda_memset8(cuda, f->d_pick, 0, ZR_PICK_BYTES, err))) goto fail; /* its block counter */
+    f->attn_prefill_tiled = attn_prefill_tiled_wanted();
     if ((rc = zr_cuda_sync(cuda, err))) goto fail;
     return ZR_OK;
 fail:
@@ -590,14 +600,15 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
 
 /* ---- prefill ---- */
 
-/* Prefill attention for `rows` rows at positions d_pos[0]..: rope + KV write, then the tiled
- * tensor-core kernel (cu/attention_prefill.cu), which reads each K/V tile once per 64 query
- * rows. F32 projections keep F32 attention (the split kernels: such models are held to the
- * decode tolerance), as do head sizes other than 64 and 128. */
+/* Prefill attention for `rows` rows at positions d_pos[0]..: rope + KV write, then (with
+ * ZRUN_ATTN_PREFILL=tiled) the tiled tensor-core kernel (cu/attention_prefill.cu), which reads
+ * each K/V tile once per 64 query rows instead of once per row. F32 projections keep F32
+ * attention (the split kernels: such models are held to the decode tolerance), as do head sizes
+ * other than 64 and 128. */
 static int prefill_attention(ZrCuForward *f, int il, int rows, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
     const ZrKernel *kern = f->head_dim == 64 ? &f->k->attn_prefill[0] : f->head_dim == 128 ? &f->k->attn_prefill[1] : NULL;
-    if (!kern || f->layers[il].qkv[0].type == ZR_TYPE_F32)
+    if (!f->attn_prefill_tiled || !kern || f->layers[il].qkv[0].type == ZR_TYPE_F32)
         return attention(f, il, rows, f->part_p, f->chunk_p, f->n_chunks_p, err);
     int rc;
     if ((rc = qk_norm_rope(f, il, rows, err))) return rc;

@@ -74,6 +74,7 @@ typedef struct ZrCuForward {
     int pick_n;                     /* > 0: the decode step ends with the greedy pick over logits [0, pick_n) */
     CUdeviceptr part_d, part_p;     /* attention partials, decode / prefill */
     int chunk_d, n_chunks_d, chunk_p, n_chunks_p;
+    bool attn_prefill_tiled;        /* ZRUN_ATTN_PREFILL=tiled: cu/attention_prefill.cu for M > 1 */
     CUdeviceptr xh;                 /* f16 [UB][max width] GEMM activation operand */
     CUdeviceptr wbuf;               /* f16 [wbuf_elems] dequantized weight rows for one GEMM */
     size_t wbuf_elems;
