@@ -31,6 +31,7 @@ typedef struct ZrCuKernels {
     ZrKernel rmsnorm, rope_kv, attn_part, attn_combine, swiglu, add_rows, add, convert;
     ZrKernel argmax; /* the greedy pick (cuda/pick.h) */
     ZrKernel attn_prefill[2]; /* causal prefill attention, head_dim 64 / 128 (cu/attention_prefill.cu) */
+    ZrKernel rmsnorm_f16, swiglu_f16; /* the prefill's F16 GEMM operands written directly (cu/prefill_f16.cu) */
 } ZrCuKernels;
 
 typedef struct ZrCuLayer {
@@ -76,6 +77,7 @@ typedef struct ZrCuForward {
     int pick_n;                     /* > 0: the decode step ends with the greedy pick over logits [0, pick_n) */
     CUdeviceptr part_d, part_p;     /* attention partials, decode / prefill */
     int chunk_d, n_chunks_d, chunk_p, n_chunks_p;
+    bool attn_prefill_tiled;        /* ZRUN_ATTN_PREFILL=tiled: cu/attention_prefill.cu for M > 1 */
     CUdeviceptr xh;                 /* f16 [UB][max width] GEMM activation operand */
     CUdeviceptr wbuf;               /* f16 [wbuf_elems] dequantized weight rows for one GEMM */
     size_t wbuf_elems;
