@@ -61,6 +61,9 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
     int rc;
     memset(k, 0, sizeof *k);
     k->sm_count = c->props.sm_count > 0 ? c->props.sm_count : 1;
+    /* a kernel's static shared memory counts against the opt-in maximum too (the streaming
+     * kernels have < 1 KiB of it): dynamic shared memory stays 1 KiB below the maximum */
+    k->smem_optin = (c->props.max_smem_optin > 48 * 1024 ? c->props.max_smem_optin : 48 * 1024) - 1024;
     const size_t smem = mv_smem(max_n_in);
     for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
         const char *tn = kname(t);
@@ -75,6 +78,14 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
             if ((rc = zr_cuda_kernel_set_smem(c, &k->mv[t], (int)smem, err))) return rc;
         }
         k->has_mv[t] = true;
+        /* the streaming kernel is an alternative (bulk copies, cp.async.bulk, need sm_90): when it
+         * cannot be set up the register kernel does the work, so its error is not fatal
+         * (test_kernels requires it on sm_90) */
+        const ZrMvsInfo *si = zr_cuf_mvs_info(t);
+        ZrError soft = {0};
+        if (si && c->props.cc_major >= 9)
+            k->has_mvs[t] = !zr_cuda_kernel(c, si->name, mv_sz, 11, &k->mvs[t], &soft) &&
+                            !zr_cuda_kernel_set_smem(c, &k->mvs[t], k->smem_optin, &soft);
         snprintf(name, sizeof name, "embed_%s", tn);
         if ((rc = zr_cuda_kernel(c, name, em_sz, 6, &k->embed[t], err))) return rc;
         k->has_embed[t] = true;
@@ -190,6 +201,15 @@ static bool attn_fused_wanted(void) {
     if (e && !strcmp(e, "fused")) return true;
     if (e && !strcmp(e, "split")) return false;
     return false;
+}
+
+/* ZRUN_ATTN_PREFILL=tiled|split picks the prefill attention: attn_prefill_f16_d* (tiled, tensor
+ * cores; head_dim 64 and 128, projections not F32) or the split kernels (attn_part_f32 +
+ * attn_combine_f32, one block per query row). Split is the default until the tiled kernel has
+ * been measured on a GPU. */
+static bool attn_prefill_tiled_wanted(void) {
+    const char *e = getenv("ZRUN_ATTN_PREFILL");
+    return e && !strcmp(e, "tiled");
 }
 
 /* ---- allocation and upload ---- */
@@ -435,6 +455,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     if ((rc = zr_cuda_memset8(cuda, f->attn_count, 0, (size_t)hp->n_head_kv * sizeof(int32_t), err))) goto fail;
     f->attn_fused = attn_fused_wanted() &&
                     zr_cuf_attn_decode_fits(hp->n_head, hp->n_head_kv, d.head_dim, hp->rope_dim, f->chunk_d);
+    f->attn_prefill_tiled = attn_prefill_tiled_wanted();
     if ((rc = zr_cuda_sync(cuda, err))) goto fail;
     return ZR_OK;
 fail:
@@ -459,7 +480,67 @@ void zr_cuf_free(ZrCuForward *f) {
 
 /* ---- launches ---- */
 
-ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
+/* Mirrors cu/matvec_stream.cu (name, type, RB, KC); the forward pass's kernel of a type first.
+ * Every stage holds 16 KiB of the main stream (plus 1-2 KiB of scales for Q8_0/Q4_0). */
+static const ZrMvsInfo mvs_kernels[] = {
+    {"mvs_f16_r8k1024", ZR_TYPE_F16, 8, 1024},    {"mvs_f16_r16k512", ZR_TYPE_F16, 16, 512},
+    {"mvs_q8_0_r8k2048", ZR_TYPE_Q8_0, 8, 2048},  {"mvs_q8_0_r16k1024", ZR_TYPE_Q8_0, 16, 1024},
+    {"mvs_q4_0_r8k4096", ZR_TYPE_Q4_0, 8, 4096},  {"mvs_q4_0_r16k2048", ZR_TYPE_Q4_0, 16, 2048},
+};
+
+int zr_cuf_mvs_list(const ZrMvsInfo **out) {
+    *out = mvs_kernels;
+    return (int)(sizeof mvs_kernels / sizeof mvs_kernels[0]);
+}
+
+const ZrMvsInfo *zr_cuf_mvs_info(uint32_t type) {
+    for (size_t i = 0; i < sizeof mvs_kernels / sizeof mvs_kernels[0]; i++)
+        if (mvs_kernels[i].type == type) return &mvs_kernels[i];
+    return NULL;
+}
+
+/* cu/matvec_stream.cuh: a stage is `rows` pieces of kc elements of the main stream and, for
+ * the block types, of the side stream (one F16 scale per 32 elements). */
+static size_t mvs_stage_bytes(const ZrMvsInfo *si) {
+    const size_t main = si->type == ZR_TYPE_F16 ? 2 * (size_t)si->kc : si->type == ZR_TYPE_Q8_0 ? (size_t)si->kc
+                                                                                                 : (size_t)si->kc / 2;
+    return (size_t)si->rows * (main + (si->type == ZR_TYPE_F16 ? 0 : (size_t)si->kc / 16));
+}
+
+static size_t mvs_smem(const ZrMvsInfo *si, int n_in, int stages) {
+    return (size_t)stages * mvs_stage_bytes(si) + mv_smem(n_in);
+}
+
+bool zr_cuf_mvs_fits(const ZrCuKernels *k, const ZrMvsInfo *si, const ZrCuWeight *w, int mode, int stages) {
+    return si && si->type == w->type && stages >= 1 && stages <= ZR_CUF_MVS_MAX_STAGES && w->n_in > 0 &&
+           w->n_in % 256 == 0 && w->main % 16 == 0 && w->side % 16 == 0 &&
+           (!(mode & ZR_CUF_MV_GLU) || w->n_out % 2 == 0) && mvs_smem(si, w->n_in, stages) <= (size_t)k->smem_optin;
+}
+
+int zr_cuf_matvec_stream(ZrLauncher *l, const ZrCuKernels *k, const ZrKernel *kern, const ZrMvsInfo *si,
+                         const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w,
+                         float eps, int mode, ZrMvShape shape, ZrError *err) {
+    if (!zr_cuf_mvs_fits(k, si, w, mode, shape.stages) || shape.blocks < 0)
+        return zr_err(err, ZR_E_INTERNAL, "%s: no streaming launch for [%d x %d] %s, mode %d, %d stages", kern->name,
+                      w->n_in, w->n_out, zr_type_name(w->type), mode, shape.stages);
+    const size_t smem = mvs_smem(si, w->n_in, shape.stages);
+    /* blocks resident at once: by shared memory (an SM has the opt-in maximum plus 1 KiB, and
+     * each block reserves 1 KiB and has ~0.4 KiB of static arrays), at most 2 (the kernels'
+     * __launch_bounds__ guarantee 2 by registers); the tiles are dealt round-robin to them */
+    const size_t per_block = smem + 1024 + 512, sm_bytes = (size_t)k->smem_optin + 2048;
+    long fit = (long)(sm_bytes / per_block);
+    fit = fit < 1 ? 1 : fit > 2 ? 2 : fit;
+    const int per_tile = mode & ZR_CUF_MV_GLU ? si->rows / 2 : si->rows;
+    const long tiles = ((mode & ZR_CUF_MV_GLU ? w->n_out / 2 : w->n_out) + per_tile - 1) / per_tile;
+    long blocks = fit * k->sm_count;
+    if (shape.blocks > 0 && shape.blocks < blocks) blocks = shape.blocks;
+    if (blocks > tiles) blocks = tiles;
+    return ZR_LAUNCH(l, kern, ZR_DIM1((unsigned)blocks), ZR_DIM1(256), (unsigned)smem, err, (void *)&w->main,
+                     (void *)&w->side, &x, &y, &add, &norm_w, &eps, (void *)&w->n_in, (void *)&w->n_out, &mode,
+                     (void *)&shape.stages);
+}
+
+ZrMvShape zr_cuf_mv_shape_register(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
     /* Measured on an H100 (tools/mv_bench.c over every shape, cu/PERF.md run 3): blocks of 8
      * row groups (the block stages x once for all of them, so fewer, larger blocks win), and
      * each row split over S warps (split-K) only while the grid has fewer than 16 warps per SM
@@ -477,6 +558,30 @@ ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
            items / (2 * split) >= 32)
         split *= 2;
     return (ZrMvShape){.groups = split <= 2 ? 8 : 4, .split = split};
+}
+
+/* Stages for the streaming kernel: 4 (16-18 KiB each) while two blocks still fit on an SM, else
+ * fewer down to 3 (the 8B FFN down: its x alone is 58 KiB), else 4 on one block. */
+static int mvs_stages(const ZrCuKernels *k, const ZrMvsInfo *si, const ZrCuWeight *w) {
+    const size_t sm_bytes = (size_t)k->smem_optin + 2048;
+    for (int st = 4; st >= 3; st--)
+        if (2 * (mvs_smem(si, w->n_in, st) + 1024 + 512) <= sm_bytes) return st;
+    return 4;
+}
+
+ZrMvShape zr_cuf_mvs_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
+    const ZrMvsInfo *si = w->type < ZR_TYPE_COUNT && k->has_mvs[w->type] ? zr_cuf_mvs_info(w->type) : NULL;
+    if (si) {
+        const int st = mvs_stages(k, si, w);
+        if (zr_cuf_mvs_fits(k, si, w, mode, st)) return (ZrMvShape){.stages = st};
+    }
+    return (ZrMvShape){.groups = 0};
+}
+
+ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
+    /* The streaming kernel (zr_cuf_mvs_shape) is not chosen yet: it has not been timed on a
+     * GPU (tools/mv_bench.c -s compares the two per matrix). */
+    return zr_cuf_mv_shape_register(k, w, mode);
 }
 
 int zr_cuf_matvec_kernel(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, CUdeviceptr x,
@@ -499,6 +604,13 @@ int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *
                          CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err) {
     if (w->type >= ZR_TYPE_COUNT || !k->has_mv[w->type])
         return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
+    if (shape.stages > 0) {
+        if (!k->has_mvs[w->type])
+            return zr_err(err, ZR_E_UNSUPPORTED, "no streaming matrix-vector kernel for type %s on this GPU",
+                          zr_type_name(w->type));
+        return zr_cuf_matvec_stream(l, k, &k->mvs[w->type], zr_cuf_mvs_info(w->type), w, x, y, add, norm_w, eps, mode,
+                                    shape, err);
+    }
     return zr_cuf_matvec_kernel(l, &k->mv[w->type], zr_cuf_mv_rows_per_warp(w->type), w, x, y, add, norm_w, eps, mode, shape,
                                 err);
 }
@@ -655,14 +767,15 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
 
 /* ---- prefill ---- */
 
-/* Prefill attention for `rows` rows at positions d_pos[0]..: rope + KV write, then the tiled
- * tensor-core kernel (cu/attention_prefill.cu), which reads each K/V tile once per 64 query
- * rows. F32 projections keep F32 attention (the split kernels: such models are held to the
- * decode tolerance), as do head sizes other than 64 and 128. */
+/* Prefill attention for `rows` rows at positions d_pos[0]..: rope + KV write, then (with
+ * ZRUN_ATTN_PREFILL=tiled) the tiled tensor-core kernel (cu/attention_prefill.cu), which reads
+ * each K/V tile once per 64 query rows instead of once per row. F32 projections keep F32
+ * attention (the split kernels: such models are held to the decode tolerance), as do head sizes
+ * other than 64 and 128. */
 static int prefill_attention(ZrCuForward *f, int il, int rows, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
     const ZrKernel *kern = f->head_dim == 64 ? &f->k->attn_prefill[0] : f->head_dim == 128 ? &f->k->attn_prefill[1] : NULL;
-    if (!kern || f->layers[il].qkv[0].type == ZR_TYPE_F32)
+    if (!f->attn_prefill_tiled || !kern || f->layers[il].qkv[0].type == ZR_TYPE_F32)
         return attention(f, il, rows, f->part_p, f->chunk_p, f->n_chunks_p, err);
     int rc;
     if ((rc = qk_norm_rope(f, il, rows, err))) return rc;
