@@ -1,6 +1,7 @@
 // Decode matrix-vector products for the 256-element super-block K-quants (Q2_K .. Q6_K).
 // (rows per warp R, pipeline stages P, register cap): the host mirrors R in forward.c
-// (zr_cuf_mv_rows_per_warp).
+// (zr_cuf_mv_rows_per_warp). Q4_K / Q6_K: R=2 P=2 at 64 registers (61 / 63 used, no spills;
+// 32 warps per SM as Q4_0's), measured in cu/PERF.md (kquant).
 #include "matvec.cuh"
 
 ZR_MATVEC(matvec_q2_k, ZrMvQ23K<ZR_T_Q2_K>, 2, 2, 128)
@@ -8,3 +9,9 @@ ZR_MATVEC(matvec_q3_k, ZrMvQ23K<ZR_T_Q3_K>, 2, 2, 128)
 ZR_MATVEC(matvec_q4_k, ZrMvQ4K, 2, 2, 64)
 ZR_MATVEC(matvec_q5_k, ZrMvQ5K, 2, 2, 128)
 ZR_MATVEC(matvec_q6_k, ZrMvQ6K, 2, 2, 64)
+
+// Other shapes of the Q4_K / Q6_K kernels, named mvx_TYPE_rRpP: not used by the forward pass;
+// tools/mv_bench.c (-t q4_k,q6_k) times them against the production kernels and test_kernels
+// checks them. Two steps in flight per lane at 24 warps per SM (72 / 80 registers, no spills).
+ZR_MATVEC(mvx_q4_k_r2p3, ZrMvQ4K, 2, 3, 72)
+ZR_MATVEC(mvx_q6_k_r2p3, ZrMvQ6K, 2, 3, 80)

@@ -8,7 +8,7 @@
  * rotate over enough copies of the matrix (>= 128 MiB in all) that the L2 cache does not hold
  * them, so it is the time a decode step sees for that matrix, kernel gaps included. Weights
  * are random 16-bit words 0x3000..0x3fff (finite F16 values and scales, any quant bytes).
- *     zrun-mv-bench [-t f16,q8_0,q4_0,q4_k_m] [-m 1b,8b] [-o FILE.csv] [-q]
+ *     zrun-mv-bench [-t f16,q8_0,q4_0,q4_k,q6_k,q4_k_m] [-m 1b,8b] [-o FILE.csv] [-q]
  * -q: the forward pass's kernel and shape only. q4_k_m: the forward pass's own Q4_K / Q6_K
  * kernels and shapes on the matrices of llama.cpp's Q4_K_M mix (tools/synth.c), each launch as
  * the forward pass makes it (Q|K and V apart in the layers whose V is Q6_K).
@@ -47,6 +47,14 @@ typedef struct Kern {
 static int cmpd(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+/* name is one of the comma-separated words of list ("q4_k" is not in "q4_k_m") */
+static bool listed(const char *list, const char *name) {
+    const size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)); p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == 0)) return true;
+    return false;
 }
 
 static size_t a256(size_t n) { return (n + 255) & ~(size_t)255; }
@@ -161,7 +169,7 @@ int main(int argc, char **argv) {
         else if (opt == 'm') models_arg = optarg;
         else if (opt == 'o') csv_path = optarg;
         else {
-            fprintf(stderr, "usage: zrun-mv-bench [-t f16,q8_0,q4_0,q4_k_m] [-m 1b,8b] [-o FILE.csv] [-q]\n");
+            fprintf(stderr, "usage: zrun-mv-bench [-t f16,q8_0,q4_0,q4_k,q6_k,q4_k_m] [-m 1b,8b] [-o FILE.csv] [-q]\n");
             return 2;
         }
     }
@@ -174,6 +182,8 @@ int main(int argc, char **argv) {
         {"f16", ZR_TYPE_F16, {"mvx_f16_r4p3", "mvx_f16_r4p2", NULL}},
         {"q8_0", ZR_TYPE_Q8_0, {"mvx_q8_0_r4p3", "mvx_q8_0_r2p3", NULL}},
         {"q4_0", ZR_TYPE_Q4_0, {NULL}},
+        {"q4_k", ZR_TYPE_Q4_K, {"mvx_q4_k_r2p3", NULL}},
+        {"q6_k", ZR_TYPE_Q6_K, {"mvx_q6_k_r2p3", NULL}},
     };
     static const ZrMvShape grid[] = {{8, 1}, {16, 1}, {4, 1}, {2, 1}, {4, 2}, {8, 2}, {2, 4}, {4, 4}, {1, 8}, {2, 8}};
     const ZrCuDriver *drv;
@@ -240,12 +250,12 @@ int main(int argc, char **argv) {
             {"down", sh->ff, sh->embd, ZR_CUF_MV_PLAIN, 1, sh->layers},
             {"out", sh->embd, sh->vocab, ZR_CUF_MV_RMSNORM, 0, 1},
         };
-        if (strstr(types_arg, "q4_k_m") && kquant_mix(&cuda, &l, &k, sh, pool, pool_bytes, x, g, y, csv, &err)) {
+        if (listed(types_arg, "q4_k_m") && kquant_mix(&cuda, &l, &k, sh, pool, pool_bytes, x, g, y, csv, &err)) {
             fprintf(stderr, "zrun-mv-bench: %s q4_k_m: %s\n", sh->name, err.msg);
             return 1;
         }
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-            if (!strstr(types_arg, types[ti].name)) continue;
+            if (!listed(types_arg, types[ti].name)) continue;
             const uint32_t type = types[ti].type;
             Kern kerns[4];
             int n_k = 0;

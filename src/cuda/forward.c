@@ -102,6 +102,7 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         {"convert_f32_f16", cv_sz, 5, &k->convert},     {"argmax_f32", am_sz, 3, &k->argmax},
         {"attn_prefill_f16_d64", apre_sz, 11, &k->attn_prefill[0]},
         {"attn_prefill_f16_d128", apre_sz, 11, &k->attn_prefill[1]},
+        {"rmsnorm_f32_f16", rms_sz, 7, &k->rmsnorm_f16},  {"swiglu_f32_f16", sw_sz, 4, &k->swiglu_f16},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if ((rc = zr_cuda_kernel(c, fixed[i].name, fixed[i].sz, fixed[i].n, fixed[i].out, err))) return rc;
@@ -653,10 +654,28 @@ static int to_f16(ZrCuForward *f, CUdeviceptr x, int n, int rows, ZrError *err) 
                      &n, &n);
 }
 
-/* the GEMMs of a group of matrices sharing the input x [rows][n_in] */
+/* True when no matrix of the group is F32: its GEMMs read only the F16 copy of the input, so
+ * the kernel before them may write that copy directly (cu/prefill_f16.cu). */
+static bool f16_input(const ZrCuWeight *ws, int n) {
+    for (int i = 0; i < n; i++)
+        if (ws[i].type == ZR_TYPE_F32) return false;
+    return true;
+}
+
+/* rows of x [rows][n_embd] RMS-normed with w into f->xn (F32), or straight into the F16 operand
+ * f->xh when the group of matrices that reads it takes F16 only (f16 true). */
+static int prefill_norm(ZrCuForward *f, CUdeviceptr w, int rows, bool f16, ZrError *err) {
+    if (!f16) return rmsnorm(f, f->x, f->n_embd, w, f->xn, f->n_embd, f->n_embd, 1, rows, err);
+    const float eps = f->m->hp.rms_eps;
+    return ZR_LAUNCH(f->launcher, &f->k->rmsnorm_f16, ZR_DIM3(1, rows, 1), ZR_DIM1(256), 0, err, &f->x, &f->n_embd, &w,
+                     &f->xh, &f->n_embd, &f->n_embd, (void *)&eps);
+}
+
+/* the GEMMs of a group of matrices sharing the input x [rows][n_in]; in_xh: its F16 copy is
+ * already in f->xh */
 static int gemm_group(ZrCuForward *f, const ZrCuWeight *ws, int n, const int *off, int rows, CUdeviceptr x,
-                      CUdeviceptr y, int ldy, float beta, ZrError *err) {
-    bool converted = false;
+                      CUdeviceptr y, int ldy, float beta, bool in_xh, ZrError *err) {
+    bool converted = in_xh;
     int rc;
     for (int i = 0; i < n; i++) {
         if (ws[i].type != ZR_TYPE_F32 && !converted) {
@@ -681,20 +700,22 @@ int zr_cuf_prefill(ZrCuForward *f, const int32_t *tokens, int n, int pos, float 
     const int zero = 0;
     for (int il = 0; il < hp->n_layer; il++) {
         const ZrCuLayer *G = &f->layers[il];
-        if ((rc = rmsnorm(f, f->x, f->n_embd, G->attn_norm, f->xn, f->n_embd, f->n_embd, 1, n, err))) return rc;
-        if ((rc = gemm_group(f, G->qkv, G->n_qkv, G->qkv_off, n, f->xn, f->qkv, f->qkv_dim, 0.0f, err))) return rc;
+        const bool h_qkv = f16_input(G->qkv, G->n_qkv), h_gu = f16_input(G->gu, G->n_gu), h_down = f16_input(&G->down, 1);
+        if ((rc = prefill_norm(f, G->attn_norm, n, h_qkv, err))) return rc;
+        if ((rc = gemm_group(f, G->qkv, G->n_qkv, G->qkv_off, n, f->xn, f->qkv, f->qkv_dim, 0.0f, h_qkv, err))) return rc;
         if (G->bias && (rc = ZR_LAUNCH(f->launcher, &f->k->add_rows, ZR_DIM3(cdiv(f->qkv_dim, 256), n, 1), ZR_DIM1(256), 0,
                                        err, &f->qkv, &f->qkv_dim, (void *)&G->bias, &f->qkv_dim)))
             return rc;
         if ((rc = prefill_attention(f, il, n, err))) return rc;
-        if ((rc = gemm_group(f, &G->wo, 1, &zero, n, f->att, f->x, f->n_embd, 1.0f, err))) return rc;
-        if ((rc = rmsnorm(f, f->x, f->n_embd, G->ffn_norm, f->xn, f->n_embd, f->n_embd, 1, n, err))) return rc;
-        if ((rc = gemm_group(f, G->gu, G->n_gu, G->gu_off, n, f->xn, f->gu, 2 * f->n_ff, 0.0f, err))) return rc;
+        if ((rc = gemm_group(f, &G->wo, 1, &zero, n, f->att, f->x, f->n_embd, 1.0f, false, err))) return rc;
+        if ((rc = prefill_norm(f, G->ffn_norm, n, h_gu, err))) return rc;
+        if ((rc = gemm_group(f, G->gu, G->n_gu, G->gu_off, n, f->xn, f->gu, 2 * f->n_ff, 0.0f, h_gu, err))) return rc;
+        /* SwiGLU into ff (F32), or straight into down's F16 operand */
         const int stride = 2 * f->n_ff;
-        if ((rc = ZR_LAUNCH(f->launcher, &f->k->swiglu, ZR_DIM3(cdiv(f->n_ff, 256), n, 1), ZR_DIM1(256), 0, err, &f->gu,
-                            (void *)&stride, &f->ff, &f->n_ff)))
+        if ((rc = ZR_LAUNCH(f->launcher, h_down ? &f->k->swiglu_f16 : &f->k->swiglu, ZR_DIM3(cdiv(f->n_ff, 256), n, 1),
+                            ZR_DIM1(256), 0, err, &f->gu, (void *)&stride, h_down ? &f->xh : &f->ff, &f->n_ff)))
             return rc;
-        if ((rc = gemm_group(f, &G->down, 1, &zero, n, f->ff, f->x, f->n_embd, 1.0f, err))) return rc;
+        if ((rc = gemm_group(f, &G->down, 1, &zero, n, f->ff, f->x, f->n_embd, 1.0f, h_down, err))) return rc;
     }
     if (logits && !all_logits) {
         /* the last row only: the decode step's F32 matrix-vector product */
@@ -707,7 +728,7 @@ int zr_cuf_prefill(ZrCuForward *f, const int32_t *tokens, int n, int pos, float 
             if ((rc = rmsnorm(f, fptr(f->x, (size_t)r0 * f->n_embd), f->n_embd, f->output_norm, f->xn, f->n_embd,
                               f->n_embd, 1, nr, err)))
                 return rc;
-            if ((rc = gemm_group(f, &f->output, 1, &zero, nr, f->xn, f->logits, f->n_vocab, 0.0f, err))) return rc;
+            if ((rc = gemm_group(f, &f->output, 1, &zero, nr, f->xn, f->logits, f->n_vocab, 0.0f, false, err))) return rc;
             if ((rc = zr_cuda_d2h(f->cuda, logits + (size_t)r0 * f->n_vocab, f->logits,
                                   sizeof(float) * nr * f->n_vocab, err)))
                 return rc;

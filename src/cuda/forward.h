@@ -28,6 +28,7 @@ typedef struct ZrCuKernels {
     ZrKernel rmsnorm, rope_kv, attn_part, attn_combine, swiglu, add_rows, add, convert;
     ZrKernel argmax; /* the greedy pick (cuda/pick.h) */
     ZrKernel attn_prefill[2]; /* causal prefill attention, head_dim 64 / 128 (cu/attention_prefill.cu) */
+    ZrKernel rmsnorm_f16, swiglu_f16; /* the prefill's F16 GEMM operands written directly (cu/prefill_f16.cu) */
 } ZrCuKernels;
 
 typedef struct ZrCuLayer {

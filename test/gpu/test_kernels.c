@@ -194,19 +194,24 @@ MATVEC_TEST(q4_k, ZR_TYPE_Q4_K)
 MATVEC_TEST(q5_k, ZR_TYPE_Q5_K)
 MATVEC_TEST(q6_k, ZR_TYPE_Q6_K)
 
-/* The other shapes of the F16 / Q8_0 kernels (cu/matvec_variants.cu, timed by
- * tools/mv_bench.c): the same checks through a few launch shapes and modes. */
+/* The other shapes of the F16 / Q8_0 kernels (cu/matvec_variants.cu) and of Q4_K / Q6_K
+ * (cu/matvec_q_k.cu), timed by tools/mv_bench.c: the same checks through a few launch shapes
+ * and modes. */
 ZT_TEST(matvec_variant_kernels_match_cpu_dot_row) {
     GpuEnv *g = gpu_env();
     if (!g) return;
-    static const char *const names[] = {"mvx_f16_r4p3", "mvx_f16_r4p2", "mvx_q8_0_r4p3", "mvx_q8_0_r2p3"};
+    static const char *const names[] = {"mvx_f16_r4p3",  "mvx_f16_r4p2",  "mvx_q8_0_r4p3",
+                                        "mvx_q8_0_r2p3", "mvx_q4_k_r2p3", "mvx_q6_k_r2p3"};
     static const size_t sz[] = {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4};
     const int R = ZR_CUF_MV_RMSNORM, GL = ZR_CUF_MV_GLU;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         ZrKernel kern;
         ZrError e = {0};
         ZT_CHECKF(!zr_cuda_kernel(&g->cuda, names[i], sz, 11, &kern, &e), "%s", e.msg);
-        const uint32_t type = strstr(names[i], "f16") ? ZR_TYPE_F16 : ZR_TYPE_Q8_0;
+        const uint32_t type = strstr(names[i], "f16")    ? ZR_TYPE_F16
+                               : strstr(names[i], "q4_k") ? ZR_TYPE_Q4_K
+                               : strstr(names[i], "q6_k") ? ZR_TYPE_Q6_K
+                                                          : ZR_TYPE_Q8_0;
         const int rpw = strstr(names[i], "_r4") ? 4 : 2;
         const MvCase cases[] = {{4096, 1000, 1, R, 8, 1}, {4096, 333, 1, 0, 2, 4}, {2048, 202, 0, R | GL, 4, 2},
                                 {8192, 77, 1, 0, 1, 8}};
@@ -568,6 +573,76 @@ ZT_TEST(attention_prefill_tiled_matches_cpu_within_its_f16_bound) {
                     if (r > worst) worst = r;
                 }
     ZT_CHECKF(worst <= 1.0, "attn_prefill: worst |diff|/tol %.3g", worst);
+}
+
+/* rmsnorm_f32_f16 and swiglu_f32_f16 (the prefill's F16 GEMM operands written directly) give
+ * the bits of rmsnorm_f32 / swiglu_f32 followed by convert_f32_f16 (which the tests above hold
+ * to the CPU), on every value, with an output stride and poisoned outputs. */
+ZT_TEST(prefill_f16_operands_equal_the_f32_kernels_then_convert) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    uint64_t s = 77;
+    const int rows = 5, n = 4096, stride = 2 * n + 32, n_ff = 1000, gstride = 2 * n_ff + 8;
+    float *x = malloc(sizeof(float) * rows * stride), *w = malloc(sizeof(float) * n);
+    float *gu = malloc(sizeof(float) * rows * gstride);
+    uint16_t *a = malloc(2 * (size_t)rows * stride), *b = malloc(2 * (size_t)rows * stride);
+    for (int i = 0; i < rows * stride; i++) x[i] = 3.0f * gpu_rand(&s);
+    for (int i = 0; i < n; i++) w[i] = 1.0f + 0.1f * gpu_rand(&s);
+    for (int i = 0; i < rows * gstride; i++) gu[i] = 6.0f * gpu_rand(&s);
+    for (int i = 0; i < rows * stride; i++) a[i] = b[i] = 0x7e00; /* F16 NaN */
+    CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * rows * stride), dw = gpu_upload(g, w, sizeof(float) * n);
+    CUdeviceptr dgu = gpu_upload(g, gu, sizeof(float) * rows * gstride), dy = gpu_alloc(g, sizeof(float) * rows * stride);
+    CUdeviceptr ha = gpu_upload(g, a, 2 * (size_t)rows * stride), hb = gpu_upload(g, b, 2 * (size_t)rows * stride);
+    const float eps = 1e-5f;
+    int one = 1;
+    ZrError e = {0};
+    /* rmsnorm: rows of n from stride `stride` into F16 rows of stride `stride` */
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.rmsnorm, ZR_DIM3(one, rows, 1), ZR_DIM1(256), 0, &e, &dx, (void *)&stride, &dw, &dy,
+                         (void *)&n, (void *)&n, (void *)&eps),
+              "%s", e.msg);
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.convert, ZR_DIM3((n + 255) / 256, rows, 1), ZR_DIM1(256), 0, &e, &dy, (void *)&n,
+                         &ha, (void *)&stride, (void *)&n),
+              "%s", e.msg);
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.rmsnorm_f16, ZR_DIM3(one, rows, 1), ZR_DIM1(256), 0, &e, &dx, (void *)&stride, &dw,
+                         &hb, (void *)&stride, (void *)&n, (void *)&eps),
+              "%s", e.msg);
+    gpu_download(g, a, ha, 2 * (size_t)rows * stride);
+    gpu_download(g, b, hb, 2 * (size_t)rows * stride);
+    int diff = 0, poisoned = 0;
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < stride; i++) {
+            if (i < n) diff += a[r * stride + i] != b[r * stride + i] || b[r * stride + i] == 0x7e00;
+            else poisoned += b[r * stride + i] == 0x7e00;
+        }
+    ZT_CHECKF(diff == 0, "rmsnorm_f32_f16: %d values differ from rmsnorm_f32 + convert", diff);
+    ZT_CHECKF(poisoned == rows * (stride - n), "rmsnorm_f32_f16 wrote past its rows");
+    /* swiglu: gate|up rows of stride gstride into packed F16 rows of n_ff */
+    const unsigned gx = (n_ff + 255) / 256;
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.swiglu, ZR_DIM3(gx, rows, 1), ZR_DIM1(256), 0, &e, &dgu, (void *)&gstride, &dy,
+                         (void *)&n_ff),
+              "%s", e.msg);
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.convert, ZR_DIM3(gx, rows, 1), ZR_DIM1(256), 0, &e, &dy, (void *)&n_ff, &ha,
+                         (void *)&n_ff, (void *)&n_ff),
+              "%s", e.msg);
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.swiglu_f16, ZR_DIM3(gx, rows, 1), ZR_DIM1(256), 0, &e, &dgu, (void *)&gstride, &hb,
+                         (void *)&n_ff),
+              "%s", e.msg);
+    gpu_download(g, a, ha, 2 * (size_t)rows * n_ff);
+    gpu_download(g, b, hb, 2 * (size_t)rows * n_ff);
+    diff = 0;
+    for (int i = 0; i < rows * n_ff; i++) diff += a[i] != b[i] || b[i] == 0x7e00;
+    ZT_CHECKF(diff == 0, "swiglu_f32_f16: %d values differ from swiglu_f32 + convert", diff);
+    gpu_free(g, dx);
+    gpu_free(g, dw);
+    gpu_free(g, dgu);
+    gpu_free(g, dy);
+    gpu_free(g, ha);
+    gpu_free(g, hb);
+    free(x);
+    free(w);
+    free(gu);
+    free(a);
+    free(b);
 }
 
 ZT_TEST(swiglu_add_and_f16_convert_match_cpu) {
