@@ -458,6 +458,57 @@ struct ZrMvQ6K {
 
 __device__ __forceinline__ float zr_silu(float v) { return v / (1.0f + expf(-v)); }
 
+// Stages x' (mode & ZR_MV_IN: x, x * norm_w, or SwiGLU of x's two halves) into the padded
+// shared copy xs (4 floats after every 32) with threads tid of nthr; returns this thread's part
+// of sum(x^2) for RMSNorm (its 1/rms is applied to the results: one number for the whole row).
+// Every load of a round is issued before any is used, so staging costs a few L2 round trips.
+__device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, const float *__restrict__ norm_w, float *xs,
+                                               int n_in, int in_mode, int tid, int nthr) {
+    float ss = 0.f;
+    if ((n_in & 3) == 0) {
+        const int n4 = n_in >> 2;
+        const float4 *x4 = (const float4 *)x;
+        const float4 *o4 = in_mode == ZR_MV_SWIGLU ? x4 + n4 : (const float4 *)norm_w;
+        for (int i0 = tid; i0 < n4; i0 += ZR_MV_STAGE * nthr) {
+            float4 v[ZR_MV_STAGE], u[ZR_MV_STAGE];
+#pragma unroll
+            for (int b = 0; b < ZR_MV_STAGE; b++) {
+                const int i = i0 + b * nthr;
+                if (i < n4) {
+                    v[b] = __ldg(x4 + i);
+                    if (in_mode != ZR_MV_PLAIN) u[b] = __ldg(o4 + i);
+                }
+            }
+#pragma unroll
+            for (int b = 0; b < ZR_MV_STAGE; b++) {
+                const int i = i0 + b * nthr;
+                if (i < n4) {
+                    float4 t = v[b];
+                    if (in_mode == ZR_MV_SWIGLU) {
+                        t.x = zr_silu(t.x) * u[b].x; t.y = zr_silu(t.y) * u[b].y;
+                        t.z = zr_silu(t.z) * u[b].z; t.w = zr_silu(t.w) * u[b].w;
+                    } else if (in_mode == ZR_MV_RMSNORM) {
+                        ss = fmaf(t.x, t.x, fmaf(t.y, t.y, fmaf(t.z, t.z, fmaf(t.w, t.w, ss))));
+                        t.x *= u[b].x; t.y *= u[b].y; t.z *= u[b].z; t.w *= u[b].w;
+                    }
+                    *(float4 *)(xs + zr_xpad(4 * i)) = t;
+                }
+            }
+        }
+    } else {
+        for (int i = tid; i < n_in; i += nthr) {
+            float v = x[i];
+            if (in_mode == ZR_MV_SWIGLU) v = zr_silu(v) * x[n_in + i];
+            else if (in_mode == ZR_MV_RMSNORM) {
+                ss = fmaf(v, v, ss);
+                v *= norm_w[i];
+            }
+            xs[zr_xpad(i)] = v;
+        }
+    }
+    return ss;
+}
+
 // Block = G row groups x S warps (split-K): warp (g, k) computes R rows of row group
 // blockIdx.x*G + g over the items k*32 + lane + j*32*S; the S partial sums of a row are added
 // in k order through shared memory (deterministic). With GLU a row group is R/2 gate rows and
@@ -510,48 +561,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     zr_grid_enter();
     // stage x (padded: 4 floats after every 32) -- gated or times the norm weight on the way in;
     // RMSNorm's 1/rms is applied to the results (it is one number for the whole row)
-    float ss = 0.f;
-    if ((n_in & 3) == 0) {
-        const int n4 = n_in >> 2;
-        const float4 *x4 = (const float4 *)x;
-        const float4 *o4 = in_mode == ZR_MV_SWIGLU ? x4 + n4 : (const float4 *)norm_w;
-        for (int i0 = tid; i0 < n4; i0 += ZR_MV_STAGE * nthr) {
-            float4 v[ZR_MV_STAGE], u[ZR_MV_STAGE];
-#pragma unroll
-            for (int b = 0; b < ZR_MV_STAGE; b++) {
-                const int i = i0 + b * nthr;
-                if (i < n4) {
-                    v[b] = __ldg(x4 + i);
-                    if (in_mode != ZR_MV_PLAIN) u[b] = __ldg(o4 + i);
-                }
-            }
-#pragma unroll
-            for (int b = 0; b < ZR_MV_STAGE; b++) {
-                const int i = i0 + b * nthr;
-                if (i < n4) {
-                    float4 t = v[b];
-                    if (in_mode == ZR_MV_SWIGLU) {
-                        t.x = zr_silu(t.x) * u[b].x; t.y = zr_silu(t.y) * u[b].y;
-                        t.z = zr_silu(t.z) * u[b].z; t.w = zr_silu(t.w) * u[b].w;
-                    } else if (in_mode == ZR_MV_RMSNORM) {
-                        ss = fmaf(t.x, t.x, fmaf(t.y, t.y, fmaf(t.z, t.z, fmaf(t.w, t.w, ss))));
-                        t.x *= u[b].x; t.y *= u[b].y; t.z *= u[b].z; t.w *= u[b].w;
-                    }
-                    *(float4 *)(xs + zr_xpad(4 * i)) = t;
-                }
-            }
-        }
-    } else {
-        for (int i = tid; i < n_in; i += nthr) {
-            float v = x[i];
-            if (in_mode == ZR_MV_SWIGLU) v = zr_silu(v) * x[n_in + i];
-            else if (in_mode == ZR_MV_RMSNORM) {
-                ss = fmaf(v, v, ss);
-                v *= norm_w[i];
-            }
-            xs[zr_xpad(i)] = v;
-        }
-    }
+    float ss = zr_mv_stage_x(x, norm_w, xs, n_in, in_mode, tid, nthr);
     if (in_mode == ZR_MV_RMSNORM) {
         ss = zr_warp_sum(ss);
         if (lane == 0) red_ss[warp] = ss;

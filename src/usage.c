@@ -56,8 +56,11 @@ const char zr_usage_text[] =
     "  CUDA_GRAPH_ENABLE=1     turn graph decode on (a --graph/--no-graph flag wins)\n"
     "  ZRUN_PDL=0              no programmatic dependent launch (default: on for compute\n"
     "                          capability >= 9.0, in graph edges and eager launches)\n"
+    "  ZRUN_ATTN_PREFILL=tiled prefill attention through the tiled tensor-core kernel (F16 operands;\n"
+    "                          default: split, F32)\n"
     "  ZRUN_FAULT=KIND[:TOKEN] test hook: inject a graph fault (graph-build, graph-instantiate,\n"
     "                          graph-launch, graph-901, replay-mismatch, sticky), or context-lost[:TOKEN[,TOKEN]]:\n"
     "                          lose the CUDA context at decode step TOKEN (the run goes on in a new process)\n"
+    "  ZRUN_ATTN_DECODE=fused|split  CUDA decode attention in one kernel per layer, or in three (default split)\n"
     "\n"
     "exit status: 0 ok, 1 runtime error, 2 usage error, 130 interrupted by Ctrl-C (after the summary)\n";

@@ -61,6 +61,9 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
     int rc;
     memset(k, 0, sizeof *k);
     k->sm_count = c->props.sm_count > 0 ? c->props.sm_count : 1;
+    /* a kernel's static shared memory counts against the opt-in maximum too (the streaming
+     * kernels have < 1 KiB of it): dynamic shared memory stays 1 KiB below the maximum */
+    k->smem_optin = (c->props.max_smem_optin > 48 * 1024 ? c->props.max_smem_optin : 48 * 1024) - 1024;
     const size_t smem = mv_smem(max_n_in);
     for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
         const char *tn = kname(t);
@@ -75,6 +78,14 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
             if ((rc = zr_cuda_kernel_set_smem(c, &k->mv[t], (int)smem, err))) return rc;
         }
         k->has_mv[t] = true;
+        /* the streaming kernel is an alternative (bulk copies, cp.async.bulk, need sm_90): when it
+         * cannot be set up the register kernel does the work, so its error is not fatal
+         * (test_kernels requires it on sm_90) */
+        const ZrMvsInfo *si = zr_cuf_mvs_info(t);
+        ZrError soft = {0};
+        if (si && c->props.cc_major >= 9)
+            k->has_mvs[t] = !zr_cuda_kernel(c, si->name, mv_sz, 11, &k->mvs[t], &soft) &&
+                            !zr_cuda_kernel_set_smem(c, &k->mvs[t], k->smem_optin, &soft);
         snprintf(name, sizeof name, "embed_%s", tn);
         if ((rc = zr_cuda_kernel(c, name, em_sz, 6, &k->embed[t], err))) return rc;
         k->has_embed[t] = true;
@@ -88,7 +99,8 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
                         ap_sz[] = {P, I, P, P, P, P, I, I, I, I, I, I},
                         ac_sz[] = {P, P, I, P, I, I, I, I}, sw_sz[] = {P, I, P, I}, ar_sz[] = {P, I, P, I},
                         add_sz[] = {P, P, I}, cv_sz[] = {P, I, P, I, I}, am_sz[] = {P, I, P},
-                        apre_sz[] = {P, I, P, P, P, I, P, I, I, I, I};
+                        apre_sz[] = {P, I, P, P, P, I, P, I, I, I, I},
+                        ad_sz[] = {P, P, P, P, P, P, P, P, I, I, I, I, I, I, I, I};
     struct {
         const char *name;
         const size_t *sz;
@@ -97,7 +109,8 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
     } fixed[] = {
         {"rmsnorm_f32", rms_sz, 7, &k->rmsnorm},        {"rope_kv_f32", rope_sz, 11, &k->rope_kv},
         {"attn_part_f32", ap_sz, 12, &k->attn_part},
-        {"attn_combine_f32", ac_sz, 8, &k->attn_combine}, {"swiglu_f32", sw_sz, 4, &k->swiglu},
+        {"attn_combine_f32", ac_sz, 8, &k->attn_combine}, {"attn_decode_f32", ad_sz, 16, &k->attn_decode},
+        {"swiglu_f32", sw_sz, 4, &k->swiglu},
         {"add_rows_f32", ar_sz, 4, &k->add_rows},       {"add_f32", add_sz, 3, &k->add},
         {"convert_f32_f16", cv_sz, 5, &k->convert},     {"argmax_f32", am_sz, 3, &k->argmax},
         {"attn_prefill_f16_d64", apre_sz, 11, &k->attn_prefill[0]},
@@ -177,7 +190,26 @@ void zr_cuf_plan(const ZrModel *m, int n_ctx, size_t *weights, size_t *kv, size_
     *work = UB * f * ((size_t)2 * d.n_embd + d.qkv_dim + d.q_dim + 3 * (size_t)d.n_ff) +
             (size_t)ZR_CUF_LOGIT_ROWS * d.n_vocab * f + (size_t)d.n_head * nd * (d.head_dim + 2) * f +
             UB * d.n_head * np * (size_t)(d.head_dim + 2) * f + UB * wmax * 2 + wbuf_elems_of(&d) * 2 +
-            ((size_t)32 << 20) + UB * 4 + 64 * 256;
+            ((size_t)32 << 20) + UB * 4 + 64 * 256 + align256((size_t)m->hp.n_head_kv * 4);
+}
+
+/* ZRUN_ATTN_DECODE=fused|split picks the decode attention: one kernel per layer
+ * (attn_decode_f32) or rope_kv_f32 + attn_part_f32 + attn_combine_f32. Split is the default
+ * until the fused kernel has been measured on a GPU. */
+static bool attn_fused_wanted(void) {
+    const char *e = getenv("ZRUN_ATTN_DECODE");
+    if (e && !strcmp(e, "fused")) return true;
+    if (e && !strcmp(e, "split")) return false;
+    return false;
+}
+
+/* ZRUN_ATTN_PREFILL=tiled|split picks the prefill attention: attn_prefill_f16_d* (tiled, tensor
+ * cores; head_dim 64 and 128, projections not F32) or the split kernels (attn_part_f32 +
+ * attn_combine_f32, one block per query row). Split is the default until the tiled kernel has
+ * been measured on a GPU. */
+static bool attn_prefill_tiled_wanted(void) {
+    const char *e = getenv("ZRUN_ATTN_PREFILL");
+    return e && !strcmp(e, "tiled");
 }
 
 /* ---- allocation and upload ---- */
@@ -408,6 +440,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
         {&f->d_pick, ZR_PICK_BYTES, "the greedy pick"},
         {&f->part_d, (size_t)d.n_head * f->n_chunks_d * (d.head_dim + 2) * fl, "attention partials"},
         {&f->part_p, UB * d.n_head * f->n_chunks_p * (size_t)(d.head_dim + 2) * fl, "attention partials"},
+        {&f->attn_count, (size_t)hp->n_head_kv * sizeof(int32_t), "attention counters"},
         {&f->xh, UB * wmax * 2, "f16 activations"},
         {&f->wbuf, f->wbuf_elems * 2, "f16 weight buffer"},
         {&f->lt_ws, f->lt_ws_bytes, "cuBLASLt workspace"},
@@ -419,6 +452,10 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     /* a decode step before any token must not read garbage ids or positions */
     if ((rc = zr_cuda_memset8(cuda, f->d_tok, 0, 256 + UB * sizeof(int32_t), err))) goto fail;
     if ((rc = zr_cuda_memset8(cuda, f->d_pick, 0, ZR_PICK_BYTES, err))) goto fail; /* its block counter */
+    if ((rc = zr_cuda_memset8(cuda, f->attn_count, 0, (size_t)hp->n_head_kv * sizeof(int32_t), err))) goto fail;
+    f->attn_fused = attn_fused_wanted() &&
+                    zr_cuf_attn_decode_fits(hp->n_head, hp->n_head_kv, d.head_dim, hp->rope_dim, f->chunk_d);
+    f->attn_prefill_tiled = attn_prefill_tiled_wanted();
     if ((rc = zr_cuda_sync(cuda, err))) goto fail;
     return ZR_OK;
 fail:
@@ -443,7 +480,67 @@ void zr_cuf_free(ZrCuForward *f) {
 
 /* ---- launches ---- */
 
-ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
+/* Mirrors cu/matvec_stream.cu (name, type, RB, KC); the forward pass's kernel of a type first.
+ * Every stage holds 16 KiB of the main stream (plus 1-2 KiB of scales for Q8_0/Q4_0). */
+static const ZrMvsInfo mvs_kernels[] = {
+    {"mvs_f16_r8k1024", ZR_TYPE_F16, 8, 1024},    {"mvs_f16_r16k512", ZR_TYPE_F16, 16, 512},
+    {"mvs_q8_0_r8k2048", ZR_TYPE_Q8_0, 8, 2048},  {"mvs_q8_0_r16k1024", ZR_TYPE_Q8_0, 16, 1024},
+    {"mvs_q4_0_r8k4096", ZR_TYPE_Q4_0, 8, 4096},  {"mvs_q4_0_r16k2048", ZR_TYPE_Q4_0, 16, 2048},
+};
+
+int zr_cuf_mvs_list(const ZrMvsInfo **out) {
+    *out = mvs_kernels;
+    return (int)(sizeof mvs_kernels / sizeof mvs_kernels[0]);
+}
+
+const ZrMvsInfo *zr_cuf_mvs_info(uint32_t type) {
+    for (size_t i = 0; i < sizeof mvs_kernels / sizeof mvs_kernels[0]; i++)
+        if (mvs_kernels[i].type == type) return &mvs_kernels[i];
+    return NULL;
+}
+
+/* cu/matvec_stream.cuh: a stage is `rows` pieces of kc elements of the main stream and, for
+ * the block types, of the side stream (one F16 scale per 32 elements). */
+static size_t mvs_stage_bytes(const ZrMvsInfo *si) {
+    const size_t main = si->type == ZR_TYPE_F16 ? 2 * (size_t)si->kc : si->type == ZR_TYPE_Q8_0 ? (size_t)si->kc
+                                                                                                 : (size_t)si->kc / 2;
+    return (size_t)si->rows * (main + (si->type == ZR_TYPE_F16 ? 0 : (size_t)si->kc / 16));
+}
+
+static size_t mvs_smem(const ZrMvsInfo *si, int n_in, int stages) {
+    return (size_t)stages * mvs_stage_bytes(si) + mv_smem(n_in);
+}
+
+bool zr_cuf_mvs_fits(const ZrCuKernels *k, const ZrMvsInfo *si, const ZrCuWeight *w, int mode, int stages) {
+    return si && si->type == w->type && stages >= 1 && stages <= ZR_CUF_MVS_MAX_STAGES && w->n_in > 0 &&
+           w->n_in % 256 == 0 && w->main % 16 == 0 && w->side % 16 == 0 &&
+           (!(mode & ZR_CUF_MV_GLU) || w->n_out % 2 == 0) && mvs_smem(si, w->n_in, stages) <= (size_t)k->smem_optin;
+}
+
+int zr_cuf_matvec_stream(ZrLauncher *l, const ZrCuKernels *k, const ZrKernel *kern, const ZrMvsInfo *si,
+                         const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w,
+                         float eps, int mode, ZrMvShape shape, ZrError *err) {
+    if (!zr_cuf_mvs_fits(k, si, w, mode, shape.stages) || shape.blocks < 0)
+        return zr_err(err, ZR_E_INTERNAL, "%s: no streaming launch for [%d x %d] %s, mode %d, %d stages", kern->name,
+                      w->n_in, w->n_out, zr_type_name(w->type), mode, shape.stages);
+    const size_t smem = mvs_smem(si, w->n_in, shape.stages);
+    /* blocks resident at once: by shared memory (an SM has the opt-in maximum plus 1 KiB, and
+     * each block reserves 1 KiB and has ~0.4 KiB of static arrays), at most 2 (the kernels'
+     * __launch_bounds__ guarantee 2 by registers); the tiles are dealt round-robin to them */
+    const size_t per_block = smem + 1024 + 512, sm_bytes = (size_t)k->smem_optin + 2048;
+    long fit = (long)(sm_bytes / per_block);
+    fit = fit < 1 ? 1 : fit > 2 ? 2 : fit;
+    const int per_tile = mode & ZR_CUF_MV_GLU ? si->rows / 2 : si->rows;
+    const long tiles = ((mode & ZR_CUF_MV_GLU ? w->n_out / 2 : w->n_out) + per_tile - 1) / per_tile;
+    long blocks = fit * k->sm_count;
+    if (shape.blocks > 0 && shape.blocks < blocks) blocks = shape.blocks;
+    if (blocks > tiles) blocks = tiles;
+    return ZR_LAUNCH(l, kern, ZR_DIM1((unsigned)blocks), ZR_DIM1(256), (unsigned)smem, err, (void *)&w->main,
+                     (void *)&w->side, &x, &y, &add, &norm_w, &eps, (void *)&w->n_in, (void *)&w->n_out, &mode,
+                     (void *)&shape.stages);
+}
+
+ZrMvShape zr_cuf_mv_shape_register(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
     /* Measured on an H100 (tools/mv_bench.c over every shape, cu/PERF.md run 3): blocks of 8
      * row groups (the block stages x once for all of them, so fewer, larger blocks win), and
      * each row split over S warps (split-K) only while the grid has fewer than 16 warps per SM
@@ -461,6 +558,30 @@ ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
            items / (2 * split) >= 32)
         split *= 2;
     return (ZrMvShape){.groups = split <= 2 ? 8 : 4, .split = split};
+}
+
+/* Stages for the streaming kernel: 4 (16-18 KiB each) while two blocks still fit on an SM, else
+ * fewer down to 3 (the 8B FFN down: its x alone is 58 KiB), else 4 on one block. */
+static int mvs_stages(const ZrCuKernels *k, const ZrMvsInfo *si, const ZrCuWeight *w) {
+    const size_t sm_bytes = (size_t)k->smem_optin + 2048;
+    for (int st = 4; st >= 3; st--)
+        if (2 * (mvs_smem(si, w->n_in, st) + 1024 + 512) <= sm_bytes) return st;
+    return 4;
+}
+
+ZrMvShape zr_cuf_mvs_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
+    const ZrMvsInfo *si = w->type < ZR_TYPE_COUNT && k->has_mvs[w->type] ? zr_cuf_mvs_info(w->type) : NULL;
+    if (si) {
+        const int st = mvs_stages(k, si, w);
+        if (zr_cuf_mvs_fits(k, si, w, mode, st)) return (ZrMvShape){.stages = st};
+    }
+    return (ZrMvShape){.groups = 0};
+}
+
+ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
+    /* The streaming kernel (zr_cuf_mvs_shape) is not chosen yet: it has not been timed on a
+     * GPU (tools/mv_bench.c -s compares the two per matrix). */
+    return zr_cuf_mv_shape_register(k, w, mode);
 }
 
 int zr_cuf_matvec_kernel(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, CUdeviceptr x,
@@ -483,6 +604,13 @@ int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *
                          CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err) {
     if (w->type >= ZR_TYPE_COUNT || !k->has_mv[w->type])
         return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
+    if (shape.stages > 0) {
+        if (!k->has_mvs[w->type])
+            return zr_err(err, ZR_E_UNSUPPORTED, "no streaming matrix-vector kernel for type %s on this GPU",
+                          zr_type_name(w->type));
+        return zr_cuf_matvec_stream(l, k, &k->mvs[w->type], zr_cuf_mvs_info(w->type), w, x, y, add, norm_w, eps, mode,
+                                    shape, err);
+    }
     return zr_cuf_matvec_kernel(l, &k->mv[w->type], zr_cuf_mv_rows_per_warp(w->type), w, x, y, add, norm_w, eps, mode, shape,
                                 err);
 }
@@ -554,6 +682,55 @@ static int attention(ZrCuForward *f, int il, int rows, CUdeviceptr part, int chu
                      &f->q_dim, &f->d_pos, (void *)&hp->n_head, &f->head_dim, &chunk, &n_chunks);
 }
 
+/* Dynamic shared memory of attn_decode_f32 (its carve-up): q [G][hd], k and v rows [hd] each,
+ * P.V sums [NG][G][hd] (NG = 128 / L row groups of L lanes, L the power of two >= hd/4), scores
+ * [G][chunk], max/sum [G][2], all f32. */
+static size_t attn_decode_smem(int n_head, int n_kv, int head_dim, int chunk) {
+    const size_t G = (size_t)(n_head / n_kv), hd = (size_t)head_dim;
+    int L = 1;
+    while (L < head_dim / 4) L <<= 1;
+    const size_t NG = (size_t)(128 / L);
+    return (G * hd + 2 * hd + NG * G * hd + G * (size_t)chunk + 2 * G) * sizeof(float);
+}
+
+bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, int chunk) {
+    return n_kv > 0 && n_head % n_kv == 0 && n_head / n_kv <= 8 && head_dim % 4 == 0 && head_dim >= 4 &&
+           head_dim <= 128 && rope_dim <= head_dim && rope_dim % 2 == 0 && chunk > 0 &&
+           attn_decode_smem(n_head, n_kv, head_dim, chunk) <= 48 * 1024;
+}
+
+int zr_cuf_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err) {
+    if (!zr_cuf_attn_decode_fits(a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk))
+        return zr_err(err, ZR_E_INTERNAL, "attn_decode_f32: no kernel for %d/%d heads of %d (rope %d), chunks of %d",
+                      a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk);
+    const float scale = 1.0f / sqrtf((float)a->head_dim);
+    const unsigned smem = (unsigned)attn_decode_smem(a->n_head, a->n_kv, a->head_dim, a->chunk);
+    return ZR_LAUNCH(l, &k->attn_decode, ZR_DIM3(a->n_kv, a->n_chunks, 1), ZR_DIM1(128), smem, err, (void *)&a->qkv,
+                     (void *)&a->kc, (void *)&a->vc, (void *)&a->part, (void *)&a->count, (void *)&a->out,
+                     (void *)&a->freq, (void *)&a->pos, (void *)&a->n_head, (void *)&a->n_kv, (void *)&a->head_dim,
+                     (void *)&a->rope_dim, (void *)&a->neox, (void *)&a->chunk, (void *)&a->n_chunks, (void *)&scale);
+}
+
+/* The decode step's attention: the q/k norms (qwen3) when present, then one fused launch. */
+static int attention_decode(ZrCuForward *f, int il, ZrError *err) {
+    const ZrHparams *hp = &f->m->hp;
+    const ZrCuLayer *G = &f->layers[il];
+    if (!f->attn_fused) return attention(f, il, 1, f->part_d, f->chunk_d, f->n_chunks_d, err);
+    int rc;
+    if (G->q_norm && (rc = rmsnorm(f, f->qkv, f->qkv_dim, G->q_norm, f->qkv, f->qkv_dim, f->head_dim, hp->n_head, 1, err)))
+        return rc;
+    if (G->k_norm && (rc = rmsnorm(f, fptr(f->qkv, f->q_dim), f->qkv_dim, G->k_norm, fptr(f->qkv, f->q_dim), f->qkv_dim,
+                                   f->head_dim, hp->n_head_kv, 1, err)))
+        return rc;
+    const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
+    const ZrCuAttnDecode a = {.qkv = f->qkv, .kc = fptr(f->kc, layer), .vc = fptr(f->vc, layer), .part = f->part_d,
+                              .count = f->attn_count, .out = f->att, .freq = f->rope_freq, .pos = f->d_pos,
+                              .n_head = hp->n_head, .n_kv = hp->n_head_kv, .head_dim = f->head_dim,
+                              .rope_dim = hp->rope_dim, .neox = hp->rope_neox ? 1 : 0, .chunk = f->chunk_d,
+                              .n_chunks = f->n_chunks_d};
+    return zr_cuf_attn_decode(f->launcher, f->k, &a, err);
+}
+
 int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
     int rc;
@@ -568,7 +745,7 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
             if ((rc = mv_norm(f, &G->qkv[i], f->x, G->attn_norm, fptr(f->qkv, G->qkv_off[i]),
                               G->bias ? fptr(G->bias, G->qkv_off[i]) : 0, err)))
                 return rc;
-        if ((rc = attention(f, il, 1, f->part_d, f->chunk_d, f->n_chunks_d, err))) return rc;
+        if ((rc = attention_decode(f, il, err))) return rc;
         if ((rc = mv(f, &G->wo, f->att, f->x, f->x, err))) return rc;
         /* FFN block: norm fused into gate|up; stacked gate|up also applies SwiGLU to its own
          * results (GLU), else SwiGLU is fused into down's staging; down adds into the residual */
@@ -590,14 +767,15 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
 
 /* ---- prefill ---- */
 
-/* Prefill attention for `rows` rows at positions d_pos[0]..: rope + KV write, then the tiled
- * tensor-core kernel (cu/attention_prefill.cu), which reads each K/V tile once per 64 query
- * rows. F32 projections keep F32 attention (the split kernels: such models are held to the
- * decode tolerance), as do head sizes other than 64 and 128. */
+/* Prefill attention for `rows` rows at positions d_pos[0]..: rope + KV write, then (with
+ * ZRUN_ATTN_PREFILL=tiled) the tiled tensor-core kernel (cu/attention_prefill.cu), which reads
+ * each K/V tile once per 64 query rows instead of once per row. F32 projections keep F32
+ * attention (the split kernels: such models are held to the decode tolerance), as do head sizes
+ * other than 64 and 128. */
 static int prefill_attention(ZrCuForward *f, int il, int rows, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
     const ZrKernel *kern = f->head_dim == 64 ? &f->k->attn_prefill[0] : f->head_dim == 128 ? &f->k->attn_prefill[1] : NULL;
-    if (!kern || f->layers[il].qkv[0].type == ZR_TYPE_F32)
+    if (!f->attn_prefill_tiled || !kern || f->layers[il].qkv[0].type == ZR_TYPE_F32)
         return attention(f, il, rows, f->part_p, f->chunk_p, f->n_chunks_p, err);
     int rc;
     if ((rc = qk_norm_rope(f, il, rows, err))) return rc;

@@ -60,12 +60,21 @@ typedef struct MvCase {
     int n_in, n_out, add, mode, groups, split;
 } MvCase;
 
+/* A streaming kernel (cu/matvec_stream.cu) and its launch: stages in flight, blocks (0: all
+ * that fit). info NULL: the type's own streaming kernel with zr_cuf_mvs_shape's launch, through
+ * zr_cuf_matvec_shaped (the forward pass's path). */
+typedef struct MvStream {
+    const ZrMvsInfo *info;
+    int stages, blocks;
+} MvStream;
+
 /* Runs one matrix-vector product and checks it; returns the worst |diff| / (atol + rtol|ref|)
  * (> 1 fails), or -1 when the quantizer refused the type. The reference normalizes with
  * zr_cpu_rmsnorm or gates with zr_cpu_swiglu first. GLU bounds the gated value through the
  * two dot products' bounds: |silu'| <= 1.1 times the gate's error times |up|, plus |silu(gate)|
- * times the up's error. kernel/rows_per_warp: a kernel other than the type's own (NULL: own). */
-static double matvec_case(uint32_t type, MvCase c, const ZrKernel *kernel, int rows_per_warp) {
+ * times the up's error. kernel/rows_per_warp: a kernel other than the type's own (NULL: own);
+ * st: kernel is that streaming kernel, launched with st's stages and blocks. */
+static double matvec_case(uint32_t type, MvCase c, const ZrKernel *kernel, int rows_per_warp, const MvStream *st) {
     GpuEnv *g = gpu_env();
     const int n_in = c.n_in, n_out = c.n_out, in_mode = c.mode & 3;
     const bool glu = (c.mode & ZR_CUF_MV_GLU) != 0, with_add = c.add && !glu;
@@ -98,9 +107,16 @@ static double matvec_case(uint32_t type, MvCase c, const ZrKernel *kernel, int r
     CUdeviceptr dy = glu ? gpu_alloc(g, sizeof(float) * ny) : gpu_upload(g, add, sizeof(float) * n_out);
     ZrError e = {0};
     const CUdeviceptr dadd = with_add ? dy : 0, dnorm = in_mode == ZR_CUF_MV_RMSNORM ? dg : 0;
-    const ZrMvShape shape = {c.groups, c.split};
+    const ZrMvShape shape = {.groups = c.groups, .split = c.split};
     int rc;
-    if (kernel)
+    if (st && !st->info) {
+        const ZrMvShape ms = zr_cuf_mvs_shape(&g->k, &dw, c.mode);
+        rc = ms.stages > 0 ? zr_cuf_matvec_shaped(&g->l, &g->k, &dw, dx, dy, dadd, dnorm, eps, c.mode, ms, &e)
+                           : zr_err(&e, ZR_E_INTERNAL, "no streaming shape");
+    } else if (st)
+        rc = zr_cuf_matvec_stream(&g->l, &g->k, kernel, st->info, &dw, dx, dy, dadd, dnorm, eps, c.mode,
+                                  (ZrMvShape){.stages = st->stages, .blocks = st->blocks}, &e);
+    else if (kernel)
         rc = zr_cuf_matvec_kernel(&g->l, kernel, rows_per_warp, &dw, dx, dy, dadd, dnorm, eps, c.mode, shape, &e);
     else if (c.groups)
         rc = zr_cuf_matvec_shaped(&g->l, &g->k, &dw, dx, dy, dadd, dnorm, eps, c.mode, shape, &e);
@@ -170,12 +186,25 @@ static void matvec_type(uint32_t type) {
     const int n_cases = sizeof cases / sizeof cases[0] - (flt ? 0 : 6);
     double worst = 0;
     for (int i = 0; i < n_cases; i++) {
-        const double q = matvec_case(type, cases[i], NULL, 0);
+        const double q = matvec_case(type, cases[i], NULL, 0, NULL);
         ZT_CHECKF(q >= 0, "the quantizer refused %s", zr_type_name(type));
         print_case(type, cases[i], NULL, q);
         if (q > worst) worst = q;
     }
     ZT_CHECKF(worst <= 1.0, "%s: worst |diff|/tol %.3g", zr_type_name(type), worst);
+    /* the same cases through the streaming kernel where it takes them (rows of 256 multiples) */
+    const ZrMvsInfo *si = zr_cuf_mvs_info(type);
+    if (!si || !gpu_env()->k.has_mvs[type]) return;
+    const MvStream own = {NULL, 0, 0};
+    worst = 0;
+    for (int i = 0; i < n_cases; i++) {
+        const ZrCuWeight probe = {.type = type, .n_in = cases[i].n_in, .n_out = cases[i].n_out};
+        if (cases[i].groups || zr_cuf_mvs_shape(&gpu_env()->k, &probe, cases[i].mode).stages == 0) continue;
+        const double q = matvec_case(type, cases[i], NULL, 0, &own);
+        print_case(type, cases[i], &gpu_env()->k.mvs[type], q);
+        if (q > worst) worst = q;
+    }
+    ZT_CHECKF(worst <= 1.0, "%s streaming: worst |diff|/tol %.3g", zr_type_name(type), worst);
 }
 
 #define MATVEC_TEST(T, ID) \
@@ -217,12 +246,77 @@ ZT_TEST(matvec_variant_kernels_match_cpu_dot_row) {
                                 {8192, 77, 1, 0, 1, 8}};
         double worst = 0;
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-            const double q = matvec_case(type, cases[c], &kern, rpw);
+            const double q = matvec_case(type, cases[c], &kern, rpw, NULL);
             print_case(type, cases[c], &kern, q);
             if (q > worst) worst = q;
         }
         ZT_CHECKF(worst <= 1.0, "%s: worst |diff|/tol %.3g", names[i], worst);
     }
+}
+
+/* The streaming kernels (cu/matvec_stream.cu; sm_90): every mode, rows that end inside a stage
+ * (2304 = 9 x 256, 14336 with stages of 4096), rows shorter than a stage (256), partial tiles,
+ * 1..8 stages, and few blocks so that each streams many tiles through one pipeline. */
+ZT_TEST(matvec_stream_kernels_match_cpu_dot_row) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    if (!g->cuda.props.cc_major || g->cuda.props.cc_major < 9) {
+        zt_skip("the streaming kernels need sm_90 (cp.async.bulk)");
+        return;
+    }
+    static const size_t sz[] = {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4};
+    const int R = ZR_CUF_MV_RMSNORM, S = ZR_CUF_MV_SWIGLU, GL = ZR_CUF_MV_GLU;
+    /* the forward pass has each type's streaming kernel (its setup failing is not fatal there) */
+    ZT_CHECK(g->k.has_mvs[ZR_TYPE_F16] && g->k.has_mvs[ZR_TYPE_Q8_0] && g->k.has_mvs[ZR_TYPE_Q4_0]);
+    /* (n_in, n_out, add, mode), stages, blocks */
+    static const struct {
+        MvCase c;
+        int stages, blocks;
+    } cases[] = {
+        {{4096, 1000, 1, 0, 0, 0}, 4, 0},  {{2304, 37, 0, R, 0, 0}, 3, 0},     {{14336, 40, 1, S, 0, 0}, 3, 0},
+        {{4096, 200, 0, R | GL, 0, 0}, 2, 0}, {{2048, 74, 0, GL, 0, 0}, 6, 0}, {{4096, 333, 1, R, 0, 0}, 4, 3},
+        {{256, 5, 0, 0, 0, 0}, 1, 0},      {{8192, 300, 1, 0, 0, 0}, 8, 7},    {{4096, 1000, 0, R | GL, 0, 0}, 5, 2},
+        {{512, 33, 0, S, 0, 0}, 2, 1},     {{14336, 66, 1, R, 0, 0}, 2, 2},    {{2304, 90, 0, R | GL, 0, 0}, 3, 1},
+    };
+    const ZrMvsInfo *list;
+    const int n = zr_cuf_mvs_list(&list);
+    for (int i = 0; i < n; i++) {
+        ZrKernel kern;
+        ZrError e = {0};
+        ZT_CHECKF(!zr_cuda_kernel(&g->cuda, list[i].name, sz, 11, &kern, &e) &&
+                      !zr_cuda_kernel_set_smem(&g->cuda, &kern, g->k.smem_optin, &e),
+                  "%s", e.msg);
+        double worst = 0;
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            const MvStream st = {&list[i], cases[c].stages, cases[c].blocks};
+            const double q = matvec_case(list[i].type, cases[c].c, &kern, 0, &st);
+            print_case(list[i].type, cases[c].c, &kern, q);
+            fprintf(stderr, "    (%d stages, %d blocks)\n", st.stages, st.blocks);
+            if (q > worst) worst = q;
+        }
+        ZT_CHECKF(worst <= 1.0, "%s: worst |diff|/tol %.3g", list[i].name, worst);
+    }
+}
+
+/* Which matrices the streaming kernels take: rows of whole 256-element pieces only, and an
+ * even number of rows for the gated output. */
+ZT_TEST(matvec_stream_fits_only_rows_of_256_multiples) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    const ZrMvsInfo *si = zr_cuf_mvs_info(ZR_TYPE_Q4_0);
+    ZT_CHECK(si != NULL);
+    ZrCuWeight w = {.type = ZR_TYPE_Q4_0, .n_in = 4096, .n_out = 1001, .main = 256, .side = 4096};
+    ZT_CHECK(zr_cuf_mvs_fits(&g->k, si, &w, ZR_CUF_MV_RMSNORM, 4));
+    ZT_CHECK(!zr_cuf_mvs_fits(&g->k, si, &w, ZR_CUF_MV_GLU, 4));
+    ZT_CHECK(!zr_cuf_mvs_fits(&g->k, si, &w, 0, 0));
+    ZT_CHECK(!zr_cuf_mvs_fits(&g->k, si, &w, 0, 9));
+    w.n_in = 4096 + 32;
+    ZT_CHECK(!zr_cuf_mvs_fits(&g->k, si, &w, 0, 4));
+    w.n_in = 4096;
+    w.side = 4104;
+    ZT_CHECK(!zr_cuf_mvs_fits(&g->k, si, &w, 0, 4));
+    w.type = ZR_TYPE_F16;
+    ZT_CHECK(!zr_cuf_mvs_fits(&g->k, si, &w, 0, 4));
 }
 
 /* Dequantization to F16 (prefill) and embedding rows: every type against zr_dequant_row. */
@@ -458,6 +552,140 @@ ZT_TEST(attention_decode_split_over_the_sequence_matches_cpu) {
     attention_case(8, 2, 128, 1100, 1050, 1, 256); /* 5 live chunks of 256, GQA 4:1 */
     attention_case(8, 4, 8, 64, 40, 1, 16);        /* stories260K's head_dim 8 */
     attention_case(4, 4, 256, 300, 0, 1, 256);     /* one key; head_dim above the block size */
+}
+
+/* attn_decode_f32 (rope + KV write + split attention + merge in one launch) at one position:
+ * - the K/V cache row pos equals, bit for bit, what rope_kv_f32 writes from the same qkv row,
+ *   every other cache row is untouched, the qkv row is not modified;
+ * - the output matches a double-precision attention over the cache, with q rotated by
+ *   rope_kv_f32 (itself checked against zr_cpu_rope above), |diff| <= 2e-6 + 1e-5 |ref|;
+ * - the chunk counters are zero afterwards, and a second launch gives the same bits.
+ * Cache rows past pos hold NaN (a read of them poisons the output), as do the output and the
+ * partials before the launch. Raises *worst to this case's worst |diff| / tol. */
+static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, int n_ctx, int chunk, int pos,
+                        double *worst) {
+    GpuEnv *g = gpu_env();
+    uint64_t s = 1000003ull * (uint64_t)pos + 7919ull * hd + 131ull * n_head + 17ull * n_kv + 3ull * rope_dim + neox;
+    const int kv_dim = n_kv * hd, q_dim = n_head * hd, qkv_dim = q_dim + 2 * kv_dim, n_chunks = (n_ctx + chunk - 1) / chunk;
+    const size_t cache = (size_t)n_ctx * kv_dim;
+    float *qkv = malloc(sizeof(float) * qkv_dim), *rot = malloc(sizeof(float) * qkv_dim);
+    float *kc = malloc(sizeof(float) * cache), *vc = malloc(sizeof(float) * cache);
+    float *kg = malloc(sizeof(float) * cache), *vg = malloc(sizeof(float) * cache);
+    float *kr = malloc(sizeof(float) * cache), *vr = malloc(sizeof(float) * cache);
+    float *out = malloc(sizeof(float) * q_dim), *out2 = malloc(sizeof(float) * q_dim), *back = malloc(sizeof(float) * qkv_dim);
+    double freq[64], *sc = malloc(sizeof(double) * n_ctx);
+    int32_t count[64];
+    for (int i = 0; i < qkv_dim; i++) qkv[i] = 2.0f * gpu_rand(&s);
+    for (size_t i = 0; i < cache; i++) {
+        const bool used = (int)(i / kv_dim) < pos;
+        kc[i] = used ? gpu_rand(&s) : NAN;
+        vc[i] = used ? gpu_rand(&s) : NAN;
+    }
+    for (int i = 0; i < rope_dim / 2; i++) freq[i] = pow(500000.0, -2.0 * i / rope_dim) / (1.0 + 0.5 * (gpu_rand(&s) + 1.0));
+    CUdeviceptr dqkv = gpu_upload(g, qkv, sizeof(float) * qkv_dim), df = gpu_upload(g, freq, sizeof freq);
+    CUdeviceptr dp = gpu_upload(g, &pos, sizeof pos), dk = gpu_upload(g, kc, sizeof(float) * cache);
+    CUdeviceptr dv = gpu_upload(g, vc, sizeof(float) * cache), dkr = gpu_upload(g, kc, sizeof(float) * cache);
+    CUdeviceptr dvr = gpu_upload(g, vc, sizeof(float) * cache), drot = gpu_upload(g, qkv, sizeof(float) * qkv_dim);
+    CUdeviceptr part = gpu_alloc(g, sizeof(float) * n_head * n_chunks * (hd + 2)), dout = gpu_alloc(g, sizeof(float) * q_dim);
+    memset(count, 0, sizeof count);
+    CUdeviceptr dcount = gpu_upload(g, count, sizeof count);
+    ZrError e = {0};
+    /* the old path's rope + cache write, on copies */
+    const int threads = (n_head + n_kv) * rope_dim / 2 + kv_dim + n_kv * (hd - rope_dim), one = 1;
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.rope_kv, ZR_DIM3((threads + 127) / 128, one, 1), ZR_DIM1(128), 0, &e, &drot,
+                         (void *)&qkv_dim, (void *)&n_head, (void *)&n_kv, (void *)&hd, (void *)&rope_dim, (void *)&neox,
+                         &df, &dp, &dkr, &dvr),
+              "%s", e.msg);
+    const ZrCuAttnDecode a = {.qkv = dqkv, .kc = dk, .vc = dv, .part = part, .count = dcount, .out = dout, .freq = df,
+                              .pos = dp, .n_head = n_head, .n_kv = n_kv, .head_dim = hd, .rope_dim = rope_dim,
+                              .neox = neox, .chunk = chunk, .n_chunks = n_chunks};
+    ZT_CHECKF(!zr_cuf_attn_decode(&g->l, &g->k, &a, &e), "%s", e.msg);
+    gpu_download(g, out, dout, sizeof(float) * q_dim);
+    gpu_download(g, kg, dk, sizeof(float) * cache);
+    gpu_download(g, vg, dv, sizeof(float) * cache);
+    gpu_download(g, kr, dkr, sizeof(float) * cache);
+    gpu_download(g, vr, dvr, sizeof(float) * cache);
+    gpu_download(g, rot, drot, sizeof(float) * qkv_dim);
+    gpu_download(g, back, dqkv, sizeof(float) * qkv_dim);
+    gpu_download(g, count, dcount, sizeof(int32_t) * n_kv);
+    for (int i = 0; i < n_kv; i++) ZT_CHECKF(count[i] == 0, "pos %d: counter %d left at %d", pos, i, count[i]);
+    ZT_CHECKF(!memcmp(back, qkv, sizeof(float) * qkv_dim), "pos %d: the qkv row changed", pos);
+    size_t bad = 0;
+    for (size_t i = 0; i < cache; i++) {
+        const bool row = (int)(i / kv_dim) == pos;
+        const float wk = row ? kr[i] : kc[i], wv = row ? vr[i] : vc[i];
+        if (memcmp(&kg[i], &wk, 4) || memcmp(&vg[i], &wv, 4)) bad++;
+    }
+    ZT_CHECKF(bad == 0, "pos %d: %zu cache values differ from rope_kv_f32's cache", pos, bad);
+    /* reference: double precision over the cache rope_kv_f32 wrote, q as it rotated it */
+    const float scale = 1.0f / sqrtf((float)hd);
+    double wq = 0;
+    for (int h = 0; h < n_head; h++) {
+        const int kvh = h / (n_head / n_kv);
+        double mx = -1e300, sum = 0;
+        for (int p = 0; p <= pos; p++) {
+            double d = 0;
+            for (int j = 0; j < hd; j++) d += (double)(rot[h * hd + j] * scale) * kr[(size_t)p * kv_dim + kvh * hd + j];
+            sc[p] = d;
+            if (d > mx) mx = d;
+        }
+        for (int p = 0; p <= pos; p++) sum += (sc[p] = exp(sc[p] - mx));
+        for (int j = 0; j < hd; j++) {
+            double o = 0;
+            for (int p = 0; p <= pos; p++) o += sc[p] * vr[(size_t)p * kv_dim + kvh * hd + j];
+            o /= sum;
+            const double q = isfinite(out[h * hd + j]) ? fabs(out[h * hd + j] - o) / (2e-6 + 1e-5 * fabs(o)) : 1e30;
+            if (q > wq) wq = q;
+            if (q > 1.0 && q == wq)
+                fprintf(stderr, "  heads %d/%d hd %d rope %d%s pos %d head %d [%d]: %g vs %g\n", n_head, n_kv, hd,
+                        rope_dim, neox ? " neox" : "", pos, h, j, out[h * hd + j], o);
+        }
+    }
+    /* again, from the state the first launch left (counters, cache row pos): the same bits */
+    ZT_CHECKF(!zr_cuf_attn_decode(&g->l, &g->k, &a, &e), "%s", e.msg);
+    gpu_download(g, out2, dout, sizeof(float) * q_dim);
+    ZT_CHECKF(!memcmp(out, out2, sizeof(float) * q_dim), "pos %d: a second launch gave other bits", pos);
+    gpu_download(g, count, dcount, sizeof(int32_t) * n_kv);
+    for (int i = 0; i < n_kv; i++) ZT_CHECKF(count[i] == 0, "pos %d: counter %d left at %d", pos, i, count[i]);
+    CUdeviceptr bufs[] = {dqkv, df, dp, dk, dv, dkr, dvr, drot, part, dout, dcount};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) gpu_free(g, bufs[i]);
+    free(qkv), free(rot), free(kc), free(vc), free(kg), free(vg), free(kr), free(vr);
+    free(out), free(out2), free(back), free(sc);
+    if (wq > *worst) *worst = wq;
+}
+
+static void decode_positions(int n_head, int n_kv, int hd, int rope_dim, int neox, int n_ctx, int chunk) {
+    ZT_CHECK(zr_cuf_attn_decode_fits(n_head, n_kv, hd, rope_dim, chunk));
+    /* the first rows, either side of the first chunk boundaries, several chunks, the last row */
+    const int pos[] = {0, 1, chunk - 1, chunk, chunk + 1, 2 * chunk + 3, n_ctx / 2, n_ctx - 1};
+    double worst = 0;
+    for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++) {
+        if (pos[i] >= n_ctx) continue;
+        decode_case(n_head, n_kv, hd, rope_dim, neox, n_ctx, chunk, pos[i], &worst);
+    }
+    fprintf(stderr, "  attn_decode heads %d/%d hd %d rope %d%s n_ctx %d chunk %d: worst |diff|/tol = %.3g\n", n_head,
+            n_kv, hd, rope_dim, neox ? " neox" : "", n_ctx, chunk, worst);
+    ZT_CHECKF(worst <= 1.0, "heads %d/%d hd %d: worst |diff|/tol %.3g", n_head, n_kv, hd, worst);
+}
+
+ZT_TEST(attention_decode_fused_matches_rope_kv_and_cpu_at_every_chunk_boundary) {
+    if (!gpu_env()) return;
+    decode_positions(8, 2, 128, 128, 0, 200, 32);  /* GQA 4:1, the 8B head */
+    decode_positions(8, 8, 128, 128, 1, 200, 32);  /* GQA 1:1, neox */
+    decode_positions(8, 2, 64, 64, 1, 160, 32);    /* the 1B head */
+    decode_positions(4, 4, 64, 64, 0, 100, 32);    /* 1:1 */
+    decode_positions(8, 2, 64, 32, 1, 1100, 256);  /* rope over half the head; the longest chunks */
+    decode_positions(8, 2, 128, 64, 0, 300, 64);   /* rope over half the head, normal pairs */
+    decode_positions(16, 2, 128, 128, 0, 130, 40); /* GQA 8:1; a chunk that is no multiple of the row batch */
+    decode_positions(8, 4, 8, 8, 0, 64, 32);       /* stories260K: head_dim 8, GQA 2:1 */
+}
+
+ZT_TEST(attention_decode_fused_refuses_shapes_it_does_not_handle) {
+    ZT_CHECK(!zr_cuf_attn_decode_fits(32, 2, 128, 128, 32)); /* 16 query heads per KV head */
+    ZT_CHECK(!zr_cuf_attn_decode_fits(8, 8, 256, 256, 32));  /* head_dim above 128 */
+    ZT_CHECK(!zr_cuf_attn_decode_fits(8, 8, 66, 66, 32));    /* head_dim not a multiple of 4 */
+    ZT_CHECK(!zr_cuf_attn_decode_fits(8, 1, 128, 128, 8192)); /* scores beyond 48 KiB of shared memory */
+    ZT_CHECK(zr_cuf_attn_decode_fits(32, 8, 128, 128, 256));
 }
 
 ZT_TEST(attention_causal_prefill_matches_cpu) {
