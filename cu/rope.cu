@@ -9,6 +9,7 @@
 // Threads per row: (n_head + n_kv) * rope_dim/2 rotations, then n_kv*head_dim V copies, then
 // n_kv*(head_dim - rope_dim) copies of K's unrotated tail. grid (ceil(total / 128), M), block 128.
 #include "common.cuh"
+#include "rope.cuh"
 
 ZR_KERNEL void __launch_bounds__(128)
     rope_kv_f32(float *qkv, int row_stride, int n_head, int n_kv, int head_dim, int rope_dim, int neox,
@@ -23,17 +24,12 @@ ZR_KERNEL void __launch_bounds__(128)
     float *kdst = kc + (size_t)p * kv_dim, *vdst = vc + (size_t)p * kv_dim;
     if (t < n_rot) {
         const int h = t / half, j = t % half;
-        // reduce the angle in double first: float sin/cos of a large float angle would lose
-        // ~angle * 6e-8 radians; after the reduction the error is float rounding alone
-        const double angle = (double)p * freq[j];
-        const double two_pi = 6.283185307179586;
-        const double red = angle - two_pi * rint(angle / two_pi);
         float s, c;
-        sincosf((float)red, &s, &c);
+        zr_rope_cos_sin(p, freq[j], &c, &s);
         float *v = row + (size_t)h * head_dim;
         const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
         const float a = v[i0], b = v[i1];
-        const float ra = a * c - b * s, rb = a * s + b * c;
+        const float ra = zr_rope_first(a, b, c, s), rb = zr_rope_second(a, b, c, s);
         v[i0] = ra;
         v[i1] = rb;
         if (h >= n_head) {

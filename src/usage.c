@@ -61,5 +61,6 @@ const char zr_usage_text[] =
     "  ZRUN_FAULT=KIND[:TOKEN] test hook: inject a graph fault (graph-build, graph-instantiate,\n"
     "                          graph-launch, graph-901, replay-mismatch, sticky), or context-lost[:TOKEN[,TOKEN]]:\n"
     "                          lose the CUDA context at decode step TOKEN (the run goes on in a new process)\n"
+    "  ZRUN_ATTN_DECODE=fused|split  CUDA decode attention in one kernel per layer, or in three (default split)\n"
     "\n"
     "exit status: 0 ok, 1 runtime error, 2 usage error, 130 interrupted by Ctrl-C (after the summary)\n";

@@ -99,7 +99,8 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
                         ap_sz[] = {P, I, P, P, P, P, I, I, I, I, I, I},
                         ac_sz[] = {P, P, I, P, I, I, I, I}, sw_sz[] = {P, I, P, I}, ar_sz[] = {P, I, P, I},
                         add_sz[] = {P, P, I}, cv_sz[] = {P, I, P, I, I}, am_sz[] = {P, I, P},
-                        apre_sz[] = {P, I, P, P, P, I, P, I, I, I, I};
+                        apre_sz[] = {P, I, P, P, P, I, P, I, I, I, I},
+                        ad_sz[] = {P, P, P, P, P, P, P, P, I, I, I, I, I, I, I, I};
     struct {
         const char *name;
         const size_t *sz;
@@ -108,7 +109,8 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
     } fixed[] = {
         {"rmsnorm_f32", rms_sz, 7, &k->rmsnorm},        {"rope_kv_f32", rope_sz, 11, &k->rope_kv},
         {"attn_part_f32", ap_sz, 12, &k->attn_part},
-        {"attn_combine_f32", ac_sz, 8, &k->attn_combine}, {"swiglu_f32", sw_sz, 4, &k->swiglu},
+        {"attn_combine_f32", ac_sz, 8, &k->attn_combine}, {"attn_decode_f32", ad_sz, 16, &k->attn_decode},
+        {"swiglu_f32", sw_sz, 4, &k->swiglu},
         {"add_rows_f32", ar_sz, 4, &k->add_rows},       {"add_f32", add_sz, 3, &k->add},
         {"convert_f32_f16", cv_sz, 5, &k->convert},     {"argmax_f32", am_sz, 3, &k->argmax},
         {"attn_prefill_f16_d64", apre_sz, 11, &k->attn_prefill[0]},
@@ -188,7 +190,17 @@ void zr_cuf_plan(const ZrModel *m, int n_ctx, size_t *weights, size_t *kv, size_
     *work = UB * f * ((size_t)2 * d.n_embd + d.qkv_dim + d.q_dim + 3 * (size_t)d.n_ff) +
             (size_t)ZR_CUF_LOGIT_ROWS * d.n_vocab * f + (size_t)d.n_head * nd * (d.head_dim + 2) * f +
             UB * d.n_head * np * (size_t)(d.head_dim + 2) * f + UB * wmax * 2 + wbuf_elems_of(&d) * 2 +
-            ((size_t)32 << 20) + UB * 4 + 64 * 256;
+            ((size_t)32 << 20) + UB * 4 + 64 * 256 + align256((size_t)m->hp.n_head_kv * 4);
+}
+
+/* ZRUN_ATTN_DECODE=fused|split picks the decode attention: one kernel per layer
+ * (attn_decode_f32) or rope_kv_f32 + attn_part_f32 + attn_combine_f32. Split is the default
+ * until the fused kernel has been measured on a GPU. */
+static bool attn_fused_wanted(void) {
+    const char *e = getenv("ZRUN_ATTN_DECODE");
+    if (e && !strcmp(e, "fused")) return true;
+    if (e && !strcmp(e, "split")) return false;
+    return false;
 }
 
 /* ZRUN_ATTN_PREFILL=tiled|split picks the prefill attention: attn_prefill_f16_d* (tiled, tensor
@@ -428,6 +440,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
         {&f->d_pick, ZR_PICK_BYTES, "the greedy pick"},
         {&f->part_d, (size_t)d.n_head * f->n_chunks_d * (d.head_dim + 2) * fl, "attention partials"},
         {&f->part_p, UB * d.n_head * f->n_chunks_p * (size_t)(d.head_dim + 2) * fl, "attention partials"},
+        {&f->attn_count, (size_t)hp->n_head_kv * sizeof(int32_t), "attention counters"},
         {&f->xh, UB * wmax * 2, "f16 activations"},
         {&f->wbuf, f->wbuf_elems * 2, "f16 weight buffer"},
         {&f->lt_ws, f->lt_ws_bytes, "cuBLASLt workspace"},
@@ -439,6 +452,9 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     /* a decode step before any token must not read garbage ids or positions */
     if ((rc = zr_cuda_memset8(cuda, f->d_tok, 0, 256 + UB * sizeof(int32_t), err))) goto fail;
     if ((rc = zr_cuda_memset8(cuda, f->d_pick, 0, ZR_PICK_BYTES, err))) goto fail; /* its block counter */
+    if ((rc = zr_cuda_memset8(cuda, f->attn_count, 0, (size_t)hp->n_head_kv * sizeof(int32_t), err))) goto fail;
+    f->attn_fused = attn_fused_wanted() &&
+                    zr_cuf_attn_decode_fits(hp->n_head, hp->n_head_kv, d.head_dim, hp->rope_dim, f->chunk_d);
     f->attn_prefill_tiled = attn_prefill_tiled_wanted();
     if ((rc = zr_cuda_sync(cuda, err))) goto fail;
     return ZR_OK;
@@ -666,6 +682,55 @@ static int attention(ZrCuForward *f, int il, int rows, CUdeviceptr part, int chu
                      &f->q_dim, &f->d_pos, (void *)&hp->n_head, &f->head_dim, &chunk, &n_chunks);
 }
 
+/* Dynamic shared memory of attn_decode_f32 (its carve-up): q [G][hd], k and v rows [hd] each,
+ * P.V sums [NG][G][hd] (NG = 128 / L row groups of L lanes, L the power of two >= hd/4), scores
+ * [G][chunk], max/sum [G][2], all f32. */
+static size_t attn_decode_smem(int n_head, int n_kv, int head_dim, int chunk) {
+    const size_t G = (size_t)(n_head / n_kv), hd = (size_t)head_dim;
+    int L = 1;
+    while (L < head_dim / 4) L <<= 1;
+    const size_t NG = (size_t)(128 / L);
+    return (G * hd + 2 * hd + NG * G * hd + G * (size_t)chunk + 2 * G) * sizeof(float);
+}
+
+bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, int chunk) {
+    return n_kv > 0 && n_head % n_kv == 0 && n_head / n_kv <= 8 && head_dim % 4 == 0 && head_dim >= 4 &&
+           head_dim <= 128 && rope_dim <= head_dim && rope_dim % 2 == 0 && chunk > 0 &&
+           attn_decode_smem(n_head, n_kv, head_dim, chunk) <= 48 * 1024;
+}
+
+int zr_cuf_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err) {
+    if (!zr_cuf_attn_decode_fits(a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk))
+        return zr_err(err, ZR_E_INTERNAL, "attn_decode_f32: no kernel for %d/%d heads of %d (rope %d), chunks of %d",
+                      a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk);
+    const float scale = 1.0f / sqrtf((float)a->head_dim);
+    const unsigned smem = (unsigned)attn_decode_smem(a->n_head, a->n_kv, a->head_dim, a->chunk);
+    return ZR_LAUNCH(l, &k->attn_decode, ZR_DIM3(a->n_kv, a->n_chunks, 1), ZR_DIM1(128), smem, err, (void *)&a->qkv,
+                     (void *)&a->kc, (void *)&a->vc, (void *)&a->part, (void *)&a->count, (void *)&a->out,
+                     (void *)&a->freq, (void *)&a->pos, (void *)&a->n_head, (void *)&a->n_kv, (void *)&a->head_dim,
+                     (void *)&a->rope_dim, (void *)&a->neox, (void *)&a->chunk, (void *)&a->n_chunks, (void *)&scale);
+}
+
+/* The decode step's attention: the q/k norms (qwen3) when present, then one fused launch. */
+static int attention_decode(ZrCuForward *f, int il, ZrError *err) {
+    const ZrHparams *hp = &f->m->hp;
+    const ZrCuLayer *G = &f->layers[il];
+    if (!f->attn_fused) return attention(f, il, 1, f->part_d, f->chunk_d, f->n_chunks_d, err);
+    int rc;
+    if (G->q_norm && (rc = rmsnorm(f, f->qkv, f->qkv_dim, G->q_norm, f->qkv, f->qkv_dim, f->head_dim, hp->n_head, 1, err)))
+        return rc;
+    if (G->k_norm && (rc = rmsnorm(f, fptr(f->qkv, f->q_dim), f->qkv_dim, G->k_norm, fptr(f->qkv, f->q_dim), f->qkv_dim,
+                                   f->head_dim, hp->n_head_kv, 1, err)))
+        return rc;
+    const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
+    const ZrCuAttnDecode a = {.qkv = f->qkv, .kc = fptr(f->kc, layer), .vc = fptr(f->vc, layer), .part = f->part_d,
+                              .count = f->attn_count, .out = f->att, .freq = f->rope_freq, .pos = f->d_pos,
+                              .n_head = hp->n_head, .n_kv = hp->n_head_kv, .head_dim = f->head_dim,
+                              .rope_dim = hp->rope_dim, .neox = hp->rope_neox ? 1 : 0, .chunk = f->chunk_d,
+                              .n_chunks = f->n_chunks_d};
+    return zr_cuf_attn_decode(f->launcher, f->k, &a, err);
+}
+
 int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
     int rc;
@@ -680,7 +745,7 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
             if ((rc = mv_norm(f, &G->qkv[i], f->x, G->attn_norm, fptr(f->qkv, G->qkv_off[i]),
                               G->bias ? fptr(G->bias, G->qkv_off[i]) : 0, err)))
                 return rc;
-        if ((rc = attention(f, il, 1, f->part_d, f->chunk_d, f->n_chunks_d, err))) return rc;
+        if ((rc = attention_decode(f, il, err))) return rc;
         if ((rc = mv(f, &G->wo, f->att, f->x, f->x, err))) return rc;
         /* FFN block: norm fused into gate|up; stacked gate|up also applies SwiGLU to its own
          * results (GLU), else SwiGLU is fused into down's staging; down adds into the residual */

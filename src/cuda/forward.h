@@ -28,7 +28,7 @@ typedef struct ZrCuKernels {
     bool has_mvs[ZR_TYPE_COUNT];
     int sm_count;   /* the device's multiprocessors (matrix-vector grid shapes) */
     int smem_optin; /* dynamic shared memory one block may have, bytes */
-    ZrKernel rmsnorm, rope_kv, attn_part, attn_combine, swiglu, add_rows, add, convert;
+    ZrKernel rmsnorm, rope_kv, attn_part, attn_combine, attn_decode, swiglu, add_rows, add, convert;
     ZrKernel argmax; /* the greedy pick (cuda/pick.h) */
     ZrKernel attn_prefill[2]; /* causal prefill attention, head_dim 64 / 128 (cu/attention_prefill.cu) */
     ZrKernel rmsnorm_f16, swiglu_f16; /* the prefill's F16 GEMM operands written directly (cu/prefill_f16.cu) */
@@ -77,6 +77,8 @@ typedef struct ZrCuForward {
     int pick_n;                     /* > 0: the decode step ends with the greedy pick over logits [0, pick_n) */
     CUdeviceptr part_d, part_p;     /* attention partials, decode / prefill */
     int chunk_d, n_chunks_d, chunk_p, n_chunks_p;
+    CUdeviceptr attn_count;         /* i32 [n_kv]: the fused decode attention's chunk counters (0 between launches) */
+    bool attn_fused;                /* decode attention in one kernel per layer (attn_decode_f32) */
     bool attn_prefill_tiled;        /* ZRUN_ATTN_PREFILL=tiled: cu/attention_prefill.cu for M > 1 */
     CUdeviceptr xh;                 /* f16 [UB][max width] GEMM activation operand */
     CUdeviceptr wbuf;               /* f16 [wbuf_elems] dequantized weight rows for one GEMM */
@@ -150,6 +152,22 @@ bool zr_cuf_mvs_fits(const ZrCuKernels *k, const ZrMvsInfo *info, const ZrCuWeig
 int zr_cuf_matvec_stream(ZrLauncher *l, const ZrCuKernels *k, const ZrKernel *kern, const ZrMvsInfo *info,
                          const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w,
                          float eps, int mode, ZrMvShape shape, ZrError *err);
+
+/* The decode attention of one layer in one launch (cu/attention_decode.cu): rope of q and k,
+ * the KV-cache write of row pos[0], attention over rows 0..pos[0] in chunks of `chunk` (of
+ * n_chunks), and the merge. qkv: the decode row [n_head*head_dim | kv_dim | kv_dim] before
+ * rope (read only); kc, vc: the layer's caches [n_ctx][kv_dim]; part: n_head * n_chunks *
+ * (head_dim + 2) floats; count: i32 [n_kv], zero (and left zero); out: [n_head*head_dim];
+ * freq: f64 [rope_dim/2] (rope.cu); pos: i32 [1]. */
+typedef struct ZrCuAttnDecode {
+    CUdeviceptr qkv, kc, vc, part, count, out, freq, pos;
+    int n_head, n_kv, head_dim, rope_dim, neox, chunk, n_chunks;
+} ZrCuAttnDecode;
+/* Whether attn_decode_f32 handles this shape (head_dim % 4 == 0 and <= 128, at most 8 query
+ * heads per KV head, its shared memory within 48 KiB); else the decode uses rope_kv_f32,
+ * attn_part_f32 and attn_combine_f32. */
+bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, int chunk);
+int zr_cuf_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err);
 
 /* Uploads the weights and allocates the KV cache for n_ctx and every workspace. Checks first
  * that it all fits: out of memory says how much was needed and how much was free. */

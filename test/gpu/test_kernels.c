@@ -554,6 +554,140 @@ ZT_TEST(attention_decode_split_over_the_sequence_matches_cpu) {
     attention_case(4, 4, 256, 300, 0, 1, 256);     /* one key; head_dim above the block size */
 }
 
+/* attn_decode_f32 (rope + KV write + split attention + merge in one launch) at one position:
+ * - the K/V cache row pos equals, bit for bit, what rope_kv_f32 writes from the same qkv row,
+ *   every other cache row is untouched, the qkv row is not modified;
+ * - the output matches a double-precision attention over the cache, with q rotated by
+ *   rope_kv_f32 (itself checked against zr_cpu_rope above), |diff| <= 2e-6 + 1e-5 |ref|;
+ * - the chunk counters are zero afterwards, and a second launch gives the same bits.
+ * Cache rows past pos hold NaN (a read of them poisons the output), as do the output and the
+ * partials before the launch. Raises *worst to this case's worst |diff| / tol. */
+static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, int n_ctx, int chunk, int pos,
+                        double *worst) {
+    GpuEnv *g = gpu_env();
+    uint64_t s = 1000003ull * (uint64_t)pos + 7919ull * hd + 131ull * n_head + 17ull * n_kv + 3ull * rope_dim + neox;
+    const int kv_dim = n_kv * hd, q_dim = n_head * hd, qkv_dim = q_dim + 2 * kv_dim, n_chunks = (n_ctx + chunk - 1) / chunk;
+    const size_t cache = (size_t)n_ctx * kv_dim;
+    float *qkv = malloc(sizeof(float) * qkv_dim), *rot = malloc(sizeof(float) * qkv_dim);
+    float *kc = malloc(sizeof(float) * cache), *vc = malloc(sizeof(float) * cache);
+    float *kg = malloc(sizeof(float) * cache), *vg = malloc(sizeof(float) * cache);
+    float *kr = malloc(sizeof(float) * cache), *vr = malloc(sizeof(float) * cache);
+    float *out = malloc(sizeof(float) * q_dim), *out2 = malloc(sizeof(float) * q_dim), *back = malloc(sizeof(float) * qkv_dim);
+    double freq[64], *sc = malloc(sizeof(double) * n_ctx);
+    int32_t count[64];
+    for (int i = 0; i < qkv_dim; i++) qkv[i] = 2.0f * gpu_rand(&s);
+    for (size_t i = 0; i < cache; i++) {
+        const bool used = (int)(i / kv_dim) < pos;
+        kc[i] = used ? gpu_rand(&s) : NAN;
+        vc[i] = used ? gpu_rand(&s) : NAN;
+    }
+    for (int i = 0; i < rope_dim / 2; i++) freq[i] = pow(500000.0, -2.0 * i / rope_dim) / (1.0 + 0.5 * (gpu_rand(&s) + 1.0));
+    CUdeviceptr dqkv = gpu_upload(g, qkv, sizeof(float) * qkv_dim), df = gpu_upload(g, freq, sizeof freq);
+    CUdeviceptr dp = gpu_upload(g, &pos, sizeof pos), dk = gpu_upload(g, kc, sizeof(float) * cache);
+    CUdeviceptr dv = gpu_upload(g, vc, sizeof(float) * cache), dkr = gpu_upload(g, kc, sizeof(float) * cache);
+    CUdeviceptr dvr = gpu_upload(g, vc, sizeof(float) * cache), drot = gpu_upload(g, qkv, sizeof(float) * qkv_dim);
+    CUdeviceptr part = gpu_alloc(g, sizeof(float) * n_head * n_chunks * (hd + 2)), dout = gpu_alloc(g, sizeof(float) * q_dim);
+    memset(count, 0, sizeof count);
+    CUdeviceptr dcount = gpu_upload(g, count, sizeof count);
+    ZrError e = {0};
+    /* the old path's rope + cache write, on copies */
+    const int threads = (n_head + n_kv) * rope_dim / 2 + kv_dim + n_kv * (hd - rope_dim), one = 1;
+    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.rope_kv, ZR_DIM3((threads + 127) / 128, one, 1), ZR_DIM1(128), 0, &e, &drot,
+                         (void *)&qkv_dim, (void *)&n_head, (void *)&n_kv, (void *)&hd, (void *)&rope_dim, (void *)&neox,
+                         &df, &dp, &dkr, &dvr),
+              "%s", e.msg);
+    const ZrCuAttnDecode a = {.qkv = dqkv, .kc = dk, .vc = dv, .part = part, .count = dcount, .out = dout, .freq = df,
+                              .pos = dp, .n_head = n_head, .n_kv = n_kv, .head_dim = hd, .rope_dim = rope_dim,
+                              .neox = neox, .chunk = chunk, .n_chunks = n_chunks};
+    ZT_CHECKF(!zr_cuf_attn_decode(&g->l, &g->k, &a, &e), "%s", e.msg);
+    gpu_download(g, out, dout, sizeof(float) * q_dim);
+    gpu_download(g, kg, dk, sizeof(float) * cache);
+    gpu_download(g, vg, dv, sizeof(float) * cache);
+    gpu_download(g, kr, dkr, sizeof(float) * cache);
+    gpu_download(g, vr, dvr, sizeof(float) * cache);
+    gpu_download(g, rot, drot, sizeof(float) * qkv_dim);
+    gpu_download(g, back, dqkv, sizeof(float) * qkv_dim);
+    gpu_download(g, count, dcount, sizeof(int32_t) * n_kv);
+    for (int i = 0; i < n_kv; i++) ZT_CHECKF(count[i] == 0, "pos %d: counter %d left at %d", pos, i, count[i]);
+    ZT_CHECKF(!memcmp(back, qkv, sizeof(float) * qkv_dim), "pos %d: the qkv row changed", pos);
+    size_t bad = 0;
+    for (size_t i = 0; i < cache; i++) {
+        const bool row = (int)(i / kv_dim) == pos;
+        const float wk = row ? kr[i] : kc[i], wv = row ? vr[i] : vc[i];
+        if (memcmp(&kg[i], &wk, 4) || memcmp(&vg[i], &wv, 4)) bad++;
+    }
+    ZT_CHECKF(bad == 0, "pos %d: %zu cache values differ from rope_kv_f32's cache", pos, bad);
+    /* reference: double precision over the cache rope_kv_f32 wrote, q as it rotated it */
+    const float scale = 1.0f / sqrtf((float)hd);
+    double wq = 0;
+    for (int h = 0; h < n_head; h++) {
+        const int kvh = h / (n_head / n_kv);
+        double mx = -1e300, sum = 0;
+        for (int p = 0; p <= pos; p++) {
+            double d = 0;
+            for (int j = 0; j < hd; j++) d += (double)(rot[h * hd + j] * scale) * kr[(size_t)p * kv_dim + kvh * hd + j];
+            sc[p] = d;
+            if (d > mx) mx = d;
+        }
+        for (int p = 0; p <= pos; p++) sum += (sc[p] = exp(sc[p] - mx));
+        for (int j = 0; j < hd; j++) {
+            double o = 0;
+            for (int p = 0; p <= pos; p++) o += sc[p] * vr[(size_t)p * kv_dim + kvh * hd + j];
+            o /= sum;
+            const double q = isfinite(out[h * hd + j]) ? fabs(out[h * hd + j] - o) / (2e-6 + 1e-5 * fabs(o)) : 1e30;
+            if (q > wq) wq = q;
+            if (q > 1.0 && q == wq)
+                fprintf(stderr, "  heads %d/%d hd %d rope %d%s pos %d head %d [%d]: %g vs %g\n", n_head, n_kv, hd,
+                        rope_dim, neox ? " neox" : "", pos, h, j, out[h * hd + j], o);
+        }
+    }
+    /* again, from the state the first launch left (counters, cache row pos): the same bits */
+    ZT_CHECKF(!zr_cuf_attn_decode(&g->l, &g->k, &a, &e), "%s", e.msg);
+    gpu_download(g, out2, dout, sizeof(float) * q_dim);
+    ZT_CHECKF(!memcmp(out, out2, sizeof(float) * q_dim), "pos %d: a second launch gave other bits", pos);
+    gpu_download(g, count, dcount, sizeof(int32_t) * n_kv);
+    for (int i = 0; i < n_kv; i++) ZT_CHECKF(count[i] == 0, "pos %d: counter %d left at %d", pos, i, count[i]);
+    CUdeviceptr bufs[] = {dqkv, df, dp, dk, dv, dkr, dvr, drot, part, dout, dcount};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) gpu_free(g, bufs[i]);
+    free(qkv), free(rot), free(kc), free(vc), free(kg), free(vg), free(kr), free(vr);
+    free(out), free(out2), free(back), free(sc);
+    if (wq > *worst) *worst = wq;
+}
+
+static void decode_positions(int n_head, int n_kv, int hd, int rope_dim, int neox, int n_ctx, int chunk) {
+    ZT_CHECK(zr_cuf_attn_decode_fits(n_head, n_kv, hd, rope_dim, chunk));
+    /* the first rows, either side of the first chunk boundaries, several chunks, the last row */
+    const int pos[] = {0, 1, chunk - 1, chunk, chunk + 1, 2 * chunk + 3, n_ctx / 2, n_ctx - 1};
+    double worst = 0;
+    for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++) {
+        if (pos[i] >= n_ctx) continue;
+        decode_case(n_head, n_kv, hd, rope_dim, neox, n_ctx, chunk, pos[i], &worst);
+    }
+    fprintf(stderr, "  attn_decode heads %d/%d hd %d rope %d%s n_ctx %d chunk %d: worst |diff|/tol = %.3g\n", n_head,
+            n_kv, hd, rope_dim, neox ? " neox" : "", n_ctx, chunk, worst);
+    ZT_CHECKF(worst <= 1.0, "heads %d/%d hd %d: worst |diff|/tol %.3g", n_head, n_kv, hd, worst);
+}
+
+ZT_TEST(attention_decode_fused_matches_rope_kv_and_cpu_at_every_chunk_boundary) {
+    if (!gpu_env()) return;
+    decode_positions(8, 2, 128, 128, 0, 200, 32);  /* GQA 4:1, the 8B head */
+    decode_positions(8, 8, 128, 128, 1, 200, 32);  /* GQA 1:1, neox */
+    decode_positions(8, 2, 64, 64, 1, 160, 32);    /* the 1B head */
+    decode_positions(4, 4, 64, 64, 0, 100, 32);    /* 1:1 */
+    decode_positions(8, 2, 64, 32, 1, 1100, 256);  /* rope over half the head; the longest chunks */
+    decode_positions(8, 2, 128, 64, 0, 300, 64);   /* rope over half the head, normal pairs */
+    decode_positions(16, 2, 128, 128, 0, 130, 40); /* GQA 8:1; a chunk that is no multiple of the row batch */
+    decode_positions(8, 4, 8, 8, 0, 64, 32);       /* stories260K: head_dim 8, GQA 2:1 */
+}
+
+ZT_TEST(attention_decode_fused_refuses_shapes_it_does_not_handle) {
+    ZT_CHECK(!zr_cuf_attn_decode_fits(32, 2, 128, 128, 32)); /* 16 query heads per KV head */
+    ZT_CHECK(!zr_cuf_attn_decode_fits(8, 8, 256, 256, 32));  /* head_dim above 128 */
+    ZT_CHECK(!zr_cuf_attn_decode_fits(8, 8, 66, 66, 32));    /* head_dim not a multiple of 4 */
+    ZT_CHECK(!zr_cuf_attn_decode_fits(8, 1, 128, 128, 8192)); /* scores beyond 48 KiB of shared memory */
+    ZT_CHECK(zr_cuf_attn_decode_fits(32, 8, 128, 128, 256));
+}
+
 ZT_TEST(attention_causal_prefill_matches_cpu) {
     if (!gpu_env()) return;
     attention_case(4, 2, 64, 512, 290, 6, 128);
