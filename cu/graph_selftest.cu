@@ -36,12 +36,13 @@ ZR_KERNEL void zr_selftest_scale(float *x, float s, int n) {
 }
 
 // One link of the programmatic-dependent-launch chain (test/gpu/test_graph_pdl.c), exact in
-// uint32 arithmetic: y[i] = x[(i + stride) % n] * 3 + i + k (mod 2^32). Each thread reads an
+// uint32 arithmetic: y[i] = x[(i + stride) % n] * 3 + i + k (mod 2^32), 0 <= stride < n. Each thread reads an
 // element another block of the previous link wrote, so a link that ran ahead of its
 // predecessor's writes would read stale values.
 __device__ __forceinline__ void zr_selftest_link_body(uint32_t *y, const uint32_t *x, int n, int stride, uint32_t k) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        int j = (int)(((long long)i + stride) % n);
+        int j = i + stride;
+        if (j >= n) j -= n;
         y[i] = x[j] * 3u + (uint32_t)i + k;
     }
 }

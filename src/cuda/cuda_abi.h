@@ -131,6 +131,7 @@ typedef struct CUlaunchConfig {
 } CUlaunchConfig;
 _Static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute is 72 bytes in cuda.h");
 _Static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig is 56 bytes in cuda.h");
+_Static_assert(sizeof(CUgraphEdgeData) == 8, "CUgraphEdgeData is 8 bytes in cuda.h");
 
 /* ---- function-pointer types (CUDAAPI is empty on Linux) ---- */
 typedef CUresult (*PFN_cuGetProcAddress_v12000)(const char *symbol, void **pfn, int cudaVersion,

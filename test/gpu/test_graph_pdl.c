@@ -78,7 +78,7 @@ static int chain_record(Chain *c, const ZrKernel *k, int links, int stride, ZrEr
 static void chain_reference(uint32_t *x, uint32_t *tmp, int n, int links, int stride) {
     for (int i = 0; i < links; i++) {
         uint32_t kk = (uint32_t)i * 2654435761u;
-        for (int e = 0; e < n; e++) tmp[e] = x[(int)(((long long)e + stride) % n)] * 3u + (uint32_t)e + kk;
+        for (int e = 0; e < n; e++) tmp[e] = x[e + stride < n ? e + stride : e + stride - n] * 3u + (uint32_t)e + kk;
         memcpy(x, tmp, (size_t)n * sizeof *x);
     }
 }
