@@ -58,6 +58,8 @@ const char zr_usage_text[] =
     "                          capability >= 9.0, in graph edges and eager launches)\n"
     "  ZRUN_ATTN_PREFILL=tiled prefill attention through the tiled tensor-core kernel (F16 operands;\n"
     "                          default: split, F32)\n"
+    "  ZRUN_PREFILL_OVERLAP=1  prefill: dequantize the next quantized matrix on a second stream\n"
+    "                          during the current GEMM (one more F16 weight buffer)\n"
     "  ZRUN_FAULT=KIND[:TOKEN] test hook: inject a graph fault (graph-build, graph-instantiate,\n"
     "                          graph-launch, graph-901, replay-mismatch, sticky), or context-lost[:TOKEN[,TOKEN]]:\n"
     "                          lose the CUDA context at decode step TOKEN (the run goes on in a new process)\n"

@@ -173,6 +173,7 @@ typedef CUresult (*PFN_cuStreamSynchronize)(CUstream s);
 typedef CUresult (*PFN_cuStreamDestroy_v2)(CUstream s);
 typedef CUresult (*PFN_cuEventCreate)(CUevent *e, unsigned int flags);
 typedef CUresult (*PFN_cuEventRecord)(CUevent e, CUstream s);
+typedef CUresult (*PFN_cuStreamWaitEvent)(CUstream s, CUevent e, unsigned int flags);
 typedef CUresult (*PFN_cuEventSynchronize)(CUevent e);
 typedef CUresult (*PFN_cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
 typedef CUresult (*PFN_cuEventDestroy_v2)(CUevent e);

@@ -53,6 +53,7 @@ static const Entry k_entries[] = {
     E(cuStreamDestroy, ZR_CU_V_BASE),
     E(cuEventCreate, 2000),
     E(cuEventRecord, 2000),
+    OPT(cuStreamWaitEvent, 3020),
     E(cuEventSynchronize, 2000),
     E(cuEventElapsedTime, 2000),
     E(cuEventDestroy, ZR_CU_V_BASE),

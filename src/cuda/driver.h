@@ -46,6 +46,7 @@ typedef struct ZrCuDriver {
     PFN_cuStreamDestroy_v2 cuStreamDestroy;
     PFN_cuEventCreate cuEventCreate;
     PFN_cuEventRecord cuEventRecord;
+    PFN_cuStreamWaitEvent cuStreamWaitEvent; /* optional: NULL when absent */
     PFN_cuEventSynchronize cuEventSynchronize;
     PFN_cuEventElapsedTime cuEventElapsedTime;
     PFN_cuEventDestroy_v2 cuEventDestroy;

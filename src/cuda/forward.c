@@ -171,6 +171,14 @@ static size_t wbuf_elems_of(const Dims *d) {
     return e;
 }
 
+/* ZRUN_PREFILL_OVERLAP=1: the prefill dequantizes quantized matrices on a second stream into
+ * two alternating F16 buffers, so the dequantization of the next matrix (memory-bound) runs
+ * during the current GEMM (compute-bound) instead of before it. Off until measured on a GPU. */
+static bool prefill_overlap_wanted(void) {
+    const char *e = getenv("ZRUN_PREFILL_OVERLAP");
+    return e && !strcmp(e, "1");
+}
+
 void zr_cuf_plan(const ZrModel *m, int n_ctx, size_t *weights, size_t *kv, size_t *work) {
     const Dims d = dims_of(m);
     size_t w = weight_bytes(&m->tok_embd) + align256((size_t)d.n_embd * 4) + 4096;
@@ -191,6 +199,7 @@ void zr_cuf_plan(const ZrModel *m, int n_ctx, size_t *weights, size_t *kv, size_
             (size_t)ZR_CUF_LOGIT_ROWS * d.n_vocab * f + (size_t)d.n_head * nd * (d.head_dim + 2) * f +
             UB * d.n_head * np * (size_t)(d.head_dim + 2) * f + UB * wmax * 2 + wbuf_elems_of(&d) * 2 +
             ((size_t)32 << 20) + UB * 4 + 64 * 256 + align256((size_t)m->hp.n_head_kv * 4);
+    if (prefill_overlap_wanted()) *work += wbuf_elems_of(&d) * 2; /* the second dequantization buffer */
 }
 
 /* ZRUN_ATTN_DECODE=fused|split picks the decode attention: one kernel per layer
@@ -346,6 +355,17 @@ static int upload_rope(ZrCuForward *f, ZrError *err) {
     return rc;
 }
 
+/* The second stream, its events and the second F16 buffer of ZRUN_PREFILL_OVERLAP. */
+static int overlap_init(ZrCuForward *f, ZrError *err) {
+    const ZrCuDriver *d = f->cuda->drv;
+    ZR_CU_TRY(d, err, d->cuStreamCreate(&f->dq_stream, CU_STREAM_NON_BLOCKING), "prefill: cuStreamCreate");
+    for (int i = 0; i < 2; i++) {
+        ZR_CU_TRY(d, err, d->cuEventCreate(&f->dq_ready[i], CU_EVENT_DISABLE_TIMING), "prefill: cuEventCreate");
+        ZR_CU_TRY(d, err, d->cuEventCreate(&f->dq_free[i], CU_EVENT_DISABLE_TIMING), "prefill: cuEventCreate");
+    }
+    return dalloc(f, &f->wbuf2, f->wbuf_elems * 2, "f16 weight buffer", err);
+}
+
 int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, ZrCublasLt *lt, ZrCuKernels *k,
                 int n_ctx, ZrError *err) {
     memset(f, 0, sizeof *f);
@@ -456,6 +476,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     f->attn_fused = attn_fused_wanted() &&
                     zr_cuf_attn_decode_fits(hp->n_head, hp->n_head_kv, d.head_dim, hp->rope_dim, f->chunk_d);
     f->attn_prefill_tiled = attn_prefill_tiled_wanted();
+    if (prefill_overlap_wanted() && cuda->drv->cuStreamWaitEvent && (rc = overlap_init(f, err))) goto fail;
     if ((rc = zr_cuda_sync(cuda, err))) goto fail;
     return ZR_OK;
 fail:
@@ -465,11 +486,22 @@ fail:
 
 void zr_cuf_forget(ZrCuForward *f) {
     f->n_allocs = 0;
+    f->dq_stream = NULL; /* gone with the context */
+    memset(f->dq_ready, 0, sizeof f->dq_ready);
+    memset(f->dq_free, 0, sizeof f->dq_free);
     zr_cuf_free(f);
 }
 
 void zr_cuf_free(ZrCuForward *f) {
     if (!f) return;
+    const ZrCuDriver *d = f->cuda ? f->cuda->drv : NULL;
+    for (int i = 0; d && i < 2; i++) {
+        if (f->dq_ready[i]) d->cuEventDestroy(f->dq_ready[i]);
+        if (f->dq_free[i]) d->cuEventDestroy(f->dq_free[i]);
+        f->dq_ready[i] = f->dq_free[i] = NULL;
+    }
+    if (d && f->dq_stream) d->cuStreamDestroy(f->dq_stream);
+    f->dq_stream = NULL;
     for (int i = 0; i < f->n_allocs; i++) zr_cuda_free(f->cuda, f->allocs[i]);
     free(f->allocs);
     free(f->layers);
@@ -807,21 +839,37 @@ static int gemm(ZrCuForward *f, const ZrCuWeight *w, int rows, CUdeviceptr x32, 
         g.d = y;
         return zr_cublaslt_gemm(f->lt, f->cuda->stream, &g, err);
     }
-    /* dequantize row slices into the F16 buffer, one GEMM per slice */
+    /* dequantize row slices into the F16 buffer, one GEMM per slice; with a second stream
+     * (ZRUN_PREFILL_OVERLAP) slices alternate between two buffers: the dequantization into
+     * buffer b waits for the GEMM that last read b (dq_free[b]), the GEMM for the
+     * dequantization (dq_ready[b]), so one dequantization runs beside the GEMM before it */
+    const ZrCuDriver *d = f->cuda->drv;
+    CUstream main_stream = f->cuda->stream;
     const int slice = (int)(f->wbuf_elems / (size_t)w->n_in);
     for (int r0 = 0; r0 < w->n_out; r0 += slice) {
-        const int nr = w->n_out - r0 < slice ? w->n_out - r0 : slice;
+        const int nr = w->n_out - r0 < slice ? w->n_out - r0 : slice, b = f->dq_stream ? f->dq_count++ & 1 : 0;
+        CUdeviceptr buf = b ? f->wbuf2 : f->wbuf;
         const size_t threads = (size_t)nr * ((w->n_in + 7) / 8);
+        if (f->dq_stream) {
+            ZR_CU_TRY(d, err, d->cuStreamWaitEvent(f->dq_stream, f->dq_free[b], 0), "prefill: cuStreamWaitEvent");
+            f->launcher->stream = f->dq_stream;
+        }
         int rc = ZR_LAUNCH(f->launcher, &f->k->dq[w->type], ZR_DIM1(cdiv(threads, 256)), ZR_DIM1(256), 0, err,
-                           (void *)&w->main, (void *)&w->side, &f->wbuf, (void *)&w->n_in, (void *)&w->n_out, &r0,
+                           (void *)&w->main, (void *)&w->side, &buf, (void *)&w->n_in, (void *)&w->n_out, &r0,
                            (void *)&nr);
+        f->launcher->stream = main_stream;
         if (rc) return rc;
+        if (f->dq_stream) {
+            ZR_CU_TRY(d, err, d->cuEventRecord(f->dq_ready[b], f->dq_stream), "prefill: cuEventRecord");
+            ZR_CU_TRY(d, err, d->cuStreamWaitEvent(main_stream, f->dq_ready[b], 0), "prefill: cuStreamWaitEvent");
+        }
         g.m = (uint64_t)nr;
-        g.a = f->wbuf;
+        g.a = buf;
         g.type_a = CUDA_R_16F;
         g.lda = w->n_in;
         g.d = fptr(y, r0);
-        if ((rc = zr_cublaslt_gemm(f->lt, f->cuda->stream, &g, err))) return rc;
+        if ((rc = zr_cublaslt_gemm(f->lt, main_stream, &g, err))) return rc;
+        if (f->dq_stream) ZR_CU_TRY(d, err, d->cuEventRecord(f->dq_free[b], main_stream), "prefill: cuEventRecord");
     }
     return ZR_OK;
 }

@@ -82,6 +82,10 @@ typedef struct ZrCuForward {
     bool attn_prefill_tiled;        /* ZRUN_ATTN_PREFILL=tiled: cu/attention_prefill.cu for M > 1 */
     CUdeviceptr xh;                 /* f16 [UB][max width] GEMM activation operand */
     CUdeviceptr wbuf;               /* f16 [wbuf_elems] dequantized weight rows for one GEMM */
+    CUdeviceptr wbuf2;              /* f16 [wbuf_elems] the second one (ZRUN_PREFILL_OVERLAP), else 0 */
+    CUstream dq_stream;             /* ZRUN_PREFILL_OVERLAP: dequantization stream, else NULL */
+    CUevent dq_ready[2], dq_free[2];/* buffer b dequantized / its GEMM done */
+    unsigned dq_count;              /* dequantized slices so far: the next buffer is dq_count & 1 */
     size_t wbuf_elems;
     CUdeviceptr lt_ws;              /* cuBLASLt workspace */
     size_t lt_ws_bytes;
