@@ -29,6 +29,7 @@
 #define ZR_AD_THREADS 128
 #define ZR_AD_MAX_G 8
 #define ZR_AD_UNROLL 8 // cache rows a thread loads before using any (per batch)
+#define ZR_AD_PRE 4     // chunk partials the merge loads before using any
 
 __device__ __forceinline__ float4 zr_ad_fma4(float w, float4 v, float4 a) {
     return make_float4(fmaf(w, v.x, a.x), fmaf(w, v.y, a.y), fmaf(w, v.z, a.z), fmaf(w, v.w, a.w));
@@ -54,7 +55,7 @@ __device__ __forceinline__ void zr_ad_patch(float4 (&r)[ZR_AD_UNROLL], const flo
         if (ok && p0 + u * step == last_row) r[u] = *row;
 }
 
-// (128, 1): 137 registers and no spills (the row batches stay in registers); 128 spilled
+// (128, 1): 135 registers and no spills (the row batches stay in registers); capped at 128 it spilled
 ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS, 1)
     attn_decode_f32(const float *__restrict__ qkv, float *__restrict__ kc, float *__restrict__ vc,
                     float *__restrict__ part, int *__restrict__ count, float *__restrict__ out,
@@ -229,16 +230,37 @@ ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS, 1)
     __threadfence(); // every other block's partials are visible to this one
     if (t == 0) count[kvh] = 0; // no other block of this launch touches it again
 
-    // merge the live chunks in chunk order (the same arithmetic as attn_combine_f32)
+    // merge the live chunks in chunk order (the same arithmetic as attn_combine_f32); the
+    // first ZR_AD_PRE chunks' values load together with the maxima (at tg128's positions that
+    // is every chunk: one round trip)
     for (int i = t; i < G * hd4; i += ZR_AD_THREADS) {
         const int g = i / hd4, d4 = i % hd4, h = kvh * G + g;
         const float *hm = pml + (size_t)h * n_chunks * 2;
         const float4 *ho = (const float4 *)(po + (size_t)h * n_chunks * hd) + d4;
+        float4 opre[ZR_AD_PRE];
+        float mpre[ZR_AD_PRE], lpre[ZR_AD_PRE];
+#pragma unroll
+        for (int k = 0; k < ZR_AD_PRE; k++) {
+            const bool in = k < live;
+            opre[k] = in ? __ldcg(ho + (size_t)k * hd4) : zero4;
+            mpre[k] = in ? __ldcg(hm + 2 * k) : -INFINITY;
+            lpre[k] = in ? __ldcg(hm + 2 * k + 1) : 0.f;
+        }
         float M = -INFINITY;
-        for (int k = 0; k < live; k++) M = fmaxf(M, __ldcg(hm + 2 * k));
+#pragma unroll
+        for (int k = 0; k < ZR_AD_PRE; k++)
+            if (k < live) M = fmaxf(M, mpre[k]);
+        for (int k = ZR_AD_PRE; k < live; k++) M = fmaxf(M, __ldcg(hm + 2 * k));
         float Ls = 0.f;
         float4 o = zero4;
-        for (int k = 0; k < live; k++) {
+#pragma unroll
+        for (int k = 0; k < ZR_AD_PRE; k++)
+            if (k < live) {
+                const float w = expf(mpre[k] - M);
+                Ls = fmaf(w, lpre[k], Ls);
+                o = zr_ad_fma4(w, opre[k], o);
+            }
+        for (int k = ZR_AD_PRE; k < live; k++) {
             const float w = expf(__ldcg(hm + 2 * k) - M);
             Ls = fmaf(w, __ldcg(hm + 2 * k + 1), Ls);
             o = zr_ad_fma4(w, __ldcg(ho + (size_t)k * hd4), o);
