@@ -50,7 +50,7 @@ for spec in $MODELS; do
     esac
   done
   if [ "$spec" = "${MODELS%% *}" ] && [ -x "$D/bin/zrun-cuda-timing" ]; then
-    ZRUN_ATTN_PREFILL=tiled "$D/bin/zrun-cuda-timing" -m "$m" -p 512 -n 1 -r 1 -P > "$O/profile.txt" 2>&1
+    ZRUN_ATTN_PREFILL=tiled "$D/bin/zrun-cuda-timing" -m "$m" -p 512 -n 1 -r 1 -g -P > "$O/profile.txt" 2>&1
     echo "profile $s $ty: exit $? ($(el))" >> "$S"
   fi
   rm -f "$m"
