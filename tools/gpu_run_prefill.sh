@@ -3,7 +3,7 @@
 # tests and the backend tests with the opt-in prefill paths, then zrun bench pp512 on
 # synthesized models with the prefill attention split (the default), tiled
 # (ZRUN_ATTN_PREFILL=tiled) and tiled + dequantization overlap (ZRUN_PREFILL_OVERLAP=1, quantized
-# models only), then the per-kernel prefill profile (zrun-cuda-timing -P) of the largest model.
+# models only), then the per-kernel prefill profile (zrun-cuda-timing -g -P, tiled) of the first model.
 #   gpu_run_prefill.sh DIR [MODELS]
 # DIR holds bin/ (zrun, zrun-synth, zrun-cuda-timing, and any of test_kernels, test_cuda_backend),
 # lib/ (libpcre2-8.so.0) and, for the tests that read fixtures, shared/. MODELS: shape:type words,
