@@ -64,5 +64,7 @@ const char zr_usage_text[] =
     "                          graph-launch, graph-901, replay-mismatch, sticky), or context-lost[:TOKEN[,TOKEN]]:\n"
     "                          lose the CUDA context at decode step TOKEN (the run goes on in a new process)\n"
     "  ZRUN_ATTN_DECODE=fused|split  CUDA decode attention in one kernel per layer, or in three (default split)\n"
+    "  ZRUN_MATVEC=stream|register  CUDA decode matrix-vector products of F16/Q8_0/Q4_0: weights through\n"
+    "                          shared memory with bulk copies (sm_90), or the register kernel (default register)\n"
     "\n"
     "exit status: 0 ok, 1 runtime error, 2 usage error, 130 interrupted by Ctrl-C (after the summary)\n";

@@ -82,6 +82,8 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
          * cannot be set up the register kernel does the work, so its error is not fatal
          * (test_kernels requires it on sm_90) */
         const ZrMvsInfo *si = zr_cuf_mvs_info(t);
+        const char *mvs_env = getenv("ZRUN_MATVEC");
+        k->mvs_on = mvs_env && !strcmp(mvs_env, "stream");
         ZrError soft = {0};
         if (si && c->props.cc_major >= 9)
             k->has_mvs[t] = !zr_cuda_kernel(c, si->name, mv_sz, 11, &k->mvs[t], &soft) &&
@@ -611,8 +613,12 @@ ZrMvShape zr_cuf_mvs_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) 
 }
 
 ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
-    /* The streaming kernel (zr_cuf_mvs_shape) is not chosen yet: it has not been timed on a
-     * GPU (tools/mv_bench.c -s compares the two per matrix). */
+    /* The streaming kernel (zr_cuf_mvs_shape) is chosen only when asked for (ZRUN_MATVEC=stream)
+     * until it has been timed against the register kernel per matrix (tools/mv_bench.c -s). */
+    if (k->mvs_on) {
+        const ZrMvShape s = zr_cuf_mvs_shape(k, w, mode);
+        if (s.stages > 0) return s;
+    }
     return zr_cuf_mv_shape_register(k, w, mode);
 }
 

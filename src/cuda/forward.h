@@ -26,6 +26,7 @@ typedef struct ZrCuKernels {
     bool has_mv[ZR_TYPE_COUNT], has_embed[ZR_TYPE_COUNT], has_dq[ZR_TYPE_COUNT];
     ZrKernel mvs[ZR_TYPE_COUNT]; /* the streaming matrix-vector kernel of a type (sm_90 and later) */
     bool has_mvs[ZR_TYPE_COUNT];
+    bool mvs_on; /* ZRUN_MATVEC=stream: the forward pass streams every matrix that fits */
     int sm_count;   /* the device's multiprocessors (matrix-vector grid shapes) */
     int smem_optin; /* dynamic shared memory one block may have, bytes */
     ZrKernel rmsnorm, rope_kv, attn_part, attn_combine, attn_decode, swiglu, add_rows, add, convert;
