@@ -441,6 +441,55 @@ struct ZrMvQ6K {
     }
 };
 
+// L2 prefetch of the weights a lane will load D steps ahead (mode bits ZR_MV_PF_SHIFT.., the
+// distance D in steps; 0 = off). The register pipeline keeps only P-1 steps of loads in flight
+// per lane (registers cap it: PERF.md run 3); a prefetch costs no register, so the bytes in
+// flight grow with D while the loads that follow hit L2. ZrMvPf<T>::at issues the prefetches of
+// one item of one row (main and side streams, the addresses T::load reads); types without a
+// specialization are not prefetched.
+__device__ __forceinline__ void zr_pf_l2(const void *p) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(__cvta_generic_to_global(p)));
+}
+
+template <class T> struct ZrMvPf {
+    __device__ static void at(const typename T::Row &, int) {}
+};
+template <> struct ZrMvPf<ZrMvF32> {
+    __device__ static void at(const ZrMvF32::Row &rw, int it) { zr_pf_l2(rw.p + 16 * (size_t)it); }
+};
+template <> struct ZrMvPf<ZrMvF16> {
+    __device__ static void at(const ZrMvF16::Row &rw, int it) { zr_pf_l2(rw.p + 16 * (size_t)it); }
+};
+template <> struct ZrMvPf<ZrMvBF16> {
+    __device__ static void at(const ZrMvBF16::Row &rw, int it) { zr_pf_l2(rw.p + 16 * (size_t)it); }
+};
+template <> struct ZrMvPf<ZrMvQ8_0> {
+    __device__ static void at(const ZrMvQ8_0::Row &rw, int it) {
+        zr_pf_l2(rw.q + 16 * (size_t)it);
+        zr_pf_l2(rw.d + (it >> 1));
+    }
+};
+template <> struct ZrMvPf<ZrMvQ4x<ZR_T_Q4_0>> {
+    __device__ static void at(const ZrMvQ4x<ZR_T_Q4_0>::Row &rw, int it) {
+        zr_pf_l2(rw.q + 16 * (size_t)it);
+        zr_pf_l2((const __half *)rw.s1 + it);
+    }
+};
+template <> struct ZrMvPf<ZrMvQ4K> {
+    __device__ static void at(const ZrMvQ4K::Row &rw, int it) {
+        zr_pf_l2(rw.w + (size_t)rw.g * 128 + 16 * (size_t)it);
+        zr_pf_l2(rw.ws + (size_t)(rw.g + (it >> 3)) * 20);
+    }
+};
+template <> struct ZrMvPf<ZrMvQ6K> {
+    __device__ static void at(const ZrMvQ6K::Row &rw, int it) {
+        const uint32_t sb = rw.g + (it >> 3);
+        zr_pf_l2(rw.w + (size_t)sb * 192 + 16 * (it & 7));
+        zr_pf_l2(rw.w + (size_t)sb * 192 + 128 + 8 * (it & 7));
+        zr_pf_l2(rw.ws + (size_t)sb * 18);
+    }
+};
+
 // How x reaches the product (mode & ZR_MV_IN): as is, RMS-normalized with a weight (the
 // block's input norm fused into the projections that follow it), or as SwiGLU of its two halves
 // (x has 2*n_in values: gate then up). ZR_MV_GLU: the output instead of the input is gated:
@@ -451,6 +500,7 @@ struct ZrMvQ6K {
 #define ZR_MV_SWIGLU 2
 #define ZR_MV_IN 3
 #define ZR_MV_GLU 4
+#define ZR_MV_PF_SHIFT 4 // bits 4..7: L2 prefetch distance in steps (0 = none)
 
 // float4s of x each thread stages per round: all of a round's loads are issued before any is
 // used, so staging costs a few L2 round trips, not one per float4.
@@ -557,6 +607,17 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
             for (int r = 0; r < R; r++) T::load(rw[r], itq, buf[q][r]);
         }
     }
+    // L2 prefetch of steps P-1 .. P-2+D (the loop keeps it D steps ahead of the loads)
+    const int pfd = (mode >> ZR_MV_PF_SHIFT) & 15;
+    if (live && pfd) {
+        for (int q = P - 1; q < P - 1 + pfd; q++) {
+            const int itq = it0 + q * step;
+            if (itq < items) {
+#pragma unroll
+                for (int r = 0; r < R; r++) ZrMvPf<T>::at(rw[r], itq);
+            }
+        }
+    }
     // everything above reads weights only; activations, add and y belong to earlier kernels
     zr_grid_enter();
     // stage x (padded: 4 floats after every 32) -- gated or times the norm weight on the way in;
@@ -583,6 +644,11 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
                     if (itn < items) {
 #pragma unroll
                         for (int r = 0; r < R; r++) T::load(rw[r], itn, buf[(q + P - 1) % P][r]);
+                    }
+                    const int itp = itn + pfd * step;
+                    if (pfd && itp < items) {
+#pragma unroll
+                        for (int r = 0; r < R; r++) ZrMvPf<T>::at(rw[r], itp);
                     }
                     T::template comp<R>(buf[q], itq, xs, acc);
                 }

@@ -55,6 +55,15 @@ static size_t mv_smem(int n_in) { return ((size_t)n_in + 4 * (size_t)((n_in + 31
 #define P 8 /* a pointer parameter */
 #define I 4 /* an int or float parameter */
 
+/* ZRUN_MV_PREFETCH=D: the register matvec prefetches into L2 the weights it will load D steps
+ * later (0 = off; values outside 0..15 are read as off). */
+static int mv_prefetch_env(const char *v) {
+    if (!v || !*v) return ZR_CUF_MV_PF_DEFAULT;
+    char *end;
+    const long d = strtol(v, &end, 10);
+    return *end || d < 0 || d > 15 ? 0 : (int)d;
+}
+
 int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *err) {
     static const size_t mv_sz[] = {P, P, P, P, P, P, I, I, I, I, I}, dq_sz[] = {P, P, P, I, I, I, I}, em_sz[] = {P, P, P, P, I, I};
     char name[64];
@@ -84,6 +93,7 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         const ZrMvsInfo *si = zr_cuf_mvs_info(t);
         const char *mvs_env = getenv("ZRUN_MATVEC");
         k->mvs_on = mvs_env && !strcmp(mvs_env, "stream");
+        k->mv_pf = mv_prefetch_env(getenv("ZRUN_MV_PREFETCH"));
         ZrError soft = {0};
         if (si && c->props.cc_major >= 9)
             k->has_mvs[t] = !zr_cuda_kernel(c, si->name, mv_sz, 11, &k->mvs[t], &soft) &&
@@ -649,8 +659,8 @@ int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *
         return zr_cuf_matvec_stream(l, k, &k->mvs[w->type], zr_cuf_mvs_info(w->type), w, x, y, add, norm_w, eps, mode,
                                     shape, err);
     }
-    return zr_cuf_matvec_kernel(l, &k->mv[w->type], zr_cuf_mv_rows_per_warp(w->type), w, x, y, add, norm_w, eps, mode, shape,
-                                err);
+    return zr_cuf_matvec_kernel(l, &k->mv[w->type], zr_cuf_mv_rows_per_warp(w->type), w, x, y, add, norm_w, eps,
+                                mode | k->mv_pf << ZR_CUF_MV_PF_SHIFT, shape, err);
 }
 
 int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,

@@ -27,6 +27,7 @@ typedef struct ZrCuKernels {
     ZrKernel mvs[ZR_TYPE_COUNT]; /* the streaming matrix-vector kernel of a type (sm_90 and later) */
     bool has_mvs[ZR_TYPE_COUNT];
     bool mvs_on; /* ZRUN_MATVEC=stream: the forward pass streams every matrix that fits */
+    int mv_pf;   /* ZRUN_MV_PREFETCH: L2 prefetch distance of the register matvec, in steps (0-15) */
     int sm_count;   /* the device's multiprocessors (matrix-vector grid shapes) */
     int smem_optin; /* dynamic shared memory one block may have, bytes */
     ZrKernel rmsnorm, rope_kv, attn_part, attn_combine, attn_decode, swiglu, add_rows, add, convert;
@@ -101,6 +102,8 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
 /* How the matrix-vector product reads x (cu/matvec.cuh ZR_MV_*), plus GLU: W stacks [gate; up]
  * (n_out = 2 n_half rows) and y[i] = silu(gate_i . x') * (up_i . x'), i < n_half. */
 enum { ZR_CUF_MV_PLAIN = 0, ZR_CUF_MV_RMSNORM = 1, ZR_CUF_MV_SWIGLU = 2, ZR_CUF_MV_GLU = 4 };
+#define ZR_CUF_MV_PF_SHIFT 4 /* cu/matvec.cuh ZR_MV_PF_SHIFT: mode bits 4..7, L2 prefetch distance */
+#define ZR_CUF_MV_PF_DEFAULT 0 /* until measured */
 #define ZR_CUF_MV_MAX_THREADS 512 /* cu/matvec.cuh ZR_MV_MAX_THREADS */
 
 /* The launch shape of a matrix-vector product: blocks of `groups` row groups (of the kernel's
