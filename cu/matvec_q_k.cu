@@ -15,3 +15,8 @@ ZR_MATVEC(matvec_q6_k, ZrMvQ6K, 2, 2, 64)
 // checks them. Two steps in flight per lane at 24 warps per SM (72 / 80 registers, no spills).
 ZR_MATVEC(mvx_q4_k_r2p3, ZrMvQ4K, 2, 3, 72)
 ZR_MATVEC(mvx_q6_k_r2p3, ZrMvQ6K, 2, 3, 80)
+
+// Q4_K with the x sums of every 16 values staged once per block (ZrMvQ4KX): the candidate for
+// matvec_q4_k once zrun-mv-bench -t q4_k has timed it against the production kernel.
+ZR_MATVEC(mvx_q4_k_xs, ZrMvQ4KX, 2, 2, 64)
+ZR_MATVEC(mvx_q4_k_xs_p3, ZrMvQ4KX, 2, 3, 72)

@@ -66,6 +66,8 @@ const char zr_usage_text[] =
     "  ZRUN_ATTN_DECODE=fused|split  CUDA decode attention in one kernel per layer, or in three (default split)\n"
     "  ZRUN_MV_PREFETCH=D      CUDA decode matrix-vector products prefetch into L2 the weights they will\n"
     "                          load D steps later (0-15; 0 = off, the default)\n"
+    "  ZRUN_MV_Q4K=xs          CUDA decode matrix-vector products of Q4_K: the x sums of each 16 values\n"
+    "                          staged once per block instead of added per item (default: per item)\n"
     "  ZRUN_MATVEC=stream|register  CUDA decode matrix-vector products of F16/Q8_0/Q4_0: weights through\n"
     "                          shared memory with bulk copies (sm_90), or the register kernel (default register)\n"
     "\n"
