@@ -391,6 +391,54 @@ struct ZrMvQ4KX : ZrMvQ4K {
     }
 };
 
+// q4_K, x sums staged, and each nibble q read as the float 1 + q/16 by one PRMT (exponent and
+// the nibble placed in bits 19..22 by one shift and one LOP3 per 4 nibbles): sum x (1 + q/16)
+// = S + (sum x q)/16 with S the staged sum of the 16 x values, so a weight costs PRMT + FFMA
+// instead of PRMT + FADD + FFMA (2.25 instead of 3.2 instructions). The offset is at most
+// ~2x the part kept (q/16 < 1), so the cancellation costs ~1-2 bits of the F32 sum, not the
+// ~5 of Q4_0's removed 0.5 + q/256 variant (cu/PERF.md run 3).
+struct ZrMvQ4KF : ZrMvQ4K {
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        const int e0 = 32 * it - 16 * (it & 1), g0 = e0 >> 5, hf = it & 1;
+        const float *xl = xs + zr_xpad(e0), *xh = xs + zr_xpad(e0 + 32);
+        const float sum_lo = xs[36 * g0 + 32 + hf], sum_hi = xs[36 * g0 + 68 + hf];
+        float slo[R], shi[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) slo[r] = shi[r] = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float4 a = *(const float4 *)(xl + 4 * k), b = *(const float4 *)(xh + 4 * k);
+            const float va[4] = {a.x, a.y, a.z, a.w}, vb[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                // byte i: 0x80 | q << 3 (bit 7 is the exponent's low bit under 0x3F)
+                const uint32_t lo = ((w4 << 3) & 0x78787878u) | 0x80808080u;
+                const uint32_t hi = ((w4 >> 1) & 0x78787878u) | 0x80808080u;
+                float tl = slo[r], th = shi[r];
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    tl = fmaf(va[i], __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), tl);
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    th = fmaf(vb[i], __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), th);
+                slo[r] = tl;
+                shi[r] = th;
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float2 dm = __half22float2(f[r].dm);
+            const uint32_t sm = f[r].sm;
+            const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
+            const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
+            // sum x q = 16 (slo - sum_lo): the 16 goes into d (a power of two: exact)
+            acc[r] = fmaf(16.f * dm.x, fmaf(sc0, slo[r] - sum_lo, sc1 * (shi[r] - sum_hi)), acc[r]);
+            acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
+        }
+    }
+};
+
 // q5_K (ggml's block as is): item = 16 bytes of nibbles laid out as q4_K's, plus the block's
 // 16-byte header and the 16 bytes of fifth bits of the item's half.
 struct ZrMvQ5K {
@@ -527,6 +575,9 @@ template <> struct ZrMvPf<ZrMvQ4K> {
 template <> struct ZrMvPf<ZrMvQ4KX> {
     __device__ static void at(const ZrMvQ4K::Row &rw, int it) { ZrMvPf<ZrMvQ4K>::at(rw, it); }
 };
+template <> struct ZrMvPf<ZrMvQ4KF> {
+    __device__ static void at(const ZrMvQ4K::Row &rw, int it) { ZrMvPf<ZrMvQ4K>::at(rw, it); }
+};
 template <> struct ZrMvPf<ZrMvQ6K> {
     __device__ static void at(const ZrMvQ6K::Row &rw, int it) {
         const uint32_t sb = rw.g + (it >> 3);
@@ -558,6 +609,9 @@ template <class T> struct ZrMvXsum {
     static constexpr bool value = false;
 };
 template <> struct ZrMvXsum<ZrMvQ4KX> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvXsum<ZrMvQ4KF> {
     static constexpr bool value = true;
 };
 
