@@ -439,6 +439,37 @@ struct ZrMvQ4KF : ZrMvQ4K {
     }
 };
 
+// q4_K as ZrMvQ4KF, with the side data of an item in one load per row instead of two: the two
+// lanes of a pair (items 2c, 2c+1: the same super-block and chunk) load one word each, the
+// even lane its scale/min word, the odd lane (d, dmin), and swap them in comp (one SHFL), so a
+// warp makes 2 load requests per row and step, as Q4_0, instead of 3 (the scale word and
+// (d, dmin) lie in the same lines: the second request only waits on the first), and an item
+// holds 5 registers instead of 6. Rows are whole super-blocks, so both lanes of a pair always
+// have their item or both do not: the shuffle's mask is the pair.
+struct ZrMvQ4KFS : ZrMvQ4K {
+    struct F { uint4 q; uint32_t v; };
+    __device__ static void load(const Row &rw, int it, F &f) {
+        const uint32_t sb = rw.g + (it >> 3);
+        const uint8_t *s = rw.ws + (size_t)sb * 20;
+        f.q = zr_ld16(rw.w + (size_t)rw.g * 128 + 16 * it);
+        f.v = __ldg((const uint32_t *)(s + ((it & 1) ? 16 : 4 * ((it >> 1) & 3))));
+    }
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        const unsigned pair = 3u << (threadIdx.x & 30);
+        const bool odd = (it & 1) != 0;
+        ZrMvQ4K::F g[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const uint32_t o = __shfl_xor_sync(pair, f[r].v, 1);
+            g[r].q = f[r].q;
+            g[r].sm = odd ? o : f[r].v;
+            const uint32_t dmw = odd ? f[r].v : o;
+            g[r].dm = *(const __half2 *)&dmw;
+        }
+        ZrMvQ4KF::comp<R>(g, it, xs, acc);
+    }
+};
+
 // q5_K (ggml's block as is): item = 16 bytes of nibbles laid out as q4_K's, plus the block's
 // 16-byte header and the 16 bytes of fifth bits of the item's half.
 struct ZrMvQ5K {
@@ -578,6 +609,9 @@ template <> struct ZrMvPf<ZrMvQ4KX> {
 template <> struct ZrMvPf<ZrMvQ4KF> {
     __device__ static void at(const ZrMvQ4K::Row &rw, int it) { ZrMvPf<ZrMvQ4K>::at(rw, it); }
 };
+template <> struct ZrMvPf<ZrMvQ4KFS> {
+    __device__ static void at(const ZrMvQ4K::Row &rw, int it) { ZrMvPf<ZrMvQ4K>::at(rw, it); }
+};
 template <> struct ZrMvPf<ZrMvQ6K> {
     __device__ static void at(const ZrMvQ6K::Row &rw, int it) {
         const uint32_t sb = rw.g + (it >> 3);
@@ -612,6 +646,9 @@ template <> struct ZrMvXsum<ZrMvQ4KX> {
     static constexpr bool value = true;
 };
 template <> struct ZrMvXsum<ZrMvQ4KF> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvXsum<ZrMvQ4KFS> {
     static constexpr bool value = true;
 };
 
