@@ -64,6 +64,7 @@ const char zr_usage_text[] =
     "                          graph-launch, graph-901, replay-mismatch, sticky), or context-lost[:TOKEN[,TOKEN]]:\n"
     "                          lose the CUDA context at decode step TOKEN (the run goes on in a new process)\n"
     "  ZRUN_ATTN_DECODE=fused|split  CUDA decode attention in one kernel per layer, or in three (default split)\n"
+    "  ZRUN_ATTN_DECODE_CHUNK=N  fused decode attention: cache rows per block (default 128)\n"
     "  ZRUN_MV_PREFETCH=D      CUDA decode matrix-vector products prefetch into L2 the weights they will\n"
     "                          load D steps later (0-15; 0 = off, the default)\n"
     "  ZRUN_MATVEC=stream|register  CUDA decode matrix-vector products of F16/Q8_0/Q4_0: weights through\n"
