@@ -348,6 +348,97 @@ struct ZrMvQ4K {
     }
 };
 
+// q4_K with the x sums staged: the same item, row and loads as ZrMvQ4K, but the sums of x
+// over each 16 values that the mins need (sum_k x_k over a sub-block half) are read from the
+// block's staged copy (zr_mv_stage_x<true> writes them into the pad after every 32 values)
+// instead of being added up by every lane for every item: 32 FADDs per item less (0.5 per
+// weight and row at R = 2) and two registers less. Needs rows of 256-multiples (all K-quants).
+struct ZrMvQ4KX : ZrMvQ4K {
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        const int e0 = 32 * it - 16 * (it & 1), g0 = e0 >> 5, hf = it & 1;
+        const float *xl = xs + zr_xpad(e0), *xh = xs + zr_xpad(e0 + 32);
+        // sums of the 16 values at e0 and at e0 + 32: slots 32 + hf of the pads of their groups
+        const float sum_lo = xs[36 * g0 + 32 + hf], sum_hi = xs[36 * g0 + 68 + hf];
+        float slo[R], shi[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) slo[r] = shi[r] = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float4 a = *(const float4 *)(xl + 4 * k), b = *(const float4 *)(xh + 4 * k);
+            const float va[4] = {a.x, a.y, a.z, a.w}, vb[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                const uint32_t lo = w4 & 0x0F0F0F0Fu, hi = (w4 >> 4) & 0x0F0F0F0Fu;
+                float tl = slo[r], th = shi[r];
+#pragma unroll
+                for (int i = 0; i < 4; i++) tl = fmaf(va[i], zr_byte_f(lo, i, ZR_MAGIC), tl);
+#pragma unroll
+                for (int i = 0; i < 4; i++) th = fmaf(vb[i], zr_byte_f(hi, i, ZR_MAGIC), th);
+                slo[r] = tl;
+                shi[r] = th;
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float2 dm = __half22float2(f[r].dm);
+            const uint32_t sm = f[r].sm;
+            const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
+            const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
+            acc[r] = fmaf(dm.x, fmaf(sc0, slo[r], sc1 * shi[r]), acc[r]);
+            acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
+        }
+    }
+};
+
+// q4_K, x sums staged, and each nibble q read as the float 1 + q/16 by one PRMT (exponent and
+// the nibble placed in bits 19..22 by one shift and one LOP3 per 4 nibbles): sum x (1 + q/16)
+// = S + (sum x q)/16 with S the staged sum of the 16 x values, so a weight costs PRMT + FFMA
+// instead of PRMT + FADD + FFMA (2.25 instead of 3.2 instructions). The offset is at most
+// ~2x the part kept (q/16 < 1), so the cancellation costs ~1-2 bits of the F32 sum, not the
+// ~5 of Q4_0's removed 0.5 + q/256 variant (cu/PERF.md run 3).
+struct ZrMvQ4KF : ZrMvQ4K {
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        const int e0 = 32 * it - 16 * (it & 1), g0 = e0 >> 5, hf = it & 1;
+        const float *xl = xs + zr_xpad(e0), *xh = xs + zr_xpad(e0 + 32);
+        const float sum_lo = xs[36 * g0 + 32 + hf], sum_hi = xs[36 * g0 + 68 + hf];
+        float slo[R], shi[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) slo[r] = shi[r] = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float4 a = *(const float4 *)(xl + 4 * k), b = *(const float4 *)(xh + 4 * k);
+            const float va[4] = {a.x, a.y, a.z, a.w}, vb[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                // byte i: 0x80 | q << 3 (bit 7 is the exponent's low bit under 0x3F)
+                const uint32_t lo = ((w4 << 3) & 0x78787878u) | 0x80808080u;
+                const uint32_t hi = ((w4 >> 1) & 0x78787878u) | 0x80808080u;
+                float tl = slo[r], th = shi[r];
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    tl = fmaf(va[i], __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), tl);
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    th = fmaf(vb[i], __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), th);
+                slo[r] = tl;
+                shi[r] = th;
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float2 dm = __half22float2(f[r].dm);
+            const uint32_t sm = f[r].sm;
+            const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
+            const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
+            // sum x q = 16 (slo - sum_lo): the 16 goes into d (a power of two: exact)
+            acc[r] = fmaf(16.f * dm.x, fmaf(sc0, slo[r] - sum_lo, sc1 * (shi[r] - sum_hi)), acc[r]);
+            acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
+        }
+    }
+};
+
 // q5_K (ggml's block as is): item = 16 bytes of nibbles laid out as q4_K's, plus the block's
 // 16-byte header and the 16 bytes of fifth bits of the item's half.
 struct ZrMvQ5K {
@@ -481,6 +572,12 @@ template <> struct ZrMvPf<ZrMvQ4K> {
         zr_pf_l2(rw.ws + (size_t)(rw.g + (it >> 3)) * 20);
     }
 };
+template <> struct ZrMvPf<ZrMvQ4KX> {
+    __device__ static void at(const ZrMvQ4K::Row &rw, int it) { ZrMvPf<ZrMvQ4K>::at(rw, it); }
+};
+template <> struct ZrMvPf<ZrMvQ4KF> {
+    __device__ static void at(const ZrMvQ4K::Row &rw, int it) { ZrMvPf<ZrMvQ4K>::at(rw, it); }
+};
 template <> struct ZrMvPf<ZrMvQ6K> {
     __device__ static void at(const ZrMvQ6K::Row &rw, int it) {
         const uint32_t sb = rw.g + (it >> 3);
@@ -506,12 +603,29 @@ template <> struct ZrMvPf<ZrMvQ6K> {
 // used, so staging costs a few L2 round trips, not one per float4.
 #define ZR_MV_STAGE 2
 
+// Types whose comp reads the staged sums of each 16 x values (zr_mv_stage_x<true>); the others
+// stage x alone, at no cost.
+template <class T> struct ZrMvXsum {
+    static constexpr bool value = false;
+};
+template <> struct ZrMvXsum<ZrMvQ4KX> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvXsum<ZrMvQ4KF> {
+    static constexpr bool value = true;
+};
+
 __device__ __forceinline__ float zr_silu(float v) { return v / (1.0f + expf(-v)); }
 
 // Stages x' (mode & ZR_MV_IN: x, x * norm_w, or SwiGLU of x's two halves) into the padded
 // shared copy xs (4 floats after every 32) with threads tid of nthr; returns this thread's part
 // of sum(x^2) for RMSNorm (its 1/rms is applied to the results: one number for the whole row).
 // Every load of a round is issued before any is used, so staging costs a few L2 round trips.
+// XS (ZrMvXsum<T>, the K-quants with mins): also the sum of each 16 staged values, written into
+// the pad after their 32 (pad slot 0: values 0..15, slot 1: 16..31); 4 adjacent threads hold
+// the 16 values (float4 i goes to thread i mod nthr), so 2 shuffles per float4. Needs
+// n_in % 128 == 0, so every shuffle runs with the whole warp (K-quant rows are 256-multiples).
+template <bool XS = false>
 __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, const float *__restrict__ norm_w, float *xs,
                                                int n_in, int in_mode, int tid, int nthr) {
     float ss = 0.f;
@@ -542,6 +656,12 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
                         t.x *= u[b].x; t.y *= u[b].y; t.z *= u[b].z; t.w *= u[b].w;
                     }
                     *(float4 *)(xs + zr_xpad(4 * i)) = t;
+                    if (XS) {
+                        float s = (t.x + t.y) + (t.z + t.w);
+                        s += __shfl_xor_sync(0xffffffffu, s, 1);
+                        s += __shfl_xor_sync(0xffffffffu, s, 2);
+                        if ((i & 3) == 0) xs[36 * (i >> 3) + 32 + ((i >> 2) & 1)] = s;
+                    }
                 }
             }
         }
@@ -622,7 +742,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     zr_grid_enter();
     // stage x (padded: 4 floats after every 32) -- gated or times the norm weight on the way in;
     // RMSNorm's 1/rms is applied to the results (it is one number for the whole row)
-    float ss = zr_mv_stage_x(x, norm_w, xs, n_in, in_mode, tid, nthr);
+    float ss = zr_mv_stage_x<ZrMvXsum<T>::value>(x, norm_w, xs, n_in, in_mode, tid, nthr);
     if (in_mode == ZR_MV_RMSNORM) {
         ss = zr_warp_sum(ss);
         if (lane == 0) red_ss[warp] = ss;

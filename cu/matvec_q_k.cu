@@ -12,6 +12,14 @@ ZR_MATVEC(matvec_q6_k, ZrMvQ6K, 2, 2, 64)
 
 // Other shapes of the Q4_K / Q6_K kernels, named mvx_TYPE_rRpP: not used by the forward pass;
 // tools/mv_bench.c (-t q4_k,q6_k) times them against the production kernels and test_kernels
-// checks them. Two steps in flight per lane at 24 warps per SM (72 / 80 registers, no spills).
-ZR_MATVEC(mvx_q4_k_r2p3, ZrMvQ4K, 2, 3, 72)
+// checks them. Two steps in flight per lane at 24 warps per SM with blocks of 256 (80 registers;
+// since the L2 prefetch mode q4_k spills 4 bytes at 72, q6_k 4 bytes at 80).
+ZR_MATVEC(mvx_q4_k_r2p3, ZrMvQ4K, 2, 3, 80)
 ZR_MATVEC(mvx_q6_k_r2p3, ZrMvQ6K, 2, 3, 80)
+
+// Q4_K with the x sums of every 16 values staged once per block (ZrMvQ4KX): the candidate for
+// matvec_q4_k once zrun-mv-bench -t q4_k has timed it against the production kernel.
+ZR_MATVEC(mvx_q4_k_xs, ZrMvQ4KX, 2, 2, 64)
+ZR_MATVEC(mvx_q4_k_xs_p3, ZrMvQ4KX, 2, 3, 80)
+// ... and with each nibble read as 1 + q/16 (ZrMvQ4KF: PRMT + FFMA per weight, no FADD)
+ZR_MATVEC(mvx_q4_k_xf, ZrMvQ4KF, 2, 2, 64)

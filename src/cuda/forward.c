@@ -78,6 +78,12 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         const char *tn = kname(t);
         if (!tn) continue;
         snprintf(name, sizeof name, "matvec_%s", tn);
+        /* ZRUN_MV_Q4K=xs|xf: the Q4_K kernels that read the x sums of each 16 values from the
+         * staged copy (xf: also nibbles as 1 + q/16, no subtraction per weight; cu/matvec_q_k.cu,
+         * same rows per warp and loads), until measured */
+        const char *q4k_env = getenv("ZRUN_MV_Q4K");
+        if (t == ZR_TYPE_Q4_K && q4k_env && (!strcmp(q4k_env, "xs") || !strcmp(q4k_env, "xf")))
+            snprintf(name, sizeof name, "mvx_q4_k_%s", q4k_env);
         if ((rc = zr_cuda_kernel(c, name, mv_sz, 11, &k->mv[t], err))) return rc;
         if (smem + 1024 > 48 * 1024) { /* the kernel's static reduction arrays come on top */
             if ((int)smem > c->props.max_smem_optin)

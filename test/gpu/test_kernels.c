@@ -224,13 +224,14 @@ MATVEC_TEST(q5_k, ZR_TYPE_Q5_K)
 MATVEC_TEST(q6_k, ZR_TYPE_Q6_K)
 
 /* The other shapes of the F16 / Q8_0 kernels (cu/matvec_variants.cu) and of Q4_K / Q6_K
- * (cu/matvec_q_k.cu), timed by tools/mv_bench.c: the same checks through a few launch shapes
- * and modes. */
+ * (cu/matvec_q_k.cu; mvx_q4_k_xs*: the x sums staged in the pad of the shared copy), timed by
+ * tools/mv_bench.c: the same checks through a few launch shapes and every input mode. */
 ZT_TEST(matvec_variant_kernels_match_cpu_dot_row) {
     GpuEnv *g = gpu_env();
     if (!g) return;
     static const char *const names[] = {"mvx_f16_r4p3",  "mvx_f16_r4p2",  "mvx_q8_0_r4p3",
-                                        "mvx_q8_0_r2p3", "mvx_q4_k_r2p3", "mvx_q6_k_r2p3"};
+                                        "mvx_q8_0_r2p3", "mvx_q4_k_r2p3", "mvx_q6_k_r2p3",
+                                        "mvx_q4_k_xs",   "mvx_q4_k_xs_p3", "mvx_q4_k_xf"};
     static const size_t sz[] = {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4};
     const int R = ZR_CUF_MV_RMSNORM, GL = ZR_CUF_MV_GLU;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -243,7 +244,7 @@ ZT_TEST(matvec_variant_kernels_match_cpu_dot_row) {
                                                           : ZR_TYPE_Q8_0;
         const int rpw = strstr(names[i], "_r4") ? 4 : 2;
         const MvCase cases[] = {{4096, 1000, 1, R, 8, 1}, {4096, 333, 1, 0, 2, 4}, {2048, 202, 0, R | GL, 4, 2},
-                                {8192, 77, 1, 0, 1, 8}};
+                                {8192, 77, 1, 0, 1, 8},     {8192, 50, 1, ZR_CUF_MV_SWIGLU, 2, 2}};
         double worst = 0;
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             const double q = matvec_case(type, cases[c], &kern, rpw, NULL);
