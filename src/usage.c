@@ -64,6 +64,7 @@ const char zr_usage_text[] =
     "                          graph-launch, graph-901, replay-mismatch, sticky), or context-lost[:TOKEN[,TOKEN]]:\n"
     "                          lose the CUDA context at decode step TOKEN (the run goes on in a new process)\n"
     "  ZRUN_ATTN_DECODE=fused|split  CUDA decode attention in one kernel per layer, or in three (default split)\n"
+    "  ZRUN_ATTN_DECODE_CHUNK=N  fused decode attention: cache rows per block (default 128)\n"
     "  ZRUN_MV_PREFETCH=D      CUDA decode matrix-vector products prefetch into L2 the weights they will\n"
     "                          load D steps later (0-15; 0 = off, the default)\n"
     "  ZRUN_MV_Q4K=xs|xf|xfs   CUDA decode matrix-vector products of Q4_K: the x sums of each 16 values\n"

@@ -217,7 +217,7 @@ void zr_cuf_plan(const ZrModel *m, int n_ctx, size_t *weights, size_t *kv, size_
     *work = UB * f * ((size_t)2 * d.n_embd + d.qkv_dim + d.q_dim + 3 * (size_t)d.n_ff) +
             (size_t)ZR_CUF_LOGIT_ROWS * d.n_vocab * f + (size_t)d.n_head * nd * (d.head_dim + 2) * f +
             UB * d.n_head * np * (size_t)(d.head_dim + 2) * f + UB * wmax * 2 + wbuf_elems_of(&d) * 2 +
-            ((size_t)32 << 20) + UB * 4 + 64 * 256 + align256((size_t)m->hp.n_head_kv * 4);
+            ((size_t)32 << 20) + UB * 4 + 64 * 256 + align256((size_t)m->hp.n_head * 4);
     if (prefill_overlap_wanted()) *work += wbuf_elems_of(&d) * 2; /* the second dequantization buffer */
 }
 
@@ -479,7 +479,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
         {&f->d_pick, ZR_PICK_BYTES, "the greedy pick"},
         {&f->part_d, (size_t)d.n_head * f->n_chunks_d * (d.head_dim + 2) * fl, "attention partials"},
         {&f->part_p, UB * d.n_head * f->n_chunks_p * (size_t)(d.head_dim + 2) * fl, "attention partials"},
-        {&f->attn_count, (size_t)hp->n_head_kv * sizeof(int32_t), "attention counters"},
+        {&f->attn_count, (size_t)hp->n_head * sizeof(int32_t), "attention counters"},
         {&f->xh, UB * wmax * 2, "f16 activations"},
         {&f->wbuf, f->wbuf_elems * 2, "f16 weight buffer"},
         {&f->lt_ws, f->lt_ws_bytes, "cuBLASLt workspace"},
@@ -491,7 +491,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     /* a decode step before any token must not read garbage ids or positions */
     if ((rc = zr_cuda_memset8(cuda, f->d_tok, 0, 256 + UB * sizeof(int32_t), err))) goto fail;
     if ((rc = zr_cuda_memset8(cuda, f->d_pick, 0, ZR_PICK_BYTES, err))) goto fail; /* its block counter */
-    if ((rc = zr_cuda_memset8(cuda, f->attn_count, 0, (size_t)hp->n_head_kv * sizeof(int32_t), err))) goto fail;
+    if ((rc = zr_cuda_memset8(cuda, f->attn_count, 0, (size_t)hp->n_head * sizeof(int32_t), err))) goto fail;
     f->attn_fused = attn_fused_wanted() &&
                     zr_cuf_attn_decode_fits(hp->n_head, hp->n_head_kv, d.head_dim, hp->rope_dim, f->chunk_d);
     f->attn_prefill_tiled = attn_prefill_tiled_wanted();
@@ -737,21 +737,24 @@ static int attention(ZrCuForward *f, int il, int rows, CUdeviceptr part, int chu
                      &f->q_dim, &f->d_pos, (void *)&hp->n_head, &f->head_dim, &chunk, &n_chunks);
 }
 
-/* Dynamic shared memory of attn_decode_f32 (its carve-up): q [G][hd], k and v rows [hd] each,
- * P.V sums [NG][G][hd] (NG = 128 / L row groups of L lanes, L the power of two >= hd/4), scores
- * [G][chunk], max/sum [G][2], all f32. */
-static size_t attn_decode_smem(int n_head, int n_kv, int head_dim, int chunk) {
-    const size_t G = (size_t)(n_head / n_kv), hd = (size_t)head_dim;
-    int L = 1;
-    while (L < head_dim / 4) L <<= 1;
-    const size_t NG = (size_t)(128 / L);
-    return (G * hd + 2 * hd + NG * G * hd + G * (size_t)chunk + 2 * G) * sizeof(float);
+bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, int chunk) {
+    return n_kv > 0 && n_head % n_kv == 0 && head_dim % 4 == 0 && head_dim >= 4 && head_dim <= 128 &&
+           rope_dim <= head_dim && rope_dim % 2 == 0 && chunk > 0;
 }
 
-bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, int chunk) {
-    return n_kv > 0 && n_head % n_kv == 0 && n_head / n_kv <= 8 && head_dim % 4 == 0 && head_dim >= 4 &&
-           head_dim <= 128 && rope_dim <= head_dim && rope_dim % 2 == 0 && chunk > 0 &&
-           attn_decode_smem(n_head, n_kv, head_dim, chunk) <= 48 * 1024;
+/* The fused kernel's chunks: a block per (query head, chunk) with 16 warps takes 128 rows
+ * (head_dim 128; 256 at 64) in one batch of loads, so chunks of 128 rows (the split path's
+ * chunk_d when larger) leave nothing to merge up to position 127 and few chunks after: at short
+ * contexts a merge (fence, atomic, partials) costs more round trips than the block's rows.
+ * ZRUN_ATTN_DECODE_CHUNK=N asks for N rows (for measurement), never fewer than chunk_d, so
+ * n_chunks <= n_chunks_d and the split path's partials buffer holds the fused kernel's. */
+static void attn_fused_chunks(const ZrCuForward *f, int *chunk, int *n_chunks) {
+    const char *e = getenv("ZRUN_ATTN_DECODE_CHUNK");
+    long want = e ? strtol(e, NULL, 10) : 0;
+    if (want <= 0) want = 128;
+    *chunk = want < f->n_ctx ? (int)want : f->n_ctx;
+    if (*chunk < f->chunk_d) *chunk = f->chunk_d;
+    *n_chunks = cdiv(f->n_ctx, *chunk);
 }
 
 int zr_cuf_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err) {
@@ -759,8 +762,7 @@ int zr_cuf_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode
         return zr_err(err, ZR_E_INTERNAL, "attn_decode_f32: no kernel for %d/%d heads of %d (rope %d), chunks of %d",
                       a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk);
     const float scale = 1.0f / sqrtf((float)a->head_dim);
-    const unsigned smem = (unsigned)attn_decode_smem(a->n_head, a->n_kv, a->head_dim, a->chunk);
-    return ZR_LAUNCH(l, &k->attn_decode, ZR_DIM3(a->n_kv, a->n_chunks, 1), ZR_DIM1(128), smem, err, (void *)&a->qkv,
+    return ZR_LAUNCH(l, &k->attn_decode, ZR_DIM3(a->n_head, a->n_chunks, 1), ZR_DIM1(512), 0, err, (void *)&a->qkv,
                      (void *)&a->kc, (void *)&a->vc, (void *)&a->part, (void *)&a->count, (void *)&a->out,
                      (void *)&a->freq, (void *)&a->pos, (void *)&a->n_head, (void *)&a->n_kv, (void *)&a->head_dim,
                      (void *)&a->rope_dim, (void *)&a->neox, (void *)&a->chunk, (void *)&a->n_chunks, (void *)&scale);
@@ -778,11 +780,13 @@ static int attention_decode(ZrCuForward *f, int il, ZrError *err) {
                                    f->head_dim, hp->n_head_kv, 1, err)))
         return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
+    int chunk, n_chunks;
+    attn_fused_chunks(f, &chunk, &n_chunks);
     const ZrCuAttnDecode a = {.qkv = f->qkv, .kc = fptr(f->kc, layer), .vc = fptr(f->vc, layer), .part = f->part_d,
                               .count = f->attn_count, .out = f->att, .freq = f->rope_freq, .pos = f->d_pos,
                               .n_head = hp->n_head, .n_kv = hp->n_head_kv, .head_dim = f->head_dim,
-                              .rope_dim = hp->rope_dim, .neox = hp->rope_neox ? 1 : 0, .chunk = f->chunk_d,
-                              .n_chunks = f->n_chunks_d};
+                              .rope_dim = hp->rope_dim, .neox = hp->rope_neox ? 1 : 0, .chunk = chunk,
+                              .n_chunks = n_chunks};
     return zr_cuf_attn_decode(f->launcher, f->k, &a, err);
 }
 

@@ -165,15 +165,14 @@ int zr_cuf_matvec_stream(ZrLauncher *l, const ZrCuKernels *k, const ZrKernel *ke
  * the KV-cache write of row pos[0], attention over rows 0..pos[0] in chunks of `chunk` (of
  * n_chunks), and the merge. qkv: the decode row [n_head*head_dim | kv_dim | kv_dim] before
  * rope (read only); kc, vc: the layer's caches [n_ctx][kv_dim]; part: n_head * n_chunks *
- * (head_dim + 2) floats; count: i32 [n_kv], zero (and left zero); out: [n_head*head_dim];
+ * (head_dim + 2) floats; count: i32 [n_head], zero (and left zero); out: [n_head*head_dim];
  * freq: f64 [rope_dim/2] (rope.cu); pos: i32 [1]. */
 typedef struct ZrCuAttnDecode {
     CUdeviceptr qkv, kc, vc, part, count, out, freq, pos;
     int n_head, n_kv, head_dim, rope_dim, neox, chunk, n_chunks;
 } ZrCuAttnDecode;
-/* Whether attn_decode_f32 handles this shape (head_dim % 4 == 0 and <= 128, at most 8 query
- * heads per KV head, its shared memory within 48 KiB); else the decode uses rope_kv_f32,
- * attn_part_f32 and attn_combine_f32. */
+/* Whether attn_decode_f32 handles this shape (n_head a multiple of n_kv, head_dim % 4 == 0 and
+ * <= 128, any chunk); else the decode uses rope_kv_f32, attn_part_f32 and attn_combine_f32. */
 bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, int chunk);
 int zr_cuf_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err);
 

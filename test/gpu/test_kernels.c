@@ -609,8 +609,8 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
     gpu_download(g, vr, dvr, sizeof(float) * cache);
     gpu_download(g, rot, drot, sizeof(float) * qkv_dim);
     gpu_download(g, back, dqkv, sizeof(float) * qkv_dim);
-    gpu_download(g, count, dcount, sizeof(int32_t) * n_kv);
-    for (int i = 0; i < n_kv; i++) ZT_CHECKF(count[i] == 0, "pos %d: counter %d left at %d", pos, i, count[i]);
+    gpu_download(g, count, dcount, sizeof(int32_t) * n_head);
+    for (int i = 0; i < n_head; i++) ZT_CHECKF(count[i] == 0, "pos %d: counter %d left at %d", pos, i, count[i]);
     ZT_CHECKF(!memcmp(back, qkv, sizeof(float) * qkv_dim), "pos %d: the qkv row changed", pos);
     size_t bad = 0;
     for (size_t i = 0; i < cache; i++) {
@@ -647,8 +647,8 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
     ZT_CHECKF(!zr_cuf_attn_decode(&g->l, &g->k, &a, &e), "%s", e.msg);
     gpu_download(g, out2, dout, sizeof(float) * q_dim);
     ZT_CHECKF(!memcmp(out, out2, sizeof(float) * q_dim), "pos %d: a second launch gave other bits", pos);
-    gpu_download(g, count, dcount, sizeof(int32_t) * n_kv);
-    for (int i = 0; i < n_kv; i++) ZT_CHECKF(count[i] == 0, "pos %d: counter %d left at %d", pos, i, count[i]);
+    gpu_download(g, count, dcount, sizeof(int32_t) * n_head);
+    for (int i = 0; i < n_head; i++) ZT_CHECKF(count[i] == 0, "pos %d: counter %d left at %d", pos, i, count[i]);
     CUdeviceptr bufs[] = {dqkv, df, dp, dk, dv, dkr, dvr, drot, part, dout, dcount};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) gpu_free(g, bufs[i]);
     free(qkv), free(rot), free(kc), free(vc), free(kg), free(vg), free(kr), free(vr);
@@ -680,14 +680,19 @@ ZT_TEST(attention_decode_fused_matches_rope_kv_and_cpu_at_every_chunk_boundary) 
     decode_positions(8, 2, 128, 64, 0, 300, 64);   /* rope over half the head, normal pairs */
     decode_positions(16, 2, 128, 128, 0, 130, 40); /* GQA 8:1; a chunk that is no multiple of the row batch */
     decode_positions(8, 4, 8, 8, 0, 64, 32);       /* stories260K: head_dim 8, GQA 2:1 */
+    decode_positions(32, 8, 128, 128, 0, 129, 128); /* zrun bench tg128 on 8B: the fused chunks of n_ctx 129 */
+    decode_positions(32, 8, 64, 64, 1, 129, 128);   /* ... and on 1B */
+    decode_positions(4, 1, 128, 128, 0, 600, 256);  /* two row batches per chunk (online softmax), GQA 4:1 */
+    decode_positions(4, 2, 64, 64, 0, 700, 300);    /* two batches, a chunk no multiple of the batch */
 }
 
 ZT_TEST(attention_decode_fused_refuses_shapes_it_does_not_handle) {
-    ZT_CHECK(!zr_cuf_attn_decode_fits(32, 2, 128, 128, 32)); /* 16 query heads per KV head */
-    ZT_CHECK(!zr_cuf_attn_decode_fits(8, 8, 256, 256, 32));  /* head_dim above 128 */
-    ZT_CHECK(!zr_cuf_attn_decode_fits(8, 8, 66, 66, 32));    /* head_dim not a multiple of 4 */
-    ZT_CHECK(!zr_cuf_attn_decode_fits(8, 1, 128, 128, 8192)); /* scores beyond 48 KiB of shared memory */
+    ZT_CHECK(!zr_cuf_attn_decode_fits(12, 8, 128, 128, 128)); /* query heads no multiple of the KV heads */
+    ZT_CHECK(!zr_cuf_attn_decode_fits(8, 8, 256, 256, 128));  /* head_dim above 128 */
+    ZT_CHECK(!zr_cuf_attn_decode_fits(8, 8, 66, 66, 128));    /* head_dim not a multiple of 4 */
+    ZT_CHECK(!zr_cuf_attn_decode_fits(8, 8, 128, 130, 128));  /* rope wider than the head */
     ZT_CHECK(zr_cuf_attn_decode_fits(32, 8, 128, 128, 256));
+    ZT_CHECK(zr_cuf_attn_decode_fits(32, 2, 128, 128, 8192)); /* 16 query heads per KV head, long chunks */
 }
 
 ZT_TEST(attention_causal_prefill_matches_cpu) {
