@@ -23,5 +23,7 @@ ZR_MATVEC(mvx_q4_k_xs, ZrMvQ4KX, 2, 2, 64)
 ZR_MATVEC(mvx_q4_k_xs_p3, ZrMvQ4KX, 2, 3, 80)
 // ... and with each nibble read as 1 + q/16 (ZrMvQ4KF: PRMT + FFMA per weight, no FADD)
 ZR_MATVEC(mvx_q4_k_xf, ZrMvQ4KF, 2, 2, 64)
-// ... and with the side data of an item in one load per row (ZrMvQ4KFS: lane pairs swap words)
+// ... and with the side data of an item in one load per row (ZrMvQ4KFS: lane pairs swap words);
+// at P=3 it spills 4 bytes at 72 registers, none at 80
 ZR_MATVEC(mvx_q4_k_xfs, ZrMvQ4KFS, 2, 2, 64)
+ZR_MATVEC(mvx_q4_k_xfs_p3, ZrMvQ4KFS, 2, 3, 80)
