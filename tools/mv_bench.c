@@ -204,7 +204,7 @@ int main(int argc, char **argv) {
         {"f16", ZR_TYPE_F16, {"mvx_f16_r4p3", "mvx_f16_r4p2", NULL}},
         {"q8_0", ZR_TYPE_Q8_0, {"mvx_q8_0_r4p3", "mvx_q8_0_r2p3", NULL}},
         {"q4_0", ZR_TYPE_Q4_0, {NULL}},
-        {"q4_k", ZR_TYPE_Q4_K, {"mvx_q4_k_r2p3", "mvx_q4_k_xs", "mvx_q4_k_xs_p3", "mvx_q4_k_xf", "mvx_q4_k_xfs", "mvx_q4_k_xfs_p3", NULL}},
+        {"q4_k", ZR_TYPE_Q4_K, {"mvx_q4_k_r2p3", "mvx_q4_k_xs", "mvx_q4_k_xs_p3", "mvx_q4_k_plain", "mvx_q4_k_xfs", "mvx_q4_k_xfs_p3", NULL}},
         {"q6_k", ZR_TYPE_Q6_K, {"mvx_q6_k_r2p3", NULL}},
     };
     static const ZrMvShape grid[] = {{8, 1, 0, 0}, {16, 1, 0, 0}, {4, 1, 0, 0}, {2, 1, 0, 0}, {4, 2, 0, 0},

@@ -78,12 +78,14 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         const char *tn = kname(t);
         if (!tn) continue;
         snprintf(name, sizeof name, "matvec_%s", tn);
-        /* ZRUN_MV_Q4K=xs|xf|xfs: the Q4_K kernels that read the x sums of each 16 values from
-         * the staged copy (xf: also nibbles as 1 + q/16, no subtraction per weight; xfs: also one
-         * side-data load per item and row; cu/matvec_q_k.cu, same rows per warp), until measured */
+        /* ZRUN_MV_Q4K=plain|xs|xfs: other Q4_K kernels (cu/matvec_q_k.cu, same rows per warp).
+         * The default matvec_q4_k reads the x sums of each 16 values from the staged copy and each
+         * nibble as 1 + q/16 (xf); plain adds the sums per item (the kernel before), xs stages the
+         * sums only, xfs also loads the side data once per item and row. H100, 8B Q4_K_M tg128
+         * graph: plain 327.0, xf 337.4, xfs 322.0 t/s (cu/PERF.md). */
         const char *q4k_env = getenv("ZRUN_MV_Q4K");
         if (t == ZR_TYPE_Q4_K && q4k_env &&
-            (!strcmp(q4k_env, "xs") || !strcmp(q4k_env, "xf") || !strcmp(q4k_env, "xfs")))
+            (!strcmp(q4k_env, "plain") || !strcmp(q4k_env, "xs") || !strcmp(q4k_env, "xfs")))
             snprintf(name, sizeof name, "mvx_q4_k_%s", q4k_env);
         if ((rc = zr_cuda_kernel(c, name, mv_sz, 11, &k->mv[t], err))) return rc;
         if (smem + 1024 > 48 * 1024) { /* the kernel's static reduction arrays come on top */
@@ -222,13 +224,11 @@ void zr_cuf_plan(const ZrModel *m, int n_ctx, size_t *weights, size_t *kv, size_
 }
 
 /* ZRUN_ATTN_DECODE=fused|split picks the decode attention: one kernel per layer
- * (attn_decode_f32) or rope_kv_f32 + attn_part_f32 + attn_combine_f32. Split is the default
- * until the fused kernel has been measured on a GPU. */
+ * (attn_decode_f32) or rope_kv_f32 + attn_part_f32 + attn_combine_f32. Fused is the default:
+ * H100 tg128 graph, 1B Q4_0 1501 -> 1835 t/s, 8B Q4_0 386 -> 447 (cu/PERF.md). */
 static bool attn_fused_wanted(void) {
     const char *e = getenv("ZRUN_ATTN_DECODE");
-    if (e && !strcmp(e, "fused")) return true;
-    if (e && !strcmp(e, "split")) return false;
-    return false;
+    return !(e && !strcmp(e, "split"));
 }
 
 /* ZRUN_ATTN_PREFILL=tiled|split picks the prefill attention: attn_prefill_f16_d* (tiled, tensor

@@ -231,7 +231,7 @@ ZT_TEST(matvec_variant_kernels_match_cpu_dot_row) {
     if (!g) return;
     static const char *const names[] = {"mvx_f16_r4p3",  "mvx_f16_r4p2",  "mvx_q8_0_r4p3",
                                         "mvx_q8_0_r2p3", "mvx_q4_k_r2p3", "mvx_q6_k_r2p3",
-                                        "mvx_q4_k_xs",   "mvx_q4_k_xs_p3", "mvx_q4_k_xf",
+                                        "mvx_q4_k_xs",   "mvx_q4_k_xs_p3", "mvx_q4_k_plain",
                                         "mvx_q4_k_xfs",   "mvx_q4_k_xfs_p3"};
     static const size_t sz[] = {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4};
     const int R = ZR_CUF_MV_RMSNORM, GL = ZR_CUF_MV_GLU;
