@@ -311,28 +311,54 @@ struct ZrMvQ4K {
         f.sm = __ldg((const uint32_t *)s + ((it >> 1) & 3));
         f.dm = __ldg((const __half2 *)(s + 16));
     }
-    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+    // The item's products for the three Q4_K kernels (matvec_q4_k and its variants): STAGED
+    // takes the sums of x over each 16 values that the mins need from the block's staged copy
+    // (zr_mv_stage_x<true> writes them into the pad after every 32 values) instead of adding them
+    // up for every item; FLIP (needs STAGED) reads each nibble q as the float 1 + q/16 by one
+    // PRMT (exponent and nibble placed by one shift and one LOP3 per 4 nibbles): sum x (1 + q/16)
+    // = S + (sum x q)/16 with S the staged sum, so a weight costs PRMT + FFMA instead of PRMT +
+    // FADD + FFMA. The offset is at most ~2x the part kept (q/16 < 1), so the cancellation costs
+    // ~1-2 bits of the F32 sum, not the ~5 of Q4_0's removed 0.5 + q/256 variant (PERF.md run 3).
+    template <int R, bool STAGED, bool FLIP>
+    __device__ static void comp_as(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        static_assert(STAGED || !FLIP, "the flipped dot takes the staged sums back out");
         // 32 it = 256 sb + 64 j + 32 hf; the 16 values at e0 (and at e0 + 32) do not cross a pad
-        const int e0 = 32 * it - 16 * (it & 1);
+        const int e0 = 32 * it - 16 * (it & 1), g0 = e0 >> 5, hf = it & 1;
         const float *xl = xs + zr_xpad(e0), *xh = xs + zr_xpad(e0 + 32);
-        float slo[R], shi[R], sum_lo = 0.f, sum_hi = 0.f;
+        // staged: the sums of the 16 values at e0 and at e0 + 32 are slots 32 + hf of the pads
+        float sum_lo = STAGED ? xs[36 * g0 + 32 + hf] : 0.f, sum_hi = STAGED ? xs[36 * g0 + 68 + hf] : 0.f;
+        float slo[R], shi[R];
 #pragma unroll
         for (int r = 0; r < R; r++) slo[r] = shi[r] = 0.f;
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             const float4 a = *(const float4 *)(xl + 4 * k), b = *(const float4 *)(xh + 4 * k);
             const float va[4] = {a.x, a.y, a.z, a.w}, vb[4] = {b.x, b.y, b.z, b.w};
-            sum_lo += (a.x + a.y) + (a.z + a.w);
-            sum_hi += (b.x + b.y) + (b.z + b.w);
+            if (!STAGED) {
+                sum_lo += (a.x + a.y) + (a.z + a.w);
+                sum_hi += (b.x + b.y) + (b.z + b.w);
+            }
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
-                const uint32_t lo = w4 & 0x0F0F0F0Fu, hi = (w4 >> 4) & 0x0F0F0F0Fu;
                 float tl = slo[r], th = shi[r];
+                if (FLIP) {
+                    // byte i: 0x80 | q << 3 (bit 7 is the exponent's low bit under 0x3F)
+                    const uint32_t lo = ((w4 << 3) & 0x78787878u) | 0x80808080u;
+                    const uint32_t hi = ((w4 >> 1) & 0x78787878u) | 0x80808080u;
 #pragma unroll
-                for (int i = 0; i < 4; i++) tl = fmaf(va[i], zr_byte_f(lo, i, ZR_MAGIC), tl);
+                    for (int i = 0; i < 4; i++)
+                        tl = fmaf(va[i], __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), tl);
 #pragma unroll
-                for (int i = 0; i < 4; i++) th = fmaf(vb[i], zr_byte_f(hi, i, ZR_MAGIC), th);
+                    for (int i = 0; i < 4; i++)
+                        th = fmaf(vb[i], __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), th);
+                } else {
+                    const uint32_t lo = w4 & 0x0F0F0F0Fu, hi = (w4 >> 4) & 0x0F0F0F0Fu;
+#pragma unroll
+                    for (int i = 0; i < 4; i++) tl = fmaf(va[i], zr_byte_f(lo, i, ZR_MAGIC), tl);
+#pragma unroll
+                    for (int i = 0; i < 4; i++) th = fmaf(vb[i], zr_byte_f(hi, i, ZR_MAGIC), th);
+                }
                 slo[r] = tl;
                 shi[r] = th;
             }
@@ -343,99 +369,37 @@ struct ZrMvQ4K {
             const uint32_t sm = f[r].sm;
             const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
             const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
-            acc[r] += dm.x * fmaf(sc0, slo[r], sc1 * shi[r]) - dm.y * fmaf(m0, sum_lo, m1 * sum_hi);
+            if (FLIP) {
+                // sum x q = 16 (slo - sum_lo): the 16 goes into d (a power of two: exact)
+                acc[r] = fmaf(16.f * dm.x, fmaf(sc0, slo[r] - sum_lo, sc1 * (shi[r] - sum_hi)), acc[r]);
+                acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
+            } else if (STAGED) {
+                acc[r] = fmaf(dm.x, fmaf(sc0, slo[r], sc1 * shi[r]), acc[r]);
+                acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
+            } else {
+                acc[r] += dm.x * fmaf(sc0, slo[r], sc1 * shi[r]) - dm.y * fmaf(m0, sum_lo, m1 * sum_hi);
+            }
         }
+    }
+    // per item: sums of x added here (the kernel before the staged ones)
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        comp_as<R, false, false>(f, it, xs, acc);
     }
 };
 
-// q4_K with the x sums staged: the same item, row and loads as ZrMvQ4K, but the sums of x
-// over each 16 values that the mins need (sum_k x_k over a sub-block half) are read from the
-// block's staged copy (zr_mv_stage_x<true> writes them into the pad after every 32 values)
-// instead of being added up by every lane for every item: 32 FADDs per item less (0.5 per
-// weight and row at R = 2) and two registers less. Needs rows of 256-multiples (all K-quants).
+// q4_K with the x sums staged (ZrMvQ4K::comp_as STAGED): 32 FADDs per item less (0.5 per weight
+// and row at R = 2) and two registers less. Needs rows of 256-multiples (all K-quants).
 struct ZrMvQ4KX : ZrMvQ4K {
     template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        const int e0 = 32 * it - 16 * (it & 1), g0 = e0 >> 5, hf = it & 1;
-        const float *xl = xs + zr_xpad(e0), *xh = xs + zr_xpad(e0 + 32);
-        // sums of the 16 values at e0 and at e0 + 32: slots 32 + hf of the pads of their groups
-        const float sum_lo = xs[36 * g0 + 32 + hf], sum_hi = xs[36 * g0 + 68 + hf];
-        float slo[R], shi[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) slo[r] = shi[r] = 0.f;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const float4 a = *(const float4 *)(xl + 4 * k), b = *(const float4 *)(xh + 4 * k);
-            const float va[4] = {a.x, a.y, a.z, a.w}, vb[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
-                const uint32_t lo = w4 & 0x0F0F0F0Fu, hi = (w4 >> 4) & 0x0F0F0F0Fu;
-                float tl = slo[r], th = shi[r];
-#pragma unroll
-                for (int i = 0; i < 4; i++) tl = fmaf(va[i], zr_byte_f(lo, i, ZR_MAGIC), tl);
-#pragma unroll
-                for (int i = 0; i < 4; i++) th = fmaf(vb[i], zr_byte_f(hi, i, ZR_MAGIC), th);
-                slo[r] = tl;
-                shi[r] = th;
-            }
-        }
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const float2 dm = __half22float2(f[r].dm);
-            const uint32_t sm = f[r].sm;
-            const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
-            const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
-            acc[r] = fmaf(dm.x, fmaf(sc0, slo[r], sc1 * shi[r]), acc[r]);
-            acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
-        }
+        comp_as<R, true, false>(f, it, xs, acc);
     }
 };
 
-// q4_K, x sums staged, and each nibble q read as the float 1 + q/16 by one PRMT (exponent and
-// the nibble placed in bits 19..22 by one shift and one LOP3 per 4 nibbles): sum x (1 + q/16)
-// = S + (sum x q)/16 with S the staged sum of the 16 x values, so a weight costs PRMT + FFMA
-// instead of PRMT + FADD + FFMA (2.25 instead of 3.2 instructions). The offset is at most
-// ~2x the part kept (q/16 < 1), so the cancellation costs ~1-2 bits of the F32 sum, not the
-// ~5 of Q4_0's removed 0.5 + q/256 variant (cu/PERF.md run 3).
+// q4_K, x sums staged and each nibble read as 1 + q/16 (ZrMvQ4K::comp_as STAGED, FLIP): 2.25
+// instead of 3.2 instructions per weight. The production matvec_q4_k.
 struct ZrMvQ4KF : ZrMvQ4K {
     template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        const int e0 = 32 * it - 16 * (it & 1), g0 = e0 >> 5, hf = it & 1;
-        const float *xl = xs + zr_xpad(e0), *xh = xs + zr_xpad(e0 + 32);
-        const float sum_lo = xs[36 * g0 + 32 + hf], sum_hi = xs[36 * g0 + 68 + hf];
-        float slo[R], shi[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) slo[r] = shi[r] = 0.f;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const float4 a = *(const float4 *)(xl + 4 * k), b = *(const float4 *)(xh + 4 * k);
-            const float va[4] = {a.x, a.y, a.z, a.w}, vb[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
-                // byte i: 0x80 | q << 3 (bit 7 is the exponent's low bit under 0x3F)
-                const uint32_t lo = ((w4 << 3) & 0x78787878u) | 0x80808080u;
-                const uint32_t hi = ((w4 >> 1) & 0x78787878u) | 0x80808080u;
-                float tl = slo[r], th = shi[r];
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    tl = fmaf(va[i], __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), tl);
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    th = fmaf(vb[i], __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), th);
-                slo[r] = tl;
-                shi[r] = th;
-            }
-        }
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const float2 dm = __half22float2(f[r].dm);
-            const uint32_t sm = f[r].sm;
-            const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
-            const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
-            // sum x q = 16 (slo - sum_lo): the 16 goes into d (a power of two: exact)
-            acc[r] = fmaf(16.f * dm.x, fmaf(sc0, slo[r] - sum_lo, sc1 * (shi[r] - sum_hi)), acc[r]);
-            acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
-        }
+        comp_as<R, true, true>(f, it, xs, acc);
     }
 };
 
