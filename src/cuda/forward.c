@@ -55,6 +55,12 @@ static size_t mv_smem(int n_in) { return ((size_t)n_in + 4 * (size_t)((n_in + 31
 #define P 8 /* a pointer parameter */
 #define I 4 /* an int or float parameter */
 
+/* The environment switch `name` is set to `value`. */
+static bool env_is(const char *name, const char *value) {
+    const char *e = getenv(name);
+    return e && !strcmp(e, value);
+}
+
 /* ZRUN_MV_PREFETCH=D: the register matvec prefetches into L2 the weights it will load D steps
  * later (0 = off; values outside 0..15 are read as off). */
 static int mv_prefetch_env(const char *v) {
@@ -74,19 +80,20 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
      * kernels have < 1 KiB of it): dynamic shared memory stays 1 KiB below the maximum */
     k->smem_optin = (c->props.max_smem_optin > 48 * 1024 ? c->props.max_smem_optin : 48 * 1024) - 1024;
     const size_t smem = mv_smem(max_n_in);
+    /* ZRUN_MV_Q4K=plain|xs|xfs: other Q4_K kernels (cu/matvec_q_k.cu, same rows per warp).
+     * The default matvec_q4_k reads the x sums of each 16 values from the staged copy and each
+     * nibble as 1 + q/16 (xf); plain adds the sums per item (the kernel before), xs stages the
+     * sums only, xfs also loads the side data once per item and row. H100, 8B Q4_K_M tg128
+     * graph: plain 327.0, xf 337.4, xfs 322.0 t/s (cu/PERF.md). */
+    const char *q4k_env = getenv("ZRUN_MV_Q4K");
+    const bool q4k_other = q4k_env && (!strcmp(q4k_env, "plain") || !strcmp(q4k_env, "xs") || !strcmp(q4k_env, "xfs"));
+    k->mvs_on = env_is("ZRUN_MATVEC", "stream");
+    k->mv_pf = mv_prefetch_env(getenv("ZRUN_MV_PREFETCH"));
     for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
         const char *tn = kname(t);
         if (!tn) continue;
         snprintf(name, sizeof name, "matvec_%s", tn);
-        /* ZRUN_MV_Q4K=plain|xs|xfs: other Q4_K kernels (cu/matvec_q_k.cu, same rows per warp).
-         * The default matvec_q4_k reads the x sums of each 16 values from the staged copy and each
-         * nibble as 1 + q/16 (xf); plain adds the sums per item (the kernel before), xs stages the
-         * sums only, xfs also loads the side data once per item and row. H100, 8B Q4_K_M tg128
-         * graph: plain 327.0, xf 337.4, xfs 322.0 t/s (cu/PERF.md). */
-        const char *q4k_env = getenv("ZRUN_MV_Q4K");
-        if (t == ZR_TYPE_Q4_K && q4k_env &&
-            (!strcmp(q4k_env, "plain") || !strcmp(q4k_env, "xs") || !strcmp(q4k_env, "xfs")))
-            snprintf(name, sizeof name, "mvx_q4_k_%s", q4k_env);
+        if (t == ZR_TYPE_Q4_K && q4k_other) snprintf(name, sizeof name, "mvx_q4_k_%s", q4k_env);
         if ((rc = zr_cuda_kernel(c, name, mv_sz, 11, &k->mv[t], err))) return rc;
         if (smem + 1024 > 48 * 1024) { /* the kernel's static reduction arrays come on top */
             if ((int)smem > c->props.max_smem_optin)
@@ -100,9 +107,6 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
          * cannot be set up the register kernel does the work, so its error is not fatal
          * (test_kernels requires it on sm_90) */
         const ZrMvsInfo *si = zr_cuf_mvs_info(t);
-        const char *mvs_env = getenv("ZRUN_MATVEC");
-        k->mvs_on = mvs_env && !strcmp(mvs_env, "stream");
-        k->mv_pf = mv_prefetch_env(getenv("ZRUN_MV_PREFETCH"));
         ZrError soft = {0};
         if (si && c->props.cc_major >= 9)
             k->has_mvs[t] = !zr_cuda_kernel(c, si->name, mv_sz, 11, &k->mvs[t], &soft) &&
@@ -195,10 +199,7 @@ static size_t wbuf_elems_of(const Dims *d) {
 /* ZRUN_PREFILL_OVERLAP=1: the prefill dequantizes quantized matrices on a second stream into
  * two alternating F16 buffers, so the dequantization of the next matrix (memory-bound) runs
  * during the current GEMM (compute-bound) instead of before it. Off until measured on a GPU. */
-static bool prefill_overlap_wanted(void) {
-    const char *e = getenv("ZRUN_PREFILL_OVERLAP");
-    return e && !strcmp(e, "1");
-}
+static bool prefill_overlap_wanted(void) { return env_is("ZRUN_PREFILL_OVERLAP", "1"); }
 
 void zr_cuf_plan(const ZrModel *m, int n_ctx, size_t *weights, size_t *kv, size_t *work) {
     const Dims d = dims_of(m);
@@ -226,18 +227,27 @@ void zr_cuf_plan(const ZrModel *m, int n_ctx, size_t *weights, size_t *kv, size_
 /* ZRUN_ATTN_DECODE=fused|split picks the decode attention: one kernel per layer
  * (attn_decode_f32) or rope_kv_f32 + attn_part_f32 + attn_combine_f32. Fused is the default:
  * H100 tg128 graph, 1B Q4_0 1501 -> 1835 t/s, 8B Q4_0 386 -> 447 (cu/PERF.md). */
-static bool attn_fused_wanted(void) {
-    const char *e = getenv("ZRUN_ATTN_DECODE");
-    return !(e && !strcmp(e, "split"));
-}
+static bool attn_fused_wanted(void) { return !env_is("ZRUN_ATTN_DECODE", "split"); }
 
 /* ZRUN_ATTN_PREFILL=tiled|split picks the prefill attention: attn_prefill_f16_d* (tiled, tensor
  * cores; head_dim 64 and 128, projections not F32) or the split kernels (attn_part_f32 +
  * attn_combine_f32, one block per query row). Tiled is the default: on an H100 it took pp512 of
  * Llama-3-8B F16 from 13.4k to 34.2k t/s and Q4_0 from 11.2k to 22.3k (cu/PERF.md). */
-static bool attn_prefill_tiled_wanted(void) {
-    const char *e = getenv("ZRUN_ATTN_PREFILL");
-    return !(e && !strcmp(e, "split"));
+static bool attn_prefill_tiled_wanted(void) { return !env_is("ZRUN_ATTN_PREFILL", "split"); }
+
+/* The fused kernel's chunks: a block per (query head, chunk) with 16 warps takes 128 rows
+ * (head_dim 128; 256 at 64) in one batch of loads, so chunks of 128 rows (the split path's
+ * chunk_d when larger) leave nothing to merge up to position 127 and few chunks after: at short
+ * contexts a merge (fence, atomic, partials) costs more round trips than the block's rows.
+ * ZRUN_ATTN_DECODE_CHUNK=N asks for N rows (for measurement), never fewer than chunk_d, so
+ * n_chunks <= n_chunks_d and the split path's partials buffer holds the fused kernel's. */
+static void attn_fused_chunks(const ZrCuForward *f, int *chunk, int *n_chunks) {
+    const char *e = getenv("ZRUN_ATTN_DECODE_CHUNK");
+    long want = e ? strtol(e, NULL, 10) : 0;
+    if (want <= 0) want = 128;
+    *chunk = want < f->n_ctx ? (int)want : f->n_ctx;
+    if (*chunk < f->chunk_d) *chunk = f->chunk_d;
+    *n_chunks = cdiv(f->n_ctx, *chunk);
 }
 
 /* ---- allocation and upload ---- */
@@ -492,8 +502,9 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     if ((rc = zr_cuda_memset8(cuda, f->d_tok, 0, 256 + UB * sizeof(int32_t), err))) goto fail;
     if ((rc = zr_cuda_memset8(cuda, f->d_pick, 0, ZR_PICK_BYTES, err))) goto fail; /* its block counter */
     if ((rc = zr_cuda_memset8(cuda, f->attn_count, 0, (size_t)hp->n_head * sizeof(int32_t), err))) goto fail;
+    attn_fused_chunks(f, &f->chunk_f, &f->n_chunks_f);
     f->attn_fused = attn_fused_wanted() &&
-                    zr_cuf_attn_decode_fits(hp->n_head, hp->n_head_kv, d.head_dim, hp->rope_dim, f->chunk_d);
+                    zr_cuf_attn_decode_fits(hp->n_head, hp->n_head_kv, d.head_dim, hp->rope_dim, f->chunk_f);
     f->attn_prefill_tiled = attn_prefill_tiled_wanted();
     if (prefill_overlap_wanted() && cuda->drv->cuStreamWaitEvent && (rc = overlap_init(f, err))) goto fail;
     if ((rc = zr_cuda_sync(cuda, err))) goto fail;
@@ -742,21 +753,6 @@ bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, i
            rope_dim <= head_dim && rope_dim % 2 == 0 && chunk > 0;
 }
 
-/* The fused kernel's chunks: a block per (query head, chunk) with 16 warps takes 128 rows
- * (head_dim 128; 256 at 64) in one batch of loads, so chunks of 128 rows (the split path's
- * chunk_d when larger) leave nothing to merge up to position 127 and few chunks after: at short
- * contexts a merge (fence, atomic, partials) costs more round trips than the block's rows.
- * ZRUN_ATTN_DECODE_CHUNK=N asks for N rows (for measurement), never fewer than chunk_d, so
- * n_chunks <= n_chunks_d and the split path's partials buffer holds the fused kernel's. */
-static void attn_fused_chunks(const ZrCuForward *f, int *chunk, int *n_chunks) {
-    const char *e = getenv("ZRUN_ATTN_DECODE_CHUNK");
-    long want = e ? strtol(e, NULL, 10) : 0;
-    if (want <= 0) want = 128;
-    *chunk = want < f->n_ctx ? (int)want : f->n_ctx;
-    if (*chunk < f->chunk_d) *chunk = f->chunk_d;
-    *n_chunks = cdiv(f->n_ctx, *chunk);
-}
-
 int zr_cuf_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err) {
     if (!zr_cuf_attn_decode_fits(a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk))
         return zr_err(err, ZR_E_INTERNAL, "attn_decode_f32: no kernel for %d/%d heads of %d (rope %d), chunks of %d",
@@ -780,13 +776,11 @@ static int attention_decode(ZrCuForward *f, int il, ZrError *err) {
                                    f->head_dim, hp->n_head_kv, 1, err)))
         return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
-    int chunk, n_chunks;
-    attn_fused_chunks(f, &chunk, &n_chunks);
     const ZrCuAttnDecode a = {.qkv = f->qkv, .kc = fptr(f->kc, layer), .vc = fptr(f->vc, layer), .part = f->part_d,
                               .count = f->attn_count, .out = f->att, .freq = f->rope_freq, .pos = f->d_pos,
                               .n_head = hp->n_head, .n_kv = hp->n_head_kv, .head_dim = f->head_dim,
-                              .rope_dim = hp->rope_dim, .neox = hp->rope_neox ? 1 : 0, .chunk = chunk,
-                              .n_chunks = n_chunks};
+                              .rope_dim = hp->rope_dim, .neox = hp->rope_neox ? 1 : 0, .chunk = f->chunk_f,
+                              .n_chunks = f->n_chunks_f};
     return zr_cuf_attn_decode(f->launcher, f->k, &a, err);
 }
 

@@ -79,7 +79,8 @@ typedef struct ZrCuForward {
     int pick_n;                     /* > 0: the decode step ends with the greedy pick over logits [0, pick_n) */
     CUdeviceptr part_d, part_p;     /* attention partials, decode / prefill */
     int chunk_d, n_chunks_d, chunk_p, n_chunks_p;
-    CUdeviceptr attn_count;         /* i32 [n_kv]: the fused decode attention's chunk counters (0 between launches) */
+    int chunk_f, n_chunks_f;        /* the fused decode attention's chunks (>= chunk_d; set once at init) */
+    CUdeviceptr attn_count;         /* i32 [n_head]: the fused decode attention's chunk counters (0 between launches) */
     bool attn_fused;                /* decode attention in one kernel per layer (attn_decode_f32) */
     bool attn_prefill_tiled;        /* ZRUN_ATTN_PREFILL=tiled: cu/attention_prefill.cu for M > 1 */
     CUdeviceptr xh;                 /* f16 [UB][max width] GEMM activation operand */
