@@ -4,29 +4,12 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "quant.h"
-
-/* Whether an architecture's layers have a tensor (as llama.cpp loads them). */
-typedef enum Presence { ABSENT, OPTIONAL, REQUIRED } Presence;
-
-typedef struct ArchInfo {
-    const char *name;
-    ZrArch arch;
-    bool rope_neox;     /* the architecture implies the rope style; no key says so */
-    Presence qkv_bias;  /* attn_{q,k,v}.bias */
-    Presence qk_norm;   /* attn_{q,k}_norm.weight */
-} ArchInfo;
-
-static const ArchInfo arch_table[] = {
-    {"llama", ZR_ARCH_LLAMA, false, OPTIONAL, ABSENT},
-    {"qwen2", ZR_ARCH_QWEN2, true, REQUIRED, ABSENT},
-    {"qwen3", ZR_ARCH_QWEN3, true, ABSENT, REQUIRED},
-};
-#define N_ARCH (sizeof arch_table / sizeof arch_table[0])
 
 /* Sane bounds for values that size allocations before any tensor confirms them. */
 #define MAX_LAYERS 1024
@@ -34,12 +17,30 @@ static const ArchInfo arch_table[] = {
 
 /* Longest weight name we build: "blk.1023.attn_output.weight" and the like. */
 #define NAME_CAP 64
-/* Weights bound per layer (the ZrWeight fields of ZrLayer) and outside the layers. */
-#define WEIGHTS_PER_LAYER (sizeof(ZrLayer) / sizeof(ZrWeight))
+/* Weights bound per layer (the ZrWeight fields of ZrLayer, after its facts) and outside the
+ * layers. */
+#define LAYER_WEIGHTS(L) (&(L)->attn_norm)
+#define WEIGHTS_PER_LAYER ((sizeof(ZrLayer) - offsetof(ZrLayer, attn_norm)) / sizeof(ZrWeight))
 #define WEIGHTS_GLOBAL 4
-_Static_assert(sizeof(ZrLayer) % sizeof(ZrWeight) == 0, "ZrLayer holds only ZrWeight fields");
+_Static_assert((sizeof(ZrLayer) - offsetof(ZrLayer, attn_norm)) % sizeof(ZrWeight) == 0,
+               "ZrLayer holds its facts, then only ZrWeight fields");
 
-const char *zr_arch_supported_list(void) { return "llama, qwen2, qwen3"; }
+const char *zr_act_name(ZrAct a) {
+    switch (a) {
+    case ZR_ACT_SILU: return "silu";
+    case ZR_ACT_GELU_TANH: return "gelu_tanh";
+    }
+    return "?";
+}
+
+const char *zr_rope_kind_name(ZrRopeKind r) {
+    switch (r) {
+    case ZR_ROPE_NONE: return "none";
+    case ZR_ROPE_NORM: return "norm";
+    case ZR_ROPE_NEOX: return "neox";
+    }
+    return "?";
+}
 
 const void *zr_weight_row(const ZrWeight *w, int64_t r) {
     return (const char *)w->data + (size_t)r * zr_row_bytes(w->type, w->ne0);
@@ -52,6 +53,42 @@ typedef struct Keys {
     const char *arch;
     ZrError *err;
 } Keys;
+
+/* ---- the architectures ---- */
+
+/* Whether an architecture's layers have a tensor (as llama.cpp loads them). */
+typedef enum Presence { ABSENT, OPTIONAL, REQUIRED } Presence;
+
+/* One row per architecture: the facts the architecture fixes (no key says them), which of its
+ * optional tensors it has, and a hook for what only it reads. Everything else is common: the
+ * hyper-parameter keys (read_hparams), the facts' defaults (llama's block: fill_facts), the
+ * tensor names (bind_layer). Adding an architecture (issue 14: gemma2, gemma3, phi3) is a row
+ * here, a hook when it has keys of its own (soft-caps, sliding window, a second rope base) or a
+ * per-layer pattern (gemma3's five local layers per global one), and the kernels of any fact
+ * value zr_model_check_facts still refuses. */
+typedef struct ArchInfo {
+    const char *name;   /* general.architecture */
+    ZrArch arch;
+    ZrRopeKind rope;    /* the pairing is implied by the architecture; no key says it */
+    ZrAct act;          /* of every layer's gated FFN */
+    Presence qkv_bias;  /* attn_{q,k,v}.bias */
+    Presence qk_norm;   /* attn_{q,k}_norm.weight */
+    Presence post_norm; /* post_attention_norm.weight and post_ffw_norm.weight */
+    Presence output;    /* output.weight: when absent the embedding is the output */
+    /* after the common keys and the defaults (m->hp and every m->layers[il].facts filled): this
+     * architecture's own keys and per-layer facts (NULL: none) */
+    int (*facts)(const Keys *k, ZrModel *m);
+} ArchInfo;
+
+static const ArchInfo arch_table[] = {
+    /* name    arch           rope          act          bias      qk_norm   post_norm output */
+    {"llama", ZR_ARCH_LLAMA, ZR_ROPE_NORM, ZR_ACT_SILU, OPTIONAL, ABSENT, ABSENT, OPTIONAL, NULL},
+    {"qwen2", ZR_ARCH_QWEN2, ZR_ROPE_NEOX, ZR_ACT_SILU, REQUIRED, ABSENT, ABSENT, OPTIONAL, NULL},
+    {"qwen3", ZR_ARCH_QWEN3, ZR_ROPE_NEOX, ZR_ACT_SILU, ABSENT, REQUIRED, ABSENT, OPTIONAL, NULL},
+};
+#define N_ARCH (sizeof arch_table / sizeof arch_table[0])
+
+const char *zr_arch_supported_list(void) { return "llama, qwen2, qwen3"; }
 
 static const char *key_name(const Keys *k, const char *suffix, char *buf, size_t cap) {
     snprintf(buf, cap, "%s.%s", k->arch, suffix);
@@ -133,8 +170,10 @@ static int read_hparams(const ZrGguf *g, const ArchInfo *ai, ZrHparams *hp, ZrEr
     memset(hp, 0, sizeof *hp);
     hp->arch = ai->arch;
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", ai->name);
-    hp->rope_neox = ai->rope_neox;
+    hp->norm = ZR_NORM_RMS;
+    hp->rope = ai->rope;
     hp->rope_theta = 10000.0f;
+    hp->embd_scale = 1.0f;
     int rc;
     if ((rc = key_int(&k, "embedding_length", true, &hp->n_embd))) return rc;
     if ((rc = key_int(&k, "block_count", true, &hp->n_layer))) return rc;
@@ -148,10 +187,6 @@ static int read_hparams(const ZrGguf *g, const ArchInfo *ai, ZrHparams *hp, ZrEr
     if ((rc = read_rope_scaling(&k, hp))) return rc;
     if ((rc = read_n_vocab(&k, hp))) return rc;
 
-    int n_expert = 0;
-    if ((rc = key_int(&k, "expert_count", false, &n_expert))) return rc;
-    if (n_expert > 1)
-        return zr_err(err, ZR_E_UNSUPPORTED, "%s: mixture-of-experts models (%s.expert_count = %d) are not supported", g->path, ai->name, n_expert);
     if (hp->n_layer > MAX_LAYERS)
         return zr_err(err, ZR_E_FORMAT, "%s: key '%s.block_count': expected at most %d, found %d", g->path, ai->name, MAX_LAYERS, hp->n_layer);
     if (hp->n_head % hp->n_head_kv)
@@ -177,6 +212,7 @@ static int read_hparams(const ZrGguf *g, const ArchInfo *ai, ZrHparams *hp, ZrEr
         return zr_err(err, ZR_E_UNSUPPORTED, "%s: key length %d differs from value length %d (not supported)", g->path, hp->head_dim, v_len);
     if ((int64_t)hp->n_head * hp->head_dim > MAX_DIM)
         return zr_err(err, ZR_E_FORMAT, "%s: %d heads x %d per head exceed %d", g->path, hp->n_head, hp->head_dim, MAX_DIM);
+    hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
 
     hp->rope_dim = hp->head_dim;
     if ((rc = key_int(&k, "rope.dimension_count", false, &hp->rope_dim))) return rc;
@@ -191,6 +227,86 @@ static int read_hparams(const ZrGguf *g, const ArchInfo *ai, ZrHparams *hp, ZrEr
         return zr_err(err, ZR_E_FORMAT, "%s: key '%s.rope.dimension_count': expected an even value <= head dim %d, found %d",
                       g->path, ai->name, hp->head_dim, hp->rope_dim);
     return 0;
+}
+
+/* ---- per-layer facts ---- */
+
+/* expert_count and expert_used_count, read for every architecture as llama.cpp does. A count of
+ * 1 is the dense FFN (as zrun has always read it). */
+static int read_experts(const Keys *k, ZrModel *m) {
+    int n_expert = 0, n_used = 0;
+    int rc = key_int(k, "expert_count", false, &n_expert);
+    if (rc || n_expert <= 1) return rc;
+    if ((rc = key_int(k, "expert_used_count", false, &n_used))) return rc;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        m->layers[il].facts.n_expert = n_expert;
+        m->layers[il].facts.n_expert_used = n_used;
+    }
+    return 0;
+}
+
+/* Every layer's facts: llama's block with the architecture's fixed choices and the model's rope,
+ * then the keys every architecture may have (experts), then the architecture's own hook.
+ * Optional tensors count as present here; binding keeps the fact only where the file has them. */
+static int fill_facts(ZrModel *m, const ArchInfo *ai, const ZrGguf *g, ZrError *err) {
+    ZrHparams *hp = &m->hp;
+    m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
+    if (!m->layers) return zr_err(err, ZR_E_NOMEM, "%s: out of memory for %d layers", g->path, hp->n_layer);
+    for (int il = 0; il < hp->n_layer; il++)
+        m->layers[il].facts = (ZrLayerFacts){.act = ai->act,
+                                             .qkv_bias = ai->qkv_bias != ABSENT,
+                                             .qk_norm = ai->qk_norm != ABSENT,
+                                             .post_attn_norm = ai->post_norm != ABSENT,
+                                             .post_ffn_norm = ai->post_norm != ABSENT,
+                                             .rope = hp->rope != ZR_ROPE_NONE,
+                                             .rope_theta = hp->rope_theta,
+                                             .rope_freq_scale = hp->rope_freq_scale};
+    Keys k = {g, ai->name, err};
+    int rc = read_experts(&k, m);
+    if (!rc && ai->facts) rc = ai->facts(&k, m);
+    hp->rope_neox = hp->rope == ZR_ROPE_NEOX;
+    return rc;
+}
+
+/* What zrun computes today; everything else is refused by name before any tensor is bound.
+ * Widen it where a backend gains the kernel (issue 14: gelu_tanh, post norms, soft-caps,
+ * windows; issue 15: experts). */
+static int check_facts(const ZrModel *m, const char *path, ZrError *err) {
+    const ZrHparams *hp = &m->hp;
+    const char *arch = hp->arch_name;
+    if (hp->norm != ZR_NORM_RMS) return zr_err(err, ZR_E_UNSUPPORTED, "%s: %s: only RMS norms are supported", path, arch);
+    if (hp->rope == ZR_ROPE_NONE)
+        return zr_err(err, ZR_E_UNSUPPORTED, "%s: %s: models without rope are not supported (supported rope: norm, neox)", path, arch);
+    if (!(hp->embd_scale > 0.0f) || !isfinite(hp->embd_scale))
+        return zr_err(err, ZR_E_FORMAT, "%s: %s: embedding scale: expected a finite positive value, found %g", path, arch, (double)hp->embd_scale);
+    if (!(hp->attn_scale > 0.0f) || !isfinite(hp->attn_scale))
+        return zr_err(err, ZR_E_FORMAT, "%s: %s: attention scale: expected a finite positive value, found %g", path, arch, (double)hp->attn_scale);
+    if (!(hp->final_softcap >= 0.0f) || !isfinite(hp->final_softcap))
+        return zr_err(err, ZR_E_FORMAT, "%s: %s: final logit soft-cap: expected a finite value >= 0, found %g", path, arch, (double)hp->final_softcap);
+    if (hp->attn_softcap != 0.0f)
+        return zr_err(err, ZR_E_UNSUPPORTED, "%s: %s: attention logit soft-capping (%g) is not supported yet", path, arch, (double)hp->attn_softcap);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const ZrLayerFacts *f = &m->layers[il].facts;
+        if (f->act != ZR_ACT_SILU)
+            return zr_err(err, ZR_E_UNSUPPORTED, "%s: %s: layer %d: FFN activation '%s' is not supported yet (supported: silu)", path, arch, il, zr_act_name(f->act));
+        if (f->window != 0)
+            return zr_err(err, ZR_E_UNSUPPORTED, "%s: %s: layer %d: sliding-window attention (window %d) is not supported yet (global attention only)", path, arch, il, f->window);
+        if (f->post_attn_norm || f->post_ffn_norm)
+            return zr_err(err, ZR_E_UNSUPPORTED, "%s: %s: layer %d: a norm after the %s block is not supported yet", path, arch, il, f->post_attn_norm ? "attention" : "FFN");
+        if (!f->rope)
+            return zr_err(err, ZR_E_UNSUPPORTED, "%s: %s: layer %d: layers without rope (NoPE) are not supported yet", path, arch, il);
+        if (!(f->rope_theta > 0.0f) || !isfinite(f->rope_theta) || !(f->rope_freq_scale > 0.0f) || !isfinite(f->rope_freq_scale))
+            return zr_err(err, ZR_E_FORMAT, "%s: %s: layer %d: rope base %g, frequency scale %g: expected finite positive values", path, arch, il,
+                          (double)f->rope_theta, (double)f->rope_freq_scale);
+        if (f->n_expert)
+            return zr_err(err, ZR_E_UNSUPPORTED, "%s: %s: layer %d: mixture-of-experts models (%s.expert_count = %d, %d used) are not supported yet", path, arch, il,
+                          arch, f->n_expert, f->n_expert_used);
+    }
+    return 0;
+}
+
+int zr_model_check_facts(const ZrModel *m, ZrError *err) {
+    return check_facts(m, m->gguf.path ? m->gguf.path : "model", err);
 }
 
 /* ---- tensor binding ---- */
@@ -269,8 +385,9 @@ static int bind(Binder *b, ZrWeight *w, const char *name, int64_t ne0, int64_t n
 
 static int bind_layer(Binder *b, int il, ZrLayer *L) {
     const ZrHparams *hp = &b->m->hp;
+    const ArchInfo *ai = b->ai;
+    ZrLayerFacts *f = &L->facts;
     const int64_t e = hp->n_embd, q = (int64_t)hp->n_head * hp->head_dim, kv = (int64_t)hp->n_head_kv * hp->head_dim;
-    const Presence bias = b->ai->qkv_bias, qk_norm = b->ai->qk_norm;
     char n[NAME_CAP];
     int rc = 0;
 #define BIND(field, suffix, ne0, ne1, req) \
@@ -279,21 +396,28 @@ static int bind_layer(Binder *b, int il, ZrLayer *L) {
     BIND(wq, "attn_q.weight", e, q, true);
     BIND(wk, "attn_k.weight", e, kv, true);
     BIND(wv, "attn_v.weight", e, kv, true);
-    if (bias != ABSENT) {
-        BIND(bq, "attn_q.bias", q, 0, bias == REQUIRED);
-        BIND(bk, "attn_k.bias", kv, 0, bias == REQUIRED);
-        BIND(bv, "attn_v.bias", kv, 0, bias == REQUIRED);
+    if (f->qkv_bias) {
+        BIND(bq, "attn_q.bias", q, 0, ai->qkv_bias == REQUIRED);
+        BIND(bk, "attn_k.bias", kv, 0, ai->qkv_bias == REQUIRED);
+        BIND(bv, "attn_v.bias", kv, 0, ai->qkv_bias == REQUIRED);
     }
-    if (qk_norm != ABSENT) {
-        BIND(q_norm, "attn_q_norm.weight", hp->head_dim, 0, qk_norm == REQUIRED);
-        BIND(k_norm, "attn_k_norm.weight", hp->head_dim, 0, qk_norm == REQUIRED);
+    if (f->qk_norm) {
+        BIND(q_norm, "attn_q_norm.weight", hp->head_dim, 0, ai->qk_norm == REQUIRED);
+        BIND(k_norm, "attn_k_norm.weight", hp->head_dim, 0, ai->qk_norm == REQUIRED);
     }
     BIND(wo, "attn_output.weight", q, e, true);
+    if (f->post_attn_norm) BIND(attn_post_norm, "post_attention_norm.weight", e, 0, ai->post_norm == REQUIRED);
     BIND(ffn_norm, "ffn_norm.weight", e, 0, true);
     BIND(w_gate, "ffn_gate.weight", e, hp->n_ff, true);
     BIND(w_up, "ffn_up.weight", e, hp->n_ff, true);
     BIND(w_down, "ffn_down.weight", hp->n_ff, e, true);
+    if (f->post_ffn_norm) BIND(ffn_post_norm, "post_ffw_norm.weight", e, 0, ai->post_norm == REQUIRED);
 #undef BIND
+    /* optional tensors: the fact says what the file has (an absent bias of three adds zero) */
+    f->qkv_bias = L->bq.data || L->bk.data || L->bv.data;
+    f->qk_norm = L->q_norm.data || L->k_norm.data;
+    f->post_attn_norm = L->attn_post_norm.data != NULL;
+    f->post_ffn_norm = L->ffn_post_norm.data != NULL;
     return rc;
 }
 
@@ -311,7 +435,7 @@ static void count_model(ZrModel *m) {
     m->bytes_per_token = zr_row_bytes(m->tok_embd.type, m->tok_embd.ne0) + weight_bytes(&m->output_norm) +
                          weight_bytes(&m->rope_freqs) + weight_bytes(&m->output);
     for (int il = 0; il < m->hp.n_layer; il++) {
-        const ZrWeight *w = (const ZrWeight *)&m->layers[il];
+        const ZrWeight *w = LAYER_WEIGHTS(&m->layers[il]);
         for (size_t i = 0; i < WEIGHTS_PER_LAYER; i++) {
             m->n_params += weight_params(&w[i]);
             m->bytes_per_token += weight_bytes(&w[i]);
@@ -319,16 +443,16 @@ static void count_model(ZrModel *m) {
     }
 }
 
+/* The layers' facts must be set (their tensors are bound as the facts say). */
 static int bind_all(ZrModel *m, const ArchInfo *ai, const ZrGguf *g, ZrError *err) {
     const ZrHparams *hp = &m->hp;
     size_t n_names = WEIGHTS_GLOBAL + WEIGHTS_PER_LAYER * (size_t)hp->n_layer;
     m->names = calloc(n_names, NAME_CAP);
-    m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
-    if (!m->names || !m->layers) return zr_err(err, ZR_E_NOMEM, "%s: out of memory for %d layers", g->path, hp->n_layer);
+    if (!m->names) return zr_err(err, ZR_E_NOMEM, "%s: out of memory for %d layers", g->path, hp->n_layer);
     Binder b = {m, ai, g, m->names, err};
     int rc = bind(&b, &m->tok_embd, "token_embd.weight", hp->n_embd, hp->n_vocab, true);
     if (!rc) rc = bind(&b, &m->output_norm, "output_norm.weight", hp->n_embd, 0, true);
-    if (!rc) rc = bind(&b, &m->output, "output.weight", hp->n_embd, hp->n_vocab, false);
+    if (!rc && ai->output != ABSENT) rc = bind(&b, &m->output, "output.weight", hp->n_embd, hp->n_vocab, ai->output == REQUIRED);
     if (!rc && !m->output.data) {
         m->output = m->tok_embd;
         m->tied_output = true;
@@ -388,6 +512,8 @@ int zr_model_from_gguf(ZrModel *m, ZrGguf *g, ZrError *err) {
     const ArchInfo *ai = find_arch(g, err);
     if (!ai) return err ? (int)err->code : ZR_E_UNSUPPORTED;
     int rc = read_hparams(g, ai, &m->hp, err);
+    if (!rc) rc = fill_facts(m, ai, g, err);
+    if (!rc) rc = check_facts(m, g->path, err);
     if (!rc) rc = bind_all(m, ai, g, err);
     if (!rc) rc = check_rope_freqs(m, g, err);
     if (!rc) rc = check_stray_layers(m, g, err);

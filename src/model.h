@@ -10,6 +10,26 @@
 
 typedef enum ZrArch { ZR_ARCH_LLAMA, ZR_ARCH_QWEN2, ZR_ARCH_QWEN3 } ZrArch;
 
+/* The architecture as data: what a backend does differs between architectures only through the
+ * facts below (per model in ZrHparams, per layer in ZrLayerFacts), filled in one place per
+ * architecture (model.c's arch table). Backends read facts, never ZrArch or tensor presence. */
+
+/* Which values RoPE pairs (llama.cpp's LLAMA_ROPE_TYPE_*). */
+typedef enum ZrRopeKind {
+    ZR_ROPE_NONE, /* no rotation anywhere */
+    ZR_ROPE_NORM, /* adjacent pairs (2i, 2i+1): llama */
+    ZR_ROPE_NEOX, /* pairs (i, i + rope_dim/2): qwen2, qwen3, gemma, phi3 */
+} ZrRopeKind;
+
+/* The block norms: RMSNorm (x / sqrt(mean(x^2) + eps) * w) today; LayerNorm would go here. */
+typedef enum ZrNormKind { ZR_NORM_RMS } ZrNormKind;
+
+/* Activation of the gated FFN: h = act(gate) * up. */
+typedef enum ZrAct {
+    ZR_ACT_SILU,      /* x * sigmoid(x): llama, qwen, phi3 */
+    ZR_ACT_GELU_TANH, /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): gemma (issue 14) */
+} ZrAct;
+
 typedef struct ZrHparams {
     ZrArch arch;
     char arch_name[32];  /* general.architecture */
@@ -21,12 +41,34 @@ typedef struct ZrHparams {
     int n_ff;            /* feed-forward hidden width */
     int n_vocab;
     int n_ctx_train;     /* context_length */
-    int rope_dim;        /* rope.dimension_count (<= head_dim) */
-    float rope_theta;    /* rope.freq_base, default 10000 */
-    float rope_freq_scale; /* 1 / rope.scaling.factor for linear scaling; 1 when none */
-    bool rope_neox;      /* NeoX pairs (i, i+rope_dim/2) vs adjacent pairs (2i, 2i+1) */
-    float rms_eps;       /* attention.layer_norm_rms_epsilon */
+    /* -- per-model facts -- */
+    ZrNormKind norm;     /* every norm of the model */
+    float rms_eps;       /* attention.layer_norm_rms_epsilon: the eps of every norm */
+    ZrRopeKind rope;     /* the architecture's pairing; a layer may still skip rope (ZrLayerFacts.rope) */
+    int rope_dim;        /* rope.dimension_count (<= head_dim): values rotated per head */
+    float rope_theta;    /* rope.freq_base, default 10000: the base of layers that do not say otherwise */
+    float rope_freq_scale; /* 1 / rope.scaling.factor for linear scaling; 1 when none (default of the layers too) */
+    bool rope_neox;      /* == (rope == ZR_ROPE_NEOX); kept for the CUDA backend until it reads `rope` (then delete) */
+    float embd_scale;    /* the embedding row is multiplied by this: 1, sqrt(n_embd) for gemma */
+    float attn_scale;    /* attention scores are q.k * attn_scale: 1/sqrt(head_dim) unless the architecture says */
+    float attn_softcap;  /* scores = c * tanh(scores / c) before the softmax; 0 = none (gemma2) */
+    float final_softcap; /* logits = c * tanh(logits / c); 0 = none (gemma2) */
 } ZrHparams;
+
+/* Per-layer facts: what a layer computes beyond llama's block (defaults: llama's). */
+typedef struct ZrLayerFacts {
+    ZrAct act;             /* of the gated FFN */
+    bool qkv_bias;         /* attn_{q,k,v}.bias added to the projections (qwen2; llama when the file has them; an absent one adds 0) */
+    bool qk_norm;          /* RMSNorm over each head of Q and of K before rope (qwen3, gemma3) */
+    bool post_attn_norm;   /* RMSNorm of the attention output before the residual add (gemma2/3) */
+    bool post_ffn_norm;    /* RMSNorm of the FFN output before the residual add (gemma2/3) */
+    bool rope;             /* the layer rotates Q and K (false: a NoPE layer) */
+    float rope_theta;      /* this layer's rope base (gemma3's local layers have their own) */
+    float rope_freq_scale; /* this layer's linear frequency scale */
+    int window;            /* sliding window: a token attends to the last `window` positions; 0 = all (global) */
+    int n_expert;          /* experts of the FFN; 0 = dense (issue 15) */
+    int n_expert_used;     /* experts chosen per token; 0 when dense */
+} ZrLayerFacts;
 
 /* One weight: a 2-D view [ne0 = input dim (row length), ne1 = output dim (rows)];
  * 1-D tensors (norms, biases) have ne1 = 1. data == NULL means absent (optional tensors). */
@@ -39,17 +81,20 @@ typedef struct ZrWeight {
 } ZrWeight;
 
 typedef struct ZrLayer {
+    ZrLayerFacts facts;          /* first: the weights follow, and only weights */
     ZrWeight attn_norm;          /* [n_embd] f32 */
     ZrWeight wq;                 /* [n_embd, n_head*head_dim] */
     ZrWeight wk;                 /* [n_embd, n_head_kv*head_dim] */
     ZrWeight wv;                 /* [n_embd, n_head_kv*head_dim] */
-    ZrWeight bq, bk, bv;         /* [n_head*head_dim], [n_head_kv*head_dim] x2, f32: qwen2 always, llama when the file has them; else absent */
-    ZrWeight q_norm, k_norm;     /* qwen3: [head_dim] f32; else absent */
+    ZrWeight bq, bk, bv;         /* [n_head*head_dim], [n_head_kv*head_dim] x2, f32, when facts.qkv_bias (llama: each one optional); else absent */
+    ZrWeight q_norm, k_norm;     /* [head_dim] f32 when facts.qk_norm; else absent */
     ZrWeight wo;                 /* [n_head*head_dim, n_embd] */
+    ZrWeight attn_post_norm;     /* [n_embd] f32 when facts.post_attn_norm; else absent */
     ZrWeight ffn_norm;           /* [n_embd] f32 */
     ZrWeight w_gate;             /* [n_embd, n_ff] */
     ZrWeight w_up;               /* [n_embd, n_ff] */
     ZrWeight w_down;             /* [n_ff, n_embd] */
+    ZrWeight ffn_post_norm;      /* [n_embd] f32 when facts.post_ffn_norm; else absent */
 } ZrLayer;
 
 typedef struct ZrModel {
@@ -58,7 +103,7 @@ typedef struct ZrModel {
     ZrWeight tok_embd;           /* [n_embd, n_vocab] */
     ZrWeight output_norm;        /* [n_embd] f32 */
     ZrWeight output;             /* [n_embd, n_vocab]; == tok_embd when tied */
-    bool tied_output;
+    bool tied_output;            /* no output.weight (optional for llama/qwen, absent for gemma) */
     ZrWeight rope_freqs;         /* [rope_dim/2] f32 frequency divisors (Llama 3.1); absent if none */
     ZrLayer *layers;             /* [n_layer] */
     uint64_t n_params;
@@ -73,5 +118,12 @@ int zr_model_load(ZrModel *m, const char *path, ZrError *err);
 int zr_model_from_gguf(ZrModel *m, ZrGguf *g, ZrError *err);
 void zr_model_free(ZrModel *m);
 const char *zr_arch_supported_list(void);
+/* Refuses a fact value that zrun does not compute yet (e.g. a GELU FFN or a sliding window
+ * before issue 14, experts before issue 15), naming the layer, the fact and its value.
+ * zr_model_from_gguf calls it before binding tensors; a backend may rely on it. */
+int zr_model_check_facts(const ZrModel *m, ZrError *err);
+/* "silu", "gelu_tanh"; "none", "norm", "neox" (as llama.cpp names them) */
+const char *zr_act_name(ZrAct a);
+const char *zr_rope_kind_name(ZrRopeKind r);
 /* Row r of a [ne0, ne1] weight (r < ne1). */
 const void *zr_weight_row(const ZrWeight *w, int64_t r);
