@@ -1,7 +1,8 @@
 /* The CPU backend: the reference forward pass (F32 activations, weights dequantized block by
  * block inside the dot products, F32 KV cache) and zrun's no-GPU path. A call to forward runs
  * a batch of tokens through the layers together, so a prefill reads every weight once per
- * chunk of ZR_CPU_UBATCH tokens. */
+ * chunk of ZR_CPU_UBATCH tokens. What differs between architectures comes from the model's
+ * facts (ZrHparams, ZrLayerFacts), never from the architecture's name. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,9 @@ static const float *f32(const ZrWeight *w) { return w->data; }
 
 static void embed(const CpuBackend *c, const int32_t *tokens, int n) {
     const ZrWeight *e = &c->m->tok_embd;
+    const float scale = c->m->hp.embd_scale;
     for (int t = 0; t < n; t++) zr_dequant_row(e->type, zr_weight_row(e, tokens[t]), c->x + (int64_t)t * e->ne0, e->ne0);
+    if (scale != 1.0f) zr_cpu_scale(c->x, scale, (int64_t)n * e->ne0);
 }
 
 static void rmsnorm_rows(float *y, const float *x, const ZrWeight *w, int n, float eps) {
@@ -69,18 +72,20 @@ static void matmul(CpuBackend *c, const ZrWeight *w, float *y, const float *x, i
     zr_cpu_matmul(c->pool, &mm, 1, x, n, &c->tiles);
 }
 
-/* qwen3: RMSNorm over each head's vector, before rope */
+/* q/k norm: RMSNorm over each head's vector, before rope (an absent weight: that side has none) */
 static void head_norm_rows(float *v, const ZrWeight *w, int n, int n_heads, float eps) {
     if (!w->data) return;
     const int hd = (int)w->ne0;
     for (int64_t i = 0; i < (int64_t)n * n_heads; i++) zr_cpu_rmsnorm(v + i * hd, v + i * hd, f32(w), hd, eps);
 }
 
-static void rope_rows(const CpuBackend *c, float *v, int64_t dim, int n_heads, int n, int pos) {
+/* the layer's rope (its own base and scale) with the model's pairing and frequency factors */
+static void rope_rows(const CpuBackend *c, const ZrLayerFacts *f, float *v, int64_t dim, int n_heads, int n, int pos) {
     const ZrHparams *hp = &c->m->hp;
     const float *ff = c->m->rope_freqs.data ? f32(&c->m->rope_freqs) : NULL;
+    const bool neox = hp->rope == ZR_ROPE_NEOX;
     for (int t = 0; t < n; t++)
-        zr_cpu_rope(v + t * dim, n_heads, hp->head_dim, hp->rope_dim, pos + t, hp->rope_theta, hp->rope_freq_scale, ff, hp->rope_neox);
+        zr_cpu_rope(v + t * dim, n_heads, hp->head_dim, hp->rope_dim, pos + t, f->rope_theta, f->rope_freq_scale, ff, neox);
 }
 
 static void store_kv(CpuBackend *c, int il, int n, int pos) {
@@ -100,7 +105,7 @@ static void attention_heads(void *ctx, int64_t begin, int64_t end, int thread) {
     CpuBackend *c = j->c;
     const ZrHparams *hp = &c->m->hp;
     const int hd = hp->head_dim, group = hp->n_head / hp->n_head_kv;
-    const float scale = 1.0f / sqrtf((float)hd);
+    const float scale = hp->attn_scale;
     const float *kc = c->k_cache + (int64_t)j->il * c->be.n_ctx * c->kv_dim; /* [n_ctx][kv_dim] */
     const float *vc = c->v_cache + (int64_t)j->il * c->be.n_ctx * c->kv_dim;
     float *p = c->scores + (int64_t)thread * c->be.n_ctx;
@@ -130,16 +135,23 @@ static void attention(CpuBackend *c, int il, int n, int pos) {
 static void attention_block(CpuBackend *c, int il, int n, int pos) {
     const ZrHparams *hp = &c->m->hp;
     const ZrLayer *L = &c->m->layers[il];
+    const ZrLayerFacts *f = &L->facts;
     rmsnorm_rows(c->xn, c->x, &L->attn_norm, n, hp->rms_eps);
     ZrCpuMatmul qkv[3] = {{&L->wq, c->q}, {&L->wk, c->k}, {&L->wv, c->v}};
     zr_cpu_matmul(c->pool, qkv, 3, c->xn, n, &c->tiles);
-    add_bias_rows(c->q, &L->bq, n);
-    add_bias_rows(c->k, &L->bk, n);
-    add_bias_rows(c->v, &L->bv, n);
-    head_norm_rows(c->q, &L->q_norm, n, hp->n_head, hp->rms_eps);
-    head_norm_rows(c->k, &L->k_norm, n, hp->n_head_kv, hp->rms_eps);
-    rope_rows(c, c->q, c->q_dim, hp->n_head, n, pos);
-    rope_rows(c, c->k, c->kv_dim, hp->n_head_kv, n, pos);
+    if (f->qkv_bias) {
+        add_bias_rows(c->q, &L->bq, n);
+        add_bias_rows(c->k, &L->bk, n);
+        add_bias_rows(c->v, &L->bv, n);
+    }
+    if (f->qk_norm) {
+        head_norm_rows(c->q, &L->q_norm, n, hp->n_head, hp->rms_eps);
+        head_norm_rows(c->k, &L->k_norm, n, hp->n_head_kv, hp->rms_eps);
+    }
+    if (f->rope) {
+        rope_rows(c, f, c->q, c->q_dim, hp->n_head, n, pos);
+        rope_rows(c, f, c->k, c->kv_dim, hp->n_head_kv, n, pos);
+    }
     store_kv(c, il, n, pos);
     attention(c, il, n, pos);
     matmul(c, &L->wo, c->delta, c->att, n);
@@ -152,7 +164,10 @@ static void ffn_block(CpuBackend *c, int il, int n) {
     rmsnorm_rows(c->xn, c->x, &L->ffn_norm, n, hp->rms_eps);
     ZrCpuMatmul gate_up[2] = {{&L->w_gate, c->gate}, {&L->w_up, c->up}};
     zr_cpu_matmul(c->pool, gate_up, 2, c->xn, n, &c->tiles);
-    zr_cpu_swiglu(c->xn, c->gate, c->up, (int64_t)n * hp->n_ff);
+    switch (L->facts.act) {
+    case ZR_ACT_SILU: zr_cpu_swiglu(c->xn, c->gate, c->up, (int64_t)n * hp->n_ff); break;
+    case ZR_ACT_GELU_TANH: break; /* issue 14: refused when the backend is created (zr_model_check_facts) */
+    }
     matmul(c, &L->w_down, c->delta, c->xn, n);
     zr_cpu_add(c->x, c->delta, (int64_t)n * hp->n_embd);
 }
@@ -163,6 +178,7 @@ static void output_logits(CpuBackend *c, int n, int n_out, float *out) {
     const float *x = c->x + (int64_t)(n - n_out) * hp->n_embd;
     rmsnorm_rows(c->xn, x, &c->m->output_norm, n_out, hp->rms_eps);
     matmul(c, &c->m->output, out, c->xn, n_out);
+    if (hp->final_softcap != 0.0f) zr_cpu_softcap(out, hp->final_softcap, (int64_t)n_out * hp->n_vocab);
 }
 
 static void forward_chunk(CpuBackend *c, const int32_t *tokens, int n, int pos, float *logits, bool all_logits) {
@@ -290,6 +306,9 @@ static int default_threads(void) {
 
 ZrBackend *zr_cpu_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err) {
     const ZrHparams *hp = &m->hp;
+    /* the model checked its facts at load; a caller that changed them since is checked again,
+     * so no layer runs with a fact this backend does not compute */
+    if (zr_model_check_facts(m, err)) return NULL;
     int n_ctx = o->n_ctx > 0 ? o->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
     int n_threads = o->n_threads > 0 ? (o->n_threads < ZR_CPU_MAX_THREADS ? o->n_threads : ZR_CPU_MAX_THREADS) : default_threads();
     CpuBackend *c = calloc(1, sizeof *c);

@@ -73,3 +73,12 @@ void zr_cpu_swiglu(float *h, const float *gate, const float *up, int64_t n) {
 void zr_cpu_add(float *y, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] += x[i];
 }
+
+void zr_cpu_scale(float *x, float scale, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] *= scale;
+}
+
+void zr_cpu_softcap(float *x, float cap, int64_t n) {
+    const float inv = 1.0f / cap;
+    for (int64_t i = 0; i < n; i++) x[i] = tanhf(x[i] * inv) * cap;
+}

@@ -19,5 +19,10 @@ void zr_cpu_rope(float *v, int n_heads, int head_dim, int rope_dim, int pos, flo
 void zr_cpu_softmax(float *x, int n, float scale);
 /* h[n] = silu(gate[n]) * up[n]; h may equal gate. */
 void zr_cpu_swiglu(float *h, const float *gate, const float *up, int64_t n);
+/* x[n] *= scale */
+void zr_cpu_scale(float *x, float scale, int64_t n);
+/* x[n] = cap * tanh(x / cap): logit soft-capping, as llama.cpp computes it (x * (1/cap), tanh,
+ * * cap, each rounded to F32). */
+void zr_cpu_softcap(float *x, float cap, int64_t n);
 /* y[n] += x[n] */
 void zr_cpu_add(float *y, const float *x, int64_t n);
