@@ -572,38 +572,103 @@ static void ref_rmsnorm(double *y, const double *x, const float *w, int n) {
 
 /* At position 0 a token attends to itself alone, so attention returns its value vector (each
  * kv head shared by n_head/n_head_kv query heads) whatever q and k are: the rest of the layer
- * is plain matrix algebra, computed here in double. */
+ * is plain matrix algebra, computed here in double. The embedding row is multiplied by
+ * embd_scale. */
+static void ref_first_logits(const Wide *w, int32_t tok, double embd_scale, double *logits) {
+    double x[WE], xn[WE], v[WKV * WHD], att[WH * WHD], d[WE], g[WFF], u[WFF], h[WFF];
+    for (int i = 0; i < WE; i++) x[i] = w->emb[tok * WE + i] * embd_scale;
+    ref_rmsnorm(xn, x, w->norm, WE);
+    ref_matvec(v, w->wv, xn, WKV * WHD, WE);
+    for (int hh = 0; hh < WH; hh++)
+        for (int i = 0; i < WHD; i++) att[hh * WHD + i] = v[(hh / (WH / WKV)) * WHD + i];
+    ref_matvec(d, w->wo, att, WE, WH * WHD);
+    for (int i = 0; i < WE; i++) x[i] += d[i];
+    ref_rmsnorm(xn, x, w->norm, WE);
+    ref_matvec(g, w->wg, xn, WFF, WE);
+    ref_matvec(u, w->wu, xn, WFF, WE);
+    for (int i = 0; i < WFF; i++) h[i] = g[i] / (1 + exp(-g[i])) * u[i];
+    ref_matvec(d, w->wd, h, WE, WFF);
+    for (int i = 0; i < WE; i++) x[i] += d[i];
+    ref_rmsnorm(xn, x, w->norm, WE);
+    ref_matvec(logits, w->out, xn, WV, WE);
+}
+
+/* The CPU backend's logits of tok at position 0 into got[WV]. */
+static bool first_logits(const ZrModel *m, int32_t tok, float *got) {
+    ZrError err;
+    ZrBackendOptions o = {.n_ctx = 4, .n_threads = 2};
+    ZrBackend *be = zr_cpu_backend_create(m, &o, &err);
+    if (!be) {
+        fprintf(stderr, "  %s\n", err.msg);
+        return false;
+    }
+    int rc = be->forward(be, &tok, 1, 0, got, false, &err);
+    if (rc) fprintf(stderr, "  %s\n", err.msg);
+    be->destroy(be);
+    return rc == 0;
+}
+
 ZT_TEST(first_position_logits_of_a_model_with_heads_wider_than_the_embedding_match_a_direct_computation) {
     Wide w;
     ZT_CHECK(build_wide(&w));
     ZT_CHECK(w.m.hp.head_dim == WHD && w.m.layers[0].wq.ne1 == WH * WHD);
     for (int32_t tok = 0; tok < WV; tok += 13) {
-        double x[WE], xn[WE], v[WKV * WHD], att[WH * WHD], d[WE], g[WFF], u[WFF], h[WFF], logits[WV];
-        for (int i = 0; i < WE; i++) x[i] = w.emb[tok * WE + i];
-        ref_rmsnorm(xn, x, w.norm, WE);
-        ref_matvec(v, w.wv, xn, WKV * WHD, WE);
-        for (int hh = 0; hh < WH; hh++)
-            for (int i = 0; i < WHD; i++) att[hh * WHD + i] = v[(hh / (WH / WKV)) * WHD + i];
-        ref_matvec(d, w.wo, att, WE, WH * WHD);
-        for (int i = 0; i < WE; i++) x[i] += d[i];
-        ref_rmsnorm(xn, x, w.norm, WE);
-        ref_matvec(g, w.wg, xn, WFF, WE);
-        ref_matvec(u, w.wu, xn, WFF, WE);
-        for (int i = 0; i < WFF; i++) h[i] = g[i] / (1 + exp(-g[i])) * u[i];
-        ref_matvec(d, w.wd, h, WE, WFF);
-        for (int i = 0; i < WE; i++) x[i] += d[i];
-        ref_rmsnorm(xn, x, w.norm, WE);
-        ref_matvec(logits, w.out, xn, WV, WE);
-
-        ZrError err;
-        ZrBackendOptions o = {.n_ctx = 4, .n_threads = 2};
-        ZrBackend *be = zr_cpu_backend_create(&w.m, &o, &err);
-        ZT_CHECK(be);
+        double logits[WV];
+        ref_first_logits(&w, tok, 1.0, logits);
         float got[WV];
-        ZT_CHECKF(be->forward(be, &tok, 1, 0, got, false, &err) == 0, "%s", err.msg);
+        ZT_CHECK(first_logits(&w.m, tok, got));
         for (int i = 0; i < WV; i++) ZT_NEAR(got[i], logits[i], 1e-4 * (1 + fabs(logits[i])));
-        be->destroy(be);
     }
+    free_wide(&w);
+}
+
+/* gemma's sqrt(n_embd): the fact is all it takes (issue 14 sets it) */
+ZT_TEST(the_embedding_scale_multiplies_the_embedding_row) {
+    Wide w;
+    ZT_CHECK(build_wide(&w));
+    w.m.hp.embd_scale = sqrtf((float)WE);
+    for (int32_t tok = 0; tok < WV; tok += 13) {
+        double logits[WV];
+        ref_first_logits(&w, tok, sqrtf((float)WE), logits);
+        float got[WV];
+        ZT_CHECK(first_logits(&w.m, tok, got));
+        for (int i = 0; i < WV; i++) ZT_NEAR(got[i], logits[i], 1e-4 * (1 + fabs(logits[i])));
+    }
+    free_wide(&w);
+}
+
+/* gemma2's final_logit_softcapping: llama.cpp scales by 1/cap, takes tanh, scales by cap, each
+ * in F32; the capped logits are exactly that function of the uncapped ones */
+ZT_TEST(the_final_soft_cap_is_cap_tanh_of_the_logits_over_cap_exactly) {
+    Wide w;
+    ZT_CHECK(build_wide(&w));
+    const float cap = 2.5f;
+    for (int32_t tok = 0; tok < WV; tok += 13) {
+        float plain[WV], capped[WV];
+        w.m.hp.final_softcap = 0.0f;
+        ZT_CHECK(first_logits(&w.m, tok, plain));
+        w.m.hp.final_softcap = cap;
+        ZT_CHECK(first_logits(&w.m, tok, capped));
+        float most = 0.0f;
+        for (int i = 0; i < WV; i++) {
+            const float want = tanhf(plain[i] * (1.0f / cap)) * cap;
+            ZT_CHECKF(memcmp(&capped[i], &want, sizeof want) == 0, "logit %d: %.9g, expected %.9g", i, capped[i], want);
+            ZT_CHECK(fabsf(capped[i]) <= cap);
+            if (fabsf(plain[i]) > most) most = fabsf(plain[i]);
+        }
+        ZT_CHECKF(most > cap, "the cap %g bites no logit (largest %g)", cap, most); /* the test means something */
+    }
+    free_wide(&w);
+}
+
+ZT_TEST(the_backend_refuses_a_model_with_a_fact_it_does_not_compute) {
+    Wide w;
+    ZT_CHECK(build_wide(&w));
+    w.m.layers[0].facts.act = ZR_ACT_GELU_TANH;
+    ZrError err;
+    ZrBackendOptions o = {.n_ctx = 4, .n_threads = 1};
+    ZT_CHECK(zr_cpu_backend_create(&w.m, &o, &err) == NULL);
+    ZT_CHECKF(err.code == ZR_E_UNSUPPORTED && strstr(err.msg, "layer 0: FFN activation 'gelu_tanh' is not supported yet"), "%s", err.msg);
     free_wide(&w);
 }
 
