@@ -268,7 +268,8 @@ static int fill_facts(ZrModel *m, const ArchInfo *ai, const ZrGguf *g, ZrError *
     return rc;
 }
 
-/* What zrun computes today; everything else is refused by name before any tensor is bound.
+/* What zrun computes today; everything else is refused by name before any tensor is bound (so
+ * on the facts as the architecture states them: an optional tensor counts as present).
  * Widen it where a backend gains the kernel (issue 14: gelu_tanh, post norms, soft-caps,
  * windows; issue 15: experts). */
 static int check_facts(const ZrModel *m, const char *path, ZrError *err) {

@@ -104,7 +104,8 @@ typedef struct ZrModel {
     ZrWeight output_norm;        /* [n_embd] f32 */
     ZrWeight output;             /* [n_embd, n_vocab]; == tok_embd when tied */
     bool tied_output;            /* no output.weight (optional for llama/qwen, absent for gemma) */
-    ZrWeight rope_freqs;         /* [rope_dim/2] f32 frequency divisors (Llama 3.1); absent if none */
+    ZrWeight rope_freqs;         /* [rope_dim/2] f32 frequency divisors of every rotating layer (Llama 3.1; phi3's
+                                  * long or short factors, issue 14); absent if none */
     ZrLayer *layers;             /* [n_layer] */
     uint64_t n_params;
     uint64_t bytes_per_token;    /* weight bytes read per decoded token (all matrices once, one embedding row) */
