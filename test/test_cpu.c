@@ -10,7 +10,7 @@
 #include "cpu/pool.h"
 #include "gguf_write.h"
 #include "quant.h"
-#include "test_cpu_common.h"
+#include "zt_fixtures.h"
 #include "zt.h"
 
 /* worst row max|diff| / row std against NAME.exact.f32 (the fixtures README: an F32 forward

@@ -3,7 +3,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "test_cpu_common.h"
+#include "zt_fixtures.h"
 #include "zt.h"
 
 #define EXACT_TOL 3e-5

@@ -19,7 +19,7 @@
 #include "gpu_env.h"
 #include "model.h"
 #include "sampler.h"
-#include "test_cpu_common.h"
+#include "zt_fixtures.h"
 #include "zt.h"
 
 #define DECODE_TOL 3e-5

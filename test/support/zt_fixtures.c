@@ -1,4 +1,4 @@
-#include "test_cpu_common.h"
+#include "zt_fixtures.h"
 
 #include <dirent.h>
 #include <math.h>
