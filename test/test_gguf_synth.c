@@ -210,8 +210,8 @@ ZT_TEST(synth_vocab_is_sentencepiece_style_and_unique) {
 
 ZT_TEST(synth_copies_the_tokenizer_of_a_vocab_file) {
     NEED_BINARY();
-    const char *src = zt_shared("models/stories260K.gguf");
-    if (!src) { zt_skip("stories260K.gguf is absent"); return; }
+    const char *src = zt_shared_model("models/stories260K.gguf");
+    if (!src) return;
     char p[4200], args[4300];
     snprintf(args, sizeof args, "--vocab '%s' --type q8_0", src);
     ZT_CHECK(synth("copied.gguf", args, p, sizeof p) == 0);

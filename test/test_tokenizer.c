@@ -35,11 +35,8 @@ static bool open_tokenizer(const char *path, ZrGguf *g, ZrTokenizer **t) {
 static bool open_vocab(const char *name, ZrGguf *g, ZrTokenizer **t) {
     char rel[256], dst[2048], tmp[2100], cmd[16384];
     snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf.xz", name);
-    const char *src = zt_shared(rel);
-    if (!src) {
-        zt_skip("vocabulary absent");
-        return false;
-    }
+    const char *src = zt_shared_model(rel);
+    if (!src) return false;
     const char *b = getenv("ZR_BUILD");
     snprintf(dst, sizeof dst, "%s/vocab", b ? b : ".");
     mkdir(dst, 0755);
@@ -107,13 +104,10 @@ static bool check_vocab(const char *name, VocabResult *r) {
     memset(r, 0, sizeof *r);
     char rel[256];
     snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf.inp", name);
-    const char *inp_path = zt_shared(rel);
+    const char *inp_path = zt_shared_model(rel);
     snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf.out", name);
-    const char *out_path = zt_shared(rel);
-    if (!inp_path || !out_path) {
-        zt_skip("vocabulary goldens absent");
-        return false;
-    }
+    const char *out_path = zt_shared_model(rel);
+    if (!inp_path || !out_path) return false;
     ZrGguf g;
     ZrTokenizer *t;
     if (!open_vocab(name, &g, &t)) return false;
@@ -197,11 +191,8 @@ VOCAB_TEST(vocab_refact_matches_llama_cpp, "refact")
 /* ---- stories260K (SentencePiece, 512 tokens) ------------------------------------------ */
 
 static bool open_stories(ZrGguf *g, ZrTokenizer **t) {
-    const char *path = zt_shared("models/stories260K.gguf");
-    if (!path) {
-        zt_skip("stories260K.gguf absent");
-        return false;
-    }
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return false;
     return open_tokenizer(path, g, t);
 }
 
@@ -729,9 +720,10 @@ ZT_TEST(llama3_special_tokens_parse_and_bos_is_added) {
 
 ZT_TEST(zrun_tokenize_prints_ids_for_scripts_and_exits_2_on_usage_errors) {
     const char *zrun = getenv("ZRUN");
-    const char *model = zt_shared("models/stories260K.gguf");
-    if (!zrun || !model) {
-        zt_skip("zrun or stories260K.gguf absent");
+    const char *model = zt_shared_model("models/stories260K.gguf");
+    if (!model) return;
+    if (!zrun) {
+        zt_skip("$ZRUN is not set (run through meson test)");
         return;
     }
     char cmd[8192], line[4096] = "";

@@ -70,10 +70,7 @@ ZT_TEST(fixtures_decode_steps_match_llama_cpp_exact_logits) {
     if (!gpu_env()) return;
     static ZtFixture fx[ZT_MAX_FIXTURES];
     const int nf = zt_fixtures(fx, ZT_MAX_FIXTURES);
-    if (!nf) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!nf) return;
     int failed = 0;
     for (int i = 0; i < nf; i++) {
         Loaded L;
@@ -103,10 +100,7 @@ ZT_TEST(fixtures_prefill_matches_llama_cpp_exact_logits) {
     if (!gpu_env()) return;
     static ZtFixture fx[ZT_MAX_FIXTURES];
     const int nf = zt_fixtures(fx, ZT_MAX_FIXTURES);
-    if (!nf) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!nf) return;
     int failed = 0;
     for (int i = 0; i < nf; i++) {
         Loaded L;
@@ -137,8 +131,9 @@ ZT_TEST(zrun_eval_device_cuda_matches_exact_logits_on_every_fixture) {
     const char *zrun = getenv("ZRUN");
     static ZtFixture fx[ZT_MAX_FIXTURES];
     const int nf = zt_fixtures(fx, ZT_MAX_FIXTURES);
-    if (!nf || !zrun) {
-        zt_skip("no fixtures or no $ZRUN");
+    if (!nf) return;
+    if (!zrun) {
+        zt_skip("$ZRUN is not set (run through meson test)");
         return;
     }
     int failed = 0;
@@ -170,11 +165,8 @@ ZT_TEST(zrun_eval_device_cuda_matches_exact_logits_on_every_fixture) {
 /* Greedy decoding of the real stories260K model: the GPU's ids are the CPU's, step by step. */
 ZT_TEST(stories260K_greedy_ids_equal_the_cpu_backend) {
     if (!gpu_env()) return;
-    const char *path = zt_shared("models/stories260K.gguf");
-    if (!path) {
-        zt_skip("no stories260K.gguf");
-        return;
-    }
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return;
     ZrModel m;
     ZrError err = {0};
     ZT_CHECKF(!zr_model_load(&m, path, &err), "%s", err.msg);
@@ -209,10 +201,7 @@ ZT_TEST(graph_decode_equals_eager_bit_for_bit_on_every_fixture) {
     if (!gpu_env()) return;
     static ZtFixture fx[ZT_MAX_FIXTURES];
     const int nf = zt_fixtures(fx, ZT_MAX_FIXTURES);
-    if (!nf) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!nf) return;
     int failed = 0;
     for (int i = 0; i < nf; i++) {
         Loaded L;
@@ -255,10 +244,7 @@ ZT_TEST(greedy_decode_picks_the_argmax_of_the_logits_eager_and_graph_on_every_fi
     if (!gpu_env()) return;
     static ZtFixture fx[ZT_MAX_FIXTURES];
     const int nf = zt_fixtures(fx, ZT_MAX_FIXTURES);
-    if (!nf) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!nf) return;
     int failed = 0;
     for (int i = 0; i < nf; i++) {
         Loaded L;
@@ -322,11 +308,8 @@ ZT_TEST(greedy_decode_picks_the_argmax_of_the_logits_eager_and_graph_on_every_fi
 ZT_TEST(decode_step_launches_are_identical_at_every_position) {
     GpuEnv *g = gpu_env();
     if (!g) return;
-    const char *path = zt_shared("fixtures/qwen3-Q4_K_M.gguf");
-    if (!path) {
-        zt_skip("no fixture");
-        return;
-    }
+    const char *path = zt_shared_model("fixtures/qwen3-Q4_K_M.gguf");
+    if (!path) return;
     ZrModel m;
     ZrError err = {0};
     ZT_CHECKF(!zr_model_load(&m, path, &err), "%s", err.msg);
@@ -358,11 +341,8 @@ ZT_TEST(decode_step_launches_are_identical_at_every_position) {
 
 ZT_TEST(out_of_gpu_memory_says_how_much_was_needed_and_free) {
     if (!gpu_env()) return;
-    const char *path = zt_shared("models/stories260K.gguf");
-    if (!path) {
-        zt_skip("no stories260K.gguf");
-        return;
-    }
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return;
     ZrModel m;
     ZrError err = {0};
     ZT_CHECKF(!zr_model_load(&m, path, &err), "%s", err.msg);

@@ -163,11 +163,8 @@ ZT_TEST(a_lost_context_goes_on_in_a_new_process_with_the_eager_text) {
         zt_skip("no GPU or no kernels built in");
         return;
     }
-    const char *m = zt_shared("models/stories260K.gguf");
-    if (!m) {
-        zt_skip("no stories260K");
-        return;
-    }
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
     Out e = run_zrun(m, "", "--no-graph");
     static const char *const faults[] = {"context-lost:1", "context-lost:7", "context-lost:62"};
     for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
@@ -188,11 +185,8 @@ ZT_TEST(profile_with_graph_decodes_eagerly_and_says_so_once) {
         zt_skip("no GPU or no kernels built in");
         return;
     }
-    const char *m = zt_shared("models/stories260K.gguf");
-    if (!m) {
-        zt_skip("no stories260K");
-        return;
-    }
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
     Out e = run_zrun(m, "", "--no-graph");
     Out p = run_zrun(m, "", "--graph --profile");
     ZT_CHECKF(p.status == 0 && !strcmp(e.text, p.text), "%s", p.log);
@@ -206,11 +200,8 @@ ZT_TEST(gpu_text_equals_cpu_text_on_stories260K) {
         zt_skip("no GPU or no kernels built in");
         return;
     }
-    const char *m = zt_shared("models/stories260K.gguf");
-    if (!m) {
-        zt_skip("stories260K.gguf absent");
-        return;
-    }
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
     /* The same sampled story (seed 42, temp 0.8) from the GPU, eager and graph, and the CPU:
      * the F32 model's logits agree to ~2e-6 of their spread, far inside any sampling cut. */
     Out cpu = run_zrun(m, "", "--device cpu");
