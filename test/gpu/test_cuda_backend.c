@@ -354,4 +354,4 @@ ZT_TEST(out_of_gpu_memory_says_how_much_was_needed_and_free) {
     zr_model_free(&m);
 }
 
-int main(void) { return zt_run(); }
+int main(void) { return gpu_main(); }

@@ -10,6 +10,7 @@
 
 #include "cuda/driver.h"
 #include "cuda/module.h"
+#include "gpu_env.h"
 #include "zt.h"
 
 #define FALLBACK "zrun: decode graph off, decoding eagerly from here: "
@@ -25,11 +26,7 @@ static void out_free(Out *o) {
     free(o->log);
 }
 
-static bool have_gpu(void) {
-    const ZrCuDriver *d;
-    ZrError err;
-    return zr_driver_open(&d, &err) == ZR_OK && zr_cuda_have_kernels();
-}
+static bool have_gpu(void) { return !gpu_absent(); }
 
 /* Runs zrun on `model` with `flags`, environment `env` ("" for none); 64 sampled tokens. */
 static Out run_zrun(const char *model, const char *env, const char *flags) {
@@ -218,4 +215,4 @@ ZT_TEST(gpu_text_equals_cpu_text_on_stories260K) {
     out_free(&graph);
 }
 
-int main(void) { return zt_run(); }
+int main(void) { return gpu_main(); }

@@ -60,6 +60,13 @@ const char *zt_tmpdir(void) {
     return dir;
 }
 
+int zt_skip_all(const char *why) {
+    fprintf(stderr, "  skip: %s\n", why);
+    for (int i = 0; i < zt_ntests; i++) fprintf(stderr, "SKIP %s\n", zt_tests[i].name);
+    fprintf(stderr, "0 passed, 0 failed, %d skipped\n", zt_ntests);
+    return 77;
+}
+
 int zt_run(void) {
     int failed = 0;
     for (int i = 0; i < zt_ntests; i++) {

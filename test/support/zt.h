@@ -56,6 +56,9 @@ const char *zt_shared(const char *rel);
  * when every test skipped. */
 void zt_skip(const char *why);
 int zt_run(void);
+/* Runs nothing: reports every registered test skipped, with why, and returns 77. For a program
+ * whose tests all need something absent here (gpu_main). */
+int zt_skip_all(const char *why);
 /* Reads a whole file (malloc'ed); NULL if missing. */
 void *zt_read_file(const char *path, size_t *len);
 /* A scratch directory for this test program (under the build dir). */
