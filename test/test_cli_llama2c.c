@@ -9,6 +9,7 @@
 #include "gguf.h"
 #include "model.h"
 #include "zt.h"
+#include "zt_proc.h"
 
 /* Runs the converter; returns its exit status (-1 if it did not run). stderr goes to errfile. */
 static int convert(const char *model, const char *tok, const char *out, const char *errfile) {
@@ -16,8 +17,9 @@ static int convert(const char *model, const char *tok, const char *out, const ch
     if (!tool) return -1;
     char cmd[20000];
     snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' '%s' 2>'%s'", tool, model, tok, out, errfile);
-    int st = system(cmd);
-    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    ZtProc p = zt_proc_sh(cmd, NULL);
+    zt_proc_free(&p);
+    return p.status;
 }
 
 /* Converts shared models/<bin> + models/<tok> into the scratch dir; NULL (skipped) if absent. */

@@ -5,6 +5,7 @@
 
 #include "zt_fixtures.h"
 #include "zt.h"
+#include "zt_proc.h"
 
 #define EXACT_TOL 3e-5
 
@@ -14,15 +15,12 @@ static char err_text[8192];
 static int run_eval(const char *args) {
     const char *zrun = getenv("ZRUN");
     if (!zrun) zrun = "zrun";
-    char errpath[4096], cmd[24576];
-    snprintf(errpath, sizeof errpath, "%s/eval.stderr", zt_tmpdir());
-    snprintf(cmd, sizeof cmd, "'%s' eval %s >/dev/null 2>'%s'", zrun, args, errpath);
-    int st = system(cmd);
-    size_t len = 0;
-    char *text = zt_read_file(errpath, &len);
-    snprintf(err_text, sizeof err_text, "%s", text ? text : "");
-    free(text);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char cmd[24576];
+    snprintf(cmd, sizeof cmd, "'%s' eval %s", zrun, args);
+    ZtProc p = zt_proc_sh(cmd, NULL);
+    snprintf(err_text, sizeof err_text, "%s", p.err ? p.err : "");
+    zt_proc_free(&p);
+    return p.status;
 }
 
 static const char *out_path(const char *name) {

@@ -8,6 +8,7 @@
 #include "gguf_write.h"
 #include "quant.h"
 #include "zt.h"
+#include "zt_proc.h"
 
 /* The binary comes from meson test's environment; run by hand without it, the tests skip. */
 #define NEED_BINARY()                                                             \
@@ -24,19 +25,10 @@ static int run_info(const char *args, char **out) {
     if (!zrun) return -1;
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "'%s' info %s 2>&1", zrun, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap);
-    size_t k;
-    while (b && (k = fread(b + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (n + 1 == cap) b = realloc(b, cap *= 2);
-    }
-    if (b) b[n] = 0;
-    *out = b;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    ZtProc p = zt_proc_sh(cmd, NULL);
+    *out = p.out;
+    free(p.err);
+    return p.status;
 }
 
 ZT_TEST(info_prints_stories260K_hyper_parameters_tensors_and_totals) {

@@ -5,6 +5,7 @@
 #include "gguf.h"
 #include "quant.h"
 #include "zt.h"
+#include "zt_proc.h"
 
 /* The binary comes from meson test's environment; run by hand without it, the tests skip. */
 #define NEED_BINARY()                                                             \
@@ -23,8 +24,10 @@ static int synth(const char *name, const char *args, char *path, size_t cap) {
     char cmd[16384];
     int n = snprintf(cmd, sizeof cmd, "'%s' -q -o '%s' %s", exe, path, args);
     if (n < 0 || (size_t)n >= sizeof cmd) return -1;
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    ZtProc p = zt_proc_sh(cmd, NULL);
+    if (p.status != 0 && p.err) fputs(p.err, stderr);
+    zt_proc_free(&p);
+    return p.status;
 }
 
 static bool same_file(const char *a, const char *b) {

@@ -21,6 +21,7 @@
 #include "sampler.h"
 #include "zt_fixtures.h"
 #include "zt.h"
+#include "zt_proc.h"
 
 #define DECODE_TOL 3e-5
 #define PREFILL_TOL 1e-2
@@ -138,11 +139,13 @@ ZT_TEST(zrun_eval_device_cuda_matches_exact_logits_on_every_fixture) {
     }
     int failed = 0;
     for (int i = 0; i < nf; i++) {
-        char out[4200], cmd[13000];
+        char out[4200], tokens[4200];
         ZT_CHECK(snprintf(out, sizeof out, "%s/%s.cuda.f32", zt_tmpdir(), fx[i].name) < (int)sizeof out);
-        ZT_CHECK(snprintf(cmd, sizeof cmd, "'%s' eval -m '%s' --tokens '%s.tokens' --logits '%s' --device cuda 2>/dev/null",
-                          zrun, fx[i].gguf, fx[i].base, out) < (int)sizeof cmd);
-        const int st = system(cmd);
+        ZT_CHECK(snprintf(tokens, sizeof tokens, "%s.tokens", fx[i].base) < (int)sizeof tokens);
+        ZtProc p = zt_proc_zrun(NULL, (const char *const[]){"eval", "-m", fx[i].gguf, "--tokens", tokens, "--logits",
+                                                          out, "--device", "cuda", NULL}, NULL);
+        const int st = p.status;
+        zt_proc_free(&p);
         Loaded L;
         ZT_CHECK(load_fixture(&fx[i], &L));
         size_t n = 0;
@@ -154,7 +157,7 @@ ZT_TEST(zrun_eval_device_cuda_matches_exact_logits_on_every_fixture) {
             ok = d.worst_rel <= (all_f32(&L.m) ? DECODE_TOL : PREFILL_TOL);
         }
         fprintf(stderr, "  zrun eval --device cuda %-20s exit %d  max|diff|/std %.3g%s\n", fx[i].name,
-                WIFEXITED(st) ? WEXITSTATUS(st) : -1, d.worst_rel, ok ? "" : "  FAIL");
+                st, d.worst_rel, ok ? "" : "  FAIL");
         failed += !ok;
         free(lg);
         unload(&L);

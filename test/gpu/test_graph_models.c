@@ -12,6 +12,7 @@
 #include "cuda/module.h"
 #include "gpu_env.h"
 #include "zt.h"
+#include "zt_proc.h"
 
 #define FALLBACK "zrun: decode graph off, decoding eagerly from here: "
 
@@ -28,21 +29,16 @@ static void out_free(Out *o) {
 
 static bool have_gpu(void) { return !gpu_absent(); }
 
-/* Runs zrun on `model` with `flags`, environment `env` ("" for none); 64 sampled tokens. */
+/* Runs zrun on `model` with `flags`, environment `env` ("" for none; the runner unsets
+ * CUDA_GRAPH_ENABLE and ZRUN_FAULT first); 64 sampled tokens. */
 static Out run_zrun(const char *model, const char *env, const char *flags) {
-    static int n;
     const char *zrun = getenv("ZRUN");
-    char out[4200], err[4200], cmd[16384];
-    snprintf(out, sizeof out, "%s/models-%d.out", zt_tmpdir(), n);
-    snprintf(err, sizeof err, "%s/models-%d.err", zt_tmpdir(), n++);
+    char cmd[16384];
     snprintf(cmd, sizeof cmd,
-             "env -u CUDA_GRAPH_ENABLE -u ZRUN_FAULT %s '%s' -m '%s' -p 'Once upon a time' -n 64 --temp 0.8 --seed 42 "
-             "--device cuda %s >'%s' 2>'%s'",
-             env, zrun ? zrun : "zrun", model, flags, out, err);
-    Out o = {0};
-    o.status = system(cmd);
-    o.text = zt_read_file(out, NULL);
-    o.log = zt_read_file(err, NULL);
+             "%s '%s' -m '%s' -p 'Once upon a time' -n 64 --temp 0.8 --seed 42 --device cuda %s",
+             env, zrun ? zrun : "zrun", model, flags);
+    ZtProc p = zt_proc_sh(cmd, NULL);
+    Out o = {p.status, p.out, p.err};
     if (!o.text) o.text = strdup("");
     if (!o.log) o.log = strdup("");
     return o;
