@@ -24,7 +24,8 @@ static Run run_zrun(const char *in_path, const char *const *args) {
 
 #define RUN(in, ...) run_zrun(in, (const char *const[]){__VA_ARGS__, NULL})
 
-static const char *stories(void) { return zt_shared("models/stories260K.gguf"); }
+/* The model every run here uses; NULL after zt_skip without ../shared. */
+static const char *stories(void) { return zt_shared_model("models/stories260K.gguf"); }
 
 /* ../shared/models/README.md: 64 greedy tokens from BOS (ids 403 ... 438 310). */
 static const char reference_text[] =
@@ -33,7 +34,7 @@ static const char reference_text[] =
 
 ZT_TEST(greedy_from_bos_prints_the_reference_text_of_stories260K) {
     const char *m = stories();
-    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    if (!m) return;
     Run r = RUN(NULL, "-m", m, "-p", "", "--temp", "0", "-n", "64");
     ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
     ZT_CHECKF(!strcmp(r.out, reference_text), "got '%s'", r.out);
@@ -78,7 +79,7 @@ ZT_TEST(help_prints_the_usage_and_exits_0) {
 
 ZT_TEST(the_same_seed_gives_the_same_text_and_the_summary_names_it) {
     const char *m = stories();
-    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    if (!m) return;
     Run a = RUN(NULL, "-m", m, "-p", "Once upon a time", "--seed", "42", "-n", "40");
     Run b = RUN(NULL, "-m", m, "-p", "Once upon a time", "--seed", "42", "-n", "40");
     Run c = RUN(NULL, "-m", m, "-p", "Once upon a time", "--seed", "43", "-n", "40");
@@ -94,7 +95,7 @@ ZT_TEST(the_same_seed_gives_the_same_text_and_the_summary_names_it) {
 
 ZT_TEST(prompt_from_a_file_or_stdin_equals_the_prompt_argument) {
     const char *m = stories();
-    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    if (!m) return;
     char path[4200];
     snprintf(path, sizeof path, "%s/prompt.txt", zt_tmpdir());
     FILE *f = fopen(path, "wb");
@@ -119,7 +120,7 @@ ZT_TEST(prompt_from_a_file_or_stdin_equals_the_prompt_argument) {
 
 ZT_TEST(a_prompt_longer_than_the_context_is_an_error_not_a_truncation) {
     const char *m = stories();
-    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    if (!m) return;
     Run r = RUN(NULL, "-m", m, "-c", "4", "-p", "Once upon a time there was");
     ZT_CHECKF(r.status == 1, "exit %d", r.status);
     ZT_CHECKF(strstr(r.err, "longer than the context of 4 tokens") != NULL, "%s", r.err);
@@ -129,7 +130,7 @@ ZT_TEST(a_prompt_longer_than_the_context_is_an_error_not_a_truncation) {
 
 ZT_TEST(generation_stops_when_the_context_is_full) {
     const char *m = stories();
-    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    if (!m) return;
     /* BOS + 7 generated tokens fill a context of 8 */
     Run r = RUN(NULL, "-m", m, "-c", "8", "-p", "", "--temp", "0", "-n", "100");
     ZT_CHECK(r.status == 0);
@@ -140,7 +141,7 @@ ZT_TEST(generation_stops_when_the_context_is_full) {
 
 ZT_TEST(no_display_prompt_prints_only_the_generated_text) {
     const char *m = stories();
-    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    if (!m) return;
     Run r = RUN(NULL, "-m", m, "-p", "Once upon a time", "--temp", "0", "-n", "4", "--no-display-prompt");
     ZT_CHECK(r.status == 0);
     ZT_CHECKF(!strcmp(r.out, ", there was a"), "'%s'", r.out);
@@ -149,7 +150,7 @@ ZT_TEST(no_display_prompt_prints_only_the_generated_text) {
 
 ZT_TEST(n_predict_zero_only_prefills) {
     const char *m = stories();
-    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    if (!m) return;
     Run r = RUN(NULL, "-m", m, "-p", "Once", "-n", "0");
     ZT_CHECK(r.status == 0 && !strcmp(r.out, "Once")); /* only the echoed prompt */
     ZT_CHECK(strstr(r.err, "generated 0 tokens") != NULL);
@@ -187,7 +188,7 @@ static const char *model_with_eos_comma(const char *src) {
 
 ZT_TEST(an_end_of_generation_token_stops_and_is_not_printed) {
     const char *m = stories();
-    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    if (!m) return;
     const char *eos = model_with_eos_comma(m);
     ZT_CHECK(eos);
     Run r = RUN(NULL, "-m", eos, "-p", "", "--temp", "0", "-n", "100");
@@ -246,7 +247,7 @@ static const char *model_with_tokens(const char *src, int n_tok, bool nan_norm) 
 
 ZT_TEST(a_tokenizer_larger_than_the_embedding_is_an_error_a_smaller_one_masks_the_rest) {
     const char *m = stories();
-    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    if (!m) return;
     const char *big = model_with_tokens(m, 600, false);
     ZT_CHECK(big);
     Run r = RUN(NULL, "-m", big, "-p", "Once", "-n", "4");
@@ -265,7 +266,7 @@ ZT_TEST(a_tokenizer_larger_than_the_embedding_is_an_error_a_smaller_one_masks_th
 
 ZT_TEST(nan_logits_are_an_error_not_garbage_text) {
     const char *m = stories();
-    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    if (!m) return;
     const char *bad = model_with_tokens(m, 512, true);
     ZT_CHECK(bad);
     Run r = RUN(NULL, "-m", bad, "-p", "", "-n", "4", "--temp", "0");
@@ -276,7 +277,7 @@ ZT_TEST(nan_logits_are_an_error_not_garbage_text) {
 
 ZT_TEST(quiet_leaves_standard_error_empty) {
     const char *m = stories();
-    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    if (!m) return;
     Run r = RUN(NULL, "-m", m, "-p", "Once", "-n", "5", "--quiet");
     ZT_CHECK(r.status == 0 && r.out[0] != 0);
     ZT_CHECKF(r.err[0] == 0, "'%s'", r.err);
@@ -285,7 +286,7 @@ ZT_TEST(quiet_leaves_standard_error_empty) {
 
 ZT_TEST(device_cuda_without_a_usable_gpu_is_an_error) {
     const char *m = stories();
-    if (!m) { zt_skip("stories260K.gguf absent"); return; }
+    if (!m) return;
     Run r = RUN(NULL, "-m", m, "-p", "Once", "-n", "2", "--device", "cuda");
     if (r.status == 0) {
         run_free(&r);
@@ -304,7 +305,8 @@ ZT_TEST(device_cuda_without_a_usable_gpu_is_an_error) {
 ZT_TEST(ctrl_c_stops_after_the_current_token_prints_the_summary_and_exits_130) {
     const char *m = stories();
     const char *zrun = getenv("ZRUN");
-    if (!m || !zrun) { zt_skip("stories260K.gguf or $ZRUN absent"); return; }
+    if (!m) return;
+    if (!zrun) { zt_skip("$ZRUN is not set (run through meson test)"); return; }
     char err_path[4200];
     snprintf(err_path, sizeof err_path, "%s/sigint.err", zt_tmpdir());
     int fds[2];

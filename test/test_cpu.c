@@ -10,7 +10,7 @@
 #include "cpu/pool.h"
 #include "gguf_write.h"
 #include "quant.h"
-#include "test_cpu_common.h"
+#include "zt_fixtures.h"
 #include "zt.h"
 
 /* worst row max|diff| / row std against NAME.exact.f32 (the fixtures README: an F32 forward
@@ -227,10 +227,7 @@ static char *cat(char *buf, const char *a, const char *b) {
 ZT_TEST(fixture_logits_match_llama_cpp_exact) {
     static ZtFixture fx[ZT_MAX_FIXTURES];
     int n_fx = zt_fixtures(fx, ZT_MAX_FIXTURES);
-    if (!n_fx) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!n_fx) return;
     double worst = 0;
     for (int i = 0; i < n_fx; i++) {
         char p[4096];
@@ -265,10 +262,7 @@ ZT_TEST(fixture_logits_match_llama_cpp_exact) {
 ZT_TEST(fixture_greedy_ids_match_where_the_choice_is_clear) {
     static ZtFixture fx[ZT_MAX_FIXTURES];
     int n_fx = zt_fixtures(fx, ZT_MAX_FIXTURES);
-    if (!n_fx) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!n_fx) return;
     int compared = 0, exempt = 0;
     for (int i = 0; i < n_fx; i++) {
         char p[4096];
@@ -310,11 +304,8 @@ ZT_TEST(stories260K_greedy_from_bos_gives_the_reference_64_ids) {
                                     401, 396, 267, 337, 410, 408, 419, 292, 411, 322, 265, 282, 295, 433, 426, 385,
                                     328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388, 426, 338, 391, 266, 267,
                                     337, 335, 312, 432, 398, 312, 286, 267, 414, 270, 333, 415, 426, 13,  438, 310};
-    const char *path = zt_shared("models/stories260K.gguf");
-    if (!path) {
-        zt_skip("no stories260K.gguf");
-        return;
-    }
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return;
     Loaded l;
     ZT_CHECK(load(&l, path, 128, 0));
     float logits[512];
@@ -354,7 +345,7 @@ static float *logits_fed_in_chunks(const char *gguf, const int32_t *ids, int n, 
 static const char *fixture_file(const char *name, const char *ext, char *buf) {
     char rel[256];
     snprintf(rel, sizeof rel, "fixtures/%s%s", name, ext);
-    const char *p = zt_shared(rel);
+    const char *p = zt_shared_model(rel);
     if (!p) return NULL;
     snprintf(buf, 4096, "%s", p);
     return buf;
@@ -362,10 +353,7 @@ static const char *fixture_file(const char *name, const char *ext, char *buf) {
 
 ZT_TEST(decode_steps_give_the_same_bits_as_one_prefill) {
     char gguf[4096], tokp[4096];
-    if (!fixture_file("qwen3-Q4_K_M", ".gguf", gguf) || !fixture_file("qwen3-Q4_K_M", ".tokens", tokp)) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!fixture_file("qwen3-Q4_K_M", ".gguf", gguf) || !fixture_file("qwen3-Q4_K_M", ".tokens", tokp)) return;
     int n, V;
     int32_t *ids = zt_read_ids(tokp, &n);
     ZT_CHECK(ids && n > 9 && n <= 64);
@@ -385,10 +373,7 @@ ZT_TEST(decode_steps_give_the_same_bits_as_one_prefill) {
 
 ZT_TEST(thread_count_does_not_change_the_logits) {
     char gguf[4096], tokp[4096];
-    if (!fixture_file("llama-Q5_K_M", ".gguf", gguf) || !fixture_file("llama-Q5_K_M", ".tokens", tokp)) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!fixture_file("llama-Q5_K_M", ".gguf", gguf) || !fixture_file("llama-Q5_K_M", ".tokens", tokp)) return;
     int n, V;
     int32_t *ids = zt_read_ids(tokp, &n);
     float *a = logits_fed_in_chunks(gguf, ids, n, (int[]){n}, 1, &V);
@@ -401,11 +386,8 @@ ZT_TEST(thread_count_does_not_change_the_logits) {
 }
 
 ZT_TEST(a_prompt_longer_than_one_batch_is_prefilled_in_chunks_with_the_same_logits) {
-    const char *path = zt_shared("models/stories260K.gguf");
-    if (!path) {
-        zt_skip("no stories260K.gguf");
-        return;
-    }
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return;
     enum { N = 700 };
     int32_t ids[N];
     for (int i = 0; i < N; i++) ids[i] = i == 0 ? 1 : 3 + (i * 37) % 509;
@@ -419,11 +401,8 @@ ZT_TEST(a_prompt_longer_than_one_batch_is_prefilled_in_chunks_with_the_same_logi
 }
 
 ZT_TEST(forward_beyond_the_context_is_a_range_error) {
-    const char *path = zt_shared("models/stories260K.gguf");
-    if (!path) {
-        zt_skip("no stories260K.gguf");
-        return;
-    }
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return;
     Loaded l;
     ZT_CHECK(load(&l, path, 8, 1));
     ZT_CHECK(l.be->n_ctx == 8);
@@ -439,11 +418,8 @@ ZT_TEST(forward_beyond_the_context_is_a_range_error) {
 }
 
 ZT_TEST(truncate_then_refeed_reproduces_the_logits) {
-    const char *path = zt_shared("models/stories260K.gguf");
-    if (!path) {
-        zt_skip("no stories260K.gguf");
-        return;
-    }
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return;
     Loaded l;
     ZT_CHECK(load(&l, path, 16, 2));
     int32_t ids[6] = {1, 403, 407, 261, 378, 432}, other[3] = {300, 301, 302};
@@ -462,11 +438,8 @@ ZT_TEST(truncate_then_refeed_reproduces_the_logits) {
 }
 
 ZT_TEST(a_token_outside_the_vocabulary_is_refused) {
-    const char *path = zt_shared("models/stories260K.gguf");
-    if (!path) {
-        zt_skip("no stories260K.gguf");
-        return;
-    }
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return;
     Loaded l;
     ZT_CHECK(load(&l, path, 16, 1));
     int32_t ids[2] = {1, 512};

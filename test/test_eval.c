@@ -3,8 +3,9 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "test_cpu_common.h"
+#include "zt_fixtures.h"
 #include "zt.h"
+#include "zt_proc.h"
 
 #define EXACT_TOL 3e-5
 
@@ -14,15 +15,12 @@ static char err_text[8192];
 static int run_eval(const char *args) {
     const char *zrun = getenv("ZRUN");
     if (!zrun) zrun = "zrun";
-    char errpath[4096], cmd[24576];
-    snprintf(errpath, sizeof errpath, "%s/eval.stderr", zt_tmpdir());
-    snprintf(cmd, sizeof cmd, "'%s' eval %s >/dev/null 2>'%s'", zrun, args, errpath);
-    int st = system(cmd);
-    size_t len = 0;
-    char *text = zt_read_file(errpath, &len);
-    snprintf(err_text, sizeof err_text, "%s", text ? text : "");
-    free(text);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char cmd[24576];
+    snprintf(cmd, sizeof cmd, "'%s' eval %s", zrun, args);
+    ZtProc p = zt_proc_sh(cmd, NULL);
+    snprintf(err_text, sizeof err_text, "%s", p.err ? p.err : "");
+    zt_proc_free(&p);
+    return p.status;
 }
 
 static const char *out_path(const char *name) {
@@ -33,13 +31,13 @@ static const char *out_path(const char *name) {
 
 /* out_path returns a static buffer: one path per call site at a time. */
 
-/* A fixture's gguf and tokens file, or NULL (skip) without ../shared. */
+/* A fixture's gguf and tokens file; false (the test is skipped) without ../shared. */
 static bool fixture(const char *name, char *gguf, char *tokens) {
     char rel[256];
     snprintf(rel, sizeof rel, "fixtures/%s.gguf", name);
-    const char *g = zt_shared(rel);
+    const char *g = zt_shared_model(rel);
     snprintf(rel, sizeof rel, "fixtures/%s.tokens", name);
-    const char *t = zt_shared(rel);
+    const char *t = zt_shared_model(rel);
     if (!g || !t) return false;
     snprintf(gguf, 4096, "%s", g);
     snprintf(tokens, 4096, "%s", t);
@@ -67,10 +65,7 @@ static double compare_with_exact(const char *name, const char *logits_path, int 
 
 ZT_TEST(eval_writes_every_position_logits_matching_the_reference) {
     char gguf[4096], tokens[4096], args[16384];
-    if (!fixture("llama-Q4_K_M", gguf, tokens)) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!fixture("llama-Q4_K_M", gguf, tokens)) return;
     const char *out = out_path("q4km.f32");
     snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu -t 2", gguf, tokens, out);
     ZT_CHECKF(run_eval(args) == 0, "%s", err_text);
@@ -84,10 +79,7 @@ ZT_TEST(eval_writes_every_position_logits_matching_the_reference) {
 
 ZT_TEST(eval_device_auto_without_a_gpu_falls_back_to_the_cpu_with_a_note) {
     char gguf[4096], tokens[4096], args[16384];
-    if (!fixture("qwen2-Q8_0", gguf, tokens)) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!fixture("qwen2-Q8_0", gguf, tokens)) return;
     const char *out = out_path("auto.f32");
     snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s'", gguf, tokens, out);
     ZT_CHECKF(run_eval(args) == 0, "%s", err_text);
@@ -102,10 +94,7 @@ ZT_TEST(eval_device_auto_without_a_gpu_falls_back_to_the_cpu_with_a_note) {
 
 ZT_TEST(eval_device_cuda_without_a_gpu_fails_with_exit_1_and_says_why) {
     char gguf[4096], tokens[4096], args[16384];
-    if (!fixture("stories260K-Q8_0", gguf, tokens)) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!fixture("stories260K-Q8_0", gguf, tokens)) return;
     snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cuda", gguf, tokens, out_path("cuda.f32"));
     int rc = run_eval(args);
     if (rc == 0) {
@@ -119,10 +108,7 @@ ZT_TEST(eval_device_cuda_without_a_gpu_fails_with_exit_1_and_says_why) {
 
 ZT_TEST(eval_context_smaller_than_the_tokens_is_a_runtime_error) {
     char gguf[4096], tokens[4096], args[16384];
-    if (!fixture("llama-Q8_0", gguf, tokens)) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!fixture("llama-Q8_0", gguf, tokens)) return;
     const char *out = out_path("short.f32");
     snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu -c 16", gguf, tokens, out);
     ZT_CHECK(run_eval(args) == 1);
@@ -134,10 +120,7 @@ ZT_TEST(eval_context_smaller_than_the_tokens_is_a_runtime_error) {
 
 ZT_TEST(eval_context_beyond_the_machine_memory_is_an_out_of_memory_error_naming_the_bytes) {
     char gguf[4096], tokens[4096], args[16384];
-    if (!fixture("llama-Q8_0", gguf, tokens)) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!fixture("llama-Q8_0", gguf, tokens)) return;
     /* terabytes of KV cache: refused before allocating, whatever the overcommit policy */
     snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu -c 2000000000", gguf, tokens, out_path("huge.f32"));
     ZT_CHECK(run_eval(args) == 1);
@@ -147,10 +130,7 @@ ZT_TEST(eval_context_beyond_the_machine_memory_is_an_out_of_memory_error_naming_
 
 ZT_TEST(eval_token_ids_are_checked) {
     char gguf[4096], tokens[4096], args[16384];
-    if (!fixture("llama-Q8_0", gguf, tokens)) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!fixture("llama-Q8_0", gguf, tokens)) return;
     char ids[4096];
     snprintf(ids, sizeof ids, "%s", out_path("bad.tokens"));
     FILE *f = fopen(ids, "w");
@@ -174,10 +154,7 @@ ZT_TEST(eval_token_ids_are_checked) {
 
 ZT_TEST(eval_token_words_are_read_whole_and_a_nul_byte_is_refused) {
     char gguf[4096], tokens[4096], args[16384];
-    if (!fixture("llama-Q8_0", gguf, tokens)) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!fixture("llama-Q8_0", gguf, tokens)) return;
     char ids[4096];
     snprintf(ids, sizeof ids, "%s", out_path("long.tokens"));
     snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu", gguf, ids, out_path("long.f32"));

@@ -8,6 +8,7 @@
 #include "gguf_write.h"
 #include "quant.h"
 #include "zt.h"
+#include "zt_proc.h"
 
 /* The binary comes from meson test's environment; run by hand without it, the tests skip. */
 #define NEED_BINARY()                                                             \
@@ -24,25 +25,16 @@ static int run_info(const char *args, char **out) {
     if (!zrun) return -1;
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "'%s' info %s 2>&1", zrun, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap);
-    size_t k;
-    while (b && (k = fread(b + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (n + 1 == cap) b = realloc(b, cap *= 2);
-    }
-    if (b) b[n] = 0;
-    *out = b;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    ZtProc p = zt_proc_sh(cmd, NULL);
+    *out = p.out;
+    free(p.err);
+    return p.status;
 }
 
 ZT_TEST(info_prints_stories260K_hyper_parameters_tensors_and_totals) {
     NEED_BINARY();
-    const char *path = zt_shared("models/stories260K.gguf");
-    if (!path) { zt_skip("stories260K.gguf is absent"); return; }
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return;
     char *out = NULL;
     char args[4200];
     snprintf(args, sizeof args, "'%s'", path);
@@ -147,14 +139,13 @@ ZT_TEST(info_usage_errors_exit_2) {
  * type and shape the reader sees. */
 ZT_TEST(info_prints_every_shared_file_with_all_its_tensors) {
     NEED_BINARY();
-    const char *root = getenv("ZR_SHARED");
-    char pat[2][4096];
-    snprintf(pat[0], sizeof pat[0], "%s/models/*.gguf", root ? root : "../shared");
-    snprintf(pat[1], sizeof pat[1], "%s/fixtures/*.gguf", root ? root : "../shared");
+    const char *dir[2] = {zt_shared("models"), zt_shared("fixtures")};
     int files = 0, bad = 0;
     for (int k = 0; k < 2; k++) {
+        char pat[4200];
         glob_t gl;
-        if (glob(pat[k], 0, NULL, &gl) != 0) continue;
+        snprintf(pat, sizeof pat, "%s/*.gguf", dir[k]);
+        if (!dir[k] || glob(pat, 0, NULL, &gl) != 0) continue;
         for (size_t i = 0; i < gl.gl_pathc; i++, files++) {
             char args[4200], *out = NULL;
             snprintf(args, sizeof args, "'%s'", gl.gl_pathv[i]);

@@ -5,6 +5,7 @@
 #include "gguf.h"
 #include "quant.h"
 #include "zt.h"
+#include "zt_proc.h"
 
 /* The binary comes from meson test's environment; run by hand without it, the tests skip. */
 #define NEED_BINARY()                                                             \
@@ -23,8 +24,10 @@ static int synth(const char *name, const char *args, char *path, size_t cap) {
     char cmd[16384];
     int n = snprintf(cmd, sizeof cmd, "'%s' -q -o '%s' %s", exe, path, args);
     if (n < 0 || (size_t)n >= sizeof cmd) return -1;
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    ZtProc p = zt_proc_sh(cmd, NULL);
+    if (p.status != 0 && p.err) fputs(p.err, stderr);
+    zt_proc_free(&p);
+    return p.status;
 }
 
 static bool same_file(const char *a, const char *b) {
@@ -50,15 +53,19 @@ ZT_TEST(synth_is_deterministic_for_a_seed_and_any_thread_count) {
  * the same shape (embd 256, 2 layers, 4/2 heads, ff 256, vocab 512). */
 ZT_TEST(synth_q4_k_m_mix_matches_llama_cpp_tensor_for_tensor) {
     NEED_BINARY();
+    const char *ref_path = zt_shared_model("fixtures/llama-Q4_K_M.gguf");
+    if (!ref_path) return;
     char p[4200];
     ZT_CHECK(synth("mix.gguf", "--type q4_k_m --seed 3", p, sizeof p) == 0);
     ZrGguf g;
     ZrError e;
     ZT_CHECKF(zr_gguf_open(&g, p, &e) == 0, "%s", e.msg);
-    const char *ref_path = zt_shared("fixtures/llama-Q4_K_M.gguf");
     ZrGguf ref;
     int bad = 0;
-    if (ref_path && zr_gguf_open(&ref, ref_path, &e) == 0) {
+    if (zr_gguf_open(&ref, ref_path, &e) != 0) {
+        fprintf(stderr, "  %s\n", e.msg);
+        bad++;
+    } else {
         bad += ref.n_tensors != g.n_tensors;
         for (uint64_t i = 0; i < ref.n_tensors; i++) {
             char name[128];
@@ -210,8 +217,8 @@ ZT_TEST(synth_vocab_is_sentencepiece_style_and_unique) {
 
 ZT_TEST(synth_copies_the_tokenizer_of_a_vocab_file) {
     NEED_BINARY();
-    const char *src = zt_shared("models/stories260K.gguf");
-    if (!src) { zt_skip("stories260K.gguf is absent"); return; }
+    const char *src = zt_shared_model("models/stories260K.gguf");
+    if (!src) return;
     char p[4200], args[4300];
     snprintf(args, sizeof args, "--vocab '%s' --type q8_0", src);
     ZT_CHECK(synth("copied.gguf", args, p, sizeof p) == 0);

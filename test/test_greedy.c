@@ -137,30 +137,21 @@ static void greedy_steps_agree(const char *path, int n_cand_less, int n_steps) {
 }
 
 ZT_TEST(cpu_decode_greedy_picks_what_the_rule_picks_from_the_logits) {
-    const char *m = zt_shared("models/stories260K.gguf");
-    if (!m) {
-        zt_skip("stories260K.gguf absent");
-        return;
-    }
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
     greedy_steps_agree(m, 0, 24);
 }
 
 /* Ids past n_cand (padding rows of the output matrix) are never picked. */
 ZT_TEST(cpu_decode_greedy_picks_among_the_first_n_cand_ids_only) {
-    const char *m = zt_shared("models/stories260K.gguf");
-    if (!m) {
-        zt_skip("stories260K.gguf absent");
-        return;
-    }
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
     greedy_steps_agree(m, 200, 24);
 }
 
 ZT_TEST(cpu_decode_greedy_refuses_a_pick_among_no_ids_or_too_many) {
-    const char *m = zt_shared("models/stories260K.gguf");
-    if (!m) {
-        zt_skip("stories260K.gguf absent");
-        return;
-    }
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
     Two t;
     ZT_CHECK(open_two(&t, m, 8));
     ZrError err;
@@ -184,11 +175,8 @@ static ZtProc run(const char *fault, const char *const *args) {
  * zr_sampler_is_greedy, so it picks on the host through the whole sampling chain: the same
  * argmax, so the same text. */
 ZT_TEST(greedy_text_through_the_backend_pick_equals_the_host_pick) {
-    const char *m = zt_shared("models/stories260K.gguf");
-    if (!m) {
-        zt_skip("stories260K.gguf absent");
-        return;
-    }
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
     ZtProc g = run(NULL, (const char *const[]){GREEDY(m), NULL});
     ZtProc h = run(NULL, (const char *const[]){"-m", m, "-p", "One day", "-n", "40", "--temp", "0.5", "--top-k",
                                                "1", "--device", "cpu", NULL});
@@ -199,11 +187,8 @@ ZT_TEST(greedy_text_through_the_backend_pick_equals_the_host_pick) {
 }
 
 ZT_TEST(greedy_text_after_a_lost_context_is_the_text_without_the_loss) {
-    const char *m = zt_shared("models/stories260K.gguf");
-    if (!m) {
-        zt_skip("stories260K.gguf absent");
-        return;
-    }
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
     ZtProc e = run(NULL, (const char *const[]){GREEDY(m), NULL});
     ZT_CHECKF(e.status == 0, "exit %d: %s", e.status, e.err);
     static const char *const faults[] = {"context-lost:0", "context-lost:5", "context-lost:38"};

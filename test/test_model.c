@@ -494,10 +494,7 @@ static bool load_shared(ZrModel *m, const char *rel) {
 
 ZT_TEST(stories260K_hyperparameters_and_sizes) {
     ZrModel m;
-    if (!zt_shared("models/stories260K.gguf")) {
-        zt_skip("no stories260K.gguf");
-        return;
-    }
+    if (!zt_shared_model("models/stories260K.gguf")) return;
     ZT_CHECK(load_shared(&m, "models/stories260K.gguf"));
     const ZrHparams *hp = &m.hp;
     ZT_CHECK(hp->arch == ZR_ARCH_LLAMA && hp->n_embd == 64 && hp->n_layer == 5 && hp->n_head == 8 && hp->n_head_kv == 4);
@@ -512,10 +509,7 @@ ZT_TEST(stories260K_hyperparameters_and_sizes) {
 
 ZT_TEST(fixture_architectures_bind_their_specific_tensors) {
     ZrModel m;
-    if (!zt_shared("fixtures/llama3-Q8_0.gguf")) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!zt_shared_model("fixtures/llama3-Q8_0.gguf")) return;
     ZT_CHECK(load_shared(&m, "fixtures/llama3-Q8_0.gguf"));
     ZT_CHECK(m.tied_output && m.output.data == m.tok_embd.data && m.hp.rope_theta == 500000.0f);
     ZT_CHECK(m.rope_freqs.data && m.rope_freqs.ne0 == 32);
@@ -567,10 +561,7 @@ ZT_TEST(fixture_architectures_have_their_facts) {
 
 ZT_TEST(each_tensor_keeps_its_own_type_not_the_file_type) {
     ZrModel m;
-    if (!zt_shared("fixtures/stories260K-Q4_K_M.gguf")) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!zt_shared_model("fixtures/stories260K-Q4_K_M.gguf")) return;
     ZT_CHECK(load_shared(&m, "fixtures/stories260K-Q4_K_M.gguf"));
     ZT_CHECK(m.tok_embd.type == ZR_TYPE_Q5_0 && m.output.type == ZR_TYPE_Q8_0);
     ZT_CHECK(m.layers[0].w_down.type == ZR_TYPE_F16 && m.layers[0].wq.type == ZR_TYPE_Q5_0);

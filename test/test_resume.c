@@ -38,14 +38,12 @@ static int count(const char *s, const char *needle) {
     return n;
 }
 
-static const char *stories(void) { return zt_shared("models/stories260K.gguf"); }
+/* The model every run here uses; NULL after zt_skip without ../shared. */
+static const char *stories(void) { return zt_shared_model("models/stories260K.gguf"); }
 
 ZT_TEST(the_text_after_a_lost_context_is_the_text_without_the_loss_at_steps_0_1_7_and_the_last) {
     const char *m = stories();
-    if (!m) {
-        zt_skip("stories260K.gguf absent");
-        return;
-    }
+    if (!m) return;
     Run e = RUN(NULL, SAMPLED(m));
     ZT_CHECKF(e.status == 0 && strlen(e.out) > 40, "exit %d: %s", e.status, e.err);
     ZT_CHECKF(count(e.err, LINE) == 0 && strstr(e.err, "generated 48 tokens, stop: -n limit; 47 decode steps"), "%s",
@@ -69,11 +67,8 @@ ZT_TEST(the_text_after_a_lost_context_is_the_text_without_the_loss_at_steps_0_1_
 /* A fixture with random weights prints byte tokens, so characters are split over tokens and the
  * detokenizer holds bytes back at some steps: a loss at every step keeps the text. */
 ZT_TEST(the_text_is_kept_at_every_step_when_characters_are_split_over_tokens) {
-    const char *m = zt_shared("fixtures/llama-F16.gguf");
-    if (!m) {
-        zt_skip("fixtures/llama-F16.gguf absent");
-        return;
-    }
+    const char *m = zt_shared_model("fixtures/llama-F16.gguf");
+    if (!m) return;
 #define BYTES(m) "-m", m, "-p", "One day", "-n", "24", "--temp", "1.5", "--top-k", "0", "--top-p", "1", "--min-p", "0", "--seed", "3", "--device", "cpu"
     Run e = RUN(NULL, BYTES(m));
     ZT_CHECKF(e.status == 0, "%s", e.err);
@@ -94,10 +89,7 @@ ZT_TEST(the_text_is_kept_at_every_step_when_characters_are_split_over_tokens) {
 
 ZT_TEST(a_fault_after_the_last_decode_step_changes_nothing) {
     const char *m = stories();
-    if (!m) {
-        zt_skip("stories260K.gguf absent");
-        return;
-    }
+    if (!m) return;
     Run e = RUN(NULL, SAMPLED(m));
     Run f = RUN("context-lost:47", SAMPLED(m));
     ZT_CHECKF(f.status == 0 && !strcmp(e.out, f.out) && count(f.err, LINE) == 0, "%s", f.err);
@@ -107,10 +99,7 @@ ZT_TEST(a_fault_after_the_last_decode_step_changes_nothing) {
 
 ZT_TEST(a_prompt_from_standard_input_is_not_read_again_by_the_new_process) {
     const char *m = stories();
-    if (!m) {
-        zt_skip("stories260K.gguf absent");
-        return;
-    }
+    if (!m) return;
     char in[4200];
     snprintf(in, sizeof in, "%s/prompt.txt", zt_tmpdir());
     FILE *f = fopen(in, "w");
@@ -129,10 +118,7 @@ ZT_TEST(a_prompt_from_standard_input_is_not_read_again_by_the_new_process) {
 
 ZT_TEST(a_second_loss_ends_the_run_with_a_clear_error_after_a_prefix_of_the_text) {
     const char *m = stories();
-    if (!m) {
-        zt_skip("stories260K.gguf absent");
-        return;
-    }
+    if (!m) return;
     Run e = RUN(NULL, SAMPLED(m));
     Run f = RUN("context-lost:3,9", SAMPLED(m));
     ZT_CHECKF(f.status == 1, "exit %d: %s", f.status, f.err);
@@ -149,10 +135,7 @@ ZT_TEST(a_second_loss_ends_the_run_with_a_clear_error_after_a_prefix_of_the_text
 
 ZT_TEST(a_malformed_context_lost_fault_is_a_usage_error) {
     const char *m = stories();
-    if (!m) {
-        zt_skip("stories260K.gguf absent");
-        return;
-    }
+    if (!m) return;
     Run f = RUN("context-lost:3,x", SAMPLED(m));
     ZT_CHECKF(f.status == 2 && strstr(f.err, "ZRUN_FAULT=context-lost:3,x: expected context-lost:TOKEN"), "%d %s",
               f.status, f.err);
@@ -207,10 +190,7 @@ static int sample_state(ZrResumeState *st, const char *model) {
 
 ZT_TEST(a_state_round_trips_and_every_damage_is_refused) {
     const char *m = stories();
-    if (!m) {
-        zt_skip("stories260K.gguf absent");
-        return;
-    }
+    if (!m) return;
     ZrResumeState st, back;
     ZT_CHECK(sample_state(&st, m) == 0);
     uint8_t *buf = NULL;
@@ -267,10 +247,7 @@ static int save_state(const ZrResumeState *st, const char *path) {
 
 ZT_TEST(a_state_for_another_model_is_refused) {
     const char *m = stories();
-    if (!m) {
-        zt_skip("stories260K.gguf absent");
-        return;
-    }
+    if (!m) return;
     /* a copy of the model: the same bytes, but another file (path and modification time) */
     char other[4200], path[4200];
     snprintf(other, sizeof other, "%s/other.gguf", zt_tmpdir());
@@ -302,10 +279,7 @@ ZT_TEST(a_state_for_another_model_is_refused) {
 
 ZT_TEST(a_damaged_or_missing_state_is_refused) {
     const char *m = stories();
-    if (!m) {
-        zt_skip("stories260K.gguf absent");
-        return;
-    }
+    if (!m) return;
     char path[4200];
     snprintf(path, sizeof path, "%s/garbage.bin", zt_tmpdir());
     FILE *f = fopen(path, "wb");

@@ -10,6 +10,7 @@
 #include "gguf_write.h"
 #include "tokenizer.h"
 #include "zt.h"
+#include "zt_proc.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
@@ -35,11 +36,8 @@ static bool open_tokenizer(const char *path, ZrGguf *g, ZrTokenizer **t) {
 static bool open_vocab(const char *name, ZrGguf *g, ZrTokenizer **t) {
     char rel[256], dst[2048], tmp[2100], cmd[16384];
     snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf.xz", name);
-    const char *src = zt_shared(rel);
-    if (!src) {
-        zt_skip("vocabulary absent");
-        return false;
-    }
+    const char *src = zt_shared_model(rel);
+    if (!src) return false;
     const char *b = getenv("ZR_BUILD");
     snprintf(dst, sizeof dst, "%s/vocab", b ? b : ".");
     mkdir(dst, 0755);
@@ -47,8 +45,9 @@ static bool open_vocab(const char *name, ZrGguf *g, ZrTokenizer **t) {
     if (access(dst, R_OK) != 0) {
         snprintf(tmp, sizeof tmp, "%s.tmp%d", dst, (int)getpid());
         snprintf(cmd, sizeof cmd, "xz -dc '%s' > '%s' && mv '%s' '%s'", src, tmp, tmp, dst);
-        int st = system(cmd);
-        if (st != 0) {
+        ZtProc p = zt_proc_sh(cmd, NULL);
+        zt_proc_free(&p);
+        if (p.status != 0) {
             unlink(tmp);
             zt_skip("xz -dc failed (is xz-utils installed?)");
             return false;
@@ -107,13 +106,10 @@ static bool check_vocab(const char *name, VocabResult *r) {
     memset(r, 0, sizeof *r);
     char rel[256];
     snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf.inp", name);
-    const char *inp_path = zt_shared(rel);
+    const char *inp_path = zt_shared_model(rel);
     snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf.out", name);
-    const char *out_path = zt_shared(rel);
-    if (!inp_path || !out_path) {
-        zt_skip("vocabulary goldens absent");
-        return false;
-    }
+    const char *out_path = zt_shared_model(rel);
+    if (!inp_path || !out_path) return false;
     ZrGguf g;
     ZrTokenizer *t;
     if (!open_vocab(name, &g, &t)) return false;
@@ -197,11 +193,8 @@ VOCAB_TEST(vocab_refact_matches_llama_cpp, "refact")
 /* ---- stories260K (SentencePiece, 512 tokens) ------------------------------------------ */
 
 static bool open_stories(ZrGguf *g, ZrTokenizer **t) {
-    const char *path = zt_shared("models/stories260K.gguf");
-    if (!path) {
-        zt_skip("stories260K.gguf absent");
-        return false;
-    }
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return false;
     return open_tokenizer(path, g, t);
 }
 
@@ -727,34 +720,31 @@ ZT_TEST(llama3_special_tokens_parse_and_bos_is_added) {
     zr_gguf_close(&g);
 }
 
+/* line: one line with its newline */
+static bool first_line_is(const char *out, const char *line) { return strncmp(out, line, strlen(line)) == 0; }
+
 ZT_TEST(zrun_tokenize_prints_ids_for_scripts_and_exits_2_on_usage_errors) {
     const char *zrun = getenv("ZRUN");
-    const char *model = zt_shared("models/stories260K.gguf");
-    if (!zrun || !model) {
-        zt_skip("zrun or stories260K.gguf absent");
+    const char *model = zt_shared_model("models/stories260K.gguf");
+    if (!model) return;
+    if (!zrun) {
+        zt_skip("$ZRUN is not set (run through meson test)");
         return;
     }
-    char cmd[8192], line[4096] = "";
-    snprintf(cmd, sizeof cmd, "'%s' tokenize -m '%s' -p '%s' --ids", zrun, model, STORY);
-    FILE *f = popen(cmd, "r");
-    ZT_CHECK(f);
-    ZT_CHECK(fgets(line, sizeof line, f) != NULL);
-    int st = pclose(f);
-    ZT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    ZT_CHECKF(strcmp(line, "1 403 407 261 378 432 383 286 261 376 400 428 395 392 412 444 426 346 397 355 "
-                           "267 352 379 322 265 282 295 433 335 345 374 419 426\n") == 0, "%s", line);
-    snprintf(cmd, sizeof cmd, "'%s' tokenize -m '%s' -p 'Hi' --no-bos", zrun, model);
-    f = popen(cmd, "r");
-    ZT_CHECK(f);
-    ZT_CHECK(fgets(line, sizeof line, f) != NULL);
-    pclose(f);
-    ZT_CHECKF(strcmp(line, "   320 -> ' H'\n") == 0, "%s", line);
-    snprintf(cmd, sizeof cmd, "'%s' tokenize -p x >/dev/null 2>&1", zrun);
-    st = system(cmd);
-    ZT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
-    snprintf(cmd, sizeof cmd, "'%s' tokenize -m /nonexistent.gguf -p x >/dev/null 2>&1", zrun);
-    st = system(cmd);
-    ZT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+    ZtProc p = zt_proc_zrun(NULL, (const char *const[]){"tokenize", "-m", model, "-p", STORY, "--ids", NULL}, NULL);
+    ZT_CHECKF(p.status == 0, "exit %d: %s", p.status, p.err);
+    ZT_CHECKF(first_line_is(p.out, "1 403 407 261 378 432 383 286 261 376 400 428 395 392 412 444 426 346 397 355 "
+                            "267 352 379 322 265 282 295 433 335 345 374 419 426\n"), "%s", p.out);
+    zt_proc_free(&p);
+    p = zt_proc_zrun(NULL, (const char *const[]){"tokenize", "-m", model, "-p", "Hi", "--no-bos", NULL}, NULL);
+    ZT_CHECKF(first_line_is(p.out, "   320 -> ' H'\n"), "%s", p.out);
+    zt_proc_free(&p);
+    p = zt_proc_zrun(NULL, (const char *const[]){"tokenize", "-p", "x", NULL}, NULL);
+    ZT_CHECK(p.status == 2);
+    zt_proc_free(&p);
+    p = zt_proc_zrun(NULL, (const char *const[]){"tokenize", "-m", "/nonexistent.gguf", "-p", "x", NULL}, NULL);
+    ZT_CHECK(p.status == 1);
+    zt_proc_free(&p);
 }
 
 int main(void) { return zt_run(); }

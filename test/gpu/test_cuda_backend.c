@@ -19,8 +19,9 @@
 #include "gpu_env.h"
 #include "model.h"
 #include "sampler.h"
-#include "test_cpu_common.h"
+#include "zt_fixtures.h"
 #include "zt.h"
+#include "zt_proc.h"
 
 #define DECODE_TOL 3e-5
 #define PREFILL_TOL 1e-2
@@ -70,10 +71,7 @@ ZT_TEST(fixtures_decode_steps_match_llama_cpp_exact_logits) {
     if (!gpu_env()) return;
     static ZtFixture fx[ZT_MAX_FIXTURES];
     const int nf = zt_fixtures(fx, ZT_MAX_FIXTURES);
-    if (!nf) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!nf) return;
     int failed = 0;
     for (int i = 0; i < nf; i++) {
         Loaded L;
@@ -103,10 +101,7 @@ ZT_TEST(fixtures_prefill_matches_llama_cpp_exact_logits) {
     if (!gpu_env()) return;
     static ZtFixture fx[ZT_MAX_FIXTURES];
     const int nf = zt_fixtures(fx, ZT_MAX_FIXTURES);
-    if (!nf) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!nf) return;
     int failed = 0;
     for (int i = 0; i < nf; i++) {
         Loaded L;
@@ -137,17 +132,20 @@ ZT_TEST(zrun_eval_device_cuda_matches_exact_logits_on_every_fixture) {
     const char *zrun = getenv("ZRUN");
     static ZtFixture fx[ZT_MAX_FIXTURES];
     const int nf = zt_fixtures(fx, ZT_MAX_FIXTURES);
-    if (!nf || !zrun) {
-        zt_skip("no fixtures or no $ZRUN");
+    if (!nf) return;
+    if (!zrun) {
+        zt_skip("$ZRUN is not set (run through meson test)");
         return;
     }
     int failed = 0;
     for (int i = 0; i < nf; i++) {
-        char out[4200], cmd[13000];
+        char out[4200], tokens[4200];
         ZT_CHECK(snprintf(out, sizeof out, "%s/%s.cuda.f32", zt_tmpdir(), fx[i].name) < (int)sizeof out);
-        ZT_CHECK(snprintf(cmd, sizeof cmd, "'%s' eval -m '%s' --tokens '%s.tokens' --logits '%s' --device cuda 2>/dev/null",
-                          zrun, fx[i].gguf, fx[i].base, out) < (int)sizeof cmd);
-        const int st = system(cmd);
+        ZT_CHECK(snprintf(tokens, sizeof tokens, "%s.tokens", fx[i].base) < (int)sizeof tokens);
+        ZtProc p = zt_proc_zrun(NULL, (const char *const[]){"eval", "-m", fx[i].gguf, "--tokens", tokens, "--logits",
+                                                          out, "--device", "cuda", NULL}, NULL);
+        const int st = p.status;
+        zt_proc_free(&p);
         Loaded L;
         ZT_CHECK(load_fixture(&fx[i], &L));
         size_t n = 0;
@@ -159,7 +157,7 @@ ZT_TEST(zrun_eval_device_cuda_matches_exact_logits_on_every_fixture) {
             ok = d.worst_rel <= (all_f32(&L.m) ? DECODE_TOL : PREFILL_TOL);
         }
         fprintf(stderr, "  zrun eval --device cuda %-20s exit %d  max|diff|/std %.3g%s\n", fx[i].name,
-                WIFEXITED(st) ? WEXITSTATUS(st) : -1, d.worst_rel, ok ? "" : "  FAIL");
+                st, d.worst_rel, ok ? "" : "  FAIL");
         failed += !ok;
         free(lg);
         unload(&L);
@@ -170,11 +168,8 @@ ZT_TEST(zrun_eval_device_cuda_matches_exact_logits_on_every_fixture) {
 /* Greedy decoding of the real stories260K model: the GPU's ids are the CPU's, step by step. */
 ZT_TEST(stories260K_greedy_ids_equal_the_cpu_backend) {
     if (!gpu_env()) return;
-    const char *path = zt_shared("models/stories260K.gguf");
-    if (!path) {
-        zt_skip("no stories260K.gguf");
-        return;
-    }
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return;
     ZrModel m;
     ZrError err = {0};
     ZT_CHECKF(!zr_model_load(&m, path, &err), "%s", err.msg);
@@ -209,10 +204,7 @@ ZT_TEST(graph_decode_equals_eager_bit_for_bit_on_every_fixture) {
     if (!gpu_env()) return;
     static ZtFixture fx[ZT_MAX_FIXTURES];
     const int nf = zt_fixtures(fx, ZT_MAX_FIXTURES);
-    if (!nf) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!nf) return;
     int failed = 0;
     for (int i = 0; i < nf; i++) {
         Loaded L;
@@ -255,10 +247,7 @@ ZT_TEST(greedy_decode_picks_the_argmax_of_the_logits_eager_and_graph_on_every_fi
     if (!gpu_env()) return;
     static ZtFixture fx[ZT_MAX_FIXTURES];
     const int nf = zt_fixtures(fx, ZT_MAX_FIXTURES);
-    if (!nf) {
-        zt_skip("no fixtures");
-        return;
-    }
+    if (!nf) return;
     int failed = 0;
     for (int i = 0; i < nf; i++) {
         Loaded L;
@@ -322,11 +311,8 @@ ZT_TEST(greedy_decode_picks_the_argmax_of_the_logits_eager_and_graph_on_every_fi
 ZT_TEST(decode_step_launches_are_identical_at_every_position) {
     GpuEnv *g = gpu_env();
     if (!g) return;
-    const char *path = zt_shared("fixtures/qwen3-Q4_K_M.gguf");
-    if (!path) {
-        zt_skip("no fixture");
-        return;
-    }
+    const char *path = zt_shared_model("fixtures/qwen3-Q4_K_M.gguf");
+    if (!path) return;
     ZrModel m;
     ZrError err = {0};
     ZT_CHECKF(!zr_model_load(&m, path, &err), "%s", err.msg);
@@ -358,11 +344,8 @@ ZT_TEST(decode_step_launches_are_identical_at_every_position) {
 
 ZT_TEST(out_of_gpu_memory_says_how_much_was_needed_and_free) {
     if (!gpu_env()) return;
-    const char *path = zt_shared("models/stories260K.gguf");
-    if (!path) {
-        zt_skip("no stories260K.gguf");
-        return;
-    }
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return;
     ZrModel m;
     ZrError err = {0};
     ZT_CHECKF(!zr_model_load(&m, path, &err), "%s", err.msg);
@@ -374,4 +357,4 @@ ZT_TEST(out_of_gpu_memory_says_how_much_was_needed_and_free) {
     zr_model_free(&m);
 }
 
-int main(void) { return zt_run(); }
+int main(void) { return gpu_main(); }

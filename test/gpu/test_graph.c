@@ -3,18 +3,14 @@
  * fault path but sticky (test_graph_sticky.c: it may poison the process), rebuild on moved buffers.
  * Exits 77 without a GPU or without kernels built in. */
 #define CASES_NO_STICKY
+#include "gpu_env.h"
 #include "test_launch_graph_cases.h"
 
 static int case_open(Toy *t) {
-    const ZrCuDriver *d = NULL;
+    const ZrCuDriver *d = gpu_driver();
+    if (!d) return 77;
     ZrError err = {0};
-    int rc = zr_driver_open(&d, &err);
-    if (rc == ZR_E_NODEV || !zr_cuda_have_kernels()) return 77;
-    if (rc) {
-        fprintf(stderr, "  %s\n", err.msg);
-        return rc;
-    }
-    rc = toy_open(t, d, zr_cuda_kernels_image(), 4096, CASE_VOCAB, &err);
+    int rc = toy_open(t, d, zr_cuda_kernels_image(), 4096, CASE_VOCAB, &err);
     if (rc) fprintf(stderr, "  toy_open: %s\n", err.msg);
     return rc;
 }
@@ -29,4 +25,4 @@ ZT_TEST(device_line) {
     toy_close(&t);
 }
 
-int main(void) { return zt_run(); }
+int main(void) { return gpu_main(); }

@@ -8,17 +8,18 @@
 #include "cuda/cublaslt.h"
 #include "cuda/launch.h"
 #include "cuda/module.h"
+#include "gpu_env.h"
 #include "zt.h"
 
 static int open_gpu(ZrCuda *c) {
-    const ZrCuDriver *d = NULL;
-    ZrError err = {0};
-    int rc = zr_driver_open(&d, &err);
-    if (rc == ZR_E_NODEV || !zr_cuda_have_kernels()) {
-        zt_skip(rc ? err.msg : "no kernels built in");
+    const ZrCuDriver *d = gpu_driver();
+    if (!d) {
+        zt_skip(gpu_absent());
         return 77;
     }
-    if (rc || (rc = zr_cuda_open(d, 0, c, &err)) || (rc = zr_cuda_load_kernels(c, &err)))
+    ZrError err = {0};
+    int rc;
+    if ((rc = zr_cuda_open(d, 0, c, &err)) || (rc = zr_cuda_load_kernels(c, &err)))
         fprintf(stderr, "  %s\n", err.msg);
     return rc;
 }
@@ -133,4 +134,4 @@ ZT_TEST(cublaslt_gemm_matches_the_cpu) {
     zr_cuda_close(&c);
 }
 
-int main(void) { return zt_run(); }
+int main(void) { return gpu_main(); }

@@ -10,7 +10,9 @@
 
 #include "cuda/driver.h"
 #include "cuda/module.h"
+#include "gpu_env.h"
 #include "zt.h"
+#include "zt_proc.h"
 
 #define FALLBACK "zrun: decode graph off, decoding eagerly from here: "
 
@@ -25,27 +27,18 @@ static void out_free(Out *o) {
     free(o->log);
 }
 
-static bool have_gpu(void) {
-    const ZrCuDriver *d;
-    ZrError err;
-    return zr_driver_open(&d, &err) == ZR_OK && zr_cuda_have_kernels();
-}
+static bool have_gpu(void) { return !gpu_absent(); }
 
-/* Runs zrun on `model` with `flags`, environment `env` ("" for none); 64 sampled tokens. */
+/* Runs zrun on `model` with `flags`, environment `env` ("" for none; the runner unsets
+ * CUDA_GRAPH_ENABLE and ZRUN_FAULT first); 64 sampled tokens. */
 static Out run_zrun(const char *model, const char *env, const char *flags) {
-    static int n;
     const char *zrun = getenv("ZRUN");
-    char out[4200], err[4200], cmd[16384];
-    snprintf(out, sizeof out, "%s/models-%d.out", zt_tmpdir(), n);
-    snprintf(err, sizeof err, "%s/models-%d.err", zt_tmpdir(), n++);
+    char cmd[16384];
     snprintf(cmd, sizeof cmd,
-             "env -u CUDA_GRAPH_ENABLE -u ZRUN_FAULT %s '%s' -m '%s' -p 'Once upon a time' -n 64 --temp 0.8 --seed 42 "
-             "--device cuda %s >'%s' 2>'%s'",
-             env, zrun ? zrun : "zrun", model, flags, out, err);
-    Out o = {0};
-    o.status = system(cmd);
-    o.text = zt_read_file(out, NULL);
-    o.log = zt_read_file(err, NULL);
+             "%s '%s' -m '%s' -p 'Once upon a time' -n 64 --temp 0.8 --seed 42 --device cuda %s",
+             env, zrun ? zrun : "zrun", model, flags);
+    ZtProc p = zt_proc_sh(cmd, NULL);
+    Out o = {p.status, p.out, p.err};
     if (!o.text) o.text = strdup("");
     if (!o.log) o.log = strdup("");
     return o;
@@ -163,11 +156,8 @@ ZT_TEST(a_lost_context_goes_on_in_a_new_process_with_the_eager_text) {
         zt_skip("no GPU or no kernels built in");
         return;
     }
-    const char *m = zt_shared("models/stories260K.gguf");
-    if (!m) {
-        zt_skip("no stories260K");
-        return;
-    }
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
     Out e = run_zrun(m, "", "--no-graph");
     static const char *const faults[] = {"context-lost:1", "context-lost:7", "context-lost:62"};
     for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
@@ -188,11 +178,8 @@ ZT_TEST(profile_with_graph_decodes_eagerly_and_says_so_once) {
         zt_skip("no GPU or no kernels built in");
         return;
     }
-    const char *m = zt_shared("models/stories260K.gguf");
-    if (!m) {
-        zt_skip("no stories260K");
-        return;
-    }
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
     Out e = run_zrun(m, "", "--no-graph");
     Out p = run_zrun(m, "", "--graph --profile");
     ZT_CHECKF(p.status == 0 && !strcmp(e.text, p.text), "%s", p.log);
@@ -206,11 +193,8 @@ ZT_TEST(gpu_text_equals_cpu_text_on_stories260K) {
         zt_skip("no GPU or no kernels built in");
         return;
     }
-    const char *m = zt_shared("models/stories260K.gguf");
-    if (!m) {
-        zt_skip("stories260K.gguf absent");
-        return;
-    }
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
     /* The same sampled story (seed 42, temp 0.8) from the GPU, eager and graph, and the CPU:
      * the F32 model's logits agree to ~2e-6 of their spread, far inside any sampling cut. */
     Out cpu = run_zrun(m, "", "--device cpu");
@@ -227,4 +211,4 @@ ZT_TEST(gpu_text_equals_cpu_text_on_stories260K) {
     out_free(&graph);
 }
 
-int main(void) { return zt_run(); }
+int main(void) { return gpu_main(); }

@@ -1012,4 +1012,4 @@ ZT_TEST(argmax_picks_the_first_maximum_ignoring_nan_and_reports_the_first_nan) {
     free(v);
 }
 
-int main(void) { return zt_run(); }
+int main(void) { return gpu_main(); }

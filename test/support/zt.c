@@ -8,16 +8,26 @@ int zt_ntests;
 int zt_failed_flag;
 static int zt_skipped, zt_cur_skipped;
 
+static const char *shared_root(void) {
+    const char *root = getenv("ZR_SHARED");
+    return root && *root ? root : "../shared";
+}
+
 const char *zt_shared(const char *rel) {
     static char buf[8][4096];
     static int slot;
-    const char *root = getenv("ZR_SHARED");
-    if (!root) root = "../shared";
     char *p = buf[slot++ % 8];
-    snprintf(p, 4096, "%s/%s", root, rel);
-    if (access(p, R_OK) != 0) {
-        fprintf(stderr, "  skip: %s is absent (../shared is not beside the checkout)\n", p);
-        return NULL;
+    snprintf(p, 4096, "%s/%s", shared_root(), rel);
+    return access(p, R_OK) == 0 ? p : NULL;
+}
+
+const char *zt_shared_model(const char *rel) {
+    const char *p = zt_shared(rel);
+    if (!p) {
+        char why[4400];
+        snprintf(why, sizeof why, "%s is absent from %s (../shared, with the models and fixtures, is not beside "
+                 "the checkout; ZR_SHARED names another place)", rel, shared_root());
+        zt_skip(why);
     }
     return p;
 }
@@ -48,6 +58,13 @@ const char *zt_tmpdir(void) {
         mkdir(dir, 0755);
     }
     return dir;
+}
+
+int zt_skip_all(const char *why) {
+    fprintf(stderr, "  skip: %s\n", why);
+    for (int i = 0; i < zt_ntests; i++) fprintf(stderr, "SKIP %s\n", zt_tests[i].name);
+    fprintf(stderr, "0 passed, 0 failed, %d skipped\n", zt_ntests);
+    return 77;
 }
 
 int zt_run(void) {

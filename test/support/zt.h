@@ -44,12 +44,21 @@ extern int zt_failed_flag;
 
 #define ZT_NEAR(a, b, tol) ZT_CHECKF(fabs((double)(a) - (double)(b)) <= (tol), "%.9g vs %.9g (tol %g)", (double)(a), (double)(b), (double)(tol))
 
-/* Path under ../shared, or NULL (after printing why) when it is absent. */
+/* The models, fixtures and goldens of ../shared (ZR_SHARED, which meson test sets, names
+ * another place). zt_shared_model: the path of rel there, or NULL after marking the test
+ * skipped with a message that names the missing file (the caller returns):
+ *     const char *m = zt_shared_model("models/stories260K.gguf");
+ *     if (!m) return;
+ * zt_shared: the same lookup without the skip, for a file a test can do without. */
+const char *zt_shared_model(const char *rel);
 const char *zt_shared(const char *rel);
 /* Marks the current test skipped (the caller then returns). The program exits 77 only
  * when every test skipped. */
 void zt_skip(const char *why);
 int zt_run(void);
+/* Runs nothing: reports every registered test skipped, with why, and returns 77. For a program
+ * whose tests all need something absent here (gpu_main). */
+int zt_skip_all(const char *why);
 /* Reads a whole file (malloc'ed); NULL if missing. */
 void *zt_read_file(const char *path, size_t *len);
 /* A scratch directory for this test program (under the build dir). */

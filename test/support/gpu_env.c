@@ -1,35 +1,57 @@
 #include "gpu_env.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "zt.h"
 
+static const ZrCuDriver *drv;
+static bool probed;
+static char why[1100]; /* empty: a GPU is usable */
 static GpuEnv env;
-static int state; /* 0 untried, 1 usable, -1 not */
-static char why[1100];
+static bool env_open;
 
-GpuEnv *gpu_env(void) {
-    if (state == 0) {
+const char *gpu_absent(void) {
+    if (!probed) {
+        probed = true;
         ZrError err = {0};
-        state = -1;
-        if (zr_driver_open(&env.drv, &err)) {
+        int rc = zr_driver_open(&drv, &err);
+        if (rc == ZR_E_NODEV) {
             snprintf(why, sizeof why, "no GPU: %s", err.msg);
         } else if (!zr_cuda_have_kernels()) {
-            snprintf(why, sizeof why, "no CUDA kernels built in");
-        } else if (zr_cuda_open(env.drv, 0, &env.cuda, &err) || zr_cuda_load_kernels(&env.cuda, &err) ||
-                   zr_cuf_kernels_load(&env.cuda, &env.k, 16384, &err)) {
-            fprintf(stderr, "GPU setup failed: %s\n", err.msg);
-            exit(1); /* a GPU that is present but unusable is a failure, not a skip */
-        } else {
-            zr_launcher_init(&env.l, env.drv, env.cuda.stream);
-            env.l.sync_each = true; /* a failing kernel names itself */
-            state = 1;
+            snprintf(why, sizeof why, "no CUDA kernels built in (a -Dcuda=disabled build)");
+        } else if (rc) {
+            fprintf(stderr, "GPU driver failed: %s\n", err.msg);
+            exit(1);
         }
     }
-    if (state < 0) {
-        zt_skip(why);
+    return why[0] ? why : NULL;
+}
+
+const ZrCuDriver *gpu_driver(void) { return gpu_absent() ? NULL : drv; }
+
+int gpu_main(void) {
+    const char *w = gpu_absent();
+    return w ? zt_skip_all(w) : zt_run();
+}
+
+GpuEnv *gpu_env(void) {
+    if (gpu_absent()) {
+        zt_skip(gpu_absent());
         return NULL;
+    }
+    if (!env_open) {
+        ZrError err = {0};
+        env.drv = drv;
+        if (zr_cuda_open(env.drv, 0, &env.cuda, &err) || zr_cuda_load_kernels(&env.cuda, &err) ||
+            zr_cuf_kernels_load(&env.cuda, &env.k, 16384, &err)) {
+            fprintf(stderr, "GPU setup failed: %s\n", err.msg);
+            exit(1); /* a GPU that is present but unusable is a failure, not a skip */
+        }
+        zr_launcher_init(&env.l, env.drv, env.cuda.stream);
+        env.l.sync_each = true; /* a failing kernel names itself */
+        env_open = true;
     }
     return &env;
 }

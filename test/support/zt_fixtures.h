@@ -13,8 +13,8 @@ typedef struct ZtFixture {
     char base[4096];     /* fixtures/NAME: append ".tokens", ".exact.f32", ".greedy" */
 } ZtFixture;
 
-/* Every NAME with a NAME.exact.f32 in ../shared/fixtures, sorted; 0 when the directory is
- * absent (the caller skips). */
+/* Every NAME with a NAME.exact.f32 in ../shared/fixtures, sorted; 0 (after zt_skip: the caller
+ * returns) when there is none. */
 int zt_fixtures(ZtFixture *out, int cap);
 
 /* Whitespace-separated ids from path (malloc'ed); NULL when unreadable. */

@@ -1,5 +1,6 @@
-/* Running a program (the zrun binary, usually) as a user would: its stdout, stderr and exit
- * status, with stdin from a file, an optional ZRUN_FAULT and an optional fd 3. */
+/* The one process runner of the tests: a program (the zrun binary, usually) run as a user would,
+ * its stdout, stderr and exit status captured, with stdin from a file, an optional ZRUN_FAULT
+ * and an optional fd 3. */
 #pragma once
 
 typedef struct ZtProc {
@@ -17,4 +18,7 @@ typedef struct ZtProcOpts {
 /* Runs $ZRUN with prefix[] then args[] (both NULL-terminated; prefix may be NULL).
  * CUDA_GRAPH_ENABLE is unset in the child so results do not depend on the caller's shell. */
 ZtProc zt_proc_zrun(const char *const *prefix, const char *const *args, const ZtProcOpts *o);
+/* Runs the shell command line cmd (sh -c: quoting, redirections, VAR=value prefixes), with the
+ * same capture and environment as zt_proc_zrun; for tools other than zrun and prepared lines. */
+ZtProc zt_proc_sh(const char *cmd, const ZtProcOpts *o);
 void zt_proc_free(ZtProc *p);

@@ -8,20 +8,14 @@
 
 #include "zt.h"
 
-ZtProc zt_proc_zrun(const char *const *prefix, const char *const *args, const ZtProcOpts *o) {
+/* Runs exe with argv (NULL-terminated) as the header describes. */
+static ZtProc run(const char *exe, const char *const *argv, const ZtProcOpts *o) {
     static const ZtProcOpts none = {0};
     if (!o) o = &none;
     ZtProc r = {-1, NULL, NULL};
-    const char *zrun = getenv("ZRUN");
-    if (!zrun) return r;
     char out_path[4200], err_path[4200];
     snprintf(out_path, sizeof out_path, "%s/proc.out", zt_tmpdir());
     snprintf(err_path, sizeof err_path, "%s/proc.err", zt_tmpdir());
-    const char *argv[96] = {"zrun"};
-    int n = 1;
-    for (int i = 0; prefix && prefix[i] && n < 94; i++) argv[n++] = prefix[i];
-    for (int i = 0; args[i] && n < 95; i++) argv[n++] = args[i];
-    argv[n] = NULL;
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -39,7 +33,7 @@ ZtProc zt_proc_zrun(const char *const *prefix, const char *const *args, const Zt
         if (o->fault) setenv("ZRUN_FAULT", o->fault, 1);
         else unsetenv("ZRUN_FAULT");
         unsetenv("CUDA_GRAPH_ENABLE");
-        execv(zrun, (char *const *)argv);
+        execv(exe, (char *const *)argv);
         _exit(127);
     }
     int st;
@@ -50,6 +44,22 @@ ZtProc zt_proc_zrun(const char *const *prefix, const char *const *args, const Zt
     if (!r.out) r.out = calloc(1, 1);
     if (!r.err) r.err = calloc(1, 1);
     return r;
+}
+
+ZtProc zt_proc_zrun(const char *const *prefix, const char *const *args, const ZtProcOpts *o) {
+    const char *zrun = getenv("ZRUN");
+    if (!zrun) return (ZtProc){-1, NULL, NULL};
+    const char *argv[96] = {"zrun"};
+    int n = 1;
+    for (int i = 0; prefix && prefix[i] && n < 94; i++) argv[n++] = prefix[i];
+    for (int i = 0; args[i] && n < 95; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    return run(zrun, argv, o);
+}
+
+ZtProc zt_proc_sh(const char *cmd, const ZtProcOpts *o) {
+    const char *argv[] = {"sh", "-c", cmd, NULL};
+    return run("/bin/sh", argv, o);
 }
 
 void zt_proc_free(ZtProc *p) {
