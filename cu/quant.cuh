@@ -3,8 +3,10 @@
 // Weights are uploaded once, repacked from ggml's block layout (ggml-common.h) into a "main"
 // stream whose per-row pieces are multiples of 16 bytes (so every lane can use 128-bit loads)
 // and, for some types, a "side" stream of per-block scales. The host side of the same layout is
-// src/cuda/weights.c (zr_cuda_repack); the two must agree. For a matrix [n_in, n_out] (n_in =
-// row length, n_out = rows) with nb blocks per row and global block index g = row*nb + b:
+// src/cuda/weights.c (zr_cuw_repack_row); the two must agree. The bytes per block of each stream
+// are the main and side columns of the type table, src/zr_types.def, which both read. For a
+// matrix [n_in, n_out] (n_in = row length, n_out = rows) with nb blocks per row and global block
+// index g = row*nb + b:
 //
 //   type   main (per block, in row order)                    side (per block g)
 //   f32    rows of n_in floats, row stride rounded up to 16 B  -
