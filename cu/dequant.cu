@@ -34,15 +34,13 @@ __device__ __forceinline__ void zr_dequant_f16(const uint8_t *__restrict__ w, co
         zr_dequant_f16<TYPE>(w, ws, out, n_in, n_out, row0, n_rows);                                     \
     }
 
-ZR_DEQUANT(dequant_f32_f16, ZR_T_F32)
-ZR_DEQUANT(dequant_bf16_f16, ZR_T_BF16)
-ZR_DEQUANT(dequant_q8_0_f16, ZR_T_Q8_0)
-ZR_DEQUANT(dequant_q4_0_f16, ZR_T_Q4_0)
-ZR_DEQUANT(dequant_q4_1_f16, ZR_T_Q4_1)
-ZR_DEQUANT(dequant_q5_0_f16, ZR_T_Q5_0)
-ZR_DEQUANT(dequant_q5_1_f16, ZR_T_Q5_1)
-ZR_DEQUANT(dequant_q2_k_f16, ZR_T_Q2_K)
-ZR_DEQUANT(dequant_q3_k_f16, ZR_T_Q3_K)
-ZR_DEQUANT(dequant_q4_k_f16, ZR_T_Q4_K)
-ZR_DEQUANT(dequant_q5_k_f16, ZR_T_Q5_K)
-ZR_DEQUANT(dequant_q6_k_f16, ZR_T_Q6_K)
+// dequant_<kernel>_f16 for every type with kernels in the type table but F16, which the prefill
+// GEMM reads as it is. The exception without a table column: ZR_DQ_SKIP_<E> is a comma for F16
+// only, which moves the kernel out of ZR_DQ_THIRD's third argument (for the other types it is
+// an unknown name, and the third argument is the kernel).
+#define ZR_DQ_SKIP_F16 ,
+#define ZR_DQ_THIRD(a, b, c, ...) c
+#define ZR_DQ_UNLESS(skip, kernel) ZR_DQ_THIRD(skip, , kernel, ~)
+#define ZR_TYPE(id, E, name, block, bytes, kernel, item, main, side) \
+    ZR_DQ_UNLESS(ZR_DQ_SKIP_##E, ZR_DEQUANT(dequant_##kernel##_f16, ZR_T_##E))
+#include "../src/zr_types.def"

@@ -22,16 +22,6 @@ __device__ __forceinline__ void zr_embed(const uint8_t *__restrict__ w, const ui
         zr_embed<TYPE>(w, ws, tok, out, n_embd, n_vocab);                                               \
     }
 
-ZR_EMBED(embed_f32, ZR_T_F32)
-ZR_EMBED(embed_f16, ZR_T_F16)
-ZR_EMBED(embed_bf16, ZR_T_BF16)
-ZR_EMBED(embed_q8_0, ZR_T_Q8_0)
-ZR_EMBED(embed_q4_0, ZR_T_Q4_0)
-ZR_EMBED(embed_q4_1, ZR_T_Q4_1)
-ZR_EMBED(embed_q5_0, ZR_T_Q5_0)
-ZR_EMBED(embed_q5_1, ZR_T_Q5_1)
-ZR_EMBED(embed_q2_k, ZR_T_Q2_K)
-ZR_EMBED(embed_q3_k, ZR_T_Q3_K)
-ZR_EMBED(embed_q4_k, ZR_T_Q4_K)
-ZR_EMBED(embed_q5_k, ZR_T_Q5_K)
-ZR_EMBED(embed_q6_k, ZR_T_Q6_K)
+// embed_<kernel> for every type with kernels in the type table
+#define ZR_TYPE(id, E, name, block, bytes, kernel, item, main, side) ZR_EMBED(embed_##kernel, ZR_T_##E)
+#include "../src/zr_types.def"

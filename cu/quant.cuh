@@ -3,8 +3,10 @@
 // Weights are uploaded once, repacked from ggml's block layout (ggml-common.h) into a "main"
 // stream whose per-row pieces are multiples of 16 bytes (so every lane can use 128-bit loads)
 // and, for some types, a "side" stream of per-block scales. The host side of the same layout is
-// src/cuda/weights.c (zr_cuda_repack); the two must agree. For a matrix [n_in, n_out] (n_in =
-// row length, n_out = rows) with nb blocks per row and global block index g = row*nb + b:
+// src/cuda/weights.c (zr_cuw_repack_row); the two must agree. The bytes per block of each stream
+// are the main and side columns of the type table, src/zr_types.def, which both read. For a
+// matrix [n_in, n_out] (n_in = row length, n_out = rows) with nb blocks per row and global block
+// index g = row*nb + b:
 //
 //   type   main (per block, in row order)                    side (per block g)
 //   f32    rows of n_in floats, row stride rounded up to 16 B  -
@@ -34,20 +36,13 @@
 #pragma once
 #include "common.cuh"
 
-// ggml type ids (src/quant.h ZrType)
-#define ZR_T_F32 0
-#define ZR_T_F16 1
-#define ZR_T_Q4_0 2
-#define ZR_T_Q4_1 3
-#define ZR_T_Q5_0 6
-#define ZR_T_Q5_1 7
-#define ZR_T_Q8_0 8
-#define ZR_T_Q2_K 10
-#define ZR_T_Q3_K 11
-#define ZR_T_Q4_K 12
-#define ZR_T_Q5_K 13
-#define ZR_T_Q6_K 14
-#define ZR_T_BF16 30
+// ggml type ids: ZR_T_<E> here is ZR_TYPE_<E> of src/quant.h, both made from the one type table
+// (plain C macro calls, so host and kernels include the same file).
+enum {
+#define ZR_TYPE(id, E, name, block, bytes, kernel, item, main, side) ZR_T_##E = id,
+#define ZR_TYPE_SIZE(id, E, name, block, bytes) ZR_T_##E = id,
+#include "../src/zr_types.def"
+};
 
 // Byte i of w (0..255) as an exact float minus `off`, without the slow int->float converter:
 // 0x4B0000bb is the float 2^23 + bb; subtracting (2^23 + off) is exact.
@@ -98,22 +93,14 @@ __device__ __forceinline__ void zr_q3k_scales(uint32_t a0, uint32_t a1, uint32_t
     s[3] = ((a1 >> 4) & k2) | (((a2 >> 6) & k1) << 4);
 }
 
-// Bytes of a row of the main stream.
+// Bytes of a row of the main stream (the host's zr_cuw_main_row_bytes). Only the 1-element
+// "blocks" of the float types need the padding to 16 bytes: the others' main bytes per block are
+// multiples of 16 (test_quant checks it), so their rows are plain products.
 __device__ __forceinline__ size_t zr_main_row_bytes(int type, int n_in) {
     switch (type) {
-    case ZR_T_F32: return ((size_t)n_in * 4 + 15) & ~(size_t)15;
-    case ZR_T_F16:
-    case ZR_T_BF16: return ((size_t)n_in * 2 + 15) & ~(size_t)15;
-    case ZR_T_Q8_0: return (size_t)(n_in / 32) * 32;
-    case ZR_T_Q4_0:
-    case ZR_T_Q4_1:
-    case ZR_T_Q5_0:
-    case ZR_T_Q5_1: return (size_t)(n_in / 32) * 16;
-    case ZR_T_Q2_K: return (size_t)(n_in / 256) * 80;
-    case ZR_T_Q3_K: return (size_t)(n_in / 256) * 112;
-    case ZR_T_Q4_K: return (size_t)(n_in / 256) * 128;
-    case ZR_T_Q5_K: return (size_t)(n_in / 256) * 176;
-    case ZR_T_Q6_K: return (size_t)(n_in / 256) * 192;
+#define ZR_TYPE(id, E, name, block, bytes, kernel, item, main, side)                                    \
+    case id: return (block) == 1 ? (((size_t)n_in * (main) + 15) & ~(size_t)15) : (size_t)(n_in / (block)) * (main);
+#include "../src/zr_types.def"
     default: return 0;
     }
 }

@@ -233,18 +233,6 @@ static int setup_device(const BenchArgs *a, ZrBenchDevice *dev, ZrError *err) {
     return ZR_OK;
 }
 
-/* llama.cpp's general.file_type names. */
-static const char *ftype_name(uint32_t t) {
-    static const struct { uint32_t t; const char *name; } k[] = {
-        {0, "F32"},     {1, "F16"},     {2, "Q4_0"},    {3, "Q4_1"},    {7, "Q8_0"},    {8, "Q5_0"},
-        {9, "Q5_1"},    {10, "Q2_K"},   {11, "Q3_K_S"}, {12, "Q3_K_M"}, {13, "Q3_K_L"}, {14, "Q4_K_S"},
-        {15, "Q4_K_M"}, {16, "Q5_K_S"}, {17, "Q5_K_M"}, {18, "Q6_K"},   {32, "BF16"},
-    };
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-        if (k[i].t == t) return k[i].name;
-    return NULL;
-}
-
 /* "llama 8B Q4_0": architecture, parameters, the file type (else the type of most bytes). */
 static void model_type(const ZrModel *m, char *out, size_t len, uint64_t *total_bytes) {
     const ZrGguf *g = &m->gguf;
@@ -257,7 +245,7 @@ static void model_type(const ZrModel *m, char *out, size_t len, uint64_t *total_
     const char *tname = NULL;
     uint32_t ft;
     ZrError e;
-    if (zr_gguf_find(g, "general.file_type") && !zr_gguf_get_u32(g, "general.file_type", &ft, &e)) tname = ftype_name(ft);
+    if (zr_gguf_find(g, "general.file_type") && !zr_gguf_get_u32(g, "general.file_type", &ft, &e)) tname = zr_file_type_name(ft);
     if (!tname) {
         uint32_t best = 0;
         for (uint32_t t = 1; t < ZR_TYPE_COUNT; t++)

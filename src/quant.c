@@ -10,44 +10,13 @@
  * would be compiled for the baseline target only. */
 #define ZR_INLINE static inline __attribute__((always_inline))
 
-/* ---- the type table (ggml.c type_traits: name, block size, bytes per block) ---- */
+/* ---- the type table (src/zr_types.def; ggml.c type_traits) ---- */
 
 static const ZrTypeInfo type_table[ZR_TYPE_COUNT] = {
-    [0] = {"f32", 1, 4, true},
-    [1] = {"f16", 1, 2, true},
-    [2] = {"q4_0", 32, 18, true},
-    [3] = {"q4_1", 32, 20, true},
-    /* 4, 5: Q4_2 and Q4_3, removed from ggml */
-    [6] = {"q5_0", 32, 22, true},
-    [7] = {"q5_1", 32, 24, true},
-    [8] = {"q8_0", 32, 34, true},
-    [9] = {"q8_1", 32, 36, false},
-    [10] = {"q2_K", 256, 84, true},
-    [11] = {"q3_K", 256, 110, true},
-    [12] = {"q4_K", 256, 144, true},
-    [13] = {"q5_K", 256, 176, true},
-    [14] = {"q6_K", 256, 210, true},
-    [15] = {"q8_K", 256, 292, false},
-    [16] = {"iq2_xxs", 256, 66, false},
-    [17] = {"iq2_xs", 256, 74, false},
-    [18] = {"iq3_xxs", 256, 98, false},
-    [19] = {"iq1_s", 256, 50, false},
-    [20] = {"iq4_nl", 32, 18, false},
-    [21] = {"iq3_s", 256, 110, false},
-    [22] = {"iq2_s", 256, 82, false},
-    [23] = {"iq4_xs", 256, 136, false},
-    [24] = {"i8", 1, 1, false},
-    [25] = {"i16", 1, 2, false},
-    [26] = {"i32", 1, 4, false},
-    [27] = {"i64", 1, 8, false},
-    [28] = {"f64", 1, 8, false},
-    [29] = {"iq1_m", 256, 56, false},
-    [30] = {"bf16", 1, 2, true},
-    /* 31..33: Q4_0_4_4, Q4_0_4_8, Q4_0_8_8, removed (repacking is done at load time now) */
-    [34] = {"tq1_0", 256, 54, false},
-    [35] = {"tq2_0", 256, 66, false},
-    /* 36..38: IQ4_NL_4_4, IQ4_NL_4_8, IQ4_NL_8_8, removed */
-    [39] = {"mxfp4", 32, 17, false},
+#define ZR_TYPE(id, E, name, block, bytes, kernel, item, main, side) \
+    [id] = {name, block, bytes, true, #kernel, item, main, side},
+#define ZR_TYPE_SIZE(id, E, name, block, bytes) [id] = {name, block, bytes, false, NULL, 0, 0, 0},
+#include "zr_types.def"
 };
 
 const ZrTypeInfo *zr_type_info(uint32_t type) {
@@ -58,6 +27,31 @@ const ZrTypeInfo *zr_type_info(uint32_t type) {
 const char *zr_type_name(uint32_t type) {
     const ZrTypeInfo *t = zr_type_info(type);
     return t ? t->name : "?";
+}
+
+const char *zr_type_kernel_suffix(uint32_t type) {
+    const ZrTypeInfo *t = zr_type_info(type);
+    return t ? t->kernel : NULL;
+}
+
+static const struct {
+    uint32_t id, type;
+    const char *name;
+} file_types[] = {
+#define ZR_FTYPE(id, E, type) {id, ZR_TYPE_##type, #E},
+#include "zr_types.def"
+};
+
+const char *zr_file_type_name(uint32_t ftype) {
+    for (size_t i = 0; i < sizeof file_types / sizeof file_types[0]; i++)
+        if (file_types[i].id == ftype) return file_types[i].name;
+    return NULL;
+}
+
+uint32_t zr_file_type_of(uint32_t type) {
+    for (size_t i = 0; i < sizeof file_types / sizeof file_types[0]; i++)
+        if (file_types[i].type == type) return file_types[i].id;
+    return UINT32_MAX;
 }
 
 size_t zr_row_bytes(uint32_t type, int64_t n) {

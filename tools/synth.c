@@ -151,38 +151,20 @@ static void gaussian_row(Rng *r, float *dst, int64_t n, float mean, float std) {
 
 /* ---- the tensor list ----------------------------------------------------------------- */
 
+/* A computed weight type by name (q4_k or q4_K), or q4_k_m: Q4_K with llama.cpp's Q4_K_M mix of
+ * Q6_K tensors (the one mix synthesized, below). */
 static uint32_t parse_type(const char *s, bool *mix) {
-    static const struct { const char *name; uint32_t type; } t[] = {
-        {"f32", ZR_TYPE_F32},   {"f16", ZR_TYPE_F16},   {"bf16", ZR_TYPE_BF16}, {"q8_0", ZR_TYPE_Q8_0},
-        {"q4_0", ZR_TYPE_Q4_0}, {"q4_1", ZR_TYPE_Q4_1}, {"q5_0", ZR_TYPE_Q5_0}, {"q5_1", ZR_TYPE_Q5_1},
-        {"q2_k", ZR_TYPE_Q2_K}, {"q3_k", ZR_TYPE_Q3_K}, {"q4_k", ZR_TYPE_Q4_K}, {"q5_k", ZR_TYPE_Q5_K},
-        {"q6_k", ZR_TYPE_Q6_K}, {"q4_k_m", ZR_TYPE_Q4_K},
-    };
     *mix = !strcasecmp(s, "q4_k_m");
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-        if (!strcasecmp(s, t[i].name)) return t[i].type;
+    if (*mix) return ZR_TYPE_Q4_K;
+    for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
+        const ZrTypeInfo *ti = zr_type_info(t);
+        if (ti && ti->compute && !strcasecmp(s, ti->name)) return t;
+    }
     return UINT32_MAX;
 }
 
 /* llama.cpp's general.file_type for the whole-file type. */
-static uint32_t file_type(uint32_t type, bool mix) {
-    switch (type) {
-    case ZR_TYPE_F32: return 0;
-    case ZR_TYPE_F16: return 1;
-    case ZR_TYPE_Q4_0: return 2;
-    case ZR_TYPE_Q4_1: return 3;
-    case ZR_TYPE_Q8_0: return 7;
-    case ZR_TYPE_Q5_0: return 8;
-    case ZR_TYPE_Q5_1: return 9;
-    case ZR_TYPE_Q2_K: return 10;
-    case ZR_TYPE_Q3_K: return 11;
-    case ZR_TYPE_Q4_K: return mix ? 15 : 14;
-    case ZR_TYPE_Q5_K: return 16;
-    case ZR_TYPE_Q6_K: return 18;
-    case ZR_TYPE_BF16: return 32;
-    default: return 0;
-    }
-}
+static uint32_t file_type(uint32_t type, bool mix) { return mix ? ZR_FTYPE_Q4_K_M : zr_file_type_of(type); }
 
 /* llama.cpp's Q4_K_M rule for attn_v and ffn_down: more bits in the first and last eighth of
  * the layers and every third one between. */
@@ -483,7 +465,10 @@ int main(int argc, char **argv) {
     bool mix;
     uint32_t type = parse_type(type_name, &mix);
     if (type == UINT32_MAX) {
-        fprintf(stderr, "zrun-synth: --type: expected f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k or q4_k_m, found '%s'\n", type_name);
+        fprintf(stderr, "zrun-synth: --type: expected");
+        for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++)
+            if (zr_type_kernel_suffix(t)) fprintf(stderr, " %s", zr_type_kernel_suffix(t));
+        fprintf(stderr, " or q4_k_m, found '%s'\n", type_name);
         return 2;
     }
     if (threads > 256) threads = 256;

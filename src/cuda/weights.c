@@ -4,53 +4,21 @@
 
 #include "quant.h"
 
-bool zr_cuw_supported(uint32_t type) {
-    switch (type) {
-    case ZR_TYPE_F32: case ZR_TYPE_F16: case ZR_TYPE_BF16: case ZR_TYPE_Q8_0: case ZR_TYPE_Q4_0:
-    case ZR_TYPE_Q4_1: case ZR_TYPE_Q5_0: case ZR_TYPE_Q5_1: case ZR_TYPE_Q2_K: case ZR_TYPE_Q3_K:
-    case ZR_TYPE_Q4_K: case ZR_TYPE_Q5_K: case ZR_TYPE_Q6_K:
-        return true;
-    default:
-        return false;
-    }
-}
+/* The layout facts of each type (bytes per block in each stream) are columns of the type table,
+ * src/zr_types.def; what is per-type code here is the repacking below. */
+
+bool zr_cuw_supported(uint32_t type) { return zr_type_kernel_suffix(type) != NULL; }
 
 size_t zr_cuw_main_row_bytes(uint32_t type, int64_t n_in) {
-    switch (type) {
-    case ZR_TYPE_F32: return ((size_t)n_in * 4 + 15) & ~(size_t)15;
-    case ZR_TYPE_F16:
-    case ZR_TYPE_BF16: return ((size_t)n_in * 2 + 15) & ~(size_t)15;
-    case ZR_TYPE_Q8_0: return (size_t)(n_in / 32) * 32;
-    case ZR_TYPE_Q4_0:
-    case ZR_TYPE_Q4_1:
-    case ZR_TYPE_Q5_0:
-    case ZR_TYPE_Q5_1: return (size_t)(n_in / 32) * 16;
-    case ZR_TYPE_Q2_K: return (size_t)(n_in / 256) * 80;
-    case ZR_TYPE_Q3_K: return (size_t)(n_in / 256) * 112;
-    case ZR_TYPE_Q4_K: return (size_t)(n_in / 256) * 128;
-    case ZR_TYPE_Q5_K: return (size_t)(n_in / 256) * 176;
-    case ZR_TYPE_Q6_K: return (size_t)(n_in / 256) * 192;
-    default: return 0;
-    }
-}
-
-/* bytes per block in the side stream (the q5 types have two sub-streams: 4 + 2 or 4 + 4) */
-static size_t side_per_block(uint32_t type) {
-    switch (type) {
-    case ZR_TYPE_Q8_0: case ZR_TYPE_Q4_0: return 2;
-    case ZR_TYPE_Q4_1: case ZR_TYPE_Q2_K: return 4;
-    case ZR_TYPE_Q5_0: return 6;
-    case ZR_TYPE_Q5_1: return 8;
-    case ZR_TYPE_Q6_K: return 18;
-    case ZR_TYPE_Q4_K: return 20;
-    default: return 0;
-    }
+    const ZrTypeInfo *ti = zr_type_info(type);
+    if (!ti || !ti->main) return 0;
+    return ((size_t)(n_in / ti->block) * ti->main + 15) & ~(size_t)15;
 }
 
 size_t zr_cuw_side_bytes(uint32_t type, int64_t n_in, int64_t n_rows) {
     const ZrTypeInfo *ti = zr_type_info(type);
-    if (!ti || !side_per_block(type)) return 0;
-    return side_per_block(type) * (size_t)(n_in / ti->block) * (size_t)n_rows;
+    if (!ti || !ti->side) return 0;
+    return (size_t)ti->side * (size_t)(n_in / ti->block) * (size_t)n_rows;
 }
 
 /* q4_K / q5_K: 6-bit scale (or min, at +4) of sub-block j (0..7) from ggml's 12 bytes. */
@@ -96,22 +64,18 @@ static void repack_q6_k(const uint8_t *blk, uint8_t *m, uint8_t *sc, uint8_t *d)
 
 void zr_cuw_repack_row(uint32_t type, const void *src, int64_t n_in, int64_t r, int64_t N, uint8_t *main,
                        uint8_t *side) {
+    const ZrTypeInfo *ti = zr_type_info(type);
+    if (!ti || !ti->main) return; /* no device layout */
     const uint8_t *s = src;
     const size_t rb = zr_cuw_main_row_bytes(type, n_in);
     uint8_t *m = main + (size_t)r * rb;
-    const ZrTypeInfo *ti = zr_type_info(type);
     const int64_t nb = n_in / ti->block;
     const size_t g0 = (size_t)r * nb, Nb = (size_t)N * nb; /* first block of the row, blocks in all */
-    switch (type) {
-    case ZR_TYPE_F32:
-    case ZR_TYPE_F16:
-    case ZR_TYPE_BF16: {
+    if (ti->block == 1) { /* the float types: the row as it is, padded */
         const size_t n = zr_row_bytes(type, n_in);
         memcpy(m, s, n);
         memset(m + n, 0, rb - n);
         return;
-    }
-    default: break;
     }
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = s + b * ti->bytes;

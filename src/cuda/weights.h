@@ -12,8 +12,8 @@
 
 #include "cuda/cuda_abi.h"
 
-/* True for the types the GPU path computes (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
- * Q2_K .. Q6_K). */
+/* True for the types the GPU path computes: those with kernels in the type table
+ * (src/zr_types.def). */
 bool zr_cuw_supported(uint32_t type);
 /* Bytes of one row in the main stream (a multiple of 16). */
 size_t zr_cuw_main_row_bytes(uint32_t type, int64_t n_in);
