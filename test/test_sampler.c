@@ -380,7 +380,7 @@ ZT_TEST(sampling_a_128k_vocabulary_is_fast) {
     ZT_CHECK(ms[1] < 20.0);
 }
 
-/* A run that goes on in a new process (src/resume.h) restores the sampler from its state: the
+/* A run that goes on in a new process (src/app/resume.h) restores the sampler from its state: the
  * copy must then draw exactly what the original draws, penalty history included. */
 ZT_TEST(a_sampler_restored_from_another_s_state_draws_the_same_tokens) {
     ZrSamplerParams p = plain();

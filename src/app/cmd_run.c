@@ -7,7 +7,7 @@
  * than caught by a handler, so no flag has to live in a global.
  *
  * A lost CUDA context (ZR_E_CONTEXT_LOST: the driver keeps a sticky error for the whole
- * process) does not end the run: it goes on in a new process, eagerly (src/resume.h), once. */
+ * process) does not end the run: it goes on in a new process, eagerly (src/app/resume.h), once. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -244,7 +244,7 @@ int zr_cmd_run(int argc, char **argv) {
     sigemptyset(&int_mask);
     sigaddset(&int_mask, SIGINT);
     bool blocked = false;
-    /* A resumed run (--resume-fd, src/resume.h) takes its tokens, counters and sampler from the
+    /* A resumed run (--resume-fd, src/app/resume.h) takes its tokens, counters and sampler from the
      * state instead of the prompt; the prompt was encoded and printed by the first process. */
     const bool resuming = s.resume_fd >= 0;
     ZrResumeState rs = {0};

@@ -107,7 +107,7 @@ static const struct option run_options[] = {
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"no-display-prompt", no_argument, NULL, OPT_NO_DISPLAY_PROMPT},
     {"help", no_argument, NULL, 'h'},
-    /* hidden: zrun passes it to itself to go on in a new process (src/resume.h) */
+    /* hidden: zrun passes it to itself to go on in a new process (src/app/resume.h) */
     {"resume-fd", required_argument, NULL, OPT_RESUME_FD},
     {NULL, 0, NULL, 0},
 };

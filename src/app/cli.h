@@ -29,7 +29,7 @@ typedef struct ZrRunSettings {
     const char *graph_dot;
     bool quiet;
     bool help;                /* --help: print the usage and exit 0 */
-    int resume_fd;            /* hidden --resume-fd N: go on with the run saved there (src/resume.h); -1 none */
+    int resume_fd;            /* hidden --resume-fd N: go on with the run saved there (src/app/resume.h); -1 none */
 } ZrRunSettings;
 
 #define ZR_RUN_DEFAULT_CTX 4096

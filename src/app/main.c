@@ -1,4 +1,4 @@
-/* zrun: subcommand dispatch. Everything else lives in the cmd_*.c files. */
+/* zrun: subcommand dispatch. The commands live beside it in src/app; the library below them in src. */
 #include <stdio.h>
 #include <string.h>
 
