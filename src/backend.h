@@ -1,8 +1,13 @@
 /* The compute backends behind one interface: the CPU reference (the oracle and the no-GPU
  * path) and CUDA. A backend owns its KV cache for n_ctx positions and the token history it has
- * been fed (so the CUDA backend can rebuild its state after a poisoned context). */
+ * been fed (so the CUDA backend can rebuild its state after a poisoned context).
+ *
+ * A backend is configured only by ZrBackendOptions: it never reads the environment. The
+ * commands (src/app) resolve flags and variables into the options, and choose the backend
+ * (src/app/backend_open.h: the device choice, the CPU fallback, the default context). */
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -21,6 +26,16 @@ typedef struct ZrGreedy {
     int32_t token;  /* the first id of the largest logit, NaN counting as -inf (zr_sampler_argmax) */
     int32_t nan_at; /* the first id whose logit is NaN, or -1 */
 } ZrGreedy;
+
+/* A device's measured read bandwidth (ZrBackend.read_bandwidth), and what the device is. */
+typedef struct ZrBandwidth {
+    char device[256];  /* "NVIDIA H100 80GB HBM3" */
+    char driver[64];   /* the kernel driver's version, "580.159.04" */
+    int cuda_version;  /* the driver's CUDA version, 13000 = 13.0 */
+    double gbps;       /* read bandwidth, 1e9 B/s; 0 when bytes was 0 (only named) */
+    double peak_gbps;  /* nominal, from the memory clock and bus width; 0 = unknown */
+    char how[160];     /* how gbps was measured, for a report's header line */
+} ZrBandwidth;
 
 typedef struct ZrBackend ZrBackend;
 struct ZrBackend {
@@ -41,17 +56,25 @@ struct ZrBackend {
     /* Forget positions >= pos (pos 0 = empty cache). */
     void (*truncate)(ZrBackend *be, int pos);
     void (*stats)(const ZrBackend *be, ZrBackendStats *out);
+    /* Measures the read bandwidth of the memory the weights live in, over a buffer of bytes
+     * (>= 1 MiB, or 0: only name the device), median of reps >= 1 timed passes; allocates and
+     * frees the buffer around it. NULL when the backend has no probe of its own (the CPU: its
+     * weights are in host memory, which the caller can measure itself). */
+    int (*read_bandwidth)(ZrBackend *be, size_t bytes, int reps, ZrBandwidth *out, ZrError *err);
     void (*destroy)(ZrBackend *be);
 };
 
 typedef struct ZrBackendOptions {
-    int n_ctx;
+    int n_ctx;            /* KV cache positions; the commands always give it (zr_backend_default_ctx) */
     int n_threads;        /* CPU; 0 = all cores */
-    int graph;            /* CUDA: -1 from CUDA_GRAPH_ENABLE, 0 off, 1 on */
+    bool graph;           /* CUDA: decode through the recorded graph (the command resolved
+                           * --graph/--no-graph/CUDA_GRAPH_ENABLE); false = eager */
     int verify_graph;     /* CUDA: tokens whose replay is checked against eager (default 1) */
     bool profile;         /* CUDA: per-kernel timing (forces eager) */
     bool log_launches;    /* CUDA: print the recorded launches */
     const char *graph_dot;/* CUDA: write the built graph here */
+    const char *fault;    /* CUDA, tests only: a graph fault to inject (src/cuda/fault.h; the
+                           * value of ZRUN_FAULT, which zrun reads at its edge); NULL = none */
     bool quiet;
 } ZrBackendOptions;
 

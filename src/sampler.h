@@ -34,7 +34,7 @@ bool zr_sampler_is_greedy(const ZrSamplerParams *p);
 /* Records a token in the penalty history (prompt tokens and sampled ones). */
 void zr_sampler_accept(ZrSampler *s, int32_t id);
 /* The running state (generator and penalty history) as bytes, so a run can go on in another
- * process (src/resume.h): get writes zr_sampler_state_size bytes; set needs a sampler created
+ * process (src/app/resume.h): get writes zr_sampler_state_size bytes; set needs a sampler created
  * with the same parameters and fails (ZR_E_FORMAT) on a size or history that does not fit. */
 size_t zr_sampler_state_size(const ZrSampler *s);
 void zr_sampler_get_state(const ZrSampler *s, void *buf);

@@ -1,4 +1,4 @@
-/* A run goes on in a new process after the CUDA context is lost (src/resume.h), on the CPU:
+/* A run goes on in a new process after the CUDA context is lost (src/app/resume.h), on the CPU:
  * ZRUN_FAULT=context-lost:TOKEN loses the "context" at decode step TOKEN, zrun re-executes itself
  * with the saved state, and the text is byte for byte the text of a run without the loss.
  * Runs the built zrun ($ZRUN) on ../shared/models/stories260K.gguf. */

@@ -335,7 +335,7 @@ ZT_TEST(invalid_parameters_are_refused_with_a_usage_error) {
     ZT_CHECK(zr_sampler_create(&p, 0, &err) == NULL);
 }
 
-/* A run that goes on in a new process (src/resume.h) restores the sampler from its state: the
+/* A run that goes on in a new process (src/app/resume.h) restores the sampler from its state: the
  * copy must then draw exactly what the original draws, penalty history included. */
 ZT_TEST(a_sampler_restored_from_another_s_state_draws_the_same_tokens) {
     ZrSamplerParams p = plain();

@@ -117,43 +117,36 @@ static int measure(Probe *p, size_t bytes, int reps, ZrBwProbe *out, ZrError *er
     return rc;
 }
 
-int zr_cuda_bwprobe(size_t bytes, int reps, ZrBwProbe *out, ZrError *err) {
+int zr_cuda_bwprobe(ZrCuda *c, size_t bytes, int reps, ZrBwProbe *out, ZrError *err) {
     memset(out, 0, sizeof *out);
     bytes = (bytes + 15) / 16 * 16;
     if ((bytes && bytes < ((size_t)1 << 20)) || reps < 1)
         return zr_err(err, ZR_E_USAGE, "bandwidth probe: expected at least 1 MiB and 1 repetition, found %zu bytes, %d",
                       bytes, reps);
-    const ZrCuDriver *d = NULL;
-    int rc = zr_driver_open(&d, err);
-    if (rc) return rc;
-    if (!zr_cuda_have_kernels())
-        return zr_err(err, ZR_E_NODEV, "no usable GPU path: this zrun was built without CUDA kernels (no nvcc at build time)");
-    ZrCuda c;
-    if ((rc = zr_cuda_open(d, 0, &c, err))) return rc;
+    const ZrCuDriver *d = c->drv;
+    /* its own launcher: the probe's launches are never recorded or profiled with the model's */
     ZrLauncher l;
-    zr_launcher_init(&l, d, c.stream);
+    zr_launcher_init(&l, d, c->stream);
     ZrKernel k;
-    Probe p = {.c = &c, .l = &l, .k = &k};
+    Probe p = {.c = c, .l = &l, .k = &k};
     const size_t sizes[] = {sizeof(CUdeviceptr), sizeof(uint64_t), sizeof(CUdeviceptr)};
-    snprintf(out->gpu, sizeof out->gpu, "%s", c.props.name);
+    snprintf(out->gpu, sizeof out->gpu, "%s", c->props.name);
     driver_version(out->driver, sizeof out->driver);
-    out->cuda_version = c.props.driver_version;
-    out->cc_major = c.props.cc_major;
-    out->cc_minor = c.props.cc_minor;
-    out->sm_count = c.props.sm_count;
-    out->total_gib = (double)c.props.total_mem / (1024.0 * 1024.0 * 1024.0);
-    out->peak_gbps = 2.0 * c.props.mem_clock_khz * 1e3 * (c.props.bus_width_bits / 8.0) / 1e9;
+    out->cuda_version = c->props.driver_version;
+    out->cc_major = c->props.cc_major;
+    out->cc_minor = c->props.cc_minor;
+    out->sm_count = c->props.sm_count;
+    out->total_gib = (double)c->props.total_mem / (1024.0 * 1024.0 * 1024.0);
+    out->peak_gbps = 2.0 * c->props.mem_clock_khz * 1e3 * (c->props.bus_width_bits / 8.0) / 1e9;
     out->bytes = bytes;
     out->reps = reps;
-    rc = zr_cuda_load_kernels(&c, err);
-    if (!rc) rc = zr_cuda_kernel(&c, "read_bw_probe", sizes, 3, &k, err);
+    int rc = zr_cuda_kernel(c, "read_bw_probe", sizes, 3, &k, err);
     if (!rc && bytes) rc = measure(&p, bytes, reps, out, err);
-    if (rc) zr_err_wrap(err, "bandwidth probe on %s", c.props.name);
-    zr_cuda_free(&c, p.buf);
-    zr_cuda_free(&c, p.sink);
+    if (rc) zr_err_wrap(err, "bandwidth probe on %s", c->props.name);
+    zr_cuda_free(c, p.buf);
+    zr_cuda_free(c, p.sink);
     for (int i = 0; i < 2; i++)
         if (p.ev[i]) d->cuEventDestroy(p.ev[i]);
     zr_launcher_free(&l);
-    zr_cuda_close(&c);
     return rc;
 }

@@ -1,4 +1,5 @@
-/* The device's read bandwidth, measured: zrun bench divides its achieved GB/s by this. The
+/* The device's read bandwidth, measured (the CUDA backend's read_bandwidth method: zrun bench
+ * divides its achieved GB/s by this). The
  * read_bw_probe kernel (cu/probe.cu) streams a buffer of >= 1 GiB with 16-byte loads; each
  * launch is timed with cuEvents, after warm-up launches, and the median of the repetitions is
  * the device's figure (the best median over a few grid sizes, so the probe itself is not the
@@ -6,6 +7,7 @@
 #pragma once
 #include <stddef.h>
 
+#include "cuda/module.h"
 #include "err.h"
 
 #define ZR_BWPROBE_CONFIGS 3
@@ -24,8 +26,7 @@ typedef struct ZrBwProbe {
     int blocks, threads;  /* the chosen grid size */
 } ZrBwProbe;
 
-/* Opens the first GPU, measures and closes it again (nothing is left allocated). bytes is
- * rounded up to a multiple of 16 and must be >= 1 MiB, or 0: only name the device (gbps 0);
- * reps >= 1. ZR_E_NODEV (with the reason) when no GPU is usable: no libcuda, no device, or
- * no kernels built in. */
-int zr_cuda_bwprobe(size_t bytes, int reps, ZrBwProbe *out, ZrError *err);
+/* Measures on c (its kernels loaded), with a private launcher on its stream, and frees what it
+ * allocated (bytes more of device memory while it runs). bytes is rounded up to a multiple of
+ * 16 and must be >= 1 MiB, or 0: only name the device (gbps 0); reps >= 1. */
+int zr_cuda_bwprobe(ZrCuda *c, size_t bytes, int reps, ZrBwProbe *out, ZrError *err);

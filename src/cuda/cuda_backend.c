@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "cuda/bwprobe.h"
 #include "cuda/cublaslt.h"
 #include "cuda/driver.h"
 #include "cuda/forward.h"
@@ -188,6 +189,28 @@ static void cuda_stats(const ZrBackend *be, ZrBackendStats *out) {
     out->host_us_per_token = st.graph_active && st.graph_steps ? st.graph_host_us : st.eager_host_us;
 }
 
+/* On the backend's own context, so the measurement is of the device the weights are on and costs
+ * no second context. */
+static int cuda_read_bandwidth(ZrBackend *be, size_t bytes, int reps, ZrBandwidth *out, ZrError *err) {
+    CudaBackend *c = (CudaBackend *)be;
+    ZrBwProbe p;
+    memset(out, 0, sizeof *out);
+    int rc = zr_cuda_bwprobe(&c->cuda, bytes, reps, &p, err);
+    if (rc) return rc;
+    snprintf(out->device, sizeof out->device, "%s", p.gpu);
+    snprintf(out->driver, sizeof out->driver, "%s", p.driver);
+    out->cuda_version = p.cuda_version;
+    out->gbps = p.gbps;
+    out->peak_gbps = p.peak_gbps;
+    if (p.bytes)
+        snprintf(out->how, sizeof out->how,
+                 "read_bw_probe over %.2f GiB, median of %d, %d x %d threads; spread %.1f..%.1f; nominal peak %.0f GB/s",
+                 (double)p.bytes / (double)(1u << 30), p.reps, p.blocks, p.threads, p.gbps_min, p.gbps_max, p.peak_gbps);
+    else
+        snprintf(out->how, sizeof out->how, "not measured");
+    return ZR_OK;
+}
+
 static void cuda_destroy(ZrBackend *be) {
     CudaBackend *c = (CudaBackend *)be;
     if (!c) return;
@@ -230,7 +253,7 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     }
     c->be = (ZrBackend){.name = "cuda", .n_ctx = n_ctx, .forward = cuda_forward,
                         .decode_greedy = cuda_decode_greedy, .truncate = cuda_truncate,
-                        .stats = cuda_stats, .destroy = cuda_destroy};
+                        .stats = cuda_stats, .read_bandwidth = cuda_read_bandwidth, .destroy = cuda_destroy};
     c->m = m;
     c->opt = *o;
     c->drv = drv;
@@ -255,12 +278,9 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     c->f_init = true;
     wire_io(c);
     c->io.epoch = 1;
-    /* graph decode is opt-in: --graph / --no-graph win, else CUDA_GRAPH_ENABLE=1 */
-    const char *env = getenv("CUDA_GRAPH_ENABLE");
-    const bool graph = o->graph >= 0 ? o->graph > 0 : (env && !strcmp(env, "1"));
-    ZrDecodeOptions dopt = {.graph = graph, .verify = o->verify_graph, .profile = o->profile,
+    ZrDecodeOptions dopt = {.graph = o->graph, .verify = o->verify_graph, .profile = o->profile,
                             .log_launches = o->log_launches, .dot_path = o->graph_dot};
-    if (zr_fault_parse(getenv("ZRUN_FAULT"), &dopt.fault, err)) goto fail;
+    if (zr_fault_parse(o->fault, &dopt.fault, err)) goto fail;
     const ZrDecodeHooks hooks = {c, eager_step, recover};
     if (zr_graph_decode_init(&c->graph, &c->io, &hooks, &dopt, err)) goto fail;
     c->graph_init = true;

@@ -28,7 +28,7 @@ int zr_fault_parse(const char *spec, ZrFault *out, ZrError *err) {
     if (!spec || !*spec) return ZR_OK;
     const char *colon = strchr(spec, ':');
     size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
-    /* not a graph fault: src/fault_lost.c injects it, in front of any backend */
+    /* not a graph fault: src/app/fault_lost.c injects it, in front of any backend */
     if (len == strlen(ZR_FAULT_CONTEXT_LOST_NAME) && !strncmp(spec, ZR_FAULT_CONTEXT_LOST_NAME, len)) return ZR_OK;
     for (size_t i = 0; i < sizeof k_faults / sizeof k_faults[0]; i++) {
         if (strlen(k_faults[i].name) != len || strncmp(spec, k_faults[i].name, len)) continue;

@@ -12,7 +12,7 @@
  *   sticky             a kernel that traps is launched after the step: a real sticky error
  *                      (CUDA_ERROR_LAUNCH_FAILED) that poisons the context; default 1
  * ZRUN_FAULT=context-lost:... is accepted here as no graph fault: it is injected in front of any
- * backend (src/fault_lost.h). */
+ * backend (src/app/fault_lost.h). */
 #pragma once
 #include <stdbool.h>
 

@@ -43,8 +43,8 @@
  * Wiring, in the backend (cuda_backend.c):
  *     ZrDecodeIO io = {&cuda, &launcher, f->d_tok, f->d_pos, f->logits, n_vocab, 1};
  *     ZrDecodeHooks hooks = {backend, decode_step_launches, recreate_and_reprefill};
- *     ZrDecodeOptions o = {.graph = ..., .verify = opt->verify_graph, .profile = ..., ...};
- *     zr_fault_parse(getenv("ZRUN_FAULT"), &o.fault, err);
+ *     ZrDecodeOptions o = {.graph = opt->graph, .verify = opt->verify_graph, .profile = ..., ...};
+ *     zr_fault_parse(opt->fault, &o.fault, err);
  *     zr_graph_decode_init(&g, &io, &hooks, &o, err);
  *     ... forward(n == 1): zr_graph_decode_step(&g, token, pos, logits, err);
  *     ... stats: zr_graph_decode_stats(&g, &st);  destroy: zr_graph_decode_free(&g). */

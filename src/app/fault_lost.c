@@ -63,6 +63,11 @@ static void lost_stats(const ZrBackend *be, ZrBackendStats *out) {
         memset(out, 0, sizeof *out);
 }
 
+static int lost_read_bandwidth(ZrBackend *be, size_t bytes, int reps, ZrBandwidth *out, ZrError *err) {
+    LostBackend *w = (LostBackend *)be;
+    return w->inner->read_bandwidth(w->inner, bytes, reps, out, err);
+}
+
 static void lost_destroy(ZrBackend *be) {
     LostBackend *w = (LostBackend *)be;
     w->inner->destroy(w->inner);
@@ -99,7 +104,9 @@ int zr_fault_lost_wrap(ZrBackend **be, const char *spec, int n_prompt, int after
     w->after_step = after_step;
     w->be = (ZrBackend){.name = w->inner->name, .n_ctx = w->inner->n_ctx, .forward = lost_forward,
                         .decode_greedy = w->inner->decode_greedy ? lost_decode_greedy : NULL,
-                        .truncate = lost_truncate, .stats = lost_stats, .destroy = lost_destroy};
+                        .truncate = lost_truncate, .stats = lost_stats,
+                        .read_bandwidth = w->inner->read_bandwidth ? lost_read_bandwidth : NULL,
+                        .destroy = lost_destroy};
     *be = &w->be;
     return ZR_OK;
 }

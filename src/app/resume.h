@@ -5,11 +5,11 @@
  * again. So when a decode step fails with ZR_E_CONTEXT_LOST, zrun (cmd_run.c) writes the state
  * of the run into an anonymous file (memfd_create, else O_TMPFILE in /tmp), keeps it open across
  * exec, and replaces itself with a new zrun given the same arguments plus
- * "--resume-fd N --no-graph". That process checks the state and the model file, loads the model,
- * feeds the token history again in the calls it was first fed in (the prompt in one forward,
- * then one decode step per generated token: so the KV cache is bit for bit what it was),
- * restores the sampler and the detokenizer, and goes on: the text is the one a run without the
- * loss prints, nothing lost or repeated.
+ * "--resume-fd N --no-graph". That process (cmd_resume.c) checks the state and the model file,
+ * loads the model, feeds the token history again in the calls it was first fed in (the prompt
+ * in one forward, then one decode step per generated token: so the KV cache is bit for bit
+ * what it was), restores the sampler and the detokenizer, and goes on: the text is the one a
+ * run without the loss prints, nothing lost or repeated.
  *
  * The state only travels to a process on the same machine (host byte order). Its layout:
  *   "ZRRESUME" u32 version u32 size-of-the-rest, then the fields below in order (strings and

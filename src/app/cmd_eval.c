@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "backend_open.h"
 #include "cmd.h"
 #include "model.h"
 
@@ -17,7 +18,8 @@
 #define EVAL_MAX_LOGITS ((int64_t)64 << 20)
 
 typedef struct EvalArgs {
-    const char *model, *tokens, *logits, *device;
+    const char *model, *tokens, *logits;
+    ZrDevice device;
     int n_threads, n_ctx;
 } EvalArgs;
 
@@ -44,7 +46,7 @@ static int parse_args(int argc, char **argv, EvalArgs *a) {
         {"threads", required_argument, NULL, 't'}, {"ctx-size", required_argument, NULL, 'c'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
-    *a = (EvalArgs){.device = "auto"};
+    *a = (EvalArgs){.device = ZR_DEVICE_AUTO};
     optind = 1;
     opterr = 0;
     int ch;
@@ -53,7 +55,11 @@ static int parse_args(int argc, char **argv, EvalArgs *a) {
         case 'm': a->model = optarg; break;
         case 'T': a->tokens = optarg; break;
         case 'L': a->logits = optarg; break;
-        case 'D': a->device = optarg; break;
+        case 'D': {
+            ZrError e;
+            if (zr_device_parse("--device", optarg, &a->device, &e)) return usage_error("%s", e.msg);
+            break;
+        }
         case 't':
             if (!parse_int(optarg, 0, &a->n_threads)) return usage_error("-t: expected a thread count >= 0, found '%s'", optarg);
             break;
@@ -69,8 +75,6 @@ static int parse_args(int argc, char **argv, EvalArgs *a) {
     if (!a->model) return usage_error("%s", "-m FILE is required");
     if (!a->tokens) return usage_error("%s", "--tokens IDS_FILE is required");
     if (!a->logits) return usage_error("%s", "--logits OUT.f32 is required");
-    if (strcmp(a->device, "auto") && strcmp(a->device, "cpu") && strcmp(a->device, "cuda"))
-        return usage_error("--device: expected auto, cpu or cuda, found '%s'", a->device);
     return 0;
 }
 
@@ -124,15 +128,6 @@ static int read_tokens(const char *path, int32_t **ids, int *n, ZrError *err) {
     *ids = v;
     *n = count;
     return 0;
-}
-
-static ZrBackend *open_backend(const ZrModel *m, const EvalArgs *a, int n_ctx, ZrError *err) {
-    ZrBackendOptions o = {.n_ctx = n_ctx, .n_threads = a->n_threads, .graph = 0, .verify_graph = 1, .quiet = true};
-    if (!strcmp(a->device, "cpu")) return zr_cpu_backend_create(m, &o, err);
-    ZrBackend *be = zr_cuda_backend_create(m, &o, err);
-    if (be || !strcmp(a->device, "cuda")) return be;
-    fprintf(stderr, "zrun eval: %s; using the CPU backend\n", err->msg);
-    return zr_cpu_backend_create(m, &o, err);
 }
 
 static bool write_f32le(FILE *f, const float *v, size_t n) {
@@ -196,7 +191,9 @@ int zr_cmd_eval(int argc, char **argv) {
                    m.hp.n_vocab - 1);
             goto fail_model;
         }
-    be = open_backend(&m, &a, a.n_ctx ? a.n_ctx : n, &err);
+    const ZrBackendOptions o = {.n_ctx = a.n_ctx ? a.n_ctx : zr_backend_default_ctx(&m, n), .n_threads = a.n_threads,
+                                .verify_graph = 1, .quiet = true};
+    be = zr_backend_open(a.device, &m, &o, "zrun eval", &err);
     if (!be) goto fail_model;
     out = fopen(a.logits, "wb");
     if (!out) {

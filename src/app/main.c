@@ -1,4 +1,4 @@
-/* zrun: subcommand dispatch. Everything else lives in the cmd_*.c files. */
+/* zrun: subcommand dispatch. The commands live beside it in src/app; the library below them in src. */
 #include <stdio.h>
 #include <string.h>
 
@@ -6,6 +6,9 @@
 #include "config.h"
 
 int main(int argc, char **argv) {
+    /* the edge: the environment is read here, once, and handed down as values */
+    ZrEnv env;
+    zr_env_read(&env);
     if (argc >= 2) {
         const char *c = argv[1];
         if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help")) {
@@ -19,8 +22,8 @@ int main(int argc, char **argv) {
         if (!strcmp(c, "info")) return zr_cmd_info(argc - 1, argv + 1);
         if (!strcmp(c, "tokenize")) return zr_cmd_tokenize(argc - 1, argv + 1);
         if (!strcmp(c, "eval")) return zr_cmd_eval(argc - 1, argv + 1);
-        if (!strcmp(c, "bench")) return zr_cmd_bench(argc - 1, argv + 1);
-        if (!strcmp(c, "run")) return zr_cmd_run(argc - 1, argv + 1);
+        if (!strcmp(c, "bench")) return zr_cmd_bench(argc - 1, argv + 1, &env);
+        if (!strcmp(c, "run")) return zr_cmd_run(argc - 1, argv + 1, &env);
     }
-    return zr_cmd_run(argc, argv);
+    return zr_cmd_run(argc, argv, &env);
 }

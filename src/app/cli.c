@@ -107,7 +107,7 @@ static const struct option run_options[] = {
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"no-display-prompt", no_argument, NULL, OPT_NO_DISPLAY_PROMPT},
     {"help", no_argument, NULL, 'h'},
-    /* hidden: zrun passes it to itself to go on in a new process (src/resume.h) */
+    /* hidden: zrun passes it to itself to go on in a new process (src/app/resume.h) */
     {"resume-fd", required_argument, NULL, OPT_RESUME_FD},
     {NULL, 0, NULL, 0},
 };
@@ -167,12 +167,7 @@ int zr_cli_parse_run(ZrRunSettings *s, int argc, char **argv, ZrError *err) {
             }
             break;
         case OPT_SPECIAL: s->special = true; break;
-        case OPT_DEVICE:
-            if (!strcmp(optarg, "auto")) s->device = ZR_DEVICE_AUTO;
-            else if (!strcmp(optarg, "cpu")) s->device = ZR_DEVICE_CPU;
-            else if (!strcmp(optarg, "cuda")) s->device = ZR_DEVICE_CUDA;
-            else rc = zr_err(err, ZR_E_USAGE, "%s: expected auto, cpu or cuda, found '%s'", name, optarg);
-            break;
+        case OPT_DEVICE: rc = zr_device_parse(name, optarg, &s->device, err); break;
         case OPT_GRAPH: s->graph = 1; break;
         case OPT_NO_GRAPH: s->graph = 0; break;
         case OPT_VERIFY_GRAPH: rc = zr_cli_int(name, optarg, 0, INT_MAX, &s->verify_graph, err); break;

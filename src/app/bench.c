@@ -13,9 +13,12 @@
  * t/s is the median over the timed ones, ± their sample standard deviation. The logits hash
  * (FNV-1a 64 of the final logits' bytes) lets runs, modes and machines be compared.
  *
- * At the start the device's read bandwidth is measured (GPU: cu/probe.cu's read_bw_probe over
- * >= 1 GiB; CPU: a threaded read loop), so tg rows give GB/s (bytes read per token from the
- * model x t/s) and the share of that bandwidth. */
+ * The backend is opened as run and eval open it (src/app/backend_open.h: --device, the CPU
+ * fallback rule, the default context); every model then runs on the backend the first one got.
+ * On that first backend the device's read bandwidth is measured (ZrBackend.read_bandwidth: on
+ * the GPU cu/probe.cu's read_bw_probe over >= 1 GiB; for the CPU backend, which has no probe of
+ * its own, a threaded read loop over host memory here), so tg rows give GB/s (bytes read per
+ * token from the model x t/s) and the share of that bandwidth. */
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -27,10 +30,10 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "backend_open.h"
 #include "bench.h"
 #include "cli.h"
 #include "cmd.h"
-#include "cuda/bwprobe.h"
 #include "model.h"
 #include "quant.h"
 
@@ -56,6 +59,7 @@ typedef struct BenchArgs {
     int bw_reps;                          /* 0: 10 on the GPU, 5 on the CPU */
     bool host_argmax;                     /* --argmax host: logits back to the host every decode step */
     bool profile, progress, quiet, help;
+    const char *fault;                    /* ZRUN_FAULT's graph fault (the test hook), for every backend */
 } BenchArgs;
 
 static const char k_bench_usage[] =
@@ -88,7 +92,7 @@ static int parse_list(const char *opt, const char *arg, int *out, int *n, ZrErro
     }
 }
 
-static int parse_args(int argc, char **argv, BenchArgs *a, ZrError *err) {
+static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrError *err) {
     enum { O_GRAPH = 256, O_DEVICE, O_WARMUP, O_BW_MIB, O_BW_REPS, O_PROFILE, O_PROGRESS, O_QUIET, O_ARGMAX };
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'm'},    {"n-prompt", required_argument, NULL, 'p'},
@@ -102,9 +106,8 @@ static int parse_args(int argc, char **argv, BenchArgs *a, ZrError *err) {
         {"argmax", required_argument, NULL, O_ARGMAX},
         {NULL, 0, NULL, 0},
     };
-    const char *env = getenv("CUDA_GRAPH_ENABLE");
     *a = (BenchArgs){.pp = {512}, .n_pp = 1, .tg = {128}, .n_tg = 1, .reps = 5, .warmup = 1,
-                     .graph = env && !strcmp(env, "1") ? GRAPH_ON : GRAPH_OFF, .format = ZR_BENCH_MD,
+                     .graph = env->graph ? GRAPH_ON : GRAPH_OFF, .format = ZR_BENCH_MD, .fault = env->fault,
                      .device = ZR_DEVICE_AUTO, .bw_mib = 1024};
     optind = 1;
     opterr = 0;
@@ -143,10 +146,7 @@ static int parse_args(int argc, char **argv, BenchArgs *a, ZrError *err) {
             else return usage_error(err, "--graph: expected on, off or both, found '%s'", optarg);
             break;
         case O_DEVICE:
-            if (!strcmp(optarg, "auto")) a->device = ZR_DEVICE_AUTO;
-            else if (!strcmp(optarg, "cpu")) a->device = ZR_DEVICE_CPU;
-            else if (!strcmp(optarg, "cuda")) a->device = ZR_DEVICE_CUDA;
-            else return usage_error(err, "--device: expected auto, cpu or cuda, found '%s'", optarg);
+            if (zr_device_parse("--device", optarg, &a->device, err)) return ZR_E_USAGE;
             break;
         case O_ARGMAX:
             if (!strcmp(optarg, "device")) a->host_argmax = false;
@@ -186,50 +186,57 @@ static int default_threads(void) {
     return n < 1 ? 1 : (int)n;
 }
 
-/* Decides the backend and measures its read bandwidth. */
-static int setup_device(const BenchArgs *a, ZrBenchDevice *dev, ZrError *err) {
+/* The device the first backend opened is on, and its read bandwidth: the backend's own probe,
+ * or for a backend without one (the CPU) a read loop over host memory. */
+static int setup_device(const BenchArgs *a, ZrBackend *be, ZrBenchDevice *dev, ZrError *err) {
     memset(dev, 0, sizeof *dev);
-    if (a->device != ZR_DEVICE_CPU) {
-        ZrBwProbe p;
-        const int reps = a->bw_reps ? a->bw_reps : 10;
-        int rc = zr_cuda_bwprobe((size_t)a->bw_mib << 20, reps, &p, err);
-        if (rc == ZR_OK) {
-            snprintf(dev->backend, sizeof dev->backend, "cuda");
-            snprintf(dev->name, sizeof dev->name, "%s", p.gpu);
-            snprintf(dev->driver, sizeof dev->driver, "%s", p.driver);
-            dev->cuda_version = p.cuda_version;
-            dev->read_gbps = p.gbps;
-            dev->peak_gbps = p.peak_gbps;
-            if (a->bw_mib)
-                snprintf(dev->read_how, sizeof dev->read_how,
-                         "read_bw_probe over %.2f GiB, median of %d, %d x %d threads; spread %.1f..%.1f; "
-                         "nominal peak %.0f GB/s",
-                         (double)p.bytes / GIB, p.reps, p.blocks, p.threads, p.gbps_min, p.gbps_max, p.peak_gbps);
-            else
-                snprintf(dev->read_how, sizeof dev->read_how, "--bw-mib 0");
-            return ZR_OK;
-        }
-        if (rc != ZR_E_NODEV || a->device == ZR_DEVICE_CUDA) {
-            if (rc == ZR_E_NODEV) zr_err_wrap(err, "--device cuda");
-            return rc;
-        }
-        if (!a->quiet) fprintf(stderr, "zrun bench: %s; benchmarking the CPU\n", err->msg);
+    snprintf(dev->backend, sizeof dev->backend, "%s", be->name);
+    const size_t bytes = (size_t)a->bw_mib << 20;
+    if (be->read_bandwidth) {
+        ZrBandwidth bw;
+        int rc = be->read_bandwidth(be, bytes, a->bw_reps ? a->bw_reps : 10, &bw, err);
+        if (rc) return rc;
+        snprintf(dev->name, sizeof dev->name, "%s", bw.device);
+        snprintf(dev->driver, sizeof dev->driver, "%s", bw.driver);
+        dev->cuda_version = bw.cuda_version;
+        dev->read_gbps = bw.gbps;
+        dev->peak_gbps = bw.peak_gbps;
+        snprintf(dev->read_how, sizeof dev->read_how, "%s", bytes ? bw.how : "--bw-mib 0");
+        return ZR_OK;
     }
-    snprintf(dev->backend, sizeof dev->backend, "cpu");
     zr_bench_cpu_name(dev->name, sizeof dev->name);
     dev->n_threads = a->n_threads ? a->n_threads : default_threads();
-    if (!a->bw_mib) {
+    if (!bytes) {
         snprintf(dev->read_how, sizeof dev->read_how, "--bw-mib 0");
         return ZR_OK;
     }
     const int reps = a->bw_reps ? a->bw_reps : 5;
     ZrError perr = {0};
-    if (zr_bench_cpu_bwprobe((size_t)a->bw_mib << 20, dev->n_threads, reps, &dev->read_gbps, &perr)) {
+    if (zr_bench_cpu_bwprobe(bytes, dev->n_threads, reps, &dev->read_gbps, &perr)) {
         snprintf(dev->read_how, sizeof dev->read_how, "%.140s", perr.msg);
         return ZR_OK;
     }
     snprintf(dev->read_how, sizeof dev->read_how, "read loop over %.2f GiB in %d threads, median of %d",
-             (double)((size_t)a->bw_mib << 20) / GIB, dev->n_threads, reps);
+             (double)bytes / GIB, dev->n_threads, reps);
+    return ZR_OK;
+}
+
+/* The report's head, once the device is known (at the first backend opened). */
+typedef struct BenchDev {
+    ZrBenchDevice dev;
+    bool known;
+} BenchDev;
+
+static int device_known(const BenchArgs *a, ZrBackend *be, BenchDev *d, ZrBenchOut *out, ZrError *err) {
+    if (d->known) return ZR_OK;
+    if (setup_device(a, be, &d->dev, err)) return err->code;
+    d->known = true;
+    if (!a->quiet && a->format != ZR_BENCH_MD) {
+        char line[768];
+        zr_bench_device_line(&d->dev, line, sizeof line);
+        fprintf(stderr, "zrun bench: %s\n", line);
+    }
+    zr_bench_out_begin(out, &d->dev);
     return ZR_OK;
 }
 
@@ -360,14 +367,14 @@ static int run_test(TestCtx *t, bool pp, int n, const char *mode, bool graph_ask
     return ZR_OK;
 }
 
-static int bench_model(const BenchArgs *a, const ZrBenchDevice *dev, ZrBenchOut *out, const char *path, ZrError *err) {
+static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const char *path, ZrError *err) {
     ZrModel m;
     int rc = zr_model_load(&m, path, err);
     if (rc) {
         if (!strstr(err->msg, path)) zr_err_wrap(err, "%s", path);
         return rc;
     }
-    TestCtx t = {.a = a, .dev = dev, .out = out, .m = &m};
+    TestCtx t = {.a = a, .dev = &d->dev, .out = out, .m = &m};
     ZrBenchRow *r = &t.row;
     r->model_path = path;
     model_type(&m, r->model_type, sizeof r->model_type, &r->model_bytes);
@@ -378,8 +385,7 @@ static int bench_model(const BenchArgs *a, const ZrBenchDevice *dev, ZrBenchOut 
     int max_pp = 0, max_tg = 0;
     for (int i = 0; i < a->n_pp; i++) max_pp = a->pp[i] > max_pp ? a->pp[i] : max_pp;
     for (int i = 0; i < a->n_tg; i++) max_tg = a->tg[i] > max_tg ? a->tg[i] : max_tg;
-    int n_ctx = a->n_ctx;
-    if (!n_ctx) n_ctx = max_pp > max_tg + 1 ? max_pp : max_tg + 1;
+    const int n_ctx = a->n_ctx ? a->n_ctx : zr_backend_default_ctx(&m, max_pp > max_tg + 1 ? max_pp : max_tg + 1);
     uint32_t bos = 0;
     ZrError e2;
     if (zr_gguf_find(&m.gguf, "tokenizer.ggml.bos_token_id") &&
@@ -402,23 +408,31 @@ static int bench_model(const BenchArgs *a, const ZrBenchDevice *dev, ZrBenchOut 
         t.prompt[i] = (int32_t)(x % (uint64_t)n_vocab);
     }
 
-    const bool cuda = !strcmp(dev->backend, "cuda");
-    bool modes[BENCH_MAX_MODES]; /* graph or not, in order */
+    /* graph or not, in order: --graph off: eager; on: graph; both: eager, then graph. The CPU
+     * backend has no graph mode: eager only, once. */
+    bool modes[BENCH_MAX_MODES];
     int n_modes = 0;
-    if (!cuda || a->graph != GRAPH_ON) modes[n_modes++] = false;
-    if (cuda && a->graph != GRAPH_OFF) modes[n_modes++] = true;
-    if (!cuda && a->graph != GRAPH_OFF && !a->quiet)
-        fprintf(stderr, "zrun bench: the CPU backend has no graph mode; running eager\n");
+    if (a->graph != GRAPH_ON) modes[n_modes++] = false;
+    if (a->graph != GRAPH_OFF) modes[n_modes++] = true;
+    /* every model on the backend the first one got */
+    const ZrDevice device = !d->known ? a->device : !strcmp(d->dev.backend, "cuda") ? ZR_DEVICE_CUDA : ZR_DEVICE_CPU;
     for (int mi = 0; mi < n_modes && !rc; mi++) {
-        const bool graph = modes[mi];
-        ZrBackendOptions o = {.n_ctx = n_ctx, .n_threads = a->n_threads, .graph = graph ? 1 : 0,
-                              .verify_graph = 1, .profile = a->profile, .quiet = a->quiet};
-        t.be = cuda ? zr_cuda_backend_create(&m, &o, err) : zr_cpu_backend_create(&m, &o, err);
-        if (!t.be) {
+        ZrBackendOptions o = {.n_ctx = n_ctx, .n_threads = a->n_threads, .graph = modes[mi], .verify_graph = 1,
+                              .profile = a->profile, .fault = a->fault, .quiet = a->quiet};
+        t.be = zr_backend_open(device, &m, &o, a->quiet ? NULL : "zrun bench", err);
+        if (!t.be || device_known(a, t.be, d, out, err)) {
             rc = err->code ? err->code : ZR_E_INTERNAL;
             zr_err_wrap(err, "%s", path);
+            if (t.be) t.be->destroy(t.be);
+            t.be = NULL;
             break;
         }
+        if (strcmp(t.be->name, "cuda") && a->graph != GRAPH_OFF) {
+            if (!a->quiet) fprintf(stderr, "zrun bench: the CPU backend has no graph mode; running eager\n");
+            modes[mi] = false;
+            n_modes = mi + 1;
+        }
+        const bool graph = modes[mi];
         const char *mode = graph ? "graph" : "eager";
         if (mi == 0)
             for (int i = 0; i < a->n_pp && !rc; i++)
@@ -437,10 +451,10 @@ done:
     return rc;
 }
 
-int zr_cmd_bench(int argc, char **argv) {
+int zr_cmd_bench(int argc, char **argv, const ZrEnv *env) {
     BenchArgs a;
     ZrError err = {0};
-    if (parse_args(argc, argv, &a, &err)) {
+    if (parse_args(argc, argv, env, &a, &err)) {
         fprintf(stderr, "zrun bench: %s\n%s", err.msg, k_bench_usage);
         return 2;
     }
@@ -448,25 +462,17 @@ int zr_cmd_bench(int argc, char **argv) {
         fputs(zr_usage_text, stdout);
         return 0;
     }
-    ZrBenchDevice dev;
-    if (setup_device(&a, &dev, &err)) {
-        fprintf(stderr, "zrun bench: %s\n", err.msg);
-        return 1;
-    }
-    if (!a.quiet && a.format != ZR_BENCH_MD) {
-        char line[768];
-        zr_bench_device_line(&dev, line, sizeof line);
-        fprintf(stderr, "zrun bench: %s\n", line);
-    }
+    BenchDev d = {0};
     ZrBenchOut out = {.f = stdout, .format = a.format};
-    zr_bench_out_begin(&out, &dev);
     int status = 0;
     for (int i = 0; i < a.n_models; i++) {
-        if (bench_model(&a, &dev, &out, a.models[i], &err)) {
+        if (bench_model(&a, &d, &out, a.models[i], &err)) {
             fprintf(stderr, "zrun bench: %s\n", err.msg);
             status = 1;
+            if (err.code == ZR_E_NODEV) break; /* --device cuda without a GPU: every model would say so */
         }
     }
+    if (!d.known) return 1; /* no backend opened: no report, only the errors */
     zr_bench_out_end(&out);
     if (ferror(stdout)) {
         fprintf(stderr, "zrun bench: write error on standard output: %s\n", strerror(errno));

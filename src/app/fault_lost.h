@@ -1,5 +1,5 @@
 /* ZRUN_FAULT=context-lost[:TOKEN[,TOKEN...]]: a test hook for going on in a new process after
- * the CUDA context was lost (src/resume.h), with or without a GPU. It wraps any backend: the
+ * the CUDA context was lost (src/app/resume.h), with or without a GPU. It wraps any backend: the
  * forward of decode step TOKEN (0 = the step that feeds the first generated token; default 1)
  * fails with ZR_E_CONTEXT_LOST and feeds nothing, as a CUDA decode step does when the driver
  * keeps a sticky error for the whole process. Steps are counted over the whole run, so a run

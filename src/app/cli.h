@@ -4,35 +4,33 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend_open.h"
 #include "err.h"
 #include "sampler.h"
-
-typedef enum ZrDevice { ZR_DEVICE_AUTO, ZR_DEVICE_CPU, ZR_DEVICE_CUDA } ZrDevice;
 
 typedef struct ZrRunSettings {
     const char *model;        /* -m */
     const char *prompt;       /* -p TEXT; "-" = standard input; NULL when -f is used */
     const char *prompt_file;  /* -f FILE */
     int n_predict;            /* -n: tokens to generate; -1 = until end of generation or context */
-    int n_ctx;                /* -c: 0 = the model's context, at most ZR_RUN_DEFAULT_CTX */
+    int n_ctx;                /* -c: 0 = zr_backend_default_ctx (the model's, at most 4096) */
     int n_threads;            /* -t: 0 = all cores */
     ZrSamplerParams sampler;  /* sampler.repeat_last_n is only valid when repeat_last_n >= 0 */
     int repeat_last_n;        /* -1 = the whole context */
     bool seed_given;          /* else the seed comes from the clock */
     bool special;             /* --special: parse special-token text in the prompt */
     bool no_display_prompt;   /* --no-display-prompt: do not echo the prompt to stdout */
-    ZrDevice device;
-    int graph;                /* -1 = CUDA_GRAPH_ENABLE decides, 0 --no-graph, 1 --graph */
+    ZrDevice device;          /* --device: the fallback rule is zr_backend_open's */
+    int graph;                /* -1 = no flag (CUDA_GRAPH_ENABLE decides, in the command), 0 --no-graph, 1 --graph */
     int verify_graph;
     bool profile;
     bool log_launches;
     const char *graph_dot;
     bool quiet;
     bool help;                /* --help: print the usage and exit 0 */
-    int resume_fd;            /* hidden --resume-fd N: go on with the run saved there (src/resume.h); -1 none */
+    int resume_fd;            /* hidden --resume-fd N: go on with the run saved there (src/app/resume.h); -1 none */
 } ZrRunSettings;
 
-#define ZR_RUN_DEFAULT_CTX 4096
 #define ZR_RUN_DEFAULT_N_PREDICT 128
 
 void zr_run_settings_defaults(ZrRunSettings *s);

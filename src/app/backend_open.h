@@ -1,0 +1,34 @@
+/* How a command (run, eval, bench) gets its backend: the device choice, the one CPU fallback
+ * rule and the one default context, written once here.
+ *
+ * The fallback rule (README, man/zrun.1 and --help say the same):
+ *   --device cpu    the CPU backend.
+ *   --device cuda   the CUDA backend, or an error saying why; never the CPU.
+ *   --device auto   (the default) the CUDA backend; the CPU only when no GPU is usable
+ *                   (ZR_E_NODEV: no libcuda, no device, or no kernels built in), with one line on
+ *                   stderr. Any other CUDA failure (out of memory, a kernel that will not load)
+ *                   is an error: a GPU that is there but fails is not hidden behind a slow run.
+ */
+#pragma once
+
+#include "backend.h"
+#include "err.h"
+#include "model.h"
+
+typedef enum ZrDevice { ZR_DEVICE_AUTO, ZR_DEVICE_CPU, ZR_DEVICE_CUDA } ZrDevice;
+
+/* "auto", "cpu" or "cuda" (the --device value); anything else is ZR_E_USAGE naming opt. */
+int zr_device_parse(const char *opt, const char *arg, ZrDevice *out, ZrError *err);
+
+/* Opens the backend for device under the rule above. who ("zrun", "zrun eval", ...) prefixes
+ * the fallback line on stderr; NULL falls back silently (--quiet). */
+ZrBackend *zr_backend_open(ZrDevice device, const ZrModel *m, const ZrBackendOptions *o, const char *who,
+                           ZrError *err);
+
+#define ZR_DEFAULT_CTX 4096
+
+/* The context (KV cache positions) when -c is not given. One rule: the tokens the command will
+ * feed when it knows them (n_needed > 0: eval's sequence, bench's largest test), else, for
+ * generation of unknown length (run), the model's training context at most ZR_DEFAULT_CTX
+ * (ZR_DEFAULT_CTX when the model does not say). */
+int zr_backend_default_ctx(const ZrModel *m, int n_needed);

@@ -1,0 +1,11 @@
+/* The environment, read once at zrun's edge (main) and handed to the commands as values: no
+ * other file calls getenv, and the library below the commands never sees the environment. */
+#pragma once
+#include <stdbool.h>
+
+typedef struct ZrEnv {
+    bool graph;        /* CUDA_GRAPH_ENABLE=1: graph decode when no --graph/--no-graph flag says */
+    const char *fault; /* ZRUN_FAULT, the test hook (src/cuda/fault.h, src/app/fault_lost.h); NULL = unset */
+} ZrEnv;
+
+void zr_env_read(ZrEnv *out);

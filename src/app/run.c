@@ -1,0 +1,198 @@
+/* The decode loop and what around it a fresh run and a resumed one share (run.h). */
+#include "run.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fault_lost.h"
+
+static const char *const stop_names[] = {"-n limit", "end of generation", "context full", "interrupted"};
+
+double zr_run_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double rate(double n, double ms) { return ms > 0.0 ? n * 1e3 / ms : 0.0; }
+
+void zr_run_init(ZrRun *r, const ZrRunSettings *s) {
+    memset(r, 0, sizeof *r);
+    r->s = s;
+    r->n_predict = s->n_predict;
+    r->last = '\n';
+    r->stop = ZR_STOP_LIMIT;
+}
+
+int zr_run_load(ZrRun *r, ZrError *err) {
+    const char *path = r->s->model;
+    r->t_load0 = zr_run_now_ms();
+    if (zr_model_load(&r->model, path, err)) {
+        if (!strstr(err->msg, path)) zr_err_wrap(err, "%s", path);
+        return err->code;
+    }
+    r->model_loaded = true;
+    if (zr_tokenizer_load(&r->tok, &r->model.gguf, err)) {
+        if (strncmp(err->msg, path, strlen(path))) zr_err_wrap(err, "%s: tokenizer", path); /* not twice */
+        return err->code;
+    }
+    r->n_vocab = r->model.hp.n_vocab;
+    r->n_tok_vocab = zr_tokenizer_n_vocab(r->tok);
+    if (r->n_tok_vocab > r->n_vocab) /* ids the model cannot embed (fewer are fine: padded output rows are masked) */
+        return zr_err(err, ZR_E_FORMAT,
+                      "%s: tokenizer.ggml.tokens: expected at most %d tokens (the rows of token_embd.weight), found %d",
+                      path, r->n_vocab, r->n_tok_vocab);
+    return ZR_OK;
+}
+
+void zr_run_block_sigint(ZrRun *r) {
+    sigset_t int_mask;
+    sigemptyset(&int_mask);
+    sigaddset(&int_mask, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &int_mask, &r->old_mask);
+    r->blocked = true;
+}
+
+bool zr_run_take_sigint(void) {
+    sigset_t pend;
+    if (sigpending(&pend) != 0 || sigismember(&pend, SIGINT) != 1) return false;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    struct timespec zero = {0, 0};
+    sigtimedwait(&set, NULL, &zero);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    return true;
+}
+
+int zr_run_start(ZrRun *r, ZrBackend *be, const char *fault, int after_step, ZrError *err) {
+    r->be = be;
+    if (zr_fault_lost_wrap(&r->be, fault, r->n_prompt, after_step, err)) return err->code;
+    r->load_ms = zr_run_now_ms() - r->t_load0;
+    int32_t *grown = realloc(r->ids, (size_t)r->n_ctx * sizeof *grown);
+    if (!grown) return zr_err(err, ZR_E_NOMEM, "out of memory for %d token ids", r->n_ctx);
+    r->ids = grown;
+    r->smp = zr_sampler_create(&r->sp, r->n_vocab, err);
+    if (!r->smp) return err->code;
+    r->logits = malloc((size_t)r->n_vocab * sizeof *r->logits);
+    if (!r->logits) return zr_err(err, ZR_E_NOMEM, "out of memory for %d logits", r->n_vocab);
+    /* The text continues the prompt (or BOS), so pieces print as they are (the detokenizer's
+     * default): from BOS, stories260K prints " Once upon a time". */
+    zr_detok_init(&r->detok, r->tok);
+    r->out_cap = zr_detok_cap(r->tok);
+    r->out = malloc(r->out_cap);
+    if (!r->out) return zr_err(err, ZR_E_NOMEM, "out of memory");
+    r->pos = r->n_prompt;
+    return ZR_OK;
+}
+
+int zr_run_write(ZrRun *r, const char *buf, size_t n) {
+    if (!n) return 0;
+    if (fwrite(buf, 1, n, stdout) != n) return -1;
+    r->last = buf[n - 1];
+    return fflush(stdout) == 0 ? 0 : -1;
+}
+
+int zr_run_decode(ZrRun *r, ZrError *err) {
+    ZrBackend *be = r->be;
+    const int n_vocab = r->n_vocab, n_tok_vocab = r->n_tok_vocab, n_predict = r->n_predict, n_ctx = r->n_ctx;
+    /* Pure greedy sampling lets the backend pick (the GPU sends back the token, not the logits);
+     * the first token still comes from the prompt's logits. */
+    const bool backend_picks = zr_sampler_is_greedy(&r->sp) && be->decode_greedy && n_tok_vocab >= 1;
+    ZrGreedy picked = {0, -1};
+    bool have_pick = false; /* picked is the pick from the last step's logits */
+    bool out_failed = false;
+    r->t_dec0 = zr_run_now_ms();
+    for (;;) {
+        if (n_predict >= 0 && r->n_gen >= n_predict) { r->stop = ZR_STOP_LIMIT; break; }
+        if (r->pos >= n_ctx) { r->stop = ZR_STOP_CONTEXT; break; }
+        if (zr_run_take_sigint()) { r->stop = ZR_STOP_INTERRUPT; break; }
+        int nan_at = have_pick ? picked.nan_at : -1;
+        if (!have_pick) {
+            for (int i = n_tok_vocab; i < n_vocab; i++) r->logits[i] = -INFINITY;
+            for (int i = 0; i < n_tok_vocab && nan_at < 0; i++)
+                if (isnan(r->logits[i])) nan_at = i;
+        }
+        if (nan_at >= 0) /* NaN/Inf weights: sampling would print garbage silently */
+            return zr_err(err, ZR_E_FORMAT,
+                          "%s: the forward pass at position %d gave a NaN logit (token id %d): expected finite weights",
+                          r->s->model, r->pos - 1, nan_at);
+        int32_t id = have_pick ? picked.token : zr_sampler_sample(r->smp, r->logits);
+        zr_sampler_accept(r->smp, id);
+        if (zr_tokenizer_is_eog(r->tok, id)) { r->stop = ZR_STOP_EOG; break; }
+        r->n_gen++;
+        size_t n = zr_detok_push(&r->detok, id, r->out, r->out_cap);
+        if (zr_run_write(r, r->out, n)) { out_failed = true; break; }
+        /* The sampled token needs a forward pass only if another one is to follow it. */
+        if (n_predict >= 0 && r->n_gen >= n_predict) { r->stop = ZR_STOP_LIMIT; break; }
+        if (r->pos + 1 >= n_ctx) { r->stop = ZR_STOP_CONTEXT; break; }
+        if (zr_run_take_sigint()) { r->stop = ZR_STOP_INTERRUPT; break; }
+        if (backend_picks ? be->decode_greedy(be, id, r->pos, n_tok_vocab, NULL, &picked, err)
+                          : be->forward(be, &id, 1, r->pos, r->logits, false, err)) {
+            if (err->code == ZR_E_CONTEXT_LOST) {
+                r->lost_at_ms = zr_run_now_ms();
+                r->decode_ms = r->lost_at_ms - r->t_dec0;
+                r->pending = id;
+            }
+            return err->code;
+        }
+        have_pick = backend_picks;
+        r->ids[r->pos] = id;
+        r->pos++;
+        r->n_decode++;
+    }
+    r->decode_ms = zr_run_now_ms() - r->t_dec0;
+    if (!out_failed) {
+        size_t n = zr_detok_flush(&r->detok, r->out, r->out_cap);
+        if (zr_run_write(r, r->out, n)) out_failed = true;
+    }
+    /* A terminal gets its line ended; a pipe gets exactly the generated text. */
+    if (!out_failed && r->n_gen > 0 && r->last != '\n' && isatty(STDOUT_FILENO)) zr_run_write(r, "\n", 1);
+    if (out_failed || ferror(stdout)) return zr_err(err, ZR_E_IO, "writing standard output: %s", strerror(errno));
+    return ZR_OK;
+}
+
+void zr_run_summary(const ZrRun *r, const char *note) {
+    const ZrRunSettings *s = r->s;
+    if (s->quiet) return;
+    const ZrBackend *be = r->be;
+    ZrBackendStats st = {0};
+    if (be->stats) be->stats(be, &st);
+    long n_threads = s->n_threads > 0 ? s->n_threads : sysconf(_SC_NPROCESSORS_ONLN);
+    fprintf(stderr, "zrun: load %.1f ms (model, tokenizer, %s backend, context %d)\n", r->load_ms, be->name, r->n_ctx);
+    fprintf(stderr, "zrun: prompt %d tokens in %.1f ms (%.1f tokens/s)\n", r->n_prompt, r->prefill_ms,
+            rate((double)r->n_prompt, r->prefill_ms));
+    fprintf(stderr, "zrun: generated %d tokens, stop: %s; %d decode steps in %.1f ms (%.1f tokens/s)\n", r->n_gen,
+            stop_names[r->stop], r->n_decode, r->decode_ms, rate(r->n_decode, r->decode_ms));
+    if (note) fprintf(stderr, "zrun: %s\n", note);
+    if (!strcmp(be->name, "cpu"))
+        fprintf(stderr, "zrun: backend cpu (%ld threads), seed %llu\n", n_threads, (unsigned long long)r->sp.seed);
+    else
+        fprintf(stderr, "zrun: backend %s (graph %s, %llu kernels/token), seed %llu\n", be->name,
+                st.graph_active ? "on" : "off", (unsigned long long)st.kernels_per_token,
+                (unsigned long long)r->sp.seed);
+}
+
+int zr_run_fail(const ZrError *err) {
+    fflush(stdout);
+    fprintf(stderr, "zrun: %s\n", err->msg);
+    return err->code == ZR_E_USAGE ? 2 : 1;
+}
+
+void zr_run_free(ZrRun *r) {
+    free(r->out);
+    free(r->logits);
+    zr_sampler_free(r->smp);
+    if (r->be) r->be->destroy(r->be);
+    zr_tokenizer_free(r->tok);
+    if (r->model_loaded) zr_model_free(&r->model);
+    free(r->ids);
+    if (r->blocked) pthread_sigmask(SIG_SETMASK, &r->old_mask, NULL);
+    memset(r, 0, sizeof *r);
+}
