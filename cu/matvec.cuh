@@ -311,22 +311,20 @@ struct ZrMvQ4K {
         f.sm = __ldg((const uint32_t *)s + ((it >> 1) & 3));
         f.dm = __ldg((const __half2 *)(s + 16));
     }
-    // The item's products for the three Q4_K kernels (matvec_q4_k and its variants): STAGED
-    // takes the sums of x over each 16 values that the mins need from the block's staged copy
-    // (zr_mv_stage_x<true> writes them into the pad after every 32 values) instead of adding them
-    // up for every item; FLIP (needs STAGED) reads each nibble q as the float 1 + q/16 by one
-    // PRMT (exponent and nibble placed by one shift and one LOP3 per 4 nibbles): sum x (1 + q/16)
-    // = S + (sum x q)/16 with S the staged sum, so a weight costs PRMT + FFMA instead of PRMT +
-    // FADD + FFMA. The offset is at most ~2x the part kept (q/16 < 1), so the cancellation costs
-    // ~1-2 bits of the F32 sum, not the ~5 of Q4_0's removed 0.5 + q/256 variant (PERF.md run 3).
-    template <int R, bool STAGED, bool FLIP>
-    __device__ static void comp_as(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        static_assert(STAGED || !FLIP, "the flipped dot takes the staged sums back out");
+    // The item's products: the sums of x over each 16 values that the mins need come from the
+    // block's staged copy (zr_mv_stage_x<true> writes them into the pad after every 32 values)
+    // instead of being added up for every item, and each nibble q is read as the float 1 + q/16
+    // by one PRMT (exponent and nibble placed by one shift and one LOP3 per 4 nibbles):
+    // sum x (1 + q/16) = S + (sum x q)/16 with S the staged sum, so a weight costs PRMT + FFMA
+    // instead of PRMT + FADD + FFMA. The offset is at most ~2x the part kept (q/16 < 1), so the
+    // cancellation costs ~1-2 bits of the F32 sum, not the ~5 of Q4_0's removed 0.5 + q/256
+    // variant (PERF.md run 3).
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
         // 32 it = 256 sb + 64 j + 32 hf; the 16 values at e0 (and at e0 + 32) do not cross a pad
         const int e0 = 32 * it - 16 * (it & 1), g0 = e0 >> 5, hf = it & 1;
         const float *xl = xs + zr_xpad(e0), *xh = xs + zr_xpad(e0 + 32);
-        // staged: the sums of the 16 values at e0 and at e0 + 32 are slots 32 + hf of the pads
-        float sum_lo = STAGED ? xs[36 * g0 + 32 + hf] : 0.f, sum_hi = STAGED ? xs[36 * g0 + 68 + hf] : 0.f;
+        // the sums of the 16 values at e0 and at e0 + 32 are slots 32 + hf of the pads
+        const float sum_lo = xs[36 * g0 + 32 + hf], sum_hi = xs[36 * g0 + 68 + hf];
         float slo[R], shi[R];
 #pragma unroll
         for (int r = 0; r < R; r++) slo[r] = shi[r] = 0.f;
@@ -334,31 +332,19 @@ struct ZrMvQ4K {
         for (int k = 0; k < 4; k++) {
             const float4 a = *(const float4 *)(xl + 4 * k), b = *(const float4 *)(xh + 4 * k);
             const float va[4] = {a.x, a.y, a.z, a.w}, vb[4] = {b.x, b.y, b.z, b.w};
-            if (!STAGED) {
-                sum_lo += (a.x + a.y) + (a.z + a.w);
-                sum_hi += (b.x + b.y) + (b.z + b.w);
-            }
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
                 float tl = slo[r], th = shi[r];
-                if (FLIP) {
-                    // byte i: 0x80 | q << 3 (bit 7 is the exponent's low bit under 0x3F)
-                    const uint32_t lo = ((w4 << 3) & 0x78787878u) | 0x80808080u;
-                    const uint32_t hi = ((w4 >> 1) & 0x78787878u) | 0x80808080u;
+                // byte i: 0x80 | q << 3 (bit 7 is the exponent's low bit under 0x3F)
+                const uint32_t lo = ((w4 << 3) & 0x78787878u) | 0x80808080u;
+                const uint32_t hi = ((w4 >> 1) & 0x78787878u) | 0x80808080u;
 #pragma unroll
-                    for (int i = 0; i < 4; i++)
-                        tl = fmaf(va[i], __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), tl);
+                for (int i = 0; i < 4; i++)
+                    tl = fmaf(va[i], __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), tl);
 #pragma unroll
-                    for (int i = 0; i < 4; i++)
-                        th = fmaf(vb[i], __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), th);
-                } else {
-                    const uint32_t lo = w4 & 0x0F0F0F0Fu, hi = (w4 >> 4) & 0x0F0F0F0Fu;
-#pragma unroll
-                    for (int i = 0; i < 4; i++) tl = fmaf(va[i], zr_byte_f(lo, i, ZR_MAGIC), tl);
-#pragma unroll
-                    for (int i = 0; i < 4; i++) th = fmaf(vb[i], zr_byte_f(hi, i, ZR_MAGIC), th);
-                }
+                for (int i = 0; i < 4; i++)
+                    th = fmaf(vb[i], __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), th);
                 slo[r] = tl;
                 shi[r] = th;
             }
@@ -369,68 +355,10 @@ struct ZrMvQ4K {
             const uint32_t sm = f[r].sm;
             const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
             const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
-            if (FLIP) {
-                // sum x q = 16 (slo - sum_lo): the 16 goes into d (a power of two: exact)
-                acc[r] = fmaf(16.f * dm.x, fmaf(sc0, slo[r] - sum_lo, sc1 * (shi[r] - sum_hi)), acc[r]);
-                acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
-            } else if (STAGED) {
-                acc[r] = fmaf(dm.x, fmaf(sc0, slo[r], sc1 * shi[r]), acc[r]);
-                acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
-            } else {
-                acc[r] += dm.x * fmaf(sc0, slo[r], sc1 * shi[r]) - dm.y * fmaf(m0, sum_lo, m1 * sum_hi);
-            }
+            // sum x q = 16 (slo - sum_lo): the 16 goes into d (a power of two: exact)
+            acc[r] = fmaf(16.f * dm.x, fmaf(sc0, slo[r] - sum_lo, sc1 * (shi[r] - sum_hi)), acc[r]);
+            acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
         }
-    }
-    // per item: sums of x added here (the kernel before the staged ones)
-    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        comp_as<R, false, false>(f, it, xs, acc);
-    }
-};
-
-// q4_K with the x sums staged (ZrMvQ4K::comp_as STAGED): 32 FADDs per item less (0.5 per weight
-// and row at R = 2) and two registers less. Needs rows of 256-multiples (all K-quants).
-struct ZrMvQ4KX : ZrMvQ4K {
-    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        comp_as<R, true, false>(f, it, xs, acc);
-    }
-};
-
-// q4_K, x sums staged and each nibble read as 1 + q/16 (ZrMvQ4K::comp_as STAGED, FLIP): 2.25
-// instead of 3.2 instructions per weight. The production matvec_q4_k.
-struct ZrMvQ4KF : ZrMvQ4K {
-    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        comp_as<R, true, true>(f, it, xs, acc);
-    }
-};
-
-// q4_K as ZrMvQ4KF, with the side data of an item in one load per row instead of two: the two
-// lanes of a pair (items 2c, 2c+1: the same super-block and chunk) load one word each, the
-// even lane its scale/min word, the odd lane (d, dmin), and swap them in comp (one SHFL), so a
-// warp makes 2 load requests per row and step, as Q4_0, instead of 3 (the scale word and
-// (d, dmin) lie in the same lines: the second request only waits on the first), and an item
-// holds 5 registers instead of 6. Rows are whole super-blocks, so both lanes of a pair always
-// have their item or both do not: the shuffle's mask is the pair.
-struct ZrMvQ4KFS : ZrMvQ4K {
-    struct F { uint4 q; uint32_t v; };
-    __device__ static void load(const Row &rw, int it, F &f) {
-        const uint32_t sb = rw.g + (it >> 3);
-        const uint8_t *s = rw.ws + (size_t)sb * 20;
-        f.q = zr_ld16(rw.w + (size_t)rw.g * 128 + 16 * it);
-        f.v = __ldg((const uint32_t *)(s + ((it & 1) ? 16 : 4 * ((it >> 1) & 3))));
-    }
-    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        const unsigned pair = 3u << (threadIdx.x & 30);
-        const bool odd = (it & 1) != 0;
-        ZrMvQ4K::F g[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const uint32_t o = __shfl_xor_sync(pair, f[r].v, 1);
-            g[r].q = f[r].q;
-            g[r].sm = odd ? o : f[r].v;
-            const uint32_t dmw = odd ? f[r].v : o;
-            g[r].dm = *(const __half2 *)&dmw;
-        }
-        ZrMvQ4KF::comp<R>(g, it, xs, acc);
     }
 };
 
@@ -527,64 +455,6 @@ struct ZrMvQ6K {
     }
 };
 
-// L2 prefetch of the weights a lane will load D steps ahead (mode bits ZR_MV_PF_SHIFT.., the
-// distance D in steps; 0 = off). The register pipeline keeps only P-1 steps of loads in flight
-// per lane (registers cap it: PERF.md run 3); a prefetch costs no register, so the bytes in
-// flight grow with D while the loads that follow hit L2. ZrMvPf<T>::at issues the prefetches of
-// one item of one row (main and side streams, the addresses T::load reads); types without a
-// specialization are not prefetched.
-__device__ __forceinline__ void zr_pf_l2(const void *p) {
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(__cvta_generic_to_global(p)));
-}
-
-template <class T> struct ZrMvPf {
-    __device__ static void at(const typename T::Row &, int) {}
-};
-template <> struct ZrMvPf<ZrMvF32> {
-    __device__ static void at(const ZrMvF32::Row &rw, int it) { zr_pf_l2(rw.p + 16 * (size_t)it); }
-};
-template <> struct ZrMvPf<ZrMvF16> {
-    __device__ static void at(const ZrMvF16::Row &rw, int it) { zr_pf_l2(rw.p + 16 * (size_t)it); }
-};
-template <> struct ZrMvPf<ZrMvBF16> {
-    __device__ static void at(const ZrMvBF16::Row &rw, int it) { zr_pf_l2(rw.p + 16 * (size_t)it); }
-};
-template <> struct ZrMvPf<ZrMvQ8_0> {
-    __device__ static void at(const ZrMvQ8_0::Row &rw, int it) {
-        zr_pf_l2(rw.q + 16 * (size_t)it);
-        zr_pf_l2(rw.d + (it >> 1));
-    }
-};
-template <> struct ZrMvPf<ZrMvQ4x<ZR_T_Q4_0>> {
-    __device__ static void at(const ZrMvQ4x<ZR_T_Q4_0>::Row &rw, int it) {
-        zr_pf_l2(rw.q + 16 * (size_t)it);
-        zr_pf_l2((const __half *)rw.s1 + it);
-    }
-};
-template <> struct ZrMvPf<ZrMvQ4K> {
-    __device__ static void at(const ZrMvQ4K::Row &rw, int it) {
-        zr_pf_l2(rw.w + (size_t)rw.g * 128 + 16 * (size_t)it);
-        zr_pf_l2(rw.ws + (size_t)(rw.g + (it >> 3)) * 20);
-    }
-};
-template <> struct ZrMvPf<ZrMvQ4KX> {
-    __device__ static void at(const ZrMvQ4K::Row &rw, int it) { ZrMvPf<ZrMvQ4K>::at(rw, it); }
-};
-template <> struct ZrMvPf<ZrMvQ4KF> {
-    __device__ static void at(const ZrMvQ4K::Row &rw, int it) { ZrMvPf<ZrMvQ4K>::at(rw, it); }
-};
-template <> struct ZrMvPf<ZrMvQ4KFS> {
-    __device__ static void at(const ZrMvQ4K::Row &rw, int it) { ZrMvPf<ZrMvQ4K>::at(rw, it); }
-};
-template <> struct ZrMvPf<ZrMvQ6K> {
-    __device__ static void at(const ZrMvQ6K::Row &rw, int it) {
-        const uint32_t sb = rw.g + (it >> 3);
-        zr_pf_l2(rw.w + (size_t)sb * 192 + 16 * (it & 7));
-        zr_pf_l2(rw.w + (size_t)sb * 192 + 128 + 8 * (it & 7));
-        zr_pf_l2(rw.ws + (size_t)sb * 18);
-    }
-};
-
 // How x reaches the product (mode & ZR_MV_IN): as is, RMS-normalized with a weight (the
 // block's input norm fused into the projections that follow it), or as SwiGLU of its two halves
 // (x has 2*n_in values: gate then up). ZR_MV_GLU: the output instead of the input is gated:
@@ -595,7 +465,6 @@ template <> struct ZrMvPf<ZrMvQ6K> {
 #define ZR_MV_SWIGLU 2
 #define ZR_MV_IN 3
 #define ZR_MV_GLU 4
-#define ZR_MV_PF_SHIFT 4 // bits 4..7: L2 prefetch distance in steps (0 = none)
 
 // float4s of x each thread stages per round: all of a round's loads are issued before any is
 // used, so staging costs a few L2 round trips, not one per float4.
@@ -606,13 +475,7 @@ template <> struct ZrMvPf<ZrMvQ6K> {
 template <class T> struct ZrMvXsum {
     static constexpr bool value = false;
 };
-template <> struct ZrMvXsum<ZrMvQ4KX> {
-    static constexpr bool value = true;
-};
-template <> struct ZrMvXsum<ZrMvQ4KF> {
-    static constexpr bool value = true;
-};
-template <> struct ZrMvXsum<ZrMvQ4KFS> {
+template <> struct ZrMvXsum<ZrMvQ4K> {
     static constexpr bool value = true;
 };
 
@@ -728,19 +591,6 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
             for (int r = 0; r < R; r++) T::load(rw[r], itq, buf[q][r]);
         }
     }
-    // L2 prefetch of steps P-1 .. P-2+D (the loop keeps it D steps ahead of the loads)
-    const int pfd = (mode >> ZR_MV_PF_SHIFT) & 15;
-    if (live && pfd) {
-        for (int q = P - 1; q < P - 1 + pfd; q++) {
-            const int itq = it0 + q * step;
-            if (itq < items) {
-#pragma unroll
-                for (int r = 0; r < R; r++) ZrMvPf<T>::at(rw[r], itq);
-            }
-        }
-    }
-    // everything above reads weights only; activations, add and y belong to earlier kernels
-    zr_grid_enter();
     // stage x (padded: 4 floats after every 32) -- gated or times the norm weight on the way in;
     // RMSNorm's 1/rms is applied to the results (it is one number for the whole row)
     float ss = zr_mv_stage_x<ZrMvXsum<T>::value>(x, norm_w, xs, n_in, in_mode, tid, nthr);
@@ -765,11 +615,6 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
                     if (itn < items) {
 #pragma unroll
                         for (int r = 0; r < R; r++) T::load(rw[r], itn, buf[(q + P - 1) % P][r]);
-                    }
-                    const int itp = itn + pfd * step;
-                    if (pfd && itp < items) {
-#pragma unroll
-                        for (int r = 0; r < R; r++) ZrMvPf<T>::at(rw[r], itp);
                     }
                     T::template comp<R>(buf[q], itq, xs, acc);
                 }

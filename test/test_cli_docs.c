@@ -62,7 +62,7 @@ ZT_TEST(every_long_option_of_the_help_is_in_the_man_page) {
 ZT_TEST(the_environment_and_exit_status_are_in_the_man_page) {
     char *man = man_text();
     ZT_CHECK(man);
-    static const char *const words[] = {"CUDA_GRAPH_ENABLE", "ZRUN_PDL", "ZRUN_FAULT", "graph-build", "graph-instantiate",
+    static const char *const words[] = {"CUDA_GRAPH_ENABLE", "ZRUN_FAULT", "graph-build", "graph-instantiate",
                                         "graph-launch", "graph-901", "replay-mismatch", "sticky",
                                         ".SH ENVIRONMENT", ".SH EXIT STATUS", ".B 130", ".B 2\n", ".B 1\n"};
     int missing = 0;

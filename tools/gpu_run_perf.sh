@@ -1,13 +1,13 @@
 #!/bin/bash
 # One GPU-machine run of the decode-speed work (a helper for the device tool, not a test): device
-# line, the gpu test programs, the matrix-vector kernels alone (zrun-mv-bench: every kernel
-# variant and launch shape on the 1B and 8B matrices), then decode speed on synthesized models.
+# line, the gpu test programs, the matrix-vector kernels alone (zrun-mv-bench: every launch
+# shape on the 1B and 8B matrices), then decode speed on synthesized models.
 #   gpu_run_perf.sh DIR [MODELS]
 # DIR holds bin/ (zrun, test_kernels, test_cuda_backend, zrun-cuda-timing, zrun-synth,
 # zrun-mv-bench), lib/, shared/ (fixtures/, models/stories260K.gguf) and kernels.fatbin.
 # MODELS: shape:type[:P] words (P: also the per-kernel profile), default the 1B and 8B
 # Q4_0/Q8_0/F16 models with profiles of the Q4_0 ones. Environment: MVBENCH (zrun-mv-bench
-# flags, default all kernels and shapes; -q: the forward pass's only), TIMING (extra
+# flags, default all shapes; -q: the forward pass's only), TIMING (extra
 # zrun-cuda-timing flags, e.g. -g: graph pass only), DEADLINE (s: later models are skipped).
 # Logs go to $OUT (or /tmp/zr-out), at most 8 files (what the device tool brings back); the
 # summary (the last lines printed) is what the reply carries.
@@ -27,7 +27,7 @@ done
 grep -hE "check failed|FAIL" "$O"/test_*.log | head -20 >> "$O/summary.txt"
 # registers and machine code of the hot kernels
 if command -v cuobjdump >/dev/null; then
-  cuobjdump --dump-resource-usage "$D/kernels.fatbin" 2>&1 | grep -A1 -E "Function (matvec|mvx)" > "$O/sass.txt"
+  cuobjdump --dump-resource-usage "$D/kernels.fatbin" 2>&1 | grep -A1 -E "Function matvec" > "$O/sass.txt"
   for k in matvec_q4_0 matvec_q8_0 matvec_f16; do
     echo "== $k"; cuobjdump -sass -fun "$k" "$D/kernels.fatbin" | grep -E '^\s+/\*[0-9a-f]{4}\*/' | sed 's/;.*//'
   done >> "$O/sass.txt" 2>&1

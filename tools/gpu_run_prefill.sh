@@ -1,9 +1,7 @@
 #!/bin/bash
 # One GPU-machine run for the prefill (a helper for the device tool, not a test): the kernel
-# tests and the backend tests with the opt-in prefill paths, then zrun bench pp512 on
-# synthesized models with the prefill attention split (the default), tiled
-# (ZRUN_ATTN_PREFILL=tiled) and tiled + dequantization overlap (ZRUN_PREFILL_OVERLAP=1, quantized
-# models only), then the per-kernel prefill profile (zrun-cuda-timing -g -P, tiled) of the first model.
+# tests and the backend tests, then zrun bench pp512 on synthesized models, then the per-kernel
+# prefill profile (zrun-cuda-timing -g -P) of the first model.
 #   gpu_run_prefill.sh DIR [MODELS]
 # DIR holds bin/ (zrun, zrun-synth, zrun-cuda-timing, and any of test_kernels, test_cuda_backend),
 # lib/ (libpcre2-8.so.0) and, for the tests that read fixtures, shared/. MODELS: shape:type words,
@@ -15,7 +13,6 @@ MODELS=${2:-"llama3-8b:q4_0 llama3-8b:f16 llama3.2-1b:f16"}
 O=${OUT:-/tmp/zr-out}
 mkdir -p "$O"
 export LD_LIBRARY_PATH="$D/lib:${LD_LIBRARY_PATH:-}" ZR_SHARED="$D/shared" ZRUN="$D/bin/zrun"
-unset ZRUN_ATTN_PREFILL ZRUN_PREFILL_OVERLAP
 T0=$(date +%s)
 el() { echo "$(( $(date +%s) - T0 )) s"; }
 S="$O/summary.txt"
@@ -25,32 +22,19 @@ if [ -x "$D/bin/test_kernels" ]; then
   echo "test_kernels: exit $? ($(el))" >> "$S"
 fi
 if [ -x "$D/bin/test_cuda_backend" ]; then
-  timeout 300 "$D/bin/test_cuda_backend" > "$O/backend_split.log" 2>&1
+  timeout 300 "$D/bin/test_cuda_backend" > "$O/backend.log" 2>&1
   echo "test_cuda_backend: exit $? ($(el))" >> "$S"
-  ZRUN_ATTN_PREFILL=tiled ZRUN_PREFILL_OVERLAP=1 timeout 300 "$D/bin/test_cuda_backend" > "$O/backend_fast.log" 2>&1
-  echo "test_cuda_backend (tiled + overlap): exit $? ($(el))" >> "$S"
 fi
 grep -E "FAIL|check failed|attn_prefill.*(M 200|M  65)|prefill_f16" "$O/tests.log" 2>/dev/null | head -20 >> "$S"
-for f in backend_split backend_fast; do
-  [ -f "$O/$f.log" ] && { echo "-- $f:"; grep -E "FAIL|check failed|^  prefill " "$O/$f.log" | head -24; } >> "$S"
-done
+[ -f "$O/backend.log" ] && { echo "-- backend:"; grep -E "FAIL|check failed|^  prefill " "$O/backend.log" | head -24; } >> "$S"
 for spec in $MODELS; do
   IFS=: read -r s ty <<< "$spec"
   m=/tmp/zr-pre-$s-$ty.gguf
   [ -f "$m" ] || "$D/bin/zrun-synth" --shape "$s" --type "$ty" -o "$m" > /dev/null 2>&1
-  modes="split tiled"
-  [ "$ty" != f16 ] && [ "$ty" != f32 ] && modes="$modes overlap"
-  for mode in $modes; do
-    echo "== $s $ty $mode ($(el))" >> "$O/bench.txt"
-    case $mode in
-      split) "$D/bin/zrun" bench -m "$m" -p 512 -n 0 -r 3 >> "$O/bench.txt" 2>&1 ;;
-      tiled) ZRUN_ATTN_PREFILL=tiled "$D/bin/zrun" bench -m "$m" -p 512 -n 0 -r 3 >> "$O/bench.txt" 2>&1 ;;
-      overlap) ZRUN_ATTN_PREFILL=tiled ZRUN_PREFILL_OVERLAP=1 "$D/bin/zrun" bench -m "$m" -p 512 -n 0 -r 3 \
-                 >> "$O/bench.txt" 2>&1 ;;
-    esac
-  done
+  echo "== $s $ty ($(el))" >> "$O/bench.txt"
+  "$D/bin/zrun" bench -m "$m" -p 512 -n 0 -r 3 >> "$O/bench.txt" 2>&1
   if [ "$spec" = "${MODELS%% *}" ] && [ -x "$D/bin/zrun-cuda-timing" ]; then
-    ZRUN_ATTN_PREFILL=tiled "$D/bin/zrun-cuda-timing" -m "$m" -p 512 -n 1 -r 1 -g -P > "$O/profile.txt" 2>&1
+    "$D/bin/zrun-cuda-timing" -m "$m" -p 512 -n 1 -r 1 -g -P > "$O/profile.txt" 2>&1
     echo "profile $s $ty: exit $? ($(el))" >> "$S"
   fi
   rm -f "$m"

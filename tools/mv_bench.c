@@ -1,24 +1,19 @@
 /* zrun-mv-bench: the decode matrix-vector kernels alone, on the matrices of Llama-3.2-1B and
  * Llama-3-8B (QKV with the input norm, attention output adding into the residual, gate|up
  * with the norm and the gated output, FFN down adding into the residual, the vocabulary
- * output), for each weight type, each kernel of the type (cu/matvec_*.cu, cu/matvec_variants.cu)
- * and each launch shape (row groups x split-K warps per block). Not a test.
+ * output), for each weight type, the type's kernel (cu/matvec_*.cu) at each launch shape (row
+ * groups x split-K warps per block). Not a test.
  *
  * Each figure is the median of 5 replays of a graph of K launches, divided by K; the launches
  * rotate over enough copies of the matrix (>= 128 MiB in all) that the L2 cache does not hold
  * them, so it is the time a decode step sees for that matrix, kernel gaps included. Weights
  * are random 16-bit words 0x3000..0x3fff (finite F16 values and scales, any quant bytes).
- *     zrun-mv-bench [-t f16,q8_0,q4_0,q4_k,q6_k,q4_k_m] [-m 1b,8b] [-o FILE.csv] [-q] [-s]
+ *     zrun-mv-bench [-t f16,q8_0,q4_0,q4_k,q6_k,q4_k_m] [-m 1b,8b] [-o FILE.csv] [-q]
  * -q: the forward pass's kernel and shape only. q4_k_m: the forward pass's own Q4_K / Q6_K
  * kernels and shapes on the matrices of llama.cpp's Q4_K_M mix (tools/synth.c), each launch as
  * the forward pass makes it (Q|K and V apart in the layers whose V is Q6_K).
- * -s: the forward pass's kernel and shape, the streaming kernel at zr_cuf_mvs_shape's launch
- * ("stream-rule"), and every streaming kernel (cu/matvec_stream.cu: mvs_*) with 2..8 stages on 1
- * or 2 blocks per SM (shape "sNbB": stages, blocks per SM, 0 = as many as fit), not the other
- * register kernels and shapes.
- * Prints, per model, type and matrix: the forward pass's own kernel and shape, and the best
- * kernel and shape found, in us and GB/s; then per model and type the matrix-vector time per
- * token, both ways. */
+ * Prints, per model, type and matrix: the forward pass's own shape and the best shape found, in
+ * us and GB/s; then per model and type the matrix-vector time per token, both ways. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,20 +37,9 @@ typedef struct Mat {
     int n_in, n_out, mode, add, per_token; /* per_token: launches per token (layers, or 1) */
 } Mat;
 
-typedef struct Kern {
-    const char *name;
-    ZrKernel k;
-    int rows_per_warp;
-    const ZrMvsInfo *stream; /* a streaming kernel (shape.stages > 0), else NULL */
-    int forward;             /* the forward pass's kernels: the register kernel, or the streaming one
-                                when shape.stages > 0 */
-    int rule;                /* a streaming kernel timed at zr_cuf_mvs_shape only */
-} Kern;
-
-/* "GxS" (row groups x split-K warps) or "sNbB" (streaming: stages, blocks per SM, 0 = all fit) */
-static const char *shape_str(ZrMvShape sp, int sm_count, char buf[32]) {
-    if (sp.stages > 0) snprintf(buf, 32, "s%db%d", sp.stages, sp.blocks / sm_count);
-    else snprintf(buf, 32, "%dx%d", sp.groups, sp.split);
+/* "GxS": row groups x split-K warps */
+static const char *shape_str(ZrMvShape sp, char buf[32]) {
+    snprintf(buf, 32, "%dx%d", sp.groups, sp.split);
     return buf;
 }
 
@@ -74,8 +58,8 @@ static bool listed(const char *list, const char *name) {
 
 static size_t a256(size_t n) { return (n + 255) & ~(size_t)255; }
 
-/* us per launch of kernel kn with the shape on K rotating copies of the matrix, or < 0 on error */
-static double time_config(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const Kern *kn, const ZrCuWeight *copies, int n_copies,
+/* us per launch of the type's kernel with the shape on K rotating copies of the matrix, or < 0 on error */
+static double time_config(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *copies, int n_copies,
                           const Mat *m, ZrMvShape shape, CUdeviceptr x, CUdeviceptr g, CUdeviceptr y, ZrError *err) {
     const ZrCuDriver *d = c->drv;
     const int K = n_copies * 2 < 16 ? 16 : n_copies * 2 > 256 ? 256 : n_copies * 2;
@@ -83,11 +67,7 @@ static double time_config(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const 
     for (int i = 0; i < K; i++) {
         const ZrCuWeight *w = &copies[i % n_copies];
         const CUdeviceptr add = m->add ? y : 0, nw = m->mode & ZR_CUF_MV_RMSNORM ? g : 0;
-        const int rc = kn->forward ? zr_cuf_matvec_shaped(l, k, w, x, y, add, nw, 1e-5f, m->mode, shape, err)
-                       : kn->stream ? zr_cuf_matvec_stream(l, k, &kn->k, kn->stream, w, x, y, add, nw, 1e-5f, m->mode,
-                                                           shape, err)
-                                    : zr_cuf_matvec_kernel(l, &kn->k, kn->rows_per_warp, w, x, y, add, nw, 1e-5f,
-                                                           m->mode, shape, err);
+        const int rc = zr_cuf_matvec_shaped(l, k, w, x, y, add, nw, 1e-5f, m->mode, shape, err);
         if (rc) {
             zr_launcher_record_end(l);
             return -1;
@@ -117,7 +97,7 @@ static double time_config(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const 
     d->cuEventDestroy(e1);
     zr_graph_destroy(d, &gr);
     if (rc) {
-        if (!err->msg[0]) zr_err(err, ZR_E_CUDA, "%s: timing failed", kn->name);
+        if (!err->msg[0]) zr_err(err, ZR_E_CUDA, "%s: timing failed", k->mv[copies[0].type].name);
         return -1;
     }
     qsort(t, 5, sizeof *t, cmpd);
@@ -159,8 +139,7 @@ static int kquant_mix(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const Shap
             copies[i] = (ZrCuWeight){.type = type, .n_in = m->n_in, .n_out = m->n_out,
                                      .main = pool + (size_t)i * bytes, .side = pool + (size_t)i * bytes + a256(mb)};
         const ZrMvShape def = zr_cuf_mv_shape(k, &copies[0], m->mode);
-        const Kern kn = {.name = "forward", .k = k->mv[type], .rows_per_warp = zr_cuf_mv_rows_per_warp(type), .forward = 1};
-        const double t = time_config(c, l, k, &kn, copies, n_copies, m, def, x, g, y, err);
+        const double t = time_config(c, l, k, copies, n_copies, m, def, x, g, y, err);
         free(copies);
         if (t < 0) return ZR_E_CUDA;
         /* GB/s of the file's bytes (ggml's block sizes), the figure zrun bench reports */
@@ -169,8 +148,8 @@ static int kquant_mix(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const Shap
                sh->name, "q4_k_m", m->name, m->n_in, m->n_out, zr_type_name(type), def.groups, def.split, t,
                file_bytes / t / 1e3, bytes / t / 1e3, m->per_token);
         if (csv)
-            fprintf(csv, "%s,q4_k_m:%s,%s,%d,%d,forward,%d,%d,%d,%d,%.3f,%.1f,1\n", sh->name, zr_type_name(type),
-                    m->name, m->n_in, m->n_out, def.groups, def.split, def.stages, def.blocks, t, file_bytes / t / 1e3);
+            fprintf(csv, "%s,q4_k_m:%s,%s,%d,%d,%d,%d,%.3f,%.1f,1\n", sh->name, zr_type_name(type), m->name, m->n_in,
+                    m->n_out, def.groups, def.split, t, file_bytes / t / 1e3);
         fflush(stdout);
         tok += t * m->per_token;
         bytes_tok += file_bytes * m->per_token;
@@ -183,15 +162,14 @@ static int kquant_mix(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const Shap
 
 int main(int argc, char **argv) {
     const char *types_arg = "f16,q8_0,q4_0", *models_arg = "1b,8b", *csv_path = NULL;
-    int opt, quick = 0, stream_only = 0;
-    while ((opt = getopt(argc, argv, "t:m:o:qs")) != -1) {
+    int opt, quick = 0;
+    while ((opt = getopt(argc, argv, "t:m:o:q")) != -1) {
         if (opt == 'q') quick = 1;
-        else if (opt == 's') stream_only = 1;
         else if (opt == 't') types_arg = optarg;
         else if (opt == 'm') models_arg = optarg;
         else if (opt == 'o') csv_path = optarg;
         else {
-            fprintf(stderr, "usage: zrun-mv-bench [-t f16,q8_0,q4_0,q4_k,q6_k,q4_k_m] [-m 1b,8b] [-o FILE.csv] [-q] [-s]\n");
+            fprintf(stderr, "usage: zrun-mv-bench [-t f16,q8_0,q4_0,q4_k,q6_k,q4_k_m] [-m 1b,8b] [-o FILE.csv] [-q]\n");
             return 2;
         }
     }
@@ -199,18 +177,10 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name;
         uint32_t type;
-        const char *variants[7];
     } types[] = {
-        {"f16", ZR_TYPE_F16, {"mvx_f16_r4p3", "mvx_f16_r4p2", NULL}},
-        {"q8_0", ZR_TYPE_Q8_0, {"mvx_q8_0_r4p3", "mvx_q8_0_r2p3", NULL}},
-        {"q4_0", ZR_TYPE_Q4_0, {NULL}},
-        {"q4_k", ZR_TYPE_Q4_K, {"mvx_q4_k_r2p3", "mvx_q4_k_xs", "mvx_q4_k_xs_p3", "mvx_q4_k_plain", "mvx_q4_k_xfs", "mvx_q4_k_xfs_p3", NULL}},
-        {"q6_k", ZR_TYPE_Q6_K, {"mvx_q6_k_r2p3", NULL}},
+        {"f16", ZR_TYPE_F16}, {"q8_0", ZR_TYPE_Q8_0}, {"q4_0", ZR_TYPE_Q4_0}, {"q4_k", ZR_TYPE_Q4_K}, {"q6_k", ZR_TYPE_Q6_K},
     };
-    static const ZrMvShape grid[] = {{8, 1, 0, 0}, {16, 1, 0, 0}, {4, 1, 0, 0}, {2, 1, 0, 0}, {4, 2, 0, 0},
-                                     {8, 2, 0, 0}, {2, 4, 0, 0}, {4, 4, 0, 0}, {1, 8, 0, 0}, {2, 8, 0, 0}};
-    /* streaming kernels: stages x blocks per SM (0: as many as fit, at most 2) */
-    static const int sgrid[][2] = {{2, 0}, {3, 0}, {4, 0}, {6, 0}, {3, 1}, {4, 1}, {6, 1}, {8, 1}};
+    static const ZrMvShape grid[] = {{8, 1}, {16, 1}, {4, 1}, {2, 1}, {4, 2}, {8, 2}, {2, 4}, {4, 4}, {1, 8}, {2, 8}};
     const ZrCuDriver *drv;
     ZrCuda cuda;
     ZrCuKernels k;
@@ -223,7 +193,7 @@ int main(int argc, char **argv) {
     }
     zr_launcher_init(&l, drv, cuda.stream);
     FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
-    if (csv) fprintf(csv, "model,type,matrix,n_in,n_out,kernel,groups,split,stages,blocks,us,gbps,default\n");
+    if (csv) fprintf(csv, "model,type,matrix,n_in,n_out,groups,split,us,gbps,default\n");
     /* one pool of random words holds every copy of every matrix */
     const size_t pool_bytes = (size_t)1152 << 20;
     CUdeviceptr pool, x, g, y;
@@ -263,8 +233,8 @@ int main(int argc, char **argv) {
         free(hx);
         free(h);
     }
-    printf("%-3s %-5s %-6s %6s %7s | %-17s %-5s %8s %7s | %-17s %-5s %8s %7s\n", "mdl", "type", "matrix", "n_in", "n_out",
-           "forward kernel", "shape", "us", "GB/s", "best kernel", "shape", "us", "GB/s");
+    printf("%-3s %-5s %-6s %6s %7s | %-13s %8s %7s | %-10s %8s %7s\n", "mdl", "type", "matrix", "n_in", "n_out",
+           "forward shape", "us", "GB/s", "best shape", "us", "GB/s");
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const Shape *sh = &shapes[si];
         if (!strstr(models_arg, sh->name)) continue;
@@ -282,41 +252,7 @@ int main(int argc, char **argv) {
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             if (!listed(types_arg, types[ti].name)) continue;
             const uint32_t type = types[ti].type;
-            Kern kerns[8];
-            int n_k = 0;
-            kerns[n_k++] = (Kern){.name = "forward", .k = k.mv[type], .rows_per_warp = zr_cuf_mv_rows_per_warp(type),
-                                  .forward = 1};
-            if (stream_only && k.has_mvs[type]) /* the type's streaming kernel with zr_cuf_mvs_shape's launch */
-                kerns[n_k++] = (Kern){.name = "stream-rule", .k = k.mvs[type], .stream = zr_cuf_mvs_info(type),
-                                      .rule = 1};
-            for (int v = 0; !quick && !stream_only && types[ti].variants[v]; v++) {
-                static const size_t sz[] = {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4};
-                Kern *kn = &kerns[n_k];
-                kn->name = types[ti].variants[v];
-                kn->rows_per_warp = strstr(kn->name, "_r4") ? 4 : 2;
-                const int smem = (int)((14336 + 4 * (14336 / 32)) * 4);
-                if (zr_cuda_kernel(&cuda, kn->name, sz, 11, &kn->k, &err) ||
-                    zr_cuda_kernel_set_smem(&cuda, &kn->k, smem, &err)) {
-                    fprintf(stderr, "zrun-mv-bench: %s\n", err.msg);
-                    return 1;
-                }
-                n_k++;
-            }
-            const ZrMvsInfo *mvs;
-            const int n_mvs = zr_cuf_mvs_list(&mvs);
-            for (int v = 0; !quick && cuda.props.cc_major >= 9 && v < n_mvs && n_k < 8; v++) {
-                static const size_t sz[] = {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4};
-                if (mvs[v].type != type) continue;
-                Kern *kn = &kerns[n_k];
-                *kn = (Kern){.name = mvs[v].name, .stream = &mvs[v]};
-                if (zr_cuda_kernel(&cuda, kn->name, sz, 11, &kn->k, &err) ||
-                    zr_cuda_kernel_set_smem(&cuda, &kn->k, k.smem_optin, &err)) {
-                    fprintf(stderr, "zrun-mv-bench: %s\n", err.msg);
-                    return 1;
-                }
-                n_k++;
-            }
-            double tok_fwd = 0, tok_best = 0, tok_rule = 0, bytes_tok = 0;
+            double tok_fwd = 0, tok_best = 0, bytes_tok = 0;
             for (size_t mi = 0; mi < sizeof mats / sizeof mats[0]; mi++) {
                 const Mat *m = &mats[mi];
                 const size_t mb = zr_cuw_main_row_bytes(type, m->n_in) * (size_t)m->n_out,
@@ -332,67 +268,46 @@ int main(int argc, char **argv) {
                     copies[i] = (ZrCuWeight){.type = type, .n_in = m->n_in, .n_out = m->n_out,
                                              .main = pool + (size_t)i * bytes, .side = pool + (size_t)i * bytes + a256(mb)};
                 const ZrMvShape def = zr_cuf_mv_shape(&k, &copies[0], m->mode);
-                double t_fwd = -1, t_best = 1e30, t_rule = -1;
-                const char *best_k = "";
+                double t_fwd = -1, t_best = 1e30;
                 ZrMvShape best_s = def;
-                for (int ki = 0; ki < n_k; ki++) {
-                    const Kern kk = kerns[ki];
-                    const size_t n_shapes = kk.stream ? sizeof sgrid / sizeof sgrid[0] : sizeof grid / sizeof grid[0];
-                    for (size_t gi = 0; gi < n_shapes; gi++) {
-                        ZrMvShape sp = quick || (stream_only && !kk.stream) ? def : grid[gi];
-                        if ((quick || (stream_only && !kk.stream) || kk.rule) && gi > 0) break;
-                        if (kk.rule) {
-                            sp = zr_cuf_mvs_shape(&k, &copies[0], m->mode);
-                            if (sp.stages == 0) continue;
-                        } else if (kk.stream) {
-                            sp = (ZrMvShape){.stages = sgrid[gi][0], .blocks = sgrid[gi][1] * k.sm_count};
-                            if (!zr_cuf_mvs_fits(&k, kk.stream, &copies[0], m->mode, sp.stages)) continue;
-                        }
-                        const int epi = type == ZR_TYPE_F16 ? 8 : type == ZR_TYPE_Q8_0 ? 16 : 32;
-                        if (sp.split > 1 && m->n_in / epi / sp.split < 32) continue;
-                        char sbuf[32];
-                        double t;
-                        t = time_config(&cuda, &l, &k, &kk, copies, n_copies, m, sp, x, g, y, &err);
-                        if (t < 0) {
-                            fprintf(stderr, "zrun-mv-bench: %s %s %s %s %s: %s\n", sh->name, types[ti].name, m->name,
-                                    kk.name, shape_str(sp, k.sm_count, sbuf), err.msg);
-                            return 1;
-                        }
-                        const bool is_def = ki == 0 && sp.groups == def.groups && sp.split == def.split &&
-                                            sp.stages == def.stages && sp.blocks == def.blocks;
-                        if (is_def) t_fwd = t;
-                        if (kk.rule) t_rule = t;
-                        if (t < t_best) {
-                            t_best = t;
-                            best_k = kk.name;
-                            best_s = sp;
-                        }
-                        if (csv)
-                            fprintf(csv, "%s,%s,%s,%d,%d,%s,%d,%d,%d,%d,%.3f,%.1f,%d\n", sh->name, types[ti].name,
-                                    m->name, m->n_in, m->n_out, kk.name, sp.groups, sp.split, sp.stages, sp.blocks, t,
-                                    bytes / t / 1e3, is_def);
+                for (size_t gi = 0; gi < sizeof grid / sizeof grid[0]; gi++) {
+                    const ZrMvShape sp = quick ? def : grid[gi];
+                    if (quick && gi > 0) break;
+                    const int epi = type == ZR_TYPE_F16 ? 8 : type == ZR_TYPE_Q8_0 ? 16 : 32;
+                    if (sp.split > 1 && m->n_in / epi / sp.split < 32) continue;
+                    char sbuf[32];
+                    const double t = time_config(&cuda, &l, &k, copies, n_copies, m, sp, x, g, y, &err);
+                    if (t < 0) {
+                        fprintf(stderr, "zrun-mv-bench: %s %s %s %s: %s\n", sh->name, types[ti].name, m->name,
+                                shape_str(sp, sbuf), err.msg);
+                        return 1;
                     }
+                    const bool is_def = sp.groups == def.groups && sp.split == def.split;
+                    if (is_def) t_fwd = t;
+                    if (t < t_best) {
+                        t_best = t;
+                        best_s = sp;
+                    }
+                    if (csv)
+                        fprintf(csv, "%s,%s,%s,%d,%d,%d,%d,%.3f,%.1f,%d\n", sh->name, types[ti].name, m->name,
+                                m->n_in, m->n_out, sp.groups, sp.split, t, bytes / t / 1e3, is_def);
                 }
                 if (t_fwd < 0) { /* the default shape is not in the grid: time it on its own */
-                    t_fwd = time_config(&cuda, &l, &k, &kerns[0], copies, n_copies, m, def, x, g, y, &err);
+                    t_fwd = time_config(&cuda, &l, &k, copies, n_copies, m, def, x, g, y, &err);
                 }
                 char s1[32], s2[32];
-                printf("%-3s %-5s %-6s %6d %7d | %-17s %-5s %8.2f %7.0f | %-17s %-5s %8.2f %7.0f\n", sh->name,
-                       types[ti].name, m->name, m->n_in, m->n_out, "forward", shape_str(def, k.sm_count, s1), t_fwd,
-                       bytes / t_fwd / 1e3, best_k, shape_str(best_s, k.sm_count, s2), t_best, bytes / t_best / 1e3);
+                printf("%-3s %-5s %-6s %6d %7d | %-13s %8.2f %7.0f | %-10s %8.2f %7.0f\n", sh->name, types[ti].name,
+                       m->name, m->n_in, m->n_out, shape_str(def, s1), t_fwd, bytes / t_fwd / 1e3, shape_str(best_s, s2),
+                       t_best, bytes / t_best / 1e3);
                 fflush(stdout);
                 tok_fwd += t_fwd * m->per_token;
                 tok_best += t_best * m->per_token;
-                tok_rule += (t_rule > 0 ? t_rule : t_fwd) * m->per_token;
                 bytes_tok += (double)bytes * m->per_token;
                 free(copies);
             }
             printf("%-3s %-5s per token: matrix-vector %.1f us (%.0f GB/s) with the forward shapes, %.1f us (%.0f GB/s) "
                    "with the best",
                    sh->name, types[ti].name, tok_fwd, bytes_tok / tok_fwd / 1e3, tok_best, bytes_tok / tok_best / 1e3);
-            if (stream_only)
-                printf(", %.1f us (%.0f GB/s) with zr_cuf_mvs_shape where it streams", tok_rule,
-                       bytes_tok / tok_rule / 1e3);
             printf("\n");
             fflush(stdout);
         }

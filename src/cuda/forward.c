@@ -55,45 +55,17 @@ static size_t mv_smem(int n_in) { return ((size_t)n_in + 4 * (size_t)((n_in + 31
 #define P 8 /* a pointer parameter */
 #define I 4 /* an int or float parameter */
 
-/* The environment switch `name` is set to `value`. */
-static bool env_is(const char *name, const char *value) {
-    const char *e = getenv(name);
-    return e && !strcmp(e, value);
-}
-
-/* ZRUN_MV_PREFETCH=D: the register matvec prefetches into L2 the weights it will load D steps
- * later (0 = off; values outside 0..15 are read as off). */
-static int mv_prefetch_env(const char *v) {
-    if (!v || !*v) return ZR_CUF_MV_PF_DEFAULT;
-    char *end;
-    const long d = strtol(v, &end, 10);
-    return *end || d < 0 || d > 15 ? 0 : (int)d;
-}
-
 int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *err) {
     static const size_t mv_sz[] = {P, P, P, P, P, P, I, I, I, I, I}, dq_sz[] = {P, P, P, I, I, I, I}, em_sz[] = {P, P, P, P, I, I};
     char name[64];
     int rc;
     memset(k, 0, sizeof *k);
     k->sm_count = c->props.sm_count > 0 ? c->props.sm_count : 1;
-    /* a kernel's static shared memory counts against the opt-in maximum too (the streaming
-     * kernels have < 1 KiB of it): dynamic shared memory stays 1 KiB below the maximum */
-    k->smem_optin = (c->props.max_smem_optin > 48 * 1024 ? c->props.max_smem_optin : 48 * 1024) - 1024;
     const size_t smem = mv_smem(max_n_in);
-    /* ZRUN_MV_Q4K=plain|xs|xfs: other Q4_K kernels (cu/matvec_q_k.cu, same rows per warp).
-     * The default matvec_q4_k reads the x sums of each 16 values from the staged copy and each
-     * nibble as 1 + q/16 (xf); plain adds the sums per item (the kernel before), xs stages the
-     * sums only, xfs also loads the side data once per item and row. H100, 8B Q4_K_M tg128
-     * graph: plain 327.0, xf 337.4, xfs 322.0 t/s (cu/PERF.md). */
-    const char *q4k_env = getenv("ZRUN_MV_Q4K");
-    const bool q4k_other = q4k_env && (!strcmp(q4k_env, "plain") || !strcmp(q4k_env, "xs") || !strcmp(q4k_env, "xfs"));
-    k->mvs_on = env_is("ZRUN_MATVEC", "stream");
-    k->mv_pf = mv_prefetch_env(getenv("ZRUN_MV_PREFETCH"));
     for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
         const char *tn = kname(t);
         if (!tn) continue;
         snprintf(name, sizeof name, "matvec_%s", tn);
-        if (t == ZR_TYPE_Q4_K && q4k_other) snprintf(name, sizeof name, "mvx_q4_k_%s", q4k_env);
         if ((rc = zr_cuda_kernel(c, name, mv_sz, 11, &k->mv[t], err))) return rc;
         if (smem + 1024 > 48 * 1024) { /* the kernel's static reduction arrays come on top */
             if ((int)smem > c->props.max_smem_optin)
@@ -103,14 +75,6 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
             if ((rc = zr_cuda_kernel_set_smem(c, &k->mv[t], (int)smem, err))) return rc;
         }
         k->has_mv[t] = true;
-        /* the streaming kernel is an alternative (bulk copies, cp.async.bulk, need sm_90): when it
-         * cannot be set up the register kernel does the work, so its error is not fatal
-         * (test_kernels requires it on sm_90) */
-        const ZrMvsInfo *si = zr_cuf_mvs_info(t);
-        ZrError soft = {0};
-        if (si && c->props.cc_major >= 9)
-            k->has_mvs[t] = !zr_cuda_kernel(c, si->name, mv_sz, 11, &k->mvs[t], &soft) &&
-                            !zr_cuda_kernel_set_smem(c, &k->mvs[t], k->smem_optin, &soft);
         snprintf(name, sizeof name, "embed_%s", tn);
         if ((rc = zr_cuda_kernel(c, name, em_sz, 6, &k->embed[t], err))) return rc;
         k->has_embed[t] = true;
@@ -196,11 +160,6 @@ static size_t wbuf_elems_of(const Dims *d) {
     return e;
 }
 
-/* ZRUN_PREFILL_OVERLAP=1: the prefill dequantizes quantized matrices on a second stream into
- * two alternating F16 buffers, so the dequantization of the next matrix (memory-bound) runs
- * during the current GEMM (compute-bound) instead of before it. Off until measured on a GPU. */
-static bool prefill_overlap_wanted(void) { return env_is("ZRUN_PREFILL_OVERLAP", "1"); }
-
 void zr_cuf_plan(const ZrModel *m, int n_ctx, size_t *weights, size_t *kv, size_t *work) {
     const Dims d = dims_of(m);
     size_t w = weight_bytes(&m->tok_embd) + align256((size_t)d.n_embd * 4) + 4096;
@@ -221,31 +180,21 @@ void zr_cuf_plan(const ZrModel *m, int n_ctx, size_t *weights, size_t *kv, size_
             (size_t)ZR_CUF_LOGIT_ROWS * d.n_vocab * f + (size_t)d.n_head * nd * (d.head_dim + 2) * f +
             UB * d.n_head * np * (size_t)(d.head_dim + 2) * f + UB * wmax * 2 + wbuf_elems_of(&d) * 2 +
             ((size_t)32 << 20) + UB * 4 + 64 * 256 + align256((size_t)m->hp.n_head * 4);
-    if (prefill_overlap_wanted()) *work += wbuf_elems_of(&d) * 2; /* the second dequantization buffer */
 }
 
-/* ZRUN_ATTN_DECODE=fused|split picks the decode attention: one kernel per layer
- * (attn_decode_f32) or rope_kv_f32 + attn_part_f32 + attn_combine_f32. Fused is the default:
- * H100 tg128 graph, 1B Q4_0 1501 -> 1835 t/s, 8B Q4_0 386 -> 447 (cu/PERF.md). */
-static bool attn_fused_wanted(void) { return !env_is("ZRUN_ATTN_DECODE", "split"); }
-
-/* ZRUN_ATTN_PREFILL=tiled|split picks the prefill attention: attn_prefill_f16_d* (tiled, tensor
- * cores; head_dim 64 and 128, projections not F32) or the split kernels (attn_part_f32 +
- * attn_combine_f32, one block per query row). Tiled is the default: on an H100 it took pp512 of
- * Llama-3-8B F16 from 13.4k to 34.2k t/s and Q4_0 from 11.2k to 22.3k (cu/PERF.md). */
-static bool attn_prefill_tiled_wanted(void) { return !env_is("ZRUN_ATTN_PREFILL", "split"); }
+/* The decode attention is the fused kernel (attn_decode_f32) wherever it takes the shape
+ * (zr_cuf_attn_decode_fits); else rope_kv_f32 + attn_part_f32 + attn_combine_f32. The fused
+ * kernel won its measurement: H100 tg128 graph, 1B Q4_0 1501 -> 1835 t/s, 8B Q4_0 386 -> 447
+ * (cu/PERF.md). */
 
 /* The fused kernel's chunks: a block per (query head, chunk) with 16 warps takes 128 rows
  * (head_dim 128; 256 at 64) in one batch of loads, so chunks of 128 rows (the split path's
  * chunk_d when larger) leave nothing to merge up to position 127 and few chunks after: at short
  * contexts a merge (fence, atomic, partials) costs more round trips than the block's rows.
- * ZRUN_ATTN_DECODE_CHUNK=N asks for N rows (for measurement), never fewer than chunk_d, so
- * n_chunks <= n_chunks_d and the split path's partials buffer holds the fused kernel's. */
+ * Never fewer than chunk_d, so n_chunks <= n_chunks_d and the split path's partials buffer holds
+ * the fused kernel's. */
 static void attn_fused_chunks(const ZrCuForward *f, int *chunk, int *n_chunks) {
-    const char *e = getenv("ZRUN_ATTN_DECODE_CHUNK");
-    long want = e ? strtol(e, NULL, 10) : 0;
-    if (want <= 0) want = 128;
-    *chunk = want < f->n_ctx ? (int)want : f->n_ctx;
+    *chunk = 128 < f->n_ctx ? 128 : f->n_ctx;
     if (*chunk < f->chunk_d) *chunk = f->chunk_d;
     *n_chunks = cdiv(f->n_ctx, *chunk);
 }
@@ -384,17 +333,6 @@ static int upload_rope(ZrCuForward *f, ZrError *err) {
     return rc;
 }
 
-/* The second stream, its events and the second F16 buffer of ZRUN_PREFILL_OVERLAP. */
-static int overlap_init(ZrCuForward *f, ZrError *err) {
-    const ZrCuDriver *d = f->cuda->drv;
-    ZR_CU_TRY(d, err, d->cuStreamCreate(&f->dq_stream, CU_STREAM_NON_BLOCKING), "prefill: cuStreamCreate");
-    for (int i = 0; i < 2; i++) {
-        ZR_CU_TRY(d, err, d->cuEventCreate(&f->dq_ready[i], CU_EVENT_DISABLE_TIMING), "prefill: cuEventCreate");
-        ZR_CU_TRY(d, err, d->cuEventCreate(&f->dq_free[i], CU_EVENT_DISABLE_TIMING), "prefill: cuEventCreate");
-    }
-    return dalloc(f, &f->wbuf2, f->wbuf_elems * 2, "f16 weight buffer", err);
-}
-
 int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, ZrCublasLt *lt, ZrCuKernels *k,
                 int n_ctx, ZrError *err) {
     memset(f, 0, sizeof *f);
@@ -503,10 +441,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     if ((rc = zr_cuda_memset8(cuda, f->d_pick, 0, ZR_PICK_BYTES, err))) goto fail; /* its block counter */
     if ((rc = zr_cuda_memset8(cuda, f->attn_count, 0, (size_t)hp->n_head * sizeof(int32_t), err))) goto fail;
     attn_fused_chunks(f, &f->chunk_f, &f->n_chunks_f);
-    f->attn_fused = attn_fused_wanted() &&
-                    zr_cuf_attn_decode_fits(hp->n_head, hp->n_head_kv, d.head_dim, hp->rope_dim, f->chunk_f);
-    f->attn_prefill_tiled = attn_prefill_tiled_wanted();
-    if (prefill_overlap_wanted() && cuda->drv->cuStreamWaitEvent && (rc = overlap_init(f, err))) goto fail;
+    f->attn_fused = zr_cuf_attn_decode_fits(hp->n_head, hp->n_head_kv, d.head_dim, hp->rope_dim, f->chunk_f);
     if ((rc = zr_cuda_sync(cuda, err))) goto fail;
     return ZR_OK;
 fail:
@@ -516,22 +451,11 @@ fail:
 
 void zr_cuf_forget(ZrCuForward *f) {
     f->n_allocs = 0;
-    f->dq_stream = NULL; /* gone with the context */
-    memset(f->dq_ready, 0, sizeof f->dq_ready);
-    memset(f->dq_free, 0, sizeof f->dq_free);
     zr_cuf_free(f);
 }
 
 void zr_cuf_free(ZrCuForward *f) {
     if (!f) return;
-    const ZrCuDriver *d = f->cuda ? f->cuda->drv : NULL;
-    for (int i = 0; d && i < 2; i++) {
-        if (f->dq_ready[i]) d->cuEventDestroy(f->dq_ready[i]);
-        if (f->dq_free[i]) d->cuEventDestroy(f->dq_free[i]);
-        f->dq_ready[i] = f->dq_free[i] = NULL;
-    }
-    if (d && f->dq_stream) d->cuStreamDestroy(f->dq_stream);
-    f->dq_stream = NULL;
     for (int i = 0; i < f->n_allocs; i++) zr_cuda_free(f->cuda, f->allocs[i]);
     free(f->allocs);
     free(f->layers);
@@ -542,67 +466,7 @@ void zr_cuf_free(ZrCuForward *f) {
 
 /* ---- launches ---- */
 
-/* Mirrors cu/matvec_stream.cu (name, type, RB, KC); the forward pass's kernel of a type first.
- * Every stage holds 16 KiB of the main stream (plus 1-2 KiB of scales for Q8_0/Q4_0). */
-static const ZrMvsInfo mvs_kernels[] = {
-    {"mvs_f16_r8k1024", ZR_TYPE_F16, 8, 1024},    {"mvs_f16_r16k512", ZR_TYPE_F16, 16, 512},
-    {"mvs_q8_0_r8k2048", ZR_TYPE_Q8_0, 8, 2048},  {"mvs_q8_0_r16k1024", ZR_TYPE_Q8_0, 16, 1024},
-    {"mvs_q4_0_r8k4096", ZR_TYPE_Q4_0, 8, 4096},  {"mvs_q4_0_r16k2048", ZR_TYPE_Q4_0, 16, 2048},
-};
-
-int zr_cuf_mvs_list(const ZrMvsInfo **out) {
-    *out = mvs_kernels;
-    return (int)(sizeof mvs_kernels / sizeof mvs_kernels[0]);
-}
-
-const ZrMvsInfo *zr_cuf_mvs_info(uint32_t type) {
-    for (size_t i = 0; i < sizeof mvs_kernels / sizeof mvs_kernels[0]; i++)
-        if (mvs_kernels[i].type == type) return &mvs_kernels[i];
-    return NULL;
-}
-
-/* cu/matvec_stream.cuh: a stage is `rows` pieces of kc elements of the main stream and, for
- * the block types, of the side stream (one F16 scale per 32 elements). */
-static size_t mvs_stage_bytes(const ZrMvsInfo *si) {
-    const size_t main = si->type == ZR_TYPE_F16 ? 2 * (size_t)si->kc : si->type == ZR_TYPE_Q8_0 ? (size_t)si->kc
-                                                                                                 : (size_t)si->kc / 2;
-    return (size_t)si->rows * (main + (si->type == ZR_TYPE_F16 ? 0 : (size_t)si->kc / 16));
-}
-
-static size_t mvs_smem(const ZrMvsInfo *si, int n_in, int stages) {
-    return (size_t)stages * mvs_stage_bytes(si) + mv_smem(n_in);
-}
-
-bool zr_cuf_mvs_fits(const ZrCuKernels *k, const ZrMvsInfo *si, const ZrCuWeight *w, int mode, int stages) {
-    return si && si->type == w->type && stages >= 1 && stages <= ZR_CUF_MVS_MAX_STAGES && w->n_in > 0 &&
-           w->n_in % 256 == 0 && w->main % 16 == 0 && w->side % 16 == 0 &&
-           (!(mode & ZR_CUF_MV_GLU) || w->n_out % 2 == 0) && mvs_smem(si, w->n_in, stages) <= (size_t)k->smem_optin;
-}
-
-int zr_cuf_matvec_stream(ZrLauncher *l, const ZrCuKernels *k, const ZrKernel *kern, const ZrMvsInfo *si,
-                         const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w,
-                         float eps, int mode, ZrMvShape shape, ZrError *err) {
-    if (!zr_cuf_mvs_fits(k, si, w, mode, shape.stages) || shape.blocks < 0)
-        return zr_err(err, ZR_E_INTERNAL, "%s: no streaming launch for [%d x %d] %s, mode %d, %d stages", kern->name,
-                      w->n_in, w->n_out, zr_type_name(w->type), mode, shape.stages);
-    const size_t smem = mvs_smem(si, w->n_in, shape.stages);
-    /* blocks resident at once: by shared memory (an SM has the opt-in maximum plus 1 KiB, and
-     * each block reserves 1 KiB and has ~0.4 KiB of static arrays), at most 2 (the kernels'
-     * __launch_bounds__ guarantee 2 by registers); the tiles are dealt round-robin to them */
-    const size_t per_block = smem + 1024 + 512, sm_bytes = (size_t)k->smem_optin + 2048;
-    long fit = (long)(sm_bytes / per_block);
-    fit = fit < 1 ? 1 : fit > 2 ? 2 : fit;
-    const int per_tile = mode & ZR_CUF_MV_GLU ? si->rows / 2 : si->rows;
-    const long tiles = ((mode & ZR_CUF_MV_GLU ? w->n_out / 2 : w->n_out) + per_tile - 1) / per_tile;
-    long blocks = fit * k->sm_count;
-    if (shape.blocks > 0 && shape.blocks < blocks) blocks = shape.blocks;
-    if (blocks > tiles) blocks = tiles;
-    return ZR_LAUNCH(l, kern, ZR_DIM1((unsigned)blocks), ZR_DIM1(256), (unsigned)smem, err, (void *)&w->main,
-                     (void *)&w->side, &x, &y, &add, &norm_w, &eps, (void *)&w->n_in, (void *)&w->n_out, &mode,
-                     (void *)&shape.stages);
-}
-
-ZrMvShape zr_cuf_mv_shape_register(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
+ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
     /* Measured on an H100 (tools/mv_bench.c over every shape, cu/PERF.md run 3): blocks of 8
      * row groups (the block stages x once for all of them, so fewer, larger blocks win), and
      * each row split over S warps (split-K) only while the grid has fewer than 16 warps per SM
@@ -622,38 +486,12 @@ ZrMvShape zr_cuf_mv_shape_register(const ZrCuKernels *k, const ZrCuWeight *w, in
     return (ZrMvShape){.groups = split <= 2 ? 8 : 4, .split = split};
 }
 
-/* Stages for the streaming kernel: 4 (16-18 KiB each) while two blocks still fit on an SM, else
- * fewer down to 3 (the 8B FFN down: its x alone is 58 KiB), else 4 on one block. */
-static int mvs_stages(const ZrCuKernels *k, const ZrMvsInfo *si, const ZrCuWeight *w) {
-    const size_t sm_bytes = (size_t)k->smem_optin + 2048;
-    for (int st = 4; st >= 3; st--)
-        if (2 * (mvs_smem(si, w->n_in, st) + 1024 + 512) <= sm_bytes) return st;
-    return 4;
-}
-
-ZrMvShape zr_cuf_mvs_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
-    const ZrMvsInfo *si = w->type < ZR_TYPE_COUNT && k->has_mvs[w->type] ? zr_cuf_mvs_info(w->type) : NULL;
-    if (si) {
-        const int st = mvs_stages(k, si, w);
-        if (zr_cuf_mvs_fits(k, si, w, mode, st)) return (ZrMvShape){.stages = st};
-    }
-    return (ZrMvShape){.groups = 0};
-}
-
-ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
-    /* The streaming kernel (zr_cuf_mvs_shape) is chosen only when asked for (ZRUN_MATVEC=stream)
-     * until it has been timed against the register kernel per matrix (tools/mv_bench.c -s). */
-    if (k->mvs_on) {
-        const ZrMvShape s = zr_cuf_mvs_shape(k, w, mode);
-        if (s.stages > 0) return s;
-    }
-    return zr_cuf_mv_shape_register(k, w, mode);
-}
-
-int zr_cuf_matvec_kernel(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, CUdeviceptr x,
-                         CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
-                         ZrError *err) {
-    const int R = rows_per_warp;
+int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
+                         CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err) {
+    if (w->type >= ZR_TYPE_COUNT || !k->has_mv[w->type])
+        return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
+    const ZrKernel *kern = &k->mv[w->type];
+    const int R = zr_cuf_mv_rows_per_warp(w->type);
     if (shape.groups < 1 || shape.split < 1 || shape.groups * shape.split * 32 > ZR_CUF_MV_MAX_THREADS ||
         ((mode & ZR_CUF_MV_GLU) && (R % 2 || w->n_out % 2)))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d x %d warps (%d rows each), mode %d", kern->name,
@@ -664,21 +502,6 @@ int zr_cuf_matvec_kernel(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp,
     return ZR_LAUNCH(l, kern, ZR_DIM1(cdiv(groups, (size_t)shape.groups)), ZR_DIM1(32 * shape.groups * shape.split),
                      (unsigned)mv_smem(w->n_in), err, (void *)&w->main, (void *)&w->side, &x, &y, &add, &norm_w, &eps,
                      (void *)&w->n_in, (void *)&w->n_out, &mode, (void *)&shape.split);
-}
-
-int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
-                         CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err) {
-    if (w->type >= ZR_TYPE_COUNT || !k->has_mv[w->type])
-        return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
-    if (shape.stages > 0) {
-        if (!k->has_mvs[w->type])
-            return zr_err(err, ZR_E_UNSUPPORTED, "no streaming matrix-vector kernel for type %s on this GPU",
-                          zr_type_name(w->type));
-        return zr_cuf_matvec_stream(l, k, &k->mvs[w->type], zr_cuf_mvs_info(w->type), w, x, y, add, norm_w, eps, mode,
-                                    shape, err);
-    }
-    return zr_cuf_matvec_kernel(l, &k->mv[w->type], zr_cuf_mv_rows_per_warp(w->type), w, x, y, add, norm_w, eps,
-                                mode | k->mv_pf << ZR_CUF_MV_PF_SHIFT, shape, err);
 }
 
 int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
@@ -820,15 +643,15 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
 
 /* ---- prefill ---- */
 
-/* Prefill attention for `rows` rows at positions d_pos[0]..: rope + KV write, then (with
- * ZRUN_ATTN_PREFILL=tiled) the tiled tensor-core kernel (cu/attention_prefill.cu), which reads
- * each K/V tile once per 64 query rows instead of once per row. F32 projections keep F32
- * attention (the split kernels: such models are held to the decode tolerance), as do head sizes
- * other than 64 and 128. */
+/* Prefill attention for `rows` rows at positions d_pos[0]..: rope + KV write, then the tiled
+ * tensor-core kernel (cu/attention_prefill.cu), which reads each K/V tile once per 64 query rows
+ * instead of once per row (H100 pp512 of Llama-3-8B F16 13.4k -> 34.2k t/s, Q4_0 11.2k ->
+ * 22.3k: cu/PERF.md). F32 projections keep F32 attention (the split kernels: such models are
+ * held to the decode tolerance), as do head sizes other than 64 and 128. */
 static int prefill_attention(ZrCuForward *f, int il, int rows, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
     const ZrKernel *kern = f->head_dim == 64 ? &f->k->attn_prefill[0] : f->head_dim == 128 ? &f->k->attn_prefill[1] : NULL;
-    if (!f->attn_prefill_tiled || !kern || f->layers[il].qkv[0].type == ZR_TYPE_F32)
+    if (!kern || f->layers[il].qkv[0].type == ZR_TYPE_F32)
         return attention(f, il, rows, f->part_p, f->chunk_p, f->n_chunks_p, err);
     int rc;
     if ((rc = qk_norm_rope(f, il, rows, err))) return rc;
@@ -860,37 +683,21 @@ static int gemm(ZrCuForward *f, const ZrCuWeight *w, int rows, CUdeviceptr x32, 
         g.d = y;
         return zr_cublaslt_gemm(f->lt, f->cuda->stream, &g, err);
     }
-    /* dequantize row slices into the F16 buffer, one GEMM per slice; with a second stream
-     * (ZRUN_PREFILL_OVERLAP) slices alternate between two buffers: the dequantization into
-     * buffer b waits for the GEMM that last read b (dq_free[b]), the GEMM for the
-     * dequantization (dq_ready[b]), so one dequantization runs beside the GEMM before it */
-    const ZrCuDriver *d = f->cuda->drv;
-    CUstream main_stream = f->cuda->stream;
+    /* dequantize row slices into the F16 buffer, one GEMM per slice */
     const int slice = (int)(f->wbuf_elems / (size_t)w->n_in);
     for (int r0 = 0; r0 < w->n_out; r0 += slice) {
-        const int nr = w->n_out - r0 < slice ? w->n_out - r0 : slice, b = f->dq_stream ? f->dq_count++ & 1 : 0;
-        CUdeviceptr buf = b ? f->wbuf2 : f->wbuf;
+        const int nr = w->n_out - r0 < slice ? w->n_out - r0 : slice;
         const size_t threads = (size_t)nr * ((w->n_in + 7) / 8);
-        if (f->dq_stream) {
-            ZR_CU_TRY(d, err, d->cuStreamWaitEvent(f->dq_stream, f->dq_free[b], 0), "prefill: cuStreamWaitEvent");
-            f->launcher->stream = f->dq_stream;
-        }
         int rc = ZR_LAUNCH(f->launcher, &f->k->dq[w->type], ZR_DIM1(cdiv(threads, 256)), ZR_DIM1(256), 0, err,
-                           (void *)&w->main, (void *)&w->side, &buf, (void *)&w->n_in, (void *)&w->n_out, &r0,
+                           (void *)&w->main, (void *)&w->side, &f->wbuf, (void *)&w->n_in, (void *)&w->n_out, &r0,
                            (void *)&nr);
-        f->launcher->stream = main_stream;
         if (rc) return rc;
-        if (f->dq_stream) {
-            ZR_CU_TRY(d, err, d->cuEventRecord(f->dq_ready[b], f->dq_stream), "prefill: cuEventRecord");
-            ZR_CU_TRY(d, err, d->cuStreamWaitEvent(main_stream, f->dq_ready[b], 0), "prefill: cuStreamWaitEvent");
-        }
         g.m = (uint64_t)nr;
-        g.a = buf;
+        g.a = f->wbuf;
         g.type_a = CUDA_R_16F;
         g.lda = w->n_in;
         g.d = fptr(y, r0);
-        if ((rc = zr_cublaslt_gemm(f->lt, main_stream, &g, err))) return rc;
-        if (f->dq_stream) ZR_CU_TRY(d, err, d->cuEventRecord(f->dq_free[b], main_stream), "prefill: cuEventRecord");
+        if ((rc = zr_cublaslt_gemm(f->lt, f->cuda->stream, &g, err))) return rc;
     }
     return ZR_OK;
 }

@@ -24,12 +24,7 @@
 typedef struct ZrCuKernels {
     ZrKernel mv[ZR_TYPE_COUNT], embed[ZR_TYPE_COUNT], dq[ZR_TYPE_COUNT];
     bool has_mv[ZR_TYPE_COUNT], has_embed[ZR_TYPE_COUNT], has_dq[ZR_TYPE_COUNT];
-    ZrKernel mvs[ZR_TYPE_COUNT]; /* the streaming matrix-vector kernel of a type (sm_90 and later) */
-    bool has_mvs[ZR_TYPE_COUNT];
-    bool mvs_on; /* ZRUN_MATVEC=stream: the forward pass streams every matrix that fits */
-    int mv_pf;   /* ZRUN_MV_PREFETCH: L2 prefetch distance of the register matvec, in steps (0-15) */
     int sm_count;   /* the device's multiprocessors (matrix-vector grid shapes) */
-    int smem_optin; /* dynamic shared memory one block may have, bytes */
     ZrKernel rmsnorm, rope_kv, attn_part, attn_combine, attn_decode, swiglu, add_rows, add, convert;
     ZrKernel argmax; /* the greedy pick (cuda/pick.h) */
     ZrKernel attn_prefill[2]; /* causal prefill attention, head_dim 64 / 128 (cu/attention_prefill.cu) */
@@ -81,14 +76,9 @@ typedef struct ZrCuForward {
     int chunk_d, n_chunks_d, chunk_p, n_chunks_p;
     int chunk_f, n_chunks_f;        /* the fused decode attention's chunks (>= chunk_d; set once at init) */
     CUdeviceptr attn_count;         /* i32 [n_head]: the fused decode attention's chunk counters (0 between launches) */
-    bool attn_fused;                /* decode attention in one kernel per layer (attn_decode_f32) */
-    bool attn_prefill_tiled;        /* ZRUN_ATTN_PREFILL=tiled: cu/attention_prefill.cu for M > 1 */
+    bool attn_fused;                /* decode attention in one kernel per layer (attn_decode_f32), where it fits */
     CUdeviceptr xh;                 /* f16 [UB][max width] GEMM activation operand */
     CUdeviceptr wbuf;               /* f16 [wbuf_elems] dequantized weight rows for one GEMM */
-    CUdeviceptr wbuf2;              /* f16 [wbuf_elems] the second one (ZRUN_PREFILL_OVERLAP), else 0 */
-    CUstream dq_stream;             /* ZRUN_PREFILL_OVERLAP: dequantization stream, else NULL */
-    CUevent dq_ready[2], dq_free[2];/* buffer b dequantized / its GEMM done */
-    unsigned dq_count;              /* dequantized slices so far: the next buffer is dq_count & 1 */
     size_t wbuf_elems;
     CUdeviceptr lt_ws;              /* cuBLASLt workspace */
     size_t lt_ws_bytes;
@@ -103,28 +93,13 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
 /* How the matrix-vector product reads x (cu/matvec.cuh ZR_MV_*), plus GLU: W stacks [gate; up]
  * (n_out = 2 n_half rows) and y[i] = silu(gate_i . x') * (up_i . x'), i < n_half. */
 enum { ZR_CUF_MV_PLAIN = 0, ZR_CUF_MV_RMSNORM = 1, ZR_CUF_MV_SWIGLU = 2, ZR_CUF_MV_GLU = 4 };
-#define ZR_CUF_MV_PF_SHIFT 4 /* cu/matvec.cuh ZR_MV_PF_SHIFT: mode bits 4..7, L2 prefetch distance */
-#define ZR_CUF_MV_PF_DEFAULT 0 /* until measured */
 #define ZR_CUF_MV_MAX_THREADS 512 /* cu/matvec.cuh ZR_MV_MAX_THREADS */
 
 /* The launch shape of a matrix-vector product: blocks of `groups` row groups (of the kernel's
- * rows per warp), each row split over `split` warps along its length (split-K). stages > 0
- * selects the streaming kernel instead (cu/matvec_stream.cuh: weights through shared memory,
- * `stages` copies of 16-18 KiB in flight per block) on at most `blocks` blocks (0: as many as
- * are resident at once on the device); groups and split are then unused. */
+ * rows per warp), each row split over `split` warps along its length (split-K). */
 typedef struct ZrMvShape {
     int groups, split;
-    int stages, blocks;
 } ZrMvShape;
-
-/* A streaming kernel (cu/matvec_stream.cu): its weight type, tile rows and elements per row
- * piece of a stage (the kernel's RB and KC). */
-typedef struct ZrMvsInfo {
-    const char *name;
-    uint32_t type;
-    int rows, kc;
-} ZrMvsInfo;
-#define ZR_CUF_MVS_MAX_STAGES 8 /* cu/matvec_stream.cuh ZR_MS_MAX_STAGES */
 
 /* y[n_out] = W x' (+ add[n_out]; add may equal y): the decode matrix-vector launch for any type,
  * where x' = x (PLAIN), RMSNorm(x) * norm_w with eps (RMSNORM), or silu(x[0..n_in)) *
@@ -136,31 +111,9 @@ int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUde
 int zr_cuf_mv_rows_per_warp(uint32_t type);
 /* The shape the forward pass uses for W in this mode on this device. */
 ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
-/* ... the best shape of the register kernel (what zr_cuf_mv_shape picks when it does not stream). */
-ZrMvShape zr_cuf_mv_shape_register(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
-/* ... the streaming kernel's shape for W (stages > 0), or stages == 0 when it cannot take W. */
-ZrMvShape zr_cuf_mvs_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
 /* The same product with a given shape (tests cover every shape; tools/mv_bench.c times them). */
 int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                          CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err);
-/* ... with any matrix-vector kernel of W's type (cu/matvec_variants.cu), given its rows per warp. */
-int zr_cuf_matvec_kernel(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, CUdeviceptr x,
-                         CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
-                         ZrError *err);
-
-/* Every streaming kernel (*out), the forward pass's kernel of a type first among that type's;
- * returns the count. */
-int zr_cuf_mvs_list(const ZrMvsInfo **out);
-/* The list entry of the forward pass's streaming kernel of a type, or NULL when it has none. */
-const ZrMvsInfo *zr_cuf_mvs_info(uint32_t type);
-/* Whether the streaming kernel `info` can compute W in this mode with `stages` stages on this
- * device (row length a multiple of 256, 16-byte aligned streams, shared memory, sm_90). */
-bool zr_cuf_mvs_fits(const ZrCuKernels *k, const ZrMvsInfo *info, const ZrCuWeight *w, int mode, int stages);
-/* The product through a streaming kernel (kern, found by info->name) with shape.stages and
- * shape.blocks; ZR_E_INTERNAL when it does not fit. */
-int zr_cuf_matvec_stream(ZrLauncher *l, const ZrCuKernels *k, const ZrKernel *kern, const ZrMvsInfo *info,
-                         const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w,
-                         float eps, int mode, ZrMvShape shape, ZrError *err);
 
 /* The decode attention of one layer in one launch (cu/attention_decode.cu): rope of q and k,
  * the KV-cache write of row pos[0], attention over rows 0..pos[0] in chunks of `chunk` (of

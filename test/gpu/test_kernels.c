@@ -60,21 +60,12 @@ typedef struct MvCase {
     int n_in, n_out, add, mode, groups, split;
 } MvCase;
 
-/* A streaming kernel (cu/matvec_stream.cu) and its launch: stages in flight, blocks (0: all
- * that fit). info NULL: the type's own streaming kernel with zr_cuf_mvs_shape's launch, through
- * zr_cuf_matvec_shaped (the forward pass's path). */
-typedef struct MvStream {
-    const ZrMvsInfo *info;
-    int stages, blocks;
-} MvStream;
-
 /* Runs one matrix-vector product and checks it; returns the worst |diff| / (atol + rtol|ref|)
  * (> 1 fails), or -1 when the quantizer refused the type. The reference normalizes with
  * zr_cpu_rmsnorm or gates with zr_cpu_swiglu first. GLU bounds the gated value through the
  * two dot products' bounds: |silu'| <= 1.1 times the gate's error times |up|, plus |silu(gate)|
- * times the up's error. kernel/rows_per_warp: a kernel other than the type's own (NULL: own);
- * st: kernel is that streaming kernel, launched with st's stages and blocks. */
-static double matvec_case(uint32_t type, MvCase c, const ZrKernel *kernel, int rows_per_warp, const MvStream *st) {
+ * times the up's error. */
+static double matvec_case(uint32_t type, MvCase c) {
     GpuEnv *g = gpu_env();
     const int n_in = c.n_in, n_out = c.n_out, in_mode = c.mode & 3;
     const bool glu = (c.mode & ZR_CUF_MV_GLU) != 0, with_add = c.add && !glu;
@@ -109,16 +100,7 @@ static double matvec_case(uint32_t type, MvCase c, const ZrKernel *kernel, int r
     const CUdeviceptr dadd = with_add ? dy : 0, dnorm = in_mode == ZR_CUF_MV_RMSNORM ? dg : 0;
     const ZrMvShape shape = {.groups = c.groups, .split = c.split};
     int rc;
-    if (st && !st->info) {
-        const ZrMvShape ms = zr_cuf_mvs_shape(&g->k, &dw, c.mode);
-        rc = ms.stages > 0 ? zr_cuf_matvec_shaped(&g->l, &g->k, &dw, dx, dy, dadd, dnorm, eps, c.mode, ms, &e)
-                           : zr_err(&e, ZR_E_INTERNAL, "no streaming shape");
-    } else if (st)
-        rc = zr_cuf_matvec_stream(&g->l, &g->k, kernel, st->info, &dw, dx, dy, dadd, dnorm, eps, c.mode,
-                                  (ZrMvShape){.stages = st->stages, .blocks = st->blocks}, &e);
-    else if (kernel)
-        rc = zr_cuf_matvec_kernel(&g->l, kernel, rows_per_warp, &dw, dx, dy, dadd, dnorm, eps, c.mode, shape, &e);
-    else if (c.groups)
+    if (c.groups)
         rc = zr_cuf_matvec_shaped(&g->l, &g->k, &dw, dx, dy, dadd, dnorm, eps, c.mode, shape, &e);
     else
         rc = zr_cuf_matvec(&g->l, &g->k, &dw, dx, dy, dadd, dnorm, eps, c.mode, &e);
@@ -136,8 +118,8 @@ static double matvec_case(uint32_t type, MvCase c, const ZrKernel *kernel, int r
             const double q = isfinite(y[r]) ? fabs((double)y[r] - want) / t : 1e30;
             if (q > worst) worst = q;
             if (q > 1.0 && worst == q)
-                fprintf(stderr, "  %s [%d x %d] %s row %d: gpu %.9g cpu %.9g (tol %.3g)\n", zr_type_name(type), n_in,
-                        n_out, kernel ? kernel->name : "", r, y[r], want, t);
+                fprintf(stderr, "  %s [%d x %d] row %d: gpu %.9g cpu %.9g (tol %.3g)\n", zr_type_name(type), n_in,
+                        n_out, r, y[r], want, t);
         }
     }
     gpu_free(g, dw.main);
@@ -157,12 +139,11 @@ static double matvec_case(uint32_t type, MvCase c, const ZrKernel *kernel, int r
     return worst;
 }
 
-static void print_case(uint32_t type, MvCase c, const ZrKernel *kernel, double q) {
+static void print_case(uint32_t type, MvCase c, double q) {
     const char *mode_name[] = {"", " rmsnorm", " swiglu"};
     fprintf(stderr, "  matvec %-5s [%5d x %4d]%s%s%s", zr_type_name(type), c.n_in, c.n_out, c.add ? " +add" : "",
             mode_name[c.mode & 3], c.mode & ZR_CUF_MV_GLU ? " glu" : "");
     if (c.groups) fprintf(stderr, " shape %dx%d", c.groups, c.split);
-    if (kernel) fprintf(stderr, " %s", kernel->name);
     fprintf(stderr, ": worst |diff|/tol = %.3g\n", q);
 }
 
@@ -186,25 +167,12 @@ static void matvec_type(uint32_t type) {
     const int n_cases = sizeof cases / sizeof cases[0] - (flt ? 0 : 6);
     double worst = 0;
     for (int i = 0; i < n_cases; i++) {
-        const double q = matvec_case(type, cases[i], NULL, 0, NULL);
+        const double q = matvec_case(type, cases[i]);
         ZT_CHECKF(q >= 0, "the quantizer refused %s", zr_type_name(type));
-        print_case(type, cases[i], NULL, q);
+        print_case(type, cases[i], q);
         if (q > worst) worst = q;
     }
     ZT_CHECKF(worst <= 1.0, "%s: worst |diff|/tol %.3g", zr_type_name(type), worst);
-    /* the same cases through the streaming kernel where it takes them (rows of 256 multiples) */
-    const ZrMvsInfo *si = zr_cuf_mvs_info(type);
-    if (!si || !gpu_env()->k.has_mvs[type]) return;
-    const MvStream own = {NULL, 0, 0};
-    worst = 0;
-    for (int i = 0; i < n_cases; i++) {
-        const ZrCuWeight probe = {.type = type, .n_in = cases[i].n_in, .n_out = cases[i].n_out};
-        if (cases[i].groups || zr_cuf_mvs_shape(&gpu_env()->k, &probe, cases[i].mode).stages == 0) continue;
-        const double q = matvec_case(type, cases[i], NULL, 0, &own);
-        print_case(type, cases[i], &gpu_env()->k.mvs[type], q);
-        if (q > worst) worst = q;
-    }
-    ZT_CHECKF(worst <= 1.0, "%s streaming: worst |diff|/tol %.3g", zr_type_name(type), worst);
 }
 
 #define MATVEC_TEST(T, ID) \
@@ -222,104 +190,6 @@ MATVEC_TEST(q3_k, ZR_TYPE_Q3_K)
 MATVEC_TEST(q4_k, ZR_TYPE_Q4_K)
 MATVEC_TEST(q5_k, ZR_TYPE_Q5_K)
 MATVEC_TEST(q6_k, ZR_TYPE_Q6_K)
-
-/* The other shapes of the F16 / Q8_0 kernels (cu/matvec_variants.cu) and of Q4_K / Q6_K
- * (cu/matvec_q_k.cu; mvx_q4_k_xs*: the x sums staged in the pad of the shared copy), timed by
- * tools/mv_bench.c: the same checks through a few launch shapes and every input mode. */
-ZT_TEST(matvec_variant_kernels_match_cpu_dot_row) {
-    GpuEnv *g = gpu_env();
-    if (!g) return;
-    static const char *const names[] = {"mvx_f16_r4p3",  "mvx_f16_r4p2",  "mvx_q8_0_r4p3",
-                                        "mvx_q8_0_r2p3", "mvx_q4_k_r2p3", "mvx_q6_k_r2p3",
-                                        "mvx_q4_k_xs",   "mvx_q4_k_xs_p3", "mvx_q4_k_plain",
-                                        "mvx_q4_k_xfs",   "mvx_q4_k_xfs_p3"};
-    static const size_t sz[] = {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4};
-    const int R = ZR_CUF_MV_RMSNORM, GL = ZR_CUF_MV_GLU;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        ZrKernel kern;
-        ZrError e = {0};
-        ZT_CHECKF(!zr_cuda_kernel(&g->cuda, names[i], sz, 11, &kern, &e), "%s", e.msg);
-        const uint32_t type = strstr(names[i], "f16")    ? ZR_TYPE_F16
-                               : strstr(names[i], "q4_k") ? ZR_TYPE_Q4_K
-                               : strstr(names[i], "q6_k") ? ZR_TYPE_Q6_K
-                                                          : ZR_TYPE_Q8_0;
-        const int rpw = strstr(names[i], "_r4") ? 4 : 2;
-        const MvCase cases[] = {{4096, 1000, 1, R, 8, 1}, {4096, 333, 1, 0, 2, 4}, {2048, 202, 0, R | GL, 4, 2},
-                                {8192, 77, 1, 0, 1, 8},     {8192, 50, 1, ZR_CUF_MV_SWIGLU, 2, 2}};
-        double worst = 0;
-        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-            const double q = matvec_case(type, cases[c], &kern, rpw, NULL);
-            print_case(type, cases[c], &kern, q);
-            if (q > worst) worst = q;
-        }
-        ZT_CHECKF(worst <= 1.0, "%s: worst |diff|/tol %.3g", names[i], worst);
-    }
-}
-
-/* The streaming kernels (cu/matvec_stream.cu; sm_90): every mode, rows that end inside a stage
- * (2304 = 9 x 256, 14336 with stages of 4096), rows shorter than a stage (256), partial tiles,
- * 1..8 stages, and few blocks so that each streams many tiles through one pipeline. */
-ZT_TEST(matvec_stream_kernels_match_cpu_dot_row) {
-    GpuEnv *g = gpu_env();
-    if (!g) return;
-    if (!g->cuda.props.cc_major || g->cuda.props.cc_major < 9) {
-        zt_skip("the streaming kernels need sm_90 (cp.async.bulk)");
-        return;
-    }
-    static const size_t sz[] = {8, 8, 8, 8, 8, 8, 4, 4, 4, 4, 4};
-    const int R = ZR_CUF_MV_RMSNORM, S = ZR_CUF_MV_SWIGLU, GL = ZR_CUF_MV_GLU;
-    /* the forward pass has each type's streaming kernel (its setup failing is not fatal there) */
-    ZT_CHECK(g->k.has_mvs[ZR_TYPE_F16] && g->k.has_mvs[ZR_TYPE_Q8_0] && g->k.has_mvs[ZR_TYPE_Q4_0]);
-    /* (n_in, n_out, add, mode), stages, blocks */
-    static const struct {
-        MvCase c;
-        int stages, blocks;
-    } cases[] = {
-        {{4096, 1000, 1, 0, 0, 0}, 4, 0},  {{2304, 37, 0, R, 0, 0}, 3, 0},     {{14336, 40, 1, S, 0, 0}, 3, 0},
-        {{4096, 200, 0, R | GL, 0, 0}, 2, 0}, {{2048, 74, 0, GL, 0, 0}, 6, 0}, {{4096, 333, 1, R, 0, 0}, 4, 3},
-        {{256, 5, 0, 0, 0, 0}, 1, 0},      {{8192, 300, 1, 0, 0, 0}, 8, 7},    {{4096, 1000, 0, R | GL, 0, 0}, 5, 2},
-        {{512, 33, 0, S, 0, 0}, 2, 1},     {{14336, 66, 1, R, 0, 0}, 2, 2},    {{2304, 90, 0, R | GL, 0, 0}, 3, 1},
-    };
-    const ZrMvsInfo *list;
-    const int n = zr_cuf_mvs_list(&list);
-    for (int i = 0; i < n; i++) {
-        ZrKernel kern;
-        ZrError e = {0};
-        ZT_CHECKF(!zr_cuda_kernel(&g->cuda, list[i].name, sz, 11, &kern, &e) &&
-                      !zr_cuda_kernel_set_smem(&g->cuda, &kern, g->k.smem_optin, &e),
-                  "%s", e.msg);
-        double worst = 0;
-        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-            const MvStream st = {&list[i], cases[c].stages, cases[c].blocks};
-            const double q = matvec_case(list[i].type, cases[c].c, &kern, 0, &st);
-            print_case(list[i].type, cases[c].c, &kern, q);
-            fprintf(stderr, "    (%d stages, %d blocks)\n", st.stages, st.blocks);
-            if (q > worst) worst = q;
-        }
-        ZT_CHECKF(worst <= 1.0, "%s: worst |diff|/tol %.3g", list[i].name, worst);
-    }
-}
-
-/* Which matrices the streaming kernels take: rows of whole 256-element pieces only, and an
- * even number of rows for the gated output. */
-ZT_TEST(matvec_stream_fits_only_rows_of_256_multiples) {
-    GpuEnv *g = gpu_env();
-    if (!g) return;
-    const ZrMvsInfo *si = zr_cuf_mvs_info(ZR_TYPE_Q4_0);
-    ZT_CHECK(si != NULL);
-    ZrCuWeight w = {.type = ZR_TYPE_Q4_0, .n_in = 4096, .n_out = 1001, .main = 256, .side = 4096};
-    ZT_CHECK(zr_cuf_mvs_fits(&g->k, si, &w, ZR_CUF_MV_RMSNORM, 4));
-    ZT_CHECK(!zr_cuf_mvs_fits(&g->k, si, &w, ZR_CUF_MV_GLU, 4));
-    ZT_CHECK(!zr_cuf_mvs_fits(&g->k, si, &w, 0, 0));
-    ZT_CHECK(!zr_cuf_mvs_fits(&g->k, si, &w, 0, 9));
-    w.n_in = 4096 + 32;
-    ZT_CHECK(!zr_cuf_mvs_fits(&g->k, si, &w, 0, 4));
-    w.n_in = 4096;
-    w.side = 4104;
-    ZT_CHECK(!zr_cuf_mvs_fits(&g->k, si, &w, 0, 4));
-    w.type = ZR_TYPE_F16;
-    ZT_CHECK(!zr_cuf_mvs_fits(&g->k, si, &w, 0, 4));
-}
 
 /* Dequantization to F16 (prefill) and embedding rows: every type against zr_dequant_row. */
 ZT_TEST(dequant_f16_and_embed_match_zr_dequant_row_for_every_type) {
