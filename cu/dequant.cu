@@ -2,6 +2,7 @@
 // out + (r - row0)*n_in) for the prefill GEMM (cuBLASLt on F16 operands, F32 accumulation).
 // Each thread writes 8 consecutive values (one 16-byte store when n_in is a multiple of 8).
 // grid ceil(n_rows*ceil(n_in/8) / 256), block 256.
+#include "kernels.cuh"
 #include "quant.cuh"
 
 template <int TYPE>
@@ -31,7 +32,8 @@ __device__ __forceinline__ void zr_dequant_f16(const uint8_t *__restrict__ w, co
     ZR_KERNEL void __launch_bounds__(256) NAME(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,  \
                                                __half *__restrict__ out, int n_in, int n_out, int row0, int n_rows) { \
         zr_dequant_f16<TYPE>(w, ws, out, n_in, n_out, row0, n_rows);                                     \
-    }
+    }                                                                                                    \
+    ZR_KCHECK_FAMILY(dq, NAME);
 
 // dequant_<kernel>_f16 for every type with kernels in the type table but F16, which the prefill
 // GEMM reads as it is. The exception without a table column: ZR_DQ_SKIP_<E> is a comma for F16

@@ -2,6 +2,7 @@
 // Token ids are read from device memory (the decode graph never changes per token); an id
 // outside [0, n_vocab) reads row 0 rather than out of bounds (the host validates ids first).
 // grid (ceil(n_embd / 256), M), block 256.
+#include "kernels.cuh"
 #include "quant.cuh"
 
 template <int TYPE>
@@ -19,7 +20,8 @@ __device__ __forceinline__ void zr_embed(const uint8_t *__restrict__ w, const ui
                                                const int *__restrict__ tok, float *__restrict__ out, int n_embd, \
                                                int n_vocab) {                                           \
         zr_embed<TYPE>(w, ws, tok, out, n_embd, n_vocab);                                               \
-    }
+    }                                                                                                   \
+    ZR_KCHECK_FAMILY(embed, NAME);
 
 // embed_<kernel> for every type with kernels in the type table
 #define ZR_TYPE(id, E, name, block, bytes, kernel, item, main, side) ZR_EMBED(embed_##kernel, ZR_T_##E)

@@ -8,7 +8,7 @@
 // the quant -> float conversion avoids the slow converter (zr_byte_f). x is staged in shared
 // memory with 4 floats of padding every 32 so the per-lane 16-byte reads do not conflict.
 //
-// Launch (src/cuda/forward.c picks the shape per matrix): block 32*G*S threads (at most
+// Launch (src/cuda/mv_shape.c picks the shape per matrix): block 32*G*S threads (at most
 // ZR_MV_MAX_THREADS) = G row groups of R rows, each split over S warps along the row (split-K,
 // for matrices with too few rows to fill the GPU); grid ceil(row groups / G); dynamic shared
 // memory zr_mv_smem_bytes(n_in) = (n_in + 4*ceil(n_in/32)) * 4. x must be 16-byte aligned.
@@ -17,6 +17,7 @@
 // halves) plus ZR_MV_GLU (gated output); every block computes the norm of the whole x itself
 // (the same arithmetic in each: deterministic).
 #pragma once
+#include "kernels.cuh"
 #include "quant.cuh"
 
 #define ZR_MV_MAX_THREADS 512
@@ -667,4 +668,5 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
              float *y, const float *add, const float *__restrict__ norm_w, float eps, int n_in, int n_out, \
              int mode, int split) {                                                                     \
         zr_matvec<TRAITS, R, P>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, split);                  \
-    }
+    }                                                                                                   \
+    ZR_KCHECK_FAMILY(mv, NAME);

@@ -1,5 +1,5 @@
 // Decode matrix-vector products for float weights (F32, F16, BF16): y = W x (+ add).
-// (rows per warp R, pipeline stages P, register cap): the host mirrors R in forward.c
+// (rows per warp R, pipeline stages P, register cap): the host mirrors R in mv_shape.c
 // (zr_cuf_mv_rows_per_warp). R=2, P=2 at 64 registers: 4 blocks of 256 threads per SM; more
 // warps beat deeper register pipelines here (cu/PERF.md, run 3).
 #include "matvec.cuh"

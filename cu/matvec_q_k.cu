@@ -1,5 +1,5 @@
 // Decode matrix-vector products for the 256-element super-block K-quants (Q2_K .. Q6_K).
-// (rows per warp R, pipeline stages P, register cap): the host mirrors R in forward.c
+// (rows per warp R, pipeline stages P, register cap): the host mirrors R in mv_shape.c
 // (zr_cuf_mv_rows_per_warp). Q4_K / Q6_K: R=2 P=2 at 64 registers (61 / 63 used, no spills;
 // 32 warps per SM as Q4_0's), measured in cu/PERF.md (kquant).
 #include "matvec.cuh"

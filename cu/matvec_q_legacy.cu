@@ -1,5 +1,5 @@
 // Decode matrix-vector products for the 32-element block types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1).
-// (rows per warp R, pipeline stages P, register cap): the host mirrors R in forward.c
+// (rows per warp R, pipeline stages P, register cap): the host mirrors R in mv_shape.c
 // (zr_cuf_mv_rows_per_warp). R=2, P=2 at 64 registers where it fits without spilling: 4 blocks
 // of 256 threads per SM (cu/PERF.md, run 3).
 #include "matvec.cuh"

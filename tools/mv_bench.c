@@ -273,7 +273,7 @@ int main(int argc, char **argv) {
                 for (size_t gi = 0; gi < sizeof grid / sizeof grid[0]; gi++) {
                     const ZrMvShape sp = quick ? def : grid[gi];
                     if (quick && gi > 0) break;
-                    const int epi = type == ZR_TYPE_F16 ? 8 : type == ZR_TYPE_Q8_0 ? 16 : 32;
+                    const int epi = (int)zr_type_info(type)->item; /* values per 16-byte item */
                     if (sp.split > 1 && m->n_in / epi / sp.split < 32) continue;
                     char sbuf[32];
                     const double t = time_config(&cuda, &l, &k, copies, n_copies, m, sp, x, g, y, &err);

@@ -1,6 +1,9 @@
-/* The GPU forward pass: weights uploaded once, the KV cache and every workspace allocated once
- * before the first token, a decode step that is nothing but launches through the launcher
- * (so the graph controller can record and replay it), and a prefill through cuBLASLt GEMMs.
+/* The GPU forward pass: weights uploaded once (cuda/upload.c), the KV cache and every workspace
+ * allocated once before the first token (cuda/buffers.c), a decode step that is nothing but
+ * launches through the launcher (so the graph controller can record and replay it), and a
+ * prefill through cuBLASLt GEMMs. The kernels are cuda/kreg.h's, launched through the typed
+ * wrappers of cuda/klaunch.h; the matrix-vector shapes are cuda/mv_shape.c's and the attention
+ * kernels cuda/attn.c's choice.
  *
  * Precision: the decode step computes in F32 throughout (F32 activations, F32 accumulation in
  * every matrix-vector kernel, F32 KV cache), as the CPU reference does. The prefill (M > 1)
@@ -11,25 +14,17 @@
 #include <stdint.h>
 
 #include "cuda/cublaslt.h"
+#include "cuda/klaunch.h"
+#include "cuda/kreg.h"
 #include "cuda/launch.h"
 #include "cuda/module.h"
+#include "cuda/mv_shape.h"
 #include "cuda/weights.h"
 #include "model.h"
 #include "quant.h"
 
 #define ZR_CUF_UBATCH 512   /* prefill tokens per pass (activation buffers hold this many rows) */
 #define ZR_CUF_LOGIT_ROWS 64 /* logit rows computed per output GEMM when all rows are asked for */
-
-/* Kernels by name, looked up once. Per-type tables are indexed by ZrType. */
-typedef struct ZrCuKernels {
-    ZrKernel mv[ZR_TYPE_COUNT], embed[ZR_TYPE_COUNT], dq[ZR_TYPE_COUNT];
-    bool has_mv[ZR_TYPE_COUNT], has_embed[ZR_TYPE_COUNT], has_dq[ZR_TYPE_COUNT];
-    int sm_count;   /* the device's multiprocessors (matrix-vector grid shapes) */
-    ZrKernel rmsnorm, rope_kv, attn_part, attn_combine, attn_decode, swiglu, add_rows, add, convert;
-    ZrKernel argmax; /* the greedy pick (cuda/pick.h) */
-    ZrKernel attn_prefill[2]; /* causal prefill attention, head_dim 64 / 128 (cu/attention_prefill.cu) */
-    ZrKernel rmsnorm_f16, swiglu_f16; /* the prefill's F16 GEMM operands written directly (cu/prefill_f16.cu) */
-} ZrCuKernels;
 
 typedef struct ZrCuLayer {
     CUdeviceptr attn_norm, ffn_norm; /* f32 [n_embd] */
@@ -82,53 +77,9 @@ typedef struct ZrCuForward {
     size_t wbuf_elems;
     CUdeviceptr lt_ws;              /* cuBLASLt workspace */
     size_t lt_ws_bytes;
-    CUdeviceptr *allocs;            /* everything above, for freeing */
+    CUdeviceptr *allocs;            /* everything above, for freeing (cuda/upload.h zr_cuf_dalloc) */
     int n_allocs, cap_allocs;
 } ZrCuForward;
-
-/* Looks up every kernel (and raises the matrix-vector kernels' shared memory limit to what
- * the model's widest row needs). */
-int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *err);
-
-/* How the matrix-vector product reads x (cu/matvec.cuh ZR_MV_*), plus GLU: W stacks [gate; up]
- * (n_out = 2 n_half rows) and y[i] = silu(gate_i . x') * (up_i . x'), i < n_half. */
-enum { ZR_CUF_MV_PLAIN = 0, ZR_CUF_MV_RMSNORM = 1, ZR_CUF_MV_SWIGLU = 2, ZR_CUF_MV_GLU = 4 };
-#define ZR_CUF_MV_MAX_THREADS 512 /* cu/matvec.cuh ZR_MV_MAX_THREADS */
-
-/* The launch shape of a matrix-vector product: blocks of `groups` row groups (of the kernel's
- * rows per warp), each row split over `split` warps along its length (split-K). */
-typedef struct ZrMvShape {
-    int groups, split;
-} ZrMvShape;
-
-/* y[n_out] = W x' (+ add[n_out]; add may equal y): the decode matrix-vector launch for any type,
- * where x' = x (PLAIN), RMSNorm(x) * norm_w with eps (RMSNORM), or silu(x[0..n_in)) *
- * x[n_in..2 n_in) (SWIGLU); with GLU (| any of those) y gets n_out/2 gated values and add must
- * be 0. x must be 16-byte aligned. The shape is zr_cuf_mv_shape's. */
-int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
-                  CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrError *err);
-/* Rows of W each warp of the type's kernel computes (cu/matvec_*.cu). */
-int zr_cuf_mv_rows_per_warp(uint32_t type);
-/* The shape the forward pass uses for W in this mode on this device. */
-ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
-/* The same product with a given shape (tests cover every shape; tools/mv_bench.c times them). */
-int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
-                         CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err);
-
-/* The decode attention of one layer in one launch (cu/attention_decode.cu): rope of q and k,
- * the KV-cache write of row pos[0], attention over rows 0..pos[0] in chunks of `chunk` (of
- * n_chunks), and the merge. qkv: the decode row [n_head*head_dim | kv_dim | kv_dim] before
- * rope (read only); kc, vc: the layer's caches [n_ctx][kv_dim]; part: n_head * n_chunks *
- * (head_dim + 2) floats; count: i32 [n_head], zero (and left zero); out: [n_head*head_dim];
- * freq: f64 [rope_dim/2] (rope.cu); pos: i32 [1]. */
-typedef struct ZrCuAttnDecode {
-    CUdeviceptr qkv, kc, vc, part, count, out, freq, pos;
-    int n_head, n_kv, head_dim, rope_dim, neox, chunk, n_chunks;
-} ZrCuAttnDecode;
-/* Whether attn_decode_f32 handles this shape (n_head a multiple of n_kv, head_dim % 4 == 0 and
- * <= 128, any chunk); else the decode uses rope_kv_f32, attn_part_f32 and attn_combine_f32. */
-bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, int chunk);
-int zr_cuf_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err);
 
 /* Uploads the weights and allocates the KV cache for n_ctx and every workspace. Checks first
  * that it all fits: out of memory says how much was needed and how much was free. */

@@ -471,7 +471,7 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
     const ZrCuAttnDecode a = {.qkv = dqkv, .kc = dk, .vc = dv, .part = part, .count = dcount, .out = dout, .freq = df,
                               .pos = dp, .n_head = n_head, .n_kv = n_kv, .head_dim = hd, .rope_dim = rope_dim,
                               .neox = neox, .chunk = chunk, .n_chunks = n_chunks};
-    ZT_CHECKF(!zr_cuf_attn_decode(&g->l, &g->k, &a, &e), "%s", e.msg);
+    ZT_CHECKF(!zr_k_attn_decode(&g->l, &g->k, &a, &e), "%s", e.msg);
     gpu_download(g, out, dout, sizeof(float) * q_dim);
     gpu_download(g, kg, dk, sizeof(float) * cache);
     gpu_download(g, vg, dv, sizeof(float) * cache);
@@ -514,7 +514,7 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
         }
     }
     /* again, from the state the first launch left (counters, cache row pos): the same bits */
-    ZT_CHECKF(!zr_cuf_attn_decode(&g->l, &g->k, &a, &e), "%s", e.msg);
+    ZT_CHECKF(!zr_k_attn_decode(&g->l, &g->k, &a, &e), "%s", e.msg);
     gpu_download(g, out2, dout, sizeof(float) * q_dim);
     ZT_CHECKF(!memcmp(out, out2, sizeof(float) * q_dim), "pos %d: a second launch gave other bits", pos);
     gpu_download(g, count, dcount, sizeof(int32_t) * n_head);
@@ -601,7 +601,8 @@ static double attention_prefill_case(int n_head, int n_kv, int hd, int M, int po
     const float scale_log2 = (float)(1.4426950408889634 * scale);
     ZrError e = {0};
     double *sc = malloc(sizeof(double) * n_ctx), *ds = malloc(sizeof(double) * n_ctx), worst = 0;
-    if (ZR_LAUNCH(&g->l, &g->k.attn_prefill[kern], ZR_DIM3(n_head, (M + 63) / 64, 1), ZR_DIM1(128), 0, &e, &dq,
+    const ZrKernel *kp = kern ? &g->k.attn_prefill_d128 : &g->k.attn_prefill_d64;
+    if (ZR_LAUNCH(&g->l, kp, ZR_DIM3(n_head, (M + 63) / 64, 1), ZR_DIM1(128), 0, &e, &dq,
                   (void *)&q_stride, &dk, &dv, &dout, (void *)&q_dim, &dp, (void *)&M, (void *)&n_head, (void *)&n_kv,
                   (void *)&scale_log2)) {
         fprintf(stderr, "  %s\n", e.msg);

@@ -1,0 +1,102 @@
+#include "cuda/attn.h"
+
+/* Decode chunks of n_ctx/64 rows, rounded up to 32 and kept within 32..256 (at most 1024
+ * chunks); prefill chunks of up to 4096 rows (the block keeps a chunk's scores in shared
+ * memory). A decode block's P.V loop walks its chunk row by row, so short chunks keep it short
+ * at the start of a context (tg128: positions 0..127); the cap of 64 chunks (for n_ctx <= 16384)
+ * bounds the blocks that exit at once past the sequence. */
+void zr_cuf_attn_chunks(int n_ctx, int *chunk_d, int *n_d, int *chunk_p, int *n_p) {
+    int cd = (n_ctx / 64 + 31) / 32 * 32;
+    cd = cd < 32 ? 32 : cd > 256 ? 256 : cd;
+    if ((n_ctx + cd - 1) / cd > 1024) cd = ((n_ctx + 1023) / 1024 + 31) / 32 * 32;
+    *chunk_d = cd;
+    *n_d = (n_ctx + cd - 1) / cd;
+    const int cp = n_ctx < 4096 ? n_ctx : 4096;
+    *chunk_p = cp;
+    *n_p = (n_ctx + cp - 1) / cp;
+}
+
+/* A block per (query head, chunk) with 16 warps takes 128 rows (head_dim 128; 256 at 64) in one
+ * batch of loads, so chunks of 128 rows (the split path's chunk_d when larger) leave nothing to
+ * merge up to position 127 and few chunks after: at short contexts a merge (fence, atomic,
+ * partials) costs more round trips than the block's rows (H100 1B Q4_0 tg128: chunks of 128
+ * 1835 t/s, of 64 1790; cu/PERF.md). */
+void zr_cuf_attn_fused_chunks(int n_ctx, int chunk_d, int *chunk, int *n_chunks) {
+    *chunk = 128 < n_ctx ? 128 : n_ctx;
+    if (*chunk < chunk_d) *chunk = chunk_d;
+    *n_chunks = (n_ctx + *chunk - 1) / *chunk;
+}
+
+static CUdeviceptr fptr(CUdeviceptr base, size_t floats) { return base + floats * sizeof(float); }
+
+/* Q/K head norms (qwen3) of `rows` rows of f->qkv, in place. */
+static int qk_norm(ZrCuForward *f, int il, int rows, ZrError *err) {
+    const ZrHparams *hp = &f->m->hp;
+    const ZrCuLayer *G = &f->layers[il];
+    const float eps = hp->rms_eps;
+    int rc;
+    if (G->q_norm && (rc = zr_k_rmsnorm(f->launcher, f->k, f->qkv, f->qkv_dim, G->q_norm, f->qkv, f->qkv_dim,
+                                        f->head_dim, eps, hp->n_head, rows, err)))
+        return rc;
+    if (G->k_norm && (rc = zr_k_rmsnorm(f->launcher, f->k, fptr(f->qkv, f->q_dim), f->qkv_dim, G->k_norm,
+                                        fptr(f->qkv, f->q_dim), f->qkv_dim, f->head_dim, eps, hp->n_head_kv, rows,
+                                        err)))
+        return rc;
+    return ZR_OK;
+}
+
+/* Q/K head norms, rope of Q and K, and the K/V cache write, for `rows` rows of f->qkv at
+ * positions d_pos[0].. (decode and prefill). */
+static int qk_norm_rope(ZrCuForward *f, int il, int rows, ZrError *err) {
+    const ZrHparams *hp = &f->m->hp;
+    int rc = qk_norm(f, il, rows, err);
+    if (rc) return rc;
+    const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
+    return zr_k_rope_kv(f->launcher, f->k, f->qkv, f->qkv_dim, hp->n_head, hp->n_head_kv, f->head_dim, hp->rope_dim,
+                        hp->rope_neox ? 1 : 0, f->rope_freq, f->d_pos, fptr(f->kc, layer), fptr(f->vc, layer), rows,
+                        err);
+}
+
+/* Everything from the QKV projection's output to the attention output through the split
+ * kernels, for `rows` rows at positions d_pos[0].. (the fallback of both paths). */
+static int attention_split(ZrCuForward *f, int il, int rows, CUdeviceptr part, int chunk, int n_chunks, ZrError *err) {
+    const ZrHparams *hp = &f->m->hp;
+    int rc = qk_norm_rope(f, il, rows, err);
+    if (rc) return rc;
+    const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
+    return zr_k_attn_split(f->launcher, f->k, f->qkv, f->qkv_dim, fptr(f->kc, layer), fptr(f->vc, layer), part,
+                           f->d_pos, f->att, f->q_dim, hp->n_head, hp->n_head_kv, f->head_dim, chunk, n_chunks, rows,
+                           err);
+}
+
+/* The fused kernel (one launch per layer, after the q/k norms when present) wherever it takes
+ * the shape: H100 tg128 graph, 1B Q4_0 1501 -> 1835 t/s, 8B Q4_0 386 -> 447 over the split
+ * kernels (cu/PERF.md). */
+int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
+    const ZrHparams *hp = &f->m->hp;
+    if (!f->attn_fused) return attention_split(f, il, 1, f->part_d, f->chunk_d, f->n_chunks_d, err);
+    int rc = qk_norm(f, il, 1, err);
+    if (rc) return rc;
+    const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
+    const ZrCuAttnDecode a = {.qkv = f->qkv, .kc = fptr(f->kc, layer), .vc = fptr(f->vc, layer), .part = f->part_d,
+                              .count = f->attn_count, .out = f->att, .freq = f->rope_freq, .pos = f->d_pos,
+                              .n_head = hp->n_head, .n_kv = hp->n_head_kv, .head_dim = f->head_dim,
+                              .rope_dim = hp->rope_dim, .neox = hp->rope_neox ? 1 : 0, .chunk = f->chunk_f,
+                              .n_chunks = f->n_chunks_f};
+    return zr_k_attn_decode(f->launcher, f->k, &a, err);
+}
+
+/* Rope + KV write, then the tiled tensor-core kernel (cu/attention_prefill.cu), which reads each
+ * K/V tile once per 64 query rows instead of once per row (H100 pp512 of Llama-3-8B F16 13.4k ->
+ * 34.2k t/s, Q4_0 11.2k -> 22.3k: cu/PERF.md). F32 projections keep F32 attention (the split
+ * kernels: such models are held to the decode tolerance), as do head sizes other than 64 and 128. */
+int zr_cuf_attn_prefill_layer(ZrCuForward *f, int il, int rows, ZrError *err) {
+    const ZrHparams *hp = &f->m->hp;
+    if (!zr_k_attn_prefill_fits(f->head_dim) || f->layers[il].qkv[0].type == ZR_TYPE_F32)
+        return attention_split(f, il, rows, f->part_p, f->chunk_p, f->n_chunks_p, err);
+    int rc = qk_norm_rope(f, il, rows, err);
+    if (rc) return rc;
+    const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
+    return zr_k_attn_prefill(f->launcher, f->k, f->qkv, f->qkv_dim, fptr(f->kc, layer), fptr(f->vc, layer), f->att,
+                             f->q_dim, f->d_pos, hp->n_head, hp->n_head_kv, f->head_dim, rows, err);
+}

@@ -1,0 +1,113 @@
+#include "cuda/klaunch.h"
+
+#include <math.h>
+
+#include "quant.h"
+
+static unsigned cdiv(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
+
+int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, CUdeviceptr x,
+                CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err) {
+    const int R = rows_per_warp;
+    if (shape.groups < 1 || shape.split < 1 || shape.groups * shape.split * 32 > ZR_CUF_MV_MAX_THREADS ||
+        ((mode & ZR_CUF_MV_GLU) && (R % 2 || w->n_out % 2)))
+        return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d x %d warps (%d rows each), mode %d", kern->name,
+                      shape.groups, shape.split, R, mode);
+    const int per_warp = mode & ZR_CUF_MV_GLU ? R / 2 : R;
+    const int results = mode & ZR_CUF_MV_GLU ? w->n_out / 2 : w->n_out;
+    const unsigned groups = cdiv((size_t)results, (size_t)per_warp);
+    return ZR_LAUNCH(l, kern, ZR_DIM1(cdiv(groups, (size_t)shape.groups)), ZR_DIM1(32 * shape.groups * shape.split),
+                     (unsigned)zr_cuf_mv_smem(w->n_in), err, (void *)&w->main, (void *)&w->side, &x, &y, &add,
+                     &norm_w, &eps, (void *)&w->n_in, (void *)&w->n_out, &mode, (void *)&shape.split);
+}
+
+int zr_k_embed(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x, int n_embd,
+               int n_vocab, int rows, ZrError *err) {
+    return ZR_LAUNCH(l, &k->embed[w->type], ZR_DIM3(cdiv(n_embd, 256), rows, 1), ZR_DIM1(256), 0, err,
+                     (void *)&w->main, (void *)&w->side, &tok, &x, &n_embd, &n_vocab);
+}
+
+int zr_k_dequant_f16(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr out, int row0, int n_rows,
+                     ZrError *err) {
+    const size_t threads = (size_t)n_rows * ((w->n_in + 7) / 8); /* 8 values each */
+    return ZR_LAUNCH(l, &k->dq[w->type], ZR_DIM1(cdiv(threads, 256)), ZR_DIM1(256), 0, err, (void *)&w->main,
+                     (void *)&w->side, &out, (void *)&w->n_in, (void *)&w->n_out, &row0, &n_rows);
+}
+
+int zr_k_rmsnorm(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, int xs, CUdeviceptr w, CUdeviceptr y, int ys,
+                 int n, float eps, int pieces, int rows, ZrError *err) {
+    return ZR_LAUNCH(l, &k->rmsnorm, ZR_DIM3(pieces, rows, 1), ZR_DIM1(256), 0, err, &x, &xs, &w, &y, &ys, &n, &eps);
+}
+
+int zr_k_rmsnorm_f16(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, int xs, CUdeviceptr w, CUdeviceptr y, int ys,
+                     int n, float eps, int rows, ZrError *err) {
+    return ZR_LAUNCH(l, &k->rmsnorm_f16, ZR_DIM3(1, rows, 1), ZR_DIM1(256), 0, err, &x, &xs, &w, &y, &ys, &n, &eps);
+}
+
+int zr_k_rope_kv(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, int n_head, int n_kv,
+                 int head_dim, int rope_dim, int neox, CUdeviceptr freq, CUdeviceptr pos, CUdeviceptr kc,
+                 CUdeviceptr vc, int rows, ZrError *err) {
+    /* a thread per rotated pair of q and k, per K/V cache value, per unrotated k value */
+    const size_t threads = (size_t)(n_head + n_kv) * (rope_dim / 2) + (size_t)n_kv * head_dim +
+                           (size_t)n_kv * (head_dim - rope_dim);
+    return ZR_LAUNCH(l, &k->rope_kv, ZR_DIM3(cdiv(threads, 128), rows, 1), ZR_DIM1(128), 0, err, &qkv, &qkv_stride,
+                     &n_head, &n_kv, &head_dim, &rope_dim, &neox, &freq, &pos, &kc, &vc);
+}
+
+int zr_k_attn_split(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
+                    CUdeviceptr vc, CUdeviceptr part, CUdeviceptr pos, CUdeviceptr out, int out_stride, int n_head,
+                    int n_kv, int head_dim, int chunk, int n_chunks, int rows, ZrError *err) {
+    const float scale = 1.0f / sqrtf((float)head_dim);
+    /* q, a chunk of scores and the block's reduction scratch */
+    const unsigned smem = (unsigned)((head_dim + chunk + 128) * sizeof(float));
+    int rc = ZR_LAUNCH(l, &k->attn_part, ZR_DIM3(n_head, n_chunks, rows), ZR_DIM1(128), smem, err, &qkv, &qkv_stride,
+                       &kc, &vc, &part, &pos, &n_head, &n_kv, &head_dim, &chunk, &n_chunks, (void *)&scale);
+    if (rc) return rc;
+    return ZR_LAUNCH(l, &k->attn_combine, ZR_DIM3(n_head, rows, 1), ZR_DIM1(128), 0, err, &part, &out, &out_stride,
+                     &pos, &n_head, &head_dim, &chunk, &n_chunks);
+}
+
+bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, int chunk) {
+    return n_kv > 0 && n_head % n_kv == 0 && head_dim % 4 == 0 && head_dim >= 4 && head_dim <= 128 &&
+           rope_dim <= head_dim && rope_dim % 2 == 0 && chunk > 0;
+}
+
+int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err) {
+    if (!zr_cuf_attn_decode_fits(a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk))
+        return zr_err(err, ZR_E_INTERNAL, "attn_decode_f32: no kernel for %d/%d heads of %d (rope %d), chunks of %d",
+                      a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk);
+    const float scale = 1.0f / sqrtf((float)a->head_dim);
+    return ZR_LAUNCH(l, &k->attn_decode, ZR_DIM3(a->n_head, a->n_chunks, 1), ZR_DIM1(512), 0, err, (void *)&a->qkv,
+                     (void *)&a->kc, (void *)&a->vc, (void *)&a->part, (void *)&a->count, (void *)&a->out,
+                     (void *)&a->freq, (void *)&a->pos, (void *)&a->n_head, (void *)&a->n_kv, (void *)&a->head_dim,
+                     (void *)&a->rope_dim, (void *)&a->neox, (void *)&a->chunk, (void *)&a->n_chunks, (void *)&scale);
+}
+
+bool zr_k_attn_prefill_fits(int head_dim) { return head_dim == 64 || head_dim == 128; }
+
+int zr_k_attn_prefill(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
+                      CUdeviceptr vc, CUdeviceptr out, int out_stride, CUdeviceptr pos, int n_head, int n_kv,
+                      int head_dim, int rows, ZrError *err) {
+    if (!zr_k_attn_prefill_fits(head_dim))
+        return zr_err(err, ZR_E_INTERNAL, "attn_prefill_f16: no kernel for heads of %d", head_dim);
+    const ZrKernel *kern = head_dim == 64 ? &k->attn_prefill_d64 : &k->attn_prefill_d128;
+    /* softmax in base 2: the scale folds in log2(e) */
+    const float scale_log2 = (float)(1.4426950408889634 / sqrt((double)head_dim));
+    return ZR_LAUNCH(l, kern, ZR_DIM3(n_head, cdiv(rows, 64), 1), ZR_DIM1(128), 0, err, &qkv, &qkv_stride, &kc, &vc,
+                     &out, &out_stride, &pos, &rows, &n_head, &n_kv, (void *)&scale_log2);
+}
+
+int zr_k_swiglu(ZrLauncher *l, const ZrCuKernels *k, bool f16, CUdeviceptr gu, int stride, CUdeviceptr out, int n_ff,
+                int rows, ZrError *err) {
+    return ZR_LAUNCH(l, f16 ? &k->swiglu_f16 : &k->swiglu, ZR_DIM3(cdiv(n_ff, 256), rows, 1), ZR_DIM1(256), 0, err,
+                     &gu, &stride, &out, &n_ff);
+}
+
+int zr_k_add_rows(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr y, int stride, CUdeviceptr b, int n, int rows,
+                  ZrError *err) {
+    return ZR_LAUNCH(l, &k->add_rows, ZR_DIM3(cdiv(n, 256), rows, 1), ZR_DIM1(256), 0, err, &y, &stride, &b, &n);
+}
+
+int zr_k_convert(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdeviceptr y, int n, int rows, ZrError *err) {
+    return ZR_LAUNCH(l, &k->convert, ZR_DIM3(cdiv(n, 256), rows, 1), ZR_DIM1(256), 0, err, &x, &n, &y, &n, &n);
+}

@@ -1,0 +1,70 @@
+/* Typed launch wrappers: one function per kernel of cu/kernels.def that the forward pass
+ * launches, taking the kernel's parameters as C values and its launch shape from its sizes. The
+ * only place that knows each kernel's grid, block, shared memory and parameter order (the
+ * kernels' files document the same), so the forward pass reads as what it computes. Every
+ * wrapper launches through the launcher (recorded for the decode graph) and checks the launch.
+ * Pointers are device addresses; [rows][n] buffers are row-major with the given row strides. */
+#pragma once
+#include <stdbool.h>
+
+#include "cuda/kreg.h"
+#include "cuda/launch.h"
+#include "cuda/mv_shape.h"
+#include "cuda/weights.h"
+
+/* matvec_<type>: y[n_out] = W x' (+ add) with shape (mv_shape.h has the modes); checks the shape */
+int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, CUdeviceptr x,
+                CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err);
+/* embed_<type>: x[rows][n_embd] = rows tok[0..rows) of W (w: [n_embd, n_vocab]) */
+int zr_k_embed(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x, int n_embd,
+               int n_vocab, int rows, ZrError *err);
+/* dequant_<type>_f16: out f16 [n_rows][n_in] = rows row0.. of W */
+int zr_k_dequant_f16(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr out, int row0, int n_rows,
+                     ZrError *err);
+/* rmsnorm_f32: rows x `pieces` norms of n values: y[r][p n..] = RMSNorm(x[r][p n..]) * w */
+int zr_k_rmsnorm(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, int xs, CUdeviceptr w, CUdeviceptr y, int ys,
+                 int n, float eps, int pieces, int rows, ZrError *err);
+/* rmsnorm_f32_f16: the same, one norm per row, into F16 y */
+int zr_k_rmsnorm_f16(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, int xs, CUdeviceptr w, CUdeviceptr y, int ys,
+                     int n, float eps, int rows, ZrError *err);
+/* rope_kv_f32: rope of q and k in rows of qkv [rows][qkv_stride] at positions pos[0].., and the
+ * K/V rows into the layer's caches kc, vc [n_ctx][n_kv head_dim] */
+int zr_k_rope_kv(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, int n_head, int n_kv,
+                 int head_dim, int rope_dim, int neox, CUdeviceptr freq, CUdeviceptr pos, CUdeviceptr kc,
+                 CUdeviceptr vc, int rows, ZrError *err);
+/* attn_part_f32 + attn_combine_f32: causal attention of rows queries (q in rows of qkv) over the
+ * caches, in n_chunks chunks of `chunk` rows (partials in part: rows x n_head x n_chunks x
+ * (head_dim + 2) floats), merged into out [rows][out_stride] */
+int zr_k_attn_split(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
+                    CUdeviceptr vc, CUdeviceptr part, CUdeviceptr pos, CUdeviceptr out, int out_stride, int n_head,
+                    int n_kv, int head_dim, int chunk, int n_chunks, int rows, ZrError *err);
+
+/* The decode attention of one layer in one launch (cu/attention_decode.cu): rope of q and k,
+ * the KV-cache write of row pos[0], attention over rows 0..pos[0] in chunks of `chunk` (of
+ * n_chunks), and the merge. qkv: the decode row [n_head*head_dim | kv_dim | kv_dim] before
+ * rope (read only); kc, vc: the layer's caches [n_ctx][kv_dim]; part: n_head * n_chunks *
+ * (head_dim + 2) floats; count: i32 [n_head], zero (and left zero); out: [n_head*head_dim];
+ * freq: f64 [rope_dim/2] (rope.cu); pos: i32 [1]. */
+typedef struct ZrCuAttnDecode {
+    CUdeviceptr qkv, kc, vc, part, count, out, freq, pos;
+    int n_head, n_kv, head_dim, rope_dim, neox, chunk, n_chunks;
+} ZrCuAttnDecode;
+/* Whether attn_decode_f32 handles this shape (n_head a multiple of n_kv, head_dim % 4 == 0 and
+ * <= 128, any chunk); else the decode uses rope_kv_f32, attn_part_f32 and attn_combine_f32. */
+bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, int chunk);
+int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err);
+
+/* attn_prefill_f16_d64 / _d128: the tiled causal attention of rows queries at positions pos[0]..
+ * (the K/V rows already in the caches); only for head_dim 64 and 128 (zr_k_attn_prefill_fits) */
+bool zr_k_attn_prefill_fits(int head_dim);
+int zr_k_attn_prefill(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
+                      CUdeviceptr vc, CUdeviceptr out, int out_stride, CUdeviceptr pos, int n_head, int n_kv,
+                      int head_dim, int rows, ZrError *err);
+/* swiglu_f32 (f16 false) / swiglu_f32_f16: out[rows][n_ff] = silu(gate) * up of gu [rows][stride] */
+int zr_k_swiglu(ZrLauncher *l, const ZrCuKernels *k, bool f16, CUdeviceptr gu, int stride, CUdeviceptr out, int n_ff,
+                int rows, ZrError *err);
+/* add_rows_f32: y[r][0..n) += b for rows rows of stride `stride` */
+int zr_k_add_rows(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr y, int stride, CUdeviceptr b, int n, int rows,
+                  ZrError *err);
+/* convert_f32_f16: y f16 [rows][n] = x [rows][n] (both contiguous) */
+int zr_k_convert(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdeviceptr y, int n, int rows, ZrError *err);

@@ -1,0 +1,80 @@
+#include "cuda/kreg.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda/mv_shape.h"
+#include "quant.h"
+
+/* The byte sizes of a cu/kernels.def parameter string ("PIF": pointer, int, float); -1 when it
+ * has a letter the table does not define or too many parameters. */
+static int param_sizes(const char *params, size_t *sizes) {
+    int n = 0;
+    for (const char *p = params; *p; p++, n++) {
+        if (n == ZR_KERNEL_MAX_PARAMS) return -1;
+        sizes[n] = *p == 'P' || *p == 'L' ? 8 : *p == 'I' || *p == 'F' ? 4 : 0;
+        if (!sizes[n]) return -1;
+    }
+    return n;
+}
+
+static int load(const ZrCuda *c, const char *name, const char *params, ZrKernel *out, ZrError *err) {
+    size_t sizes[ZR_KERNEL_MAX_PARAMS];
+    const int n = param_sizes(params, sizes);
+    if (n < 0) return zr_err(err, ZR_E_INTERNAL, "cu/kernels.def: %s: bad parameters \"%s\"", name, params);
+    return zr_cuda_kernel(c, name, sizes, n, out, err);
+}
+
+/* ZR_KFAMILY's `except` as a type (NONE: no type is left out) */
+#define ZR_KEXCEPT_NONE ZR_TYPE_COUNT
+#define ZR_KEXCEPT_F16 ZR_TYPE_F16
+
+int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *err) {
+    char name[64];
+    int rc;
+    memset(k, 0, sizeof *k);
+    k->sm_count = c->props.sm_count > 0 ? c->props.sm_count : 1;
+    for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
+        const char *ts = zr_type_kernel_suffix(t);
+        if (!ts) continue;
+#define ZR_KFAMILY(field, prefix, suffix, except, params)                                    \
+        if (t != (uint32_t)ZR_KEXCEPT_##except) {                                            \
+            snprintf(name, sizeof name, "%s%s%s", #prefix, ts, #suffix);                     \
+            if ((rc = load(c, name, params, &k->field[t], err))) return rc;                  \
+            k->has_##field[t] = true;                                                        \
+        }
+#include "cu/kernels.def"
+    }
+#define ZR_KFIXED(field, name, params) \
+    if ((rc = load(c, #name, params, &k->field, err))) return rc;
+#include "cu/kernels.def"
+    /* the matrix-vector kernels stage x in dynamic shared memory: above the default 48 KiB
+     * (with the kernel's static reduction arrays on top) they must opt in */
+    const size_t smem = zr_cuf_mv_smem(max_n_in);
+    for (uint32_t t = 0; t < ZR_TYPE_COUNT && smem + 1024 > 48 * 1024; t++) {
+        if (!k->has_mv[t]) continue;
+        if ((int)smem > c->props.max_smem_optin)
+            return zr_err(err, ZR_E_UNSUPPORTED, "rows of %d values need %zu bytes of shared memory in %s; this GPU allows %d",
+                          max_n_in, smem, k->mv[t].name, c->props.max_smem_optin);
+        if ((rc = zr_cuda_kernel_set_smem(c, &k->mv[t], (int)smem, err))) return rc;
+    }
+    return ZR_OK;
+}
+
+int zr_kreg_load(const ZrCuda *c, const char *name, ZrKernel *out, ZrError *err) {
+    char full[64];
+#define ZR_KFIXED(field, kname, params) \
+    if (!strcmp(name, #kname)) return load(c, name, params, out, err);
+#define ZR_KAUX(kname, params) \
+    if (!strcmp(name, #kname)) return load(c, name, params, out, err);
+#include "cu/kernels.def"
+    for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
+        const char *ts = zr_type_kernel_suffix(t);
+        if (!ts) continue;
+#define ZR_KFAMILY(field, prefix, suffix, except, params)                                      \
+        snprintf(full, sizeof full, "%s%s%s", #prefix, ts, #suffix);                           \
+        if (t != (uint32_t)ZR_KEXCEPT_##except && !strcmp(name, full)) return load(c, name, params, out, err);
+#include "cu/kernels.def"
+    }
+    return zr_err(err, ZR_E_INTERNAL, "kernel %s: not listed in cu/kernels.def", name);
+}

@@ -1,0 +1,30 @@
+/* The kernel registry: the kernels of cu/ by name, with the parameter sizes of cu/kernels.def
+ * (the table the kernels themselves are checked against at build time, so host and device
+ * cannot disagree on a launch's parameter bytes). The forward pass's kernels are looked up once
+ * into ZrCuKernels; others by name (zr_kreg_load). */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cuda/module.h"
+#include "quant.h"
+
+/* Every kernel of the forward pass, one field per line of cu/kernels.def: a ZR_KFIXED kernel is
+ * a ZrKernel, a ZR_KFAMILY is a ZrKernel per weight type (indexed by ZrType) with has_<field>
+ * saying which types have one. */
+typedef struct ZrCuKernels {
+#define ZR_KFAMILY(field, prefix, suffix, except, params) \
+    ZrKernel field[ZR_TYPE_COUNT];                        \
+    bool has_##field[ZR_TYPE_COUNT];
+#define ZR_KFIXED(field, name, params) ZrKernel field;
+#include "cu/kernels.def"
+    int sm_count; /* the device's multiprocessors (matrix-vector grid shapes) */
+} ZrCuKernels;
+
+/* Looks up every kernel of ZrCuKernels (and raises the matrix-vector kernels' shared memory
+ * limit to what rows of max_n_in values need). */
+int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *err);
+
+/* Looks up the kernel `name` (any line of cu/kernels.def, a family's by its full name) with its
+ * parameter sizes; ZR_E_INTERNAL when cu/kernels.def does not list it. */
+int zr_kreg_load(const ZrCuda *c, const char *name, ZrKernel *out, ZrError *err);

@@ -1,0 +1,50 @@
+#include "cuda/mv_shape.h"
+
+#include "cuda/klaunch.h"
+#include "quant.h"
+
+/* Rows of W each warp computes in the matrix-vector kernel of a type (cu/matvec_*.cu: the R
+ * of each ZR_MATVEC line, 2 for every type since run 3; a mismatch leaves rows unwritten,
+ * which the gpu tests catch). */
+int zr_cuf_mv_rows_per_warp(uint32_t type) {
+    (void)type;
+    return 2;
+}
+
+/* cu/matvec.cuh zr_mv_smem_bytes: x padded with 4 floats after every 32 */
+size_t zr_cuf_mv_smem(int n_in) { return ((size_t)n_in + 4 * (size_t)((n_in + 31) / 32)) * sizeof(float); }
+
+ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
+    /* Measured on an H100 (tools/mv_bench.c over every shape, cu/PERF.md run 3): blocks of 8
+     * row groups (the block stages x once for all of them, so fewer, larger blocks win), and
+     * each row split over S warps (split-K) only while the grid has fewer than 16 warps per SM
+     * AND each warp's share of its rows stays >= 4 KiB (short rows of quantized weights lose by
+     * splitting: the FFN down and the small F16/Q8_0 matrices gain). This pick is within 3% of
+     * the best measured shape on every 1B and 8B matrix. */
+    const int R = zr_cuf_mv_rows_per_warp(w->type), glu = (mode & ZR_CUF_MV_GLU) != 0;
+    const long per_warp = glu ? R / 2 : R, results = glu ? w->n_out / 2 : w->n_out;
+    const long groups = (results + per_warp - 1) / per_warp;
+    const long items = w->n_in / (long)zr_type_info(w->type)->item /* values per 16-byte item (cu/matvec.cuh EPI) */;
+    const double warp_bytes =
+        (double)R * (zr_cuw_main_row_bytes(w->type, w->n_in) + zr_cuw_side_bytes(w->type, w->n_in, 1));
+    int split = 1;
+    while (split < 4 && groups * split < 16L * k->sm_count && warp_bytes / (2 * split) >= 4096 &&
+           items / (2 * split) >= 32)
+        split *= 2;
+    return (ZrMvShape){.groups = split <= 2 ? 8 : 4, .split = split};
+}
+
+int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
+                         CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err) {
+    if (w->type >= ZR_TYPE_COUNT || !k->has_mv[w->type])
+        return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
+    return zr_k_matvec(l, &k->mv[w->type], zr_cuf_mv_rows_per_warp(w->type), w, x, y, add, norm_w, eps, mode, shape,
+                       err);
+}
+
+int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
+                  CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrError *err) {
+    if (w->type >= ZR_TYPE_COUNT || !k->has_mv[w->type])
+        return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
+    return zr_cuf_matvec_shaped(l, k, w, x, y, add, norm_w, eps, mode, zr_cuf_mv_shape(k, w, mode), err);
+}
