@@ -264,7 +264,6 @@ static int fill_facts(ZrModel *m, const ArchInfo *ai, const ZrGguf *g, ZrError *
     Keys k = {g, ai->name, err};
     int rc = read_experts(&k, m);
     if (!rc && ai->facts) rc = ai->facts(&k, m);
-    hp->rope_neox = hp->rope == ZR_ROPE_NEOX;
     return rc;
 }
 

@@ -48,7 +48,6 @@ typedef struct ZrHparams {
     int rope_dim;        /* rope.dimension_count (<= head_dim): values rotated per head */
     float rope_theta;    /* rope.freq_base, default 10000: the base of layers that do not say otherwise */
     float rope_freq_scale; /* 1 / rope.scaling.factor for linear scaling; 1 when none (default of the layers too) */
-    bool rope_neox;      /* == (rope == ZR_ROPE_NEOX); kept for the CUDA backend until it reads `rope` (then delete) */
     float embd_scale;    /* the embedding row is multiplied by this: 1, sqrt(n_embd) for gemma */
     float attn_scale;    /* attention scores are q.k * attn_scale: 1/sqrt(head_dim) unless the architecture says
                           * (gemma's query_pre_attn_scalar: llama.cpp scales Q by it before q.k; mind the rounding) */

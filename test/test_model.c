@@ -172,7 +172,7 @@ ZT_TEST(a_llama_file_loads_with_defaults_as_llama_cpp) {
     ZT_CHECK(hp->n_embd == E && hp->n_layer == LAYERS && hp->n_head == HEADS && hp->n_head_kv == KV_HEADS);
     ZT_CHECK(hp->n_ff == FF && hp->n_vocab == VOCAB && hp->n_ctx_train == 128);
     ZT_CHECK(hp->head_dim == E / HEADS && hp->rope_dim == E / HEADS); /* no key_length, no dimension_count */
-    ZT_CHECK(hp->rope_theta == 10000.0f && hp->rope_freq_scale == 1.0f && !hp->rope_neox);
+    ZT_CHECK(hp->rope_theta == 10000.0f && hp->rope_freq_scale == 1.0f && hp->rope == ZR_ROPE_NORM);
     ZT_CHECK(hp->rms_eps == 1e-6f);
     ZT_CHECK(!b.m.tied_output && b.m.output.type == ZR_TYPE_Q4_0 && b.m.output.data != b.m.tok_embd.data);
     ZT_CHECK(!b.m.rope_freqs.data);
@@ -225,7 +225,7 @@ ZT_TEST(qwen2_binds_qkv_biases_and_uses_neox_rope) {
     Built b;
     build(&b, &(Spec){.arch = "qwen2"});
     ZT_CHECKF(b.rc == 0, "%s", b.err.msg);
-    ZT_CHECK(b.m.hp.arch == ZR_ARCH_QWEN2 && b.m.hp.rope_neox);
+    ZT_CHECK(b.m.hp.arch == ZR_ARCH_QWEN2 && b.m.hp.rope == ZR_ROPE_NEOX);
     ZT_CHECK(b.m.layers[0].bq.ne0 == 32 && b.m.layers[0].bk.ne0 == 16 && b.m.layers[1].bv.ne0 == 16);
     unbuild(&b);
     ZT_LOAD_FAILS(((Spec){.arch = "qwen2", .drop_tensor = "blk.1.attn_v.bias"}), ZR_E_FORMAT,
@@ -249,7 +249,7 @@ ZT_TEST(qwen3_head_dim_comes_from_key_length_and_binds_qk_norms) {
     Built b;
     build(&b, &(Spec){.arch = "qwen3", .key_length = 16}); /* 4 heads x 16 = 64 != n_embd 32 */
     ZT_CHECKF(b.rc == 0, "%s", b.err.msg);
-    ZT_CHECK(b.m.hp.arch == ZR_ARCH_QWEN3 && b.m.hp.rope_neox && b.m.hp.head_dim == 16 && b.m.hp.rope_dim == 16);
+    ZT_CHECK(b.m.hp.arch == ZR_ARCH_QWEN3 && b.m.hp.rope == ZR_ROPE_NEOX && b.m.hp.head_dim == 16 && b.m.hp.rope_dim == 16);
     ZT_CHECK(b.m.layers[0].wq.ne1 == 64 && b.m.layers[0].wo.ne0 == 64 && b.m.layers[0].wo.ne1 == E);
     ZT_CHECK(b.m.layers[1].q_norm.ne0 == 16 && b.m.layers[1].k_norm.ne0 == 16);
     unbuild(&b);
@@ -272,7 +272,7 @@ static void check_layers(const ZrModel *m, bool bias, bool qk_norm) {
 
 /* llama's model-wide facts: RMS norms, no embedding scale, 1/sqrt(head_dim) attention, no caps */
 static void check_model_facts(const ZrHparams *hp, ZrRopeKind rope) {
-    ZT_CHECK(hp->norm == ZR_NORM_RMS && hp->rope == rope && hp->rope_neox == (rope == ZR_ROPE_NEOX));
+    ZT_CHECK(hp->norm == ZR_NORM_RMS && hp->rope == rope);
     ZT_CHECK(hp->embd_scale == 1.0f && hp->attn_softcap == 0.0f && hp->final_softcap == 0.0f);
     ZT_CHECKF(hp->attn_scale == 1.0f / sqrtf((float)hp->head_dim), "%g", (double)hp->attn_scale);
 }
@@ -500,7 +500,7 @@ ZT_TEST(stories260K_hyperparameters_and_sizes) {
     ZT_CHECK(hp->arch == ZR_ARCH_LLAMA && hp->n_embd == 64 && hp->n_layer == 5 && hp->n_head == 8 && hp->n_head_kv == 4);
     ZT_CHECK(hp->head_dim == 8 && hp->rope_dim == 8 && hp->n_ff == 172 && hp->n_vocab == 512 && hp->n_ctx_train == 2048);
     ZT_CHECK(hp->rope_theta == 10000.0f); /* no rope.freq_base key */
-    ZT_CHECK(hp->rms_eps == 9.9999997e-06f && !hp->rope_neox);
+    ZT_CHECK(hp->rms_eps == 9.9999997e-06f && hp->rope == ZR_ROPE_NORM);
     ZT_CHECK(m.n_params == 292800 && !m.tied_output);
     /* every tensor is F32: all but the embedding, plus one embedding row */
     ZT_CHECK(m.bytes_per_token == (292800 - 512 * 64) * 4 + 64 * 4);
@@ -518,12 +518,12 @@ ZT_TEST(fixture_architectures_bind_their_specific_tensors) {
     zr_model_free(&m);
 
     ZT_CHECK(load_shared(&m, "fixtures/qwen2-Q8_0.gguf"));
-    ZT_CHECK(m.hp.arch == ZR_ARCH_QWEN2 && m.hp.rope_neox && !m.tied_output && m.hp.rope_theta == 1e6f);
+    ZT_CHECK(m.hp.arch == ZR_ARCH_QWEN2 && m.hp.rope == ZR_ROPE_NEOX && !m.tied_output && m.hp.rope_theta == 1e6f);
     ZT_CHECK(m.layers[1].bq.ne0 == 256 && m.layers[1].bk.ne0 == 128 && m.layers[1].bv.ne0 == 128);
     zr_model_free(&m);
 
     ZT_CHECK(load_shared(&m, "fixtures/qwen3-Q6_K.gguf"));
-    ZT_CHECK(m.hp.arch == ZR_ARCH_QWEN3 && m.hp.rope_neox && m.tied_output && m.hp.head_dim == 64);
+    ZT_CHECK(m.hp.arch == ZR_ARCH_QWEN3 && m.hp.rope == ZR_ROPE_NEOX && m.tied_output && m.hp.head_dim == 64);
     ZT_CHECK(m.layers[0].q_norm.ne0 == 64 && m.layers[0].k_norm.ne0 == 64 && m.layers[0].wq.type == ZR_TYPE_Q6_K);
     zr_model_free(&m);
 }

@@ -309,7 +309,11 @@ ZrBackend *zr_cpu_backend_create(const ZrModel *m, const ZrBackendOptions *o, Zr
     /* the model checked its facts at load; a caller that changed them since is checked again,
      * so no layer runs with a fact this backend does not compute */
     if (zr_model_check_facts(m, err)) return NULL;
-    int n_ctx = o->n_ctx > 0 ? o->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+    if (o->n_ctx < 1) {
+        zr_err(err, ZR_E_USAGE, "cpu backend: a context of %d positions; expected >= 1 (zr_backend_default_ctx)", o->n_ctx);
+        return NULL;
+    }
+    const int n_ctx = o->n_ctx;
     int n_threads = o->n_threads > 0 ? (o->n_threads < ZR_CPU_MAX_THREADS ? o->n_threads : ZR_CPU_MAX_THREADS) : default_threads();
     CpuBackend *c = calloc(1, sizeof *c);
     if (!c) {

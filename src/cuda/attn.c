@@ -29,12 +29,13 @@ void zr_cuf_attn_fused_chunks(int n_ctx, int chunk_d, int *chunk, int *n_chunks)
 
 static CUdeviceptr fptr(CUdeviceptr base, size_t floats) { return base + floats * sizeof(float); }
 
-/* Q/K head norms (qwen3) of `rows` rows of f->qkv, in place. */
+/* Q/K head norms (facts.qk_norm: qwen3) of `rows` rows of f->qkv, in place. */
 static int qk_norm(ZrCuForward *f, int il, int rows, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
     const ZrCuLayer *G = &f->layers[il];
     const float eps = hp->rms_eps;
     int rc;
+    if (!f->m->layers[il].facts.qk_norm) return ZR_OK;
     if (G->q_norm && (rc = zr_k_rmsnorm(f->launcher, f->k, f->qkv, f->qkv_dim, G->q_norm, f->qkv, f->qkv_dim,
                                         f->head_dim, eps, hp->n_head, rows, err)))
         return rc;
@@ -53,7 +54,7 @@ static int qk_norm_rope(ZrCuForward *f, int il, int rows, ZrError *err) {
     if (rc) return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
     return zr_k_rope_kv(f->launcher, f->k, f->qkv, f->qkv_dim, hp->n_head, hp->n_head_kv, f->head_dim, hp->rope_dim,
-                        hp->rope_neox ? 1 : 0, f->rope_freq, f->d_pos, fptr(f->kc, layer), fptr(f->vc, layer), rows,
+                        hp->rope == ZR_ROPE_NEOX, f->layers[il].rope_freq, f->d_pos, fptr(f->kc, layer), fptr(f->vc, layer), rows,
                         err);
 }
 
@@ -65,8 +66,8 @@ static int attention_split(ZrCuForward *f, int il, int rows, CUdeviceptr part, i
     if (rc) return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
     return zr_k_attn_split(f->launcher, f->k, f->qkv, f->qkv_dim, fptr(f->kc, layer), fptr(f->vc, layer), part,
-                           f->d_pos, f->att, f->q_dim, hp->n_head, hp->n_head_kv, f->head_dim, chunk, n_chunks, rows,
-                           err);
+                           f->d_pos, f->att, f->q_dim, hp->n_head, hp->n_head_kv, f->head_dim, hp->attn_scale, chunk,
+                           n_chunks, rows, err);
 }
 
 /* The fused kernel (one launch per layer, after the q/k norms when present) wherever it takes
@@ -79,10 +80,10 @@ int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
     if (rc) return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
     const ZrCuAttnDecode a = {.qkv = f->qkv, .kc = fptr(f->kc, layer), .vc = fptr(f->vc, layer), .part = f->part_d,
-                              .count = f->attn_count, .out = f->att, .freq = f->rope_freq, .pos = f->d_pos,
+                              .count = f->attn_count, .out = f->att, .freq = f->layers[il].rope_freq, .pos = f->d_pos,
                               .n_head = hp->n_head, .n_kv = hp->n_head_kv, .head_dim = f->head_dim,
-                              .rope_dim = hp->rope_dim, .neox = hp->rope_neox ? 1 : 0, .chunk = f->chunk_f,
-                              .n_chunks = f->n_chunks_f};
+                              .rope_dim = hp->rope_dim, .neox = hp->rope == ZR_ROPE_NEOX, .chunk = f->chunk_f,
+                              .n_chunks = f->n_chunks_f, .scale = hp->attn_scale};
     return zr_k_attn_decode(f->launcher, f->k, &a, err);
 }
 
@@ -98,5 +99,5 @@ int zr_cuf_attn_prefill_layer(ZrCuForward *f, int il, int rows, ZrError *err) {
     if (rc) return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
     return zr_k_attn_prefill(f->launcher, f->k, f->qkv, f->qkv_dim, fptr(f->kc, layer), fptr(f->vc, layer), f->att,
-                             f->q_dim, f->d_pos, hp->n_head, hp->n_head_kv, f->head_dim, rows, err);
+                             f->q_dim, f->d_pos, hp->n_head, hp->n_head_kv, f->head_dim, hp->attn_scale, rows, err);
 }

@@ -238,7 +238,19 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         zr_err(err, ZR_E_NODEV, "no usable GPU path: this zrun was built without CUDA kernels (no nvcc at build time)");
         return NULL;
     }
-    const int n_ctx = o->n_ctx > 0 ? o->n_ctx : (hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+    if (o->n_ctx < 1) {
+        zr_err(err, ZR_E_USAGE, "cuda backend: a context of %d positions; expected >= 1 (zr_backend_default_ctx)", o->n_ctx);
+        return NULL;
+    }
+    const int n_ctx = o->n_ctx;
+    /* the facts this backend computes: those of every architecture zrun loads today; an
+     * embedding scale or a final soft-cap (gemma) has no kernel yet */
+    if (zr_model_check_facts(m, err)) return NULL;
+    if (hp->embd_scale != 1.0f || hp->final_softcap != 0.0f) {
+        zr_err(err, ZR_E_UNSUPPORTED, "%s: the CUDA backend has no kernel yet for %s (use --device cpu)", hp->arch_name,
+               hp->embd_scale != 1.0f ? "a scaled embedding" : "a final logit soft-cap");
+        return NULL;
+    }
     CudaBackend *c = calloc(1, sizeof *c);
     if (!c || !(c->k = calloc(1, sizeof *c->k)) || !(c->hist = calloc(n_ctx, sizeof *c->hist)) ||
         !(c->calls = calloc(n_ctx, sizeof *c->calls))) {

@@ -30,8 +30,10 @@ typedef struct ZrCuLayer {
     CUdeviceptr attn_norm, ffn_norm; /* f32 [n_embd] */
     ZrCuWeight qkv[3];               /* runs of one type stacked: [n_embd, q_dim + 2 kv_dim], or wq|wk and wv, .. */
     int n_qkv, qkv_off[3];           /* matrices, and where each one's output starts in a qkv row */
-    CUdeviceptr bias;                /* qwen2: f32 [q_dim + 2 kv_dim] (bq | bk | bv); else 0 */
-    CUdeviceptr q_norm, k_norm;      /* qwen3: f32 [head_dim]; else 0 */
+    CUdeviceptr bias;                /* facts.qkv_bias: f32 [q_dim + 2 kv_dim] (bq | bk | bv); else 0 */
+    CUdeviceptr q_norm, k_norm;      /* facts.qk_norm: f32 [head_dim]; else 0 */
+    CUdeviceptr rope_freq;           /* f64 [rope_dim/2]: angle per position of each pair (shared by
+                                      * consecutive layers of one rope base and scale) */
     ZrCuWeight wo;                   /* [q_dim, n_embd] */
     ZrCuWeight gu[2];                /* fused: gu[0] = [n_embd, 2 n_ff] (gate | up); else gate, up */
     int n_gu, gu_off[2];
@@ -49,7 +51,6 @@ typedef struct ZrCuForward {
     /* weights */
     ZrCuWeight tok_embd, output;    /* [n_embd, n_vocab]; output == tok_embd when tied */
     CUdeviceptr output_norm;        /* f32 [n_embd] */
-    CUdeviceptr rope_freq;          /* f64 [rope_dim/2]: angle per position of each pair */
     ZrCuLayer *layers;              /* [n_layer] */
     size_t weight_bytes;
     /* state */

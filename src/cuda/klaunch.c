@@ -56,8 +56,7 @@ int zr_k_rope_kv(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_s
 
 int zr_k_attn_split(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
                     CUdeviceptr vc, CUdeviceptr part, CUdeviceptr pos, CUdeviceptr out, int out_stride, int n_head,
-                    int n_kv, int head_dim, int chunk, int n_chunks, int rows, ZrError *err) {
-    const float scale = 1.0f / sqrtf((float)head_dim);
+                    int n_kv, int head_dim, float scale, int chunk, int n_chunks, int rows, ZrError *err) {
     /* q, a chunk of scores and the block's reduction scratch */
     const unsigned smem = (unsigned)((head_dim + chunk + 128) * sizeof(float));
     int rc = ZR_LAUNCH(l, &k->attn_part, ZR_DIM3(n_head, n_chunks, rows), ZR_DIM1(128), smem, err, &qkv, &qkv_stride,
@@ -76,23 +75,22 @@ int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *
     if (!zr_cuf_attn_decode_fits(a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk))
         return zr_err(err, ZR_E_INTERNAL, "attn_decode_f32: no kernel for %d/%d heads of %d (rope %d), chunks of %d",
                       a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk);
-    const float scale = 1.0f / sqrtf((float)a->head_dim);
     return ZR_LAUNCH(l, &k->attn_decode, ZR_DIM3(a->n_head, a->n_chunks, 1), ZR_DIM1(512), 0, err, (void *)&a->qkv,
                      (void *)&a->kc, (void *)&a->vc, (void *)&a->part, (void *)&a->count, (void *)&a->out,
                      (void *)&a->freq, (void *)&a->pos, (void *)&a->n_head, (void *)&a->n_kv, (void *)&a->head_dim,
-                     (void *)&a->rope_dim, (void *)&a->neox, (void *)&a->chunk, (void *)&a->n_chunks, (void *)&scale);
+                     (void *)&a->rope_dim, (void *)&a->neox, (void *)&a->chunk, (void *)&a->n_chunks, (void *)&a->scale);
 }
 
 bool zr_k_attn_prefill_fits(int head_dim) { return head_dim == 64 || head_dim == 128; }
 
 int zr_k_attn_prefill(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
                       CUdeviceptr vc, CUdeviceptr out, int out_stride, CUdeviceptr pos, int n_head, int n_kv,
-                      int head_dim, int rows, ZrError *err) {
+                      int head_dim, float scale, int rows, ZrError *err) {
     if (!zr_k_attn_prefill_fits(head_dim))
         return zr_err(err, ZR_E_INTERNAL, "attn_prefill_f16: no kernel for heads of %d", head_dim);
     const ZrKernel *kern = head_dim == 64 ? &k->attn_prefill_d64 : &k->attn_prefill_d128;
     /* softmax in base 2: the scale folds in log2(e) */
-    const float scale_log2 = (float)(1.4426950408889634 / sqrt((double)head_dim));
+    const float scale_log2 = (float)(1.4426950408889634 * (double)scale);
     return ZR_LAUNCH(l, kern, ZR_DIM3(n_head, cdiv(rows, 64), 1), ZR_DIM1(128), 0, err, &qkv, &qkv_stride, &kc, &vc,
                      &out, &out_stride, &pos, &rows, &n_head, &n_kv, (void *)&scale_log2);
 }

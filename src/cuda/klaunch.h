@@ -34,20 +34,22 @@ int zr_k_rope_kv(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_s
                  CUdeviceptr vc, int rows, ZrError *err);
 /* attn_part_f32 + attn_combine_f32: causal attention of rows queries (q in rows of qkv) over the
  * caches, in n_chunks chunks of `chunk` rows (partials in part: rows x n_head x n_chunks x
- * (head_dim + 2) floats), merged into out [rows][out_stride] */
+ * (head_dim + 2) floats), merged into out [rows][out_stride]; scores scaled by `scale` (the
+ * model's attn_scale) */
 int zr_k_attn_split(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
                     CUdeviceptr vc, CUdeviceptr part, CUdeviceptr pos, CUdeviceptr out, int out_stride, int n_head,
-                    int n_kv, int head_dim, int chunk, int n_chunks, int rows, ZrError *err);
+                    int n_kv, int head_dim, float scale, int chunk, int n_chunks, int rows, ZrError *err);
 
 /* The decode attention of one layer in one launch (cu/attention_decode.cu): rope of q and k,
  * the KV-cache write of row pos[0], attention over rows 0..pos[0] in chunks of `chunk` (of
  * n_chunks), and the merge. qkv: the decode row [n_head*head_dim | kv_dim | kv_dim] before
  * rope (read only); kc, vc: the layer's caches [n_ctx][kv_dim]; part: n_head * n_chunks *
  * (head_dim + 2) floats; count: i32 [n_head], zero (and left zero); out: [n_head*head_dim];
- * freq: f64 [rope_dim/2] (rope.cu); pos: i32 [1]. */
+ * freq: f64 [rope_dim/2] (rope.cu); pos: i32 [1]; scale: the scores' scale (attn_scale). */
 typedef struct ZrCuAttnDecode {
     CUdeviceptr qkv, kc, vc, part, count, out, freq, pos;
     int n_head, n_kv, head_dim, rope_dim, neox, chunk, n_chunks;
+    float scale;
 } ZrCuAttnDecode;
 /* Whether attn_decode_f32 handles this shape (n_head a multiple of n_kv, head_dim % 4 == 0 and
  * <= 128, any chunk); else the decode uses rope_kv_f32, attn_part_f32 and attn_combine_f32. */
@@ -59,7 +61,7 @@ int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *
 bool zr_k_attn_prefill_fits(int head_dim);
 int zr_k_attn_prefill(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
                       CUdeviceptr vc, CUdeviceptr out, int out_stride, CUdeviceptr pos, int n_head, int n_kv,
-                      int head_dim, int rows, ZrError *err);
+                      int head_dim, float scale, int rows, ZrError *err);
 /* swiglu_f32 (f16 false) / swiglu_f32_f16: out[rows][n_ff] = silu(gate) * up of gu [rows][stride] */
 int zr_k_swiglu(ZrLauncher *l, const ZrCuKernels *k, bool f16, CUdeviceptr gu, int stride, CUdeviceptr out, int n_ff,
                 int rows, ZrError *err);

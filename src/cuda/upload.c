@@ -116,7 +116,9 @@ static int upload_group(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuWe
     return ZR_OK;
 }
 
-static int upload_rope(ZrCuForward *f, ZrError *err) {
+/* The angle per position of each rotated pair for a layer's rope base and linear scale (and the
+ * file's rope_freqs divisors, Llama 3.1) -> *out, f64 [rope_dim/2]. */
+static int upload_rope(ZrCuForward *f, float theta, float freq_scale, CUdeviceptr *out, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
     const int half = hp->rope_dim / 2;
     double *h = calloc(half > 0 ? half : 1, sizeof *h);
@@ -127,12 +129,12 @@ static int upload_rope(ZrCuForward *f, ZrError *err) {
         return zr_err(err, ZR_E_FORMAT, "rope_freqs.weight: expected f32 [%d]", half);
     }
     for (int i = 0; i < half; i++) {
-        double fr = (double)hp->rope_freq_scale * pow((double)hp->rope_theta, -2.0 * i / hp->rope_dim);
+        double fr = (double)freq_scale * pow((double)theta, -2.0 * i / hp->rope_dim);
         if (ff) fr /= ff[i];
         h[i] = fr;
     }
-    int rc = zr_cuf_dalloc(f, &f->rope_freq, sizeof(double) * (half > 0 ? half : 1), "rope frequencies", err);
-    if (!rc) rc = zr_cuda_h2d(f->cuda, f->rope_freq, h, sizeof(double) * half, err);
+    int rc = zr_cuf_dalloc(f, out, sizeof(double) * (half > 0 ? half : 1), "rope frequencies", err);
+    if (!rc) rc = zr_cuda_h2d(f->cuda, *out, h, sizeof(double) * half, err);
     if (!rc) rc = zr_cuda_sync(f->cuda, err);
     free(h);
     return rc;
@@ -151,7 +153,6 @@ int zr_cuf_upload(ZrCuForward *f, ZrError *err) {
         if ((rc = upload_group(f, one, 1, &f->output, &n1, off1, err))) return rc;
     }
     if ((rc = upload_f32(f, &m->output_norm, &f->output_norm, err))) return rc;
-    if ((rc = upload_rope(f, err))) return rc;
     f->layers = calloc(m->hp.n_layer, sizeof *f->layers);
     if (!f->layers) return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory");
     for (int il = 0; il < m->hp.n_layer; il++) {
@@ -161,13 +162,20 @@ int zr_cuf_upload(ZrCuForward *f, ZrError *err) {
         if ((rc = upload_f32(f, &L->attn_norm, &G->attn_norm, err))) return rc;
         if ((rc = upload_f32(f, &L->ffn_norm, &G->ffn_norm, err))) return rc;
         if ((rc = upload_group(f, qkv, 3, G->qkv, &G->n_qkv, G->qkv_off, err))) return rc;
-        if (L->bq.data || L->bk.data || L->bv.data) {
+        /* layers with the same rope base and scale as the one before share its table (every
+         * layer of today's architectures; gemma3's local layers will differ) */
+        const ZrLayerFacts *F = &L->facts, *prev = il > 0 ? &m->layers[il - 1].facts : NULL;
+        if (prev && prev->rope_theta == F->rope_theta && prev->rope_freq_scale == F->rope_freq_scale)
+            G->rope_freq = f->layers[il - 1].rope_freq;
+        else if ((rc = upload_rope(f, F->rope_theta, F->rope_freq_scale, &G->rope_freq, err)))
+            return rc;
+        if (F->qkv_bias) {
             const ZrWeight *b[3] = {&L->bq, &L->bk, &L->bv};
             const int lens[3] = {f->q_dim, f->kv_dim, f->kv_dim};
             if ((rc = upload_f32_cat(f, b, lens, 3, &G->bias, err))) return rc;
         }
-        if ((rc = upload_f32(f, &L->q_norm, &G->q_norm, err))) return rc;
-        if ((rc = upload_f32(f, &L->k_norm, &G->k_norm, err))) return rc;
+        if (F->qk_norm && (rc = upload_f32(f, &L->q_norm, &G->q_norm, err))) return rc;
+        if (F->qk_norm && (rc = upload_f32(f, &L->k_norm, &G->k_norm, err))) return rc;
         one[0] = &L->wo;
         if ((rc = upload_group(f, one, 1, &G->wo, &n1, off1, err))) return rc;
         if ((rc = upload_group(f, gu, 2, G->gu, &G->n_gu, G->gu_off, err))) return rc;
@@ -187,13 +195,17 @@ static size_t matrix_bytes(const ZrWeight *w) {
 size_t zr_cuf_upload_bytes(const ZrModel *m) {
     const ZrHparams *hp = &m->hp;
     const size_t qkv_dim = (size_t)(hp->n_head + 2 * hp->n_head_kv) * hp->head_dim;
-    /* the embedding, the output norm and (4 KiB at most) the rope frequencies */
-    size_t w = matrix_bytes(&m->tok_embd) + align256((size_t)hp->n_embd * 4) + 4096;
+    /* the embedding and the output norm */
+    size_t w = matrix_bytes(&m->tok_embd) + align256((size_t)hp->n_embd * 4);
     if (!m->tied_output) w += matrix_bytes(&m->output);
     for (int il = 0; il < hp->n_layer; il++) {
         const ZrLayer *L = &m->layers[il];
         const ZrWeight *mats[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
         for (size_t i = 0; i < 7; i++) w += matrix_bytes(mats[i]) + 256;
+        /* a rope table (4 KiB at most) where the layer's base or scale differs from the one before */
+        if (il == 0 || L->facts.rope_theta != L[-1].facts.rope_theta ||
+            L->facts.rope_freq_scale != L[-1].facts.rope_freq_scale)
+            w += 4096;
         /* two norms (and a spare), the bias, the q/k norms */
         w += 3 * align256((size_t)hp->n_embd * 4) + align256(qkv_dim * 4) + 2 * align256((size_t)hp->head_dim * 4);
     }

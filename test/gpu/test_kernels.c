@@ -470,7 +470,8 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
               "%s", e.msg);
     const ZrCuAttnDecode a = {.qkv = dqkv, .kc = dk, .vc = dv, .part = part, .count = dcount, .out = dout, .freq = df,
                               .pos = dp, .n_head = n_head, .n_kv = n_kv, .head_dim = hd, .rope_dim = rope_dim,
-                              .neox = neox, .chunk = chunk, .n_chunks = n_chunks};
+                              .neox = neox, .chunk = chunk, .n_chunks = n_chunks,
+                              .scale = 1.0f / sqrtf((float)hd)};
     ZT_CHECKF(!zr_k_attn_decode(&g->l, &g->k, &a, &e), "%s", e.msg);
     gpu_download(g, out, dout, sizeof(float) * q_dim);
     gpu_download(g, kg, dk, sizeof(float) * cache);
