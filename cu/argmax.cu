@@ -73,6 +73,7 @@ __device__ __forceinline__ void argmax_block(unsigned long long *key, int *nan) 
 }
 
 ZR_KERNEL void __launch_bounds__(ZR_ARGMAX_THREADS) argmax_f32(const float *__restrict__ logits, int n, ZrPick *pick) {
+    zr_grid_enter();
     unsigned long long key = 0; // below every real key (the -inf key is 0x007fffff...)
     int nan = INT_MAX;
     const int stride = gridDim.x * ZR_ARGMAX_THREADS;

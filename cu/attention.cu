@@ -28,6 +28,7 @@ ZR_KERNEL void __launch_bounds__(128)
     attn_part_f32(const float *__restrict__ q, int q_stride, const float *__restrict__ kc, const float *__restrict__ vc,
                   float *__restrict__ part, const int *__restrict__ pos, int n_head, int n_kv, int head_dim, int chunk,
                   int n_chunks, float scale) {
+    zr_grid_enter();
     extern __shared__ float4 zr_attn_smem[];
     float *qs = (float *)zr_attn_smem;       // [head_dim]
     float *sc = qs + head_dim;               // [chunk]
@@ -98,6 +99,7 @@ ZR_KERNEL void __launch_bounds__(128)
 ZR_KERNEL void __launch_bounds__(128)
     attn_combine_f32(const float *__restrict__ part, float *__restrict__ out, int out_stride,
                      const int *__restrict__ pos, int n_head, int head_dim, int chunk, int n_chunks) {
+    zr_grid_enter();
     const int h = blockIdx.x, i = blockIdx.y;
     const int seq = pos[0] + i + 1;
     const int live = min((seq + chunk - 1) / chunk, n_chunks);

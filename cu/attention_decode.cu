@@ -8,7 +8,7 @@
 //   exit at once. At short contexts the work is a few dependent round trips, not bandwidth, so
 //   the grid has a block per query head (not per KV head: the K/V rows of a group are read
 //   G times, from L2) and a block's rows are spread over all its warps: at tg128's positions
-//   every lane loads its K and V rows (at most ZR_AD_UNROLL each) in one batch before the rope,
+//   every lane loads its K and V rows (at most ZR_AD_UNROLL each) in one batch before the wait,
 //   and a chunk of 128 rows needs no merge at all. pos = pos[0] is read from device memory, so
 //   one recorded launch is valid at every position.
 //   - qkv [q_dim | kv_dim | kv_dim]: the decode row before rope (q_dim = n_head*head_dim,
@@ -70,6 +70,11 @@ ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS, 1)
                     float *__restrict__ part, int *__restrict__ count, float *__restrict__ out,
                     const double *__restrict__ freq, const int *__restrict__ pos_p, int n_head, int n_kv,
                     int head_dim, int rope_dim, int neox, int chunk, int n_chunks, float scale) {
+    // Before zr_grid_wait(): only the position (written by host copies before the step) and
+    // cache rows < pos, which earlier decode steps or the prefill wrote. Under programmatic
+    // dependent launch the kernel this one may overlap is the one just before it (the QKV
+    // projection or the q/k norm), which writes neither, and every kernel before that one has
+    // completed (each waits before it releases the next).
     const int h = blockIdx.x, c = blockIdx.y, t = threadIdx.x;
     const int pos = pos_p[0], seq = pos + 1, start = c * chunk;
     if (start >= seq) return;
@@ -92,11 +97,13 @@ ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS, 1)
     __shared__ int last;
     float *qs = (float *)qs4, *kn = (float *)kn4, *vn = (float *)vn4;
 
-    // the first batch of K and V rows goes out before the rope, to overlap their latency with it
+    // the first batch of K and V rows goes out before the wait and the rope, to overlap their
+    // latency with the previous kernel's tail and the rope
     const size_t base = (size_t)start * kv_dim + (size_t)kvh * hd + 4 * sub; // row `start`, this lane's values
     float4 kr[ZR_AD_UNROLL], vr[ZR_AD_UNROLL];
     zr_ad_rows(kr, kc + base, kv_dim, grp, NG, n_cached, ok);
     zr_ad_rows(vr, vc + base, kv_dim, grp, NG, n_cached, ok);
+    zr_grid_enter();
 
     // value d of q (threads 0..hd-1), of the current K row (hd..2hd-1) and of the current V row
     // (2hd..3hd-1, the blocks that hold pos): one value per thread, all loads at once

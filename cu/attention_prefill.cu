@@ -61,6 +61,7 @@ __device__ __forceinline__ void attn_prefill(const float *__restrict__ q, int q_
     __shared__ __align__(16) __half ks[ZR_AP_BK * LD];  // [key][d]
     __shared__ __align__(16) __half vs[ZR_AP_BK * LD];  // [key][d]
 
+    zr_grid_enter();
     const int h = blockIdx.x, tile = gridDim.y - 1 - blockIdx.y;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
     const int p0 = pos[0];

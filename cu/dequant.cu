@@ -8,6 +8,7 @@
 template <int TYPE>
 __device__ __forceinline__ void zr_dequant_f16(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                                __half *__restrict__ out, int n_in, int n_out, int row0, int n_rows) {
+    zr_grid_enter();
     // n_rows * n_in / 8 < 2^32: the host slices matrices to the F16 buffer (at most 2^31 values)
     const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned per_row = (unsigned)(n_in + 7) / 8;

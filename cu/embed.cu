@@ -8,6 +8,7 @@
 template <int TYPE>
 __device__ __forceinline__ void zr_embed(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                          const int *__restrict__ tok, float *__restrict__ out, int n_embd, int n_vocab) {
+    zr_grid_enter();
     const int e = blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= n_embd) return;
     int r = tok[blockIdx.y];

@@ -3,5 +3,6 @@
 #include "common.cuh"
 
 ZR_KERNEL void zr_fault_trap(void) {
+    zr_grid_enter();
     __trap();
 }

@@ -11,6 +11,7 @@
 ZR_KERNEL void __launch_bounds__(256)
     rmsnorm_f32_f16(const float *__restrict__ x, int x_stride, const float *__restrict__ w, __half *__restrict__ y,
                     int y_stride, int n, float eps) {
+    zr_grid_enter();
     __shared__ float red[32];
     const float *xp = x + (size_t)blockIdx.y * x_stride;
     __half *yp = y + (size_t)blockIdx.y * y_stride;
@@ -32,6 +33,7 @@ ZR_KERNEL void __launch_bounds__(256)
 
 ZR_KERNEL void __launch_bounds__(256)
     swiglu_f32_f16(const float *__restrict__ gu, int stride, __half *__restrict__ y, int n_ff) {
+    zr_grid_enter();
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n_ff) return;
     const float *g = gu + (size_t)blockIdx.y * stride;

@@ -3,6 +3,7 @@
 #include "common.cuh"
 
 ZR_KERNEL void read_bw_probe(const uint4 *__restrict__ src, uint64_t n_vec, uint32_t *__restrict__ sink) {
+    zr_grid_enter();
     uint32_t acc = 0;
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n_vec;
          i += (uint64_t)gridDim.x * blockDim.x) {

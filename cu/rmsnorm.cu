@@ -6,6 +6,7 @@
 
 ZR_KERNEL void __launch_bounds__(256)
     rmsnorm_f32(const float *x, int x_stride, const float *__restrict__ w, float *y, int y_stride, int n, float eps) {
+    zr_grid_enter();
     __shared__ float red[32];
     const float *xp = x + (size_t)blockIdx.y * x_stride + (size_t)blockIdx.x * n;
     float *yp = y + (size_t)blockIdx.y * y_stride + (size_t)blockIdx.x * n;

@@ -15,6 +15,7 @@ ZR_KERNEL void __launch_bounds__(128)
     rope_kv_f32(float *qkv, int row_stride, int n_head, int n_kv, int head_dim, int rope_dim, int neox,
                 const double *__restrict__ freq, const int *__restrict__ pos, float *__restrict__ kc,
                 float *__restrict__ vc) {
+    zr_grid_enter();
     const int half = rope_dim / 2, kv_dim = n_kv * head_dim, q_dim = n_head * head_dim;
     const int n_rot = (n_head + n_kv) * half, n_tail = n_kv * (head_dim - rope_dim);
     int t = blockIdx.x * blockDim.x + threadIdx.x;

@@ -5,6 +5,7 @@
 
 ZR_KERNEL void __launch_bounds__(256)
     swiglu_f32(const float *__restrict__ gu, int stride, float *__restrict__ out, int n_ff) {
+    zr_grid_enter();
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n_ff) return;
     const float *g = gu + (size_t)blockIdx.y * stride;

@@ -18,6 +18,7 @@ typedef struct ZrBackendStats {
     double graph_build_ms;         /* record + build + instantiate */
     double host_us_per_token;      /* host time to issue one decode step */
     bool graph_active;             /* decode steps currently replay a graph */
+    bool pdl;                      /* decode uses programmatic dependent launch (graph edges or eager launches) */
 } ZrBackendStats;
 
 /* A greedy pick (ZrBackend.decode_greedy). */

@@ -275,6 +275,7 @@ ZT_TEST(json_output_is_one_valid_array_with_a_record_per_test) {
     ZT_CHECK(strstr(r.out, "\"test\": \"pp8\"") && strstr(r.out, "\"test\": \"tg4\""));
     ZT_CHECK(count(r.out, "\"hash_stable\": true") == 2);
     ZT_CHECK(count(r.out, "\"backend\": \"cpu\"") == 2);
+    ZT_CHECK(count(r.out, "\"pdl\": false") == 2);  /* the CPU has no programmatic launches */
     char h[17];
     ZT_CHECK(hash_of(r.out, "pp8", h) && hash_of(r.out, "tg4", h));
     /* the device line goes to stderr for the machine-readable formats */

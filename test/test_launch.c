@@ -45,6 +45,82 @@ static void fix_close(Fix *f) {
     zr_cuda_close(&f->cuda);
 }
 
+/* A fixture on a device of compute capability major.minor, cuLaunchKernelEx present or not. */
+static int fix_open_pdl(Fix *f, int major, int minor, bool launch_ex) {
+    ZrError err = {0};
+    f->drv = fake_driver(kernels, N_KERNELS, true);
+    fake_set_pdl(major, minor, false, launch_ex);
+    if (zr_cuda_open(f->drv, 0, &f->cuda, &err) || zr_cuda_load_module(&f->cuda, "image", &err)) return 1;
+    const size_t axpb_sizes[] = {8, 8, 4, 4}, noop_sizes[] = {4};
+    if (zr_cuda_kernel(&f->cuda, "axpb", axpb_sizes, 4, &f->axpb, &err)) return 1;
+    if (zr_cuda_kernel(&f->cuda, "noop", noop_sizes, 1, &f->noop, &err)) return 1;
+    zr_launcher_init(&f->l, f->drv, f->cuda.stream);
+    return 0;
+}
+
+/* y = 2 * 5 + 1 through the launcher; 0 when it ran and returned ZR_OK. */
+static int axpb_once(Fix *f, float *y) {
+    ZrError err = {0};
+    float x = 5, a = 2;
+    int b = 1;
+    *y = 0;
+    CUdeviceptr dy = (CUdeviceptr)(uintptr_t)y, dx = (CUdeviceptr)(uintptr_t)&x;
+    return ZR_LAUNCH(&f->l, &f->axpb, ZR_DIM3(3, 2, 1), ZR_DIM1(64), 128, &err, &dy, &dx, &a, &b);
+}
+
+ZT_TEST(pdl_launches_go_through_cuLaunchKernelEx_with_programmatic_stream_serialization) {
+    Fix f;
+    ZT_CHECK(fix_open_pdl(&f, 9, 0, true) == 0);
+    ZT_CHECK(zr_launch_pdl_supported(&f.cuda));
+    ZT_CHECK(!f.l.pdl); /* off until asked for */
+    ZT_CHECK(zr_launcher_set_pdl(&f.l, true) && f.l.pdl);
+    float y;
+    ZT_CHECK(axpb_once(&f, &y) == 0 && y == 11.0f);
+    const FakeState *st = fake_state();
+    ZT_CHECK(st->launches == 1 && st->launches_ex == 1);
+    ZT_CHECK(st->last_ex.gridDimX == 3 && st->last_ex.gridDimY == 2 && st->last_ex.gridDimZ == 1);
+    ZT_CHECK(st->last_ex.blockDimX == 64 && st->last_ex.blockDimY == 1 && st->last_ex.sharedMemBytes == 128);
+    ZT_CHECK(st->last_ex.hStream == f.cuda.stream && st->last_ex.numAttrs == 1);
+    ZT_CHECK(st->last_ex_attr.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
+             st->last_ex_attr.value.programmaticStreamSerializationAllowed == 1);
+    zr_launcher_set_pdl(&f.l, false); /* and back to cuLaunchKernel */
+    ZT_CHECK(axpb_once(&f, &y) == 0 && y == 11.0f && st->launches == 2 && st->launches_ex == 1);
+    fix_close(&f);
+}
+
+ZT_TEST(pdl_launch_failure_names_cuLaunchKernelEx) {
+    Fix f;
+    ZT_CHECK(fix_open_pdl(&f, 9, 0, true) == 0);
+    zr_launcher_set_pdl(&f.l, true);
+    FakeState *st = fake_state();
+    st->fail_launch_at = 1;
+    st->launch_result = CUDA_ERROR_INVALID_VALUE;
+    ZrError err = {0};
+    float x = 5, a = 2, y = 0;
+    int b = 1;
+    CUdeviceptr dy = (CUdeviceptr)(uintptr_t)&y, dx = (CUdeviceptr)(uintptr_t)&x;
+    ZT_CHECK(ZR_LAUNCH(&f.l, &f.axpb, ZR_DIM1(1), ZR_DIM1(1), 0, &err, &dy, &dx, &a, &b) == ZR_E_CUDA);
+    ZT_CHECKF(strstr(err.msg, "launch axpb") && strstr(err.msg, "cuLaunchKernelEx") &&
+                  strstr(err.msg, "CUDA_ERROR_INVALID_VALUE"),
+              "%s", err.msg);
+    fix_close(&f);
+}
+
+ZT_TEST(launches_stay_on_cuLaunchKernel_without_the_entry_point_or_below_cc_9_0) {
+    Fix f;
+    float y;
+    ZT_CHECK(fix_open_pdl(&f, 9, 0, false) == 0);
+    ZT_CHECK(!zr_launch_pdl_supported(&f.cuda));
+    ZT_CHECK(!zr_launcher_set_pdl(&f.l, true) && !f.l.pdl);
+    ZT_CHECK(axpb_once(&f, &y) == 0 && y == 11.0f && fake_state()->launches_ex == 0);
+    fix_close(&f);
+    ZT_CHECK(fix_open_pdl(&f, 8, 6, true) == 0);
+    ZT_CHECK(!zr_launch_pdl_supported(&f.cuda));
+    ZT_CHECK(zr_launcher_set_pdl(&f.l, zr_launch_pdl_supported(&f.cuda)) == false);
+    ZT_CHECK(axpb_once(&f, &y) == 0 && y == 11.0f && fake_state()->launches_ex == 0);
+    fix_close(&f);
+}
+
 ZT_TEST(record_keeps_parameter_values_after_the_caller_changes_them) {
     Fix f;
     ZT_CHECK(fix_open(&f, true) == 0);

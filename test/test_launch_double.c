@@ -35,6 +35,8 @@ static CUresult f_total_mem(size_t *b, CUdevice d) { (void)d; *b = (size_t)1 << 
 static CUresult f_attr(int *v, int a, CUdevice d) {
     (void)d;
     *v = a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 4 : 1;
+    if (a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR && st.cc_major) *v = st.cc_major;
+    if (a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR && st.cc_major) *v = st.cc_minor;
     return CUDA_SUCCESS;
 }
 static CUresult f_retain(CUcontext *c, CUdevice d) {
@@ -109,6 +111,13 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
     else if (k->run) k->run(params);
     return CUDA_SUCCESS;
 }
+static CUresult f_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
+    st.launches_ex++;
+    st.last_ex = *c;
+    st.last_ex_attr = c->numAttrs == 1 ? c->attrs[0] : (CUlaunchAttribute){.id = -1};
+    return f_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
+                    c->sharedMemBytes, c->hStream, params, extra);
+}
 static CUresult f_graph_create(CUgraph *g, unsigned f) {
     (void)f;
     st.graphs_created++;
@@ -136,9 +145,33 @@ static CUresult f_add_node(CUgraphNode *node, CUgraph g, const CUgraphNode *deps
     st.n_nodes++;
     return CUDA_SUCCESS;
 }
+/* What the driver checks: nodes of this graph, a programmatic edge from the programmatic port,
+ * no port on the downstream side, reserved bytes zero, no edge twice. */
+static CUresult f_add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *to, const CUgraphEdgeData *edges,
+                           size_t n) {
+    (void)g;
+    st.add_deps_calls++;
+    if (st.add_deps_result) return st.add_deps_result;
+    for (size_t i = 0; i < n; i++) {
+        int a = (int)(uintptr_t)from[i] - 1, b = (int)(uintptr_t)to[i] - 1;
+        CUgraphEdgeData e = edges ? edges[i] : (CUgraphEdgeData){0};
+        static const unsigned char zero[5];
+        if (a < 0 || a >= st.n_nodes || b < 0 || b >= st.n_nodes || a == b) return CUDA_ERROR_INVALID_VALUE;
+        if (e.to_port || memcmp(e.reserved, zero, sizeof zero)) return CUDA_ERROR_INVALID_VALUE;
+        if ((e.type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC) != (e.from_port == CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC))
+            return CUDA_ERROR_INVALID_VALUE;
+        if (st.nodes[b].n_deps) return CUDA_ERROR_INVALID_VALUE; /* the double keeps one dependency per node */
+        st.nodes[b].n_deps = 1;
+        st.nodes[b].dep = a;
+        st.nodes[b].edge = e;
+    }
+    return CUDA_SUCCESS;
+}
 static CUresult f_instantiate(CUgraphExec *e, CUgraph g, unsigned long long f) {
     (void)g; (void)f;
     if (st.instantiate_result) return st.instantiate_result;
+    for (int i = 0; st.instantiate_programmatic_result && i < st.n_nodes; i++)
+        if (st.nodes[i].edge.type == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC) return st.instantiate_programmatic_result;
     st.instantiated++;
     *e = (CUgraphExec)&exec_token;
     return CUDA_SUCCESS;
@@ -171,6 +204,13 @@ static CUresult f_dot(CUgraph g, const char *path, unsigned f) {
     fprintf(o, "}\n}\n");
     fclose(o);
     return CUDA_SUCCESS;
+}
+
+void fake_set_pdl(int cc_major, int cc_minor, bool add_dependencies, bool launch_ex) {
+    st.cc_major = cc_major;
+    st.cc_minor = cc_minor;
+    drv.cuGraphAddDependencies = add_dependencies ? f_add_deps : NULL;
+    drv.cuLaunchKernelEx = launch_ex ? f_launch_ex : NULL;
 }
 
 const ZrCuDriver *fake_driver(const FakeKernel *kernels, int n_kernels, bool param_info) {

@@ -23,6 +23,7 @@ typedef struct FakeNode {
     unsigned char params[256]; /* copied at cuGraphAddKernelNode, like the driver */
     size_t n_deps;
     int dep; /* index of the single dependency, -1 for none */
+    CUgraphEdgeData edge; /* of that dependency (all zero: a plain edge) */
 } FakeNode;
 
 typedef struct FakeState {
@@ -31,13 +32,19 @@ typedef struct FakeState {
     bool param_info;           /* provide cuFuncGetParamInfo */
     /* counters */
     int launches, graphs_created, graphs_destroyed, nodes_added, instantiated, exec_destroyed, graph_launches,
-        dot_prints, syncs, h2d, d2h, allocs, frees, resets;
+        dot_prints, syncs, h2d, d2h, allocs, frees, resets, add_deps_calls;
     FakeNode nodes[1024];
     int n_nodes;
     /* failure injection: the Nth call (1-based; 0 = never) returns the given result */
     int fail_launch_at; CUresult launch_result;
     int fail_add_node_at; CUresult add_node_result;
     CUresult instantiate_result, graph_launch_result, sync_result, alloc_result;
+    CUresult add_deps_result;              /* every cuGraphAddDependencies returns it */
+    CUresult instantiate_programmatic_result; /* instantiating a graph with a programmatic edge */
+    int cc_major, cc_minor;                /* compute capability reported (0: 1.1) */
+    int launches_ex;                       /* of `launches`, those through cuLaunchKernelEx */
+    CUlaunchConfig last_ex;                /* the last cuLaunchKernelEx's configuration ... */
+    CUlaunchAttribute last_ex_attr;        /* ... and its one attribute (else id -1) */
     size_t mem_free; /* reported by cuMemGetInfo */
     bool poison_is_process_wide; /* like driver 580: a reset does not clear the trap's error */
 } FakeState;
@@ -45,5 +52,9 @@ typedef struct FakeState {
 /* Resets the state and returns the driver table (both are process-wide in the test). */
 const ZrCuDriver *fake_driver(const FakeKernel *kernels, int n_kernels, bool param_info);
 FakeState *fake_state(void);
+/* The device is compute capability major.minor, and the table has cuGraphAddDependencies and
+ * cuLaunchKernelEx or not (fake_driver gives 1.1 and neither). Call before zr_cuda_open (it
+ * reads the properties). */
+void fake_set_pdl(int cc_major, int cc_minor, bool add_dependencies, bool launch_ex);
 /* The CUfunction for a fake kernel (what cuModuleGetFunction returns). */
 CUfunction fake_fn(const FakeKernel *k);

@@ -356,6 +356,7 @@ static int run_test(TestCtx *t, bool pp, int n, const char *mode, bool graph_ask
     r->kernels_per_token = pp ? 0 : st.kernels_per_token;
     r->host_us_per_token = pp ? 0 : st.host_us_per_token;
     r->graph_build_ms = pp ? 0 : st.graph_build_ms;
+    r->pdl = !pp && st.pdl;
     if (graph_asked && !pp && !st.graph_active && !a->quiet)
         fprintf(stderr, "zrun bench: %s: graph mode asked for, but the decode steps ran eagerly (see the backend's note)\n",
                 r->model_type);

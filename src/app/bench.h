@@ -58,6 +58,7 @@ typedef struct ZrBenchRow {
     uint64_t kernels_per_token; /* 0 = not reported by the backend */
     double host_us_per_token;   /* <= 0 = not reported */
     double graph_build_ms;      /* <= 0 = no graph built */
+    bool pdl;                   /* CUDA decode with programmatic dependent launch (sm_90+, no switch) */
     uint64_t logits_hash;       /* FNV-1a 64 of the final logits of the last repetition */
     bool hash_stable;           /* every repetition ended with the same logits */
 } ZrBenchRow;

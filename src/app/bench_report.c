@@ -107,6 +107,7 @@ static void json_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     json_num(f, r->host_us_per_token, true);
     fputs(", \"graph_build_ms\": ", f);
     json_num(f, r->graph_build_ms, true);
+    fprintf(f, ", \"pdl\": %s", r->pdl ? "true" : "false");
     fprintf(f, ", \"logits_hash\": \"%016" PRIx64 "\", \"hash_stable\": %s}", r->logits_hash,
             r->hash_stable ? "true" : "false");
 }
@@ -117,7 +118,7 @@ static const char *const csv_cols[] = {
     "build", "backend", "device", "driver", "cuda_version", "n_threads", "read_gbps", "model_filename",
     "model_type", "model_size", "model_n_params", "bytes_per_token", "mode", "test", "n_prompt", "n_gen", "n_ctx",
     "reps", "warmup", "median_ts", "sd_ts", "avg_ts", "min_ts", "max_ts", "samples_ts", "gbps", "bw_pct",
-    "kernels_per_token", "host_us_per_token", "graph_build_ms", "logits_hash", "hash_stable",
+    "kernels_per_token", "host_us_per_token", "graph_build_ms", "pdl", "logits_hash", "hash_stable",
 };
 
 static void csv_str(FILE *f, const char *s) {
@@ -174,6 +175,7 @@ static void csv_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     csv_num(f, r->host_us_per_token, true);
     fputc(',', f);
     csv_num(f, r->graph_build_ms, true);
+    fprintf(f, ",%s", r->pdl ? "true" : "false");
     fprintf(f, ",%016" PRIx64 ",%s\n", r->logits_hash, r->hash_stable ? "true" : "false");
 }
 
@@ -188,6 +190,8 @@ static void md_row(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     if (r->host_us_per_token > 0) snprintf(host, sizeof host, "%.1f", r->host_us_per_token);
     if (r->graph_build_ms > 0) snprintf(graph, sizeof graph, "%.1f", r->graph_build_ms);
     if (d->n_threads > 0) snprintf(thr, sizeof thr, "%d", d->n_threads);
+    char mode[32];  /* "+pdl": decode launches overlap through programmatic dependent launch */
+    snprintf(mode, sizeof mode, "%s%s", r->mode, r->pdl ? "+pdl" : "");
     char params[32], size[32];
     const double np = (double)r->n_params, mb = (double)r->model_bytes;
     if (np >= 1e9) snprintf(params, sizeof params, "%.2f B", np / 1e9);
@@ -198,7 +202,7 @@ static void md_row(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     fprintf(f,
             "| %-24s | %14s | %10s | %-7s | %7s | %-14s | %6s | %20s | %8s | %6s | %8s | %11s | %8s | "
             "%016" PRIx64 "%s |\n",
-            r->model_type, size, params, d->backend, thr, r->mode,
+            r->model_type, size, params, d->backend, thr, mode,
             r->test, ts, gbps, pct, kern, host, graph, r->logits_hash, r->hash_stable ? "" : " (varies)");
 }
 

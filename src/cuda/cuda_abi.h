@@ -93,6 +93,46 @@ typedef struct CUDA_KERNEL_NODE_PARAMS {
     CUcontext ctx;
 } CUDA_KERNEL_NODE_PARAMS;
 
+/* CUgraphEdgeData (CUDA 12.3+): what an edge waits for. All zero = the upstream node's full
+ * completion with its memory visible; a programmatic edge (from_port PROGRAMMATIC, type
+ * PROGRAMMATIC, kernel to kernel) lets the downstream kernel start once every block of the
+ * upstream one has run griddepcontrol.launch_dependents (or exited); it then waits in
+ * griddepcontrol.wait for the upstream kernel's completion and memory. */
+typedef struct CUgraphEdgeData {
+    unsigned char from_port;   /* CU_GRAPH_KERNEL_NODE_PORT_* */
+    unsigned char to_port;     /* must be 0 */
+    unsigned char type;        /* CU_GRAPH_DEPENDENCY_TYPE_* */
+    unsigned char reserved[5]; /* must be 0 */
+} CUgraphEdgeData;
+enum { CU_GRAPH_KERNEL_NODE_PORT_DEFAULT = 0, CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC = 1 };
+enum { CU_GRAPH_DEPENDENCY_TYPE_DEFAULT = 0, CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1 };
+
+/* cuLaunchKernelEx's configuration (CUDA 11.8+), with the one attribute zrun sets:
+ * PROGRAMMATIC_STREAM_SERIALIZATION = 1 lets the kernel start before the previous kernel in the
+ * stream has finished (once that one runs griddepcontrol.launch_dependents); the kernel then
+ * waits in griddepcontrol.wait. */
+enum { CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+typedef struct CUlaunchAttribute {
+    int id; /* CUlaunchAttributeID */
+    char pad[4];
+    union {
+        char pad[64];
+        uint64_t align_; /* the real union holds pointers */
+        int programmaticStreamSerializationAllowed;
+    } value;
+} CUlaunchAttribute;
+typedef struct CUlaunchConfig {
+    unsigned int gridDimX, gridDimY, gridDimZ;
+    unsigned int blockDimX, blockDimY, blockDimZ;
+    unsigned int sharedMemBytes;
+    CUstream hStream;
+    CUlaunchAttribute *attrs;
+    unsigned int numAttrs;
+} CUlaunchConfig;
+_Static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute is 72 bytes in cuda.h");
+_Static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig is 56 bytes in cuda.h");
+_Static_assert(sizeof(CUgraphEdgeData) == 8, "CUgraphEdgeData is 8 bytes in cuda.h");
+
 /* ---- function-pointer types (CUDAAPI is empty on Linux) ---- */
 typedef CUresult (*PFN_cuGetProcAddress_v12000)(const char *symbol, void **pfn, int cudaVersion,
                                                 cuuint64_t flags, CUdriverProcAddressQueryResult *status);
@@ -140,9 +180,14 @@ typedef CUresult (*PFN_cuEventDestroy_v2)(CUevent e);
 typedef CUresult (*PFN_cuLaunchKernel)(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                                        unsigned int bx, unsigned int by, unsigned int bz,
                                        unsigned int shared_bytes, CUstream s, void **params, void **extra);
+typedef CUresult (*PFN_cuLaunchKernelEx_v11060)(const CUlaunchConfig *config, CUfunction f, void **params,
+                                                void **extra);
 typedef CUresult (*PFN_cuGraphCreate)(CUgraph *g, unsigned int flags);
 typedef CUresult (*PFN_cuGraphAddKernelNode_v2)(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
                                                 size_t n_deps, const CUDA_KERNEL_NODE_PARAMS *params);
+/* cuGraphAddDependencies_v2: from[i] -> to[i] with edges[i] (NULL: plain edges). */
+typedef CUresult (*PFN_cuGraphAddDependencies_v12030)(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
+                                                      const CUgraphEdgeData *edges, size_t n);
 typedef CUresult (*PFN_cuGraphInstantiateWithFlags)(CUgraphExec *exec, CUgraph g, unsigned long long flags);
 typedef CUresult (*PFN_cuGraphLaunch)(CUgraphExec exec, CUstream s);
 typedef CUresult (*PFN_cuGraphExecDestroy)(CUgraphExec exec);
@@ -156,6 +201,8 @@ enum {
     ZR_CU_V_PRIMARY = 11000,      /* cuDevicePrimaryCtxRelease_v2 / Reset_v2 */
     ZR_CU_V_GRAPH_INST = 11040,   /* cuGraphInstantiateWithFlags */
     ZR_CU_V_GRAPH_NODE = 12000,   /* cuGraphAddKernelNode_v2 */
+    ZR_CU_V_LAUNCH_EX = 11060,    /* cuLaunchKernelEx (optional: PDL in eager launches) */
+    ZR_CU_V_GRAPH_EDGES = 12030,  /* cuGraphAddDependencies_v2 (optional: edge data, PDL edges) */
     ZR_CU_V_PARAM_INFO = 12040,   /* cuFuncGetParamInfo (optional: older drivers lack it) */
     ZR_CU_V_MIN_DRIVER = 12000,   /* the oldest driver zrun accepts */
 };

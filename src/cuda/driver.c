@@ -58,8 +58,10 @@ static const Entry k_entries[] = {
     E(cuEventElapsedTime, 2000),
     E(cuEventDestroy, ZR_CU_V_BASE),
     E(cuLaunchKernel, ZR_CU_V_BASE),
+    OPT(cuLaunchKernelEx, ZR_CU_V_LAUNCH_EX),
     E(cuGraphCreate, 10000),
     E(cuGraphAddKernelNode, ZR_CU_V_GRAPH_NODE),
+    OPT(cuGraphAddDependencies, ZR_CU_V_GRAPH_EDGES),
     E(cuGraphInstantiateWithFlags, ZR_CU_V_GRAPH_INST),
     E(cuGraphLaunch, 10000),
     E(cuGraphExecDestroy, 10000),
@@ -185,6 +187,9 @@ static int load(ZrCuDriver *d, ZrError *err) {
         return zr_err(err, ZR_E_NODEV, "the NVIDIA driver supports CUDA %d.%d; zrun needs %d.%d or newer",
                       d->driver_version / 1000, d->driver_version % 1000 / 10, ZR_CU_V_MIN_DRIVER / 1000,
                       ZR_CU_V_MIN_DRIVER % 1000 / 10);
+    /* A driver older than 12.3 answers the request for cuGraphAddDependencies with its only
+     * version, which has no edge-data argument: not the function the table's type says. */
+    if (d->driver_version < ZR_CU_V_GRAPH_EDGES) d->cuGraphAddDependencies = NULL;
     int n = 0;
     r = d->cuDeviceGetCount(&n);
     if (r != CUDA_SUCCESS || n < 1)

@@ -51,8 +51,10 @@ typedef struct ZrCuDriver {
     PFN_cuEventElapsedTime cuEventElapsedTime;
     PFN_cuEventDestroy_v2 cuEventDestroy;
     PFN_cuLaunchKernel cuLaunchKernel; /* called ONLY by src/cuda/launch.c */
+    PFN_cuLaunchKernelEx_v11060 cuLaunchKernelEx; /* optional; ONLY src/cuda/launch.c (PDL on) */
     PFN_cuGraphCreate cuGraphCreate;
     PFN_cuGraphAddKernelNode_v2 cuGraphAddKernelNode;
+    PFN_cuGraphAddDependencies_v12030 cuGraphAddDependencies; /* optional (driver >= 12.3); may be NULL */
     PFN_cuGraphInstantiateWithFlags cuGraphInstantiateWithFlags;
     PFN_cuGraphLaunch cuGraphLaunch;
     PFN_cuGraphExecDestroy cuGraphExecDestroy;

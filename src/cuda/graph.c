@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "cuda/graph_dot.h"
+
 static double now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -13,15 +15,41 @@ static double now_us(void) {
 
 /* ---- the graph ---- */
 
+bool zr_graph_pdl_supported(const ZrCuda *c) {
+    return c->props.cc_major >= 9 && c->drv->cuGraphAddDependencies != NULL;
+}
+
+static void build_failed(const ZrCuDriver *d, ZrGraph *g, CUgraphNode *nodes) {
+    d->cuGraphDestroy(g->graph);
+    free(nodes);
+    memset(g, 0, sizeof *g);
+}
+
 CUresult zr_graph_build(const ZrCuDriver *d, const ZrRecording *rec, ZrFault *fault, int step, ZrGraph *g,
                         ZrError *err) {
+    return zr_graph_build_pdl(d, rec, false, fault, step, g, err);
+}
+
+CUresult zr_graph_build_pdl(const ZrCuDriver *d, const ZrRecording *rec, bool programmatic, ZrFault *fault,
+                            int step, ZrGraph *g, ZrError *err) {
     memset(g, 0, sizeof *g);
     if (rec->n == 0) {
         zr_err(err, ZR_E_INTERNAL, "graph build: the recording pass launched no kernels");
         return CUDA_ERROR_INVALID_VALUE;
     }
+    if (programmatic && !d->cuGraphAddDependencies) {
+        zr_err(err, ZR_E_INTERNAL, "graph build: programmatic edges need cuGraphAddDependencies (driver >= 12.3)");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    /* [n] the nodes in launch order (programmatic: joined once all are added) */
+    CUgraphNode *nodes = programmatic ? calloc(rec->n, sizeof *nodes) : NULL;
+    if (programmatic && !nodes) {
+        zr_err(err, ZR_E_NOMEM, "graph build: no memory for %zu node handles", rec->n);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     CUresult r = d->cuGraphCreate(&g->graph, 0);
     if (r != CUDA_SUCCESS) {
+        free(nodes);
         memset(g, 0, sizeof *g);
         zr_driver_err(d, err, r, "cuGraphCreate");
         return r;
@@ -41,18 +69,42 @@ CUresult zr_graph_build(const ZrCuDriver *d, const ZrRecording *rec, ZrFault *fa
             .kernelParams = params,
         };
         CUgraphNode node = NULL;
+        const bool dep = prev && !programmatic;
         r = i == fail_at ? CUDA_ERROR_INVALID_VALUE
-                         : d->cuGraphAddKernelNode(&node, g->graph, prev ? &prev : NULL, prev ? 1 : 0, &p);
+                         : d->cuGraphAddKernelNode(&node, g->graph, dep ? &prev : NULL, dep ? 1 : 0, &p);
         if (r != CUDA_SUCCESS) {
             zr_driver_err(d, err, r, "cuGraphAddKernelNode (node %zu of %zu, %s%s)", i, rec->n, x->kernel->name,
                           i == fail_at ? "; injected by ZRUN_FAULT=graph-build" : "");
-            d->cuGraphDestroy(g->graph);
-            memset(g, 0, sizeof *g);
+            build_failed(d, g, nodes);
             return r;
         }
+        if (nodes) nodes[i] = node;
         prev = node;
     }
+    if (programmatic && rec->n > 1) {
+        /* edge i: node i -> node i+1; nodes[0..n-1) and nodes[1..n) are the from / to arrays */
+        size_t n_edges = rec->n - 1;
+        CUgraphEdgeData *edges = calloc(n_edges, sizeof *edges);
+        if (!edges) {
+            build_failed(d, g, nodes);
+            zr_err(err, ZR_E_NOMEM, "graph build: no memory for %zu edges", n_edges);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        for (size_t i = 0; i < n_edges; i++) {
+            edges[i].from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+            edges[i].type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+        }
+        r = d->cuGraphAddDependencies(g->graph, nodes, nodes + 1, edges, n_edges);
+        free(edges);
+        if (r != CUDA_SUCCESS) {
+            zr_driver_err(d, err, r, "cuGraphAddDependencies (%zu programmatic edges)", n_edges);
+            build_failed(d, g, nodes);
+            return r;
+        }
+    }
+    free(nodes);
     g->n_nodes = rec->n;
+    g->programmatic = programmatic;
     return CUDA_SUCCESS;
 }
 
@@ -61,7 +113,8 @@ CUresult zr_graph_instantiate(const ZrCuDriver *d, ZrGraph *g, ZrFault *fault, i
     CUresult r = inject ? CUDA_ERROR_INVALID_VALUE : d->cuGraphInstantiateWithFlags(&g->exec, g->graph, 0);
     if (r != CUDA_SUCCESS) {
         g->exec = NULL;
-        zr_driver_err(d, err, r, "cuGraphInstantiateWithFlags (%zu nodes%s)", g->n_nodes,
+        zr_driver_err(d, err, r, "cuGraphInstantiateWithFlags (%zu nodes%s%s)", g->n_nodes,
+                      g->programmatic ? ", programmatic edges" : "",
                       inject ? "; injected by ZRUN_FAULT=graph-instantiate" : "");
     }
     return r;
@@ -76,6 +129,7 @@ CUresult zr_graph_launch(const ZrCuDriver *d, const ZrGraph *g, CUstream s, ZrEr
 CUresult zr_graph_dot(const ZrCuDriver *d, const ZrGraph *g, const char *path, ZrError *err) {
     CUresult r = d->cuGraphDebugDotPrint(g->graph, path, CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE);
     if (r != CUDA_SUCCESS) zr_driver_err(d, err, r, "cuGraphDebugDotPrint(%s)", path);
+    else if (g->programmatic && zr_graph_dot_dash_edges(path, err)) r = CUDA_ERROR_INVALID_VALUE;
     return r;
 }
 
@@ -113,6 +167,7 @@ int zr_graph_decode_init(ZrDecodeGraph *g, ZrDecodeIO *io, const ZrDecodeHooks *
     if (g->opt.max_recoveries <= 0) g->opt.max_recoveries = 2;
     if (g->opt.verify < 0) g->opt.verify = 0;
     g->mode = ZR_DECODE_EAGER;
+    g->pdl_off = o->no_pdl;
     if (o->graph) {
         if (o->profile)
             fallback(g, "--profile times every kernel launch, which needs eager decode");
@@ -137,6 +192,7 @@ void zr_graph_decode_stats(const ZrDecodeGraph *g, ZrDecodeStats *out) {
     out->eager_host_us = g->eager_timed ? g->eager_us_sum / (double)g->eager_timed : 0;
     out->graph_host_us = g->graph_timed ? g->graph_us_sum / (double)g->graph_timed : 0;
     out->graph_active = g->mode != ZR_DECODE_EAGER;
+    out->pdl = out->graph_active && g->stats.pdl;
 }
 
 /* Token id and position into their device buffers, on the stream, before the step. */
@@ -160,11 +216,11 @@ static int write_inputs(ZrDecodeGraph *g, int32_t token, int pos, ZrError *err) 
 
 static bool poisons(CUresult r) { return r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || zr_driver_error_is_sticky(r); }
 
-/* Builds and instantiates from g->rec; on success the next steps replay. */
-static CUresult build(ZrDecodeGraph *g, int step, ZrError *err) {
+/* Builds and instantiates from g->rec with programmatic or plain edges. */
+static CUresult build_once(ZrDecodeGraph *g, int step, bool programmatic, ZrError *err) {
     const ZrCuDriver *d = g->io->cuda->drv;
     double t0 = now_us();
-    CUresult r = zr_graph_build(d, &g->rec, &g->opt.fault, step, &g->graph, err);
+    CUresult r = zr_graph_build_pdl(d, &g->rec, programmatic, &g->opt.fault, step, &g->graph, err);
     if (r != CUDA_SUCCESS) return r;
     double t1 = now_us();
     r = zr_graph_instantiate(d, &g->graph, &g->opt.fault, step, err);
@@ -175,8 +231,28 @@ static CUresult build(ZrDecodeGraph *g, int step, ZrError *err) {
     double t2 = now_us();
     g->stats.build_ms = (t1 - t0) / 1e3;
     g->stats.instantiate_ms = (t2 - t1) / 1e3;
+    return CUDA_SUCCESS;
+}
+
+/* Builds and instantiates from g->rec; on success the next steps replay. Programmatic edges
+ * where supported; when they fail (not an injected fault, not a poisoned context), once more
+ * with plain edges, and plain for the rest of the run. */
+static CUresult build(ZrDecodeGraph *g, int step, ZrError *err) {
+    const ZrCuDriver *d = g->io->cuda->drv;
+    bool pdl = !g->pdl_off && zr_graph_pdl_supported(g->io->cuda);
+    const bool fired = g->opt.fault.fired;
+    CUresult r = build_once(g, step, pdl, err);
+    if (r != CUDA_SUCCESS && pdl && !poisons(r) && g->opt.fault.fired == fired) {
+        g->pdl_off = true;
+        fprintf(logf_(g), "zrun: programmatic dependent launch off, the decode graph has plain edges: %s\n", err->msg);
+        fflush(logf_(g));
+        pdl = false;
+        r = build_once(g, step, false, err);
+    }
+    if (r != CUDA_SUCCESS) return r;
     g->stats.graph_build_ms = g->stats.record_ms + g->stats.build_ms + g->stats.instantiate_ms;
     g->stats.builds++;
+    g->stats.pdl = pdl;
     if (g->opt.dot_path) {
         ZrError e2 = {0};
         if (zr_graph_dot(d, &g->graph, g->opt.dot_path, &e2) != CUDA_SUCCESS)

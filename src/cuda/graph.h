@@ -2,6 +2,16 @@
  * cuGraphCreate + one cuGraphAddKernelNode per record (the previous node its dependency) +
  * cuGraphInstantiateWithFlags, replayed with cuGraphLaunch. Stream capture is never used.
  *
+ * Programmatic dependent launch (PDL): on compute capability >= 9.0, with a driver that has
+ * cuGraphAddDependencies_v2, consecutive kernel nodes are joined by PROGRAMMATIC edges instead
+ * of plain ones, so a kernel is launched (and runs its prologue, e.g. a matvec's first weight
+ * loads) while the one before it drains; every kernel waits in griddepcontrol.wait
+ * (cu/common.cuh zr_grid_wait) before it touches what earlier kernels write, so results are
+ * unchanged bit for bit. It is the default wherever it is supported; ZrDecodeOptions.no_pdl
+ * (tests comparing both kinds of edge) keeps plain edges. When the programmatic graph cannot be
+ * built or instantiated, the same graph is built with plain edges (one line on the log) before
+ * eager is considered.
+ *
  * The controller (ZrDecodeGraph) wraps the backend's eager decode step and decides, per token:
  *   step 0         write token/pos, run the step eagerly with recording on, then build and
  *                  instantiate the graph (record + build + instantiate = graph build time);
@@ -54,6 +64,7 @@ typedef struct ZrGraph {
     CUgraph graph;
     CUgraphExec exec;
     size_t n_nodes;
+    bool programmatic; /* consecutive nodes are joined by programmatic edges (PDL) */
 } ZrGraph;
 
 /* cuGraphCreate + one kernel node per record, each depending on the previous one. Returns the
@@ -61,9 +72,17 @@ typedef struct ZrGraph {
  * may be NULL; graph-build fails the middle node. */
 CUresult zr_graph_build(const ZrCuDriver *d, const ZrRecording *rec, ZrFault *fault, int step, ZrGraph *g,
                         ZrError *err);
+/* The same with programmatic = true: the nodes are added without dependencies, then node i-1 ->
+ * node i is added for every i as a programmatic edge (one cuGraphAddDependencies_v2 call).
+ * Needs zr_graph_pdl_supported; programmatic = false is zr_graph_build. */
+CUresult zr_graph_build_pdl(const ZrCuDriver *d, const ZrRecording *rec, bool programmatic, ZrFault *fault,
+                            int step, ZrGraph *g, ZrError *err);
+/* Programmatic edges are possible: compute capability >= 9.0 and cuGraphAddDependencies_v2. */
+bool zr_graph_pdl_supported(const ZrCuda *c);
 CUresult zr_graph_instantiate(const ZrCuDriver *d, ZrGraph *g, ZrFault *fault, int step, ZrError *err);
 CUresult zr_graph_launch(const ZrCuDriver *d, const ZrGraph *g, CUstream s, ZrError *err);
-/* cuGraphDebugDotPrint (verbose) of the built graph. */
+/* cuGraphDebugDotPrint (verbose) of the built graph; with programmatic edges, every edge
+ * statement of the file gets style="dashed" (they are all programmatic: zr_graph_dot_dash_edges). */
 CUresult zr_graph_dot(const ZrCuDriver *d, const ZrGraph *g, const char *path, ZrError *err);
 void zr_graph_destroy(const ZrCuDriver *d, ZrGraph *g);
 
@@ -98,6 +117,7 @@ typedef struct ZrDecodeOptions {
     ZrFault fault;        /* parsed ZRUN_FAULT (zr_fault_parse) */
     FILE *log;            /* fallback line, launch log; NULL = stderr */
     int max_recoveries;   /* context recreations allowed per run; 0 = default (2) */
+    bool no_pdl;          /* plain edges only (tests); else programmatic wherever supported */
 } ZrDecodeOptions;
 
 typedef enum ZrDecodeMode { ZR_DECODE_EAGER, ZR_DECODE_RECORD, ZR_DECODE_GRAPH } ZrDecodeMode;
@@ -110,6 +130,7 @@ typedef struct ZrDecodeStats {
     double graph_host_us;        /* mean host time to issue one replay (token write + cuGraphLaunch) */
     uint64_t eager_steps, graph_steps, checked_steps, builds, rebuilds, recoveries;
     bool graph_active;           /* the next step replays (or records) a graph */
+    bool pdl;                    /* the graph replayed has programmatic edges (PDL) */
     bool context_lost;           /* a poisoned context could not be recreated: decoding cannot go on */
     char fallback[512];          /* why the graph was given up; "" when it was not */
 } ZrDecodeStats;
@@ -130,6 +151,7 @@ typedef struct ZrDecodeGraph {
     bool have_trap;
     int step;              /* decode steps done */
     bool logged;           /* --log-launches printed its one recording */
+    bool pdl_off;          /* plain edges for the rest of the run: asked for, or a programmatic build failed */
     double eager_us_sum, graph_us_sum;
     uint64_t eager_timed, graph_timed;
     ZrDecodeStats stats;

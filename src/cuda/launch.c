@@ -9,6 +9,10 @@ void zr_launcher_init(ZrLauncher *l, const ZrCuDriver *drv, CUstream stream) {
     l->stream = stream;
 }
 
+bool zr_launcher_set_pdl(ZrLauncher *l, bool on) { return l->pdl = on && l->drv->cuLaunchKernelEx != NULL; }
+
+bool zr_launch_pdl_supported(const ZrCuda *c) { return c->props.cc_major >= 9 && c->drv->cuLaunchKernelEx != NULL; }
+
 void zr_launcher_free(ZrLauncher *l) {
     zr_recording_free(&l->rec);
     memset(l, 0, sizeof *l);
@@ -87,11 +91,24 @@ int zr_launch(ZrLauncher *l, const ZrKernel *k, ZrDim3 grid, ZrDim3 block, unsig
                       grid.y, grid.z, block.x, block.y, block.z);
     int rc;
     if (l->profile && (rc = zr_profile_begin(l->profile, k, l->stream, err))) return rc;
-    const CUresult r = d->cuLaunchKernel(k->fn, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
-                                         l->stream, (void **)params, NULL);
+    CUresult r;
+    if (l->pdl) {
+        CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        const CUlaunchConfig cfg = {
+            .gridDimX = grid.x, .gridDimY = grid.y, .gridDimZ = grid.z,
+            .blockDimX = block.x, .blockDimY = block.y, .blockDimZ = block.z,
+            .sharedMemBytes = shared_bytes, .hStream = l->stream, .attrs = &attr, .numAttrs = 1,
+        };
+        r = d->cuLaunchKernelEx(&cfg, k->fn, (void **)params, NULL);
+    } else {
+        r = d->cuLaunchKernel(k->fn, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, l->stream,
+                              (void **)params, NULL);
+    }
     if (r != CUDA_SUCCESS)
-        return zr_driver_err(d, err, r, "launch %s grid (%u,%u,%u) block (%u,%u,%u) shared %u", k->name, grid.x,
-                             grid.y, grid.z, block.x, block.y, block.z, shared_bytes);
+        return zr_driver_err(d, err, r, "launch %s grid (%u,%u,%u) block (%u,%u,%u) shared %u%s", k->name, grid.x,
+                             grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
+                             l->pdl ? " (cuLaunchKernelEx, programmatic stream serialization)" : "");
     if (l->profile && (rc = zr_profile_end(l->profile, l->stream, err))) return rc;
     l->n_launches++;
     if (l->sync_each) ZR_CU_TRY(d, err, d->cuStreamSynchronize(l->stream), "kernel %s failed", k->name);

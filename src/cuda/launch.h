@@ -9,7 +9,13 @@
  *     ZR_LAUNCH(l, &k_rmsnorm, ZR_DIM1(1), ZR_DIM1(256), 0, err, &y, &x, &n);
  * For the graph to replay the same step, values that change per token (token id, position,
  * sequence length) must NOT be kernel parameters: kernels read them from device memory.
- */
+ *
+ * Programmatic dependent launch (zr_launcher_set_pdl): launches go through cuLaunchKernelEx
+ * with PROGRAMMATIC_STREAM_SERIALIZATION, so each kernel may start while the one before it in
+ * the stream drains (every kernel waits in griddepcontrol.wait before touching what earlier
+ * work wrote: cu/common.cuh). The CUDA backend turns it on wherever it is supported
+ * (zr_launch_pdl_supported); a launcher starts with it off (plain cuLaunchKernel), which is what
+ * tests and tools get unless they ask. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,10 +56,17 @@ typedef struct ZrLauncher {
     ZrProfile *profile; /* non-NULL: cuEvents around every launch */
     bool sync_each;     /* debugging: wait after each launch so a fault names its kernel */
     uint64_t n_launches;/* launches issued since init */
+    bool pdl;           /* cuLaunchKernelEx with programmatic stream serialization */
 } ZrLauncher;
 
 void zr_launcher_init(ZrLauncher *l, const ZrCuDriver *drv, CUstream stream);
 void zr_launcher_free(ZrLauncher *l);
+/* Programmatic dependent launch for the launches that follow, where `on` and the driver has
+ * cuLaunchKernelEx; returns whether it is on. The backend passes zr_launch_pdl_supported(cuda). */
+bool zr_launcher_set_pdl(ZrLauncher *l, bool on);
+/* Compute capability >= 9.0 and cuLaunchKernelEx in the driver. */
+bool zr_launch_pdl_supported(const ZrCuda *c);
+
 /* Launches k on l->stream. params[0..n_params) point at the values; n_params must equal
  * k->n_params. Checks the launch; with sync_each also waits for it. */
 int zr_launch(ZrLauncher *l, const ZrKernel *k, ZrDim3 grid, ZrDim3 block, unsigned shared_bytes,

@@ -29,7 +29,12 @@ typedef struct CaseRun {
     int rc;
     ZrError err;
     int recover_calls;
+    bool pdl_supported; /* zr_graph_pdl_supported on the toy's device */
 } CaseRun;
+
+/* Programmatic edges are expected in a graph run wherever they are supported (there is no
+ * switch; the cases here never set ZrDecodeOptions.no_pdl). */
+static inline bool case_pdl_expected(const CaseRun *r) { return r->pdl_supported; }
 
 /* Opens a toy, runs it with the options (log captured), closes it. */
 static void case_run(const ZrDecodeOptions *o0, bool pos_by_value, int move_at, CaseRun *out, int *skip) {
@@ -52,6 +57,7 @@ static void case_run(const ZrDecodeOptions *o0, bool pos_by_value, int move_at, 
     o.log = log;
     out->rc = toy_run(&t, &o, CASE_STEPS, out->logits, move_at, &out->stats, &out->err);
     out->recover_calls = t.recover_calls;
+    out->pdl_supported = zr_graph_pdl_supported(&t.cuda);
     fflush(log);
     rewind(log);
     size_t n = fread(out->log, 1, sizeof out->log - 1, log);
@@ -95,11 +101,13 @@ ZT_TEST(graph_replay_equals_eager_bit_for_bit_over_64_tokens) {
     ZT_CHECK(graph.stats.checked_steps == 1);
     ZT_CHECK(graph.stats.kernels_per_token == 4 && eager.stats.kernels_per_token == 4);
     ZT_CHECK(graph.stats.graph_active && !eager.stats.graph_active);
+    ZT_CHECKF(graph.stats.pdl == case_pdl_expected(&graph) && !eager.stats.pdl, "pdl %d, expected %d",
+              graph.stats.pdl, case_pdl_expected(&graph));
     ZT_CHECK(graph.stats.graph_build_ms > 0);
     ZT_CHECK(graph.stats.graph_host_us > 0 && eager.stats.eager_host_us > 0);
     ZT_CHECKF(graph.log[0] == 0 && eager.log[0] == 0, "unexpected log: %s%s", graph.log, eager.log);
-    fprintf(stderr, "  kernels/token %llu, graph build %.3f ms (record %.3f, build %.3f, instantiate %.3f), host us/token eager %.2f graph %.2f\n",
-            (unsigned long long)graph.stats.kernels_per_token,
+    fprintf(stderr, "  kernels/token %llu, %s edges, graph build %.3f ms (record %.3f, build %.3f, instantiate %.3f), host us/token eager %.2f graph %.2f\n",
+            (unsigned long long)graph.stats.kernels_per_token, graph.stats.pdl ? "programmatic" : "plain",
             graph.stats.graph_build_ms, graph.stats.record_ms,
             graph.stats.build_ms, graph.stats.instantiate_ms, eager.stats.eager_host_us, graph.stats.graph_host_us);
     free(eager.logits);
@@ -204,7 +212,7 @@ ZT_TEST(log_launches_prints_the_recorded_step_and_dot_is_written) {
     ZT_CHECK(count_lines(g.log, "\nlaunch ") == 4);
     char *text = zt_read_file(dot, NULL);
     ZT_CHECKF(text && strstr(text, "digraph"), "no dot file at %s", dot);
-    /* one plain edge statement ("a" -> "b" ...;) per node after the first */
+    /* edge statements ("a" -> "b" ...;) are dashed exactly when the edges are programmatic */
     int n_edges = 0, n_dashed = 0;
     for (char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
         size_t n = strchr(line, '\n') ? (size_t)(strchr(line, '\n') - line) : strlen(line);
@@ -214,7 +222,8 @@ ZT_TEST(log_launches_prints_the_recorded_step_and_dot_is_written) {
         char *dash = strstr(line, "style=\"dashed\"");
         n_dashed += dash && dash < line + n;
     }
-    ZT_CHECKF(n_edges >= 3 && n_dashed == 0, "%d edges, %d dashed", n_edges, n_dashed);
+    ZT_CHECKF(n_edges >= 3 && n_dashed == (g.stats.pdl ? n_edges : 0), "%d edges, %d dashed, pdl %d", n_edges,
+              n_dashed, g.stats.pdl);
     free(text);
     free(g.logits);
     CaseRun e; /* eager decoding shows its first step's launches too, once */
