@@ -33,6 +33,23 @@ __device__ __forceinline__ void zr_grid_enter(void) {
     zr_grid_release();
 }
 
+// zr_grid_enter() after a prologue of weight loads that must stay in flight during the wait.
+// ptxas schedules griddepcontrol.wait freely within its basic block, and once the L2 prefetch
+// code was deleted it hoisted the wait above such loads in the F32/F16/BF16/Q4_0/Q4_1 matvecs
+// (SASS: ACQBULK first, the LDGs after it), so the loads waited for the previous kernel
+// instead of overlapping its tail (H100 1B Q4_0 tg128 graph 1821 -> 1639 t/s). An instruction
+// with a side effect between the two pins the order: one L2 prefetch of `p` (an address the
+// kernel reads anyway) by the block's first thread. Every thread prefetching one line made a
+// hot spot (1818 -> 1396 t/s), one lane per warp too (1409); one thread per block costs
+// nothing measurable (1849 vs 1824; cu/PERF.md, 2026-11-25). tools/check_grid_wait.sh checks
+// the order in the built SASS.
+__device__ __forceinline__ void zr_grid_enter_after_loads(const void *p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (threadIdx.x == 0) asm volatile("prefetch.global.L2 [%0];" ::"l"(__cvta_generic_to_global(p)));
+#endif
+    zr_grid_enter();
+}
+
 __device__ __forceinline__ float zr_warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -593,7 +593,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
         }
     }
     // everything above reads weights only; activations, add and y belong to earlier kernels
-    zr_grid_enter();
+    zr_grid_enter_after_loads(w);
     // stage x (padded: 4 floats after every 32) -- gated or times the norm weight on the way in;
     // RMSNorm's 1/rms is applied to the results (it is one number for the whole row)
     float ss = zr_mv_stage_x<ZrMvXsum<T>::value>(x, norm_w, xs, n_in, in_mode, tid, nthr);
