@@ -256,10 +256,8 @@ int zr_cmd_run(int argc, char **argv, const ZrEnv *env) {
         fprintf(stderr, "zrun: %s (see zrun --help)\n", err.msg);
         return 2;
     }
-    if (s.help) {
-        fputs(zr_usage_text, stdout);
-        return 0;
-    }
+    if (s.help)
+        return zr_print_help("usage: zrun [run] -m FILE (-p PROMPT | -f FILE) [options]", "generation options (zrun run):");
     /* the hidden --resume-fd: this process goes on with a run another one began */
     return s.resume_fd >= 0 ? zr_run_resume(&s, env) : zr_run_fresh(&s, env, argc, argv);
 }
