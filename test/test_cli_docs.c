@@ -194,4 +194,38 @@ ZT_TEST(version_names_the_commit_and_whether_the_cuda_kernels_are_built_in) {
     zt_proc_free(&p);
 }
 
+/* The README's quick start works on a fresh Debian image as root and as a sudo user: sudo only
+ * when not root, the package lists fetched first, and the packages .ci/run installs. */
+ZT_TEST(the_readme_quick_start_updates_the_package_lists_and_needs_sudo_only_when_not_root) {
+    const char *src = getenv("ZR_SRC");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/README.md", src ? src : ".");
+    char *readme = zt_read_file(path, NULL);
+    snprintf(path, sizeof path, "%s/.ci/run", src ? src : ".");
+    char *ci = zt_read_file(path, NULL);
+    ZT_CHECK(readme && ci);
+    if (!readme || !ci) return;
+    const char *need = strstr(ci, "need=\"");
+    ZT_CHECK(need);
+    char pkgs[256] = "";
+    if (need) sscanf(need + 6, "%255[^\"]", pkgs);
+    int lines = 0;
+    for (const char *p = readme; (p = strstr(p, "\n    S=$(")) != NULL; p++) {
+        const char *end = strchr(p + 1, '\n');
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)(end ? end - p - 1 : (long)strlen(p + 1)), p + 1);
+        ZT_CHECKF(strstr(line, "S=$([ \"$(id -u)\" = 0 ] || echo sudo); $S apt-get update && $S apt-get install -y "),
+                  "%s", line);
+        char want[300];
+        snprintf(want, sizeof want, "apt-get install -y %s && meson setup build", pkgs);
+        ZT_CHECKF(strstr(line, want), "the packages differ from .ci/run's (%s): %s", pkgs, line);
+        ZT_CHECK(!strstr(line, "sudo apt-get"));
+        lines++;
+    }
+    ZT_CHECKF(lines == 2, "%d quick-start lines", lines);
+    ZT_CHECK(strstr(readme, "-Dcuda=disabled") && strstr(readme, "-Dcuda=auto"));
+    free(readme);
+    free(ci);
+}
+
 int main(void) { return zt_run(); }
