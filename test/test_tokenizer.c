@@ -788,4 +788,16 @@ ZT_TEST(zrun_tokenize_prints_ids_for_scripts_and_exits_2_on_usage_errors) {
     zt_proc_free(&p);
 }
 
+ZT_TEST(zrun_tokenize_says_when_the_text_file_is_a_directory) {
+    const char *model = zt_shared_model("models/stories260K.gguf");
+    if (!model) return;
+    if (!getenv("ZRUN")) {
+        zt_skip("$ZRUN is not set (run through meson test)");
+        return;
+    }
+    ZtProc p = zt_proc_zrun(NULL, (const char *const[]){"tokenize", "-m", model, "-f", zt_tmpdir(), NULL}, NULL);
+    ZT_CHECKF(p.status == 1 && strstr(p.err, "is a directory"), "exit %d: %s", p.status, p.err);
+    zt_proc_free(&p);
+}
+
 int main(void) { return zt_run(); }
