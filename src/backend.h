@@ -76,6 +76,17 @@ typedef struct ZrBackendOptions {
     const char *fault;    /* CUDA, tests only: a graph fault to inject (src/cuda/fault.h; the
                            * value of ZRUN_FAULT, which zrun reads at its edge); NULL = none */
     bool quiet;
+    /* Called now and then while the backend loads or uploads the weights, with the bytes done so
+     * far and the total (done == total once, at the end); NULL = nobody listens. The commands
+     * draw a progress line from it (src/app/progress.h). The CPU backend reads the weights where
+     * the file is mapped, so it has nothing to report. */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
+    /* Polled between the layers and chunks of a forward call: when it returns true the call
+     * stops with ZR_E_INTERRUPTED (Ctrl-C during a long prefill); the tokens of the chunks
+     * finished before stay in the cache. NULL = never stops. */
+    bool (*stop)(void *ctx);
+    void *stop_ctx;
 } ZrBackendOptions;
 
 ZrBackend *zr_cpu_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err);

@@ -1,5 +1,5 @@
 /* The sampling chain, in llama.cpp's default order:
- *   repetition penalty -> top-k -> top-p -> min-p -> temperature -> softmax -> draw.
+ *   penalties -> top-k -> top-p -> min-p -> temperature -> softmax -> draw.
  * Temperature 0 is greedy (argmax after the penalty). Candidates are ordered by a total order
  * (logit descending, then id ascending), so every filter keeps a well-defined prefix and the
  * result never depends on how a sort or a selection happens to break ties.
@@ -23,7 +23,7 @@ struct ZrSampler {
     int32_t *hist;        /* [repeat_last_n] ring buffer of recent tokens */
     int n_hist;           /* tokens in hist (<= repeat_last_n) */
     int hist_head;        /* next write slot */
-    uint8_t *seen;        /* [n_vocab] scratch: penalty applied to this id already */
+    int32_t *count;       /* [n_vocab] scratch: occurrences of each id in hist (0 between calls) */
     ZrCand *cand;         /* [n_vocab] candidates */
     double *w;            /* [n_vocab] unnormalized probabilities of the candidates */
 };
@@ -90,6 +90,11 @@ ZrSampler *zr_sampler_create(const ZrSamplerParams *p, int n_vocab, ZrError *err
                (double)p->repeat_penalty);
         return NULL;
     }
+    if (!isfinite(p->presence_penalty) || !isfinite(p->frequency_penalty)) {
+        zr_err(err, ZR_E_USAGE, "sampler: presence/frequency penalty: expected finite values, found %g and %g",
+               (double)p->presence_penalty, (double)p->frequency_penalty);
+        return NULL;
+    }
     if (p->repeat_last_n < 0) {
         zr_err(err, ZR_E_USAGE, "sampler: repeat-last-n: expected >= 0, found %d", p->repeat_last_n);
         return NULL;
@@ -100,9 +105,9 @@ ZrSampler *zr_sampler_create(const ZrSamplerParams *p, int n_vocab, ZrError *err
     s->n_vocab = n_vocab;
     s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
     s->w = malloc((size_t)n_vocab * sizeof *s->w);
-    s->seen = calloc((size_t)n_vocab, 1);
+    s->count = calloc((size_t)n_vocab, sizeof *s->count);
     s->hist = malloc((size_t)(p->repeat_last_n > 0 ? p->repeat_last_n : 1) * sizeof *s->hist);
-    if (!s->cand || !s->w || !s->seen || !s->hist) goto nomem;
+    if (!s->cand || !s->w || !s->count || !s->hist) goto nomem;
     uint64_t x = p->seed;
     for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);
     return s;
@@ -116,7 +121,7 @@ void zr_sampler_free(ZrSampler *s) {
     if (!s) return;
     free(s->cand);
     free(s->w);
-    free(s->seen);
+    free(s->count);
     free(s->hist);
     free(s);
 }
@@ -128,22 +133,29 @@ void zr_sampler_accept(ZrSampler *s, int32_t id) {
     if (s->n_hist < s->p.repeat_last_n) s->n_hist++;
 }
 
-/* llama.cpp semantics: each distinct recent token is penalized once, however often it
- * occurred; positive logits are divided by the penalty and negative ones multiplied, so the
- * token always becomes less likely. */
+/* llama.cpp's llama_sampler_penalties: each distinct token of the window (the last
+ * repeat_last_n accepted) is penalized once for repetition, however often it occurred (positive
+ * logits are divided by the penalty and the others multiplied, so the token always becomes less
+ * likely), then count x frequency_penalty + presence_penalty is subtracted from its logit. */
+static bool penalties_off(const ZrSamplerParams *p) {
+    return p->repeat_last_n <= 0 ||
+           (p->repeat_penalty == 1.0f && p->presence_penalty == 0.0f && p->frequency_penalty == 0.0f);
+}
+
 static void apply_penalty(ZrSampler *s, float *logits) {
-    if (s->p.repeat_penalty == 1.0f || s->n_hist == 0) return;
-    const float r = s->p.repeat_penalty;
+    if (penalties_off(&s->p) || s->n_hist == 0) return;
+    const float r = s->p.repeat_penalty, fp = s->p.frequency_penalty, pp = s->p.presence_penalty;
     for (int i = 0; i < s->n_hist; i++) {
         int32_t id = s->hist[i];
-        if (id < 0 || id >= s->n_vocab || s->seen[id]) continue;
-        s->seen[id] = 1;
-        float l = logits[id];
-        logits[id] = l > 0.0f ? l / r : l * r;
+        if (id >= 0 && id < s->n_vocab) s->count[id]++;
     }
     for (int i = 0; i < s->n_hist; i++) {
         int32_t id = s->hist[i];
-        if (id >= 0 && id < s->n_vocab) s->seen[id] = 0;
+        if (id < 0 || id >= s->n_vocab || s->count[id] == 0) continue;
+        float l = logits[id];
+        l = l <= 0.0f ? l * r : l / r;
+        logits[id] = l - ((float)s->count[id] * fp + pp);
+        s->count[id] = 0; /* once per distinct id; the array is clean again afterwards */
     }
 }
 
@@ -175,7 +187,7 @@ static int argmax(const float *logits, int n) {
 int32_t zr_sampler_argmax(const float *logits, int n) { return argmax(logits, n); }
 
 bool zr_sampler_is_greedy(const ZrSamplerParams *p) {
-    return p->temp <= 0.0f && (p->repeat_penalty == 1.0f || p->repeat_last_n <= 0);
+    return p->temp <= 0.0f && penalties_off(p);
 }
 
 /* The k best tokens, sorted, into cand[0..k): one pass with a min-heap of size k (the heap

@@ -1,4 +1,4 @@
-/* The sampling chain: repetition penalty -> top-k -> top-p -> min-p -> temperature -> draw,
+/* The sampling chain: penalties (repetition, presence, frequency) -> top-k -> top-p -> min-p -> temperature -> draw,
  * or greedy (temperature 0). A seeded xoshiro/pcg generator: the same seed gives the same text. */
 #pragma once
 #include <stdbool.h>
@@ -13,7 +13,9 @@ typedef struct ZrSamplerParams {
     float top_p;           /* 1 = off */
     float min_p;           /* 0 = off */
     float repeat_penalty;  /* 1 = off */
-    int repeat_last_n;     /* tokens the penalty looks back over */
+    float presence_penalty;  /* subtracted once from a token seen in the window; 0 = off */
+    float frequency_penalty; /* subtracted per occurrence in the window; 0 = off */
+    int repeat_last_n;     /* tokens the penalties look back over */
     uint64_t seed;
 } ZrSamplerParams;
 
@@ -29,7 +31,7 @@ int32_t zr_sampler_sample(ZrSampler *s, float *logits);
  * penalty. */
 int32_t zr_sampler_argmax(const float *logits, int n);
 /* Whether sampling with p is zr_sampler_argmax of the logits as they come (temperature 0 and no
- * repetition penalty), so a backend may pick on its own (ZrBackend.decode_greedy). */
+ * penalty), so a backend may pick on its own (ZrBackend.decode_greedy). */
 bool zr_sampler_is_greedy(const ZrSamplerParams *p);
 /* Records a token in the penalty history (prompt tokens and sampled ones). */
 void zr_sampler_accept(ZrSampler *s, int32_t id);

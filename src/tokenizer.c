@@ -913,10 +913,12 @@ static int load_merges(ZrTokenizer *t, const ZrGguf *g, ZrError *err) {
 }
 
 /* llama.cpp's end-of-generation texts (llama-vocab.cpp): these tokens end generation and are
- * treated as control tokens whatever their stored type. */
+ * treated as control tokens whatever their stored type, so without parse_special their text
+ * stays text. "</s>" is among them: phi-3 stores it as user-defined (type 4), which alone would
+ * make "</s>" in a prompt the token 2 even without --special; llama.cpp makes it control. */
 static const char *const k_eog_texts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
-    "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
+    "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
     "<｜end▁of▁sentence｜>",
 };
 static const char *const k_eot_texts[] = {

@@ -406,6 +406,42 @@ ZT_TEST(usage_errors_exit_2_naming_the_option) {
     }
 }
 
+ZT_TEST(no_test_at_all_is_a_usage_error_not_an_empty_table) {
+    Run r = run_zrun((const char *const[]){"-m", "x.gguf", "-p", "0", "-n", "0", NULL});
+    ZT_CHECKF(r.status == 2 && strstr(r.err, "-p and -n are all 0") && r.out[0] == 0, "exit %d: %s", r.status, r.err);
+    run_free(&r);
+}
+
+/* llama-bench's -fa 1, -mmp 0, -ngl 99 run (with a note each), never read as other options */
+ZT_TEST(llama_bench_options_are_accepted_with_a_note) {
+    const char *m = tiny_model();
+    ZT_CHECK(m);
+    Run r = run_zrun((const char *const[]){"-m", m, "-p", "4", "-n", "2", "-r", "1", "--device", "cpu", "--bw-mib", "0",
+                                           "-fa", "1", "-mmp", "0", "-ngl", "99", "-ub", "512", "-o", "jsonl", NULL});
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    ZT_CHECK(count(r.out, "\"model_filename\"") == 2);
+    ZT_CHECKF(strstr(r.err, "note: -fa/--flash-attn 1 ignored") && strstr(r.err, "note: -mmp/--mmap 0 ignored") &&
+                  strstr(r.err, "note: -ngl/--n-gpu-layers 99 ignored"),
+              "%s", r.err);
+    run_free(&r);
+}
+
+/* The tiny model stays in the CPU caches: its tg GB/s beats the memory probe, and a share above
+ * 100 % would not mean anything about the memory. */
+ZT_TEST(cpu_bw_share_above_100_is_left_out_with_a_note) {
+    const char *m = tiny_model();
+    ZT_CHECK(m);
+    Run r = run_zrun((const char *const[]){"-m", m, "-p", "0", "-n", "16", "-r", "2", "--device", "cpu", "--bw-mib", "64",
+                                           "-o", "jsonl", NULL});
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    const char *p = strstr(r.out, "\"bw_pct\": ");
+    ZT_CHECK(p);
+    const double pct = p && strncmp(p + 10, "null", 4) ? atof(p + 10) : -1.0;
+    ZT_CHECKF(pct <= 100.0, "bw_pct %.1f", pct);
+    if (pct < 0) ZT_CHECKF(strstr(r.err, "% BW left out") && strstr(r.err, "CPU caches"), "%s", r.err);
+    run_free(&r);
+}
+
 ZT_TEST(device_cuda_without_a_gpu_is_an_error_and_with_one_runs_there) {
     const char *m = tiny_model();
     ZT_CHECK(m);

@@ -1,6 +1,7 @@
 /* Option parsing for the run command: values land in the settings, bad ones are usage
- * errors that name the option. */
+ * errors that name the option; llama.cpp's spellings are read as llama.cpp reads them. */
 #include "cli.h"
+#include "opt.h"
 #include "zt.h"
 
 #define ARGC(a) ((int)(sizeof(a) / sizeof(a[0])))
@@ -96,6 +97,102 @@ ZT_TEST(bad_values_are_usage_errors_naming_the_option) {
     REFUSED("--seed", "-m", "m", "-p", "x", "--seed", "99999999999999999999");
     REFUSED("--device", "-m", "m", "-p", "x", "--device", "tpu");
     REFUSED("--verify-graph", "-m", "m", "-p", "x", "--verify-graph", "-1");
+}
+
+ZT_TEST(numbers_are_decimal_only) {
+    REFUSED("--temp: expected a number >= 0, found '0x10'", "-m", "m", "-p", "x", "--temp", "0x10");
+    REFUSED("--temp", "-m", "m", "-p", "x", "--temp", " 1");
+    REFUSED("--top-k", "-m", "m", "-p", "x", "--top-k", "0x10");
+    REFUSED("--top-k", "-m", "m", "-p", "x", "--top-k", " 7");
+    REFUSED("--seed", "-m", "m", "-p", "x", "--seed", "0x10");
+    REFUSED("--seed", "-m", "m", "-p", "x", "--seed", "+5");
+    ZrRunSettings s;
+    ZrError err;
+    const char *a[] = {"zrun", "-m", "m", "-p", "x", "--temp", ".5", "--top-p", "1e-1", "--top-k", "+3"};
+    ZT_CHECKF(parse(&s, &err, ARGC(a), a) == 0, "%s", err.msg);
+    ZT_CHECK(s.sampler.temp == 0.5f && s.sampler.top_k == 3);
+    ZT_NEAR(s.sampler.top_p, 0.1f, 0);
+}
+
+ZT_TEST(repeat_penalty_has_one_message_for_every_value_not_above_0) {
+    REFUSED("--repeat-penalty: expected a number > 0, found '0'", "-m", "m", "-p", "x", "--repeat-penalty", "0");
+    REFUSED("--repeat-penalty: expected a number > 0, found '-1'", "-m", "m", "-p", "x", "--repeat-penalty", "-1");
+    REFUSED("--repeat-penalty: expected a number > 0, found 'x'", "-m", "m", "-p", "x", "--repeat-penalty", "x");
+}
+
+ZT_TEST(llama_cpp_single_dash_long_options_are_read_whole_before_bundles) {
+    ZrRunSettings s;
+    ZrError err;
+    const char *a[] = {"zrun", "-m", "m", "-p", "x", "-ngl", "99", "-fa", "-mmp", "0", "-b", "512", "-ub", "128",
+                       "-no-cnv", "-n", "5"};
+    ZT_CHECKF(parse(&s, &err, ARGC(a), a) == 0, "%s", err.msg);
+    ZT_CHECK(s.n_predict == 5); /* -ngl was not "-n gl" */
+    ZT_CHECKF(s.n_notes == 5, "%d notes", s.n_notes);
+    ZT_CHECKF(strstr(s.notes[0], "-ngl/--gpu-layers 99 ignored: ") && strstr(s.notes[0], "--device"), "%s", s.notes[0]);
+    ZT_CHECKF(strstr(s.notes[1], "-fa/--flash-attn ignored"), "%s", s.notes[1]);
+    ZT_CHECKF(strstr(s.notes[2], "-mmp/--mmap 0 ignored"), "%s", s.notes[2]);
+    /* -fa takes llama.cpp's values when they follow, and leaves anything else alone */
+    const char *b[] = {"zrun", "-m", "m", "-fa", "on", "-p", "x", "--flash-attn", "--no-mmap", "--gpu-layers=7"};
+    ZT_CHECKF(parse(&s, &err, ARGC(b), b) == 0, "%s", err.msg);
+    ZT_CHECK(s.n_notes == 4 && strstr(s.notes[0], "-fa/--flash-attn on ignored") && !strcmp(s.prompt, "x"));
+    REFUSED("-ngl/--gpu-layers: expected an integer >= -1, found 'all'", "-m", "m", "-p", "x", "-ngl", "all");
+}
+
+ZT_TEST(one_letter_options_still_bundle_with_their_value) {
+    ZrRunSettings s;
+    ZrError err;
+    const char *a[] = {"zrun", "-mmodel.gguf", "-n64", "-c512", "-t2", "-px", "-s7"};
+    ZT_CHECKF(parse(&s, &err, ARGC(a), a) == 0, "%s", err.msg);
+    ZT_CHECK(!strcmp(s.model, "model.gguf") && s.n_predict == 64 && s.n_ctx == 512 && s.n_threads == 2);
+    ZT_CHECK(!strcmp(s.prompt, "x") && s.seed_given && s.sampler.seed == 7);
+    const char *b[] = {"zrun", "-m", "m", "-p", "x", "-ve"}; /* two flags */
+    ZT_CHECKF(parse(&s, &err, ARGC(b), b) == 0, "%s", err.msg);
+    ZT_CHECK(s.verbose && s.escape);
+    REFUSED("unknown option '-z' in '-vz'", "-m", "m", "-p", "x", "-vz");
+    REFUSED("-n/--n-predict: expected an integer >= -1, found 'gx'", "-m", "m", "-p", "x", "-ngx");
+}
+
+ZT_TEST(conversation_options_say_they_are_not_available_yet) {
+    REFUSED("-cnv/--conversation: conversation mode (zrun chat) is not available yet (issue 13)", "-m", "m", "-cnv");
+    REFUSED("not available yet (issue 13)", "-m", "m", "-i");
+    REFUSED("-sys/--system-prompt: conversation mode", "-m", "m", "-sys", "You are kind");
+    REFUSED("not available yet (issue 13)", "-m", "m", "--conversation");
+}
+
+ZT_TEST(llama_cpp_generation_flags_reach_the_settings) {
+    ZrRunSettings s;
+    ZrError err;
+    const char *a[] = {"zrun", "-m", "m", "-p", "x", "-s", "42", "--ignore-eos", "-e", "-r", "User:", "-r", "\\n\\n",
+                       "--color", "-v", "--presence-penalty", "0.5", "--frequency-penalty", "-0.25", "--predict", "9"};
+    ZT_CHECKF(parse(&s, &err, ARGC(a), a) == 0, "%s", err.msg);
+    ZT_CHECK(s.seed_given && s.sampler.seed == 42 && s.ignore_eos && s.escape && s.color == 1 && s.verbose);
+    ZT_CHECK(s.n_reverse == 2 && !strcmp(s.reverse[0], "User:") && s.n_predict == 9);
+    ZT_CHECK(s.sampler.presence_penalty == 0.5f && s.sampler.frequency_penalty == -0.25f);
+    const char *b[] = {"zrun", "-m", "m", "-p", "x", "--color", "auto", "-e", "--no-escape"};
+    ZT_CHECKF(parse(&s, &err, ARGC(b), b) == 0, "%s", err.msg);
+    ZT_CHECK(s.color == -1 && !s.escape);
+    REFUSED("--color: expected on, off or auto, found 'blue'", "-m", "m", "-p", "x", "--color=blue");
+    REFUSED("-r/--reverse-prompt: expected a text", "-m", "m", "-p", "x", "-r", "");
+}
+
+ZT_TEST(escapes_are_processed_as_llama_cpp_does) {
+    char t[] = "a\\nb\\t\\\\c\\x41\\q\\";
+    size_t n = zr_cli_unescape(t, strlen(t));
+    ZT_CHECKF(n == 10 && !memcmp(t, "a\nb\t\\cA\\q\\", n), "%zu '%.*s'", n, (int)n, t);
+}
+
+ZT_TEST(the_reader_stops_at_double_dash_and_passes_arguments) {
+    static const ZrOpt opts[] = {{1, "-x|--ex", ZR_OPT_FLAG, NULL}, {2, "-y", ZR_OPT_VALUE, NULL}, {0, NULL, 0, NULL}};
+    const char *argv[] = {"t", "FILE", "-x", "-", "--", "-y"};
+    ZrOptReader r;
+    zr_opt_init(&r, ARGC(argv), (char **)argv);
+    const char *v;
+    ZrError err;
+    ZT_CHECK(zr_opt_next(&r, opts, &v, &err) == ZR_OPT_ARG && !strcmp(v, "FILE"));
+    ZT_CHECK(zr_opt_next(&r, opts, &v, &err) == 1 && !strcmp(zr_opt_label(&r), "-x/--ex"));
+    ZT_CHECK(zr_opt_next(&r, opts, &v, &err) == ZR_OPT_ARG && !strcmp(v, "-"));
+    ZT_CHECK(zr_opt_next(&r, opts, &v, &err) == ZR_OPT_ARG && !strcmp(v, "-y"));
+    ZT_CHECK(zr_opt_next(&r, opts, &v, &err) == ZR_OPT_END);
 }
 
 ZT_TEST(bad_command_lines_are_usage_errors) {

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gguf.h"
@@ -345,6 +346,144 @@ ZT_TEST(ctrl_c_stops_after_the_current_token_prints_the_summary_and_exits_130) {
     ZT_CHECKF(err && strstr(err, "stop: interrupted") && strstr(err, "zrun: prompt 1 tokens"), "%s", err ? err : "");
     ZT_CHECKF(got > 20 && got < 4000, "%zu bytes of text", got); /* the full run prints ~9000 */
     free(err);
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+ZT_TEST(ctrl_c_during_a_long_prefill_stops_it_between_layers_and_exits_130) {
+    const char *m = stories();
+    const char *zrun = getenv("ZRUN");
+    if (!m) return;
+    if (!zrun) { zt_skip("$ZRUN is not set (run through meson test)"); return; }
+    /* ~24000 tokens: a CPU prefill of many seconds (attention over the whole prompt) */
+    char prompt_path[4200];
+    snprintf(prompt_path, sizeof prompt_path, "%s/long_prompt.txt", zt_tmpdir());
+    FILE *f = fopen(prompt_path, "w");
+    ZT_CHECK(f);
+    for (int i = 0; i < 6000; i++) fputs("Once upon a time ", f);
+    fclose(f);
+    int fds[2];
+    ZT_CHECK(pipe(fds) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGINT, SIG_DFL);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        execl(zrun, "zrun", "-m", m, "-f", prompt_path, "-c", "32768", "-v", "--device", "cpu", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char buf[16384] = "";
+    size_t got = 0;
+    /* -v prints the sampling settings just before the prefill starts */
+    while (!strstr(buf, "zrun: sampling")) {
+        ssize_t k = read(fds[0], buf + got, sizeof buf - 1 - got);
+        if (k <= 0) break;
+        got += (size_t)k;
+        buf[got] = 0;
+    }
+    usleep(300 * 1000);
+    const double t0 = now_ms();
+    kill(pid, SIGINT);
+    for (;;) {
+        ssize_t k = read(fds[0], buf + got, sizeof buf - 1 - got);
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    buf[got] = 0;
+    close(fds[0]);
+    int st;
+    ZT_CHECK(waitpid(pid, &st, 0) == pid);
+    const double waited = now_ms() - t0;
+    ZT_CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 130, "status %d: %s", st, buf);
+    ZT_CHECKF(strstr(buf, "generated 0 tokens, stop: interrupted"), "%s", buf);
+    ZT_CHECKF(waited < 3000, "exited %.0f ms after Ctrl-C", waited);
+}
+
+ZT_TEST(a_directory_as_the_prompt_file_says_it_is_a_directory) {
+    const char *m = stories();
+    if (!m) return;
+    Run r = RUN(NULL, "-m", m, "-f", zt_tmpdir());
+    ZT_CHECKF(r.status == 1 && strstr(r.err, "is a directory") && !strstr(r.err, "read error"), "%d %s", r.status, r.err);
+    run_free(&r);
+}
+
+ZT_TEST(the_summary_starts_on_its_own_line_when_stdout_is_stderr) {
+    const char *m = stories();
+    if (!m) return;
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "\"$ZRUN\" -m '%s' -p 'Once' -n 3 --seed 1 --device cpu 2>&1", m);
+    ZtProc p = zt_proc_sh(cmd, NULL);
+    ZT_CHECK(p.status == 0);
+    const char *load = strstr(p.out, "zrun: load");
+    ZT_CHECKF(load && load > p.out && load[-1] == '\n', "%s", p.out);
+    /* apart, standard output is exactly the text */
+    Run r = RUN(NULL, "-m", m, "-p", "Once", "-n", "3", "--seed", "1", "--device", "cpu");
+    ZT_CHECKF(r.out[strlen(r.out) - 1] != '\n' && strstr(p.out, r.out), "'%s'", r.out);
+    run_free(&r);
+    zt_proc_free(&p);
+}
+
+ZT_TEST(ignore_eos_never_draws_an_end_of_generation_token) {
+    const char *m = stories();
+    if (!m) return;
+    const char *eos = model_with_eos_comma(m);
+    ZT_CHECK(eos);
+    Run r = RUN(NULL, "-m", eos, "-p", "", "--temp", "0", "-n", "12", "--ignore-eos");
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    ZT_CHECKF(!strncmp(r.out, " Once upon a time", 17) && !strchr(r.out, ','), "'%s'", r.out);
+    ZT_CHECKF(strstr(r.err, "generated 12 tokens, stop: -n limit") != NULL, "%s", r.err);
+    run_free(&r);
+}
+
+ZT_TEST(a_reverse_prompt_stops_generation_after_printing_it) {
+    const char *m = stories();
+    if (!m) return;
+    Run r = RUN(NULL, "-m", m, "-p", "", "--temp", "0", "-n", "64", "-r", "little girl");
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    ZT_CHECKF(!strcmp(r.out, " Once upon a time, there was a little girl"), "'%s'", r.out);
+    ZT_CHECKF(strstr(r.err, "stop: reverse prompt") != NULL, "%s", r.err);
+    run_free(&r);
+    /* -e: escapes in -r and the prompt */
+    Run e = RUN(NULL, "-m", m, "-p", "Once\\x20upon", "-e", "--temp", "0", "-n", "64", "-r", "high.\\n");
+    ZT_CHECKF(e.status == 0 && !strncmp(e.out, "Once upon", 9), "'%s' %s", e.out, e.err);
+    ZT_CHECKF(strstr(e.err, "stop: reverse prompt") && e.out[strlen(e.out) - 1] == '\n', "'%s'", e.out);
+    run_free(&e);
+}
+
+ZT_TEST(llama_cpp_options_that_do_not_apply_get_a_note_not_an_error) {
+    const char *m = stories();
+    if (!m) return;
+    Run r = RUN(NULL, "-m", m, "-p", "Once", "-n", "2", "-ngl", "99", "-fa", "-mmp", "0", "--device", "cpu", "--graph");
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    ZT_CHECKF(strstr(r.err, "zrun: note: -ngl/--gpu-layers 99 ignored") && strstr(r.err, "note: -fa/--flash-attn"), "%s", r.err);
+    ZT_CHECKF(strstr(r.err, "--graph, --profile, --log-launches and --graph-dot apply to the CUDA backend"), "%s", r.err);
+    run_free(&r);
+    Run q = RUN(NULL, "-m", m, "-p", "Once", "-n", "2", "-ngl", "99", "--quiet");
+    ZT_CHECK(q.status == 0 && q.err[0] == 0);
+    run_free(&q);
+    Run c = RUN(NULL, "-m", m, "-cnv");
+    ZT_CHECKF(c.status == 2 && strstr(c.err, "not available yet (issue 13)"), "%s", c.err);
+    run_free(&c);
+}
+
+ZT_TEST(verbose_prints_the_sampling_chain_and_no_progress_line_reaches_a_pipe) {
+    const char *m = stories();
+    if (!m) return;
+    Run r = RUN(NULL, "-m", m, "-p", "Once", "-n", "2", "-v", "--presence-penalty", "0.5", "-s", "3");
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    ZT_CHECKF(strstr(r.err, "zrun: sampling: penalties (last 64: repeat 1, presence 0.5, frequency 0)") &&
+                  strstr(r.err, "seed 3"),
+              "%s", r.err);
+    ZT_CHECKF(!strchr(r.err, '\r') && !strstr(r.err, "loading"), "%s", r.err);
+    run_free(&r);
 }
 
 int main(void) { return zt_run(); }

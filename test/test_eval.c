@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "zt_fixtures.h"
 #include "zt.h"
@@ -75,6 +76,27 @@ ZT_TEST(eval_writes_every_position_logits_matching_the_reference) {
     int eq, rows;
     double worst = compare_with_exact("llama-Q4_K_M", out, &eq, &rows);
     ZT_CHECKF(worst <= EXACT_TOL && eq == rows && rows == 33, "max|diff|/std %.3g, argmax %d/%d", worst, eq, rows);
+}
+
+ZT_TEST(eval_logits_dash_writes_standard_output) {
+    char gguf[4096], tokens[4096], cmd[16384];
+    if (!fixture("llama-Q4_K_M", gguf, tokens)) return;
+    char file[4200], piped[4200];
+    snprintf(file, sizeof file, "%s", out_path("dash_file.f32"));
+    snprintf(piped, sizeof piped, "%s", out_path("dash_stdout.f32"));
+    snprintf(cmd, sizeof cmd, "-m '%s' --tokens '%s' --logits '%s' --device cpu -t 2", gguf, tokens, file);
+    ZT_CHECKF(run_eval(cmd) == 0, "%s", err_text);
+    snprintf(cmd, sizeof cmd, "-m '%s' --tokens '%s' --logits - --device cpu -t 2 > '%s'", gguf, tokens, piped);
+    ZT_CHECKF(run_eval(cmd) == 0, "%s", err_text);
+    ZT_CHECKF(strstr(err_text, "-> standard output"), "%s", err_text);
+    size_t a, b;
+    float *fa = zt_read_f32(file, &a), *fb = zt_read_f32(piped, &b);
+    ZT_CHECK(fa && fb && a == 33 * 512 && a == b && !memcmp(fa, fb, a * sizeof(float)));
+    free(fa);
+    free(fb);
+    char dash[4200];
+    snprintf(dash, sizeof dash, "%s/-", zt_tmpdir());
+    ZT_CHECK(access(dash, F_OK) != 0); /* no file named '-' */
 }
 
 ZT_TEST(eval_device_auto_without_a_gpu_falls_back_to_the_cpu_with_a_note) {

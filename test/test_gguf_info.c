@@ -118,6 +118,26 @@ ZT_TEST(info_exits_1_naming_the_file_and_field_of_a_bad_file) {
     ZT_CHECK(ok);
 }
 
+/* every other command names its model with -m; info takes it too, as FILE does */
+ZT_TEST(info_takes_the_model_as_FILE_or_as_dash_m) {
+    NEED_BINARY();
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
+    char args[4200], *a = NULL, *b = NULL;
+    snprintf(args, sizeof args, "'%s'", m);
+    int ra = run_info(args, &a);
+    snprintf(args, sizeof args, "-m '%s'", m);
+    int rb = run_info(args, &b);
+    snprintf(args, sizeof args, "--model='%s'", m);
+    char *c = NULL;
+    int rc = run_info(args, &c);
+    ZT_CHECK(ra == 0 && rb == 0 && rc == 0 && a && b && c && !strcmp(a, b) && !strcmp(a, c));
+    ZT_CHECK(a && strstr(a, "architecture:  llama"));
+    free(a);
+    free(b);
+    free(c);
+}
+
 ZT_TEST(info_usage_errors_exit_2) {
     NEED_BINARY();
     char *out = NULL;

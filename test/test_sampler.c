@@ -301,6 +301,42 @@ ZT_TEST(repetition_penalty_divides_positive_and_multiplies_negative_logits_once)
     zr_sampler_free(s);
 }
 
+/* llama.cpp's llama_sampler_penalties: after the repetition penalty, each token of the window
+ * loses count x frequency_penalty + presence_penalty (count: its occurrences in the window). */
+ZT_TEST(presence_and_frequency_penalties_subtract_as_in_llama_cpp) {
+    ZrSamplerParams prm = plain();
+    prm.temp = 0.0f;
+    prm.repeat_penalty = 2.0f;
+    prm.presence_penalty = 0.5f;
+    prm.frequency_penalty = 0.25f;
+    prm.repeat_last_n = 4;
+    ZrSampler *s = make(&prm, 5);
+    ZT_CHECK(s);
+    zr_sampler_accept(s, 3); /* falls out of the window of 4 */
+    zr_sampler_accept(s, 0);
+    zr_sampler_accept(s, 1);
+    zr_sampler_accept(s, 0);
+    zr_sampler_accept(s, 0); /* three times in the window */
+    float l[5] = {2.0f, -1.0f, 1.5f, 0.0f, 0.25f};
+    zr_sampler_sample(s, l);
+    ZT_NEAR(l[0], 2.0f / 2.0f - (3 * 0.25f + 0.5f), 0); /* -0.25 */
+    ZT_NEAR(l[1], -1.0f * 2.0f - (1 * 0.25f + 0.5f), 0); /* -2.75 */
+    ZT_CHECK(l[2] == 1.5f && l[3] == 0.0f && l[4] == 0.25f);
+    zr_sampler_free(s);
+    /* without a repetition penalty the presence penalty alone still acts, and the greedy
+     * shortcut is off */
+    ZrSamplerParams q = plain();
+    q.temp = 0.0f;
+    q.presence_penalty = 1.0f;
+    ZT_CHECK(!zr_sampler_is_greedy(&q));
+    s = make(&q, 3);
+    ZT_CHECK(s);
+    zr_sampler_accept(s, 0);
+    float l2[3] = {1.0f, 0.5f, -1.0f};
+    ZT_CHECK(zr_sampler_sample(s, l2) == 1); /* 0 would win without the penalty */
+    zr_sampler_free(s);
+}
+
 ZT_TEST(infinite_and_nan_logits_are_never_drawn_and_never_poison) {
     float l[6] = {-INFINITY, 1.0f, NAN, -INFINITY, 1.0f, -INFINITY};
     double p[6] = {0, 0.5, 0, 0, 0.5, 0};

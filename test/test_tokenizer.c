@@ -102,13 +102,10 @@ typedef struct VocabResult {
 
 static const char SEP[] = "\n__ggml_vocab_test__\n";
 
-static bool check_vocab(const char *name, VocabResult *r) {
+/* Encodes every input of inp_path (llama.cpp's .inp format) without BOS and without special
+ * parsing, and compares with the ids of out_path; false (after zt_skip) without the files. */
+static bool check_cases(const char *name, const char *inp_path, const char *out_path, VocabResult *r) {
     memset(r, 0, sizeof *r);
-    char rel[256];
-    snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf.inp", name);
-    const char *inp_path = zt_shared_model(rel);
-    snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf.out", name);
-    const char *out_path = zt_shared_model(rel);
     if (!inp_path || !out_path) return false;
     ZrGguf g;
     ZrTokenizer *t;
@@ -169,6 +166,27 @@ static bool check_vocab(const char *name, VocabResult *r) {
     return true;
 }
 
+static bool check_vocab(const char *name, VocabResult *r) {
+    char rel[256], inp[4096], out[4096];
+    snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf.inp", name);
+    const char *p = zt_shared_model(rel);
+    snprintf(inp, sizeof inp, "%s", p ? p : "");
+    snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf.out", name);
+    p = zt_shared_model(rel);
+    snprintf(out, sizeof out, "%s", p ? p : "");
+    return check_cases(name, inp[0] ? inp : NULL, out[0] ? out : NULL, r);
+}
+
+/* test/vocab_special: texts that look like special tokens ("</s>", "<|im_end|>", ...), with the
+ * ids llama.cpp de3ff815 gives them (../shared/oracle's zfx tokout; README.md there). */
+static bool check_special_texts(const char *name, VocabResult *r) {
+    const char *src = getenv("ZR_SRC");
+    char inp[4096], out[4096];
+    snprintf(inp, sizeof inp, "%s/test/vocab_special/special.inp", src ? src : ".");
+    snprintf(out, sizeof out, "%s/test/vocab_special/%s.out", src ? src : ".", name);
+    return check_cases(name, inp, out, r);
+}
+
 #define VOCAB_TEST(fn, name)                                                \
     ZT_TEST(fn) {                                                           \
         VocabResult r;                                                      \
@@ -189,6 +207,29 @@ VOCAB_TEST(vocab_falcon_matches_llama_cpp, "falcon")
 VOCAB_TEST(vocab_mpt_matches_llama_cpp, "mpt")
 VOCAB_TEST(vocab_starcoder_matches_llama_cpp, "starcoder")
 VOCAB_TEST(vocab_refact_matches_llama_cpp, "refact")
+
+/* Without --special, text that looks like a special token stays text unless the token is
+ * user-defined; a user-defined token that llama.cpp counts as end of generation (phi-3's "</s>")
+ * is control, so "</s>" is '<', '/', 's', '>' there too. */
+#define SPECIAL_TEXT_TEST(fn, name)                                         \
+    ZT_TEST(fn) {                                                           \
+        VocabResult r;                                                      \
+        if (!check_special_texts(name, &r)) return;                         \
+        ZT_CHECK(r.cases == 22);                                            \
+        ZT_CHECKF(r.encode_ok == r.cases, "%d of %d", r.encode_ok, r.cases); \
+    }
+
+SPECIAL_TEXT_TEST(special_looking_text_llama_spm_matches_llama_cpp, "llama-spm")
+SPECIAL_TEXT_TEST(special_looking_text_phi_3_stays_text_as_in_llama_cpp, "phi-3")
+SPECIAL_TEXT_TEST(special_looking_text_llama_bpe_matches_llama_cpp, "llama-bpe")
+SPECIAL_TEXT_TEST(special_looking_text_qwen2_matches_llama_cpp, "qwen2")
+SPECIAL_TEXT_TEST(special_looking_text_gpt_2_matches_llama_cpp, "gpt-2")
+SPECIAL_TEXT_TEST(special_looking_text_deepseek_llm_matches_llama_cpp, "deepseek-llm")
+SPECIAL_TEXT_TEST(special_looking_text_deepseek_coder_matches_llama_cpp, "deepseek-coder")
+SPECIAL_TEXT_TEST(special_looking_text_falcon_matches_llama_cpp, "falcon")
+SPECIAL_TEXT_TEST(special_looking_text_mpt_matches_llama_cpp, "mpt")
+SPECIAL_TEXT_TEST(special_looking_text_starcoder_matches_llama_cpp, "starcoder")
+SPECIAL_TEXT_TEST(special_looking_text_refact_matches_llama_cpp, "refact")
 
 /* ---- stories260K (SentencePiece, 512 tokens) ------------------------------------------ */
 
@@ -744,6 +785,18 @@ ZT_TEST(zrun_tokenize_prints_ids_for_scripts_and_exits_2_on_usage_errors) {
     zt_proc_free(&p);
     p = zt_proc_zrun(NULL, (const char *const[]){"tokenize", "-m", "/nonexistent.gguf", "-p", "x", NULL}, NULL);
     ZT_CHECK(p.status == 1);
+    zt_proc_free(&p);
+}
+
+ZT_TEST(zrun_tokenize_says_when_the_text_file_is_a_directory) {
+    const char *model = zt_shared_model("models/stories260K.gguf");
+    if (!model) return;
+    if (!getenv("ZRUN")) {
+        zt_skip("$ZRUN is not set (run through meson test)");
+        return;
+    }
+    ZtProc p = zt_proc_zrun(NULL, (const char *const[]){"tokenize", "-m", model, "-f", zt_tmpdir(), NULL}, NULL);
+    ZT_CHECKF(p.status == 1 && strstr(p.err, "is a directory"), "exit %d: %s", p.status, p.err);
     zt_proc_free(&p);
 }
 

@@ -1,11 +1,11 @@
-/* Option parsing for `zrun -m FILE -p PROMPT ...` with getopt_long. Every value is checked
- * here (the whole argument must be a number, inside its range), so the run command only ever
- * sees valid settings; a bad one is a usage error naming the option, the expected range and
- * what was given. */
+/* Option parsing for `zrun -m FILE -p PROMPT ...` through the one option reader (opt.h), with
+ * llama.cpp's spellings. Every value is checked here (the whole argument must be a decimal
+ * number, inside its range), so the run command only ever sees valid settings; a bad one is a
+ * usage error naming the option, the expected range and what was given. */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -23,11 +23,39 @@ void zr_run_settings_defaults(ZrRunSettings *s) {
     s->resume_fd = -1;
 }
 
+/* "-12", "7": an optional sign and decimal digits, nothing else. */
+static bool plain_int(const char *s) {
+    if (*s == '-' || *s == '+') s++;
+    if (!isdigit((unsigned char)*s)) return false;
+    while (isdigit((unsigned char)*s)) s++;
+    return *s == 0;
+}
+
+/* "0.5", "-1", ".5", "1e-3": sign, digits with at most one point, an optional exponent. strtod
+ * alone would also take hex ("0x10" = 16), "inf", "nan" and leading spaces. */
+static bool plain_float(const char *s) {
+    if (*s == '-' || *s == '+') s++;
+    int digits = 0;
+    while (isdigit((unsigned char)*s)) s++, digits++;
+    if (*s == '.') {
+        s++;
+        while (isdigit((unsigned char)*s)) s++, digits++;
+    }
+    if (!digits) return false;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '-' || *s == '+') s++;
+        if (!isdigit((unsigned char)*s)) return false;
+        while (isdigit((unsigned char)*s)) s++;
+    }
+    return *s == 0;
+}
+
 int zr_cli_int(const char *opt, const char *arg, long lo, long hi, int *out, ZrError *err) {
     char *end;
     errno = 0;
-    long v = strtol(arg, &end, 10);
-    if (end == arg || *end || errno == ERANGE || v < lo || v > hi || v < INT_MIN || v > INT_MAX) {
+    long v = plain_int(arg) ? strtol(arg, &end, 10) : 0;
+    if (!plain_int(arg) || errno == ERANGE || v < lo || v > hi || v < INT_MIN || v > INT_MAX) {
         if (hi == INT_MAX)
             return zr_err(err, ZR_E_USAGE, "%s: expected an integer >= %ld, found '%s'", opt, lo, arg);
         return zr_err(err, ZR_E_USAGE, "%s: expected an integer in %ld..%ld, found '%s'", opt, lo, hi, arg);
@@ -37,10 +65,11 @@ int zr_cli_int(const char *opt, const char *arg, long lo, long hi, int *out, ZrE
 }
 
 int zr_cli_float(const char *opt, const char *arg, double lo, double hi, float *out, ZrError *err) {
-    char *end;
     errno = 0;
-    double v = strtod(arg, &end);
-    if (end == arg || *end || errno == ERANGE || !isfinite(v) || v < lo || v > hi) {
+    double v = plain_float(arg) ? strtod(arg, NULL) : NAN;
+    if (!plain_float(arg) || errno == ERANGE || !isfinite(v) || v < lo || v > hi) {
+        if (hi >= 1e30 && lo <= -1e30)
+            return zr_err(err, ZR_E_USAGE, "%s: expected a number, found '%s'", opt, arg);
         if (hi >= 1e30)
             return zr_err(err, ZR_E_USAGE, "%s: expected a number >= %g, found '%s'", opt, lo, arg);
         return zr_err(err, ZR_E_USAGE, "%s: expected a number in %g..%g, found '%s'", opt, lo, hi, arg);
@@ -49,26 +78,89 @@ int zr_cli_float(const char *opt, const char *arg, double lo, double hi, float *
     return 0;
 }
 
+int zr_cli_float_above(const char *opt, const char *arg, double lo, float *out, ZrError *err) {
+    errno = 0;
+    double v = plain_float(arg) ? strtod(arg, NULL) : NAN;
+    if (!plain_float(arg) || errno == ERANGE || !isfinite(v) || !(v > lo) || v > 1e30)
+        return zr_err(err, ZR_E_USAGE, "%s: expected a number > %g, found '%s'", opt, lo, arg);
+    *out = (float)v;
+    return 0;
+}
+
 int zr_cli_u64(const char *opt, const char *arg, uint64_t *out, ZrError *err) {
     char *end;
     errno = 0;
-    const char *p = arg;
-    while (*p == ' ' || *p == '\t') p++;
-    unsigned long long v = strtoull(p, &end, 10);
-    if (*p == '-' || *p == '+' || end == p || *end || errno == ERANGE)
+    unsigned long long v = isdigit((unsigned char)arg[0]) ? strtoull(arg, &end, 10) : 0;
+    if (!isdigit((unsigned char)arg[0]) || *end || errno == ERANGE)
         return zr_err(err, ZR_E_USAGE, "%s: expected an integer in 0..18446744073709551615, found '%s'", opt, arg);
     *out = (uint64_t)v;
     return 0;
 }
 
+const char *zr_cli_compat_note(int id) {
+    switch (id) {
+    case ZR_COMPAT_NGL: return "zrun runs every layer on the one device it picks (--device auto|cpu|cuda)";
+    case ZR_COMPAT_FA: return "zrun's attention kernels are its own (tiled on the GPU); there is no switch";
+    case ZR_COMPAT_BATCH:
+    case ZR_COMPAT_UBATCH: return "zrun sizes the prefill batches itself (the whole prompt in one forward call)";
+    case ZR_COMPAT_MMAP: return "zrun always maps the model file";
+    default: return "not used by zrun";
+    }
+}
+
+void zr_cli_note_compat(char (*notes)[160], int *n_notes, int max, const char *label, const char *value, int id) {
+    if (*n_notes >= max) return;
+    snprintf(notes[(*n_notes)++], 160, "%s%s%s ignored: %s", label, value ? " " : "", value ? value : "",
+             zr_cli_compat_note(id));
+}
+
+size_t zr_cli_unescape(char *s, size_t len) {
+    size_t w = 0;
+    for (size_t r = 0; r < len; r++) {
+        char c = s[r];
+        if (c != '\\' || r + 1 >= len) {
+            s[w++] = c;
+            continue;
+        }
+        char e = s[r + 1];
+        const char *map = strchr("nrt'\"\\", e);
+        if (map && e) {
+            s[w++] = e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : e;
+            r++;
+        } else if (e == 'x' && r + 3 < len && isxdigit((unsigned char)s[r + 2]) && isxdigit((unsigned char)s[r + 3])) {
+            char hex[3] = {s[r + 2], s[r + 3], 0};
+            s[w++] = (char)strtol(hex, NULL, 16);
+            r += 3;
+        } else {
+            s[w++] = c; /* unknown: kept as written */
+        }
+    }
+    if (w < len) s[w] = 0;
+    return w;
+}
+
 enum {
-    OPT_TEMP = 256,
+    OPT_MODEL = 1,
+    OPT_PROMPT,
+    OPT_FILE,
+    OPT_N_PREDICT,
+    OPT_CTX,
+    OPT_THREADS,
+    OPT_TEMP,
     OPT_TOP_K,
     OPT_TOP_P,
     OPT_MIN_P,
     OPT_REPEAT_PENALTY,
     OPT_REPEAT_LAST_N,
+    OPT_PRESENCE_PENALTY,
+    OPT_FREQUENCY_PENALTY,
     OPT_SEED,
+    OPT_IGNORE_EOS,
+    OPT_ESCAPE,
+    OPT_NO_ESCAPE,
+    OPT_REVERSE,
+    OPT_COLOR,
+    OPT_VERBOSE,
     OPT_SPECIAL,
     OPT_DEVICE,
     OPT_GRAPH,
@@ -79,125 +171,152 @@ enum {
     OPT_GRAPH_DOT,
     OPT_QUIET,
     OPT_NO_DISPLAY_PROMPT,
+    OPT_HELP,
     OPT_RESUME_FD,
+    OPT_CONVERSATION,
+    OPT_SYSTEM_PROMPT,
+    OPT_NO_CONVERSATION,
 };
 
-static const struct option run_options[] = {
-    {"model", required_argument, NULL, 'm'},
-    {"prompt", required_argument, NULL, 'p'},
-    {"file", required_argument, NULL, 'f'},
-    {"n-predict", required_argument, NULL, 'n'},
-    {"ctx-size", required_argument, NULL, 'c'},
-    {"threads", required_argument, NULL, 't'},
-    {"temp", required_argument, NULL, OPT_TEMP},
-    {"top-k", required_argument, NULL, OPT_TOP_K},
-    {"top-p", required_argument, NULL, OPT_TOP_P},
-    {"min-p", required_argument, NULL, OPT_MIN_P},
-    {"repeat-penalty", required_argument, NULL, OPT_REPEAT_PENALTY},
-    {"repeat-last-n", required_argument, NULL, OPT_REPEAT_LAST_N},
-    {"seed", required_argument, NULL, OPT_SEED},
-    {"special", no_argument, NULL, OPT_SPECIAL},
-    {"device", required_argument, NULL, OPT_DEVICE},
-    {"graph", no_argument, NULL, OPT_GRAPH},
-    {"no-graph", no_argument, NULL, OPT_NO_GRAPH},
-    {"verify-graph", required_argument, NULL, OPT_VERIFY_GRAPH},
-    {"profile", no_argument, NULL, OPT_PROFILE},
-    {"log-launches", no_argument, NULL, OPT_LOG_LAUNCHES},
-    {"graph-dot", required_argument, NULL, OPT_GRAPH_DOT},
-    {"quiet", no_argument, NULL, OPT_QUIET},
-    {"no-display-prompt", no_argument, NULL, OPT_NO_DISPLAY_PROMPT},
-    {"help", no_argument, NULL, 'h'},
+static const ZrOpt run_options[] = {
+    {OPT_MODEL, "-m|--model", ZR_OPT_VALUE, NULL},
+    {OPT_PROMPT, "-p|--prompt", ZR_OPT_VALUE, NULL},
+    {OPT_FILE, "-f|--file", ZR_OPT_VALUE, NULL},
+    {OPT_N_PREDICT, "-n|--n-predict|--predict", ZR_OPT_VALUE, NULL},
+    {OPT_CTX, "-c|--ctx-size", ZR_OPT_VALUE, NULL},
+    {OPT_THREADS, "-t|--threads", ZR_OPT_VALUE, NULL},
+    {OPT_TEMP, "--temp", ZR_OPT_VALUE, NULL},
+    {OPT_TOP_K, "--top-k", ZR_OPT_VALUE, NULL},
+    {OPT_TOP_P, "--top-p", ZR_OPT_VALUE, NULL},
+    {OPT_MIN_P, "--min-p", ZR_OPT_VALUE, NULL},
+    {OPT_REPEAT_PENALTY, "--repeat-penalty", ZR_OPT_VALUE, NULL},
+    {OPT_REPEAT_LAST_N, "--repeat-last-n", ZR_OPT_VALUE, NULL},
+    {OPT_PRESENCE_PENALTY, "--presence-penalty", ZR_OPT_VALUE, NULL},
+    {OPT_FREQUENCY_PENALTY, "--frequency-penalty", ZR_OPT_VALUE, NULL},
+    {OPT_SEED, "-s|--seed", ZR_OPT_VALUE, NULL},
+    {OPT_IGNORE_EOS, "--ignore-eos", ZR_OPT_FLAG, NULL},
+    {OPT_ESCAPE, "-e|--escape", ZR_OPT_FLAG, NULL},
+    {OPT_NO_ESCAPE, "--no-escape", ZR_OPT_FLAG, NULL},
+    {OPT_REVERSE, "-r|--reverse-prompt", ZR_OPT_VALUE, NULL},
+    {OPT_COLOR, "-co|--color", ZR_OPT_MAYBE, "on|off|auto"},
+    {OPT_VERBOSE, "-v|--verbose|--log-verbose", ZR_OPT_FLAG, NULL},
+    {OPT_SPECIAL, "--special", ZR_OPT_FLAG, NULL},
+    {OPT_DEVICE, "--device", ZR_OPT_VALUE, NULL},
+    {OPT_GRAPH, "--graph", ZR_OPT_FLAG, NULL},
+    {OPT_NO_GRAPH, "--no-graph", ZR_OPT_FLAG, NULL},
+    {OPT_VERIFY_GRAPH, "--verify-graph", ZR_OPT_VALUE, NULL},
+    {OPT_PROFILE, "--profile", ZR_OPT_FLAG, NULL},
+    {OPT_LOG_LAUNCHES, "--log-launches", ZR_OPT_FLAG, NULL},
+    {OPT_GRAPH_DOT, "--graph-dot", ZR_OPT_VALUE, NULL},
+    {OPT_QUIET, "--quiet", ZR_OPT_FLAG, NULL},
+    {OPT_NO_DISPLAY_PROMPT, "--no-display-prompt", ZR_OPT_FLAG, NULL},
+    {OPT_HELP, "-h|--help", ZR_OPT_FLAG, NULL},
+    /* llama.cpp's, accepted with a note (zr_cli_compat_note) */
+    {ZR_COMPAT_NGL, "-ngl|--gpu-layers|--n-gpu-layers", ZR_OPT_VALUE, NULL},
+    {ZR_COMPAT_FA, "-fa|--flash-attn", ZR_OPT_MAYBE, "on|off|auto|0|1"},
+    {ZR_COMPAT_BATCH, "-b|--batch-size", ZR_OPT_VALUE, NULL},
+    {ZR_COMPAT_UBATCH, "-ub|--ubatch-size", ZR_OPT_VALUE, NULL},
+    {ZR_COMPAT_MMAP, "-mmp|--mmap|--no-mmap", ZR_OPT_MAYBE, "0|1"},
+    /* llama.cpp's conversation mode: zrun chat, not there yet (issue 13) */
+    {OPT_CONVERSATION, "-cnv|--conversation|-i|--interactive|-if|--interactive-first|-st|--single-turn", ZR_OPT_FLAG, NULL},
+    {OPT_SYSTEM_PROMPT, "-sys|--system-prompt", ZR_OPT_VALUE, NULL},
+    {OPT_NO_CONVERSATION, "-no-cnv|--no-conversation", ZR_OPT_FLAG, NULL},
     /* hidden: zrun passes it to itself to go on in a new process (src/app/resume.h) */
-    {"resume-fd", required_argument, NULL, OPT_RESUME_FD},
-    {NULL, 0, NULL, 0},
+    {OPT_RESUME_FD, "--resume-fd", ZR_OPT_VALUE, NULL},
+    {0, NULL, 0, NULL},
 };
 
-/* The option as the user wrote it, for messages. */
-static const char *opt_label(int c, int long_index, char *buf, size_t cap) {
-    if (long_index >= 0) {
-        snprintf(buf, cap, "--%s", run_options[long_index].name);
-        return buf;
-    }
-    for (const struct option *o = run_options; o->name; o++)
-        if (o->val == c) {
-            snprintf(buf, cap, "-%c/--%s", c, o->name);
-            return buf;
-        }
-    snprintf(buf, cap, "-%c", c);
-    return buf;
+static int color_parse(const char *name, const char *v, int *out, ZrError *err) {
+    if (!v || !strcmp(v, "on")) *out = 1;
+    else if (!strcmp(v, "off")) *out = 0;
+    else if (!strcmp(v, "auto")) *out = -1;
+    else return zr_err(err, ZR_E_USAGE, "%s: expected on, off or auto, found '%s'", name, v);
+    return 0;
 }
 
 int zr_cli_parse_run(ZrRunSettings *s, int argc, char **argv, ZrError *err) {
     zr_run_settings_defaults(s);
-    /* getopt keeps its position in libc's optind: 0 restarts it (GNU), so parsing twice in one
-     * process (the tests) works; opterr = 0 because the messages are ours. */
-    optind = 0;
-    opterr = 0;
+    ZrOptReader rd;
+    zr_opt_init(&rd, argc, argv);
     int rc = 0;
     for (;;) {
-        int long_index = -1;
-        int c = getopt_long(argc, argv, ":m:p:f:n:c:t:h", run_options, &long_index);
-        if (c == -1) break;
-        char lbl[64];
-        const char *name = opt_label(c, long_index, lbl, sizeof lbl);
-        switch (c) {
-        case 'm': s->model = optarg; break;
-        case 'p': s->prompt = optarg; break;
-        case 'f': s->prompt_file = optarg; break;
-        case 'n': rc = zr_cli_int(name, optarg, -1, INT_MAX, &s->n_predict, err); break;
-        case 'c': rc = zr_cli_int(name, optarg, 0, INT_MAX, &s->n_ctx, err); break;
-        case 't': rc = zr_cli_int(name, optarg, 0, 4096, &s->n_threads, err); break;
-        case OPT_TEMP: rc = zr_cli_float(name, optarg, 0.0, 1e30, &s->sampler.temp, err); break;
-        case OPT_TOP_K: rc = zr_cli_int(name, optarg, 0, INT_MAX, &s->sampler.top_k, err); break;
-        case OPT_TOP_P: rc = zr_cli_float(name, optarg, 0.0, 1.0, &s->sampler.top_p, err); break;
-        case OPT_MIN_P: rc = zr_cli_float(name, optarg, 0.0, 1.0, &s->sampler.min_p, err); break;
-        case OPT_REPEAT_PENALTY:
-            rc = zr_cli_float(name, optarg, 0.0, 1e30, &s->sampler.repeat_penalty, err);
-            if (!rc && s->sampler.repeat_penalty <= 0.0f)
-                rc = zr_err(err, ZR_E_USAGE, "%s: expected a number > 0, found '%s'", name, optarg);
-            break;
-        case OPT_REPEAT_LAST_N: rc = zr_cli_int(name, optarg, -1, INT_MAX, &s->repeat_last_n, err); break;
+        const char *v;
+        int id = zr_opt_next(&rd, run_options, &v, err);
+        if (id == ZR_OPT_END) break;
+        if (id == ZR_OPT_ERROR) return ZR_E_USAGE;
+        if (id == ZR_OPT_ARG)
+            return zr_err(err, ZR_E_USAGE, "unexpected argument '%s' (a prompt goes after -p)", v);
+        const char *name = zr_opt_label(&rd);
+        switch (id) {
+        case OPT_MODEL: s->model = v; break;
+        case OPT_PROMPT: s->prompt = v; break;
+        case OPT_FILE: s->prompt_file = v; break;
+        case OPT_N_PREDICT: rc = zr_cli_int(name, v, -1, INT_MAX, &s->n_predict, err); break;
+        case OPT_CTX: rc = zr_cli_int(name, v, 0, INT_MAX, &s->n_ctx, err); break;
+        case OPT_THREADS: rc = zr_cli_int(name, v, 0, 4096, &s->n_threads, err); break;
+        case OPT_TEMP: rc = zr_cli_float(name, v, 0.0, 1e30, &s->sampler.temp, err); break;
+        case OPT_TOP_K: rc = zr_cli_int(name, v, 0, INT_MAX, &s->sampler.top_k, err); break;
+        case OPT_TOP_P: rc = zr_cli_float(name, v, 0.0, 1.0, &s->sampler.top_p, err); break;
+        case OPT_MIN_P: rc = zr_cli_float(name, v, 0.0, 1.0, &s->sampler.min_p, err); break;
+        case OPT_REPEAT_PENALTY: rc = zr_cli_float_above(name, v, 0.0, &s->sampler.repeat_penalty, err); break;
+        case OPT_REPEAT_LAST_N: rc = zr_cli_int(name, v, -1, INT_MAX, &s->repeat_last_n, err); break;
+        case OPT_PRESENCE_PENALTY: rc = zr_cli_float(name, v, -1e30, 1e30, &s->sampler.presence_penalty, err); break;
+        case OPT_FREQUENCY_PENALTY: rc = zr_cli_float(name, v, -1e30, 1e30, &s->sampler.frequency_penalty, err); break;
         case OPT_SEED:
             /* -1 asks for a clock seed, as in llama.cpp */
-            if (!strcmp(optarg, "-1")) {
+            if (!strcmp(v, "-1")) {
                 s->seed_given = false;
             } else {
-                rc = zr_cli_u64(name, optarg, &s->sampler.seed, err);
+                rc = zr_cli_u64(name, v, &s->sampler.seed, err);
                 s->seed_given = rc == 0;
             }
             break;
+        case OPT_IGNORE_EOS: s->ignore_eos = true; break;
+        case OPT_ESCAPE: s->escape = true; break;
+        case OPT_NO_ESCAPE: s->escape = false; break;
+        case OPT_REVERSE:
+            if (s->n_reverse == ZR_MAX_REVERSE)
+                return zr_err(err, ZR_E_USAGE, "%s: at most %d reverse prompts", name, ZR_MAX_REVERSE);
+            if (!*v) return zr_err(err, ZR_E_USAGE, "%s: expected a text, found ''", name);
+            s->reverse[s->n_reverse++] = v;
+            break;
+        case OPT_COLOR: rc = color_parse(name, v, &s->color, err); break;
+        case OPT_VERBOSE: s->verbose = true; break;
         case OPT_SPECIAL: s->special = true; break;
-        case OPT_DEVICE: rc = zr_device_parse(name, optarg, &s->device, err); break;
+        case OPT_DEVICE: rc = zr_device_parse(name, v, &s->device, err); break;
         case OPT_GRAPH: s->graph = 1; break;
         case OPT_NO_GRAPH: s->graph = 0; break;
-        case OPT_VERIFY_GRAPH: rc = zr_cli_int(name, optarg, 0, INT_MAX, &s->verify_graph, err); break;
+        case OPT_VERIFY_GRAPH: rc = zr_cli_int(name, v, 0, INT_MAX, &s->verify_graph, err); break;
         case OPT_PROFILE: s->profile = true; break;
         case OPT_LOG_LAUNCHES: s->log_launches = true; break;
-        case OPT_GRAPH_DOT: s->graph_dot = optarg; break;
+        case OPT_GRAPH_DOT: s->graph_dot = v; break;
         case OPT_QUIET: s->quiet = true; break;
         case OPT_NO_DISPLAY_PROMPT: s->no_display_prompt = true; break;
-        case 'h': s->help = true; break;
-        case OPT_RESUME_FD: rc = zr_cli_int(name, optarg, 0, INT_MAX, &s->resume_fd, err); break;
-        case ':': {
-            /* missing argument: optopt is the short option, or the long one's value */
-            const char *o = argv[optind - 1];
-            return zr_err(err, ZR_E_USAGE, "%s needs a value", o ? o : "option");
-        }
-        case '?':
-        default: {
-            const char *o = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
-            /* optopt is set for a known option used wrongly: a value given to a flag */
-            if (optopt && !strncmp(o, "--", 2))
-                return zr_err(err, ZR_E_USAGE, "option '%s' takes no value", o);
-            if (optopt) return zr_err(err, ZR_E_USAGE, "unknown option '-%c'", optopt);
-            return zr_err(err, ZR_E_USAGE, "unknown option '%s'", o);
-        }
+        case OPT_HELP: s->help = true; break;
+        case OPT_RESUME_FD: rc = zr_cli_int(name, v, 0, INT_MAX, &s->resume_fd, err); break;
+        case ZR_COMPAT_NGL:
+        case ZR_COMPAT_BATCH:
+        case ZR_COMPAT_UBATCH:
+            /* the value is still checked: a typo is a usage error, as in llama.cpp */
+            {
+                int ignored;
+                rc = zr_cli_int(name, v, id == ZR_COMPAT_NGL ? -1 : 1, INT_MAX, &ignored, err);
+            }
+            if (!rc) zr_cli_note_compat(s->notes, &s->n_notes, ZR_MAX_NOTES, name, v, id);
+            break;
+        case ZR_COMPAT_FA:
+        case ZR_COMPAT_MMAP: zr_cli_note_compat(s->notes, &s->n_notes, ZR_MAX_NOTES, name, v, id); break;
+        case OPT_CONVERSATION:
+        case OPT_SYSTEM_PROMPT:
+            return zr_err(err, ZR_E_USAGE,
+                          "%s: conversation mode (zrun chat) is not available yet (issue 13); zrun -m FILE -p PROMPT "
+                          "generates from one prompt",
+                          name);
+        case OPT_NO_CONVERSATION: break; /* what zrun does anyway */
         }
         if (rc) return rc;
     }
     if (s->help) return 0;
-    if (optind < argc)
-        return zr_err(err, ZR_E_USAGE, "unexpected argument '%s' (a prompt goes after -p)", argv[optind]);
     if (!s->model) return zr_err(err, ZR_E_USAGE, "no model: give -m FILE (a GGUF file)");
     if (s->prompt && s->prompt_file)
         return zr_err(err, ZR_E_USAGE, "-p and -f both give the prompt: use one of them");

@@ -1,12 +1,17 @@
-/* Command-line parsing for the run command (getopt_long into a settings struct), and the
- * checked number parsers every subcommand can use. Parsing only: nothing is opened here. */
+/* Command-line parsing for the run command (the option reader of opt.h into a settings
+ * struct), and the checked number parsers every subcommand uses. Parsing only: nothing is
+ * opened here. */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "backend_open.h"
+#include "opt.h"
 #include "err.h"
 #include "sampler.h"
+
+#define ZR_MAX_REVERSE 8
+#define ZR_MAX_NOTES 8
 
 typedef struct ZrRunSettings {
     const char *model;        /* -m */
@@ -27,6 +32,14 @@ typedef struct ZrRunSettings {
     bool log_launches;
     const char *graph_dot;
     bool quiet;
+    bool ignore_eos;          /* --ignore-eos: end-of-generation tokens are never drawn */
+    bool escape;              /* -e: \n, \t, \\, \xNN ... in the prompt and -r are processed */
+    int color;                /* --color: 0 off (default), 1 on, -1 auto (a terminal, NO_COLOR unset) */
+    bool verbose;             /* -v: the resolved settings on stderr before the run */
+    const char *reverse[ZR_MAX_REVERSE]; /* -r TEXT: stop when the generated text ends with one */
+    int n_reverse;
+    char notes[ZR_MAX_NOTES][160]; /* llama.cpp options accepted that do not apply, one line each */
+    int n_notes;
     bool help;                /* --help: print the usage and exit 0 */
     int resume_fd;            /* hidden --resume-fd N: go on with the run saved there (src/app/resume.h); -1 none */
 } ZrRunSettings;
@@ -38,8 +51,28 @@ void zr_run_settings_defaults(ZrRunSettings *s);
  * ZR_E_USAGE and a message naming the option, what was expected and what was found. */
 int zr_cli_parse_run(ZrRunSettings *s, int argc, char **argv, ZrError *err);
 
-/* Checked conversions of an option's argument: the whole string must be a number in
- * [lo, hi] (floats: finite too). opt names the option in the message. */
+/* Checked conversions of an option's argument: the whole string must be a decimal number in
+ * [lo, hi] ("0x10", " 5", "1e", "inf", "nan" are refused; floats: digits, one point, an
+ * exponent). opt names the option in the message. */
 int zr_cli_int(const char *opt, const char *arg, long lo, long hi, int *out, ZrError *err);
 int zr_cli_float(const char *opt, const char *arg, double lo, double hi, float *out, ZrError *err);
+/* A float strictly above lo (the repetition penalty: > 0). */
+int zr_cli_float_above(const char *opt, const char *arg, double lo, float *out, ZrError *err);
 int zr_cli_u64(const char *opt, const char *arg, uint64_t *out, ZrError *err);
+
+/* llama.cpp options zrun accepts without a use for them, shared by run and bench (their ids go
+ * into a command's option table, opt.h); zr_cli_compat_note says why each does not apply, and
+ * zr_cli_note_compat writes "zrun: note: -ngl 99 ignored: ..." into the next of notes. */
+enum {
+    ZR_COMPAT_NGL = 1000, /* -ngl N: layers on the GPU */
+    ZR_COMPAT_FA,         /* -fa: flash attention */
+    ZR_COMPAT_BATCH,      /* -b N */
+    ZR_COMPAT_UBATCH,     /* -ub N */
+    ZR_COMPAT_MMAP,       /* -mmp 0|1, --mmap, --no-mmap */
+};
+const char *zr_cli_compat_note(int id);
+void zr_cli_note_compat(char (*notes)[160], int *n_notes, int max, const char *label, const char *value, int id);
+
+/* Processes the escapes llama.cpp's -e knows (\n \r \t \' \" \\ \xNN) in place; an unknown or
+ * incomplete one stays as written. Returns the new length. */
+size_t zr_cli_unescape(char *s, size_t len);

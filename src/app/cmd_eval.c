@@ -2,7 +2,6 @@
  *   zrun eval -m FILE --tokens IDS_FILE --logits OUT.f32 [--device auto|cpu|cuda] [-t N] [-c N]
  * Every position's logits (n_tokens x n_vocab, little-endian float32, row-major) go to OUT. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +11,9 @@
 #include "backend.h"
 #include "backend_open.h"
 #include "cmd.h"
+#include "cli.h"
 #include "model.h"
+#include "opt.h"
 
 /* Logits held in memory at once; longer sequences are fed in several forwards. */
 #define EVAL_MAX_LOGITS ((int64_t)64 << 20)
@@ -23,58 +24,51 @@ typedef struct EvalArgs {
     int n_threads, n_ctx;
 } EvalArgs;
 
-static int usage_error(const char *fmt, const char *arg) {
-    fprintf(stderr, "zrun eval: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nusage: zrun eval -m FILE --tokens IDS_FILE --logits OUT.f32 [--device auto|cpu|cuda] [-t N] [-c N]\n");
+static const char k_eval_usage[] =
+    "usage: zrun eval -m FILE --tokens IDS_FILE --logits OUT.f32|- [--device auto|cpu|cuda] [-t N] [-c N]\n";
+
+static int usage_error(const char *msg) {
+    fprintf(stderr, "zrun eval: %s\n%s", msg, k_eval_usage);
     return 2;
 }
 
-static bool parse_int(const char *s, int lo, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > INT32_MAX) return false;
-    *out = (int)v;
-    return true;
-}
-
+/* 0, -1 for --help, or 2 after the message. */
 static int parse_args(int argc, char **argv, EvalArgs *a) {
-    static const struct option opts[] = {
-        {"model", required_argument, NULL, 'm'},   {"tokens", required_argument, NULL, 'T'},
-        {"logits", required_argument, NULL, 'L'},  {"device", required_argument, NULL, 'D'},
-        {"threads", required_argument, NULL, 't'}, {"ctx-size", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    enum { O_MODEL = 1, O_TOKENS, O_LOGITS, O_DEVICE, O_THREADS, O_CTX, O_HELP };
+    static const ZrOpt opts[] = {
+        {O_MODEL, "-m|--model", ZR_OPT_VALUE, NULL},     {O_TOKENS, "--tokens", ZR_OPT_VALUE, NULL},
+        {O_LOGITS, "--logits", ZR_OPT_VALUE, NULL},      {O_DEVICE, "--device", ZR_OPT_VALUE, NULL},
+        {O_THREADS, "-t|--threads", ZR_OPT_VALUE, NULL}, {O_CTX, "-c|--ctx-size", ZR_OPT_VALUE, NULL},
+        {O_HELP, "-h|--help", ZR_OPT_FLAG, NULL},        {0, NULL, 0, NULL},
     };
     *a = (EvalArgs){.device = ZR_DEVICE_AUTO};
-    optind = 1;
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, ":m:t:c:h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'm': a->model = optarg; break;
-        case 'T': a->tokens = optarg; break;
-        case 'L': a->logits = optarg; break;
-        case 'D': {
-            ZrError e;
-            if (zr_device_parse("--device", optarg, &a->device, &e)) return usage_error("%s", e.msg);
-            break;
+    ZrOptReader rd;
+    zr_opt_init(&rd, argc, argv);
+    ZrError e = {0};
+    for (;;) {
+        const char *v;
+        int id = zr_opt_next(&rd, opts, &v, &e), rc = 0;
+        if (id == ZR_OPT_END) break;
+        if (id == ZR_OPT_ERROR) return usage_error(e.msg);
+        if (id == ZR_OPT_ARG) {
+            zr_err(&e, ZR_E_USAGE, "unexpected argument '%s'", v);
+            return usage_error(e.msg);
         }
-        case 't':
-            if (!parse_int(optarg, 0, &a->n_threads)) return usage_error("-t: expected a thread count >= 0, found '%s'", optarg);
-            break;
-        case 'c':
-            if (!parse_int(optarg, 1, &a->n_ctx)) return usage_error("-c: expected a context size >= 1, found '%s'", optarg);
-            break;
-        case 'h': return -1;
-        case ':': return usage_error("%s needs a value", argv[optind - 1]);
-        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        const char *name = zr_opt_label(&rd);
+        switch (id) {
+        case O_MODEL: a->model = v; break;
+        case O_TOKENS: a->tokens = v; break;
+        case O_LOGITS: a->logits = v; break;
+        case O_DEVICE: rc = zr_device_parse(name, v, &a->device, &e); break;
+        case O_THREADS: rc = zr_cli_int(name, v, 0, 4096, &a->n_threads, &e); break;
+        case O_CTX: rc = zr_cli_int(name, v, 1, INT32_MAX, &a->n_ctx, &e); break;
+        case O_HELP: return -1;
         }
+        if (rc) return usage_error(e.msg);
     }
-    if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
-    if (!a->model) return usage_error("%s", "-m FILE is required");
-    if (!a->tokens) return usage_error("%s", "--tokens IDS_FILE is required");
-    if (!a->logits) return usage_error("%s", "--logits OUT.f32 is required");
+    if (!a->model) return usage_error("-m FILE is required");
+    if (!a->tokens) return usage_error("--tokens IDS_FILE is required");
+    if (!a->logits) return usage_error("--logits OUT.f32 is required (- for standard output)");
     return 0;
 }
 
@@ -170,10 +164,7 @@ static int eval_tokens(ZrBackend *be, const int32_t *ids, int n, int n_vocab, FI
 int zr_cmd_eval(int argc, char **argv) {
     EvalArgs a;
     int rc = parse_args(argc, argv, &a);
-    if (rc == -1) {
-        fputs(zr_usage_text, stdout);
-        return 0;
-    }
+    if (rc == -1) return zr_print_help(k_eval_usage, "eval options (zrun eval):");
     if (rc) return rc;
 
     ZrError err = {0};
@@ -195,20 +186,24 @@ int zr_cmd_eval(int argc, char **argv) {
                                 .verify_graph = 1, .quiet = true};
     be = zr_backend_open(a.device, &m, &o, "zrun eval", &err);
     if (!be) goto fail_model;
-    out = fopen(a.logits, "wb");
+    /* "-": standard output, as llama.cpp tools read "-"; the note below stays on stderr */
+    const bool to_stdout = !strcmp(a.logits, "-");
+    out = to_stdout ? stdout : fopen(a.logits, "wb");
     if (!out) {
         zr_err(&err, ZR_E_IO, "%s: cannot create: %s", a.logits, strerror(errno));
         goto fail_backend;
     }
     double t1 = now_ms();
-    rc = eval_tokens(be, ids, n, m.hp.n_vocab, out, a.logits, &err);
-    if (fclose(out) && !rc) rc = zr_err(&err, ZR_E_IO, "%s: write failed: %s", a.logits, strerror(errno));
+    const char *out_name = to_stdout ? "standard output" : a.logits;
+    rc = eval_tokens(be, ids, n, m.hp.n_vocab, out, out_name, &err);
+    if ((to_stdout ? fflush(out) : fclose(out)) && !rc)
+        rc = zr_err(&err, ZR_E_IO, "%s: write failed: %s", out_name, strerror(errno));
     if (rc) {
-        remove(a.logits); /* no partial logits file left behind */
+        if (!to_stdout) remove(a.logits); /* no partial logits file left behind */
         goto fail_backend;
     }
     fprintf(stderr, "zrun eval: %d tokens x %d logits -> %s (%s backend, load %.1f ms, forward %.1f ms)\n", n, m.hp.n_vocab,
-            a.logits, be->name, t1 - t0, now_ms() - t1);
+            out_name, be->name, t1 - t0, now_ms() - t1);
     be->destroy(be);
     zr_model_free(&m);
     free(ids);

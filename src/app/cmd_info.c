@@ -1,14 +1,16 @@
 /* zrun info FILE: what a GGUF file holds: architecture, hyper-parameters, tokenizer, the tensor
  * table and the totals that bound decode speed (bytes read per token). */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cmd.h"
 #include "gguf.h"
+#include "opt.h"
 #include "quant.h"
 
-static const char k_info_usage[] = "usage: zrun info FILE\n";
+static const char k_info_usage[] = "usage: zrun info FILE   (or: zrun info -m FILE)\n";
 
 /* The ARCH.* keys shown, in order; "vocab_size" falls back to the tokenizer's count. */
 static const char *const k_hparams[] = {
@@ -145,21 +147,30 @@ static int info_print(const ZrGguf *g) {
 }
 
 int zr_cmd_info(int argc, char **argv) {
+    enum { O_MODEL = 1, O_HELP };
+    static const ZrOpt opts[] = {
+        {O_MODEL, "-m|--model", ZR_OPT_VALUE, NULL}, /* as every other command takes the model */
+        {O_HELP, "-h|--help", ZR_OPT_FLAG, NULL},
+        {0, NULL, 0, NULL},
+    };
     const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(k_info_usage, stdout);
-            return 0;
-        }
-        if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "zrun info: unknown option '%s'\n%s", argv[i], k_info_usage);
+    ZrOptReader rd;
+    zr_opt_init(&rd, argc, argv);
+    for (;;) {
+        const char *v;
+        ZrError e;
+        int id = zr_opt_next(&rd, opts, &v, &e);
+        if (id == ZR_OPT_END) break;
+        if (id == ZR_OPT_ERROR) {
+            fprintf(stderr, "zrun info: %s\n%s", e.msg, k_info_usage);
             return 2;
         }
+        if (id == O_HELP) return zr_print_help(k_info_usage, "info (zrun info):");
         if (path) {
-            fprintf(stderr, "zrun info: expected one FILE, found another: '%s'\n%s", argv[i], k_info_usage);
+            fprintf(stderr, "zrun info: expected one FILE, found another: '%s'\n%s", v, k_info_usage);
             return 2;
         }
-        path = argv[i];
+        path = v; /* FILE or -m FILE */
     }
     if (!path) {
         fprintf(stderr, "zrun info: expected a FILE\n%s", k_info_usage);
@@ -172,7 +183,10 @@ int zr_cmd_info(int argc, char **argv) {
         return 1;
     }
     int rc = info_print(&g);
-    fflush(stdout);
+    if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) {
+        fprintf(stderr, "zrun info: writing standard output: %s\n", strerror(errno));
+        rc = 1;
+    }
     zr_gguf_close(&g);
     return rc;
 }

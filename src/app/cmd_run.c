@@ -9,10 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "backend_open.h"
+#include "progress.h"
 #include "cmd.h"
 #include "resume.h"
 #include "run.h"
@@ -44,7 +46,7 @@ static char *read_stream(FILE *f, const char *label, size_t *len, ZrError *err) 
     }
     if (ferror(f)) {
         free(buf);
-        zr_err(err, ZR_E_IO, "%s: read error", label);
+        zr_err(err, ZR_E_IO, "%s: read error: %s", label, strerror(errno));
         return NULL;
     }
     buf[n] = 0;
@@ -57,6 +59,12 @@ static char *read_prompt(const ZrRunSettings *s, size_t *len, ZrError *err) {
         FILE *f = fopen(s->prompt_file, "rb");
         if (!f) {
             zr_err(err, ZR_E_IO, "%s: cannot open the prompt file: %s", s->prompt_file, strerror(errno));
+            return NULL;
+        }
+        struct stat st;
+        if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+            fclose(f);
+            zr_err(err, ZR_E_IO, "%s: is a directory; -f expects a file holding the prompt", s->prompt_file);
             return NULL;
         }
         char *t = read_stream(f, s->prompt_file, len, err);
@@ -167,10 +175,13 @@ int zr_run_fresh(const ZrRunSettings *s, const ZrEnv *env, int argc, char **argv
     char *text = read_prompt(s, &text_len, &err);
     int rc = 1;
     if (!text) goto fail;
+    if (s->escape) text_len = zr_cli_unescape(text, text_len);
     if (zr_run_load(&r, &err) || zr_resume_stat_model(&model_id, s->model, &err)) goto fail;
     r.n_ctx = s->n_ctx ? s->n_ctx : zr_backend_default_ctx(&r.model, 0);
     if (encode_prompt(&r, text, text_len, &err)) goto fail;
 
+    ZrProgress progress;
+    zr_progress_init(&progress, "zrun: loading", !s->quiet && env->stderr_tty);
     const ZrBackendOptions bo = {
         .n_ctx = r.n_ctx,
         .n_threads = s->n_threads,
@@ -181,6 +192,10 @@ int zr_run_fresh(const ZrRunSettings *s, const ZrEnv *env, int argc, char **argv
         .graph_dot = s->graph_dot,
         .fault = env->fault,
         .quiet = s->quiet,
+        .progress = zr_progress_cb,
+        .progress_ctx = &progress,
+        .stop = zr_run_stop_cb,
+        .stop_ctx = &r,
     };
     r.sp = s->sampler;
     r.sp.repeat_last_n = s->repeat_last_n < 0 ? r.n_ctx : s->repeat_last_n;
@@ -188,19 +203,32 @@ int zr_run_fresh(const ZrRunSettings *s, const ZrEnv *env, int argc, char **argv
     /* Until here Ctrl-C simply ends zrun (waiting on a prompt from the terminal, say). */
     zr_run_block_sigint(&r);
     ZrBackend *be = zr_backend_open(s->device, &r.model, &bo, s->quiet ? NULL : "zrun", &err);
+    zr_progress_end(&progress);
     if (!be || zr_run_start(&r, be, env->fault, -1, &err)) goto fail;
+    if (!s->quiet && !strcmp(be->name, "cpu") && (s->graph == 1 || s->profile || s->log_launches || s->graph_dot))
+        fprintf(stderr, "zrun: note: --graph, --profile, --log-launches and --graph-dot apply to the CUDA backend; "
+                        "the CPU backend decodes eagerly\n");
+    zr_run_notes(&r);
     for (int i = 0; i < r.n_prompt; i++) zr_sampler_accept(r.smp, r.ids[i]);
 
-    if (zr_run_take_sigint()) {
+    if (zr_run_take_sigint(&r)) {
         r.stop = ZR_STOP_INTERRUPT;
         goto summary;
     }
     const double t_pre0 = zr_run_now_ms();
-    if (r.be->forward(r.be, r.ids, r.n_prompt, 0, r.logits, false, &err)) goto fail;
+    if (r.be->forward(r.be, r.ids, r.n_prompt, 0, r.logits, false, &err)) {
+        if (err.code != ZR_E_INTERRUPTED) goto fail;
+        r.prefill_ms = zr_run_now_ms() - t_pre0; /* Ctrl-C during the prefill */
+        r.stop = ZR_STOP_INTERRUPT;
+        goto summary;
+    }
     r.prefill_ms = zr_run_now_ms() - t_pre0;
     /* Like llama.cpp, the prompt is echoed first (as the user wrote it), so stdout reads as one
-     * text; --no-display-prompt leaves only the generated text. */
-    if (!s->no_display_prompt && text_len > 0 && zr_run_write(&r, text, text_len)) {
+     * text; --no-display-prompt leaves only the generated text. --color shows it apart. */
+    const bool color = s->color > 0 || (s->color < 0 && env->stdout_tty && !env->no_color);
+    if (!s->no_display_prompt && text_len > 0 &&
+        ((color && zr_run_write(&r, "\033[33m", 5)) || zr_run_write(&r, text, text_len) ||
+         (color && fputs("\033[0m", stdout) == EOF))) {
         zr_err(&err, ZR_E_IO, "writing standard output: %s", strerror(errno));
         goto fail;
     }
@@ -228,10 +256,8 @@ int zr_cmd_run(int argc, char **argv, const ZrEnv *env) {
         fprintf(stderr, "zrun: %s (see zrun --help)\n", err.msg);
         return 2;
     }
-    if (s.help) {
-        fputs(zr_usage_text, stdout);
-        return 0;
-    }
+    if (s.help)
+        return zr_print_help("usage: zrun [run] -m FILE (-p PROMPT | -f FILE) [options]", "generation options (zrun run):");
     /* the hidden --resume-fd: this process goes on with a run another one began */
     return s.resume_fd >= 0 ? zr_run_resume(&s, env) : zr_run_fresh(&s, env, argc, argv);
 }

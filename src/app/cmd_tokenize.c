@@ -3,24 +3,18 @@
  * Default output, one line per token like llama-tokenize: "   id -> 'piece'" (control bytes,
  * backslashes and bytes that are not UTF-8 are escaped). --ids prints only the ids, separated
  * by single spaces, then a newline: for scripts. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmd.h"
 #include "gguf.h"
+#include "opt.h"
 #include "tokenizer.h"
 
 static const char k_usage[] =
-    "usage: zrun tokenize -m FILE (-p TEXT | -f FILE) [--ids] [--pieces] [--special] [--no-bos]\n"
-    "  -m, --model FILE   GGUF model (only its tokenizer.ggml.* metadata is read)\n"
-    "  -p, --prompt TEXT  text to tokenize ('-' reads standard input)\n"
-    "  -f, --file FILE    read the text from FILE\n"
-    "      --ids          print only the ids, separated by spaces, on one line\n"
-    "      --pieces       one line per token: id -> 'piece' (the default)\n"
-    "      --special      recognise special-token text such as <|begin_of_text|>\n"
-    "      --no-bos       do not add BOS/EOS even where the model asks for them\n";
+    "usage: zrun tokenize -m FILE (-p TEXT | -f FILE) [--ids] [--pieces] [--special] [--no-bos]\n";
 
 /* Reads all of f; NULL on error (errno set). */
 static char *read_all(FILE *f, size_t *len) {
@@ -78,38 +72,38 @@ static void print_piece(const unsigned char *s, size_t n) {
 int zr_cmd_tokenize(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *file = NULL;
     bool ids_only = false, special = false, no_bos = false;
-    enum { OPT_IDS = 256, OPT_PIECES, OPT_SPECIAL, OPT_NO_BOS };
-    static const struct option opts[] = {
-        {"model", required_argument, NULL, 'm'},   {"prompt", required_argument, NULL, 'p'},
-        {"file", required_argument, NULL, 'f'},    {"ids", no_argument, NULL, OPT_IDS},
-        {"pieces", no_argument, NULL, OPT_PIECES}, {"special", no_argument, NULL, OPT_SPECIAL},
-        {"no-bos", no_argument, NULL, OPT_NO_BOS}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    enum { OPT_MODEL = 1, OPT_PROMPT, OPT_FILE, OPT_IDS, OPT_PIECES, OPT_SPECIAL, OPT_NO_BOS, OPT_HELP };
+    static const ZrOpt opts[] = {
+        {OPT_MODEL, "-m|--model", ZR_OPT_VALUE, NULL}, {OPT_PROMPT, "-p|--prompt", ZR_OPT_VALUE, NULL},
+        {OPT_FILE, "-f|--file", ZR_OPT_VALUE, NULL},   {OPT_IDS, "--ids", ZR_OPT_FLAG, NULL},
+        {OPT_PIECES, "--pieces", ZR_OPT_FLAG, NULL},   {OPT_SPECIAL, "--special", ZR_OPT_FLAG, NULL},
+        {OPT_NO_BOS, "--no-bos", ZR_OPT_FLAG, NULL},   {OPT_HELP, "-h|--help", ZR_OPT_FLAG, NULL},
+        {0, NULL, 0, NULL},
     };
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":m:p:f:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'm': model = optarg; break;
-        case 'p': prompt = optarg; break;
-        case 'f': file = optarg; break;
+    ZrOptReader rd;
+    zr_opt_init(&rd, argc, argv);
+    for (;;) {
+        const char *v;
+        ZrError e;
+        int id = zr_opt_next(&rd, opts, &v, &e);
+        if (id == ZR_OPT_END) break;
+        if (id == ZR_OPT_ERROR) {
+            fprintf(stderr, "zrun tokenize: %s\n%s", e.msg, k_usage);
+            return 2;
+        }
+        switch (id) {
+        case ZR_OPT_ARG:
+            fprintf(stderr, "zrun tokenize: unexpected argument '%s'\n%s", v, k_usage);
+            return 2;
+        case OPT_MODEL: model = v; break;
+        case OPT_PROMPT: prompt = v; break;
+        case OPT_FILE: file = v; break;
         case OPT_IDS: ids_only = true; break;
         case OPT_PIECES: ids_only = false; break;
         case OPT_SPECIAL: special = true; break;
         case OPT_NO_BOS: no_bos = true; break;
-        case 'h': fputs(k_usage, stdout); return 0;
-        case ':':
-            fprintf(stderr, "zrun tokenize: option '%s' needs a value\n%s", argv[optind - 1], k_usage);
-            return 2;
-        default:
-            fprintf(stderr, "zrun tokenize: unknown option '%s'\n%s", argv[optind - 1], k_usage);
-            return 2;
+        case OPT_HELP: return zr_print_help(k_usage, "tokenize options (zrun tokenize):");
         }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "zrun tokenize: unexpected argument '%s'\n%s", argv[optind], k_usage);
-        return 2;
     }
     if (!model || (!prompt && !file) || (prompt && file)) {
         fprintf(stderr, "zrun tokenize: %s\n%s",
@@ -125,6 +119,12 @@ int zr_cmd_tokenize(int argc, char **argv) {
         FILE *f = file ? fopen(file, "rb") : stdin;
         if (!f) {
             fprintf(stderr, "zrun tokenize: cannot open %s: %m\n", file);
+            return 1;
+        }
+        struct stat st;
+        if (file && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "zrun tokenize: %s: is a directory; -f expects a file holding the text\n", file);
+            fclose(f);
             return 1;
         }
         text = read_all(f, &len);

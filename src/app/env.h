@@ -6,6 +6,9 @@
 typedef struct ZrEnv {
     bool graph;        /* CUDA_GRAPH_ENABLE=1: graph decode when no --graph/--no-graph flag says */
     const char *fault; /* ZRUN_FAULT, the test hook (src/cuda/fault.h, src/app/fault_lost.h); NULL = unset */
+    bool no_color;     /* NO_COLOR set (no-color.org): --color auto stays plain */
+    bool stdout_tty;   /* standard output is a terminal (--color auto) */
+    bool stderr_tty;   /* standard error is a terminal: the load progress line is drawn there */
 } ZrEnv;
 
 void zr_env_read(ZrEnv *out);

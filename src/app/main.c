@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "cmd.h"
-#include "config.h"
 
 int main(int argc, char **argv) {
     /* the edge: the environment is read here, once, and handed down as values */
@@ -11,13 +10,15 @@ int main(int argc, char **argv) {
     zr_env_read(&env);
     if (argc >= 2) {
         const char *c = argv[1];
-        if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help")) {
-            fputs(zr_usage_text, stdout);
-            return 0;
-        }
+        if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help")) return zr_print_help(NULL, NULL);
         if (!strcmp(c, "--version")) {
-            printf("zrun %s\n", ZR_VERSION);
-            return 0;
+            char v[1024];
+            zr_version_text(v, sizeof v);
+            return zr_print_text(v);
+        }
+        if (!strcmp(c, "chat") || !strcmp(c, "template")) {
+            fprintf(stderr, "zrun %s: not available yet (issue 13: conversations and chat templates)\n", c);
+            return 2;
         }
         if (!strcmp(c, "info")) return zr_cmd_info(argc - 1, argv + 1);
         if (!strcmp(c, "tokenize")) return zr_cmd_tokenize(argc - 1, argv + 1);

@@ -73,6 +73,8 @@ int zr_resume_encode(const ZrResumeState *st, uint8_t **buf, size_t *len, ZrErro
     PUT(&w, sp->top_p);
     PUT(&w, sp->min_p);
     PUT(&w, sp->repeat_penalty);
+    PUT(&w, sp->presence_penalty);
+    PUT(&w, sp->frequency_penalty);
     PUT(&w, sp->repeat_last_n);
     PUT(&w, sp->seed);
     PUT(&w, st->n_prompt);
@@ -188,6 +190,8 @@ int zr_resume_decode(const uint8_t *buf, size_t len, ZrResumeState *st, ZrError 
     GET(&r, sp->top_p);
     GET(&r, sp->min_p);
     GET(&r, sp->repeat_penalty);
+    GET(&r, sp->presence_penalty);
+    GET(&r, sp->frequency_penalty);
     GET(&r, sp->repeat_last_n);
     GET(&r, sp->seed);
     GET(&r, st->n_prompt);

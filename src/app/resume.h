@@ -22,7 +22,7 @@
 #include "err.h"
 #include "sampler.h"
 
-#define ZR_RESUME_VERSION 1
+#define ZR_RESUME_VERSION 2 /* 2: the presence and frequency penalties */
 #define ZR_RESUME_MAX_TOKENS (1 << 24) /* a sanity bound on n_ctx for a state read back */
 
 typedef struct ZrResumeState {

@@ -7,12 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "fault_lost.h"
 
-static const char *const stop_names[] = {"-n limit", "end of generation", "context full", "interrupted"};
+static const char *const stop_names[] = {"-n limit", "end of generation", "context full", "interrupted",
+                                         "reverse prompt"};
 
 double zr_run_now_ms(void) {
     struct timespec ts;
@@ -51,25 +53,47 @@ int zr_run_load(ZrRun *r, ZrError *err) {
     return ZR_OK;
 }
 
+/* The watcher: the first SIGINT raises the run's flag; then SIGINT is unblocked in this thread
+ * alone, so the next one takes its default action at once and ends the process. */
+static void *watch_sigint(void *arg) {
+    ZrRun *r = arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    int sig = 0;
+    if (sigwait(&set, &sig) == 0) atomic_store(&r->interrupted, 1);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    for (;;) pause(); /* a cancellation point: zr_run_free ends the thread here */
+    return NULL;
+}
+
 void zr_run_block_sigint(ZrRun *r) {
     sigset_t int_mask;
     sigemptyset(&int_mask);
     sigaddset(&int_mask, SIGINT);
     pthread_sigmask(SIG_BLOCK, &int_mask, &r->old_mask);
     r->blocked = true;
+    atomic_store(&r->interrupted, 0);
+    /* without the watcher a Ctrl-C still stops the run at the next token (take_sigint looks at
+     * the pending set), but a second one cannot kill */
+    r->watching = pthread_create(&r->watcher, NULL, watch_sigint, r) == 0;
 }
 
-bool zr_run_take_sigint(void) {
+bool zr_run_take_sigint(ZrRun *r) {
+    if (atomic_load(&r->interrupted)) return true;
+    if (r->watching) return false;
     sigset_t pend;
     if (sigpending(&pend) != 0 || sigismember(&pend, SIGINT) != 1) return false;
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     struct timespec zero = {0, 0};
-    sigtimedwait(&set, NULL, &zero);
-    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    sigtimedwait(&set, NULL, &zero); /* taken, so restoring the mask does not deliver it */
+    atomic_store(&r->interrupted, 1);
     return true;
 }
+
+bool zr_run_stop_cb(void *ctx) { return zr_run_take_sigint(ctx); }
 
 int zr_run_start(ZrRun *r, ZrBackend *be, const char *fault, int after_step, ZrError *err) {
     r->be = be;
@@ -89,7 +113,44 @@ int zr_run_start(ZrRun *r, ZrBackend *be, const char *fault, int after_step, ZrE
     r->out = malloc(r->out_cap);
     if (!r->out) return zr_err(err, ZR_E_NOMEM, "out of memory");
     r->pos = r->n_prompt;
+    const ZrRunSettings *s = r->s;
+    if (s->ignore_eos) {
+        r->eog = malloc((size_t)(r->n_tok_vocab > 0 ? r->n_tok_vocab : 1) * sizeof *r->eog);
+        if (!r->eog) return zr_err(err, ZR_E_NOMEM, "out of memory");
+        for (int32_t id = 0; id < r->n_tok_vocab; id++)
+            if (zr_tokenizer_is_eog(r->tok, id)) r->eog[r->n_eog++] = id;
+    }
+    for (int i = 0; i < s->n_reverse; i++) {
+        size_t n = strlen(s->reverse[i]);
+        if (!(r->rev[i] = malloc(n + 1))) return zr_err(err, ZR_E_NOMEM, "out of memory");
+        memcpy(r->rev[i], s->reverse[i], n + 1);
+        r->rev_len[i] = s->escape ? zr_cli_unescape(r->rev[i], n) : n;
+        if (r->rev_len[i] > ZR_RUN_TAIL)
+            return zr_err(err, ZR_E_USAGE, "-r/--reverse-prompt: expected at most %d bytes, found %zu", ZR_RUN_TAIL,
+                          r->rev_len[i]);
+        if (r->rev_len[i]) r->n_rev++;
+        else free(r->rev[i]), r->rev[i] = NULL;
+    }
     return ZR_OK;
+}
+
+/* Appends text to the tail; whether it now ends with a reverse prompt. */
+static bool reverse_prompt_reached(ZrRun *r, const char *buf, size_t n) {
+    if (!r->n_rev || !n) return false;
+    if (n >= ZR_RUN_TAIL) {
+        memcpy(r->tail, buf + n - ZR_RUN_TAIL, ZR_RUN_TAIL);
+        r->n_tail = ZR_RUN_TAIL;
+    } else {
+        size_t keep = r->n_tail + n > ZR_RUN_TAIL ? ZR_RUN_TAIL - n : r->n_tail;
+        memmove(r->tail, r->tail + r->n_tail - keep, keep);
+        memcpy(r->tail + keep, buf, n);
+        r->n_tail = keep + n;
+    }
+    for (int i = 0; i < ZR_MAX_REVERSE; i++) {
+        size_t k = r->rev_len[i];
+        if (r->rev[i] && k <= r->n_tail && !memcmp(r->tail + r->n_tail - k, r->rev[i], k)) return true;
+    }
+    return false;
 }
 
 int zr_run_write(ZrRun *r, const char *buf, size_t n) {
@@ -104,7 +165,8 @@ int zr_run_decode(ZrRun *r, ZrError *err) {
     const int n_vocab = r->n_vocab, n_tok_vocab = r->n_tok_vocab, n_predict = r->n_predict, n_ctx = r->n_ctx;
     /* Pure greedy sampling lets the backend pick (the GPU sends back the token, not the logits);
      * the first token still comes from the prompt's logits. */
-    const bool backend_picks = zr_sampler_is_greedy(&r->sp) && be->decode_greedy && n_tok_vocab >= 1;
+    const bool backend_picks =
+        zr_sampler_is_greedy(&r->sp) && be->decode_greedy && n_tok_vocab >= 1 && !r->s->ignore_eos;
     ZrGreedy picked = {0, -1};
     bool have_pick = false; /* picked is the pick from the last step's logits */
     bool out_failed = false;
@@ -112,7 +174,7 @@ int zr_run_decode(ZrRun *r, ZrError *err) {
     for (;;) {
         if (n_predict >= 0 && r->n_gen >= n_predict) { r->stop = ZR_STOP_LIMIT; break; }
         if (r->pos >= n_ctx) { r->stop = ZR_STOP_CONTEXT; break; }
-        if (zr_run_take_sigint()) { r->stop = ZR_STOP_INTERRUPT; break; }
+        if (zr_run_take_sigint(r)) { r->stop = ZR_STOP_INTERRUPT; break; }
         int nan_at = have_pick ? picked.nan_at : -1;
         if (!have_pick) {
             for (int i = n_tok_vocab; i < n_vocab; i++) r->logits[i] = -INFINITY;
@@ -123,16 +185,20 @@ int zr_run_decode(ZrRun *r, ZrError *err) {
             return zr_err(err, ZR_E_FORMAT,
                           "%s: the forward pass at position %d gave a NaN logit (token id %d): expected finite weights",
                           r->s->model, r->pos - 1, nan_at);
+        /* --ignore-eos: as llama.cpp, a logit bias of -inf on every end-of-generation token */
+        if (!have_pick)
+            for (int i = 0; i < r->n_eog; i++) r->logits[r->eog[i]] = -INFINITY;
         int32_t id = have_pick ? picked.token : zr_sampler_sample(r->smp, r->logits);
         zr_sampler_accept(r->smp, id);
-        if (zr_tokenizer_is_eog(r->tok, id)) { r->stop = ZR_STOP_EOG; break; }
+        if (zr_tokenizer_is_eog(r->tok, id) && !r->s->ignore_eos) { r->stop = ZR_STOP_EOG; break; }
         r->n_gen++;
         size_t n = zr_detok_push(&r->detok, id, r->out, r->out_cap);
         if (zr_run_write(r, r->out, n)) { out_failed = true; break; }
+        if (reverse_prompt_reached(r, r->out, n)) { r->stop = ZR_STOP_REVERSE; break; }
         /* The sampled token needs a forward pass only if another one is to follow it. */
         if (n_predict >= 0 && r->n_gen >= n_predict) { r->stop = ZR_STOP_LIMIT; break; }
         if (r->pos + 1 >= n_ctx) { r->stop = ZR_STOP_CONTEXT; break; }
-        if (zr_run_take_sigint()) { r->stop = ZR_STOP_INTERRUPT; break; }
+        if (zr_run_take_sigint(r)) { r->stop = ZR_STOP_INTERRUPT; break; }
         if (backend_picks ? be->decode_greedy(be, id, r->pos, n_tok_vocab, NULL, &picked, err)
                           : be->forward(be, &id, 1, r->pos, r->logits, false, err)) {
             if (err->code == ZR_E_CONTEXT_LOST) {
@@ -158,9 +224,34 @@ int zr_run_decode(ZrRun *r, ZrError *err) {
     return ZR_OK;
 }
 
+/* Whether standard output and standard error are one file (2>&1, one log file, one pipe). */
+static bool stdout_is_stderr(void) {
+    struct stat a, b;
+    return fstat(STDOUT_FILENO, &a) == 0 && fstat(STDERR_FILENO, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
+void zr_run_notes(const ZrRun *r) {
+    const ZrRunSettings *s = r->s;
+    if (s->quiet) return;
+    for (int i = 0; i < s->n_notes; i++) fprintf(stderr, "zrun: note: %s\n", s->notes[i]);
+    if (!s->verbose) return;
+    fprintf(stderr, "zrun: model %s: %s, %d layers, vocabulary %d\n", s->model, r->model.hp.arch_name,
+            r->model.hp.n_layer, r->n_vocab);
+    fprintf(stderr, "zrun: prompt %d tokens, context %d, -n %d\n", r->n_prompt, r->n_ctx, r->n_predict);
+    fprintf(stderr,
+            "zrun: sampling: penalties (last %d: repeat %g, presence %g, frequency %g) -> top-k %d -> top-p %g -> "
+            "min-p %g -> temp %g%s; seed %llu\n",
+            r->sp.repeat_last_n, (double)r->sp.repeat_penalty, (double)r->sp.presence_penalty,
+            (double)r->sp.frequency_penalty, r->sp.top_k, (double)r->sp.top_p, (double)r->sp.min_p,
+            (double)r->sp.temp, r->sp.temp <= 0.0f ? " (greedy)" : "", (unsigned long long)r->sp.seed);
+}
+
 void zr_run_summary(const ZrRun *r, const char *note) {
     const ZrRunSettings *s = r->s;
     if (s->quiet) return;
+    fflush(stdout);
+    if (r->last != '\n' && stdout_is_stderr()) fputc('\n', stderr);
     const ZrBackend *be = r->be;
     ZrBackendStats st = {0};
     if (be->stats) be->stats(be, &st);
@@ -193,6 +284,12 @@ void zr_run_free(ZrRun *r) {
     zr_tokenizer_free(r->tok);
     if (r->model_loaded) zr_model_free(&r->model);
     free(r->ids);
+    if (r->watching) {
+        pthread_cancel(r->watcher);
+        pthread_join(r->watcher, NULL);
+    }
+    free(r->eog);
+    for (int i = 0; i < ZR_MAX_REVERSE; i++) free(r->rev[i]);
     if (r->blocked) pthread_sigmask(SIG_SETMASK, &r->old_mask, NULL);
     memset(r, 0, sizeof *r);
 }

@@ -4,12 +4,16 @@
  * the model and tokenizer, start the backend and sampler, and run the same decode loop and
  * summary, here.
  *
- * Stopping: an end-of-generation token (not printed), -n tokens, or a full context (prompt +
- * generated = n_ctx). Ctrl-C (SIGINT) stops after the current token, prints the summary and
- * exits 130; a second Ctrl-C kills at once. SIGINT is blocked and polled between tokens rather
- * than caught by a handler, so no flag has to live in a global. */
+ * Stopping: an end-of-generation token (not printed, unless --ignore-eos), -n tokens, a full
+ * context (prompt + generated = n_ctx), or a reverse prompt (-r) at the end of the text.
+ * Ctrl-C (SIGINT) stops after the current token (during the prefill: between two layers),
+ * prints the summary and exits 130; a second Ctrl-C kills at once. SIGINT is blocked in every
+ * thread and taken by one watcher thread (sigwait), which raises the run's flag and then lets
+ * the next SIGINT take its default action; so no flag lives in a global and no handler runs. */
 #pragma once
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -22,7 +26,9 @@
 
 #define ZR_EXIT_INTERRUPTED 130
 
-typedef enum ZrStop { ZR_STOP_LIMIT, ZR_STOP_EOG, ZR_STOP_CONTEXT, ZR_STOP_INTERRUPT } ZrStop;
+typedef enum ZrStop { ZR_STOP_LIMIT, ZR_STOP_EOG, ZR_STOP_CONTEXT, ZR_STOP_INTERRUPT, ZR_STOP_REVERSE } ZrStop;
+
+#define ZR_RUN_TAIL 256 /* bytes of generated text kept to find a reverse prompt (-r) at its end */
 
 typedef struct ZrRun {
     const ZrRunSettings *s;
@@ -48,8 +54,18 @@ typedef struct ZrRun {
     int32_t pending;     /* after a lost step: the token printed whose forward was lost */
     ZrStop stop;
     double t_load0, load_ms, prefill_ms, decode_ms, t_dec0, lost_at_ms;
+    int32_t *eog;        /* [n_eog] the end-of-generation ids (--ignore-eos masks them) */
+    int n_eog;
+    char *rev[ZR_MAX_REVERSE]; /* the reverse prompts (-r), escapes processed with -e */
+    size_t rev_len[ZR_MAX_REVERSE];
+    int n_rev;
+    char tail[ZR_RUN_TAIL]; /* the last n_tail bytes of generated text */
+    size_t n_tail;
     sigset_t old_mask;
     bool blocked;
+    atomic_int interrupted; /* set by the watcher at the first Ctrl-C */
+    pthread_t watcher;
+    bool watching;
 } ZrRun;
 
 /* The two paths; each returns the exit code. argv as zr_cmd_run got it (a fresh run passes it
@@ -62,14 +78,17 @@ double zr_run_now_ms(void);
 void zr_run_init(ZrRun *r, const ZrRunSettings *s);
 /* The model and its tokenizer (-m), checked against each other. */
 int zr_run_load(ZrRun *r, ZrError *err);
-/* Blocks Ctrl-C until zr_run_free: called before any backend thread exists (workers and driver
- * threads inherit the mask), so it waits as a pending signal until the decode loop looks. */
+/* Blocks Ctrl-C until zr_run_free and starts the watcher thread that takes it: called before
+ * any backend thread exists (workers and driver threads inherit the mask). */
 void zr_run_block_sigint(ZrRun *r);
-/* A pending Ctrl-C, taken: then it is unblocked in this thread, so a second one kills. */
-bool zr_run_take_sigint(void);
+/* Whether Ctrl-C was pressed. */
+bool zr_run_take_sigint(ZrRun *r);
+/* The same, as a ZrBackendOptions.stop callback (ctx: the ZrRun). */
+bool zr_run_stop_cb(void *ctx);
 /* Takes be (its owner from here, also on failure). With n_ctx, n_prompt and sp set: grows ids
  * to n_ctx, puts the context-lost test hook in front of be when fault asks for it (decode steps
- * <= after_step never fire; -1 none), creates the sampler and the output buffers. */
+ * <= after_step never fire; -1 none), creates the sampler and the output buffers, and lists
+ * what --ignore-eos and -r need. */
 int zr_run_start(ZrRun *r, ZrBackend *be, const char *fault, int after_step, ZrError *err);
 /* Writes n bytes of text to stdout, flushed. */
 int zr_run_write(ZrRun *r, const char *buf, size_t n);
@@ -77,8 +96,12 @@ int zr_run_write(ZrRun *r, const char *buf, size_t n);
  * the text. ZR_E_CONTEXT_LOST leaves r->pending (printed, not fed), r->decode_ms and
  * r->lost_at_ms for going on elsewhere. */
 int zr_run_decode(ZrRun *r, ZrError *err);
-/* The summary on stderr (not with --quiet); note, when not NULL, is one more line. */
+/* The summary on stderr (not with --quiet); note, when not NULL, is one more line. When stdout
+ * and stderr are the same file and the text did not end a line, it starts on a new one. */
 void zr_run_summary(const ZrRun *r, const char *note);
+/* The notes on stderr before a run (not with --quiet): llama.cpp options that do not apply, and
+ * with -v the settings as resolved. */
+void zr_run_notes(const ZrRun *r);
 /* Prints the error; the exit code for it. */
 int zr_run_fail(const ZrError *err);
 void zr_run_free(ZrRun *r);

@@ -42,6 +42,8 @@ typedef struct CpuBackend {
     float *scores;      /* [threads][n_ctx] attention weights */
     ZrCpuScratch tiles; /* [threads][ZR_CPU_MATMUL_TILE * max row length] dequantized weight rows */
     float *pick_logits; /* [n_vocab] a greedy step's logits when the caller wants none (allocated once) */
+    bool (*stop)(void *ctx); /* ZrBackendOptions.stop: polled between layers */
+    void *stop_ctx;
 } CpuBackend;
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -181,13 +183,17 @@ static void output_logits(CpuBackend *c, int n, int n_out, float *out) {
     if (hp->final_softcap != 0.0f) zr_cpu_softcap(out, hp->final_softcap, (int64_t)n_out * hp->n_vocab);
 }
 
-static void forward_chunk(CpuBackend *c, const int32_t *tokens, int n, int pos, float *logits, bool all_logits) {
+/* false when the caller's stop asked to end it between two layers. */
+static bool forward_chunk(CpuBackend *c, const int32_t *tokens, int n, int pos, float *logits, bool all_logits) {
     embed(c, tokens, n);
     for (int il = 0; il < c->m->hp.n_layer; il++) {
+        /* a prefill of a long prompt takes seconds per chunk: Ctrl-C is heard between layers */
+        if (n > 1 && c->stop && c->stop(c->stop_ctx)) return false;
         attention_block(c, il, n, pos);
         ffn_block(c, il, n);
     }
     if (logits) output_logits(c, n, all_logits ? n : 1, logits);
+    return true;
 }
 
 /* ---- buffers ---- */
@@ -245,7 +251,8 @@ static int cpu_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, flo
         const int nc = n - c0 < ZR_CPU_UBATCH ? n - c0 : ZR_CPU_UBATCH;
         const bool last = c0 + nc == n;
         float *out = all_logits ? logits + (int64_t)c0 * n_vocab : last ? logits : NULL;
-        forward_chunk(c, tokens + c0, nc, pos + c0, out, all_logits);
+        if (!forward_chunk(c, tokens + c0, nc, pos + c0, out, all_logits))
+            return zr_err(err, ZR_E_INTERRUPTED, "cpu forward: stopped after %d of %d tokens", c0, n);
         c->n_past = pos + c0 + nc;
     }
     return 0;
@@ -322,6 +329,8 @@ ZrBackend *zr_cpu_backend_create(const ZrModel *m, const ZrBackendOptions *o, Zr
     }
     c->be = (ZrBackend){.name = "cpu", .n_ctx = n_ctx, .forward = cpu_forward, .decode_greedy = cpu_decode_greedy, .truncate = cpu_truncate, .stats = cpu_stats, .destroy = cpu_destroy};
     c->m = m;
+    c->stop = o->stop;
+    c->stop_ctx = o->stop_ctx;
     c->q_dim = (int64_t)hp->n_head * hp->head_dim;
     c->kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
     const size_t kv_elems = (size_t)hp->n_layer * n_ctx * c->kv_dim; /* <= 2^10 * 2^31 * 2^20 */
