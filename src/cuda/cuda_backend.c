@@ -81,7 +81,7 @@ static int recover(void *ctx, int n_past, ZrError *err) {
     if ((rc = zr_cuf_kernels_load(&c->cuda, c->k, max_n_in, err))) return rc;
     if ((rc = zr_cublaslt_open(&c->lt, err))) return rc;
     c->lt_open = true;
-    if ((rc = zr_cuf_init(&c->f, c->m, &c->cuda, &c->launcher, &c->lt, c->k, c->be.n_ctx, err))) return rc;
+    if ((rc = zr_cuf_init(&c->f, c->m, &c->cuda, &c->launcher, &c->lt, c->k, c->be.n_ctx, NULL, err))) return rc;
     c->f_init = true;
     wire_io(c);
     c->io.epoch++;
@@ -136,6 +136,10 @@ static int cuda_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, fl
         return ZR_OK;
     }
     for (int c0 = 0; c0 < n; c0 += ZR_CUF_UBATCH) {
+        /* Ctrl-C is heard between chunks (each at most a few tens of ms on the GPU); the chunks
+         * done so far stay in the cache */
+        if (c0 > 0 && c->opt.stop && c->opt.stop(c->opt.stop_ctx))
+            return zr_err(err, ZR_E_INTERRUPTED, "cuda forward: stopped after %d of %d tokens", c0, n);
         const int nc = n - c0 < ZR_CUF_UBATCH ? n - c0 : ZR_CUF_UBATCH;
         const bool last = c0 + nc == n;
         float *out = !logits ? NULL : all_logits ? logits + (size_t)c0 * n_vocab : last ? logits : NULL;
@@ -288,7 +292,8 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         c->launcher.profile = &c->prof;
         c->profiling = true;
     }
-    if (zr_cuf_init(&c->f, m, &c->cuda, &c->launcher, &c->lt, c->k, n_ctx, err)) goto fail;
+    const ZrCuProgress prog = {o->progress, o->progress_ctx};
+    if (zr_cuf_init(&c->f, m, &c->cuda, &c->launcher, &c->lt, c->k, n_ctx, &prog, err)) goto fail;
     c->f_init = true;
     wire_io(c);
     c->io.epoch = 1;

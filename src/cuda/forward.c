@@ -13,8 +13,9 @@ static CUdeviceptr fptr(CUdeviceptr base, size_t floats) { return base + floats 
 /* ---- setup ---- */
 
 int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, ZrCublasLt *lt, ZrCuKernels *k,
-                int n_ctx, ZrError *err) {
+                int n_ctx, const ZrCuProgress *progress, ZrError *err) {
     memset(f, 0, sizeof *f);
+    if (progress) f->progress = *progress;
     f->m = m;
     f->cuda = cuda;
     f->launcher = l;

@@ -40,6 +40,13 @@ typedef struct ZrCuLayer {
     ZrCuWeight down;                 /* [n_ff, n_embd] */
 } ZrCuLayer;
 
+/* Told the bytes of weights on the device so far and the total, after each matrix upload (the
+ * app draws its load line from it: ZrBackendOptions.progress). */
+typedef struct ZrCuProgress {
+    void (*fn)(void *ctx, uint64_t done, uint64_t total);
+    void *ctx;
+} ZrCuProgress;
+
 typedef struct ZrCuForward {
     const ZrModel *m;
     ZrCuda *cuda;
@@ -53,6 +60,7 @@ typedef struct ZrCuForward {
     CUdeviceptr output_norm;        /* f32 [n_embd] */
     ZrCuLayer *layers;              /* [n_layer] */
     size_t weight_bytes;
+    ZrCuProgress progress;          /* fn NULL: no reports */
     /* state */
     CUdeviceptr kc, vc;             /* f32 [n_layer][n_ctx][kv_dim] */
     CUdeviceptr d_tok;              /* i32 [1]: the decode step's token */
@@ -85,7 +93,7 @@ typedef struct ZrCuForward {
 /* Uploads the weights and allocates the KV cache for n_ctx and every workspace. Checks first
  * that it all fits: out of memory says how much was needed and how much was free. */
 int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, ZrCublasLt *lt, ZrCuKernels *k,
-                int n_ctx, ZrError *err);
+                int n_ctx, const ZrCuProgress *progress, ZrError *err);
 void zr_cuf_free(ZrCuForward *f);
 /* After the context was reset (its memory is gone with it): forgets the device pointers
  * without freeing them. */

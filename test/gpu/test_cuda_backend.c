@@ -319,7 +319,7 @@ ZT_TEST(decode_step_launches_are_identical_at_every_position) {
     ZrCublasLt lt;
     ZT_CHECKF(!zr_cublaslt_open(&lt, &err), "%s", err.msg);
     ZrCuForward f;
-    ZT_CHECKF(!zr_cuf_init(&f, &m, &g->cuda, &g->l, &lt, &g->k, 128, &err), "%s", err.msg);
+    ZT_CHECKF(!zr_cuf_init(&f, &m, &g->cuda, &g->l, &lt, &g->k, 128, NULL, &err), "%s", err.msg);
     ZrRecording r1 = {0};
     int32_t tok = 5;
     for (int pos = 0; pos < 3; pos++) {
