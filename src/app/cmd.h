@@ -12,6 +12,8 @@ int zr_cmd_info(int argc, char **argv);     /* zrun info FILE               (cmd
 int zr_cmd_tokenize(int argc, char **argv); /* zrun tokenize -m FILE -p TEXT (cmd_tokenize.c) */
 int zr_cmd_eval(int argc, char **argv);     /* zrun eval -m FILE --tokens IDS --logits OUT (cmd_eval.c) */
 int zr_cmd_bench(int argc, char **argv, const ZrEnv *env); /* zrun bench -m FILE ... (bench.c) */
+int zr_cmd_template(int argc, char **argv); /* zrun template -m FILE -f CONV.json (cmd_template.c) */
+int zr_cmd_chat(int argc, char **argv, const ZrEnv *env); /* zrun chat -m FILE [-sys TEXT] (cmd_chat.c) */
 
 /* The full usage text (--help); kept in step with man/zrun.1 by test/test_cli_docs. */
 extern const char zr_usage_text[];

@@ -16,8 +16,9 @@ int main(int argc, char **argv) {
             zr_version_text(v, sizeof v);
             return zr_print_text(v);
         }
-        if (!strcmp(c, "chat") || !strcmp(c, "template")) {
-            fprintf(stderr, "zrun %s: not available yet (issue 13: conversations and chat templates)\n", c);
+        if (!strcmp(c, "template")) return zr_cmd_template(argc - 1, argv + 1);
+        if (!strcmp(c, "chat")) {
+            fprintf(stderr, "zrun chat: not available yet (issue 13: conversations)\n");
             return 2;
         }
         if (!strcmp(c, "info")) return zr_cmd_info(argc - 1, argv + 1);
