@@ -176,6 +176,8 @@ enum {
     OPT_CONVERSATION,
     OPT_SYSTEM_PROMPT,
     OPT_NO_CONVERSATION,
+    OPT_SINGLE_TURN,
+    OPT_CHAT_TEMPLATE,
 };
 
 static const ZrOpt run_options[] = {
@@ -217,8 +219,10 @@ static const ZrOpt run_options[] = {
     {ZR_COMPAT_BATCH, "-b|--batch-size", ZR_OPT_VALUE, NULL},
     {ZR_COMPAT_UBATCH, "-ub|--ubatch-size", ZR_OPT_VALUE, NULL},
     {ZR_COMPAT_MMAP, "-mmp|--mmap|--no-mmap", ZR_OPT_MAYBE, "0|1"},
-    /* llama.cpp's conversation mode: zrun chat, not there yet (issue 13) */
-    {OPT_CONVERSATION, "-cnv|--conversation|-i|--interactive|-if|--interactive-first|-st|--single-turn", ZR_OPT_FLAG, NULL},
+    /* llama.cpp's conversation mode: zrun chat (cmd_chat.c) */
+    {OPT_CONVERSATION, "-cnv|--conversation|-i|--interactive|-if|--interactive-first", ZR_OPT_FLAG, NULL},
+    {OPT_SINGLE_TURN, "-st|--single-turn", ZR_OPT_FLAG, NULL},
+    {OPT_CHAT_TEMPLATE, "--chat-template", ZR_OPT_VALUE, NULL},
     {OPT_SYSTEM_PROMPT, "-sys|--system-prompt", ZR_OPT_VALUE, NULL},
     {OPT_NO_CONVERSATION, "-no-cnv|--no-conversation", ZR_OPT_FLAG, NULL},
     /* hidden: zrun passes it to itself to go on in a new process (src/app/resume.h) */
@@ -234,8 +238,9 @@ static int color_parse(const char *name, const char *v, int *out, ZrError *err) 
     return 0;
 }
 
-int zr_cli_parse_run(ZrRunSettings *s, int argc, char **argv, ZrError *err) {
+static int parse(ZrRunSettings *s, int argc, char **argv, bool chat, ZrError *err) {
     zr_run_settings_defaults(s);
+    s->chat = chat;
     ZrOptReader rd;
     zr_opt_init(&rd, argc, argv);
     int rc = 0;
@@ -306,13 +311,11 @@ int zr_cli_parse_run(ZrRunSettings *s, int argc, char **argv, ZrError *err) {
             break;
         case ZR_COMPAT_FA:
         case ZR_COMPAT_MMAP: zr_cli_note_compat(s->notes, &s->n_notes, ZR_MAX_NOTES, name, v, id); break;
-        case OPT_CONVERSATION:
-        case OPT_SYSTEM_PROMPT:
-            return zr_err(err, ZR_E_USAGE,
-                          "%s: conversation mode (zrun chat) is not available yet (issue 13); zrun -m FILE -p PROMPT "
-                          "generates from one prompt",
-                          name);
-        case OPT_NO_CONVERSATION: break; /* what zrun does anyway */
+        case OPT_CONVERSATION: s->chat = true; break;
+        case OPT_SINGLE_TURN: s->chat = s->single_turn = true; break;
+        case OPT_SYSTEM_PROMPT: s->chat = true, s->system_prompt = v; break;
+        case OPT_CHAT_TEMPLATE: s->chat_template = v; break;
+        case OPT_NO_CONVERSATION: break; /* what zrun does without -cnv anyway */
         }
         if (rc) return rc;
     }
@@ -320,7 +323,13 @@ int zr_cli_parse_run(ZrRunSettings *s, int argc, char **argv, ZrError *err) {
     if (!s->model) return zr_err(err, ZR_E_USAGE, "no model: give -m FILE (a GGUF file)");
     if (s->prompt && s->prompt_file)
         return zr_err(err, ZR_E_USAGE, "-p and -f both give the prompt: use one of them");
-    if (!s->prompt && !s->prompt_file)
+    if (s->chat && s->prompt && !strcmp(s->prompt, "-"))
+        return zr_err(err, ZR_E_USAGE, "-p -: in a conversation standard input holds the user's lines; give the first message as -p TEXT or -f FILE");
+    if (!s->prompt && !s->prompt_file && !s->chat)
         return zr_err(err, ZR_E_USAGE, "no prompt: give -p PROMPT, -p - (standard input) or -f FILE (-p \"\" starts from BOS alone)");
     return 0;
 }
+
+int zr_cli_parse_run(ZrRunSettings *s, int argc, char **argv, ZrError *err) { return parse(s, argc, argv, false, err); }
+
+int zr_cli_parse_chat(ZrRunSettings *s, int argc, char **argv, ZrError *err) { return parse(s, argc, argv, true, err); }

@@ -42,6 +42,10 @@ typedef struct ZrRunSettings {
     int n_notes;
     bool help;                /* --help: print the usage and exit 0 */
     int resume_fd;            /* hidden --resume-fd N: go on with the run saved there (src/app/resume.h); -1 none */
+    bool chat;                /* zrun chat, -cnv, -i, -sys: a conversation (cmd_chat.c); -p/-f: the first message */
+    bool single_turn;         /* -st/--single-turn: the conversation ends after the first reply */
+    const char *system_prompt;/* -sys/--system-prompt TEXT */
+    const char *chat_template;/* --chat-template NAME|FILE (default: the model's) */
 } ZrRunSettings;
 
 #define ZR_RUN_DEFAULT_N_PREDICT 128
@@ -50,6 +54,8 @@ void zr_run_settings_defaults(ZrRunSettings *s);
 /* Parses argv[1..argc) (argv[0] names the command). A bad option or value fails with
  * ZR_E_USAGE and a message naming the option, what was expected and what was found. */
 int zr_cli_parse_run(ZrRunSettings *s, int argc, char **argv, ZrError *err);
+/* zrun chat: the same options, s->chat set and no prompt required. */
+int zr_cli_parse_chat(ZrRunSettings *s, int argc, char **argv, ZrError *err);
 
 /* Checked conversions of an option's argument: the whole string must be a decimal number in
  * [lo, hi] ("0x10", " 5", "1e", "inf", "nan" are refused; floats: digits, one point, an

@@ -258,6 +258,7 @@ int zr_cmd_run(int argc, char **argv, const ZrEnv *env) {
     }
     if (s.help)
         return zr_print_help("usage: zrun [run] -m FILE (-p PROMPT | -f FILE) [options]", "generation options (zrun run):");
+    if (s.chat) return zr_chat_session(&s, env); /* -cnv, -i, -sys */
     /* the hidden --resume-fd: this process goes on with a run another one began */
     return s.resume_fd >= 0 ? zr_run_resume(&s, env) : zr_run_fresh(&s, env, argc, argv);
 }

@@ -12,5 +12,6 @@ void zr_env_read(ZrEnv *out) {
     const char *nc = getenv("NO_COLOR");
     out->no_color = nc && *nc;
     out->stdout_tty = isatty(STDOUT_FILENO) == 1;
+    out->stdin_tty = isatty(STDIN_FILENO) == 1;
     out->stderr_tty = isatty(STDERR_FILENO) == 1;
 }

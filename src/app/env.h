@@ -8,6 +8,7 @@ typedef struct ZrEnv {
     const char *fault; /* ZRUN_FAULT, the test hook (src/cuda/fault.h, src/app/fault_lost.h); NULL = unset */
     bool no_color;     /* NO_COLOR set (no-color.org): --color auto stays plain */
     bool stdout_tty;   /* standard output is a terminal (--color auto) */
+    bool stdin_tty;    /* standard input is a terminal: the chat edits lines with libedit */
     bool stderr_tty;   /* standard error is a terminal: the load progress line is drawn there */
 } ZrEnv;
 

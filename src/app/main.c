@@ -17,10 +17,7 @@ int main(int argc, char **argv) {
             return zr_print_text(v);
         }
         if (!strcmp(c, "template")) return zr_cmd_template(argc - 1, argv + 1);
-        if (!strcmp(c, "chat")) {
-            fprintf(stderr, "zrun chat: not available yet (issue 13: conversations)\n");
-            return 2;
-        }
+        if (!strcmp(c, "chat")) return zr_cmd_chat(argc - 1, argv + 1, &env);
         if (!strcmp(c, "info")) return zr_cmd_info(argc - 1, argv + 1);
         if (!strcmp(c, "tokenize")) return zr_cmd_tokenize(argc - 1, argv + 1);
         if (!strcmp(c, "eval")) return zr_cmd_eval(argc - 1, argv + 1);

@@ -30,6 +30,7 @@ void zr_run_init(ZrRun *r, const ZrRunSettings *s) {
     r->n_predict = s->n_predict;
     r->last = '\n';
     r->stop = ZR_STOP_LIMIT;
+    r->wake_fd = -1;
 }
 
 int zr_run_load(ZrRun *r, ZrError *err) {
@@ -54,14 +55,19 @@ int zr_run_load(ZrRun *r, ZrError *err) {
 }
 
 /* The watcher: the first SIGINT raises the run's flag; then SIGINT is unblocked in this thread
- * alone, so the next one takes its default action at once and ends the process. */
+ * alone, so the next one takes its default action at once and ends the process. With
+ * sigint_rearm (the chat) every SIGINT raises the flag and wakes wake_fd, and none kills. */
 static void *watch_sigint(void *arg) {
     ZrRun *r = arg;
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     int sig = 0;
-    if (sigwait(&set, &sig) == 0) atomic_store(&r->interrupted, 1);
+    do {
+        if (sigwait(&set, &sig) != 0) break;
+        atomic_store(&r->interrupted, 1);
+        if (r->wake_fd >= 0 && write(r->wake_fd, "", 1) < 0) { /* full: a wake-up is pending anyway */ }
+    } while (r->sigint_rearm);
     pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     for (;;) pause(); /* a cancellation point: zr_run_free ends the thread here */
     return NULL;
@@ -92,6 +98,8 @@ bool zr_run_take_sigint(ZrRun *r) {
     atomic_store(&r->interrupted, 1);
     return true;
 }
+
+void zr_run_clear_sigint(ZrRun *r) { atomic_store(&r->interrupted, 0); }
 
 bool zr_run_stop_cb(void *ctx) { return zr_run_take_sigint(ctx); }
 

@@ -64,6 +64,10 @@ typedef struct ZrRun {
     sigset_t old_mask;
     bool blocked;
     atomic_int interrupted; /* set by the watcher at the first Ctrl-C */
+    bool sigint_rearm;      /* the chat: every Ctrl-C raises the flag (none kills); set before
+                             * zr_run_block_sigint */
+    int wake_fd;            /* >= 0: the watcher also writes a byte here at each Ctrl-C (the chat's
+                             * prompt polls it); zr_run_init sets -1 */
     pthread_t watcher;
     bool watching;
 } ZrRun;
@@ -72,6 +76,8 @@ typedef struct ZrRun {
  * on to the process it goes on in). */
 int zr_run_fresh(const ZrRunSettings *s, const ZrEnv *env, int argc, char **argv); /* cmd_run.c */
 int zr_run_resume(const ZrRunSettings *s, const ZrEnv *env);                       /* cmd_resume.c */
+/* A conversation (zrun chat, zrun -cnv): s->chat; the exit code. */
+int zr_chat_session(const ZrRunSettings *s, const ZrEnv *env);                     /* cmd_chat.c */
 
 double zr_run_now_ms(void);
 /* Empty, so zr_run_free is safe from here on. */
@@ -83,6 +89,8 @@ int zr_run_load(ZrRun *r, ZrError *err);
 void zr_run_block_sigint(ZrRun *r);
 /* Whether Ctrl-C was pressed. */
 bool zr_run_take_sigint(ZrRun *r);
+/* Forgets a Ctrl-C taken (the chat goes on after a reply it stopped). */
+void zr_run_clear_sigint(ZrRun *r);
 /* The same, as a ZrBackendOptions.stop callback (ctx: the ZrRun). */
 bool zr_run_stop_cb(void *ctx);
 /* Takes be (its owner from here, also on failure). With n_ctx, n_prompt and sp set: grows ids
