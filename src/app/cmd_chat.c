@@ -14,6 +14,7 @@
  * does not drop turns: every token in the cache stays where the model saw it). */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,12 +41,26 @@ typedef struct Chat {
     int n_stop_ids;
     int32_t pending;              /* the end-of-turn token of the last reply, fed with the next turn; -1 none */
     bool fed_any;                 /* BOS goes with the first text fed */
+    char *cached;                 /* the text the KV cache holds: turns fed, replies generated */
+    size_t cached_n;
     char *reply;                  /* [reply_cap] the reply's text so far */
     size_t reply_n, reply_cap;
     int turns;
     int prefilled[MAX_TURN_LOG];  /* tokens each turn prefilled */
     bool context_full;
+    int wake_rd;                  /* the read end of the watcher's wake-up pipe (run.h: wake_fd) */
+    int sigint_at;                /* test hook ZRUN_FAULT=chat-sigint:N: the first reply sends itself
+                                   * SIGINT after N tokens (a real Ctrl-C, at a known point); -1 none */
 } Chat;
+
+#define CHAT_SIGINT_FAULT "chat-sigint:"
+
+/* The hook: raise SIGINT and wait (up to 2 s) until the watcher has taken it. */
+static void send_sigint(Chat *c) {
+    c->sigint_at = -1;
+    kill(getpid(), SIGINT);
+    for (int i = 0; i < 2000 && !atomic_load(&c->r.interrupted); i++) nanosleep(&(struct timespec){0, 1000000}, NULL);
+}
 
 static uint64_t clock_seed(void) {
     struct timespec ts;
@@ -53,6 +68,13 @@ static uint64_t clock_seed(void) {
     uint64_t x = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 20);
     x ^= x >> 29;
     return x % 4294967296u;
+}
+
+/* A Ctrl-C that stopped a reply (or a prefill) is spent: the prompt must not hear it again. */
+static void forget_sigint(Chat *c) {
+    char drain[64];
+    while (read(c->wake_rd, drain, sizeof drain) > 0) {}
+    zr_run_clear_sigint(&c->r);
 }
 
 static bool is_stop(const Chat *c, int32_t id) {
@@ -69,28 +91,53 @@ static void find_stop_ids(Chat *c) {
     }
 }
 
-/* What adding (role, content) adds to the rendered conversation (format_single above). The
- * message is appended to c->conv. *text malloc'ed. */
+/* Replaces c->cached with text[0..n) (+ more[0..m)). */
+static int set_cached(Chat *c, const char *text, size_t n, const char *more, size_t m, ZrError *err) {
+    char *b = malloc(n + m + 1);
+    if (!b) return zr_err(err, ZR_E_NOMEM, "out of memory for a conversation of %zu bytes", n + m);
+    memcpy(b, text, n);
+    if (m) memcpy(b + n, more, m);
+    b[n + m] = 0;
+    free(c->cached);
+    c->cached = b;
+    c->cached_n = n + m;
+    return 0;
+}
+
+/* What adding (role, content) adds to the rendered conversation, appended to c->conv. The
+ * conversation rendered with the message, less the text the cache already holds (c->cached: the
+ * texts fed and the replies generated). When the render does not start with that text (a
+ * template that trims the replies, say), llama.cpp's common_chat_format_single: the render
+ * without the message taken off instead, a newline put back first when it ended with one, and
+ * the end-of-turn token of the last reply fed first (*with_pending). *text malloc'ed. */
 static int turn_text(Chat *c, const char *role, const char *content, bool add_ass, char **text, size_t *len,
-                     ZrError *err) {
+                     bool *with_pending, ZrError *err) {
     char *past = NULL, *now = NULL;
     size_t past_n = 0, now_n = 0;
-    if (c->conv.n && zr_chat_render(c->tmpl, c->conv.msgs, c->conv.n, false, &past, &past_n, err)) return err->code;
     int rc = zr_conversation_add(&c->conv, role, content, err);
     if (!rc) rc = zr_chat_render(c->tmpl, c->conv.msgs, c->conv.n, add_ass, &now, &now_n, err);
-    if (!rc) {
-        const bool nl = add_ass && past_n && past[past_n - 1] == '\n';
-        const size_t from = past_n < now_n ? past_n : now_n;
-        *len = (nl ? 1 : 0) + now_n - from;
-        *text = malloc(*len + 1);
-        if (!*text) {
-            rc = zr_err(err, ZR_E_NOMEM, "out of memory for a turn of %zu bytes", *len);
-        } else {
-            if (nl) (*text)[0] = '\n';
-            memcpy(*text + (nl ? 1 : 0), now + from, now_n - from);
-            (*text)[*len] = 0;
-        }
+    if (rc) return rc;
+    size_t from = c->cached_n;
+    bool nl = false;
+    *with_pending = false;
+    if (now_n < c->cached_n || (c->cached_n && memcmp(now, c->cached, c->cached_n))) {
+        if (c->conv.n > 1 && (rc = zr_chat_render(c->tmpl, c->conv.msgs, c->conv.n - 1, false, &past, &past_n, err)))
+            goto done;
+        nl = add_ass && past_n && past[past_n - 1] == '\n';
+        from = past_n < now_n ? past_n : now_n;
+        *with_pending = true;
     }
+    *len = (nl ? 1 : 0) + now_n - from;
+    *text = malloc(*len + 1);
+    if (!*text) {
+        rc = zr_err(err, ZR_E_NOMEM, "out of memory for a turn of %zu bytes", *len);
+        goto done;
+    }
+    if (nl) (*text)[0] = '\n';
+    memcpy(*text + (nl ? 1 : 0), now + from, now_n - from);
+    (*text)[*len] = 0;
+    rc = set_cached(c, now, now_n, NULL, 0, err);
+done:
     free(past);
     free(now);
     return rc;
@@ -99,8 +146,9 @@ static int turn_text(Chat *c, const char *role, const char *content, bool add_as
 /* Tokenizes text and feeds it (after the pending end-of-turn token) at the end of the cache.
  * ZR_E_RANGE: it does not fit the context (nothing fed); ZR_E_INTERRUPTED: Ctrl-C (the cache
  * is as before). */
-static int feed(Chat *c, const char *text, size_t len, ZrError *err) {
+static int feed(Chat *c, const char *text, size_t len, bool with_pending, ZrError *err) {
     ZrRun *r = &c->r;
+    if (!with_pending) c->pending = -1; /* its text is in the turn's */
     int32_t *ids = NULL;
     size_t n = 0;
     if (zr_tokenizer_encode(r->tok, text, len, !c->fed_any, true, &ids, &n, err)) return err->code;
@@ -192,6 +240,7 @@ static int reply(Chat *c, ZrError *err) {
         r->pos++;
         r->n_decode++;
         if (r->n_predict >= 0 && n_gen >= r->n_predict) { r->stop = ZR_STOP_LIMIT; break; }
+        if (n_gen == c->sigint_at) send_sigint(c);
     }
     r->decode_ms += zr_run_now_ms() - t0;
     if (!rc) {
@@ -209,14 +258,21 @@ static int turn(Chat *c, const char *role, const char *content, bool add_ass, Zr
     char *text = NULL;
     size_t len = 0;
     int32_t pending = c->pending;
-    int rc = turn_text(c, role, content, add_ass, &text, &len, err);
-    if (!rc) rc = feed(c, text, len, err);
+    char *cached = c->cached ? strdup(c->cached) : NULL;
+    size_t cached_n = c->cached_n;
+    bool with_pending = false;
+    int rc = cached || !c->cached ? turn_text(c, role, content, add_ass, &text, &len, &with_pending, err)
+                                  : zr_err(err, ZR_E_NOMEM, "out of memory");
+    if (!rc) rc = feed(c, text, len, with_pending, err);
     free(text);
     if (rc == ZR_E_INTERRUPTED || rc == ZR_E_RANGE) {
         zr_conversation_pop(&c->conv); /* the turn never happened */
         c->pending = pending;
+        free(c->cached);
+        c->cached = cached, cached = NULL;
+        c->cached_n = cached_n;
         if (rc == ZR_E_INTERRUPTED) {
-            zr_run_clear_sigint(&c->r);
+            forget_sigint(c);
             fputs("zrun: interrupted while reading the turn; it was dropped\n", stderr);
             return 0;
         }
@@ -224,13 +280,16 @@ static int turn(Chat *c, const char *role, const char *content, bool add_ass, Zr
         c->context_full = true;
         return 0;
     }
+    free(cached);
     if (rc) return rc;
     c->turns++;
     if (!add_ass) return 0; /* the system prompt alone: no reply */
     if ((rc = reply(c, err))) return rc;
-    if ((rc = zr_conversation_add(&c->conv, "assistant", c->reply ? c->reply : "", err))) return rc;
+    if ((rc = zr_conversation_add(&c->conv, "assistant", c->reply ? c->reply : "", err)) ||
+        (rc = set_cached(c, c->cached, c->cached_n, c->reply, c->reply_n, err)))
+        return rc;
     if (c->r.stop == ZR_STOP_INTERRUPT) {
-        zr_run_clear_sigint(&c->r);
+        forget_sigint(c);
         if (!c->r.s->quiet) fputs("zrun: reply stopped (Ctrl-C)\n", stderr);
     } else if (c->r.stop == ZR_STOP_CONTEXT) {
         fprintf(stderr, "zrun: the context is full (%d tokens): the conversation ends here (zrun keeps every turn: "
@@ -243,7 +302,7 @@ static int turn(Chat *c, const char *role, const char *content, bool add_ass, Zr
 static void summary(Chat *c) {
     if (c->r.s->quiet) return;
     char note[600];
-    int k = snprintf(note, sizeof note, "chat: %d turns (template %s, %s); tokens prefilled per turn:", c->turns,
+    int k = snprintf(note, sizeof note, "chat: %d turns fed (template %s, %s); tokens prefilled per turn:", c->turns,
                      zr_chat_template_name(c->tmpl), c->tmpl_how);
     for (int i = 0; i < c->turns && i < MAX_TURN_LOG && k < (int)sizeof note - 12; i++)
         k += snprintf(note + k, sizeof note - (size_t)k, " %d", c->prefilled[i]);
@@ -285,6 +344,12 @@ int zr_chat_session(const ZrRunSettings *s, const ZrEnv *env) {
     Chat c;
     memset(&c, 0, sizeof c);
     c.pending = -1;
+    c.sigint_at = -1;
+    const char *fault = env->fault;
+    if (fault && !strncmp(fault, CHAT_SIGINT_FAULT, strlen(CHAT_SIGINT_FAULT))) {
+        c.sigint_at = atoi(fault + strlen(CHAT_SIGINT_FAULT));
+        fault = NULL;
+    }
     ZrRun *r = &c.r;
     zr_run_init(r, s);
     ZrError err = {0};
@@ -306,6 +371,7 @@ int zr_chat_session(const ZrRunSettings *s, const ZrEnv *env) {
         goto fail;
     }
     r->wake_fd = wake[1];
+    c.wake_rd = wake[0];
     r->sigint_rearm = true;
 
     ZrProgress progress;
@@ -318,7 +384,7 @@ int zr_chat_session(const ZrRunSettings *s, const ZrEnv *env) {
         .profile = s->profile,
         .log_launches = s->log_launches,
         .graph_dot = s->graph_dot,
-        .fault = env->fault,
+        .fault = fault,
         .quiet = s->quiet,
         .progress = zr_progress_cb,
         .progress_ctx = &progress,
@@ -342,7 +408,9 @@ int zr_chat_session(const ZrRunSettings *s, const ZrEnv *env) {
 
     r->stop = ZR_STOP_LIMIT;
     bool ctrl_c = false; /* at the prompt: the conversation ends with exit status 130 */
-    if (s->system_prompt && turn(&c, "system", s->system_prompt, false, &err)) goto fail;
+    /* -sys with -p: rendered and fed together, as llama.cpp does; -sys alone: fed now */
+    if (s->system_prompt && !none && zr_conversation_add(&c.conv, "system", s->system_prompt, &err)) goto fail;
+    if (s->system_prompt && none && turn(&c, "system", s->system_prompt, false, &err)) goto fail;
     if (!c.context_full && !none && turn(&c, "user", first, true, &err)) goto fail;
     while (!c.context_full && !(s->single_turn && !none)) {
         const char *line;
@@ -369,6 +437,7 @@ done:
     zr_run_free(r);
     zr_conversation_free(&c.conv);
     free(c.reply);
+    free(c.cached);
     free(first);
     if (wake[0] >= 0) close(wake[0]), close(wake[1]);
     return rc;
