@@ -152,6 +152,7 @@ ZT_TEST(each_command_has_its_own_help) {
         {"run", "usage: zrun [run]", "--repeat-penalty"}, {"bench", "usage: zrun bench", "--bw-mib"},
         {"eval", "usage: zrun eval", "--logits"},          {"tokenize", "usage: zrun tokenize", "--no-bos"},
         {"info", "usage: zrun info", "-m, --model"},
+        {"chat", "usage: zrun chat", "--system-prompt"},   {"template", "usage: zrun template", "--no-add-assistant"},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         ZtProc p = zt_proc_zrun(NULL, (const char *const[]){c[i].cmd, "--help", NULL}, NULL);

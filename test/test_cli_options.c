@@ -152,11 +152,19 @@ ZT_TEST(one_letter_options_still_bundle_with_their_value) {
     REFUSED("-n/--n-predict: expected an integer >= -1, found 'gx'", "-m", "m", "-p", "x", "-ngx");
 }
 
-ZT_TEST(conversation_options_say_they_are_not_available_yet) {
-    REFUSED("-cnv/--conversation: conversation mode (zrun chat) is not available yet (issue 13)", "-m", "m", "-cnv");
-    REFUSED("not available yet (issue 13)", "-m", "m", "-i");
-    REFUSED("-sys/--system-prompt: conversation mode", "-m", "m", "-sys", "You are kind");
-    REFUSED("not available yet (issue 13)", "-m", "m", "--conversation");
+ZT_TEST(conversation_options_start_a_chat_without_a_prompt) {
+    ZrRunSettings s;
+    ZrError err;
+    const char *a[] = {"zrun", "-m", "m", "-cnv"};
+    ZT_CHECKF(parse(&s, &err, ARGC(a), a) == 0 && s.chat && !s.prompt, "%s", err.msg);
+    const char *b[] = {"zrun", "-m", "m", "-i", "-p", "Hi", "--chat-template", "llama3"};
+    ZT_CHECKF(parse(&s, &err, ARGC(b), b) == 0 && s.chat && !strcmp(s.prompt, "Hi") && !strcmp(s.chat_template, "llama3"), "%s", err.msg);
+    const char *c[] = {"zrun", "-m", "m", "-sys", "You are kind"};
+    ZT_CHECKF(parse(&s, &err, ARGC(c), c) == 0 && s.chat && !strcmp(s.system_prompt, "You are kind"), "%s", err.msg);
+    const char *d[] = {"zrun", "-m", "m", "-st", "-p", "x"};
+    ZT_CHECKF(parse(&s, &err, ARGC(d), d) == 0 && s.chat && s.single_turn, "%s", err.msg);
+    REFUSED("-p -: in a conversation standard input holds the user's lines", "-m", "m", "-cnv", "-p", "-");
+    REFUSED("no prompt", "-m", "m");
 }
 
 ZT_TEST(llama_cpp_generation_flags_reach_the_settings) {

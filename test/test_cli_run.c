@@ -469,9 +469,6 @@ ZT_TEST(llama_cpp_options_that_do_not_apply_get_a_note_not_an_error) {
     Run q = RUN(NULL, "-m", m, "-p", "Once", "-n", "2", "-ngl", "99", "--quiet");
     ZT_CHECK(q.status == 0 && q.err[0] == 0);
     run_free(&q);
-    Run c = RUN(NULL, "-m", m, "-cnv");
-    ZT_CHECKF(c.status == 2 && strstr(c.err, "not available yet (issue 13)"), "%s", c.err);
-    run_free(&c);
 }
 
 ZT_TEST(verbose_prints_the_sampling_chain_and_no_progress_line_reaches_a_pipe) {
