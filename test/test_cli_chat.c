@@ -1,0 +1,156 @@
+/* zrun chat as a user drives it: lines through a pipe (standard input a file here), stories260K
+ * on the CPU, greedy. The second turn reuses the cache: it prefills exactly the tokens of what
+ * it adds to the rendered conversation; Ctrl-C during a reply returns to the prompt, at the
+ * prompt it ends the conversation with the summary. (test/gpu/test_chat_gpu: the same on CUDA,
+ * with the decode graph.) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zt.h"
+#include "zt_proc.h"
+
+static const char *stories(void) { return zt_shared_model("models/stories260K.gguf"); }
+
+/* A file holding text, for standard input. */
+static const char *input_file(const char *name, const char *text) {
+    static char path[8][4096];
+    static int k;
+    char *p = path[k++ % 8];
+    snprintf(p, 4096, "%s/%s", zt_tmpdir(), name);
+    FILE *f = fopen(p, "w");
+    fputs(text, f);
+    fclose(f);
+    return p;
+}
+
+/* The number after `key` in text, or -1. */
+static int number_after(const char *text, const char *key) {
+    const char *p = strstr(text, key);
+    return p ? atoi(p + strlen(key)) : -1;
+}
+
+/* How many tokens zrun tokenize makes of text (special-token text parsed; BOS with bos). */
+static int n_tokens(const char *m, const char *text, int bos) {
+    const char *args[] = {"tokenize", "-m", m, "-p", text, "--ids", "--special", bos ? NULL : "--no-bos", NULL};
+    ZtProc p = zt_proc_zrun(NULL, args, NULL);
+    int n = 0;
+    for (char *s = strtok(p.out, " \n"); s; s = strtok(NULL, " \n")) n++;
+    zt_proc_free(&p);
+    return n;
+}
+
+ZT_TEST(the_second_turn_prefills_only_the_tokens_it_adds) {
+    const char *m = stories();
+    if (!m) return;
+    const char *in = input_file("two.txt", "Hello there\nWhat next\n");
+    const char *args[] = {"chat", "-m", m, "--device", "cpu", "--temp", "0", "-n", "12", "-c", "256", "-v", NULL};
+    ZtProcOpts o = {.stdin_path = in};
+    ZtProc p = zt_proc_zrun(NULL, args, &o);
+    ZT_CHECKF(p.status == 0, "exit %d: %s", p.status, p.err);
+    /* stories260K has no tokenizer.chat_template: chatml */
+    const int t1 = n_tokens(m, "<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n", 1);
+    const int t2 = n_tokens(m, "<|im_end|>\n<|im_start|>user\nWhat next<|im_end|>\n<|im_start|>assistant\n", 0);
+    ZT_CHECKF(number_after(p.err, "turn 1: prefilled ") == t1, "want %d: %s", t1, p.err);
+    ZT_CHECKF(number_after(p.err, "turn 2: prefilled ") == t2, "want %d: %s", t2, p.err);
+    /* the cache: turn 1, the 12 tokens of the first reply (the 12th fed too), turn 2 */
+    char want[64];
+    snprintf(want, sizeof want, "(only the new turn's; cache %d of 256)", t1 + 12 + t2);
+    ZT_CHECKF(strstr(p.err, want), "%s: %s", want, p.err);
+    snprintf(want, sizeof want, "tokens prefilled per turn: %d %d", t1, t2);
+    ZT_CHECKF(strstr(p.err, want) && strstr(p.err, "chat: 2 turns fed (template chatml"), "%s", p.err);
+    fprintf(stderr, "  prefilled per turn: %d %d\n", t1, t2);
+    /* two replies, one line each */
+    int lines = 0;
+    for (const char *s = p.out; (s = strchr(s, '\n')); s++) lines++;
+    ZT_CHECKF(lines == 2, "'%s'", p.out);
+    zt_proc_free(&p);
+}
+
+ZT_TEST(ctrl_c_during_a_reply_stops_it_and_returns_to_the_prompt) {
+    const char *m = stories();
+    if (!m) return;
+    const char *in = input_file("ctrlc.txt", "Hello there\nWhat next\n");
+    const char *args[] = {"chat", "-m", m, "--device", "cpu", "--temp", "0", "-n", "12", "-c", "256", NULL};
+    ZtProcOpts o = {.stdin_path = in, .fault = "chat-sigint:3"};
+    ZtProc p = zt_proc_zrun(NULL, args, &o);
+    ZT_CHECKF(p.status == 0, "exit %d: %s", p.status, p.err);
+    ZT_CHECKF(strstr(p.err, "zrun: reply stopped (Ctrl-C)") && strstr(p.err, "chat: 2 turns fed"), "%s", p.err);
+    /* the first reply has 3 tokens and its line; the second is whole (12 tokens) */
+    ZT_CHECKF(number_after(p.err, "generated ") == 15, "%s", p.err);
+    const char *nl = strchr(p.out, '\n');
+    ZT_CHECKF(nl && strchr(nl + 1, '\n') && strlen(nl + 1) > (size_t)(nl - p.out), "'%s'", p.out);
+    zt_proc_free(&p);
+}
+
+ZT_TEST(ctrl_c_at_the_prompt_ends_the_conversation_with_the_summary) {
+    const char *m = stories();
+    if (!m) return;
+    const char *zrun = getenv("ZRUN");
+    if (!zrun) { zt_skip("$ZRUN is not set (run through meson test)"); return; }
+    char cmd[8192];
+    /* standard input stays open after the first line; Ctrl-C comes while zrun waits for the next */
+    snprintf(cmd, sizeof cmd,
+             "pid=%s/chat.pid; { printf 'Hello\\n'; sleep 1; kill -INT $(cat $pid); sleep 3; } | "
+             "sh -c 'echo $$ > '$pid'; exec \"%s\" chat -m \"%s\" --device cpu --temp 0 -n 4 -c 128'",
+             zt_tmpdir(), zrun, m);
+    ZtProc p = zt_proc_sh(cmd, NULL);
+    ZT_CHECKF(p.status == 130, "exit %d: %s", p.status, p.err);
+    ZT_CHECKF(strstr(p.err, "chat: 1 turns fed") && strstr(p.err, "zrun: generated 4 tokens"), "%s", p.err);
+    zt_proc_free(&p);
+}
+
+ZT_TEST(exit_ends_the_conversation_and_empty_lines_are_no_turn) {
+    const char *m = stories();
+    if (!m) return;
+    const char *in = input_file("exit.txt", "\nHello\n\n/exit\nnever read\n");
+    const char *args[] = {"chat", "-m", m, "--device", "cpu", "--temp", "0", "-n", "4", "-c", "128", NULL};
+    ZtProcOpts o = {.stdin_path = in};
+    ZtProc p = zt_proc_zrun(NULL, args, &o);
+    ZT_CHECKF(p.status == 0 && strstr(p.err, "chat: 1 turns fed"), "exit %d: %s", p.status, p.err);
+    zt_proc_free(&p);
+}
+
+ZT_TEST(cnv_with_a_system_prompt_and_a_first_message_feeds_them_as_one_render) {
+    const char *m = stories();
+    if (!m) return;
+    const char *args[] = {"-m", m, "-cnv", "-sys", "Be kind", "-p", "Hi", "--device", "cpu", "--temp", "0", "-n", "4",
+                          "-c", "128", "-v", NULL};
+    ZtProc p = zt_proc_zrun(NULL, args, NULL); /* standard input: /dev/null, the end after the first reply */
+    ZT_CHECKF(p.status == 0, "exit %d: %s", p.status, p.err);
+    const int t1 = n_tokens(m, "<|im_start|>system\nBe kind<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", 1);
+    ZT_CHECKF(number_after(p.err, "turn 1: prefilled ") == t1 && strstr(p.err, "chat: 1 turns fed"), "want %d: %s", t1, p.err);
+    zt_proc_free(&p);
+}
+
+ZT_TEST(a_full_context_ends_the_conversation_and_says_so) {
+    const char *m = stories();
+    if (!m) return;
+    const char *in = input_file("full.txt", "Hello there\nWhat next\n");
+    const char *args[] = {"chat", "-m", m, "--device", "cpu", "--temp", "0", "-n", "-1", "-c", "64", NULL};
+    ZtProcOpts o = {.stdin_path = in};
+    ZtProc p = zt_proc_zrun(NULL, args, &o);
+    ZT_CHECKF(p.status == 0, "exit %d: %s", p.status, p.err);
+    ZT_CHECKF(strstr(p.err, "the context is full") && strstr(p.err, "larger -c") && strstr(p.err, "chat: 1 turns fed"),
+              "%s", p.err);
+    zt_proc_free(&p);
+}
+
+ZT_TEST(a_template_file_is_detected_and_a_bad_name_is_a_usage_error) {
+    const char *m = stories();
+    if (!m) return;
+    char tmpl[4096];
+    snprintf(tmpl, sizeof tmpl, "%s/test/chat/detect/t12.jinja", getenv("ZR_SRC") ? getenv("ZR_SRC") : ".");
+    const char *in = input_file("one.txt", "Hello\n");
+    const char *args[] = {"chat", "-m", m, "--device", "cpu", "--temp", "0", "-n", "2", "--chat-template", tmpl, NULL};
+    ZtProcOpts o = {.stdin_path = in};
+    ZtProc p = zt_proc_zrun(NULL, args, &o);
+    ZT_CHECKF(p.status == 0 && strstr(p.err, "template llama3, detected in the file"), "exit %d: %s", p.status, p.err);
+    zt_proc_free(&p);
+    const char *bad[] = {"chat", "-m", m, "--chat-template", "llama9", NULL};
+    p = zt_proc_zrun(NULL, bad, &o);
+    ZT_CHECKF(p.status == 2 && strstr(p.err, "--chat-template llama9: not a built-in template name"), "exit %d: %s", p.status, p.err);
+    zt_proc_free(&p);
+}
+
+int main(void) { return zt_run(); }
