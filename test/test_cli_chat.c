@@ -3,9 +3,14 @@
  * it adds to the rendered conversation; Ctrl-C during a reply returns to the prompt, at the
  * prompt it ends the conversation with the summary. (test/gpu/test_chat_gpu: the same on CUDA,
  * with the decode graph.) */
+#include <poll.h>
+#include <pty.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "zt.h"
 #include "zt_proc.h"
@@ -151,6 +156,55 @@ ZT_TEST(a_template_file_is_detected_and_a_bad_name_is_a_usage_error) {
     p = zt_proc_zrun(NULL, bad, &o);
     ZT_CHECKF(p.status == 2 && strstr(p.err, "--chat-template llama9: not a built-in template name"), "exit %d: %s", p.status, p.err);
     zt_proc_free(&p);
+}
+
+/* Appends what the terminal shows within ms milliseconds (or until it closes) to out[0..*n). */
+static void pty_read(int fd, char *out, size_t cap, size_t *n, int ms) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        int left = ms - (int)((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+        if (left <= 0) return;
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, left) <= 0) return;
+        ssize_t k = read(fd, out + *n, cap - 1 - *n);
+        if (k <= 0) return;
+        *n += (size_t)k;
+        out[*n] = 0;
+    }
+}
+
+/* On a terminal: libedit edits the line (UTF-8 included), the up arrow brings the last line
+ * back, and Ctrl-C at the prompt ends the conversation with the summary and exit status 130. */
+ZT_TEST(a_terminal_gets_line_editing_history_and_ctrl_c_at_the_prompt) {
+    const char *m = stories();
+    if (!m) return;
+    const char *zrun = getenv("ZRUN");
+    if (!zrun) { zt_skip("$ZRUN is not set (run through meson test)"); return; }
+    int fd;
+    pid_t pid = forkpty(&fd, NULL, NULL, NULL);
+    ZT_CHECK(pid >= 0);
+    if (pid == 0) {
+        execl(zrun, "zrun", "chat", "-m", m, "--device", "cpu", "--temp", "0", "-n", "8", "-c", "256", (char *)NULL);
+        _exit(127);
+    }
+    static char out[65536];
+    size_t n = 0;
+    pty_read(fd, out, sizeof out, &n, 1000);
+    ZT_CHECK(write(fd, "Hell\xc3\xa9 X\x7fthere\r", 15) == 15); /* a backspace takes the X back */
+    pty_read(fd, out, sizeof out, &n, 1500);
+    ZT_CHECK(write(fd, "\x1b[A\r", 4) == 4); /* up: the last line again */
+    pty_read(fd, out, sizeof out, &n, 1500);
+    ZT_CHECK(write(fd, "\x03", 1) == 1);
+    pty_read(fd, out, sizeof out, &n, 3000);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    close(fd);
+    ZT_CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 130, "status %d: %s", st, out);
+    ZT_CHECKF(strstr(out, "chat: 2 turns fed") && strstr(out, "zrun: generated 16 tokens"), "%s", out);
+    ZT_CHECKF(strstr(out, "> Hell\xc3\xa9 there"), "%s", out);
 }
 
 int main(void) { return zt_run(); }
