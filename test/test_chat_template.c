@@ -177,6 +177,40 @@ ZT_TEST(the_family_is_detected_from_real_template_texts_as_llama_cpp_does) {
     ZT_CHECK(bad == 0);
 }
 
+/* The Jinja tokenizer.chat_template of real GGUF metadata (llama.cpp's vocab files phi-3 and
+ * qwen2): zrun template -m renders as llama.cpp does with that file (checked against the oracle
+ * when the goldens were made: phi3 and chatml). */
+ZT_TEST(zrun_template_reads_the_models_chat_template) {
+    static const char *const cases[][2] = {{"phi-3", "phi3"}, {"qwen2", "chatml"}};
+    for (size_t i = 0; i < 2; i++) {
+        char rel[128];
+        snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf.xz", cases[i][0]);
+        const char *xz = zt_shared_model(rel);
+        if (!xz) return;
+        char gguf[4096], cmd[12288];
+        snprintf(gguf, sizeof gguf, "%s/%s.gguf", zt_tmpdir(), cases[i][0]);
+        snprintf(cmd, sizeof cmd, "xz -dc '%s' > '%s'", xz, gguf);
+        ZtProc x = zt_proc_sh(cmd, NULL);
+        int ok = x.status == 0;
+        zt_proc_free(&x);
+        if (!ok) {
+            zt_skip("xz -dc failed (is xz-utils installed?)");
+            return;
+        }
+        char conv[2048], golden[8192];
+        snprintf(conv, sizeof conv, "%s/conv/turns.json", chat_dir());
+        snprintf(golden, sizeof golden, "%s/golden/turns/%s.add", chat_dir(), cases[i][1]);
+        const char *args[] = {"template", "-m", gguf, "-f", conv, NULL};
+        ZtProc p = zt_proc_zrun(NULL, args, NULL);
+        size_t glen = 0;
+        char *want = zt_read_file(golden, &glen);
+        bool same = p.status == 0 && want && strlen(p.out) == glen && !memcmp(p.out, want, glen);
+        free(want);
+        ZT_CHECKF(same, "%s: status %d, '%s' %s", cases[i][0], p.status, p.out, p.err);
+        zt_proc_free(&p);
+    }
+}
+
 ZT_TEST(a_builtin_name_is_taken_as_a_name_before_any_detection) {
     ZT_CHECK(!strcmp(zr_chat_template_name(zr_chat_template_detect("llama2-sys")), "llama2-sys"));
     ZT_CHECK(!strcmp(zr_chat_template_name(zr_chat_template_detect("chatml")), "chatml"));
