@@ -180,8 +180,9 @@ static int feed(Chat *c, const char *text, size_t len, bool with_pending, ZrErro
     c->fed_any = true;
     if (c->turns < MAX_TURN_LOG) c->prefilled[c->turns] = (int)total;
     if (r->s->verbose && !r->s->quiet)
-        fprintf(stderr, "zrun: turn %d: prefilled %zu tokens (only the new turn's; cache %d of %d)\n", c->turns + 1, total,
-                r->pos, r->n_ctx);
+        fprintf(stderr, "zrun: turn %d: prefilled %zu tokens (only the new turn's; cache %d of %d)%s\n", c->turns + 1,
+                total, r->pos, r->n_ctx,
+                with_pending ? "; the template rewrote earlier text: the difference as llama.cpp's format_single takes it" : "");
 done:
     free(ids);
     return rc;
