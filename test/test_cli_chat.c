@@ -95,9 +95,14 @@ ZT_TEST(ctrl_c_at_the_prompt_ends_the_conversation_with_the_summary) {
     if (!zrun) { zt_skip("$ZRUN is not set (run through meson test)"); return; }
     char cmd[8192];
     /* standard input stays open after the first line; Ctrl-C comes while zrun waits for the next */
+    /* the writer waits for the reply's line (stdout goes to a file, shown at the end), then
+     * gives zrun a moment to be back at the prompt */
     snprintf(cmd, sizeof cmd,
-             "pid=%s/chat.pid; { printf 'Hello\\n'; sleep 1; kill -INT $(cat $pid); sleep 3; } | "
-             "sh -c 'echo $$ > '$pid'; exec \"%s\" chat -m \"%s\" --device cpu --temp 0 -n 4 -c 128'",
+             "d=%s; rm -f $d/chat.out; : > $d/chat.out; { printf 'Hello\\n'; i=0; "
+             "while [ $(wc -l < $d/chat.out) -lt 1 ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done; "
+             "sleep 0.5; kill -INT $(cat $d/chat.pid); sleep 1; } | "
+             "sh -c 'echo $$ > '$d'/chat.pid; exec \"%s\" chat -m \"%s\" --device cpu --temp 0 -n 4 -c 128 > '$d'/chat.out'; "
+             "s=$?; cat $d/chat.out; exit $s",
              zt_tmpdir(), zrun, m);
     ZtProc p = zt_proc_sh(cmd, NULL);
     ZT_CHECKF(p.status == 130, "exit %d: %s", p.status, p.err);
@@ -158,18 +163,24 @@ ZT_TEST(a_template_file_is_detected_and_a_bad_name_is_a_usage_error) {
     zt_proc_free(&p);
 }
 
-/* Appends what the terminal shows within ms milliseconds (or until it closes) to out[0..*n). */
-static void pty_read(int fd, char *out, size_t cap, size_t *n, int ms) {
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        int left = ms - (int)((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
-        if (left <= 0) return;
+static int count(const char *s, const char *needle) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)); p++) n++;
+    return n;
+}
+
+/* Appends what the terminal shows to out[0..*n) until it shows `lines` line ends and then the
+ * prompt ("> " at the end), or closes (lines < 0), or 20 s pass (a slow, shared machine). */
+static void pty_until(int fd, char *out, size_t cap, size_t *n, int lines) {
+    for (int waited = 0; waited < 20000;) {
+        if (lines >= 0 && count(out, "\r\n") >= lines && *n >= 2 && !memcmp(out + *n - 2, "> ", 2)) return;
         struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, left) <= 0) return;
-        ssize_t k = read(fd, out + *n, cap - 1 - *n);
+        int r = poll(&p, 1, 100);
+        if (r == 0) {
+            waited += 100;
+            continue;
+        }
+        ssize_t k = r > 0 ? read(fd, out + *n, cap - 1 - *n) : -1;
         if (k <= 0) return;
         *n += (size_t)k;
         out[*n] = 0;
@@ -192,13 +203,13 @@ ZT_TEST(a_terminal_gets_line_editing_history_and_ctrl_c_at_the_prompt) {
     }
     static char out[65536];
     size_t n = 0;
-    pty_read(fd, out, sizeof out, &n, 1000);
+    pty_until(fd, out, sizeof out, &n, 0);
     ZT_CHECK(write(fd, "Hell\xc3\xa9 X\x7fthere\r", 15) == 15); /* a backspace takes the X back */
-    pty_read(fd, out, sizeof out, &n, 1500);
+    pty_until(fd, out, sizeof out, &n, 2); /* the line, the reply, the prompt */
     ZT_CHECK(write(fd, "\x1b[A\r", 4) == 4); /* up: the last line again */
-    pty_read(fd, out, sizeof out, &n, 1500);
+    pty_until(fd, out, sizeof out, &n, 4);
     ZT_CHECK(write(fd, "\x03", 1) == 1);
-    pty_read(fd, out, sizeof out, &n, 3000);
+    pty_until(fd, out, sizeof out, &n, -1);
     int st = 0;
     waitpid(pid, &st, 0);
     close(fd);
