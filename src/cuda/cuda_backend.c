@@ -235,6 +235,28 @@ static void cuda_destroy(ZrBackend *be) {
     free(c);
 }
 
+/* The facts the CPU reference computes that this backend has no kernel for yet (gemma2/gemma3's
+ * blocks; phi3's LongRoPE attention factor), refused by name: llama's block with NORM or NEOX
+ * rope, biases, q/k norms, rope bases per layer and frequency factors is what it runs. */
+static int refuse_facts(const ZrModel *m, ZrError *err) {
+    const ZrHparams *hp = &m->hp;
+    const char *what = hp->embd_scale != 1.0f       ? "a scaled embedding (gemma)"
+                       : hp->final_softcap != 0.0f  ? "a final logit soft-cap (gemma2)"
+                       : hp->attn_softcap != 0.0f   ? "attention logit soft-capping (gemma2)"
+                       : hp->rope_attn_factor != 1.0f ? "a rope attention factor (rope.scaling.attn_factor: phi3's LongRoPE)"
+                                                      : NULL;
+    for (int il = 0; !what && il < hp->n_layer; il++) {
+        const ZrLayerFacts *f = &m->layers[il].facts;
+        what = f->act != ZR_ACT_SILU ? "a GELU feed-forward (gemma)"
+               : f->window != 0      ? "sliding-window attention (gemma)"
+               : f->post_attn_norm || f->post_ffn_norm ? "norms after the attention and FFN blocks (gemma)"
+                                                        : NULL;
+    }
+    if (what)
+        return zr_err(err, ZR_E_UNSUPPORTED, "%s: the CUDA backend has no kernel yet for %s (use --device cpu)", hp->arch_name, what);
+    return 0;
+}
+
 ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err) {
     const ZrHparams *hp = &m->hp;
     const ZrCuDriver *drv = NULL;
@@ -248,14 +270,7 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         return NULL;
     }
     const int n_ctx = o->n_ctx;
-    /* the facts this backend computes: those of every architecture zrun loads today; an
-     * embedding scale or a final soft-cap (gemma) has no kernel yet */
-    if (zr_model_check_facts(m, err)) return NULL;
-    if (hp->embd_scale != 1.0f || hp->final_softcap != 0.0f) {
-        zr_err(err, ZR_E_UNSUPPORTED, "%s: the CUDA backend has no kernel yet for %s (use --device cpu)", hp->arch_name,
-               hp->embd_scale != 1.0f ? "a scaled embedding" : "a final logit soft-cap");
-        return NULL;
-    }
+    if (zr_model_check_facts(m, err) || refuse_facts(m, err)) return NULL;
     CudaBackend *c = calloc(1, sizeof *c);
     if (!c || !(c->k = calloc(1, sizeof *c->k)) || !(c->hist = calloc(n_ctx, sizeof *c->hist)) ||
         !(c->calls = calloc(n_ctx, sizeof *c->calls))) {

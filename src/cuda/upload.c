@@ -122,16 +122,18 @@ static int upload_group(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuWe
 }
 
 /* The angle per position of each rotated pair for a layer's rope base and linear scale (and the
- * file's rope_freqs divisors, Llama 3.1) -> *out, f64 [rope_dim/2]. */
+ * file's frequency divisors for this context: rope_freqs, Llama 3.1; phi3's long or short
+ * factors) -> *out, f64 [rope_dim/2]. */
 static int upload_rope(ZrCuForward *f, float theta, float freq_scale, CUdeviceptr *out, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
     const int half = hp->rope_dim / 2;
     double *h = calloc(half > 0 ? half : 1, sizeof *h);
     if (!h) return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory");
-    const float *ff = f->m->rope_freqs.data;
-    if (ff && (f->m->rope_freqs.type != ZR_TYPE_F32 || f->m->rope_freqs.ne0 < half)) {
+    const ZrWeight *factors = zr_model_rope_factors(f->m, f->n_ctx);
+    const float *ff = factors->data;
+    if (ff && (factors->type != ZR_TYPE_F32 || factors->ne0 < half)) {
         free(h);
-        return zr_err(err, ZR_E_FORMAT, "rope_freqs.weight: expected f32 [%d]", half);
+        return zr_err(err, ZR_E_FORMAT, "%s: expected f32 [%d]", factors->name, half);
     }
     for (int i = 0; i < half; i++) {
         double fr = (double)freq_scale * pow((double)theta, -2.0 * i / hp->rope_dim);
