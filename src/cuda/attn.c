@@ -58,6 +58,22 @@ static int qk_norm_rope(ZrCuForward *f, int il, int rows, ZrError *err) {
                         err);
 }
 
+/* The scores' scale: attn_scale, times the rope attention factor squared when the file has one
+ * (phi3's LongRoPE: ggml multiplies cos and sin by it, so every rotated q.k by its square; the
+ * rope kernels rotate without it, so the whole head must rotate: cuda_backend.c refuses it
+ * otherwise). */
+static float scores_scale(const ZrCuForward *f) {
+    const ZrHparams *hp = &f->m->hp;
+    const float a = hp->rope_attn_factor;
+    return a == 1.0f ? hp->attn_scale : hp->attn_scale * (a * a);
+}
+
+/* A sliding window or soft-capped scores (gemma): only the split kernels have them
+ * (attn_part_swa_f32), so such layers take that path in decode and prefill alike. */
+static bool swa_layer(const ZrCuForward *f, int il) {
+    return f->m->layers[il].facts.window != 0 || f->m->hp.attn_softcap != 0.0f;
+}
+
 /* Everything from the QKV projection's output to the attention output through the split
  * kernels, for `rows` rows at positions d_pos[0].. (the fallback of both paths). */
 static int attention_split(ZrCuForward *f, int il, int rows, CUdeviceptr part, int chunk, int n_chunks, ZrError *err) {
@@ -65,8 +81,12 @@ static int attention_split(ZrCuForward *f, int il, int rows, CUdeviceptr part, i
     int rc = qk_norm_rope(f, il, rows, err);
     if (rc) return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
+    if (swa_layer(f, il))
+        return zr_k_attn_split_swa(f->launcher, f->k, f->qkv, f->qkv_dim, fptr(f->kc, layer), fptr(f->vc, layer), part,
+                                   f->d_pos, f->att, f->q_dim, hp->n_head, hp->n_head_kv, f->head_dim, scores_scale(f),
+                                   f->m->layers[il].facts.window, hp->attn_softcap, chunk, n_chunks, rows, err);
     return zr_k_attn_split(f->launcher, f->k, f->qkv, f->qkv_dim, fptr(f->kc, layer), fptr(f->vc, layer), part,
-                           f->d_pos, f->att, f->q_dim, hp->n_head, hp->n_head_kv, f->head_dim, hp->attn_scale, chunk,
+                           f->d_pos, f->att, f->q_dim, hp->n_head, hp->n_head_kv, f->head_dim, scores_scale(f), chunk,
                            n_chunks, rows, err);
 }
 
@@ -75,7 +95,7 @@ static int attention_split(ZrCuForward *f, int il, int rows, CUdeviceptr part, i
  * kernels (cu/PERF.md). */
 int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
-    if (!f->attn_fused) return attention_split(f, il, 1, f->part_d, f->chunk_d, f->n_chunks_d, err);
+    if (!f->attn_fused || swa_layer(f, il)) return attention_split(f, il, 1, f->part_d, f->chunk_d, f->n_chunks_d, err);
     int rc = qk_norm(f, il, 1, err);
     if (rc) return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
@@ -83,7 +103,7 @@ int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
                               .count = f->attn_count, .out = f->att, .freq = f->layers[il].rope_freq, .pos = f->d_pos,
                               .n_head = hp->n_head, .n_kv = hp->n_head_kv, .head_dim = f->head_dim,
                               .rope_dim = hp->rope_dim, .neox = hp->rope == ZR_ROPE_NEOX, .chunk = f->chunk_f,
-                              .n_chunks = f->n_chunks_f, .scale = hp->attn_scale};
+                              .n_chunks = f->n_chunks_f, .scale = scores_scale(f)};
     return zr_k_attn_decode(f->launcher, f->k, &a, err);
 }
 
@@ -93,11 +113,11 @@ int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
  * kernels: such models are held to the decode tolerance), as do head sizes other than 64 and 128. */
 int zr_cuf_attn_prefill_layer(ZrCuForward *f, int il, int rows, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
-    if (!zr_k_attn_prefill_fits(f->head_dim) || f->layers[il].qkv[0].type == ZR_TYPE_F32)
+    if (!zr_k_attn_prefill_fits(f->head_dim) || f->layers[il].qkv[0].type == ZR_TYPE_F32 || swa_layer(f, il))
         return attention_split(f, il, rows, f->part_p, f->chunk_p, f->n_chunks_p, err);
     int rc = qk_norm_rope(f, il, rows, err);
     if (rc) return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
     return zr_k_attn_prefill(f->launcher, f->k, f->qkv, f->qkv_dim, fptr(f->kc, layer), fptr(f->vc, layer), f->att,
-                             f->q_dim, f->d_pos, hp->n_head, hp->n_head_kv, f->head_dim, hp->attn_scale, rows, err);
+                             f->q_dim, f->d_pos, hp->n_head, hp->n_head_kv, f->head_dim, scores_scale(f), rows, err);
 }

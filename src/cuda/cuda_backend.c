@@ -235,25 +235,22 @@ static void cuda_destroy(ZrBackend *be) {
     free(c);
 }
 
-/* The facts the CPU reference computes that this backend has no kernel for yet (gemma2/gemma3's
- * blocks; phi3's LongRoPE attention factor), refused by name: llama's block with NORM or NEOX
- * rope, biases, q/k norms, rope bases per layer and frequency factors is what it runs. */
+/* The facts the CPU reference computes that this backend has no kernel for, refused by name.
+ * It runs llama's block (NORM or NEOX rope, biases, q/k norms, rope bases per layer, frequency
+ * factors) and gemma's (scaled embedding, GeGLU, norms after the blocks, sliding windows,
+ * soft-caps: issue 14); the rope attention factor (phi3's LongRoPE) is folded into the scores'
+ * scale, which holds only when the whole head rotates. */
 static int refuse_facts(const ZrModel *m, ZrError *err) {
     const ZrHparams *hp = &m->hp;
-    const char *what = hp->embd_scale != 1.0f       ? "a scaled embedding (gemma)"
-                       : hp->final_softcap != 0.0f  ? "a final logit soft-cap (gemma2)"
-                       : hp->attn_softcap != 0.0f   ? "attention logit soft-capping (gemma2)"
-                       : hp->rope_attn_factor != 1.0f ? "a rope attention factor (rope.scaling.attn_factor: phi3's LongRoPE)"
-                                                      : NULL;
-    for (int il = 0; !what && il < hp->n_layer; il++) {
+    if (hp->rope_attn_factor != 1.0f && hp->rope_dim != hp->head_dim)
+        return zr_err(err, ZR_E_UNSUPPORTED, "%s: the CUDA backend has no kernel yet for a rope attention factor (%g) with partial rotation (%d of %d; use --device cpu)",
+                      hp->arch_name, (double)hp->rope_attn_factor, hp->rope_dim, hp->head_dim);
+    for (int il = 0; il < hp->n_layer; il++) {
         const ZrLayerFacts *f = &m->layers[il].facts;
-        what = f->act != ZR_ACT_SILU ? "a GELU feed-forward (gemma)"
-               : f->window != 0      ? "sliding-window attention (gemma)"
-               : f->post_attn_norm || f->post_ffn_norm ? "norms after the attention and FFN blocks (gemma)"
-                                                        : NULL;
+        if (f->post_ffn_norm && f->act != ZR_ACT_GELU_TANH)
+            return zr_err(err, ZR_E_UNSUPPORTED, "%s: layer %d: the CUDA backend has no kernel yet for a norm after a %s FFN (use --device cpu)",
+                          hp->arch_name, il, zr_act_name(f->act));
     }
-    if (what)
-        return zr_err(err, ZR_E_UNSUPPORTED, "%s: the CUDA backend has no kernel yet for %s (use --device cpu)", hp->arch_name, what);
     return 0;
 }
 

@@ -188,6 +188,8 @@ int zr_cuf_upload(ZrCuForward *f, ZrError *err) {
         if ((rc = upload_group(f, gu, 2, G->gu, &G->n_gu, G->gu_off, err))) return rc;
         one[0] = &L->w_down;
         if ((rc = upload_group(f, one, 1, &G->down, &n1, off1, err))) return rc;
+        if (F->post_attn_norm && (rc = upload_f32(f, &L->attn_post_norm, &G->post_attn_norm, err))) return rc;
+        if (F->post_ffn_norm && (rc = upload_f32(f, &L->ffn_post_norm, &G->post_ffn_norm, err))) return rc;
     }
     return ZR_OK;
 }
@@ -215,6 +217,8 @@ size_t zr_cuf_upload_bytes(const ZrModel *m) {
             w += 4096;
         /* two norms (and a spare), the bias, the q/k norms */
         w += 3 * align256((size_t)hp->n_embd * 4) + align256(qkv_dim * 4) + 2 * align256((size_t)hp->head_dim * 4);
+        /* gemma's norms after the blocks */
+        w += (L->facts.post_attn_norm + L->facts.post_ffn_norm) * align256((size_t)hp->n_embd * 4);
     }
     return w;
 }
