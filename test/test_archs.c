@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "model.h"
+#include "tokenizer.h"
 #include "zt.h"
 #include "zt_fixtures.h"
 #include "zt_proc.h"
@@ -169,6 +170,89 @@ ZT_TEST(a_local_layer_sees_exactly_the_last_window_positions) {
         ZT_CHECKF(same == (t >= 19), "position %d: %s", t, same ? "unchanged" : "changed");
     }
     unload(&l);
+}
+
+/* ---- tokenizers ---- */
+
+static const char SEP[] = "\n__ggml_vocab_test__\n";
+
+/* Encodes every text of test/vocab_special/INP (llama.cpp's .inp format) with the tokenizer of
+ * the synthesized model (no BOS, no special parsing: zfx tokout) and compares with OUT;
+ * returns the texts that agree, *cases the texts. */
+static int tokenize_cases(const ZrTokenizer *t, const char *inp_name, const char *out_name, int *cases) {
+    char ip[4096], op[4096];
+    snprintf(ip, sizeof ip, "%s/test/vocab_special/%s", getenv("ZR_SRC"), inp_name);
+    snprintf(op, sizeof op, "%s/test/vocab_special/%s", getenv("ZR_SRC"), out_name);
+    size_t il, ol;
+    char *inp = zt_read_file(ip, &il), *exp = zt_read_file(op, &ol);
+    int ok = 0;
+    *cases = 0;
+    for (char *p = inp, *e = exp; inp && exp;) {
+        char *sep = memmem(p, il - (size_t)(p - inp), SEP, sizeof SEP - 1), *nl = strchr(e, '\n');
+        if (!sep || !nl) break;
+        *nl = 0;
+        int32_t want[1024];
+        size_t nw = 0;
+        for (char *q = e; *q && nw < 1024;) {
+            char *end;
+            long v = strtol(q, &end, 10);
+            if (end == q) break;
+            want[nw++] = (int32_t)v;
+            q = end;
+        }
+        int32_t *ids = NULL;
+        size_t n = 0;
+        ZrError err;
+        ++*cases;
+        if (!zr_tokenizer_encode(t, p, (size_t)(sep - p), false, false, &ids, &n, &err) && n == nw &&
+            (n == 0 || !memcmp(ids, want, n * sizeof *ids)))
+            ok++;
+        else
+            fprintf(stderr, "  %s case %d differs from llama.cpp\n", out_name, *cases);
+        free(ids);
+        p = sep + sizeof SEP - 1;
+        e = nl + 1;
+    }
+    free(inp);
+    free(exp);
+    return ok;
+}
+
+/* The vocabularies zrun-synth writes for gemma3 (SentencePiece, no space prefix, the chat tokens
+ * <start_of_turn> <end_of_turn> as control) and phi3 (<|endoftext|> <|user|> <|assistant|>
+ * <|end|>): zrun's ids equal llama.cpp de3ff815's (zfx tokout; the real Phi-3 vocabulary is
+ * test_tokenizer's), and the chat tokens that end a turn end generation. */
+ZT_TEST(gemma3_and_phi3_vocabularies_tokenize_as_llama_cpp_and_end_turns) {
+    NEED_SYNTH();
+    static const struct { const char *arch, *name; const char *eog[3]; } k[] = {
+        {"gemma3", "synth-gemma3", {"<end_of_turn>", "</s>", NULL}},
+        {"phi3", "synth-phi3", {"<|end|>", "<|endoftext|>", "</s>"}},
+    };
+    for (int i = 0; i < 2; i++) {
+        char p[4096], args[128], out[128];
+        snprintf(args, sizeof args, "--arch %s --layers 1 --type f32", k[i].arch);
+        ZT_CHECK(synth("vocab.gguf", args, p, sizeof p) == 0);
+        ZrGguf g;
+        ZrTokenizer *t = NULL;
+        ZrError err;
+        ZT_CHECKF(zr_gguf_open(&g, p, &err) == 0 && zr_tokenizer_load(&t, &g, &err) == 0, "%s", err.msg);
+        int n_chat, n_special;
+        snprintf(out, sizeof out, "%s.chat.out", k[i].name);
+        const int ok_chat = tokenize_cases(t, "chat.inp", out, &n_chat);
+        snprintf(out, sizeof out, "%s.out", k[i].name);
+        const int ok_special = tokenize_cases(t, "special.inp", out, &n_special);
+        fprintf(stderr, "  %-7s chat texts %d/%d, special-looking texts %d/%d as llama.cpp\n", k[i].arch, ok_chat, n_chat, ok_special,
+                n_special);
+        ZT_CHECK(n_chat == 14 && ok_chat == n_chat && n_special == 22 && ok_special == n_special);
+        for (int j = 0; j < 3 && k[i].eog[j]; j++) {
+            const int32_t id = zr_tokenizer_find(t, k[i].eog[j], strlen(k[i].eog[j]));
+            ZT_CHECKF(id >= 0 && zr_tokenizer_is_eog(t, id), "%s: %s (id %d) does not end generation", k[i].arch, k[i].eog[j], id);
+        }
+        const int32_t user = zr_tokenizer_find(t, i ? "<|user|>" : "<start_of_turn>", i ? 8 : 15);
+        ZT_CHECK(user >= 0 && !zr_tokenizer_is_eog(t, user));
+        zr_tokenizer_free(t);
+        zr_gguf_close(&g);
+    }
 }
 
 /* ---- llama.cpp ---- */
