@@ -271,6 +271,10 @@ static const Case k_cases[] = {
     {"gemma3-F32", "--arch gemma3 --layers 7 --seed 4 --type f32", GELU_TABLE_TOL},
     {"gemma3-F16", "--arch gemma3 --layers 7 --seed 4 --type f16", GELU_TABLE_TOL},
     {"gemma3-Q4_K_M", "--arch gemma3 --layers 7 --seed 4 --type q4_k_m", GELU_TABLE_TOL},
+    /* soft-caps that bite (scores of about 1, logits of about 30: Gemma 2's own caps barely touch
+     * the attention scores of these small models) */
+    {"gemma2-caps-F32", "--arch gemma2 --layers 4 --seed 9 --attn-softcap 0.5 --final-softcap 5 --type f32", GELU_TABLE_TOL},
+    {"gemma3-cap-F32", "--arch gemma3 --layers 7 --seed 10 --final-softcap 5 --type f32", GELU_TABLE_TOL},
     {"phi3-F32", "--arch phi3 --layers 3 --seed 5 --orig-ctx 256 --type f32", EXACT_TOL},
     {"phi3-F16", "--arch phi3 --layers 3 --seed 5 --orig-ctx 256 --type f16", EXACT_TOL},
     {"phi3-Q4_K_M", "--arch phi3 --layers 3 --seed 5 --orig-ctx 256 --type q4_k_m", EXACT_TOL},

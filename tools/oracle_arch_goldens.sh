@@ -30,6 +30,8 @@ gemma2-Q4_K_M --arch gemma2 --layers 4 --seed 3 --type q4_k_m
 gemma3-F32 --arch gemma3 --layers 7 --seed 4 --type f32
 gemma3-F16 --arch gemma3 --layers 7 --seed 4 --type f16
 gemma3-Q4_K_M --arch gemma3 --layers 7 --seed 4 --type q4_k_m
+gemma2-caps-F32 --arch gemma2 --layers 4 --seed 9 --attn-softcap 0.5 --final-softcap 5 --type f32
+gemma3-cap-F32 --arch gemma3 --layers 7 --seed 10 --final-softcap 5 --type f32
 phi3-F32 --arch phi3 --layers 3 --seed 5 --orig-ctx 256 --type f32
 phi3-F16 --arch phi3 --layers 3 --seed 5 --orig-ctx 256 --type f16
 phi3-Q4_K_M --arch phi3 --layers 3 --seed 5 --orig-ctx 256 --type q4_k_m

@@ -36,6 +36,8 @@ static const char k_usage[] =
     "      --theta F         rope frequency base\n"
     "      --window N        gemma2/gemma3: sliding window of the local layers (default 16 for tiny, else\n"
     "                        4096 gemma2, 1024 gemma3)\n"
+    "      --attn-softcap F, --final-softcap F\n"
+    "                        gemma2: the soft-caps (default 50 and 30, Gemma 2's); gemma3: a final soft-cap\n"
     "      --orig-ctx N      phi3: write LongRoPE factors (rope_factors_long/short) with this original\n"
     "                        context (long factors when the context used is larger; default: none)\n"
     "      --eps F           RMS norm epsilon (default 1e-5)\n"
@@ -403,7 +405,7 @@ static bool parse_i64(const char *s, int64_t *out) {
 
 int main(int argc, char **argv) {
     enum { O_ARCH = 256, O_SHAPE, O_EMBD, O_LAYERS, O_HEADS, O_KV, O_HD, O_FF, O_VOCAB, O_CTX, O_THETA, O_EPS, O_TIED,
-           O_UNTIED, O_TYPE, O_SEED, O_STD, O_WINDOW, O_ORIG_CTX };
+           O_UNTIED, O_TYPE, O_SEED, O_STD, O_WINDOW, O_ORIG_CTX, O_ATTN_CAP, O_FINAL_CAP };
     static const struct option opts[] = {
         {"out", required_argument, 0, 'o'},      {"arch", required_argument, 0, O_ARCH},
         {"shape", required_argument, 0, O_SHAPE}, {"embd", required_argument, 0, O_EMBD},
@@ -416,11 +418,12 @@ int main(int argc, char **argv) {
         {"seed", required_argument, 0, O_SEED},   {"std", required_argument, 0, O_STD},
         {"threads", required_argument, 0, 't'},   {"quiet", no_argument, 0, 'q'},
         {"window", required_argument, 0, O_WINDOW}, {"orig-ctx", required_argument, 0, O_ORIG_CTX},
+        {"attn-softcap", required_argument, 0, O_ATTN_CAP}, {"final-softcap", required_argument, 0, O_FINAL_CAP},
         {"help", no_argument, 0, 'h'},            {0, 0, 0, 0},
     };
     const char *out = NULL, *arch = "llama", *shape_name = "tiny", *vocab_file = NULL, *type_name = "f16";
     int64_t ov[8] = {0}; /* embd layers heads kv hd ff vocab ctx overrides */
-    double theta = 0, eps = 0, std = 0.05;
+    double theta = 0, eps = 0, std = 0.05, attn_cap = 0, final_cap = 0;
     int tied = -1, quiet = 0;
     int64_t threads = sysconf(_SC_NPROCESSORS_ONLN), seed = 1, window = 0, orig_ctx = 0;
     int c, li = -1;
@@ -454,6 +457,8 @@ int main(int argc, char **argv) {
         case 'q': quiet = 1; break;
         case O_WINDOW: if (!parse_i64(optarg, &window)) goto bad_number; break;
         case O_ORIG_CTX: if (!parse_i64(optarg, &orig_ctx)) goto bad_number; break;
+        case O_ATTN_CAP: attn_cap = atof(optarg); if (attn_cap <= 0) goto bad_number; break;
+        case O_FINAL_CAP: final_cap = atof(optarg); if (final_cap <= 0) goto bad_number; break;
         case 'h': fputs(k_usage, stdout); return 0;
         default: fputs(k_usage, stderr); return 2;
         }
@@ -476,8 +481,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     const bool gemma2 = !strcmp(arch, "gemma2"), gemma3 = !strcmp(arch, "gemma3"), phi3 = !strcmp(arch, "phi3");
-    if ((window && !gemma2 && !gemma3) || (orig_ctx && !phi3)) {
-        fprintf(stderr, "zrun-synth: %s: not an option of architecture %s\n", window ? "--window" : "--orig-ctx", arch);
+    if ((window && !gemma2 && !gemma3) || (orig_ctx && !phi3) || (attn_cap && !gemma2) || (final_cap && !gemma2 && !gemma3)) {
+        fprintf(stderr, "zrun-synth: %s: not an option of architecture %s\n",
+                window ? "--window" : orig_ctx ? "--orig-ctx" : attn_cap ? "--attn-softcap" : "--final-softcap", arch);
         return 2;
     }
     Shape s;
@@ -539,9 +545,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (gemma2) { /* the converter's keys (Gemma 2's config values) */
-        zr_gguf_w_f32(&w, KEY("attn_logit_softcapping"), 50.0f);
-        zr_gguf_w_f32(&w, KEY("final_logit_softcapping"), 30.0f);
+        zr_gguf_w_f32(&w, KEY("attn_logit_softcapping"), attn_cap ? (float)attn_cap : 50.0f);
+        zr_gguf_w_f32(&w, KEY("final_logit_softcapping"), final_cap ? (float)final_cap : 30.0f);
     }
+    if (gemma3 && final_cap) zr_gguf_w_f32(&w, KEY("final_logit_softcapping"), (float)final_cap);
     if (gemma2 || gemma3) zr_gguf_w_u32(&w, KEY("attention.sliding_window"), (uint32_t)window);
     if (gemma3) { /* Gemma 3 4B and larger: linear scaling 8 on the global layers */
         zr_gguf_w_str(&w, KEY("rope.scaling.type"), "linear");

@@ -35,6 +35,7 @@ typedef struct Case {
 static const Case k_cases[] = {
     {"gemma2-F32", "--arch gemma2 --layers 4 --seed 3 --type f32", 128},
     {"gemma2-Q8_0", "--arch gemma2 --layers 4 --seed 3 --type q8_0", 128},
+    {"gemma2-caps-F32", "--arch gemma2 --layers 4 --seed 9 --attn-softcap 0.5 --final-softcap 5 --type f32", 128},
     {"gemma3-F32", "--arch gemma3 --layers 7 --seed 4 --type f32", 128},
     {"gemma3-Q4_K_M", "--arch gemma3 --layers 7 --seed 4 --type q4_k_m", 128},
     {"gemma3-F16-hd256", "--arch gemma3 --layers 7 --seed 8 --type f16 --embd 512 --heads 4 --kv-heads 2 --head-dim 256", 128},
