@@ -87,6 +87,8 @@ typedef struct ZrWeight {
 typedef struct ZrLayer {
     ZrLayerFacts facts;          /* first: the weights follow, and only weights */
     ZrWeight attn_norm;          /* [n_embd] f32 */
+    /* wq, wk, wv may be row views of one fused attn_qkv.weight, w_gate and w_up of phi3's
+     * [n_embd, 2 n_ff] ffn_up.weight (gate rows first): each is a matrix of its own all the same */
     ZrWeight wq;                 /* [n_embd, n_head*head_dim] */
     ZrWeight wk;                 /* [n_embd, n_head_kv*head_dim] */
     ZrWeight wv;                 /* [n_embd, n_head_kv*head_dim] */
