@@ -280,6 +280,8 @@ static const Case k_cases[] = {
     {"phi3-Q4_K_M", "--arch phi3 --layers 3 --seed 5 --orig-ctx 256 --type q4_k_m", EXACT_TOL},
     {"phi3-short-F32", "--arch phi3 --layers 2 --seed 6 --orig-ctx 1024 --type f32", EXACT_TOL},
     {"phi3-plain-F32", "--arch phi3 --layers 2 --seed 7 --type f32", EXACT_TOL},
+    /* Phi-4-mini's partial rotation (3/4 of each head) with LongRoPE's attention factor */
+    {"phi3-partial-F32", "--arch phi3 --layers 3 --seed 11 --orig-ctx 256 --rope-dim 48 --type f32", EXACT_TOL},
 };
 
 ZT_TEST(gemma2_gemma3_phi3_logits_match_llama_cpp) {

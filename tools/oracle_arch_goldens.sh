@@ -19,7 +19,7 @@ while read -r name args; do
   "$synth" -q -o "$work/m.gguf" $args
   model=$work/m.gguf
   case "$args" in *"--type f32"*) ;; *) "$zfx_dir/zfx" dequant "$work/m.gguf" "$work/twin.gguf" >/dev/null; model=$work/twin.gguf ;; esac
-  "$zfx_dir/zfx" eval "$model" "$work/tokens" "$work/all.f32" >/dev/null 2>&1
+  timeout 300 "$zfx_dir/zfx" eval "$model" "$work/tokens" "$work/all.f32" >/dev/null 2>&1 || { echo "$name: zfx eval failed or hung" >&2; exit 1; }
   : > "$out/$name.f32"
   for r in $ROWS; do dd if="$work/all.f32" bs=2048 skip="$r" count=1 status=none >> "$out/$name.f32"; done
   echo "$name: $(stat -c %s "$out/$name.f32") bytes"
@@ -37,4 +37,5 @@ phi3-F16 --arch phi3 --layers 3 --seed 5 --orig-ctx 256 --type f16
 phi3-Q4_K_M --arch phi3 --layers 3 --seed 5 --orig-ctx 256 --type q4_k_m
 phi3-short-F32 --arch phi3 --layers 2 --seed 6 --orig-ctx 1024 --type f32
 phi3-plain-F32 --arch phi3 --layers 2 --seed 7 --type f32
+phi3-partial-F32 --arch phi3 --layers 3 --seed 11 --orig-ctx 256 --rope-dim 48 --type f32
 CASES

@@ -38,6 +38,7 @@ static const char k_usage[] =
     "                        4096 gemma2, 1024 gemma3)\n"
     "      --attn-softcap F, --final-softcap F\n"
     "                        gemma2: the soft-caps (default 50 and 30, Gemma 2's); gemma3: a final soft-cap\n"
+    "      --rope-dim N      values rotated per head (default: the head dimension; Phi-4-mini: 3/4 of it)\n"
     "      --orig-ctx N      phi3: write LongRoPE factors (rope_factors_long/short) with this original\n"
     "                        context (long factors when the context used is larger; default: none)\n"
     "      --eps F           RMS norm epsilon (default 1e-5)\n"
@@ -197,7 +198,7 @@ static int add(Tensor *t, int n, const char *name, uint32_t type, int64_t ne0, i
 
 /* llama.cpp's tensor names and GGUF shapes ([ne0 = input dim, ne1 = output dim]). */
 static int build_tensors(Tensor *t, const char *arch, const Shape *s, uint32_t type, bool mix, bool tied, float std,
-                         bool rope_factors) {
+                         int64_t rope_factors) {
     int n = 0;
     char name[64];
     int64_t q = s->heads * s->head_dim, kv = s->kv_heads * s->head_dim;
@@ -207,8 +208,8 @@ static int build_tensors(Tensor *t, const char *arch, const Shape *s, uint32_t t
     n = add(t, n, "output_norm.weight", 0, s->embd, 1, INIT_NORM, 0.1f);
     if (!tied) n = add(t, n, "output.weight", out_type, s->embd, s->vocab, INIT_MATRIX, 0.25f);
     if (rope_factors) {
-        n = add(t, n, "rope_factors_long.weight", 0, s->head_dim / 2, 1, INIT_FACTOR, 2.0f);
-        n = add(t, n, "rope_factors_short.weight", 0, s->head_dim / 2, 1, INIT_FACTOR, 0.2f);
+        n = add(t, n, "rope_factors_long.weight", 0, rope_factors, 1, INIT_FACTOR, 2.0f);
+        n = add(t, n, "rope_factors_short.weight", 0, rope_factors, 1, INIT_FACTOR, 0.2f);
     }
     for (int64_t l = 0; l < s->layers; l++) {
         uint32_t more = mix && use_more_bits(l, s->layers) ? ZR_TYPE_Q6_K : type;
@@ -405,7 +406,7 @@ static bool parse_i64(const char *s, int64_t *out) {
 
 int main(int argc, char **argv) {
     enum { O_ARCH = 256, O_SHAPE, O_EMBD, O_LAYERS, O_HEADS, O_KV, O_HD, O_FF, O_VOCAB, O_CTX, O_THETA, O_EPS, O_TIED,
-           O_UNTIED, O_TYPE, O_SEED, O_STD, O_WINDOW, O_ORIG_CTX, O_ATTN_CAP, O_FINAL_CAP };
+           O_UNTIED, O_TYPE, O_SEED, O_STD, O_WINDOW, O_ORIG_CTX, O_ATTN_CAP, O_FINAL_CAP, O_ROPE_DIM };
     static const struct option opts[] = {
         {"out", required_argument, 0, 'o'},      {"arch", required_argument, 0, O_ARCH},
         {"shape", required_argument, 0, O_SHAPE}, {"embd", required_argument, 0, O_EMBD},
@@ -419,13 +420,14 @@ int main(int argc, char **argv) {
         {"threads", required_argument, 0, 't'},   {"quiet", no_argument, 0, 'q'},
         {"window", required_argument, 0, O_WINDOW}, {"orig-ctx", required_argument, 0, O_ORIG_CTX},
         {"attn-softcap", required_argument, 0, O_ATTN_CAP}, {"final-softcap", required_argument, 0, O_FINAL_CAP},
+        {"rope-dim", required_argument, 0, O_ROPE_DIM},
         {"help", no_argument, 0, 'h'},            {0, 0, 0, 0},
     };
     const char *out = NULL, *arch = "llama", *shape_name = "tiny", *vocab_file = NULL, *type_name = "f16";
     int64_t ov[8] = {0}; /* embd layers heads kv hd ff vocab ctx overrides */
     double theta = 0, eps = 0, std = 0.05, attn_cap = 0, final_cap = 0;
     int tied = -1, quiet = 0;
-    int64_t threads = sysconf(_SC_NPROCESSORS_ONLN), seed = 1, window = 0, orig_ctx = 0;
+    int64_t threads = sysconf(_SC_NPROCESSORS_ONLN), seed = 1, window = 0, orig_ctx = 0, rope_dim = 0;
     int c, li = -1;
     while ((c = getopt_long(argc, argv, "o:t:qh", opts, &li)) != -1) {
         int64_t v;
@@ -457,6 +459,7 @@ int main(int argc, char **argv) {
         case 'q': quiet = 1; break;
         case O_WINDOW: if (!parse_i64(optarg, &window)) goto bad_number; break;
         case O_ORIG_CTX: if (!parse_i64(optarg, &orig_ctx)) goto bad_number; break;
+        case O_ROPE_DIM: if (!parse_i64(optarg, &rope_dim)) goto bad_number; break;
         case O_ATTN_CAP: attn_cap = atof(optarg); if (attn_cap <= 0) goto bad_number; break;
         case O_FINAL_CAP: final_cap = atof(optarg); if (final_cap <= 0) goto bad_number; break;
         case 'h': fputs(k_usage, stdout); return 0;
@@ -505,6 +508,11 @@ int main(int argc, char **argv) {
     }
     if (!window) window = strcmp(shape_name, "tiny") == 0 ? 16 : gemma2 ? 4096 : 1024;
     if (!s.head_dim) s.head_dim = s.embd / s.heads;
+    if (!rope_dim) rope_dim = s.head_dim;
+    if (rope_dim > s.head_dim || rope_dim % 2) {
+        fprintf(stderr, "zrun-synth: --rope-dim: expected an even value <= the head dimension %" PRId64 ", found %" PRId64 "\n", s.head_dim, rope_dim);
+        return 2;
+    }
     if (s.heads % s.kv_heads || s.head_dim < 2 || s.head_dim % 2) {
         fprintf(stderr, "zrun-synth: shape: expected heads a multiple of kv-heads and an even head-dim, found %" PRId64
                         "/%" PRId64 " heads, head-dim %" PRId64 "\n", s.heads, s.kv_heads, s.head_dim);
@@ -539,7 +547,7 @@ int main(int argc, char **argv) {
     zr_gguf_w_u32(&w, KEY("attention.head_count_kv"), (uint32_t)s.kv_heads);
     zr_gguf_w_f32(&w, KEY("attention.layer_norm_rms_epsilon"), (float)s.eps);
     zr_gguf_w_f32(&w, KEY("rope.freq_base"), (float)s.theta);
-    zr_gguf_w_u32(&w, KEY("rope.dimension_count"), (uint32_t)s.head_dim);
+    zr_gguf_w_u32(&w, KEY("rope.dimension_count"), (uint32_t)rope_dim);
     if (phi3 && s.head_dim * s.heads != s.embd) {
         fprintf(stderr, "zrun-synth: phi3: expected heads x head-dim = embd (llama.cpp's attn_output is [embd, embd])\n");
         return 2;
@@ -578,7 +586,7 @@ int main(int argc, char **argv) {
     int n_max = 3 + (int)s.layers * 14;
     Tensor *ts = calloc((size_t)n_max, sizeof *ts);
     if (!ts) { fprintf(stderr, "zrun-synth: out of memory\n"); return 1; }
-    int nt = build_tensors(ts, arch, &s, type, mix, s.tied, (float)std, phi3 && orig_ctx);
+    int nt = build_tensors(ts, arch, &s, type, mix, s.tied, (float)std, phi3 && orig_ctx ? rope_dim / 2 : 0);
     for (int i = 0; i < nt; i++) zr_gguf_w_tensor(&w, ts[i].name, ts[i].type, ts[i].n_dims, ts[i].ne, NULL);
 
     FILE *f = fopen(out, "wb");
