@@ -46,6 +46,14 @@ static int qk_norm(ZrCuForward *f, int il, int rows, ZrError *err) {
     return ZR_OK;
 }
 
+/* The rope attention factor applied to the rotated values themselves (rope_scale_f32): only
+ * where part of each head rotates (Phi-4-mini); a whole rotating head has it folded into the
+ * scores' scale (scores_scale). */
+static bool rope_scaled(const ZrCuForward *f) {
+    const ZrHparams *hp = &f->m->hp;
+    return hp->rope_attn_factor != 1.0f && hp->rope_dim != hp->head_dim;
+}
+
 /* Q/K head norms, rope of Q and K, and the K/V cache write, for `rows` rows of f->qkv at
  * positions d_pos[0].. (decode and prefill). */
 static int qk_norm_rope(ZrCuForward *f, int il, int rows, ZrError *err) {
@@ -53,19 +61,22 @@ static int qk_norm_rope(ZrCuForward *f, int il, int rows, ZrError *err) {
     int rc = qk_norm(f, il, rows, err);
     if (rc) return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
-    return zr_k_rope_kv(f->launcher, f->k, f->qkv, f->qkv_dim, hp->n_head, hp->n_head_kv, f->head_dim, hp->rope_dim,
-                        hp->rope == ZR_ROPE_NEOX, f->layers[il].rope_freq, f->d_pos, fptr(f->kc, layer), fptr(f->vc, layer), rows,
-                        err);
+    rc = zr_k_rope_kv(f->launcher, f->k, f->qkv, f->qkv_dim, hp->n_head, hp->n_head_kv, f->head_dim, hp->rope_dim,
+                      hp->rope == ZR_ROPE_NEOX, f->layers[il].rope_freq, f->d_pos, fptr(f->kc, layer), fptr(f->vc, layer), rows,
+                      err);
+    if (rc || !rope_scaled(f)) return rc;
+    return zr_k_rope_scale(f->launcher, f->k, f->qkv, f->qkv_dim, hp->n_head, hp->n_head_kv, f->head_dim, hp->rope_dim,
+                           hp->rope_attn_factor, f->d_pos, fptr(f->kc, layer), rows, err);
 }
 
 /* The scores' scale: attn_scale, times the rope attention factor squared when the file has one
- * (phi3's LongRoPE: ggml multiplies cos and sin by it, so every rotated q.k by its square; the
- * rope kernels rotate without it, so the whole head must rotate: cuda_backend.c refuses it
- * otherwise). */
+ * and the whole head rotates (phi3's LongRoPE: ggml multiplies cos and sin by it, so every q.k
+ * by its square; the rope kernels rotate without it). With partial rotation rope_scale_f32
+ * scales the rotated values instead (rope_scaled). */
 static float scores_scale(const ZrCuForward *f) {
     const ZrHparams *hp = &f->m->hp;
     const float a = hp->rope_attn_factor;
-    return a == 1.0f ? hp->attn_scale : hp->attn_scale * (a * a);
+    return a == 1.0f || rope_scaled(f) ? hp->attn_scale : hp->attn_scale * (a * a);
 }
 
 /* A sliding window or soft-capped scores (gemma): only the split kernels have them
@@ -95,7 +106,8 @@ static int attention_split(ZrCuForward *f, int il, int rows, CUdeviceptr part, i
  * kernels (cu/PERF.md). */
 int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
-    if (!f->attn_fused || swa_layer(f, il)) return attention_split(f, il, 1, f->part_d, f->chunk_d, f->n_chunks_d, err);
+    if (!f->attn_fused || swa_layer(f, il) || rope_scaled(f))
+        return attention_split(f, il, 1, f->part_d, f->chunk_d, f->n_chunks_d, err);
     int rc = qk_norm(f, il, 1, err);
     if (rc) return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;

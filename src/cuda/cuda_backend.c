@@ -238,13 +238,9 @@ static void cuda_destroy(ZrBackend *be) {
 /* The facts the CPU reference computes that this backend has no kernel for, refused by name.
  * It runs llama's block (NORM or NEOX rope, biases, q/k norms, rope bases per layer, frequency
  * factors) and gemma's (scaled embedding, GeGLU, norms after the blocks, sliding windows,
- * soft-caps: issue 14); the rope attention factor (phi3's LongRoPE) is folded into the scores'
- * scale, which holds only when the whole head rotates. */
+ * soft-caps: issue 14) and phi3's (the rope attention factor of LongRoPE: cuda/attn.c). */
 static int refuse_facts(const ZrModel *m, ZrError *err) {
     const ZrHparams *hp = &m->hp;
-    if (hp->rope_attn_factor != 1.0f && hp->rope_dim != hp->head_dim)
-        return zr_err(err, ZR_E_UNSUPPORTED, "%s: the CUDA backend has no kernel yet for a rope attention factor (%g) with partial rotation (%d of %d; use --device cpu)",
-                      hp->arch_name, (double)hp->rope_attn_factor, hp->rope_dim, hp->head_dim);
     for (int il = 0; il < hp->n_layer; il++) {
         const ZrLayerFacts *f = &m->layers[il].facts;
         if (f->post_ffn_norm && f->act != ZR_ACT_GELU_TANH)

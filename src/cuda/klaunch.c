@@ -141,3 +141,10 @@ int zr_k_attn_split_swa(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, in
     return ZR_LAUNCH(l, &k->attn_combine, ZR_DIM3(n_head, rows, 1), ZR_DIM1(128), 0, err, &part, &out, &out_stride,
                      &pos, &n_head, &head_dim, &chunk, &n_chunks);
 }
+
+int zr_k_rope_scale(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, int n_head, int n_kv,
+                    int head_dim, int rope_dim, float factor, CUdeviceptr pos, CUdeviceptr kc, int rows, ZrError *err) {
+    const size_t threads = (size_t)(n_head + n_kv) * rope_dim;
+    return ZR_LAUNCH(l, &k->rope_scale, ZR_DIM3(cdiv(threads, 128), rows, 1), ZR_DIM1(128), 0, err, &qkv, &qkv_stride,
+                     &n_head, &n_kv, &head_dim, &rope_dim, &factor, &pos, &kc);
+}

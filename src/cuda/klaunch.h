@@ -79,6 +79,10 @@ int zr_k_geglu(ZrLauncher *l, const ZrCuKernels *k, bool f16, CUdeviceptr gu, in
 /* rmsnorm_add_f32: y[r] += RMSNorm(x[r]) * w for rows rows of n (x, y contiguous [rows][n]) */
 int zr_k_rmsnorm_add(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdeviceptr w, CUdeviceptr y, int n, float eps,
                      int rows, ZrError *err);
+/* rope_scale_f32: after zr_k_rope_kv, the rotated values (first rope_dim of each head) of q in rows
+ * of qkv and of the K rows at pos[0].. of kc times factor */
+int zr_k_rope_scale(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, int n_head, int n_kv,
+                    int head_dim, int rope_dim, float factor, CUdeviceptr pos, CUdeviceptr kc, int rows, ZrError *err);
 /* attn_part_swa_f32 + attn_combine_f32: zr_k_attn_split with a sliding window (the last `window`
  * positions; 0 = all) and an attention soft-cap (0 = none) */
 int zr_k_attn_split_swa(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,

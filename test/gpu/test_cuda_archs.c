@@ -42,6 +42,9 @@ static const Case k_cases[] = {
     {"phi3-F32-long", "--arch phi3 --layers 3 --seed 5 --orig-ctx 64 --type f32", 128},
     {"phi3-Q8_0-short", "--arch phi3 --layers 3 --seed 5 --orig-ctx 256 --type q8_0", 128},
     {"phi3-F16", "--arch phi3 --layers 2 --seed 7 --type f16", 128},
+    /* Phi-4-mini's partial rotation with the LongRoPE attention factor (rope_scale_f32) */
+    {"phi3-F32-partial", "--arch phi3 --layers 3 --seed 11 --orig-ctx 64 --rope-dim 48 --type f32", 128},
+    {"phi3-Q4_K_M-partial", "--arch phi3 --layers 3 --seed 11 --orig-ctx 64 --rope-dim 48 --type q4_k_m", 128},
 };
 #define N_CASES (sizeof k_cases / sizeof k_cases[0])
 

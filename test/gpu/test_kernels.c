@@ -1023,4 +1023,42 @@ ZT_TEST(sliding_window_and_soft_capped_attention_match_the_cpu_past_the_window) 
     swa_case(2, 1, 64, 64, 5, 1, 32, 100, 0.0f);      /* a window wider than the sequence */
 }
 
+/* rope_scale_f32 multiplies exactly the rotated values of Q (rows of qkv) and of the K rows at
+ * pos[0].. in the cache by the factor, and nothing else. */
+ZT_TEST(rope_scale_scales_the_rotated_values_of_q_and_the_new_k_rows_only) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    const int n_head = 4, n_kv = 2, hd = 64, rd = 48, rows = 3, pos0 = 5, n_ctx = 16;
+    const int kv_dim = n_kv * hd, stride = n_head * hd + 2 * kv_dim;
+    const float factor = 1.19f;
+    uint64_t s = 41;
+    float *qkv = malloc(sizeof(float) * rows * stride), *kc = malloc(sizeof(float) * n_ctx * kv_dim);
+    float *q2 = malloc(sizeof(float) * rows * stride), *k2 = malloc(sizeof(float) * n_ctx * kv_dim);
+    for (int i = 0; i < rows * stride; i++) qkv[i] = gpu_rand(&s);
+    for (int i = 0; i < n_ctx * kv_dim; i++) kc[i] = gpu_rand(&s);
+    CUdeviceptr dq = gpu_upload(g, qkv, sizeof(float) * rows * stride), dk = gpu_upload(g, kc, sizeof(float) * n_ctx * kv_dim);
+    CUdeviceptr dp = gpu_upload(g, &pos0, sizeof pos0);
+    ZrError e = {0};
+    ZT_CHECKF(!zr_k_rope_scale(&g->l, &g->k, dq, stride, n_head, n_kv, hd, rd, factor, dp, dk, rows, &e), "%s", e.msg);
+    gpu_download(g, q2, dq, sizeof(float) * rows * stride);
+    gpu_download(g, k2, dk, sizeof(float) * n_ctx * kv_dim);
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < stride; i++) {
+            const bool rotated_q = i < n_head * hd && i % hd < rd;
+            ZT_CHECK(q2[r * stride + i] == (rotated_q ? qkv[r * stride + i] * factor : qkv[r * stride + i]));
+        }
+    for (int p = 0; p < n_ctx; p++)
+        for (int i = 0; i < kv_dim; i++) {
+            const bool scaled = p >= pos0 && p < pos0 + rows && i % hd < rd;
+            ZT_CHECK(k2[p * kv_dim + i] == (scaled ? kc[p * kv_dim + i] * factor : kc[p * kv_dim + i]));
+        }
+    gpu_free(g, dq);
+    gpu_free(g, dk);
+    gpu_free(g, dp);
+    free(qkv);
+    free(kc);
+    free(q2);
+    free(k2);
+}
+
 int main(void) { return gpu_main(); }
