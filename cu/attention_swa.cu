@@ -62,9 +62,14 @@ ZR_KERNEL void __launch_bounds__(128)
         } else {
             for (int d = 0; d < head_dim; d++) s = fmaf(qs[d], kp[d], s);
         }
-        if (softcap > 0.f) s = tanhf(s * inv_cap) * softcap;
         sc[p] = s;
         mx = fmaxf(mx, s);
+    }
+    // each thread caps its own scores after the dot products (capping inside that loop made
+    // ptxas spill); tanh is increasing, so the capped max is the max of the capped scores
+    if (softcap > 0.f) {
+        for (int p = t; p < n; p += blockDim.x) sc[p] = tanhf(sc[p] * inv_cap) * softcap;
+        if (mx > -INFINITY) mx = tanhf(mx * inv_cap) * softcap;
     }
     mx = zr_swa_block_reduce(mx, red, true);
     float l = 0.f;
