@@ -21,7 +21,7 @@
  * layers. */
 #define LAYER_WEIGHTS(L) (&(L)->attn_norm)
 #define WEIGHTS_PER_LAYER ((sizeof(ZrLayer) - offsetof(ZrLayer, attn_norm)) / sizeof(ZrWeight))
-#define WEIGHTS_GLOBAL 4
+#define WEIGHTS_GLOBAL 6
 _Static_assert((sizeof(ZrLayer) - offsetof(ZrLayer, attn_norm)) % sizeof(ZrWeight) == 0,
                "ZrLayer holds its facts, then only ZrWeight fields");
 
@@ -40,6 +40,11 @@ const char *zr_rope_kind_name(ZrRopeKind r) {
     case ZR_ROPE_NEOX: return "neox";
     }
     return "?";
+}
+
+const ZrWeight *zr_model_rope_factors(const ZrModel *m, int n_ctx) {
+    if (m->rope_freqs.data) return &m->rope_freqs;
+    return n_ctx > m->hp.n_ctx_orig ? &m->rope_long : &m->rope_short;
 }
 
 const void *zr_weight_row(const ZrWeight *w, int64_t r) {
@@ -75,20 +80,44 @@ typedef struct ArchInfo {
     Presence qk_norm;   /* attn_{q,k}_norm.weight */
     Presence post_norm; /* post_attention_norm.weight and post_ffw_norm.weight */
     Presence output;    /* output.weight: when absent the embedding is the output */
+    Presence fused_up;  /* ffn_up.weight is [n_embd, 2*n_ff], gate rows then up rows, and no ffn_gate (phi3) */
+    Presence rope_factors; /* rope_factors_long/short.weight (phi3's LongRoPE) */
     /* after the common keys and the defaults (m->hp and every m->layers[il].facts filled): this
      * architecture's own keys and per-layer facts (NULL: none) */
     int (*facts)(const Keys *k, ZrModel *m);
 } ArchInfo;
 
+static int gemma2_facts(const Keys *k, ZrModel *m);
+static int gemma3_facts(const Keys *k, ZrModel *m);
+
+/* gemma2/gemma3/phi3 as llama.cpp de3ff815 loads them (src/models/gemma2.cpp, gemma3.cpp,
+ * phi3.cpp: load_arch_hparams, load_arch_tensors; create_tensor_qkv in llama-model.cpp gives
+ * every one of them optional q/k/v biases and the fused attn_qkv alternative). gemma2 reads
+ * token_embd as its output whatever the file has. */
 static const ArchInfo arch_table[] = {
-    /* name    arch           rope          act          bias      qk_norm   post_norm output */
-    {"llama", ZR_ARCH_LLAMA, ZR_ROPE_NORM, ZR_ACT_SILU, OPTIONAL, ABSENT, ABSENT, OPTIONAL, NULL},
-    {"qwen2", ZR_ARCH_QWEN2, ZR_ROPE_NEOX, ZR_ACT_SILU, REQUIRED, ABSENT, ABSENT, OPTIONAL, NULL},
-    {"qwen3", ZR_ARCH_QWEN3, ZR_ROPE_NEOX, ZR_ACT_SILU, ABSENT, REQUIRED, ABSENT, OPTIONAL, NULL},
+    /* name     arch            rope          act               bias      qk_norm   post_norm output    fused_up  rope_factors */
+    {"llama",  ZR_ARCH_LLAMA,  ZR_ROPE_NORM, ZR_ACT_SILU,      OPTIONAL, ABSENT,   ABSENT,   OPTIONAL, ABSENT,   ABSENT,   NULL},
+    {"qwen2",  ZR_ARCH_QWEN2,  ZR_ROPE_NEOX, ZR_ACT_SILU,      REQUIRED, ABSENT,   ABSENT,   OPTIONAL, ABSENT,   ABSENT,   NULL},
+    {"qwen3",  ZR_ARCH_QWEN3,  ZR_ROPE_NEOX, ZR_ACT_SILU,      ABSENT,   REQUIRED, ABSENT,   OPTIONAL, ABSENT,   ABSENT,   NULL},
+    {"gemma2", ZR_ARCH_GEMMA2, ZR_ROPE_NEOX, ZR_ACT_GELU_TANH, OPTIONAL, ABSENT,   REQUIRED, ABSENT,   ABSENT,   ABSENT,   gemma2_facts},
+    {"gemma3", ZR_ARCH_GEMMA3, ZR_ROPE_NEOX, ZR_ACT_GELU_TANH, OPTIONAL, REQUIRED, REQUIRED, OPTIONAL, ABSENT,   ABSENT,   gemma3_facts},
+    {"phi3",   ZR_ARCH_PHI3,   ZR_ROPE_NEOX, ZR_ACT_SILU,      OPTIONAL, ABSENT,   ABSENT,   OPTIONAL, REQUIRED, OPTIONAL, NULL},
 };
 #define N_ARCH (sizeof arch_table / sizeof arch_table[0])
 
-const char *zr_arch_supported_list(void) { return "llama, qwen2, qwen3"; }
+const char *zr_arch_supported_list(void) { return "llama, qwen2, qwen3, gemma2, gemma3, phi3"; }
+
+/* Architectures near the supported ones that zrun refuses with the reason (a file of one of
+ * them would otherwise get the generic "not supported"). */
+static const struct { const char *name, *why; } k_refused[] = {
+    {"gemma3n", "Gemma 3n (per-layer embeddings, AltUp and LAuReL blocks) is not supported; Gemma 3 (gemma3) is"},
+    {"gemma", "Gemma 1 is not supported; Gemma 2 (gemma2) and Gemma 3 (gemma3) are"},
+    {"gemma4", "Gemma 4 is not supported; Gemma 2 (gemma2) and Gemma 3 (gemma3) are"},
+    {"gemma-embedding", "EmbeddingGemma (an encoder) is not supported"},
+    {"clip", "this is a multimodal projector (mmproj: a vision or audio tower), not a language model; vision towers are not supported: give the text model's GGUF"},
+    {"phimoe", "Phi-3.5-MoE (phimoe) is not supported (no mixture-of-experts yet); Phi-3 dense models (phi3) are"},
+    {"phi2", "Phi-2 (LayerNorm, parallel blocks) is not supported; Phi-3 (phi3) is"},
+};
 
 static const char *key_name(const Keys *k, const char *suffix, char *buf, size_t cap) {
     snprintf(buf, cap, "%s.%s", k->arch, suffix);
@@ -174,6 +203,7 @@ static int read_hparams(const ZrGguf *g, const ArchInfo *ai, ZrHparams *hp, ZrEr
     hp->rope = ai->rope;
     hp->rope_theta = 10000.0f;
     hp->embd_scale = 1.0f;
+    hp->rope_attn_factor = 1.0f;
     int rc;
     if ((rc = key_int(&k, "embedding_length", true, &hp->n_embd))) return rc;
     if ((rc = key_int(&k, "block_count", true, &hp->n_layer))) return rc;
@@ -185,6 +215,12 @@ static int read_hparams(const ZrGguf *g, const ArchInfo *ai, ZrHparams *hp, ZrEr
     if ((rc = key_float(&k, "attention.layer_norm_rms_epsilon", true, &hp->rms_eps))) return rc;
     if ((rc = key_float(&k, "rope.freq_base", false, &hp->rope_theta))) return rc;
     if ((rc = read_rope_scaling(&k, hp))) return rc;
+    if ((rc = key_float(&k, "rope.scaling.attn_factor", false, &hp->rope_attn_factor))) return rc;
+    if (!(hp->rope_attn_factor > 0.0f) || !isfinite(hp->rope_attn_factor))
+        return zr_err(err, ZR_E_FORMAT, "%s: key '%s.rope.scaling.attn_factor': expected a finite positive value, found %g", g->path, ai->name,
+                      (double)hp->rope_attn_factor);
+    hp->n_ctx_orig = hp->n_ctx_train;
+    if ((rc = key_int(&k, "rope.scaling.original_context_length", false, &hp->n_ctx_orig))) return rc;
     if ((rc = read_n_vocab(&k, hp))) return rc;
 
     if (hp->n_layer > MAX_LAYERS)
@@ -245,6 +281,83 @@ static int read_experts(const Keys *k, ZrModel *m) {
     return 0;
 }
 
+/* ---- gemma ---- */
+
+/* The sliding-window layers as llama.cpp's load_swa_pattern (llama-model.cpp) and
+ * llama_hparams::set_swa_pattern: attention.sliding_window_pattern as one value per layer (an
+ * array), else as a period n (default: the architecture's) where layer il is local when
+ * il % n < n - 1 (n = 0: every layer). A local layer attends to the last n_swa positions only
+ * (llama_hparams::is_masked_swa, standard: key p0 is masked for query p1 when p1 - p0 >= n_swa)
+ * and rotates with the local base and scale (llama_model::get_rope_freq_base/scale). */
+static int set_swa(const Keys *k, ZrModel *m, int n_swa, uint32_t period, float theta, float scale) {
+    char key[128];
+    key_name(k, "attention.sliding_window_pattern", key, sizeof key);
+    const ZrGgufKv *kv = zr_gguf_find(k->g, key), *arr = NULL;
+    if (kv && kv->type == ZR_GGUF_ARRAY) {
+        if (kv->n != (uint64_t)m->hp.n_layer || kv->elem_type == ZR_GGUF_STRING || kv->elem_type == ZR_GGUF_ARRAY)
+            return zr_err(k->err, ZR_E_FORMAT, "%s: key '%s': expected %d numbers (one per layer), found %" PRIu64 " values of type %u", k->g->path, key,
+                          m->hp.n_layer, kv->n, (unsigned)kv->elem_type);
+        arr = kv;
+    } else if (kv) {
+        int rc = zr_gguf_get_u32(k->g, key, &period, k->err);
+        if (rc) return rc;
+    }
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const bool local = arr ? zr_gguf_arr_num(arr, (uint64_t)il) != 0 : period == 0 || (uint32_t)il % period < period - 1;
+        if (!local) continue;
+        ZrLayerFacts *f = &m->layers[il].facts;
+        f->window = n_swa;
+        f->rope_theta = theta;
+        f->rope_freq_scale = scale;
+    }
+    return 0;
+}
+
+/* llama.cpp's f_attention_scale of gemma2/gemma3 (from gemma_pytorch's config): Q is scaled by
+ * 1/sqrt(n_embd / n_head) for the 27B model (told by its layer count), else 1/sqrt(head_dim). */
+static void gemma_attn_scale(ZrHparams *hp, int n_layer_27b) {
+    hp->attn_scale = hp->n_layer == n_layer_27b ? 1.0f / sqrtf((float)(hp->n_embd / hp->n_head)) : 1.0f / sqrtf((float)hp->head_dim);
+}
+
+/* src/models/gemma2.cpp: embedding * sqrtf(n_embd); attention soft-cap 50 and final soft-cap 30
+ * unless the keys say; window 4096 unless the key says, every other layer local (pattern 2),
+ * local layers with rope.freq_base_swa (default: the global base) and the global scale. */
+static int gemma2_facts(const Keys *k, ZrModel *m) {
+    ZrHparams *hp = &m->hp;
+    hp->embd_scale = sqrtf((float)hp->n_embd);
+    hp->attn_softcap = 50.0f;
+    hp->final_softcap = 30.0f;
+    int n_swa = 4096, rc;
+    float theta_swa = hp->rope_theta;
+    if ((rc = key_float(k, "attn_logit_softcapping", false, &hp->attn_softcap))) return rc;
+    if ((rc = key_float(k, "final_logit_softcapping", false, &hp->final_softcap))) return rc;
+    if ((rc = key_int(k, "attention.sliding_window", false, &n_swa))) return rc;
+    if ((rc = key_float(k, "rope.freq_base_swa", false, &theta_swa))) return rc;
+    gemma_attn_scale(hp, 46);
+    return set_swa(k, m, n_swa, 2, theta_swa, hp->rope_freq_scale);
+}
+
+/* src/models/gemma3.cpp: embedding * sqrtf(n_embd); final soft-cap only when the key says;
+ * sliding windows only when attention.sliding_window > 0, then five local layers per global
+ * one (pattern 6), local layers with rope.freq_base_swa (default 10000) and scale 1 (the
+ * global layers keep the file's base and linear scaling: 1/8 on Gemma 3 4B and larger). */
+static int gemma3_facts(const Keys *k, ZrModel *m) {
+    ZrHparams *hp = &m->hp;
+    hp->embd_scale = sqrtf((float)hp->n_embd);
+    hp->final_softcap = 0.0f;
+    int rc;
+    if ((rc = key_float(k, "final_logit_softcapping", false, &hp->final_softcap))) return rc;
+    gemma_attn_scale(hp, 62);
+    char key[128];
+    uint32_t n_swa = 0;
+    if ((rc = zr_gguf_get_u32_opt(k->g, key_name(k, "attention.sliding_window", key, sizeof key), &n_swa, k->err))) return rc;
+    if (n_swa == 0) return 0;
+    if (n_swa > MAX_DIM) return zr_err(k->err, ZR_E_FORMAT, "%s: key '%s': expected a value in 0..%d, found %" PRIu32, k->g->path, key, MAX_DIM, n_swa);
+    float theta_swa = 10000.0f;
+    if ((rc = key_float(k, "rope.freq_base_swa", false, &theta_swa))) return rc;
+    return set_swa(k, m, (int)n_swa, 6, theta_swa, 1.0f);
+}
+
 /* Every layer's facts: llama's block with the architecture's fixed choices and the model's rope,
  * then the keys every architecture may have (experts), then the architecture's own hook.
  * Optional tensors count as present here; binding keeps the fact only where the file has them. */
@@ -267,10 +380,10 @@ static int fill_facts(ZrModel *m, const ArchInfo *ai, const ZrGguf *g, ZrError *
     return rc;
 }
 
-/* What zrun computes today; everything else is refused by name before any tensor is bound (so
- * on the facts as the architecture states them: an optional tensor counts as present).
- * Widen it where a backend gains the kernel (issue 14: gelu_tanh, post norms, soft-caps,
- * windows; issue 15: experts). */
+/* What zrun computes today (the CPU reference computes every fact passed here; the CUDA
+ * backend refuses those it has no kernel for by name); everything else is refused by name before
+ * any tensor is bound (so on the facts as the architecture states them: an optional tensor
+ * counts as present). Widen it where the CPU reference gains the op (issue 15: experts). */
 static int check_facts(const ZrModel *m, const char *path, ZrError *err) {
     const ZrHparams *hp = &m->hp;
     const char *arch = hp->arch_name;
@@ -283,16 +396,16 @@ static int check_facts(const ZrModel *m, const char *path, ZrError *err) {
         return zr_err(err, ZR_E_FORMAT, "%s: %s: attention scale: expected a finite positive value, found %g", path, arch, (double)hp->attn_scale);
     if (!(hp->final_softcap >= 0.0f) || !isfinite(hp->final_softcap))
         return zr_err(err, ZR_E_FORMAT, "%s: %s: final logit soft-cap: expected a finite value >= 0, found %g", path, arch, (double)hp->final_softcap);
-    if (hp->attn_softcap != 0.0f)
-        return zr_err(err, ZR_E_UNSUPPORTED, "%s: %s: attention logit soft-capping (%g) is not supported yet", path, arch, (double)hp->attn_softcap);
+    if (!(hp->attn_softcap >= 0.0f) || !isfinite(hp->attn_softcap))
+        return zr_err(err, ZR_E_FORMAT, "%s: %s: attention logit soft-cap: expected a finite value >= 0, found %g", path, arch, (double)hp->attn_softcap);
+    if (!(hp->rope_attn_factor > 0.0f) || !isfinite(hp->rope_attn_factor))
+        return zr_err(err, ZR_E_FORMAT, "%s: %s: rope attention factor: expected a finite positive value, found %g", path, arch, (double)hp->rope_attn_factor);
     for (int il = 0; il < hp->n_layer; il++) {
         const ZrLayerFacts *f = &m->layers[il].facts;
-        if (f->act != ZR_ACT_SILU)
-            return zr_err(err, ZR_E_UNSUPPORTED, "%s: %s: layer %d: FFN activation '%s' is not supported yet (supported: silu)", path, arch, il, zr_act_name(f->act));
-        if (f->window != 0)
-            return zr_err(err, ZR_E_UNSUPPORTED, "%s: %s: layer %d: sliding-window attention (window %d) is not supported yet (global attention only)", path, arch, il, f->window);
-        if (f->post_attn_norm || f->post_ffn_norm)
-            return zr_err(err, ZR_E_UNSUPPORTED, "%s: %s: layer %d: a norm after the %s block is not supported yet", path, arch, il, f->post_attn_norm ? "attention" : "FFN");
+        if (f->act != ZR_ACT_SILU && f->act != ZR_ACT_GELU_TANH)
+            return zr_err(err, ZR_E_UNSUPPORTED, "%s: %s: layer %d: FFN activation '%s' is not supported (supported: silu, gelu_tanh)", path, arch, il, zr_act_name(f->act));
+        if (f->window < 0)
+            return zr_err(err, ZR_E_FORMAT, "%s: %s: layer %d: sliding window %d: expected >= 0", path, arch, il, f->window);
         if (!f->rope)
             return zr_err(err, ZR_E_UNSUPPORTED, "%s: %s: layer %d: layers without rope (NoPE) are not supported yet", path, arch, il);
         if (!(f->rope_theta > 0.0f) || !isfinite(f->rope_theta) || !(f->rope_freq_scale > 0.0f) || !isfinite(f->rope_freq_scale))
@@ -383,6 +496,26 @@ static int bind(Binder *b, ZrWeight *w, const char *name, int64_t ne0, int64_t n
     return 0;
 }
 
+/* Rows [row0, row0 + rows) of a bound matrix (or values of a bound vector) as a weight of its
+ * own: a fused tensor's parts (rows of every block format are whole blocks, so any row range is a
+ * matrix of the same type). The part keeps the fused tensor's name. */
+static ZrWeight part_of(const ZrWeight *whole, int64_t row0, int64_t rows) {
+    ZrWeight w = *whole;
+    w.data = zr_weight_row(whole, row0);
+    w.ne1 = rows;
+    w.nbytes = zr_row_bytes(whole->type, whole->ne0) * (uint64_t)rows;
+    return w;
+}
+
+/* Values [i0, i0 + n) of a bound f32 vector as a vector of its own. */
+static ZrWeight part_of_vector(const ZrWeight *whole, int64_t i0, int64_t n) {
+    ZrWeight w = *whole;
+    w.data = (const float *)whole->data + i0;
+    w.ne0 = n;
+    w.nbytes = (uint64_t)n * sizeof(float);
+    return w;
+}
+
 static int bind_layer(Binder *b, int il, ZrLayer *L) {
     const ZrHparams *hp = &b->m->hp;
     const ArchInfo *ai = b->ai;
@@ -393,10 +526,36 @@ static int bind_layer(Binder *b, int il, ZrLayer *L) {
 #define BIND(field, suffix, ne0, ne1, req) \
     if (!rc) { snprintf(n, sizeof n, "blk.%d." suffix, il); rc = bind(b, &L->field, n, ne0, ne1, req); }
     BIND(attn_norm, "attn_norm.weight", e, 0, true);
-    BIND(wq, "attn_q.weight", e, q, true);
-    BIND(wk, "attn_k.weight", e, kv, true);
-    BIND(wv, "attn_v.weight", e, kv, true);
-    if (f->qkv_bias) {
+    /* llama.cpp's create_tensor_qkv: attn_qkv.weight [n_embd, q + 2 kv] (Q rows, K rows, V rows:
+     * build_qkv's views) when the file has it, with attn_qkv.bias or else the separate biases */
+    snprintf(n, sizeof n, "blk.%d.attn_qkv.weight", il);
+    const bool fused_qkv = zr_gguf_tensor(b->g, n) != NULL;
+    bool fused_bias = false;
+    if (fused_qkv) {
+        BIND(wq, "attn_qkv.weight", e, q + 2 * kv, true);
+        if (!rc) {
+            const ZrWeight whole = L->wq;
+            L->wq = part_of(&whole, 0, q);
+            L->wk = part_of(&whole, q, kv);
+            L->wv = part_of(&whole, q + kv, kv);
+        }
+        snprintf(n, sizeof n, "blk.%d.attn_qkv.bias", il);
+        fused_bias = f->qkv_bias && zr_gguf_tensor(b->g, n) != NULL;
+        if (fused_bias) {
+            BIND(bq, "attn_qkv.bias", q + 2 * kv, 0, true);
+            if (!rc) {
+                const ZrWeight whole = L->bq;
+                L->bq = part_of_vector(&whole, 0, q);
+                L->bk = part_of_vector(&whole, q, kv);
+                L->bv = part_of_vector(&whole, q + kv, kv);
+            }
+        }
+    } else {
+        BIND(wq, "attn_q.weight", e, q, true);
+        BIND(wk, "attn_k.weight", e, kv, true);
+        BIND(wv, "attn_v.weight", e, kv, true);
+    }
+    if (f->qkv_bias && !fused_bias) {
         BIND(bq, "attn_q.bias", q, 0, ai->qkv_bias == REQUIRED);
         BIND(bk, "attn_k.bias", kv, 0, ai->qkv_bias == REQUIRED);
         BIND(bv, "attn_v.bias", kv, 0, ai->qkv_bias == REQUIRED);
@@ -408,8 +567,19 @@ static int bind_layer(Binder *b, int il, ZrLayer *L) {
     BIND(wo, "attn_output.weight", q, e, true);
     if (f->post_attn_norm) BIND(attn_post_norm, "post_attention_norm.weight", e, 0, ai->post_norm == REQUIRED);
     BIND(ffn_norm, "ffn_norm.weight", e, 0, true);
-    BIND(w_gate, "ffn_gate.weight", e, hp->n_ff, true);
-    BIND(w_up, "ffn_up.weight", e, hp->n_ff, true);
+    if (ai->fused_up == REQUIRED) {
+        /* phi3: ffn_up.weight [n_embd, 2 n_ff], gate rows first (llama.cpp's LLM_FFN_SWIGLU on the
+         * one product: ggml_swiglu takes silu of the first half times the second) */
+        BIND(w_gate, "ffn_up.weight", e, 2 * (int64_t)hp->n_ff, true);
+        if (!rc) {
+            const ZrWeight whole = L->w_gate;
+            L->w_gate = part_of(&whole, 0, hp->n_ff);
+            L->w_up = part_of(&whole, hp->n_ff, hp->n_ff);
+        }
+    } else {
+        BIND(w_gate, "ffn_gate.weight", e, hp->n_ff, true);
+        BIND(w_up, "ffn_up.weight", e, hp->n_ff, true);
+    }
     BIND(w_down, "ffn_down.weight", hp->n_ff, e, true);
     if (f->post_ffn_norm) BIND(ffn_post_norm, "post_ffw_norm.weight", e, 0, ai->post_norm == REQUIRED);
 #undef BIND
@@ -425,7 +595,7 @@ static uint64_t weight_params(const ZrWeight *w) { return w->data ? (uint64_t)(w
 static uint64_t weight_bytes(const ZrWeight *w) { return w->data ? w->nbytes : 0; }
 
 static void count_model(ZrModel *m) {
-    const ZrWeight *globals[] = {&m->tok_embd, &m->output_norm, &m->rope_freqs};
+    const ZrWeight *globals[] = {&m->tok_embd, &m->output_norm, &m->rope_freqs, &m->rope_long, &m->rope_short};
     m->n_params = 0;
     m->bytes_per_token = 0;
     for (size_t i = 0; i < sizeof globals / sizeof globals[0]; i++) m->n_params += weight_params(globals[i]);
@@ -458,6 +628,8 @@ static int bind_all(ZrModel *m, const ArchInfo *ai, const ZrGguf *g, ZrError *er
         m->tied_output = true;
     }
     if (!rc) rc = bind(&b, &m->rope_freqs, "rope_freqs.weight", hp->rope_dim / 2, 0, false);
+    if (!rc && ai->rope_factors != ABSENT) rc = bind(&b, &m->rope_long, "rope_factors_long.weight", hp->rope_dim / 2, 0, ai->rope_factors == REQUIRED);
+    if (!rc && ai->rope_factors != ABSENT) rc = bind(&b, &m->rope_short, "rope_factors_short.weight", hp->rope_dim / 2, 0, ai->rope_factors == REQUIRED);
     for (int il = 0; !rc && il < hp->n_layer; il++) rc = bind_layer(&b, il, &m->layers[il]);
     return rc;
 }
@@ -465,13 +637,28 @@ static int bind_all(ZrModel *m, const ArchInfo *ai, const ZrGguf *g, ZrError *er
 /* rope_freqs.weight divides each pair's frequency: a zero, negative or non-finite divisor
  * makes every rotation NaN. [rope_dim/2] f32. */
 static int check_rope_freqs(const ZrModel *m, const ZrGguf *g, ZrError *err) {
-    const ZrWeight *w = &m->rope_freqs;
-    for (int64_t i = 0; w->data && i < w->ne0; i++) {
-        float f;
-        memcpy(&f, (const char *)w->data + i * (int64_t)sizeof f, sizeof f);
-        if (!(f > 0.0f) || !isfinite(f))
-            return zr_err(err, ZR_E_FORMAT, "%s: tensor 'rope_freqs.weight': value %" PRId64 ": expected a finite positive frequency divisor, found %g",
-                          g->path, i, (double)f);
+    const ZrWeight *ws[3] = {&m->rope_freqs, &m->rope_long, &m->rope_short};
+    for (int k = 0; k < 3; k++) {
+        const ZrWeight *w = ws[k];
+        for (int64_t i = 0; w->data && i < w->ne0; i++) {
+            float f;
+            memcpy(&f, (const char *)w->data + i * (int64_t)sizeof f, sizeof f);
+            if (!(f > 0.0f) || !isfinite(f))
+                return zr_err(err, ZR_E_FORMAT, "%s: tensor '%s': value %" PRId64 ": expected a finite positive frequency divisor, found %g",
+                              g->path, w->name, i, (double)f);
+        }
+    }
+    return 0;
+}
+
+/* A text model's GGUF with a vision tower's tensors (llama.cpp keeps those in a separate mmproj
+ * file: "v.*", "mm.*") is refused by name rather than run without them. */
+static int check_vision(const ZrGguf *g, ZrError *err) {
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const ZrStr *name = &g->tensors[i].name;
+        if ((name->len > 2 && !memcmp(name->ptr, "v.", 2)) || (name->len > 3 && !memcmp(name->ptr, "mm.", 3)))
+            return zr_err(err, ZR_E_UNSUPPORTED, "%s: tensor '%.*s': vision towers are not supported (a text-only GGUF is)", g->path,
+                          (int)(name->len > 64 ? 64 : name->len), name->ptr);
     }
     return 0;
 }
@@ -502,6 +689,11 @@ static const ArchInfo *find_arch(const ZrGguf *g, ZrError *err) {
     if (zr_gguf_get_str(g, "general.architecture", &name, err)) return NULL;
     for (size_t i = 0; i < N_ARCH; i++)
         if (zr_str_eq(name, arch_table[i].name)) return &arch_table[i];
+    for (size_t i = 0; i < sizeof k_refused / sizeof k_refused[0]; i++)
+        if (zr_str_eq(name, k_refused[i].name)) {
+            zr_err(err, ZR_E_UNSUPPORTED, "%s: architecture '%s': %s (supported: %s)", g->path, k_refused[i].name, k_refused[i].why, zr_arch_supported_list());
+            return NULL;
+        }
     zr_err(err, ZR_E_UNSUPPORTED, "%s: architecture '%.*s' is not supported (supported: %s)", g->path,
            (int)(name.len > 64 ? 64 : name.len), name.ptr, zr_arch_supported_list());
     return NULL;
@@ -516,6 +708,7 @@ int zr_model_from_gguf(ZrModel *m, ZrGguf *g, ZrError *err) {
     if (!rc) rc = check_facts(m, g->path, err);
     if (!rc) rc = bind_all(m, ai, g, err);
     if (!rc) rc = check_rope_freqs(m, g, err);
+    if (!rc) rc = check_vision(g, err);
     if (!rc) rc = check_stray_layers(m, g, err);
     if (rc) {
         free(m->layers);

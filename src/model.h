@@ -8,7 +8,7 @@
 #include "err.h"
 #include "gguf.h"
 
-typedef enum ZrArch { ZR_ARCH_LLAMA, ZR_ARCH_QWEN2, ZR_ARCH_QWEN3 } ZrArch;
+typedef enum ZrArch { ZR_ARCH_LLAMA, ZR_ARCH_QWEN2, ZR_ARCH_QWEN3, ZR_ARCH_GEMMA2, ZR_ARCH_GEMMA3, ZR_ARCH_PHI3 } ZrArch;
 
 /* The architecture as data: what a backend does differs between architectures only through the
  * facts below (per model in ZrHparams, per layer in ZrLayerFacts), filled in one place per
@@ -41,6 +41,8 @@ typedef struct ZrHparams {
     int n_ff;            /* feed-forward hidden width */
     int n_vocab;
     int n_ctx_train;     /* context_length */
+    int n_ctx_orig;      /* rope.scaling.original_context_length, else n_ctx_train: a context longer than
+                          * this takes phi3's long rope factors (llama.cpp's n_ctx_orig_yarn) */
     /* -- per-model facts -- */
     ZrNormKind norm;     /* every norm of the model */
     float rms_eps;       /* attention.layer_norm_rms_epsilon: the eps of every norm */
@@ -48,6 +50,8 @@ typedef struct ZrHparams {
     int rope_dim;        /* rope.dimension_count (<= head_dim): values rotated per head */
     float rope_theta;    /* rope.freq_base, default 10000: the base of layers that do not say otherwise */
     float rope_freq_scale; /* 1 / rope.scaling.factor for linear scaling; 1 when none (default of the layers too) */
+    float rope_attn_factor; /* rope.scaling.attn_factor, default 1: cos and sin are multiplied by it (llama.cpp's
+                          * yarn_attn_factor without yarn: phi3's LongRoPE writes sqrt(1 + ln(s) / ln(n_ctx_orig))) */
     float embd_scale;    /* the embedding row is multiplied by this: 1, sqrt(n_embd) for gemma */
     float attn_scale;    /* attention scores are q.k * attn_scale: 1/sqrt(head_dim) unless the architecture says
                           * (gemma's query_pre_attn_scalar: llama.cpp scales Q by it before q.k; mind the rounding) */
@@ -83,6 +87,8 @@ typedef struct ZrWeight {
 typedef struct ZrLayer {
     ZrLayerFacts facts;          /* first: the weights follow, and only weights */
     ZrWeight attn_norm;          /* [n_embd] f32 */
+    /* wq, wk, wv may be row views of one fused attn_qkv.weight, w_gate and w_up of phi3's
+     * [n_embd, 2 n_ff] ffn_up.weight (gate rows first): each is a matrix of its own all the same */
     ZrWeight wq;                 /* [n_embd, n_head*head_dim] */
     ZrWeight wk;                 /* [n_embd, n_head_kv*head_dim] */
     ZrWeight wv;                 /* [n_embd, n_head_kv*head_dim] */
@@ -104,8 +110,9 @@ typedef struct ZrModel {
     ZrWeight output_norm;        /* [n_embd] f32 */
     ZrWeight output;             /* [n_embd, n_vocab]; == tok_embd when tied */
     bool tied_output;            /* no output.weight (optional for llama/qwen, absent for gemma) */
-    ZrWeight rope_freqs;         /* [rope_dim/2] f32 frequency divisors of every rotating layer (Llama 3.1; phi3's
-                                  * long or short factors, issue 14); absent if none */
+    ZrWeight rope_freqs;         /* [rope_dim/2] f32 frequency divisors of every rotating layer (Llama 3.1); absent if none */
+    ZrWeight rope_long, rope_short; /* [rope_dim/2] f32 phi3's LongRoPE divisors (rope_factors_long/short.weight): one
+                                  * or the other by the context length (zr_model_rope_factors); absent if none */
     ZrLayer *layers;             /* [n_layer] */
     uint64_t n_params;
     uint64_t bytes_per_token;    /* weight bytes read per decoded token (all matrices once, one embedding row) */
@@ -126,5 +133,9 @@ int zr_model_check_facts(const ZrModel *m, ZrError *err);
 /* "silu", "gelu_tanh"; "none", "norm", "neox" (as llama.cpp names them) */
 const char *zr_act_name(ZrAct a);
 const char *zr_rope_kind_name(ZrRopeKind r);
+/* The rope frequency divisors a backend with a context of n_ctx positions uses (as llama.cpp's
+ * get_rope_factors): rope_freqs when the file has it, else phi3's long factors when n_ctx >
+ * n_ctx_orig, else its short ones. Never NULL; ->data NULL = none. */
+const ZrWeight *zr_model_rope_factors(const ZrModel *m, int n_ctx);
 /* Row r of a [ne0, ne1] weight (r < ne1). */
 const void *zr_weight_row(const ZrWeight *w, int64_t r);

@@ -353,20 +353,18 @@ ZT_TEST(fact_names_are_llama_cpps) {
         unbuild(&b_);                                                                            \
     } while (0)
 
-ZT_TEST(an_ffn_activation_other_than_silu_is_refused_by_name) {
-    ZT_FACT_REFUSED(m->layers[1].facts.act = ZR_ACT_GELU_TANH, ZR_E_UNSUPPORTED,
-                    "test.gguf: llama: layer 1: FFN activation 'gelu_tanh' is not supported yet (supported: silu)");
+ZT_TEST(an_ffn_activation_other_than_silu_and_gelu_tanh_is_refused_by_name) {
+    ZT_FACT_REFUSED(m->layers[1].facts.act = (ZrAct)7, ZR_E_UNSUPPORTED,
+                    "test.gguf: llama: layer 1: FFN activation '?' is not supported (supported: silu, gelu_tanh)");
 }
 
-ZT_TEST(a_sliding_window_is_refused_until_the_kernels_have_one) {
-    ZT_FACT_REFUSED(m->layers[0].facts.window = 4096, ZR_E_UNSUPPORTED,
-                    "test.gguf: llama: layer 0: sliding-window attention (window 4096) is not supported yet");
+ZT_TEST(a_negative_window_or_soft_cap_is_refused) {
+    ZT_FACT_REFUSED(m->layers[0].facts.window = -1, ZR_E_FORMAT, "test.gguf: llama: layer 0: sliding window -1: expected >= 0");
+    ZT_FACT_REFUSED(m->hp.attn_softcap = -50.0f, ZR_E_FORMAT, "test.gguf: llama: attention logit soft-cap: expected a finite value >= 0, found -50");
+    ZT_FACT_REFUSED(m->hp.rope_attn_factor = 0.0f, ZR_E_FORMAT, "rope attention factor: expected a finite positive value, found 0");
 }
 
-ZT_TEST(post_block_norms_soft_capped_attention_nope_layers_and_experts_are_refused) {
-    ZT_FACT_REFUSED(m->layers[1].facts.post_attn_norm = true, ZR_E_UNSUPPORTED, "layer 1: a norm after the attention block is not supported yet");
-    ZT_FACT_REFUSED(m->layers[0].facts.post_ffn_norm = true, ZR_E_UNSUPPORTED, "layer 0: a norm after the FFN block is not supported yet");
-    ZT_FACT_REFUSED(m->hp.attn_softcap = 50.0f, ZR_E_UNSUPPORTED, "test.gguf: llama: attention logit soft-capping (50) is not supported yet");
+ZT_TEST(nope_layers_and_experts_are_refused) {
     ZT_FACT_REFUSED(m->layers[1].facts.rope = false, ZR_E_UNSUPPORTED, "layer 1: layers without rope (NoPE) are not supported yet");
     ZT_FACT_REFUSED(m->hp.rope = ZR_ROPE_NONE, ZR_E_UNSUPPORTED, "models without rope are not supported");
     ZT_FACT_REFUSED((m->layers[0].facts.n_expert = 8, m->layers[0].facts.n_expert_used = 2), ZR_E_UNSUPPORTED,
@@ -430,8 +428,15 @@ ZT_TEST(a_missing_tensor_is_named) {
 }
 
 ZT_TEST(an_unsupported_architecture_is_named_with_the_supported_list) {
-    ZT_LOAD_FAILS(((Spec){.arch = "gpt2"}), ZR_E_UNSUPPORTED, "test.gguf: architecture 'gpt2' is not supported (supported: llama, qwen2, qwen3)");
-    ZT_CHECK(!strcmp(zr_arch_supported_list(), "llama, qwen2, qwen3"));
+    ZT_LOAD_FAILS(((Spec){.arch = "gpt2"}), ZR_E_UNSUPPORTED,
+                  "test.gguf: architecture 'gpt2' is not supported (supported: llama, qwen2, qwen3, gemma2, gemma3, phi3)");
+    ZT_CHECK(!strcmp(zr_arch_supported_list(), "llama, qwen2, qwen3, gemma2, gemma3, phi3"));
+}
+
+ZT_TEST(near_variants_are_refused_with_the_reason) {
+    ZT_LOAD_FAILS(((Spec){.arch = "gemma3n"}), ZR_E_UNSUPPORTED, "test.gguf: architecture 'gemma3n': Gemma 3n (per-layer embeddings");
+    ZT_LOAD_FAILS(((Spec){.arch = "clip"}), ZR_E_UNSUPPORTED, "multimodal projector (mmproj: a vision or audio tower)");
+    ZT_LOAD_FAILS(((Spec){.arch = "phimoe"}), ZR_E_UNSUPPORTED, "architecture 'phimoe': Phi-3.5-MoE");
 }
 
 ZT_TEST(a_missing_required_key_is_named) {

@@ -22,7 +22,7 @@
 static const char k_usage[] =
     "usage: zrun-synth -o OUT.gguf [options]\n"
     "  -o, --out FILE        output file\n"
-    "      --arch A          llama | qwen2 | qwen3 (default llama)\n"
+    "      --arch A          llama | qwen2 | qwen3 | gemma2 | gemma3 | phi3 (default llama)\n"
     "      --shape S         tiny | llama3.2-1b | llama3-8b (default tiny); the flags below override it\n"
     "      --embd N          embedding length\n"
     "      --layers N        block count\n"
@@ -34,6 +34,13 @@ static const char k_usage[] =
     "                        file whose tokenizer.* keys are copied (its size wins)\n"
     "      --ctx N           context length\n"
     "      --theta F         rope frequency base\n"
+    "      --window N        gemma2/gemma3: sliding window of the local layers (default 16 for tiny, else\n"
+    "                        4096 gemma2, 1024 gemma3)\n"
+    "      --attn-softcap F, --final-softcap F\n"
+    "                        gemma2: the soft-caps (default 50 and 30, Gemma 2's); gemma3: a final soft-cap\n"
+    "      --rope-dim N      values rotated per head (default: the head dimension; Phi-4-mini: 3/4 of it)\n"
+    "      --orig-ctx N      phi3: write LongRoPE factors (rope_factors_long/short) with this original\n"
+    "                        context (long factors when the context used is larger; default: none)\n"
     "      --eps F           RMS norm epsilon (default 1e-5)\n"
     "      --tied, --untied  output projection tied to token_embd (no output.weight), or not\n"
     "      --type T          f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k q4_k_m\n"
@@ -53,7 +60,7 @@ typedef struct Shape {
 } Shape;
 
 /* How a tensor's values are drawn. */
-typedef enum Init { INIT_MATRIX, INIT_NORM, INIT_BIAS } Init;
+typedef enum Init { INIT_MATRIX, INIT_NORM, INIT_BIAS, INIT_FACTOR } Init;
 
 typedef struct Tensor {
     char name[64];
@@ -190,35 +197,51 @@ static int add(Tensor *t, int n, const char *name, uint32_t type, int64_t ne0, i
 }
 
 /* llama.cpp's tensor names and GGUF shapes ([ne0 = input dim, ne1 = output dim]). */
-static int build_tensors(Tensor *t, const char *arch, const Shape *s, uint32_t type, bool mix, bool tied, float std) {
+static int build_tensors(Tensor *t, const char *arch, const Shape *s, uint32_t type, bool mix, bool tied, float std,
+                         int64_t rope_factors) {
     int n = 0;
     char name[64];
     int64_t q = s->heads * s->head_dim, kv = s->kv_heads * s->head_dim;
     uint32_t out_type = mix ? ZR_TYPE_Q6_K : type;
+    const bool gemma = !strcmp(arch, "gemma2") || !strcmp(arch, "gemma3"), phi3 = !strcmp(arch, "phi3");
     n = add(t, n, "token_embd.weight", tied ? out_type : type, s->embd, s->vocab, INIT_MATRIX, tied ? 0.25f : 0.5f);
     n = add(t, n, "output_norm.weight", 0, s->embd, 1, INIT_NORM, 0.1f);
     if (!tied) n = add(t, n, "output.weight", out_type, s->embd, s->vocab, INIT_MATRIX, 0.25f);
+    if (rope_factors) {
+        n = add(t, n, "rope_factors_long.weight", 0, rope_factors, 1, INIT_FACTOR, 2.0f);
+        n = add(t, n, "rope_factors_short.weight", 0, rope_factors, 1, INIT_FACTOR, 0.2f);
+    }
     for (int64_t l = 0; l < s->layers; l++) {
         uint32_t more = mix && use_more_bits(l, s->layers) ? ZR_TYPE_Q6_K : type;
 #define NAME(x) (snprintf(name, sizeof name, "blk.%" PRId64 "." x, l), name)
         n = add(t, n, NAME("attn_norm.weight"), 0, s->embd, 1, INIT_NORM, 0.1f);
-        n = add(t, n, NAME("attn_q.weight"), type, s->embd, q, INIT_MATRIX, std);
-        n = add(t, n, NAME("attn_k.weight"), type, s->embd, kv, INIT_MATRIX, std);
-        n = add(t, n, NAME("attn_v.weight"), more, s->embd, kv, INIT_MATRIX, std);
+        if (phi3) { /* one fused Q|K|V matrix, as llama.cpp's converter writes Phi-3 */
+            n = add(t, n, NAME("attn_qkv.weight"), more, s->embd, q + 2 * kv, INIT_MATRIX, std);
+        } else {
+            n = add(t, n, NAME("attn_q.weight"), type, s->embd, q, INIT_MATRIX, std);
+            n = add(t, n, NAME("attn_k.weight"), type, s->embd, kv, INIT_MATRIX, std);
+            n = add(t, n, NAME("attn_v.weight"), more, s->embd, kv, INIT_MATRIX, std);
+        }
         if (!strcmp(arch, "qwen2")) {
             n = add(t, n, NAME("attn_q.bias"), 0, q, 1, INIT_BIAS, 0.2f);
             n = add(t, n, NAME("attn_k.bias"), 0, kv, 1, INIT_BIAS, 0.2f);
             n = add(t, n, NAME("attn_v.bias"), 0, kv, 1, INIT_BIAS, 0.2f);
         }
-        if (!strcmp(arch, "qwen3")) {
+        if (!strcmp(arch, "qwen3") || !strcmp(arch, "gemma3")) {
             n = add(t, n, NAME("attn_q_norm.weight"), 0, s->head_dim, 1, INIT_NORM, 0.1f);
             n = add(t, n, NAME("attn_k_norm.weight"), 0, s->head_dim, 1, INIT_NORM, 0.1f);
         }
         n = add(t, n, NAME("attn_output.weight"), type, q, s->embd, INIT_MATRIX, tied ? 5 * std : std);
+        if (gemma) n = add(t, n, NAME("post_attention_norm.weight"), 0, s->embd, 1, INIT_NORM, 0.1f);
         n = add(t, n, NAME("ffn_norm.weight"), 0, s->embd, 1, INIT_NORM, 0.1f);
-        n = add(t, n, NAME("ffn_gate.weight"), type, s->embd, s->ff, INIT_MATRIX, std);
-        n = add(t, n, NAME("ffn_up.weight"), type, s->embd, s->ff, INIT_MATRIX, std);
+        if (phi3) { /* gate rows, then up rows */
+            n = add(t, n, NAME("ffn_up.weight"), type, s->embd, 2 * s->ff, INIT_MATRIX, std);
+        } else {
+            n = add(t, n, NAME("ffn_gate.weight"), type, s->embd, s->ff, INIT_MATRIX, std);
+            n = add(t, n, NAME("ffn_up.weight"), type, s->embd, s->ff, INIT_MATRIX, std);
+        }
         n = add(t, n, NAME("ffn_down.weight"), more, s->ff, s->embd, INIT_MATRIX, tied ? 5 * std : std);
+        if (gemma) n = add(t, n, NAME("post_ffw_norm.weight"), 0, s->embd, 1, INIT_NORM, 0.1f);
 #undef NAME
     }
     return n;
@@ -228,7 +251,7 @@ static int build_tensors(Tensor *t, const char *arch, const Shape *s, uint32_t t
 
 /* A SentencePiece-style vocabulary: <unk>, <s>, </s>, the 256 byte tokens, then unique pieces
  * ("a".."z", "aa".., alternately with the word-start mark U+2581). */
-static int synth_vocab(ZrGgufWriter *w, int64_t n_vocab) {
+static int synth_vocab(ZrGgufWriter *w, int64_t n_vocab, const char *const *controls, int n_controls) {
     if (n_vocab < 259 || n_vocab > (1 << 24)) {
         fprintf(stderr, "zrun-synth: --vocab: expected 259..16777216 tokens (3 specials + 256 bytes + pieces), found %" PRId64 "\n", n_vocab);
         return 1;
@@ -253,6 +276,10 @@ static int synth_vocab(ZrGgufWriter *w, int64_t n_vocab) {
         } else if (i < 259) {
             len = snprintf(p, 16, "<0x%02X>", (unsigned)(i - 3));
             types[i] = 6; /* byte */
+            scores[i] = 0;
+        } else if (i >= n_vocab - n_controls) { /* the architecture's chat tokens */
+            len = snprintf(p, 16, "%s", controls[i - (n_vocab - n_controls)]);
+            types[i] = 3; /* control */
             scores[i] = 0;
         } else {
             int64_t k = i - 259, v = k / 2;
@@ -323,6 +350,8 @@ static void *worker(void *arg) {
         Rng rng = rng_for_row(j->seed, j->tensor_index, (uint64_t)(j->row0 + r));
         float mean = t->init == INIT_NORM ? 1.0f : 0.0f;
         gaussian_row(&rng, tmp, t->ne[0], mean, t->std);
+        if (t->init == INIT_FACTOR) /* rope frequency divisors: positive, 1 and above */
+            for (int64_t i = 0; i < t->ne[0]; i++) tmp[i] = 1.0f + fabsf(tmp[i]);
         zr_quantize_row(t->type, tmp, j->out + (size_t)r * j->row_bytes, t->ne[0]);
     }
     free(tmp);
@@ -377,7 +406,7 @@ static bool parse_i64(const char *s, int64_t *out) {
 
 int main(int argc, char **argv) {
     enum { O_ARCH = 256, O_SHAPE, O_EMBD, O_LAYERS, O_HEADS, O_KV, O_HD, O_FF, O_VOCAB, O_CTX, O_THETA, O_EPS, O_TIED,
-           O_UNTIED, O_TYPE, O_SEED, O_STD };
+           O_UNTIED, O_TYPE, O_SEED, O_STD, O_WINDOW, O_ORIG_CTX, O_ATTN_CAP, O_FINAL_CAP, O_ROPE_DIM };
     static const struct option opts[] = {
         {"out", required_argument, 0, 'o'},      {"arch", required_argument, 0, O_ARCH},
         {"shape", required_argument, 0, O_SHAPE}, {"embd", required_argument, 0, O_EMBD},
@@ -389,13 +418,16 @@ int main(int argc, char **argv) {
         {"untied", no_argument, 0, O_UNTIED},     {"type", required_argument, 0, O_TYPE},
         {"seed", required_argument, 0, O_SEED},   {"std", required_argument, 0, O_STD},
         {"threads", required_argument, 0, 't'},   {"quiet", no_argument, 0, 'q'},
+        {"window", required_argument, 0, O_WINDOW}, {"orig-ctx", required_argument, 0, O_ORIG_CTX},
+        {"attn-softcap", required_argument, 0, O_ATTN_CAP}, {"final-softcap", required_argument, 0, O_FINAL_CAP},
+        {"rope-dim", required_argument, 0, O_ROPE_DIM},
         {"help", no_argument, 0, 'h'},            {0, 0, 0, 0},
     };
     const char *out = NULL, *arch = "llama", *shape_name = "tiny", *vocab_file = NULL, *type_name = "f16";
     int64_t ov[8] = {0}; /* embd layers heads kv hd ff vocab ctx overrides */
-    double theta = 0, eps = 0, std = 0.05;
+    double theta = 0, eps = 0, std = 0.05, attn_cap = 0, final_cap = 0;
     int tied = -1, quiet = 0;
-    int64_t threads = sysconf(_SC_NPROCESSORS_ONLN), seed = 1;
+    int64_t threads = sysconf(_SC_NPROCESSORS_ONLN), seed = 1, window = 0, orig_ctx = 0, rope_dim = 0;
     int c, li = -1;
     while ((c = getopt_long(argc, argv, "o:t:qh", opts, &li)) != -1) {
         int64_t v;
@@ -425,6 +457,11 @@ int main(int argc, char **argv) {
         }
         case 't': if (!parse_i64(optarg, &threads)) goto bad_number; break;
         case 'q': quiet = 1; break;
+        case O_WINDOW: if (!parse_i64(optarg, &window)) goto bad_number; break;
+        case O_ORIG_CTX: if (!parse_i64(optarg, &orig_ctx)) goto bad_number; break;
+        case O_ROPE_DIM: if (!parse_i64(optarg, &rope_dim)) goto bad_number; break;
+        case O_ATTN_CAP: attn_cap = atof(optarg); if (attn_cap <= 0) goto bad_number; break;
+        case O_FINAL_CAP: final_cap = atof(optarg); if (final_cap <= 0) goto bad_number; break;
         case 'h': fputs(k_usage, stdout); return 0;
         default: fputs(k_usage, stderr); return 2;
         }
@@ -439,8 +476,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "zrun-synth: %s\n%s", out ? "unexpected argument" : "expected -o OUT.gguf", k_usage);
         return 2;
     }
-    if (strcmp(arch, "llama") && strcmp(arch, "qwen2") && strcmp(arch, "qwen3")) {
-        fprintf(stderr, "zrun-synth: --arch: expected llama, qwen2 or qwen3, found '%s'\n", arch);
+    static const char *const archs[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof archs / sizeof *archs; i++) known |= !strcmp(arch, archs[i]);
+    if (!known) {
+        fprintf(stderr, "zrun-synth: --arch: expected llama, qwen2, qwen3, gemma2, gemma3 or phi3, found '%s'\n", arch);
+        return 2;
+    }
+    const bool gemma2 = !strcmp(arch, "gemma2"), gemma3 = !strcmp(arch, "gemma3"), phi3 = !strcmp(arch, "phi3");
+    if ((window && !gemma2 && !gemma3) || (orig_ctx && !phi3) || (attn_cap && !gemma2) || (final_cap && !gemma2 && !gemma3)) {
+        fprintf(stderr, "zrun-synth: %s: not an option of architecture %s\n",
+                window ? "--window" : orig_ctx ? "--orig-ctx" : attn_cap ? "--attn-softcap" : "--final-softcap", arch);
         return 2;
     }
     Shape s;
@@ -455,8 +501,18 @@ int main(int argc, char **argv) {
     else if (strcmp(arch, "llama") && strcmp(shape_name, "tiny") == 0) s.theta = 1000000.0;
     if (eps > 0) s.eps = eps;
     if (tied >= 0) s.tied = tied;
-    if (s.tied < 0) s.tied = 0;
+    if (s.tied < 0) s.tied = gemma2 || gemma3; /* Gemma's output is its embedding */
+    if (gemma2 && !s.tied) {
+        fprintf(stderr, "zrun-synth: --untied: gemma2 has no output.weight (llama.cpp reads token_embd as its output)\n");
+        return 2;
+    }
+    if (!window) window = strcmp(shape_name, "tiny") == 0 ? 16 : gemma2 ? 4096 : 1024;
     if (!s.head_dim) s.head_dim = s.embd / s.heads;
+    if (!rope_dim) rope_dim = s.head_dim;
+    if (rope_dim > s.head_dim || rope_dim % 2) {
+        fprintf(stderr, "zrun-synth: --rope-dim: expected an even value <= the head dimension %" PRId64 ", found %" PRId64 "\n", s.head_dim, rope_dim);
+        return 2;
+    }
     if (s.heads % s.kv_heads || s.head_dim < 2 || s.head_dim % 2) {
         fprintf(stderr, "zrun-synth: shape: expected heads a multiple of kv-heads and an even head-dim, found %" PRId64
                         "/%" PRId64 " heads, head-dim %" PRId64 "\n", s.heads, s.kv_heads, s.head_dim);
@@ -473,6 +529,8 @@ int main(int argc, char **argv) {
     }
     if (threads > 256) threads = 256;
 
+    static const char *const gemma_chat[] = {"<start_of_turn>", "<end_of_turn>"};
+    static const char *const phi3_chat[] = {"<|endoftext|>", "<|user|>", "<|assistant|>", "<|end|>"};
     ZrGgufWriter w;
     zr_gguf_w_init(&w);
     char name[128];
@@ -489,25 +547,46 @@ int main(int argc, char **argv) {
     zr_gguf_w_u32(&w, KEY("attention.head_count_kv"), (uint32_t)s.kv_heads);
     zr_gguf_w_f32(&w, KEY("attention.layer_norm_rms_epsilon"), (float)s.eps);
     zr_gguf_w_f32(&w, KEY("rope.freq_base"), (float)s.theta);
-    zr_gguf_w_u32(&w, KEY("rope.dimension_count"), (uint32_t)s.head_dim);
-    if (!strcmp(arch, "qwen3") || s.head_dim * s.heads != s.embd) {
+    zr_gguf_w_u32(&w, KEY("rope.dimension_count"), (uint32_t)rope_dim);
+    if (phi3 && s.head_dim * s.heads != s.embd) {
+        fprintf(stderr, "zrun-synth: phi3: expected heads x head-dim = embd (llama.cpp's attn_output is [embd, embd])\n");
+        return 2;
+    }
+    if (gemma2) { /* the converter's keys (Gemma 2's config values) */
+        zr_gguf_w_f32(&w, KEY("attn_logit_softcapping"), attn_cap ? (float)attn_cap : 50.0f);
+        zr_gguf_w_f32(&w, KEY("final_logit_softcapping"), final_cap ? (float)final_cap : 30.0f);
+    }
+    if (gemma3 && final_cap) zr_gguf_w_f32(&w, KEY("final_logit_softcapping"), (float)final_cap);
+    if (gemma2 || gemma3) zr_gguf_w_u32(&w, KEY("attention.sliding_window"), (uint32_t)window);
+    if (gemma3) { /* Gemma 3 4B and larger: linear scaling 8 on the global layers */
+        zr_gguf_w_str(&w, KEY("rope.scaling.type"), "linear");
+        zr_gguf_w_f32(&w, KEY("rope.scaling.factor"), 8.0f);
+    }
+    if (phi3 && orig_ctx) { /* LongRoPE as the converter writes it (conversion/phi.py) */
+        const double scale = (double)s.ctx / (double)orig_ctx;
+        zr_gguf_w_u32(&w, KEY("rope.scaling.original_context_length"), (uint32_t)orig_ctx);
+        zr_gguf_w_f32(&w, KEY("rope.scaling.attn_factor"), scale > 1.0 ? (float)sqrt(1.0 + log(scale) / log((double)orig_ctx)) : 1.0f);
+    }
+    if (!strcmp(arch, "qwen3") || gemma2 || gemma3 || s.head_dim * s.heads != s.embd) {
         zr_gguf_w_u32(&w, KEY("attention.key_length"), (uint32_t)s.head_dim);
         zr_gguf_w_u32(&w, KEY("attention.value_length"), (uint32_t)s.head_dim);
     }
     if (vocab_file) {
         s.vocab = copy_vocab(&w, vocab_file);
         if (!s.vocab) { zr_gguf_w_free(&w); return 1; }
-    } else if (synth_vocab(&w, s.vocab)) {
+    } else if (synth_vocab(&w, s.vocab, gemma2 || gemma3 ? gemma_chat : phi3 ? phi3_chat : NULL,
+                           gemma2 || gemma3 ? 2 : phi3 ? 4 : 0)) {
         zr_gguf_w_free(&w);
         return 2;
     }
+    if ((gemma2 || gemma3) && !vocab_file) zr_gguf_w_bool(&w, "tokenizer.ggml.add_space_prefix", false); /* as Gemma's converter */
     zr_gguf_w_u32(&w, KEY("vocab_size"), (uint32_t)s.vocab);
 #undef KEY
 
     int n_max = 3 + (int)s.layers * 14;
     Tensor *ts = calloc((size_t)n_max, sizeof *ts);
     if (!ts) { fprintf(stderr, "zrun-synth: out of memory\n"); return 1; }
-    int nt = build_tensors(ts, arch, &s, type, mix, s.tied, (float)std);
+    int nt = build_tensors(ts, arch, &s, type, mix, s.tied, (float)std, phi3 && orig_ctx ? rope_dim / 2 : 0);
     for (int i = 0; i < nt; i++) zr_gguf_w_tensor(&w, ts[i].name, ts[i].type, ts[i].n_dims, ts[i].ne, NULL);
 
     FILE *f = fopen(out, "wb");

@@ -81,13 +81,19 @@ static void head_norm_rows(float *v, const ZrWeight *w, int n, int n_heads, floa
     for (int64_t i = 0; i < (int64_t)n * n_heads; i++) zr_cpu_rmsnorm(v + i * hd, v + i * hd, f32(w), hd, eps);
 }
 
-/* the layer's rope (its own base and scale) with the model's pairing and frequency factors */
+/* the layer's rope (its own base and scale) with the model's pairing and frequency factors (for
+ * this context length: phi3's long or short ones) */
 static void rope_rows(const CpuBackend *c, const ZrLayerFacts *f, float *v, int64_t dim, int n_heads, int n, int pos) {
     const ZrHparams *hp = &c->m->hp;
-    const float *ff = c->m->rope_freqs.data ? f32(&c->m->rope_freqs) : NULL;
+    const ZrWeight *factors = zr_model_rope_factors(c->m, c->be.n_ctx);
+    const float *ff = factors->data ? f32(factors) : NULL;
     const bool neox = hp->rope == ZR_ROPE_NEOX;
     for (int t = 0; t < n; t++)
         zr_cpu_rope(v + t * dim, n_heads, hp->head_dim, hp->rope_dim, pos + t, f->rope_theta, f->rope_freq_scale, ff, neox);
+    /* ggml's rope multiplies cos and sin by the attention factor: the rotated values scale by it,
+     * the values past rope_dim pass unchanged */
+    if (hp->rope_attn_factor != 1.0f)
+        for (int64_t i = 0; i < (int64_t)n * n_heads; i++) zr_cpu_scale(v + i * hp->head_dim, hp->rope_attn_factor, hp->rope_dim);
 }
 
 static void store_kv(CpuBackend *c, int il, int n, int pos) {
@@ -101,13 +107,17 @@ typedef struct AttnJob {
     int il, pos;
 } AttnJob;
 
-/* Items are (token, head) pairs: token t at position pos+t attends to positions 0..pos+t. */
+/* Items are (token, head) pairs: token t at position pos+t attends to positions 0..pos+t, or on
+ * a sliding-window layer to the last `window` of them (llama.cpp masks key p0 for query p1
+ * when p1 - p0 >= n_swa). With a soft-cap (gemma2) the scores are c tanh(q.k scale / c) before
+ * the softmax, as llama.cpp's build_attn_mha (Q scaled first, then scale 1/c, tanh, scale c). */
 static void attention_heads(void *ctx, int64_t begin, int64_t end, int thread) {
     const AttnJob *j = ctx;
     CpuBackend *c = j->c;
     const ZrHparams *hp = &c->m->hp;
     const int hd = hp->head_dim, group = hp->n_head / hp->n_head_kv;
-    const float scale = hp->attn_scale;
+    const float scale = hp->attn_scale, cap = hp->attn_softcap;
+    const int window = c->m->layers[j->il].facts.window;
     const float *kc = c->k_cache + (int64_t)j->il * c->be.n_ctx * c->kv_dim; /* [n_ctx][kv_dim] */
     const float *vc = c->v_cache + (int64_t)j->il * c->be.n_ctx * c->kv_dim;
     float *p = c->scores + (int64_t)thread * c->be.n_ctx;
@@ -115,12 +125,19 @@ static void attention_heads(void *ctx, int64_t begin, int64_t end, int thread) {
         const int t = (int)(item / hp->n_head), h = (int)(item % hp->n_head);
         const int64_t kv_off = (int64_t)(h / group) * hd;
         const int n_keys = j->pos + t + 1;
+        const int first = window > 0 && n_keys > window ? n_keys - window : 0; /* the oldest visible key */
         const float *q = c->q + t * c->q_dim + (int64_t)h * hd;
-        for (int s = 0; s < n_keys; s++) p[s] = zr_cpu_dot(q, kc + s * c->kv_dim + kv_off, hd);
-        zr_cpu_softmax(p, n_keys, scale);
+        for (int s = first; s < n_keys; s++) p[s] = zr_cpu_dot(q, kc + s * c->kv_dim + kv_off, hd);
+        if (cap != 0.0f) {
+            for (int s = first; s < n_keys; s++) p[s] *= scale;
+            zr_cpu_softcap(p + first, cap, n_keys - first);
+            zr_cpu_softmax(p + first, n_keys - first, 1.0f);
+        } else {
+            zr_cpu_softmax(p + first, n_keys - first, scale);
+        }
         float *out = c->att + t * c->q_dim + (int64_t)h * hd;
         memset(out, 0, sizeof(float) * hd);
-        for (int s = 0; s < n_keys; s++) {
+        for (int s = first; s < n_keys; s++) {
             const float *v = vc + s * c->kv_dim + kv_off;
             for (int d = 0; d < hd; d++) out[d] += p[s] * v[d];
         }
@@ -157,7 +174,20 @@ static void attention_block(CpuBackend *c, int il, int n, int pos) {
     store_kv(c, il, n, pos);
     attention(c, il, n, pos);
     matmul(c, &L->wo, c->delta, c->att, n);
+    if (f->post_attn_norm) rmsnorm_rows(c->delta, c->delta, &L->attn_post_norm, n, hp->rms_eps);
     zr_cpu_add(c->x, c->delta, (int64_t)n * hp->n_embd);
+}
+
+/* h = gelu(gate) * up with GELU's tanh form (gemma's gelu_pytorch_tanh; llama.cpp's
+ * ggml_geglu_split). ggml's CPU backend looks GELU up in an f16 table (the input rounded to
+ * f16, the result stored as f16, GGML_GELU_FP16): the reference computes it in f32, so gemma's
+ * logits differ from llama.cpp's CPU logits by that table's rounding. */
+static void geglu(float *h, const float *gate, const float *up, int64_t n) {
+    const float sqrt_2_over_pi = 0.79788456080286535587989211986876f, a = 0.044715f;
+    for (int64_t i = 0; i < n; i++) {
+        const float x = gate[i];
+        h[i] = 0.5f * x * (1.0f + tanhf(sqrt_2_over_pi * x * (1.0f + a * x * x))) * up[i];
+    }
 }
 
 static void ffn_block(CpuBackend *c, int il, int n) {
@@ -168,9 +198,10 @@ static void ffn_block(CpuBackend *c, int il, int n) {
     zr_cpu_matmul(c->pool, gate_up, 2, c->xn, n, &c->tiles);
     switch (L->facts.act) {
     case ZR_ACT_SILU: zr_cpu_swiglu(c->xn, c->gate, c->up, (int64_t)n * hp->n_ff); break;
-    case ZR_ACT_GELU_TANH: break; /* issue 14: refused when the backend is created (zr_model_check_facts) */
+    case ZR_ACT_GELU_TANH: geglu(c->xn, c->gate, c->up, (int64_t)n * hp->n_ff); break;
     }
     matmul(c, &L->w_down, c->delta, c->xn, n);
+    if (L->facts.post_ffn_norm) rmsnorm_rows(c->delta, c->delta, &L->ffn_post_norm, n, hp->rms_eps);
     zr_cpu_add(c->x, c->delta, (int64_t)n * hp->n_embd);
 }
 

@@ -46,6 +46,14 @@ static int qk_norm(ZrCuForward *f, int il, int rows, ZrError *err) {
     return ZR_OK;
 }
 
+/* The rope attention factor applied to the rotated values themselves (rope_scale_f32): only
+ * where part of each head rotates (Phi-4-mini); a whole rotating head has it folded into the
+ * scores' scale (scores_scale). */
+static bool rope_scaled(const ZrCuForward *f) {
+    const ZrHparams *hp = &f->m->hp;
+    return hp->rope_attn_factor != 1.0f && hp->rope_dim != hp->head_dim;
+}
+
 /* Q/K head norms, rope of Q and K, and the K/V cache write, for `rows` rows of f->qkv at
  * positions d_pos[0].. (decode and prefill). */
 static int qk_norm_rope(ZrCuForward *f, int il, int rows, ZrError *err) {
@@ -53,9 +61,28 @@ static int qk_norm_rope(ZrCuForward *f, int il, int rows, ZrError *err) {
     int rc = qk_norm(f, il, rows, err);
     if (rc) return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
-    return zr_k_rope_kv(f->launcher, f->k, f->qkv, f->qkv_dim, hp->n_head, hp->n_head_kv, f->head_dim, hp->rope_dim,
-                        hp->rope == ZR_ROPE_NEOX, f->layers[il].rope_freq, f->d_pos, fptr(f->kc, layer), fptr(f->vc, layer), rows,
-                        err);
+    rc = zr_k_rope_kv(f->launcher, f->k, f->qkv, f->qkv_dim, hp->n_head, hp->n_head_kv, f->head_dim, hp->rope_dim,
+                      hp->rope == ZR_ROPE_NEOX, f->layers[il].rope_freq, f->d_pos, fptr(f->kc, layer), fptr(f->vc, layer), rows,
+                      err);
+    if (rc || !rope_scaled(f)) return rc;
+    return zr_k_rope_scale(f->launcher, f->k, f->qkv, f->qkv_dim, hp->n_head, hp->n_head_kv, f->head_dim, hp->rope_dim,
+                           hp->rope_attn_factor, f->d_pos, fptr(f->kc, layer), rows, err);
+}
+
+/* The scores' scale: attn_scale, times the rope attention factor squared when the file has one
+ * and the whole head rotates (phi3's LongRoPE: ggml multiplies cos and sin by it, so every q.k
+ * by its square; the rope kernels rotate without it). With partial rotation rope_scale_f32
+ * scales the rotated values instead (rope_scaled). */
+static float scores_scale(const ZrCuForward *f) {
+    const ZrHparams *hp = &f->m->hp;
+    const float a = hp->rope_attn_factor;
+    return a == 1.0f || rope_scaled(f) ? hp->attn_scale : hp->attn_scale * (a * a);
+}
+
+/* A sliding window or soft-capped scores (gemma): only the split kernels have them
+ * (attn_part_swa_f32), so such layers take that path in decode and prefill alike. */
+static bool swa_layer(const ZrCuForward *f, int il) {
+    return f->m->layers[il].facts.window != 0 || f->m->hp.attn_softcap != 0.0f;
 }
 
 /* Everything from the QKV projection's output to the attention output through the split
@@ -65,8 +92,12 @@ static int attention_split(ZrCuForward *f, int il, int rows, CUdeviceptr part, i
     int rc = qk_norm_rope(f, il, rows, err);
     if (rc) return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
+    if (swa_layer(f, il))
+        return zr_k_attn_split_swa(f->launcher, f->k, f->qkv, f->qkv_dim, fptr(f->kc, layer), fptr(f->vc, layer), part,
+                                   f->d_pos, f->att, f->q_dim, hp->n_head, hp->n_head_kv, f->head_dim, scores_scale(f),
+                                   f->m->layers[il].facts.window, hp->attn_softcap, chunk, n_chunks, rows, err);
     return zr_k_attn_split(f->launcher, f->k, f->qkv, f->qkv_dim, fptr(f->kc, layer), fptr(f->vc, layer), part,
-                           f->d_pos, f->att, f->q_dim, hp->n_head, hp->n_head_kv, f->head_dim, hp->attn_scale, chunk,
+                           f->d_pos, f->att, f->q_dim, hp->n_head, hp->n_head_kv, f->head_dim, scores_scale(f), chunk,
                            n_chunks, rows, err);
 }
 
@@ -75,7 +106,8 @@ static int attention_split(ZrCuForward *f, int il, int rows, CUdeviceptr part, i
  * kernels (cu/PERF.md). */
 int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
-    if (!f->attn_fused) return attention_split(f, il, 1, f->part_d, f->chunk_d, f->n_chunks_d, err);
+    if (!f->attn_fused || swa_layer(f, il) || rope_scaled(f))
+        return attention_split(f, il, 1, f->part_d, f->chunk_d, f->n_chunks_d, err);
     int rc = qk_norm(f, il, 1, err);
     if (rc) return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
@@ -83,7 +115,7 @@ int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
                               .count = f->attn_count, .out = f->att, .freq = f->layers[il].rope_freq, .pos = f->d_pos,
                               .n_head = hp->n_head, .n_kv = hp->n_head_kv, .head_dim = f->head_dim,
                               .rope_dim = hp->rope_dim, .neox = hp->rope == ZR_ROPE_NEOX, .chunk = f->chunk_f,
-                              .n_chunks = f->n_chunks_f, .scale = hp->attn_scale};
+                              .n_chunks = f->n_chunks_f, .scale = scores_scale(f)};
     return zr_k_attn_decode(f->launcher, f->k, &a, err);
 }
 
@@ -93,11 +125,11 @@ int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
  * kernels: such models are held to the decode tolerance), as do head sizes other than 64 and 128. */
 int zr_cuf_attn_prefill_layer(ZrCuForward *f, int il, int rows, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
-    if (!zr_k_attn_prefill_fits(f->head_dim) || f->layers[il].qkv[0].type == ZR_TYPE_F32)
+    if (!zr_k_attn_prefill_fits(f->head_dim) || f->layers[il].qkv[0].type == ZR_TYPE_F32 || swa_layer(f, il))
         return attention_split(f, il, rows, f->part_p, f->chunk_p, f->n_chunks_p, err);
     int rc = qk_norm_rope(f, il, rows, err);
     if (rc) return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
     return zr_k_attn_prefill(f->launcher, f->k, f->qkv, f->qkv_dim, fptr(f->kc, layer), fptr(f->vc, layer), f->att,
-                             f->q_dim, f->d_pos, hp->n_head, hp->n_head_kv, f->head_dim, hp->attn_scale, rows, err);
+                             f->q_dim, f->d_pos, hp->n_head, hp->n_head_kv, f->head_dim, scores_scale(f), rows, err);
 }

@@ -235,6 +235,21 @@ static void cuda_destroy(ZrBackend *be) {
     free(c);
 }
 
+/* The facts the CPU reference computes that this backend has no kernel for, refused by name.
+ * It runs llama's block (NORM or NEOX rope, biases, q/k norms, rope bases per layer, frequency
+ * factors) and gemma's (scaled embedding, GeGLU, norms after the blocks, sliding windows,
+ * soft-caps: issue 14) and phi3's (the rope attention factor of LongRoPE: cuda/attn.c). */
+static int refuse_facts(const ZrModel *m, ZrError *err) {
+    const ZrHparams *hp = &m->hp;
+    for (int il = 0; il < hp->n_layer; il++) {
+        const ZrLayerFacts *f = &m->layers[il].facts;
+        if (f->post_ffn_norm && f->act != ZR_ACT_GELU_TANH)
+            return zr_err(err, ZR_E_UNSUPPORTED, "%s: layer %d: the CUDA backend has no kernel yet for a norm after a %s FFN (use --device cpu)",
+                          hp->arch_name, il, zr_act_name(f->act));
+    }
+    return 0;
+}
+
 ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err) {
     const ZrHparams *hp = &m->hp;
     const ZrCuDriver *drv = NULL;
@@ -248,14 +263,7 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         return NULL;
     }
     const int n_ctx = o->n_ctx;
-    /* the facts this backend computes: those of every architecture zrun loads today; an
-     * embedding scale or a final soft-cap (gemma) has no kernel yet */
-    if (zr_model_check_facts(m, err)) return NULL;
-    if (hp->embd_scale != 1.0f || hp->final_softcap != 0.0f) {
-        zr_err(err, ZR_E_UNSUPPORTED, "%s: the CUDA backend has no kernel yet for %s (use --device cpu)", hp->arch_name,
-               hp->embd_scale != 1.0f ? "a scaled embedding" : "a final logit soft-cap");
-        return NULL;
-    }
+    if (zr_model_check_facts(m, err) || refuse_facts(m, err)) return NULL;
     CudaBackend *c = calloc(1, sizeof *c);
     if (!c || !(c->k = calloc(1, sizeof *c->k)) || !(c->hist = calloc(n_ctx, sizeof *c->hist)) ||
         !(c->calls = calloc(n_ctx, sizeof *c->calls))) {

@@ -94,10 +94,29 @@ static int mv_norm(ZrCuForward *f, const ZrCuWeight *w, CUdeviceptr x, CUdevicep
     return zr_cuf_matvec(f->launcher, f->k, w, x, y, add, norm_w, f->m->hp.rms_eps, ZR_CUF_MV_RMSNORM, err);
 }
 
+/* A block's output y [rows][n_embd] through the norm after the block (gemma) into the residual. */
+static int post_norm_add(ZrCuForward *f, CUdeviceptr y, CUdeviceptr norm_w, int rows, ZrError *err) {
+    return zr_k_rmsnorm_add(f->launcher, f->k, y, norm_w, f->x, f->n_embd, f->m->hp.rms_eps, rows, err);
+}
+
+/* gemma's FFN (facts.act gelu_tanh): norm fused into gate|up (no GLU mode: its kernels gate with
+ * SiLU), GeGLU into ff, down adding into the residual or, with the post-FFN norm, into xn and
+ * then normed into it. */
+static int ffn_geglu_decode(ZrCuForward *f, const ZrCuLayer *G, ZrError *err) {
+    int rc;
+    for (int i = 0; i < G->n_gu; i++)
+        if ((rc = mv_norm(f, &G->gu[i], f->x, G->ffn_norm, fptr(f->gu, G->gu_off[i]), 0, err))) return rc;
+    if ((rc = zr_k_geglu(f->launcher, f->k, false, f->gu, 2 * f->n_ff, f->ff, f->n_ff, 1, err))) return rc;
+    if (!G->post_ffn_norm) return mv(f, &G->down, f->ff, f->x, f->x, err);
+    if ((rc = mv(f, &G->down, f->ff, f->xn, 0, err))) return rc;
+    return post_norm_add(f, f->xn, G->post_ffn_norm, 1, err);
+}
+
 int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
     int rc;
     if ((rc = zr_k_embed(f->launcher, f->k, &f->tok_embd, f->d_tok, f->x, f->n_embd, f->n_vocab, 1, err))) return rc;
+    if (hp->embd_scale != 1.0f && (rc = zr_k_scale(f->launcher, f->k, f->x, hp->embd_scale, f->n_embd, err))) return rc;
     for (int il = 0; il < hp->n_layer; il++) {
         const ZrCuLayer *G = &f->layers[il];
         /* attention block: norm fused into the QKV projection (bias as its addend), rope + KV
@@ -107,10 +126,17 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
                               G->bias ? fptr(G->bias, G->qkv_off[i]) : 0, err)))
                 return rc;
         if ((rc = zr_cuf_attn_decode_layer(f, il, err))) return rc;
-        if ((rc = mv(f, &G->wo, f->att, f->x, f->x, err))) return rc;
+        if (G->post_attn_norm) {
+            if ((rc = mv(f, &G->wo, f->att, f->xn, 0, err))) return rc;
+            if ((rc = post_norm_add(f, f->xn, G->post_attn_norm, 1, err))) return rc;
+        } else if ((rc = mv(f, &G->wo, f->att, f->x, f->x, err))) {
+            return rc;
+        }
         /* FFN block: norm fused into gate|up; stacked gate|up also applies SwiGLU to its own
          * results (GLU), else SwiGLU is fused into down's staging; down adds into the residual */
-        if (G->n_gu == 1) {
+        if (f->m->layers[il].facts.act == ZR_ACT_GELU_TANH) {
+            if ((rc = ffn_geglu_decode(f, G, err))) return rc;
+        } else if (G->n_gu == 1) {
             if ((rc = zr_cuf_matvec(f->launcher, f->k, &G->gu[0], f->x, f->ff, 0, G->ffn_norm, f->m->hp.rms_eps,
                                     ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, err)))
                 return rc;
@@ -123,6 +149,8 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
         }
     }
     if ((rc = mv_norm(f, &f->output, f->x, f->output_norm, f->logits, 0, err))) return rc;
+    if (hp->final_softcap != 0.0f && (rc = zr_k_softcap(f->launcher, f->k, f->logits, hp->final_softcap, f->n_vocab, err)))
+        return rc;
     return f->pick_n > 0 ? zr_pick_launch(f->launcher, &f->k->argmax, f->logits, f->pick_n, f->d_pick, err) : ZR_OK;
 }
 
@@ -209,6 +237,7 @@ int zr_cuf_prefill(ZrCuForward *f, const int32_t *tokens, int n, int pos, float 
     const int32_t p = pos;
     if ((rc = zr_cuda_h2d(f->cuda, f->d_pos, &p, sizeof p, err))) return rc;
     if ((rc = zr_k_embed(f->launcher, f->k, &f->tok_embd, f->d_ptok, f->x, f->n_embd, f->n_vocab, n, err))) return rc;
+    if (hp->embd_scale != 1.0f && (rc = zr_k_scale(f->launcher, f->k, f->x, hp->embd_scale, n * f->n_embd, err))) return rc;
     const int zero = 0;
     for (int il = 0; il < hp->n_layer; il++) {
         const ZrCuLayer *G = &f->layers[il];
@@ -218,17 +247,35 @@ int zr_cuf_prefill(ZrCuForward *f, const int32_t *tokens, int n, int pos, float 
         if (G->bias && (rc = zr_k_add_rows(f->launcher, f->k, f->qkv, f->qkv_dim, G->bias, f->qkv_dim, n, err)))
             return rc;
         if ((rc = zr_cuf_attn_prefill_layer(f, il, n, err))) return rc;
-        if ((rc = gemm_group(f, &G->wo, 1, &zero, n, f->att, f->x, f->n_embd, 1.0f, false, err))) return rc;
+        if (G->post_attn_norm) { /* gemma: the output projection into xn, normed into the residual */
+            if ((rc = gemm_group(f, &G->wo, 1, &zero, n, f->att, f->xn, f->n_embd, 0.0f, false, err))) return rc;
+            if ((rc = post_norm_add(f, f->xn, G->post_attn_norm, n, err))) return rc;
+        } else if ((rc = gemm_group(f, &G->wo, 1, &zero, n, f->att, f->x, f->n_embd, 1.0f, false, err))) {
+            return rc;
+        }
         if ((rc = prefill_norm(f, G->ffn_norm, n, h_gu, err))) return rc;
         if ((rc = gemm_group(f, G->gu, G->n_gu, G->gu_off, n, f->xn, f->gu, 2 * f->n_ff, 0.0f, h_gu, err))) return rc;
-        /* SwiGLU into ff (F32), or straight into down's F16 operand */
-        if ((rc = zr_k_swiglu(f->launcher, f->k, h_down, f->gu, 2 * f->n_ff, h_down ? f->xh : f->ff, f->n_ff, n, err)))
+        /* SwiGLU (GeGLU: gemma) into ff (F32), or straight into down's F16 operand */
+        if (f->m->layers[il].facts.act == ZR_ACT_GELU_TANH) {
+            if ((rc = zr_k_geglu(f->launcher, f->k, h_down, f->gu, 2 * f->n_ff, h_down ? f->xh : f->ff, f->n_ff, n, err)))
+                return rc;
+        } else if ((rc = zr_k_swiglu(f->launcher, f->k, h_down, f->gu, 2 * f->n_ff, h_down ? f->xh : f->ff, f->n_ff, n,
+                                     err))) {
             return rc;
-        if ((rc = gemm_group(f, &G->down, 1, &zero, n, f->ff, f->x, f->n_embd, 1.0f, h_down, err))) return rc;
+        }
+        if (G->post_ffn_norm) {
+            if ((rc = gemm_group(f, &G->down, 1, &zero, n, f->ff, f->xn, f->n_embd, 0.0f, h_down, err))) return rc;
+            if ((rc = post_norm_add(f, f->xn, G->post_ffn_norm, n, err))) return rc;
+        } else if ((rc = gemm_group(f, &G->down, 1, &zero, n, f->ff, f->x, f->n_embd, 1.0f, h_down, err))) {
+            return rc;
+        }
     }
     if (logits && !all_logits) {
         /* the last row only: the decode step's F32 matrix-vector product */
         if ((rc = mv_norm(f, &f->output, fptr(f->x, (size_t)(n - 1) * f->n_embd), f->output_norm, f->logits, 0, err)))
+            return rc;
+        if (hp->final_softcap != 0.0f &&
+            (rc = zr_k_softcap(f->launcher, f->k, f->logits, hp->final_softcap, f->n_vocab, err)))
             return rc;
         if ((rc = zr_cuda_d2h(f->cuda, logits, f->logits, sizeof(float) * f->n_vocab, err))) return rc;
     } else if (logits) {
@@ -238,6 +285,9 @@ int zr_cuf_prefill(ZrCuForward *f, const int32_t *tokens, int n, int pos, float 
                                    f->xn, f->n_embd, f->n_embd, f->m->hp.rms_eps, 1, nr, err)))
                 return rc;
             if ((rc = gemm_group(f, &f->output, 1, &zero, nr, f->xn, f->logits, f->n_vocab, 0.0f, false, err))) return rc;
+            if (hp->final_softcap != 0.0f &&
+                (rc = zr_k_softcap(f->launcher, f->k, f->logits, hp->final_softcap, nr * f->n_vocab, err)))
+                return rc;
             if ((rc = zr_cuda_d2h(f->cuda, logits + (size_t)r0 * f->n_vocab, f->logits,
                                   sizeof(float) * nr * f->n_vocab, err)))
                 return rc;

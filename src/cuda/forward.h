@@ -38,6 +38,7 @@ typedef struct ZrCuLayer {
     ZrCuWeight gu[2];                /* fused: gu[0] = [n_embd, 2 n_ff] (gate | up); else gate, up */
     int n_gu, gu_off[2];
     ZrCuWeight down;                 /* [n_ff, n_embd] */
+    CUdeviceptr post_attn_norm, post_ffn_norm; /* facts.post_attn_norm / post_ffn_norm: f32 [n_embd]; else 0 */
 } ZrCuLayer;
 
 /* Told the bytes of weights on the device so far and the total, after each matrix upload (the

@@ -109,3 +109,42 @@ int zr_k_add_rows(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr y, int stride
 int zr_k_convert(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdeviceptr y, int n, int rows, ZrError *err) {
     return ZR_LAUNCH(l, &k->convert, ZR_DIM3(cdiv(n, 256), rows, 1), ZR_DIM1(256), 0, err, &x, &n, &y, &n, &n);
 }
+
+int zr_k_scale(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, float s, int n, ZrError *err) {
+    return ZR_LAUNCH(l, &k->scale, ZR_DIM1(cdiv(n, 256)), ZR_DIM1(256), 0, err, &x, &s, &n);
+}
+
+int zr_k_softcap(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, float cap, int n, ZrError *err) {
+    return ZR_LAUNCH(l, &k->softcap, ZR_DIM1(cdiv(n, 256)), ZR_DIM1(256), 0, err, &x, &cap, &n);
+}
+
+int zr_k_geglu(ZrLauncher *l, const ZrCuKernels *k, bool f16, CUdeviceptr gu, int stride, CUdeviceptr out, int n_ff,
+               int rows, ZrError *err) {
+    return ZR_LAUNCH(l, f16 ? &k->geglu_f16 : &k->geglu, ZR_DIM3(cdiv(n_ff, 256), rows, 1), ZR_DIM1(256), 0, err,
+                     &gu, &stride, &out, &n_ff);
+}
+
+int zr_k_rmsnorm_add(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdeviceptr w, CUdeviceptr y, int n, float eps,
+                     int rows, ZrError *err) {
+    return ZR_LAUNCH(l, &k->rmsnorm_add, ZR_DIM3(1, rows, 1), ZR_DIM1(256), 0, err, &x, &w, &y, &n, &eps);
+}
+
+int zr_k_attn_split_swa(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
+                        CUdeviceptr vc, CUdeviceptr part, CUdeviceptr pos, CUdeviceptr out, int out_stride, int n_head,
+                        int n_kv, int head_dim, float scale, int window, float softcap, int chunk, int n_chunks,
+                        int rows, ZrError *err) {
+    const unsigned smem = (unsigned)((head_dim + chunk + 128) * sizeof(float));
+    int rc = ZR_LAUNCH(l, &k->attn_part_swa, ZR_DIM3(n_head, n_chunks, rows), ZR_DIM1(128), smem, err, &qkv,
+                       &qkv_stride, &kc, &vc, &part, &pos, &n_head, &n_kv, &head_dim, &chunk, &n_chunks, (void *)&scale,
+                       &window, (void *)&softcap);
+    if (rc) return rc;
+    return ZR_LAUNCH(l, &k->attn_combine, ZR_DIM3(n_head, rows, 1), ZR_DIM1(128), 0, err, &part, &out, &out_stride,
+                     &pos, &n_head, &head_dim, &chunk, &n_chunks);
+}
+
+int zr_k_rope_scale(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, int n_head, int n_kv,
+                    int head_dim, int rope_dim, float factor, CUdeviceptr pos, CUdeviceptr kc, int rows, ZrError *err) {
+    const size_t threads = (size_t)(n_head + n_kv) * rope_dim;
+    return ZR_LAUNCH(l, &k->rope_scale, ZR_DIM3(cdiv(threads, 128), rows, 1), ZR_DIM1(128), 0, err, &qkv, &qkv_stride,
+                     &n_head, &n_kv, &head_dim, &rope_dim, &factor, &pos, &kc);
+}

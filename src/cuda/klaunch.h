@@ -70,3 +70,22 @@ int zr_k_add_rows(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr y, int stride
                   ZrError *err);
 /* convert_f32_f16: y f16 [rows][n] = x [rows][n] (both contiguous) */
 int zr_k_convert(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdeviceptr y, int n, int rows, ZrError *err);
+/* gemma (issue 14). scale_f32: x[n] *= s; softcap_f32: x[n] = tanh(x / cap) * cap */
+int zr_k_scale(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, float s, int n, ZrError *err);
+int zr_k_softcap(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, float cap, int n, ZrError *err);
+/* geglu_f32 (f16 false) / geglu_f32_f16: out[rows][n_ff] = gelu_tanh(gate) * up of gu [rows][stride] */
+int zr_k_geglu(ZrLauncher *l, const ZrCuKernels *k, bool f16, CUdeviceptr gu, int stride, CUdeviceptr out, int n_ff,
+               int rows, ZrError *err);
+/* rmsnorm_add_f32: y[r] += RMSNorm(x[r]) * w for rows rows of n (x, y contiguous [rows][n]) */
+int zr_k_rmsnorm_add(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdeviceptr w, CUdeviceptr y, int n, float eps,
+                     int rows, ZrError *err);
+/* rope_scale_f32: after zr_k_rope_kv, the rotated values (first rope_dim of each head) of q in rows
+ * of qkv and of the K rows at pos[0].. of kc times factor */
+int zr_k_rope_scale(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, int n_head, int n_kv,
+                    int head_dim, int rope_dim, float factor, CUdeviceptr pos, CUdeviceptr kc, int rows, ZrError *err);
+/* attn_part_swa_f32 + attn_combine_f32: zr_k_attn_split with a sliding window (the last `window`
+ * positions; 0 = all) and an attention soft-cap (0 = none) */
+int zr_k_attn_split_swa(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
+                        CUdeviceptr vc, CUdeviceptr part, CUdeviceptr pos, CUdeviceptr out, int out_stride, int n_head,
+                        int n_kv, int head_dim, float scale, int window, float softcap, int chunk, int n_chunks,
+                        int rows, ZrError *err);

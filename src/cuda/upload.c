@@ -122,16 +122,18 @@ static int upload_group(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuWe
 }
 
 /* The angle per position of each rotated pair for a layer's rope base and linear scale (and the
- * file's rope_freqs divisors, Llama 3.1) -> *out, f64 [rope_dim/2]. */
+ * file's frequency divisors for this context: rope_freqs, Llama 3.1; phi3's long or short
+ * factors) -> *out, f64 [rope_dim/2]. */
 static int upload_rope(ZrCuForward *f, float theta, float freq_scale, CUdeviceptr *out, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
     const int half = hp->rope_dim / 2;
     double *h = calloc(half > 0 ? half : 1, sizeof *h);
     if (!h) return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory");
-    const float *ff = f->m->rope_freqs.data;
-    if (ff && (f->m->rope_freqs.type != ZR_TYPE_F32 || f->m->rope_freqs.ne0 < half)) {
+    const ZrWeight *factors = zr_model_rope_factors(f->m, f->n_ctx);
+    const float *ff = factors->data;
+    if (ff && (factors->type != ZR_TYPE_F32 || factors->ne0 < half)) {
         free(h);
-        return zr_err(err, ZR_E_FORMAT, "rope_freqs.weight: expected f32 [%d]", half);
+        return zr_err(err, ZR_E_FORMAT, "%s: expected f32 [%d]", factors->name, half);
     }
     for (int i = 0; i < half; i++) {
         double fr = (double)freq_scale * pow((double)theta, -2.0 * i / hp->rope_dim);
@@ -186,6 +188,8 @@ int zr_cuf_upload(ZrCuForward *f, ZrError *err) {
         if ((rc = upload_group(f, gu, 2, G->gu, &G->n_gu, G->gu_off, err))) return rc;
         one[0] = &L->w_down;
         if ((rc = upload_group(f, one, 1, &G->down, &n1, off1, err))) return rc;
+        if (F->post_attn_norm && (rc = upload_f32(f, &L->attn_post_norm, &G->post_attn_norm, err))) return rc;
+        if (F->post_ffn_norm && (rc = upload_f32(f, &L->ffn_post_norm, &G->post_ffn_norm, err))) return rc;
     }
     return ZR_OK;
 }
@@ -213,6 +217,8 @@ size_t zr_cuf_upload_bytes(const ZrModel *m) {
             w += 4096;
         /* two norms (and a spare), the bias, the q/k norms */
         w += 3 * align256((size_t)hp->n_embd * 4) + align256(qkv_dim * 4) + 2 * align256((size_t)hp->head_dim * 4);
+        /* gemma's norms after the blocks */
+        w += (L->facts.post_attn_norm + L->facts.post_ffn_norm) * align256((size_t)hp->n_embd * 4);
     }
     return w;
 }

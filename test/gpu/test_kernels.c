@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cpu/ops.h"
+#include "cuda/klaunch.h"
 #include "cuda/pick.h"
 #include "cuda/weights.h"
 #include "gpu_env.h"
@@ -882,6 +883,182 @@ ZT_TEST(argmax_picks_the_first_maximum_ignoring_nan_and_reports_the_first_nan) {
     gpu_free(g, dv);
     gpu_free(g, dp);
     free(v);
+}
+
+/* ---- gemma's kernels (issue 14) ---- */
+
+/* scale_f32 is x * s exactly; softcap_f32 and geglu_f32 are the CPU reference's formulas (tanhf
+ * on both sides: a few ulps); geglu_f32_f16 is geglu_f32 rounded to F16; rmsnorm_add_f32 is
+ * zr_cpu_rmsnorm then the add. */
+ZT_TEST(gemma_elementwise_kernels_match_the_cpu_reference) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    const int n = 1000, rows = 3, stride = 2 * n;
+    uint64_t s = 21;
+    float *x = malloc(sizeof(float) * rows * stride), *got = malloc(sizeof(float) * rows * stride),
+          *ref = malloc(sizeof(float) * rows * stride), *w = malloc(sizeof(float) * n);
+    uint16_t *h = malloc(2 * (size_t)rows * n);
+    for (int i = 0; i < rows * stride; i++) x[i] = 8.0f * gpu_rand(&s);
+    for (int i = 0; i < n; i++) w[i] = 1.0f + 0.3f * gpu_rand(&s);
+    ZrError e = {0};
+    /* scale */
+    CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * rows * stride);
+    ZT_CHECKF(!zr_k_scale(&g->l, &g->k, dx, 16.0f, rows * stride, &e), "%s", e.msg);
+    gpu_download(g, got, dx, sizeof(float) * rows * stride);
+    for (int i = 0; i < rows * stride; i++) ZT_CHECK(got[i] == x[i] * 16.0f);
+    /* softcap */
+    gpu_free(g, dx);
+    dx = gpu_upload(g, x, sizeof(float) * rows * stride);
+    ZT_CHECKF(!zr_k_softcap(&g->l, &g->k, dx, 5.0f, rows * stride, &e), "%s", e.msg);
+    gpu_download(g, got, dx, sizeof(float) * rows * stride);
+    memcpy(ref, x, sizeof(float) * rows * stride);
+    zr_cpu_softcap(ref, 5.0f, (int64_t)rows * stride);
+    for (int i = 0; i < rows * stride; i++) ZT_NEAR(got[i], ref[i], 2e-6 * fabs(ref[i]) + 1e-7);
+    /* geglu, F32 and F16 out */
+    gpu_free(g, dx);
+    dx = gpu_upload(g, x, sizeof(float) * rows * stride);
+    CUdeviceptr dout = gpu_alloc(g, sizeof(float) * rows * n), dh = gpu_alloc(g, 2 * (size_t)rows * n);
+    ZT_CHECKF(!zr_k_geglu(&g->l, &g->k, false, dx, stride, dout, n, rows, &e), "%s", e.msg);
+    ZT_CHECKF(!zr_k_geglu(&g->l, &g->k, true, dx, stride, dh, n, rows, &e), "%s", e.msg);
+    gpu_download(g, got, dout, sizeof(float) * rows * n);
+    gpu_download(g, h, dh, 2 * (size_t)rows * n);
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < n; i++) {
+            const float a = x[r * stride + i], u = x[r * stride + n + i];
+            const double gl = 0.5 * a * (1.0 + tanh(0.79788456080286535587989211986876 * a * (1.0 + 0.044715 * a * a)));
+            const double want = gl * u;
+            ZT_NEAR(got[r * n + i], want, 3e-6 * fabs(want) + 1e-6);
+            ZT_NEAR(zr_f16_to_f32(h[r * n + i]), got[r * n + i], 1e-3 * fabs(got[r * n + i]) + 1e-7);
+        }
+    /* rmsnorm_add: y[r] += RMSNorm(x[r]) w over rows of n (x: the first rows*n values) */
+    float *y = malloc(sizeof(float) * rows * n);
+    for (int i = 0; i < rows * n; i++) y[i] = gpu_rand(&s);
+    CUdeviceptr dy = gpu_upload(g, y, sizeof(float) * rows * n), dw = gpu_upload(g, w, sizeof(float) * n);
+    gpu_free(g, dx);
+    dx = gpu_upload(g, x, sizeof(float) * rows * n);
+    ZT_CHECKF(!zr_k_rmsnorm_add(&g->l, &g->k, dx, dw, dy, n, 1e-6f, rows, &e), "%s", e.msg);
+    gpu_download(g, got, dy, sizeof(float) * rows * n);
+    for (int r = 0; r < rows; r++) {
+        zr_cpu_rmsnorm(ref, x + r * n, w, n, 1e-6f);
+        for (int i = 0; i < n; i++) ZT_NEAR(got[r * n + i], y[r * n + i] + ref[i], 1e-5 * (fabs(ref[i]) + fabs(y[r * n + i])) + 1e-6);
+    }
+    gpu_free(g, dx);
+    gpu_free(g, dy);
+    gpu_free(g, dw);
+    gpu_free(g, dout);
+    gpu_free(g, dh);
+    free(x);
+    free(got);
+    free(ref);
+    free(w);
+    free(h);
+    free(y);
+}
+
+/* attn_part_swa_f32 + attn_combine_f32: `rows` queries at positions pos0.. over the cache, keys
+ * restricted to the last `window` positions (0: all), scores soft-capped (0: not), against a
+ * double-precision CPU computation. Chunks wholly before the window must merge as nothing. */
+static void swa_case(int n_head, int n_kv, int hd, int n_ctx, int pos0, int rows, int chunk, int window, float cap) {
+    GpuEnv *g = gpu_env();
+    uint64_t s = 31 + hd + pos0 + window;
+    const int kv_dim = n_kv * hd, q_stride = n_head * hd + 2 * kv_dim, n_chunks = (n_ctx + chunk - 1) / chunk;
+    float *q = malloc(sizeof(float) * rows * q_stride), *kc = malloc(sizeof(float) * n_ctx * kv_dim),
+          *vc = malloc(sizeof(float) * n_ctx * kv_dim), *out = malloc(sizeof(float) * rows * n_head * hd);
+    for (int i = 0; i < rows * q_stride; i++) q[i] = 4.0f * gpu_rand(&s);
+    for (int i = 0; i < n_ctx * kv_dim; i++) kc[i] = gpu_rand(&s), vc[i] = gpu_rand(&s);
+    CUdeviceptr dq = gpu_upload(g, q, sizeof(float) * rows * q_stride), dk = gpu_upload(g, kc, sizeof(float) * n_ctx * kv_dim);
+    CUdeviceptr dv = gpu_upload(g, vc, sizeof(float) * n_ctx * kv_dim), dp = gpu_upload(g, &pos0, sizeof pos0);
+    CUdeviceptr part = gpu_alloc(g, sizeof(float) * rows * n_head * n_chunks * (hd + 2));
+    CUdeviceptr dout = gpu_alloc(g, sizeof(float) * rows * n_head * hd);
+    const float scale = 1.0f / sqrtf((float)hd);
+    ZrError e = {0};
+    ZT_CHECKF(!zr_k_attn_split_swa(&g->l, &g->k, dq, q_stride, dk, dv, part, dp, dout, n_head * hd, n_head, n_kv, hd, scale,
+                                   window, cap, chunk, n_chunks, rows, &e),
+              "%s", e.msg);
+    gpu_download(g, out, dout, sizeof(float) * rows * n_head * hd);
+    double *sc = malloc(sizeof(double) * n_ctx);
+    for (int i = 0; i < rows; i++)
+        for (int h = 0; h < n_head; h++) {
+            const int n_keys = pos0 + i + 1, kvh = h / (n_head / n_kv);
+            const int first = window > 0 && n_keys > window ? n_keys - window : 0;
+            double mx = -1e300, sum = 0;
+            for (int p = first; p < n_keys; p++) {
+                double d = 0;
+                for (int j = 0; j < hd; j++) d += (double)q[i * q_stride + h * hd + j] * kc[p * kv_dim + kvh * hd + j];
+                sc[p] = d * scale;
+                if (cap > 0) sc[p] = tanh(sc[p] / cap) * cap;
+                if (sc[p] > mx) mx = sc[p];
+            }
+            for (int p = first; p < n_keys; p++) sum += (sc[p] = exp(sc[p] - mx));
+            for (int j = 0; j < hd; j++) {
+                double o = 0;
+                for (int p = first; p < n_keys; p++) o += sc[p] * vc[p * kv_dim + kvh * hd + j];
+                o /= sum;
+                ZT_CHECKF(fabs(out[(i * n_head + h) * hd + j] - o) <= 4e-6 + 2e-5 * fabs(o),
+                          "window %d cap %g hd %d pos %d row %d head %d [%d]: %g vs %g", window, (double)cap, hd, pos0, i, h,
+                          j, out[(i * n_head + h) * hd + j], o);
+            }
+        }
+    gpu_free(g, dq);
+    gpu_free(g, dk);
+    gpu_free(g, dv);
+    gpu_free(g, dp);
+    gpu_free(g, part);
+    gpu_free(g, dout);
+    free(q);
+    free(kc);
+    free(vc);
+    free(out);
+    free(sc);
+}
+
+ZT_TEST(sliding_window_and_soft_capped_attention_match_the_cpu_past_the_window) {
+    if (!gpu_env()) return;
+    swa_case(4, 2, 64, 256, 100, 1, 32, 16, 0.0f);    /* decode: chunks 0..2 wholly before the window */
+    swa_case(4, 2, 64, 256, 100, 1, 32, 40, 0.0f);    /* the window starts inside a chunk */
+    swa_case(8, 4, 256, 256, 200, 1, 64, 16, 50.0f);  /* gemma's head of 256, window and cap */
+    swa_case(4, 1, 128, 128, 0, 60, 128, 16, 0.0f);   /* prefill from 0, rows past the window */
+    swa_case(4, 2, 64, 512, 30, 70, 32, 24, 30.0f);   /* prefill after a prefix, many chunks */
+    swa_case(2, 2, 64, 64, 10, 1, 32, 0, 50.0f);      /* soft-cap alone (gemma2's global layers) */
+    swa_case(2, 1, 64, 64, 5, 1, 32, 100, 0.0f);      /* a window wider than the sequence */
+}
+
+/* rope_scale_f32 multiplies exactly the rotated values of Q (rows of qkv) and of the K rows at
+ * pos[0].. in the cache by the factor, and nothing else. */
+ZT_TEST(rope_scale_scales_the_rotated_values_of_q_and_the_new_k_rows_only) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    const int n_head = 4, n_kv = 2, hd = 64, rd = 48, rows = 3, pos0 = 5, n_ctx = 16;
+    const int kv_dim = n_kv * hd, stride = n_head * hd + 2 * kv_dim;
+    const float factor = 1.19f;
+    uint64_t s = 41;
+    float *qkv = malloc(sizeof(float) * rows * stride), *kc = malloc(sizeof(float) * n_ctx * kv_dim);
+    float *q2 = malloc(sizeof(float) * rows * stride), *k2 = malloc(sizeof(float) * n_ctx * kv_dim);
+    for (int i = 0; i < rows * stride; i++) qkv[i] = gpu_rand(&s);
+    for (int i = 0; i < n_ctx * kv_dim; i++) kc[i] = gpu_rand(&s);
+    CUdeviceptr dq = gpu_upload(g, qkv, sizeof(float) * rows * stride), dk = gpu_upload(g, kc, sizeof(float) * n_ctx * kv_dim);
+    CUdeviceptr dp = gpu_upload(g, &pos0, sizeof pos0);
+    ZrError e = {0};
+    ZT_CHECKF(!zr_k_rope_scale(&g->l, &g->k, dq, stride, n_head, n_kv, hd, rd, factor, dp, dk, rows, &e), "%s", e.msg);
+    gpu_download(g, q2, dq, sizeof(float) * rows * stride);
+    gpu_download(g, k2, dk, sizeof(float) * n_ctx * kv_dim);
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < stride; i++) {
+            const bool rotated_q = i < n_head * hd && i % hd < rd;
+            ZT_CHECK(q2[r * stride + i] == (rotated_q ? qkv[r * stride + i] * factor : qkv[r * stride + i]));
+        }
+    for (int p = 0; p < n_ctx; p++)
+        for (int i = 0; i < kv_dim; i++) {
+            const bool scaled = p >= pos0 && p < pos0 + rows && i % hd < rd;
+            ZT_CHECK(k2[p * kv_dim + i] == (scaled ? kc[p * kv_dim + i] * factor : kc[p * kv_dim + i]));
+        }
+    gpu_free(g, dq);
+    gpu_free(g, dk);
+    gpu_free(g, dp);
+    free(qkv);
+    free(kc);
+    free(q2);
+    free(k2);
 }
 
 int main(void) { return gpu_main(); }

@@ -1,0 +1,108 @@
+// attn_part_swa_f32: attn_part_f32 (cu/attention.cu) for sliding-window and soft-capped layers
+// (gemma2, gemma3: issue 14), merged by the same attn_combine_f32. Query row i (of M) at
+// position p = pos[0] + i attends to cache rows max(0, p + 1 - window) .. p (window 0: all, as
+// attn_part_f32); with softcap > 0 each score s (q.k times scale) becomes tanh(s / softcap) *
+// softcap before the softmax (llama.cpp: scale by 1/cap, tanh, scale by cap). A chunk wholly
+// before the window writes an empty partial (o = 0, max -inf, sum 0) that the merge weighs 0.
+// The cache keeps every position (masking, not a ring): positions stay rows, as for global layers.
+// grid (n_head, n_chunks, M), block 128, dynamic shared (head_dim + chunk + 128) floats.
+#include "common.cuh"
+
+__device__ __forceinline__ float zr_swa_block_reduce(float v, float *red, bool is_max) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = is_max ? zr_warp_max(v) : zr_warp_sum(v);
+    __syncthreads();
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    float r = red[0];
+    for (int k = 1; k < nw; k++) r = is_max ? fmaxf(r, red[k]) : r + red[k];
+    return r;
+}
+
+ZR_KERNEL void __launch_bounds__(128)
+    attn_part_swa_f32(const float *__restrict__ q, int q_stride, const float *__restrict__ kc,
+                      const float *__restrict__ vc, float *__restrict__ part, const int *__restrict__ pos, int n_head,
+                      int n_kv, int head_dim, int chunk, int n_chunks, float scale, int window, float softcap) {
+    zr_grid_enter();
+    extern __shared__ float4 zr_attn_swa_smem[];
+    float *qs = (float *)zr_attn_swa_smem;   // [head_dim]
+    float *sc = qs + head_dim;               // [chunk]
+    float *red = sc + chunk;                 // [128]
+    const int h = blockIdx.x, c = blockIdx.y, i = blockIdx.z, t = threadIdx.x;
+    const int seq = pos[0] + i + 1;
+    const int start = c * chunk;
+    if (start >= seq) return;
+    const int first = window > 0 && seq > window ? seq - window : 0;
+    const int lo = max(start, first), end = min(start + chunk, seq), n = end - lo;
+    float *out = part + ((size_t)(i * n_head + h) * n_chunks + c) * (head_dim + 2);
+    if (n <= 0) {
+        for (int d = t; d < head_dim; d += blockDim.x) out[d] = 0.f;
+        if (t == 0) {
+            out[head_dim] = -INFINITY;
+            out[head_dim + 1] = 0.f;
+        }
+        return;
+    }
+    const int kvh = h / (n_head / n_kv), kv_dim = n_kv * head_dim;
+    const float *qp = q + (size_t)i * q_stride + (size_t)h * head_dim;
+    for (int d = t; d < head_dim; d += blockDim.x) qs[d] = qp[d] * scale;
+    __syncthreads();
+
+    const float inv_cap = softcap > 0.f ? 1.0f / softcap : 0.f;
+    float mx = -INFINITY;
+    for (int p = t; p < n; p += blockDim.x) {
+        const float *kp = kc + (size_t)(lo + p) * kv_dim + (size_t)kvh * head_dim;
+        float s = 0.f;
+        if ((head_dim & 3) == 0) {
+            for (int d = 0; d < head_dim; d += 4) {
+                const float4 kv = *(const float4 *)(kp + d);
+                s = fmaf(qs[d], kv.x, s); s = fmaf(qs[d + 1], kv.y, s);
+                s = fmaf(qs[d + 2], kv.z, s); s = fmaf(qs[d + 3], kv.w, s);
+            }
+        } else {
+            for (int d = 0; d < head_dim; d++) s = fmaf(qs[d], kp[d], s);
+        }
+        sc[p] = s;
+        mx = fmaxf(mx, s);
+    }
+    // each thread caps its own scores after the dot products (capping inside that loop made
+    // ptxas spill); tanh is increasing, so the capped max is the max of the capped scores
+    if (softcap > 0.f) {
+        for (int p = t; p < n; p += blockDim.x) sc[p] = tanhf(sc[p] * inv_cap) * softcap;
+        if (mx > -INFINITY) mx = tanhf(mx * inv_cap) * softcap;
+    }
+    mx = zr_swa_block_reduce(mx, red, true);
+    float l = 0.f;
+    for (int p = t; p < n; p += blockDim.x) {
+        const float e = expf(sc[p] - mx);
+        sc[p] = e;
+        l += e;
+    }
+    l = zr_swa_block_reduce(l, red, false);  // its barriers also publish sc[]
+
+    const float *vbase = vc + (size_t)lo * kv_dim + (size_t)kvh * head_dim;
+    if (head_dim <= (int)blockDim.x) {
+        const int G = blockDim.x / head_dim, d = t % head_dim, g = t / head_dim;
+        float acc = 0.f;
+        if (g < G)
+            for (int p = g; p < n; p += G) acc = fmaf(sc[p], vbase[(size_t)p * kv_dim + d], acc);
+        __syncthreads();
+        red[t] = acc;
+        __syncthreads();
+        if (t < head_dim) {
+            float o = 0.f;
+            for (int k = 0; k < G; k++) o += red[k * head_dim + t];
+            out[t] = o;
+        }
+    } else {
+        for (int d = t; d < head_dim; d += blockDim.x) {
+            float acc = 0.f;
+            for (int p = 0; p < n; p++) acc = fmaf(sc[p], vbase[(size_t)p * kv_dim + d], acc);
+            out[d] = acc;
+        }
+    }
+    if (t == 0) {
+        out[head_dim] = mx;
+        out[head_dim + 1] = l;
+    }
+}
