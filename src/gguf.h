@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "hash.h"
 
 #define ZR_GGUF_MAX_DIMS 4
 #define ZR_GGUF_DEFAULT_ALIGNMENT 32
@@ -72,6 +73,7 @@ typedef struct ZrGguf {
     uint64_t kv_hash_mask;
     uint32_t *tensor_hash;
     uint64_t tensor_hash_mask;
+    ZrHashKey hash_key; /* drawn per parse: names cannot be chosen to collide (hash.h) */
 } ZrGguf;
 
 /* Parses and validates buf[0..len) (zero-initializes *g first; on failure *g holds nothing

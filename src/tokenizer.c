@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "tokenizer_pre.h"
 
 /* token attributes (llama_token_attr bits) */
@@ -62,6 +63,7 @@ struct ZrTokenizer {
     HashSlot *hash; /* [hash_mask + 1] text -> id */
     uint32_t hash_mask;
     size_t max_len; /* longest token text */
+    ZrHashKey hkey; /* keys hash, merge and str_hash */
 
     /* BPE */
     ZrPretok *pre;
@@ -90,34 +92,13 @@ struct ZrTokenizer {
 
 /* ---- hashing ---------------------------------------------------------------------------- */
 
-static uint64_t hash_bytes(const char *p, size_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xC2B2AE3D27D4EB4Full);
-    while (n >= 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        h = (h ^ v) * 0xFF51AFD7ED558CCDull;
-        h ^= h >> 32;
-        p += 8;
-        n -= 8;
-    }
-    uint64_t v = 0;
-    memcpy(&v, p, n);
-    h = (h ^ v) * 0xC4CEB9FE1A85EC53ull;
-    h ^= h >> 29;
-    h *= 0x9E3779B97F4A7C15ull;
-    return h ^ (h >> 32);
-}
-
-static uint64_t hash_pair(uint64_t k) {
-    k ^= k >> 33;
-    k *= 0xFF51AFD7ED558CCDull;
-    k ^= k >> 33;
-    k *= 0xC4CEB9FE1A85EC53ull;
-    return k ^ (k >> 33);
-}
+/* Keyed per tokenizer (hash.h): a vocabulary cannot be written so that its texts or merges
+ * all fall into one slot. */
+static uint64_t hash_bytes(const ZrTokenizer *t, const char *p, size_t n) { return zr_hash_bytes(&t->hkey, p, n); }
+static uint64_t hash_pair(const ZrTokenizer *t, uint64_t k) { return zr_hash_u64(&t->hkey, k); }
 
 static int32_t find_text(const ZrTokenizer *t, const char *p, size_t n) {
-    uint64_t h = hash_bytes(p, n);
+    uint64_t h = hash_bytes(t, p, n);
     uint32_t tag = (uint32_t)(h >> 32);
     for (uint32_t i = (uint32_t)h & t->hash_mask;; i = (i + 1) & t->hash_mask) {
         const HashSlot *s = &t->hash[i];
@@ -129,7 +110,7 @@ static int32_t find_text(const ZrTokenizer *t, const char *p, size_t n) {
 
 static const MergeSlot *find_merge(const ZrTokenizer *t, int32_t a, int32_t b) {
     uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-    for (uint64_t i = hash_pair(key) & t->merge_mask;; i = (i + 1) & t->merge_mask) {
+    for (uint64_t i = hash_pair(t, key) & t->merge_mask;; i = (i + 1) & t->merge_mask) {
         const MergeSlot *s = &t->merge[i];
         if (s->key == key) return s;
         if (s->key == UINT64_MAX) return NULL;
@@ -138,7 +119,7 @@ static const MergeSlot *find_merge(const ZrTokenizer *t, int32_t a, int32_t b) {
 
 static const StrMerge *find_str_merge(const ZrTokenizer *t, const char *p, size_t n) {
     if (!t->n_str_merge) return NULL;
-    uint64_t h = hash_bytes(p, n);
+    uint64_t h = hash_bytes(t, p, n);
     uint32_t tag = (uint32_t)(h >> 32);
     for (uint32_t i = (uint32_t)h & t->str_mask;; i = (i + 1) & t->str_mask) {
         const HashSlot *s = &t->str_hash[i];
@@ -847,7 +828,7 @@ static int load_merges(ZrTokenizer *t, const ZrGguf *g, ZrError *err) {
         int32_t a = find_text(t, s, nl), b = find_text(t, sp + 1, nr);
         if (a >= 0 && b >= 0) {
             uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-            uint64_t i = hash_pair(key) & t->merge_mask;
+            uint64_t i = hash_pair(t, key) & t->merge_mask;
             while (t->merge[i].key != UINT64_MAX && t->merge[i].key != key) i = (i + 1) & t->merge_mask;
             if (t->merge[i].key == key) continue; /* the first rank wins, as in llama.cpp */
             int32_t res = -1;
@@ -894,7 +875,7 @@ static int load_merges(ZrTokenizer *t, const ZrGguf *g, ZrError *err) {
             memcpy(t->pool + o, src->ptr, (size_t)src->len);
             sm->off = (uint32_t)o;
             o += (size_t)src->len;
-            uint64_t h = hash_bytes(t->pool + sm->off, sm->len);
+            uint64_t h = hash_bytes(t, t->pool + sm->off, sm->len);
             uint32_t i = (uint32_t)h & t->str_mask;
             bool dup = false;
             while (t->str_hash[i].id >= 0) {
@@ -980,6 +961,7 @@ int zr_tokenizer_load(ZrTokenizer **out, const ZrGguf *g, ZrError *err) {
         return zr_err(err, ZR_E_NOMEM, "%s: out of memory for %d tokens", g->path, nv);
     }
     t->kind = kind;
+    zr_hash_key_random(&t->hkey);
     t->n_vocab = nv;
     zr_gguf_arr_strings(tok_kv, strs);
     uint64_t pool_len = 0;
@@ -1029,7 +1011,7 @@ int zr_tokenizer_load(ZrTokenizer **out, const ZrGguf *g, ZrError *err) {
         t->attr[i] = a;
         /* index the text */
         const char *s = t->pool + t->off[i];
-        uint64_t h = hash_bytes(s, t->len[i]);
+        uint64_t h = hash_bytes(t, s, t->len[i]);
         uint32_t k = (uint32_t)h & t->hash_mask;
         for (; t->hash[k].id >= 0; k = (k + 1) & t->hash_mask) {
             int32_t j = t->hash[k].id;
