@@ -693,6 +693,23 @@ static int get_str(const ZrGguf *g, const char *key, ZrStr *out, bool opt, ZrErr
 int zr_gguf_get_str(const ZrGguf *g, const char *key, ZrStr *out, ZrError *err) { return get_str(g, key, out, false, err); }
 int zr_gguf_get_str_opt(const ZrGguf *g, const char *key, ZrStr *out, ZrError *err) { return get_str(g, key, out, true, err); }
 
+static int get_name(const ZrGguf *g, const char *key, ZrStr *out, bool opt, ZrError *err) {
+    ZrStr s = {NULL, 0};
+    int rc = get_str(g, key, &s, opt, err);
+    if (rc || !s.ptr) return rc;
+    const char *nul = memchr(s.ptr, 0, (size_t)s.len);
+    if (nul) {
+        char shown[96];
+        return zr_err(err, ZR_E_FORMAT, "%s: key '%s': expected a name without NUL bytes, found a NUL at byte %lld of '%s'",
+                      g->path, key, (long long)(nul - s.ptr), printable(s, shown, sizeof shown));
+    }
+    *out = s;
+    return 0;
+}
+
+int zr_gguf_get_name(const ZrGguf *g, const char *key, ZrStr *out, ZrError *err) { return get_name(g, key, out, false, err); }
+int zr_gguf_get_name_opt(const ZrGguf *g, const char *key, ZrStr *out, ZrError *err) { return get_name(g, key, out, true, err); }
+
 int zr_gguf_get_arr(const ZrGguf *g, const char *key, uint32_t elem_type, const ZrGgufKv **out, ZrError *err) {
     int rc;
     const ZrGgufKv *kv = need(g, key, false, &rc, err);

@@ -103,6 +103,11 @@ int zr_gguf_get_u32_opt(const ZrGguf *g, const char *key, uint32_t *out, ZrError
 int zr_gguf_get_f32_opt(const ZrGguf *g, const char *key, float *out, ZrError *err);
 int zr_gguf_get_bool_opt(const ZrGguf *g, const char *key, bool *out, ZrError *err);
 int zr_gguf_get_str_opt(const ZrGguf *g, const char *key, ZrStr *out, ZrError *err);
+/* A string that names something (an architecture, a tokenizer, a pre-tokenizer, a scaling
+ * type): as get_str, and refused with ZR_E_FORMAT when it holds a NUL byte, which would make
+ * "default\0" name "default" wherever the name becomes a C string. */
+int zr_gguf_get_name(const ZrGguf *g, const char *key, ZrStr *out, ZrError *err);
+int zr_gguf_get_name_opt(const ZrGguf *g, const char *key, ZrStr *out, ZrError *err);
 
 /* Arrays. get_arr checks the element type (pass ZR_GGUF_N_VALUE_TYPES to accept any). */
 int zr_gguf_get_arr(const ZrGguf *g, const char *key, uint32_t elem_type, const ZrGgufKv **out, ZrError *err);

@@ -134,7 +134,7 @@ static int read_rope_scaling(const Keys *k, ZrHparams *hp) {
     if (factor == 0.0f || factor == 1.0f) return 0;
     char key[128];
     ZrStr type = {"linear", 6};
-    rc = zr_gguf_get_str_opt(k->g, key_name(k, "rope.scaling.type", key, sizeof key), &type, k->err);
+    rc = zr_gguf_get_name_opt(k->g, key_name(k, "rope.scaling.type", key, sizeof key), &type, k->err);
     if (rc) return rc;
     if (!zr_str_eq(type, "linear") && !zr_str_eq(type, "none"))
         return zr_err(k->err, ZR_E_UNSUPPORTED, "%s: key '%s': rope scaling '%.*s' (factor %g) is not supported (supported: linear)",
@@ -477,30 +477,47 @@ static int check_rope_freqs(const ZrModel *m, const ZrGguf *g, ZrError *err) {
     return 0;
 }
 
+/* The layer number N of a "blk.N.*" tensor name, or -1 when the name has none. Every digit
+ * counts: a number too large for int64 saturates at INT64_MAX, so no number wraps below
+ * block_count. */
+static int64_t layer_of(const ZrStr *name, uint64_t *digits) {
+    if (name->len < 6 || memcmp(name->ptr, "blk.", 4)) return -1;
+    int64_t layer = 0;
+    uint64_t j = 4;
+    for (; j < name->len && name->ptr[j] >= '0' && name->ptr[j] <= '9'; j++)
+        layer = layer > (INT64_MAX - 9) / 10 ? INT64_MAX : layer * 10 + (name->ptr[j] - '0');
+    if (j == 4 || j >= name->len || name->ptr[j] != '.') return -1;
+    *digits = j - 4;
+    return layer;
+}
+
 /* A tensor of a layer past block_count means the count is wrong: running the first layers
  * only would give a silently wrong answer. */
 static int check_stray_layers(const ZrModel *m, const ZrGguf *g, ZrError *err) {
     int64_t top = -1;    /* the highest layer named */
     uint64_t at = 0;     /* a tensor of it */
+    uint64_t digits = 0; /* the length of its number */
     for (uint64_t i = 0; i < g->n_tensors; i++) {
-        const ZrStr *name = &g->tensors[i].name;
-        if (name->len < 5 || memcmp(name->ptr, "blk.", 4)) continue;
-        int64_t layer = 0;
-        uint64_t j = 4;
-        for (; j < name->len && j < 12 && name->ptr[j] >= '0' && name->ptr[j] <= '9'; j++) layer = layer * 10 + (name->ptr[j] - '0');
-        if (j == 4 || j >= name->len || name->ptr[j] != '.' || layer <= top) continue;
+        uint64_t d = 0;
+        int64_t layer = layer_of(&g->tensors[i].name, &d);
+        if (layer <= top) continue;
         top = layer;
         at = i;
+        digits = d;
     }
     if (top < m->hp.n_layer) return 0;
     const ZrStr *name = &g->tensors[at].name;
-    return zr_err(err, ZR_E_FORMAT, "%s: key '%s.block_count': expected %" PRId64 " (the file has tensor '%.*s'), found %d",
-                  g->path, m->hp.arch_name, top + 1, (int)(name->len > 64 ? 64 : name->len), name->ptr, m->hp.n_layer);
+    const int shown = (int)(name->len > 64 ? 64 : name->len);
+    if (top < INT32_MAX)
+        return zr_err(err, ZR_E_FORMAT, "%s: key '%s.block_count': expected %" PRId64 " (the file has tensor '%.*s'), found %d",
+                      g->path, m->hp.arch_name, top + 1, shown, name->ptr, m->hp.n_layer);
+    return zr_err(err, ZR_E_FORMAT, "%s: key '%s.block_count': expected a layer count above %.*s (the file has tensor '%.*s'), found %d",
+                  g->path, m->hp.arch_name, (int)(digits > 40 ? 40 : digits), name->ptr + 4, shown, name->ptr, m->hp.n_layer);
 }
 
 static const ArchInfo *find_arch(const ZrGguf *g, ZrError *err) {
     ZrStr name;
-    if (zr_gguf_get_str(g, "general.architecture", &name, err)) return NULL;
+    if (zr_gguf_get_name(g, "general.architecture", &name, err)) return NULL;
     for (size_t i = 0; i < N_ARCH; i++)
         if (zr_str_eq(name, arch_table[i].name)) return &arch_table[i];
     zr_err(err, ZR_E_UNSUPPORTED, "%s: architecture '%.*s' is not supported (supported: %s)", g->path,

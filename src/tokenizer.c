@@ -908,9 +908,9 @@ static const char *const k_eot_texts[] = {
 int zr_tokenizer_load(ZrTokenizer **out, const ZrGguf *g, ZrError *err) {
     *out = NULL;
     ZrStr model, pre = {"", 0};
-    int rc = zr_gguf_get_str(g, "tokenizer.ggml.model", &model, err);
+    int rc = zr_gguf_get_name(g, "tokenizer.ggml.model", &model, err);
     if (rc) return rc;
-    rc = zr_gguf_get_str_opt(g, "tokenizer.ggml.pre", &pre, err);
+    rc = zr_gguf_get_name_opt(g, "tokenizer.ggml.pre", &pre, err);
     if (rc) return rc;
     int kind;
     if (zr_str_eq(model, "llama")) kind = KIND_SPM;

@@ -432,6 +432,25 @@ ZT_TEST(unknown_pre_tokenizer_is_refused_by_name) {
     ZT_CHECKF(strstr(err.msg, "'no-such-pre'") && strstr(err.msg, "llama-bpe"), "%s", err.msg);
 }
 
+ZT_TEST(a_pre_tokenizer_or_model_name_with_a_nul_byte_is_refused) {
+    Synth s;
+    ZrError err;
+    synth_bpe(&s, NULL);
+    zr_gguf_w_key(&s.w, "tokenizer.ggml.pre", ZR_GGUF_STRING);
+    zr_gguf_w_raw_u64(&s.w, 8);
+    zr_gguf_w_raw_bytes(&s.w, "default", 8); /* "default\0" */
+    ZT_CHECK(synth_load(&s, &err) == NULL);
+    ZT_CHECKF(err.code == ZR_E_FORMAT && strstr(err.msg, "key 'tokenizer.ggml.pre': expected a name without NUL bytes, found a NUL at byte 7"), "%s", err.msg);
+    static const char *tokens[] = {"a"};
+    zr_gguf_w_init(&s.w);
+    zr_gguf_w_key(&s.w, "tokenizer.ggml.model", ZR_GGUF_STRING);
+    zr_gguf_w_raw_u64(&s.w, 6);
+    zr_gguf_w_raw_bytes(&s.w, "gpt2\0x", 6);
+    zr_gguf_w_arr_str(&s.w, "tokenizer.ggml.tokens", 1, tokens);
+    ZT_CHECK(synth_load(&s, &err) == NULL);
+    ZT_CHECKF(err.code == ZR_E_FORMAT && strstr(err.msg, "key 'tokenizer.ggml.model': expected a name without NUL bytes, found a NUL at byte 4 of 'gpt2?x'"), "%s", err.msg);
+}
+
 ZT_TEST(unknown_tokenizer_model_is_refused) {
     Synth s;
     ZrError err;
