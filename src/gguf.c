@@ -113,17 +113,22 @@ static int rd_str_at(Rd *r, const char *what, uint64_t idx, ZrStr *s) {
 
 static int rd_str(Rd *r, const char *what, ZrStr *s) { return rd_str_at(r, what, UINT64_MAX, s); }
 
-/* Printable copy of a name from the file (names may hold anything), for messages. */
-static const char *printable(ZrStr s, char *out, size_t cap) {
+const char *zr_str_printable(ZrStr s, char *out, size_t cap) {
     size_t n = 0;
+    if (cap < 4) {
+        if (cap) out[0] = 0;
+        return out;
+    }
     for (uint64_t i = 0; i < s.len && n + 4 < cap; i++) {
         unsigned char c = (unsigned char)s.ptr[i];
         out[n++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
     }
-    if (s.len > cap - 4 && cap >= 4) { memcpy(out + n, "...", 3); n += 3; }
+    if (s.len > cap - 4) { memcpy(out + n, "...", 3); n += 3; }
     out[n] = 0;
     return out;
 }
+
+static const char *printable(ZrStr s, char *out, size_t cap) { return zr_str_printable(s, out, cap); }
 
 /* ---- metadata values ------------------------------------------------------------------- */
 

@@ -88,6 +88,10 @@ const ZrGgufKv *zr_gguf_find(const ZrGguf *g, const char *key);
 const ZrGgufTensor *zr_gguf_tensor(const ZrGguf *g, const char *name);
 const char *zr_gguf_type_name(uint32_t value_type);
 bool zr_str_eq(ZrStr s, const char *cstr);
+/* A string from the file as text that is safe to print: at most cap - 4 of its bytes (its
+ * length may be anything up to 2^64 - 1: only what is shown is read), printable ASCII kept,
+ * every other byte (controls, escapes, NUL) as '?', and "..." when cut. Returns out. */
+const char *zr_str_printable(ZrStr s, char *out, size_t cap);
 
 /* Typed getters. Integer getters accept any integer type whose value fits (bool too for
  * get_bool); float getters accept FLOAT32/FLOAT64. They fail with ZR_E_FORMAT naming the file,

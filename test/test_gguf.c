@@ -522,3 +522,16 @@ ZT_TEST(writer_streaming_equals_writing_at_once) {
 }
 
 int main(void) { return zt_run(); }
+
+ZT_TEST(printable_reads_only_what_it_shows_of_a_string_of_any_length) {
+    /* a length of 2^31 + 5 (a negative %.*s precision once cast to int) over a 12-byte buffer:
+     * only the bytes shown may be read */
+    static const char bytes[12] = "arch\x1b[2Jxyz";
+    char out[12];
+    ZT_CHECK(!strcmp(zr_str_printable((ZrStr){bytes, (1ull << 31) + 5}, out, sizeof out), "arch?[2J..."));
+    ZT_CHECK(!strcmp(zr_str_printable((ZrStr){bytes, UINT64_MAX}, out, 8), "arch..."));
+    ZT_CHECK(!strcmp(zr_str_printable((ZrStr){bytes, 4}, out, sizeof out), "arch"));
+    ZT_CHECK(!strcmp(zr_str_printable((ZrStr){"a\0b", 3}, out, sizeof out), "a?b"));
+    ZT_CHECK(!strcmp(zr_str_printable((ZrStr){bytes, 0}, out, sizeof out), ""));
+    ZT_CHECK(!strcmp(zr_str_printable((ZrStr){bytes, 12}, out, 3), ""));
+}
