@@ -510,7 +510,9 @@ int zr_gguf_parse(ZrGguf *g, const void *buf, size_t len, const char *label, ZrE
 
 int zr_gguf_open(ZrGguf *g, const char *path, ZrError *err) {
     memset(g, 0, sizeof *g);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; the type is
+     * checked on the open descriptor, so nothing can be swapped in between */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return zr_err(err, ZR_E_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -520,7 +522,10 @@ int zr_gguf_open(ZrGguf *g, const char *path, ZrError *err) {
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return zr_err(err, ZR_E_IO, "%s: expected a regular file", path);
+        const char *found = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                          : S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device"
+                          : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
+        return zr_err(err, ZR_E_IO, "%s: expected a regular file (a GGUF model), found %s", path, found);
     }
     void *map = NULL;
     size_t len = (size_t)st.st_size;

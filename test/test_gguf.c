@@ -480,6 +480,27 @@ ZT_TEST(open_reports_missing_empty_and_non_regular_files) {
     ZT_CHECK(r3 == ZR_E_IO && m3);
 }
 
+ZT_TEST(open_refuses_a_fifo_or_a_device_without_waiting_on_it) {
+    char fifo[4200];
+    snprintf(fifo, sizeof fifo, "%s/model.fifo", zt_tmpdir());
+    unlink(fifo);
+    ZT_CHECK(mkfifo(fifo, 0600) == 0);
+    ZrGguf g;
+    ZrError e;
+    alarm(10); /* a blocking open() of a FIFO nobody writes would wait forever */
+    int r1 = zr_gguf_open(&g, fifo, &e);
+    alarm(0);
+    bool m1 = strstr(e.msg, "model.fifo: expected a regular file (a GGUF model), found a FIFO (named pipe)") != NULL;
+    unlink(fifo);
+    int r2 = zr_gguf_open(&g, "/dev/zero", &e);
+    bool m2 = strstr(e.msg, "/dev/zero: expected a regular file (a GGUF model), found a character device") != NULL;
+    int r3 = zr_gguf_open(&g, zt_tmpdir(), &e);
+    bool m3 = strstr(e.msg, "found a directory") != NULL;
+    ZT_CHECKF(r1 == ZR_E_IO && m1, "%s", e.msg);
+    ZT_CHECK(r2 == ZR_E_IO && m2);
+    ZT_CHECK(r3 == ZR_E_IO && m3);
+}
+
 ZT_TEST(writer_copies_every_kv_of_a_parsed_file_byte_for_byte) {
     size_t len;
     uint8_t *buf = make("good_every_type", &len);
