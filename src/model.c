@@ -477,6 +477,41 @@ static int check_rope_freqs(const ZrModel *m, const ZrGguf *g, ZrError *err) {
     return 0;
 }
 
+/* The f32 vectors (ne1 == 1) of m whose data is not 4-byte aligned get aligned copies (in one
+ * allocation, m->aligned): a file with general.alignment = 1 may place them anywhere, and the
+ * backends read them as float arrays. Matrices are read bytewise and stay in the map. */
+static bool misaligned_vector(const ZrWeight *w) {
+    return w->data && w->type == ZR_TYPE_F32 && w->ne1 == 1 && (uintptr_t)w->data % _Alignof(float) != 0;
+}
+
+static int align_vectors(ZrModel *m, const ZrGguf *g, ZrError *err) {
+    ZrWeight *globals[] = {&m->output_norm, &m->rope_freqs};
+    uint64_t floats = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        uint64_t at = 0;
+        for (int il = -1; il < m->hp.n_layer; il++) {
+            ZrWeight *w = il < 0 ? *globals : LAYER_WEIGHTS(&m->layers[il]);
+            size_t n = il < 0 ? sizeof globals / sizeof globals[0] : WEIGHTS_PER_LAYER;
+            for (size_t i = 0; i < n; i++) {
+                ZrWeight *v = il < 0 ? globals[i] : &w[i];
+                if (!misaligned_vector(v)) continue;
+                if (pass == 1) {
+                    memcpy(m->aligned + at, v->data, (size_t)v->nbytes);
+                    v->data = m->aligned + at;
+                }
+                at += (uint64_t)v->ne0;
+            }
+        }
+        if (pass == 0) {
+            if (!at) return 0;
+            floats = at;
+            m->aligned = malloc((size_t)floats * sizeof(float));
+            if (!m->aligned) return zr_err(err, ZR_E_NOMEM, "%s: out of memory for %" PRIu64 " aligned norm weights", g->path, floats);
+        }
+    }
+    return 0;
+}
+
 /* The layer number N of a "blk.N.*" tensor name, or -1 when the name has none. Every digit
  * counts: a number too large for int64 saturates at INT64_MAX, so no number wraps below
  * block_count. */
@@ -535,9 +570,11 @@ int zr_model_from_gguf(ZrModel *m, ZrGguf *g, ZrError *err) {
     if (!rc) rc = bind_all(m, ai, g, err);
     if (!rc) rc = check_rope_freqs(m, g, err);
     if (!rc) rc = check_stray_layers(m, g, err);
+    if (!rc) rc = align_vectors(m, g, err);
     if (rc) {
         free(m->layers);
         free(m->names);
+        free(m->aligned);
         memset(m, 0, sizeof *m);
         return rc;
     }
@@ -564,6 +601,7 @@ void zr_model_free(ZrModel *m) {
     if (!m) return;
     free(m->layers);
     free(m->names);
+    free(m->aligned);
     zr_gguf_close(&m->gguf);
     memset(m, 0, sizeof *m);
 }
