@@ -78,8 +78,9 @@ struct ZrTokenizer {
     uint8_t byte_chr_len[256];
     int16_t chr_byte[0x144]; /* code point < 0x144 -> byte, or -1 */
 
-    /* SPM: ASCII bytes that no token of two or more bytes contains */
-    bool isolated[256];
+    /* SPM: bit b of joins[a] (a bitset of 256): some token's text holds byte a directly
+     * followed by byte b. Where no token does, no merge can ever span the two characters. */
+    uint8_t joins[256][32];
     /* SPM byte fallback (<0xNN>) or, for BPE, the token of each byte's alphabet character */
     int32_t byte_tok[256];
 
@@ -215,10 +216,13 @@ static Bigram heap_pop(Work *w) {
     return top;
 }
 
+/* Grows *p to hold need elements: doubling when that is enough, else exactly need (so one
+ * large first request costs what it asks, not the next power of two). */
 static bool reserve(void **p, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return true;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
+    size_t c = *cap * 2;
+    if (c < need) c = need;
+    if (c < 64) c = 64;
     void *q = realloc(*p, c * elem);
     if (!q) return false;
     *p = q;
@@ -244,61 +248,26 @@ static size_t utf8_len(unsigned char c) {
     return lookup[c >> 4];
 }
 
-static int spm_encode(const ZrTokenizer *t, Work *w, const char *text, size_t len, bool prefix,
-                      IdVec *out) {
-    /* escaped text: ' ' -> U+2581 (3 bytes) */
-    if (!reserve((void **)&w->buf, &w->cap_buf, 3 * (len + 1), 1)) return ZR_E_NOMEM;
-    size_t n = 0;
-    if (prefix) {
-        memcpy(w->buf, "\xE2\x96\x81", 3);
-        n = 3;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (text[i] == ' ') {
-            memcpy(w->buf + n, "\xE2\x96\x81", 3);
-            n += 3;
-        } else {
-            w->buf[n++] = text[i];
-        }
-    }
-    if (n == 0) return ZR_OK;
-    if (!reserve((void **)&w->sym, &w->cap_sym, n, sizeof *w->sym)) return ZR_E_NOMEM;
-    size_t ns = 0;
-    for (size_t o = 0; o < n;) {
-        size_t k = utf8_len((unsigned char)w->buf[o]);
-        if (k > n - o) k = n - o;
-        w->sym[ns] = (Sym){.prev = (int32_t)ns - 1, .next = o + k == n ? -1 : (int32_t)ns + 1,
-                           .start = (uint32_t)o, .n = (uint32_t)k, .id = -1};
-        ns++;
-        o += k;
-    }
-    w->n_sym = ns;
-    w->spm = 1;
-    /* A symbol that is a byte no longer token contains (e.g. '\n' in Llama's vocabulary) never
-     * merges, so the text on either side of it merges independently: each region gets its
-     * own (small) queue. The merges within a region happen in the same order as with one
-     * queue for the whole text, so the result is the same. */
-    for (size_t first = 0; first < ns;) {
-        size_t last = first;
-        while (last + 1 < ns && !(w->sym[last].n == 1 && t->isolated[(unsigned char)w->buf[w->sym[last].start]]))
-            last++;
-        w->sym[first].prev = -1;
-        w->sym[last].next = -1;
-        w->n_heap = 0;
-        for (size_t i = first + 1; i <= last; i++)
-            if (!spm_try_bigram(t, w, (int32_t)i - 1, (int32_t)i)) return ZR_E_NOMEM;
-        while (w->n_heap) {
-            Bigram b = heap_pop(w);
-            Sym *L = &w->sym[b.left], *R = &w->sym[b.right];
-            if (L->n == 0 || R->n == 0 || L->n + R->n != b.size) continue;
-            L->n += R->n;
-            R->n = 0;
-            L->next = R->next;
-            if (R->next >= 0) w->sym[R->next].prev = b.left;
-            if (!spm_try_bigram(t, w, L->prev, b.left) || !spm_try_bigram(t, w, b.left, L->next))
-                return ZR_E_NOMEM;
-        }
-        first = last + 1;
+static bool spm_joins(const ZrTokenizer *t, unsigned char a, unsigned char b) {
+    return t->joins[a][b >> 3] >> (b & 7) & 1;
+}
+
+/* Merges the symbols sym[0..ns) of one region (their texts in w->buf), best score first (ties:
+ * leftmost), while the merged text is a vocabulary entry; then emits the survivors. */
+static int spm_region(const ZrTokenizer *t, Work *w, size_t ns, IdVec *out) {
+    w->n_heap = 0;
+    for (size_t i = 1; i < ns; i++)
+        if (!spm_try_bigram(t, w, (int32_t)i - 1, (int32_t)i)) return ZR_E_NOMEM;
+    while (w->n_heap) {
+        Bigram b = heap_pop(w);
+        Sym *L = &w->sym[b.left], *R = &w->sym[b.right];
+        if (L->n == 0 || R->n == 0 || L->n + R->n != b.size) continue;
+        L->n += R->n;
+        R->n = 0;
+        L->next = R->next;
+        if (R->next >= 0) w->sym[R->next].prev = b.left;
+        if (!spm_try_bigram(t, w, L->prev, b.left) || !spm_try_bigram(t, w, b.left, L->next))
+            return ZR_E_NOMEM;
     }
     /* merging keeps the left symbol: the survivors are in index order */
     for (size_t i = 0; i < ns; i++) {
@@ -315,6 +284,49 @@ static int spm_encode(const ZrTokenizer *t, Work *w, const char *text, size_t le
             if (bt < 0) bt = t->unk;
             if (bt >= 0 && !ids_push(out, bt)) return ZR_E_NOMEM;
         }
+    }
+    return ZR_OK;
+}
+
+static int spm_encode(const ZrTokenizer *t, Work *w, const char *text, size_t len, bool prefix,
+                      IdVec *out) {
+    /* escaped text: ' ' -> U+2581 (3 bytes), sized exactly */
+    size_t spaces = prefix;
+    for (size_t i = 0; i < len; i++) spaces += text[i] == ' ';
+    if (!reserve((void **)&w->buf, &w->cap_buf, len + 2 * spaces + 1, 1)) return ZR_E_NOMEM;
+    size_t n = 0;
+    if (prefix) {
+        memcpy(w->buf, "\xE2\x96\x81", 3);
+        n = 3;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == ' ') {
+            memcpy(w->buf + n, "\xE2\x96\x81", 3);
+            n += 3;
+        } else {
+            w->buf[n++] = text[i];
+        }
+    }
+    w->spm = 1;
+    /* The text is cut into UTF-8 characters, and into regions where two neighbouring
+     * characters meet in no token's text (spm_joins): a merged symbol is always a token, so
+     * no symbol ever spans such a cut, and each region merges on its own, in the order one
+     * queue for the whole text would take (the regions never interact). One region's symbols
+     * and queue at a time: the memory is that of the longest region, not of the text. */
+    for (size_t o = 0; o < n;) {
+        size_t ns = 0;
+        do {
+            size_t k = utf8_len((unsigned char)w->buf[o]);
+            if (k > n - o) k = n - o;
+            if (!reserve((void **)&w->sym, &w->cap_sym, ns + 1, sizeof *w->sym)) return ZR_E_NOMEM;
+            w->sym[ns] = (Sym){.prev = (int32_t)ns - 1, .next = (int32_t)ns + 1, .start = (uint32_t)o, .n = (uint32_t)k, .id = -1};
+            ns++;
+            o += k;
+        } while (o < n && spm_joins(t, (unsigned char)w->buf[o - 1], (unsigned char)w->buf[o]));
+        w->sym[ns - 1].next = -1;
+        w->n_sym = ns;
+        int rc = spm_region(t, w, ns, out);
+        if (rc) return rc;
     }
     return ZR_OK;
 }
@@ -1094,11 +1106,11 @@ int zr_tokenizer_load(ZrTokenizer **out, const ZrGguf *g, ZrError *err) {
                 t->byte_tok[b] = find_text(t, &c, 1);
             }
         }
-        bool seen[256] = {false};
         for (int32_t i = 0; i < nv; i++)
-            if (t->len[i] > 1)
-                for (uint32_t j = 0; j < t->len[i]; j++) seen[(unsigned char)t->pool[t->off[i] + j]] = true;
-        for (int b = 0; b < 256; b++) t->isolated[b] = b < 0x80 && !seen[b];
+            for (uint32_t j = 1; j < t->len[i]; j++) {
+                const unsigned char a = (unsigned char)t->pool[t->off[i] + j - 1], b = (unsigned char)t->pool[t->off[i] + j];
+                t->joins[a][b >> 3] |= (uint8_t)(1u << (b & 7));
+            }
         snprintf(t->kind_name, sizeof t->kind_name, "llama (SentencePiece)");
     } else {
         gpt2_alphabet(t);
