@@ -56,6 +56,24 @@ static bool open_vocab(const char *name, ZrGguf *g, ZrTokenizer **t) {
     return open_tokenizer(dst, g, t);
 }
 
+/* The process's resident set and its peak since the peak was last reset, in bytes (Linux). */
+static size_t proc_kb(const char *field) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    size_t kb = 0, n = strlen(field);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, field, n)) kb = strtoull(line + n, NULL, 10);
+    if (f) fclose(f);
+    return kb * 1024;
+}
+
+static bool reset_peak_rss(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return false;
+    bool ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
 /* Whether s[0..n) is complete, valid UTF-8 (what a streaming detokenizer may emit). */
 static bool utf8_valid(const unsigned char *s, size_t n) {
     for (size_t i = 0; i < n;) {
@@ -764,6 +782,56 @@ ZT_TEST(zrun_tokenize_prints_ids_for_scripts_and_exits_2_on_usage_errors) {
     p = zt_proc_zrun(NULL, (const char *const[]){"tokenize", "-m", "/nonexistent.gguf", "-p", "x", NULL}, NULL);
     ZT_CHECK(p.status == 1);
     zt_proc_free(&p);
+}
+
+/* A 20 MB prompt on one line: the working memory of encoding stays a small multiple of the
+ * text (it was ~37 bytes per input byte, 772 MB here: a symbol and queue entries per character
+ * of the whole text). */
+ZT_TEST(encoding_20_mb_of_text_needs_a_few_bytes_per_input_byte) {
+#if defined(__SANITIZE_ADDRESS__)
+    zt_skip("AddressSanitizer keeps freed memory in quarantine: resident sizes say nothing here");
+    return;
+#endif
+    ZrGguf g;
+    ZrTokenizer *t;
+    if (!open_vocab("llama-spm", &g, &t)) return;
+    static const char *const words[] = {"Once", "upon", "a", "time", "there", "was", "little", "girl", "named", "Lily.",
+                                        "She", "loved", "to", "play", "outside,", "\xC3\xBC" "ber", "\xE6\x97\xA5\xE6\x9C\xAC", "123", "don't"};
+    const size_t len = 20u << 20;
+    char *text = malloc(len);
+    ZT_CHECK(text != NULL);
+    uint64_t st = 7;
+    for (size_t n = 0; n < len;) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        const char *w = words[(st >> 33) % (sizeof words / sizeof words[0])];
+        size_t k = strlen(w);
+        if (k + 1 > len - n) k = len - n - 1;
+        memcpy(text + n, w, k);
+        n += k;
+        text[n++] = ' ';
+    }
+    if (!reset_peak_rss()) {
+        free(text);
+        zr_tokenizer_free(t);
+        zr_gguf_close(&g);
+        zt_skip("/proc/self/clear_refs is not writable: the peak cannot be measured");
+        return;
+    }
+    const size_t before = proc_kb("VmRSS:");
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    ZrError err;
+    int rc = zr_tokenizer_encode(t, text, len, true, false, &ids, &n_ids, &err);
+    const size_t peak = proc_kb("VmHWM:");
+    free(ids);
+    free(text);
+    zr_tokenizer_free(t);
+    zr_gguf_close(&g);
+    ZT_CHECKF(rc == 0, "%s", err.msg);
+    ZT_CHECK(n_ids > len / 8);
+    const double per_byte = (double)(peak - before) / (double)len;
+    fprintf(stderr, "  %zu tokens; peak working memory %.1f MB, %.2f bytes per input byte\n", n_ids, (double)(peak - before) / 1e6, per_byte);
+    ZT_CHECKF(per_byte < 6.0, "%.2f bytes per input byte", per_byte);
 }
 
 int main(void) { return zt_run(); }
