@@ -204,7 +204,9 @@ ZT_TEST(eval_missing_model_file_is_a_runtime_error_naming_it) {
     FILE *f = fopen(ids, "w");
     fputs("1\n", f);
     fclose(f);
-    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu", out_path("absent.gguf"), ids, out_path("x.f32"));
+    char absent[4096]; /* out_path's buffer is shared: one path per call */
+    snprintf(absent, sizeof absent, "%s", out_path("absent.gguf"));
+    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu", absent, ids, out_path("x.f32"));
     ZT_CHECK(run_eval(args) == 1);
     ZT_CHECKF(strstr(err_text, "absent.gguf"), "%s", err_text);
 }
