@@ -10,14 +10,13 @@ int64_t zr_logits_first_nonfinite(const float *v, int64_t n) {
     const int64_t block = 1024;
     for (int64_t b = 0; b < n; b += block) {
         const int64_t e = n - b < block ? n : b + block;
-        uint32_t worst = 0;
+        uint32_t any = 0; /* compare-and-or: SSE2 vectorizes it (an unsigned max would not) */
         for (int64_t i = b; i < e; i++) {
             uint32_t u;
             memcpy(&u, v + i, sizeof u);
-            u &= 0x7fffffffu;
-            worst = u > worst ? u : worst;
+            any |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
         }
-        if (worst < 0x7f800000u) continue;
+        if (!any) continue;
         for (int64_t i = b; i < e; i++) {
             uint32_t u;
             memcpy(&u, v + i, sizeof u);
