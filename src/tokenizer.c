@@ -157,12 +157,15 @@ typedef struct Sym {
     int32_t id;         /* BPE: token id of the text, -1 if none */
 } Sym;
 
+/* 16 bytes: a long word queues one per pair of neighbouring characters (the merged id of a BPE
+ * pair is looked up again when it is taken, rather than stored). */
 typedef struct Bigram {
-    float score;    /* SPM: higher first */
-    int32_t rank;   /* BPE: lower first */
+    union {
+        float score;  /* SPM: higher first */
+        int32_t rank; /* BPE: lower first */
+    } k;
     int32_t left, right;
-    uint32_t size;  /* bytes of left + right when queued */
-    int32_t result; /* BPE: id of the merged text */
+    uint32_t size; /* bytes of left + right when queued */
 } Bigram;
 
 typedef struct Work {
@@ -177,8 +180,8 @@ typedef struct Work {
 } Work;
 
 static bool before(const Work *w, const Bigram *a, const Bigram *b) {
-    if (w->spm) return a->score > b->score || (a->score == b->score && a->left < b->left);
-    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
+    if (w->spm) return a->k.score > b->k.score || (a->k.score == b->k.score && a->left < b->left);
+    return a->k.rank < b->k.rank || (a->k.rank == b->k.rank && a->left < b->left);
 }
 
 static bool heap_push(Work *w, Bigram b) {
@@ -238,7 +241,7 @@ static bool spm_try_bigram(const ZrTokenizer *t, Work *w, int32_t l, int32_t r) 
     if (L->n + R->n > t->max_len) return true;
     int32_t id = find_text(t, w->buf + L->start, L->n + R->n);
     if (id < 0) return true;
-    Bigram b = {.score = t->score[id], .left = l, .right = r, .size = L->n + R->n};
+    Bigram b = {.k.score = t->score[id], .left = l, .right = r, .size = L->n + R->n};
     return heap_push(w, b);
 }
 
@@ -340,8 +343,7 @@ static bool bpe_try_bigram(const ZrTokenizer *t, Work *w, int32_t l, int32_t r) 
     if (L->id >= 0 && R->id >= 0) {
         const MergeSlot *m = find_merge(t, L->id, R->id);
         if (!m) return true;
-        b.rank = m->rank;
-        b.result = m->result;
+        b.k.rank = m->rank;
     } else {
         if (!t->n_str_merge) return true;
         /* the merge table is keyed by "left right" for halves that are not tokens */
@@ -352,8 +354,7 @@ static bool bpe_try_bigram(const ZrTokenizer *t, Work *w, int32_t l, int32_t r) 
         memcpy(key + L->n + 1, w->buf + R->start, R->n);
         const StrMerge *m = find_str_merge(t, key, L->n + R->n + 1);
         if (!m) return true;
-        b.rank = m->rank;
-        b.result = find_text(t, w->buf + L->start, L->n + R->n);
+        b.k.rank = m->rank;
     }
     return heap_push(w, b);
 }
@@ -383,8 +384,9 @@ static int bpe_encode_word(const ZrTokenizer *t, Work *w, const char *word, size
         Bigram b = heap_pop(w);
         Sym *L = &w->sym[b.left], *R = &w->sym[b.right];
         if (L->n == 0 || R->n == 0 || L->n + R->n != b.size) continue;
+        /* (the pair is as it was queued: its merge gives the same id now) */
+        L->id = L->id >= 0 && R->id >= 0 ? find_merge(t, L->id, R->id)->result : find_text(t, w->buf + L->start, L->n + R->n);
         L->n += R->n;
-        L->id = b.result;
         R->n = 0;
         L->next = R->next;
         if (R->next >= 0) w->sym[R->next].prev = b.left;
