@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gguf.h"
@@ -839,6 +840,52 @@ ZT_TEST(encoding_20_mb_of_text_needs_a_few_bytes_per_input_byte) {
     const double per_byte = (double)(peak - before) / (double)len;
     fprintf(stderr, "  %zu tokens; peak working memory %.1f MB, %.2f bytes per input byte\n", n_ids, (double)(peak - before) / 1e6, per_byte);
     ZT_CHECKF(per_byte < 6.0, "%.2f bytes per input byte", per_byte);
+}
+
+/* The tokenizer's old text index hashed with fixed multiply-xorshift steps: all invertible, so
+ * for any 8-byte texts' hash a file can choose (here: 200k that agree in their low 19 bits, the
+ * slot bits of the table) the texts can be computed. Loading such a vocabulary made every insert
+ * scan the whole cluster: quadratic. With a keyed hash it loads in linear time. */
+static uint64_t inv64(uint64_t a) { /* a odd: a^-1 mod 2^64 (Newton) */
+    uint64_t x = a;
+    for (int i = 0; i < 6; i++) x *= 2 - a * x;
+    return x;
+}
+
+ZT_TEST(a_vocabulary_of_texts_chosen_to_collide_loads_in_linear_time) {
+    enum { N = 200000 };
+    const uint64_t h0 = 0x9E3779B97F4A7C15ull ^ (8 * 0xC2B2AE3D27D4EB4Full);
+    char *texts = malloc((size_t)N * 8);
+    ZrStr *strs = malloc(N * sizeof *strs);
+    ZT_CHECK(texts && strs);
+    for (uint64_t i = 0; i < N; i++) {
+        uint64_t o = i << 19 | 777; /* the old hash of text i: slot 777 of 2^19 */
+        uint64_t y = o ^ (o >> 32);
+        uint64_t h = y * inv64(0x9E3779B97F4A7C15ull);
+        h ^= h >> 29;
+        h ^= h >> 58;
+        h *= inv64(0xC4CEB9FE1A85EC53ull);
+        h ^= h >> 32;
+        uint64_t v = (h * inv64(0xFF51AFD7ED558CCDull)) ^ h0;
+        memcpy(texts + 8 * i, &v, 8);
+        strs[i] = (ZrStr){texts + 8 * i, 8};
+    }
+    Synth sy;
+    zr_gguf_w_init(&sy.w);
+    zr_gguf_w_str(&sy.w, "tokenizer.ggml.model", "llama");
+    zr_gguf_w_arr_zrstr(&sy.w, "tokenizer.ggml.tokens", N, strs);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ZrError err;
+    ZrTokenizer *t = synth_load(&sy, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    bool found = t && zr_tokenizer_find(t, texts + 8 * 12345, 8) == 12345;
+    zr_tokenizer_free(t);
+    free(texts);
+    free(strs);
+    ZT_CHECKF(found, "%s", t ? "text 12345 not found" : err.msg);
+    ZT_CHECKF(sec < 2.0, "%d colliding texts loaded in %.2f s", N, sec);
 }
 
 int main(void) { return zt_run(); }
