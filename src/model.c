@@ -484,30 +484,30 @@ static bool misaligned_vector(const ZrWeight *w) {
     return w->data && w->type == ZR_TYPE_F32 && w->ne1 == 1 && (uintptr_t)w->data % _Alignof(float) != 0;
 }
 
+/* Counts (copy false) or makes (copy true) v's aligned copy at m->aligned + at; returns the
+ * floats it takes there. */
+static uint64_t align_vector(ZrModel *m, ZrWeight *v, uint64_t at, bool copy) {
+    if (!misaligned_vector(v)) return 0;
+    if (copy) {
+        memcpy(m->aligned + at, v->data, (size_t)v->nbytes);
+        v->data = m->aligned + at;
+    }
+    return (uint64_t)v->ne0;
+}
+
 static int align_vectors(ZrModel *m, const ZrGguf *g, ZrError *err) {
-    ZrWeight *globals[] = {&m->output_norm, &m->rope_freqs};
-    uint64_t floats = 0;
-    for (int pass = 0; pass < 2; pass++) {
+    for (int copy = 0; copy < 2; copy++) {
         uint64_t at = 0;
-        for (int il = -1; il < m->hp.n_layer; il++) {
-            ZrWeight *w = il < 0 ? *globals : LAYER_WEIGHTS(&m->layers[il]);
-            size_t n = il < 0 ? sizeof globals / sizeof globals[0] : WEIGHTS_PER_LAYER;
-            for (size_t i = 0; i < n; i++) {
-                ZrWeight *v = il < 0 ? globals[i] : &w[i];
-                if (!misaligned_vector(v)) continue;
-                if (pass == 1) {
-                    memcpy(m->aligned + at, v->data, (size_t)v->nbytes);
-                    v->data = m->aligned + at;
-                }
-                at += (uint64_t)v->ne0;
-            }
+        at += align_vector(m, &m->output_norm, at, copy);
+        at += align_vector(m, &m->rope_freqs, at, copy);
+        for (int il = 0; il < m->hp.n_layer; il++) {
+            ZrWeight *w = LAYER_WEIGHTS(&m->layers[il]);
+            for (size_t i = 0; i < WEIGHTS_PER_LAYER; i++) at += align_vector(m, &w[i], at, copy);
         }
-        if (pass == 0) {
-            if (!at) return 0;
-            floats = at;
-            m->aligned = malloc((size_t)floats * sizeof(float));
-            if (!m->aligned) return zr_err(err, ZR_E_NOMEM, "%s: out of memory for %" PRIu64 " aligned norm weights", g->path, floats);
-        }
+        if (copy) break;
+        if (!at) return 0;
+        m->aligned = malloc((size_t)at * sizeof(float));
+        if (!m->aligned) return zr_err(err, ZR_E_NOMEM, "%s: out of memory for %" PRIu64 " aligned norm weights", g->path, at);
     }
     return 0;
 }
