@@ -1,13 +1,14 @@
 // The greedy pick on the device, the last kernel of a decode step: only 8 bytes (the token and
-// the first NaN id) go back to the host instead of n_vocab logits.
+// the first non-finite id) go back to the host instead of n_vocab logits.
 //
 // argmax_f32: pick->token = the first id of the largest of logits[0..n), NaN counting as -inf
-// (0 when none is above -inf), and pick->nan_at = the first id whose logit is NaN, or -1:
+// (0 when none is above -inf), and pick->nonfinite_at = the first id whose logit is NaN or
+// +-inf, or -1 (the host refuses such logits: src/logits_check.h). The token is
 // exactly src/sampler.c's greedy rule (zr_sampler_argmax), which compares floats, so -0 and
 // +0 tie and the lower id wins.
 //
-// One pass, one launch: every block reduces a grid-strided share to one (key, first NaN), the
-// block that finishes last (a counter in the pick buffer, reset by that block) reduces the
+// One pass, one launch: every block reduces a grid-strided share to one (key, first
+// non-finite id), the block that finishes last (a counter in the pick buffer, reset by that block) reduces the
 // partials. Each candidate is a 64-bit key, order-preserving float bits above the complemented
 // id, so "largest key" is "largest logit, then lowest id": a total order, whatever the block
 // and thread that saw it, hence the same pick on every run, eager or graph.
@@ -22,11 +23,11 @@
 // The pick buffer (src/cuda/pick.h ZR_PICK_BYTES): zeroed once when allocated.
 struct ZrPick {
     int token;                                    // out
-    int nan_at;                                   // out
+    int nonfinite_at;                             // out
     unsigned int done;                            // blocks finished in this launch
     unsigned int pad;
     unsigned long long key[ZR_ARGMAX_MAX_BLOCKS]; // per block: its best key
-    int nan[ZR_ARGMAX_MAX_BLOCKS];                // per block: its first NaN id, or INT_MAX
+    int bad[ZR_ARGMAX_MAX_BLOCKS];                // per block: its first non-finite id, or INT_MAX
 };
 
 __device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
@@ -37,18 +38,18 @@ __device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
     return ((unsigned long long)b << 32) | (unsigned int)~(unsigned int)i;
 }
 
-__device__ __forceinline__ void argmax_take(float v, int i, unsigned long long *key, int *nan) {
+__device__ __forceinline__ void argmax_take(float v, int i, unsigned long long *key, int *bad) {
     const unsigned long long k = argmax_key(v, i);
     *key = k > *key ? k : *key;
-    if (isnan(v) && i < *nan) *nan = i;
+    if (!isfinite(v) && i < *bad) *bad = i; // NaN or +-inf: the host stops with an error
 }
 
-// The block's best key and first NaN id, in thread 0.
-__device__ __forceinline__ void argmax_block(unsigned long long *key, int *nan) {
+// The block's best key and first non-finite id, in thread 0.
+__device__ __forceinline__ void argmax_block(unsigned long long *key, int *bad) {
     __shared__ unsigned long long s_key[ZR_ARGMAX_THREADS / 32];
-    __shared__ int s_nan[ZR_ARGMAX_THREADS / 32];
+    __shared__ int s_bad[ZR_ARGMAX_THREADS / 32];
     unsigned long long k = *key;
-    int m = *nan;
+    int m = *bad;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         const unsigned long long ko = __shfl_xor_sync(0xffffffffu, k, o);
@@ -59,23 +60,23 @@ __device__ __forceinline__ void argmax_block(unsigned long long *key, int *nan) 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (lane == 0) {
         s_key[warp] = k;
-        s_nan[warp] = m;
+        s_bad[warp] = m;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
         for (int w = 1; w < ZR_ARGMAX_THREADS / 32; w++) {
             k = s_key[w] > k ? s_key[w] : k;
-            m = s_nan[w] < m ? s_nan[w] : m;
+            m = s_bad[w] < m ? s_bad[w] : m;
         }
         *key = k;
-        *nan = m;
+        *bad = m;
     }
 }
 
 ZR_KERNEL void __launch_bounds__(ZR_ARGMAX_THREADS) argmax_f32(const float *__restrict__ logits, int n, ZrPick *pick) {
     zr_grid_enter();
     unsigned long long key = 0; // below every real key (the -inf key is 0x007fffff...)
-    int nan = INT_MAX;
+    int bad = INT_MAX;
     const int stride = gridDim.x * ZR_ARGMAX_THREADS;
     const int t = blockIdx.x * ZR_ARGMAX_THREADS + threadIdx.x;
     const int n4 = n >> 2;
@@ -90,20 +91,20 @@ ZR_KERNEL void __launch_bounds__(ZR_ARGMAX_THREADS) argmax_f32(const float *__re
         for (int u = 0; u < 4; u++) {
             const int j = j0 + u * stride;
             if (j < n4) {
-                argmax_take(q[u].x, 4 * j, &key, &nan);
-                argmax_take(q[u].y, 4 * j + 1, &key, &nan);
-                argmax_take(q[u].z, 4 * j + 2, &key, &nan);
-                argmax_take(q[u].w, 4 * j + 3, &key, &nan);
+                argmax_take(q[u].x, 4 * j, &key, &bad);
+                argmax_take(q[u].y, 4 * j + 1, &key, &bad);
+                argmax_take(q[u].z, 4 * j + 2, &key, &bad);
+                argmax_take(q[u].w, 4 * j + 3, &key, &bad);
             }
         }
     }
-    if (t < n - 4 * n4) argmax_take(logits[4 * n4 + t], 4 * n4 + t, &key, &nan);
-    argmax_block(&key, &nan);
+    if (t < n - 4 * n4) argmax_take(logits[4 * n4 + t], 4 * n4 + t, &key, &bad);
+    argmax_block(&key, &bad);
 
     __shared__ bool s_last;
     if (threadIdx.x == 0) {
         pick->key[blockIdx.x] = key;
-        pick->nan[blockIdx.x] = nan;
+        pick->bad[blockIdx.x] = bad;
         __threadfence(); // the partial is visible before the count says so
         s_last = atomicAdd(&pick->done, 1u) == gridDim.x - 1;
     }
@@ -111,18 +112,18 @@ ZR_KERNEL void __launch_bounds__(ZR_ARGMAX_THREADS) argmax_f32(const float *__re
     if (!s_last) return;
     __threadfence();
     key = 0;
-    nan = INT_MAX;
+    bad = INT_MAX;
     for (int b = threadIdx.x; b < (int)gridDim.x; b += ZR_ARGMAX_THREADS) {
         // L2 reads: the partials come from other multiprocessors
         const unsigned long long k = __ldcg(&pick->key[b]);
-        const int m = __ldcg(&pick->nan[b]);
+        const int m = __ldcg(&pick->bad[b]);
         key = k > key ? k : key;
-        nan = m < nan ? m : nan;
+        bad = m < bad ? m : bad;
     }
-    argmax_block(&key, &nan);
+    argmax_block(&key, &bad);
     if (threadIdx.x == 0) {
         pick->token = (int)~(unsigned int)(key & 0xffffffffu);
-        pick->nan_at = nan == INT_MAX ? -1 : nan;
+        pick->nonfinite_at = bad == INT_MAX ? -1 : bad;
         pick->done = 0; // ready for the next launch
     }
 }

@@ -23,8 +23,8 @@ typedef struct ZrBackendStats {
 
 /* A greedy pick (ZrBackend.decode_greedy). */
 typedef struct ZrGreedy {
-    int32_t token;  /* the first id of the largest logit, NaN counting as -inf (zr_sampler_argmax) */
-    int32_t nan_at; /* the first id whose logit is NaN, or -1 */
+    int32_t token;        /* the first id of the largest logit, NaN counting as -inf (zr_sampler_argmax) */
+    int32_t nonfinite_at; /* the first id whose logit is NaN or +-inf, or -1 (decode_greedy then fails) */
 } ZrGreedy;
 
 /* A device's measured read bandwidth (ZrBackend.read_bandwidth), and what the device is. */
@@ -43,13 +43,15 @@ struct ZrBackend {
     int n_ctx;
     /* Feeds tokens[0..n) at positions pos..pos+n-1 (pos must equal the number of tokens fed so
      * far), extending the KV cache. Writes logits: n x n_vocab when all_logits, else only the
-     * last position's n_vocab. n == 1 is a decode step; n > 1 a prefill. */
+     * last position's n_vocab. n == 1 is a decode step; n > 1 a prefill. A logit written that
+     * is NaN or +-inf fails the call with ZR_E_FORMAT naming its position (logits_check.h). */
     int (*forward)(ZrBackend *be, const int32_t *tokens, int n, int pos, float *logits,
                    bool all_logits, ZrError *err);
     /* A decode step (token at pos, as forward with n == 1) followed by the greedy pick over the
      * logits of ids [0, n_cand) (1 <= n_cand <= n_vocab; the ids past it are padding rows):
-     * zr_sampler_sample at temperature 0 without a penalty, and where a NaN is. CUDA picks on the
-     * device, so the logits stay there: logits (n_vocab) gets them only when not NULL. A backend
+     * zr_sampler_sample at temperature 0 without a penalty. CUDA picks on the device, so the
+     * logits stay there: logits (n_vocab) gets them only when not NULL. A candidate logit that
+     * is NaN or +-inf fails the call as forward does (out->nonfinite_at says which). A backend
      * may leave this NULL (then forward + zr_sampler_argmax does the same). */
     int (*decode_greedy)(ZrBackend *be, int32_t token, int pos, int n_cand, float *logits, ZrGreedy *out,
                          ZrError *err);

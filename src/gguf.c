@@ -4,7 +4,8 @@
  * The key/value section and the tensor table are each walked twice: the first walk validates
  * and proves the counts (so a hostile n_kv or n_tensors never drives an allocation), the second
  * fills the tables, which were allocated once for exactly that count. Each table shares its
- * allocation with an open-addressing hash index (duplicates are found there too). */
+ * allocation with an open-addressing hash index (duplicates are found there too), keyed per
+ * file (hash.h) so that no choice of names makes the index quadratic. */
 #include "gguf.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hash.h"
 #include "quant.h"
 
 
@@ -111,17 +113,22 @@ static int rd_str_at(Rd *r, const char *what, uint64_t idx, ZrStr *s) {
 
 static int rd_str(Rd *r, const char *what, ZrStr *s) { return rd_str_at(r, what, UINT64_MAX, s); }
 
-/* Printable copy of a name from the file (names may hold anything), for messages. */
-static const char *printable(ZrStr s, char *out, size_t cap) {
+const char *zr_str_printable(ZrStr s, char *out, size_t cap) {
     size_t n = 0;
+    if (cap < 4) {
+        if (cap) out[0] = 0;
+        return out;
+    }
     for (uint64_t i = 0; i < s.len && n + 4 < cap; i++) {
         unsigned char c = (unsigned char)s.ptr[i];
         out[n++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
     }
-    if (s.len > cap - 4 && cap >= 4) { memcpy(out + n, "...", 3); n += 3; }
+    if (s.len > cap - 4) { memcpy(out + n, "...", 3); n += 3; }
     out[n] = 0;
     return out;
 }
+
+static const char *printable(ZrStr s, char *out, size_t cap) { return zr_str_printable(s, out, cap); }
 
 /* ---- metadata values ------------------------------------------------------------------- */
 
@@ -227,13 +234,6 @@ static int parse_kv(Rd *r, uint64_t i, ZrGgufKv *kv) {
 
 /* ---- hash index ------------------------------------------------------------------------ */
 
-static uint64_t hash_bytes(const void *p, uint64_t n) {
-    const uint8_t *b = p;
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (uint64_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
 /* Slots for n entries: a power of two at least 2n (so probes stay short), at least 2. */
 static uint64_t hash_cap(uint64_t n) {
     uint64_t c = 2;
@@ -243,18 +243,18 @@ static uint64_t hash_cap(uint64_t n) {
 
 /* Inserts entry idx (name s) into slots[0..mask]; returns the index of an entry with the
  * same name already there, or -1. Slots hold index + 1; 0 is empty. */
-static int64_t hash_insert(uint32_t *slots, uint64_t mask, ZrStr s, uint32_t idx, const ZrStr *(*name_of)(const void *, uint32_t), const void *tab) {
-    for (uint64_t h = hash_bytes(s.ptr, s.len) & mask;; h = (h + 1) & mask) {
+static int64_t hash_insert(const ZrHashKey *key, uint32_t *slots, uint64_t mask, ZrStr s, uint32_t idx, const ZrStr *(*name_of)(const void *, uint32_t), const void *tab) {
+    for (uint64_t h = zr_hash_bytes(key, s.ptr, (size_t)s.len) & mask;; h = (h + 1) & mask) {
         if (!slots[h]) { slots[h] = idx + 1; return -1; }
         const ZrStr *o = name_of(tab, slots[h] - 1);
         if (o->len == s.len && memcmp(o->ptr, s.ptr, s.len) == 0) return slots[h] - 1;
     }
 }
 
-static int64_t hash_find(const uint32_t *slots, uint64_t mask, const char *key, const ZrStr *(*name_of)(const void *, uint32_t), const void *tab) {
+static int64_t hash_find(const ZrHashKey *hkey, const uint32_t *slots, uint64_t mask, const char *key, const ZrStr *(*name_of)(const void *, uint32_t), const void *tab) {
     if (!slots) return -1;
     size_t n = strlen(key);
-    for (uint64_t h = hash_bytes(key, n) & mask;; h = (h + 1) & mask) {
+    for (uint64_t h = zr_hash_bytes(hkey, key, n) & mask;; h = (h + 1) & mask) {
         if (!slots[h]) return -1;
         const ZrStr *o = name_of(tab, slots[h] - 1);
         if (o->len == n && memcmp(o->ptr, key, n) == 0) return slots[h] - 1;
@@ -369,6 +369,7 @@ int zr_gguf_parse(ZrGguf *g, const void *buf, size_t len, const char *label, ZrE
     g->path = label ? label : "<buffer>";
     g->base = buf;
     g->len = len;
+    zr_hash_key_random(&g->hash_key);
     Rd r = {.b = buf, .len = len, .label = g->path, .err = err, .ctx = "header"};
 
     if (len < 4 || memcmp(buf, "GGUF", 4) != 0) {
@@ -416,7 +417,7 @@ int zr_gguf_parse(ZrGguf *g, const void *buf, size_t len, const char *label, ZrE
     r.off = kv_start;
     for (uint64_t i = 0; i < g->n_kv; i++) {
         parse_kv(&r, i, &g->kv[i]); /* cannot fail: the first walk validated it */
-        int64_t dup = hash_insert(g->kv_hash, g->kv_hash_mask, g->kv[i].key, (uint32_t)i, kv_name, g->kv);
+        int64_t dup = hash_insert(&g->hash_key, g->kv_hash, g->kv_hash_mask, g->kv[i].key, (uint32_t)i, kv_name, g->kv);
         if (dup >= 0) {
             char name[96];
             zr_err(err, ZR_E_FORMAT, "%s: kv #%llu: key '%s': expected unique keys, found it again (first as kv #%lld)",
@@ -472,7 +473,7 @@ int zr_gguf_parse(ZrGguf *g, const void *buf, size_t len, const char *label, ZrE
         char name[96];
         parse_tensor(&r, i, g->alignment, t);
         printable(t->name, name, sizeof name);
-        int64_t dup = hash_insert(g->tensor_hash, g->tensor_hash_mask, t->name, (uint32_t)i, tensor_name, g->tensors);
+        int64_t dup = hash_insert(&g->hash_key, g->tensor_hash, g->tensor_hash_mask, t->name, (uint32_t)i, tensor_name, g->tensors);
         if (dup >= 0) {
             zr_err(err, ZR_E_FORMAT, "%s: tensor #%llu '%s': expected unique tensor names, found it again (first as tensor #%lld)",
                    g->path, (unsigned long long)i, name, (long long)dup);
@@ -509,7 +510,9 @@ int zr_gguf_parse(ZrGguf *g, const void *buf, size_t len, const char *label, ZrE
 
 int zr_gguf_open(ZrGguf *g, const char *path, ZrError *err) {
     memset(g, 0, sizeof *g);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; the type is
+     * checked on the open descriptor, so nothing can be swapped in between */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return zr_err(err, ZR_E_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -519,7 +522,10 @@ int zr_gguf_open(ZrGguf *g, const char *path, ZrError *err) {
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return zr_err(err, ZR_E_IO, "%s: expected a regular file", path);
+        const char *found = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                          : S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device"
+                          : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
+        return zr_err(err, ZR_E_IO, "%s: expected a regular file (a GGUF model), found %s", path, found);
     }
     void *map = NULL;
     size_t len = (size_t)st.st_size;
@@ -551,12 +557,12 @@ void zr_gguf_close(ZrGguf *g) {
 }
 
 const ZrGgufKv *zr_gguf_find(const ZrGguf *g, const char *key) {
-    int64_t i = hash_find(g->kv_hash, g->kv_hash_mask, key, kv_name, g->kv);
+    int64_t i = hash_find(&g->hash_key, g->kv_hash, g->kv_hash_mask, key, kv_name, g->kv);
     return i < 0 ? NULL : &g->kv[i];
 }
 
 const ZrGgufTensor *zr_gguf_tensor(const ZrGguf *g, const char *name) {
-    int64_t i = hash_find(g->tensor_hash, g->tensor_hash_mask, name, tensor_name, g->tensors);
+    int64_t i = hash_find(&g->hash_key, g->tensor_hash, g->tensor_hash_mask, name, tensor_name, g->tensors);
     return i < 0 ? NULL : &g->tensors[i];
 }
 
@@ -696,6 +702,23 @@ static int get_str(const ZrGguf *g, const char *key, ZrStr *out, bool opt, ZrErr
 
 int zr_gguf_get_str(const ZrGguf *g, const char *key, ZrStr *out, ZrError *err) { return get_str(g, key, out, false, err); }
 int zr_gguf_get_str_opt(const ZrGguf *g, const char *key, ZrStr *out, ZrError *err) { return get_str(g, key, out, true, err); }
+
+static int get_name(const ZrGguf *g, const char *key, ZrStr *out, bool opt, ZrError *err) {
+    ZrStr s = {NULL, 0};
+    int rc = get_str(g, key, &s, opt, err);
+    if (rc || !s.ptr) return rc;
+    const char *nul = memchr(s.ptr, 0, (size_t)s.len);
+    if (nul) {
+        char shown[96];
+        return zr_err(err, ZR_E_FORMAT, "%s: key '%s': expected a name without NUL bytes, found a NUL at byte %lld of '%s'",
+                      g->path, key, (long long)(nul - s.ptr), printable(s, shown, sizeof shown));
+    }
+    *out = s;
+    return 0;
+}
+
+int zr_gguf_get_name(const ZrGguf *g, const char *key, ZrStr *out, ZrError *err) { return get_name(g, key, out, false, err); }
+int zr_gguf_get_name_opt(const ZrGguf *g, const char *key, ZrStr *out, ZrError *err) { return get_name(g, key, out, true, err); }
 
 int zr_gguf_get_arr(const ZrGguf *g, const char *key, uint32_t elem_type, const ZrGgufKv **out, ZrError *err) {
     int rc;

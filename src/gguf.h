@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "hash.h"
 
 #define ZR_GGUF_MAX_DIMS 4
 #define ZR_GGUF_DEFAULT_ALIGNMENT 32
@@ -72,6 +73,7 @@ typedef struct ZrGguf {
     uint64_t kv_hash_mask;
     uint32_t *tensor_hash;
     uint64_t tensor_hash_mask;
+    ZrHashKey hash_key; /* drawn per parse: names cannot be chosen to collide (hash.h) */
 } ZrGguf;
 
 /* Parses and validates buf[0..len) (zero-initializes *g first; on failure *g holds nothing
@@ -86,6 +88,10 @@ const ZrGgufKv *zr_gguf_find(const ZrGguf *g, const char *key);
 const ZrGgufTensor *zr_gguf_tensor(const ZrGguf *g, const char *name);
 const char *zr_gguf_type_name(uint32_t value_type);
 bool zr_str_eq(ZrStr s, const char *cstr);
+/* A string from the file as text that is safe to print: at most cap - 4 of its bytes (its
+ * length may be anything up to 2^64 - 1: only what is shown is read), printable ASCII kept,
+ * every other byte (controls, escapes, NUL) as '?', and "..." when cut. Returns out. */
+const char *zr_str_printable(ZrStr s, char *out, size_t cap);
 
 /* Typed getters. Integer getters accept any integer type whose value fits (bool too for
  * get_bool); float getters accept FLOAT32/FLOAT64. They fail with ZR_E_FORMAT naming the file,
@@ -101,6 +107,11 @@ int zr_gguf_get_u32_opt(const ZrGguf *g, const char *key, uint32_t *out, ZrError
 int zr_gguf_get_f32_opt(const ZrGguf *g, const char *key, float *out, ZrError *err);
 int zr_gguf_get_bool_opt(const ZrGguf *g, const char *key, bool *out, ZrError *err);
 int zr_gguf_get_str_opt(const ZrGguf *g, const char *key, ZrStr *out, ZrError *err);
+/* A string that names something (an architecture, a tokenizer, a pre-tokenizer, a scaling
+ * type): as get_str, and refused with ZR_E_FORMAT when it holds a NUL byte, which would make
+ * "default\0" name "default" wherever the name becomes a C string. */
+int zr_gguf_get_name(const ZrGguf *g, const char *key, ZrStr *out, ZrError *err);
+int zr_gguf_get_name_opt(const ZrGguf *g, const char *key, ZrStr *out, ZrError *err);
 
 /* Arrays. get_arr checks the element type (pass ZR_GGUF_N_VALUE_TYPES to accept any). */
 int zr_gguf_get_arr(const ZrGguf *g, const char *key, uint32_t elem_type, const ZrGgufKv **out, ZrError *err);

@@ -163,7 +163,7 @@ static int read_rope_scaling(const Keys *k, ZrHparams *hp) {
     if (factor == 0.0f || factor == 1.0f) return 0;
     char key[128];
     ZrStr type = {"linear", 6};
-    rc = zr_gguf_get_str_opt(k->g, key_name(k, "rope.scaling.type", key, sizeof key), &type, k->err);
+    rc = zr_gguf_get_name_opt(k->g, key_name(k, "rope.scaling.type", key, sizeof key), &type, k->err);
     if (rc) return rc;
     if (!zr_str_eq(type, "linear") && !zr_str_eq(type, "none"))
         return zr_err(k->err, ZR_E_UNSUPPORTED, "%s: key '%s': rope scaling '%.*s' (factor %g) is not supported (supported: linear)",
@@ -663,30 +663,82 @@ static int check_vision(const ZrGguf *g, ZrError *err) {
     return 0;
 }
 
+/* The f32 vectors (ne1 == 1) of m whose data is not 4-byte aligned get aligned copies (in one
+ * allocation, m->aligned): a file with general.alignment = 1 may place them anywhere, and the
+ * backends read them as float arrays. Matrices are read bytewise and stay in the map. */
+static bool misaligned_vector(const ZrWeight *w) {
+    return w->data && w->type == ZR_TYPE_F32 && w->ne1 == 1 && (uintptr_t)w->data % _Alignof(float) != 0;
+}
+
+/* Counts (copy false) or makes (copy true) v's aligned copy at m->aligned + at; returns the
+ * floats it takes there. */
+static uint64_t align_vector(ZrModel *m, ZrWeight *v, uint64_t at, bool copy) {
+    if (!misaligned_vector(v)) return 0;
+    if (copy) {
+        memcpy(m->aligned + at, v->data, (size_t)v->nbytes);
+        v->data = m->aligned + at;
+    }
+    return (uint64_t)v->ne0;
+}
+
+static int align_vectors(ZrModel *m, const ZrGguf *g, ZrError *err) {
+    for (int copy = 0; copy < 2; copy++) {
+        uint64_t at = 0;
+        at += align_vector(m, &m->output_norm, at, copy);
+        at += align_vector(m, &m->rope_freqs, at, copy);
+        for (int il = 0; il < m->hp.n_layer; il++) {
+            ZrWeight *w = LAYER_WEIGHTS(&m->layers[il]);
+            for (size_t i = 0; i < WEIGHTS_PER_LAYER; i++) at += align_vector(m, &w[i], at, copy);
+        }
+        if (copy) break;
+        if (!at) return 0;
+        m->aligned = malloc((size_t)at * sizeof(float));
+        if (!m->aligned) return zr_err(err, ZR_E_NOMEM, "%s: out of memory for %" PRIu64 " aligned norm weights", g->path, at);
+    }
+    return 0;
+}
+
+/* The layer number N of a "blk.N.*" tensor name, or -1 when the name has none. Every digit
+ * counts: a number too large for int64 saturates at INT64_MAX, so no number wraps below
+ * block_count. */
+static int64_t layer_of(const ZrStr *name, uint64_t *digits) {
+    if (name->len < 6 || memcmp(name->ptr, "blk.", 4)) return -1;
+    int64_t layer = 0;
+    uint64_t j = 4;
+    for (; j < name->len && name->ptr[j] >= '0' && name->ptr[j] <= '9'; j++)
+        layer = layer > (INT64_MAX - 9) / 10 ? INT64_MAX : layer * 10 + (name->ptr[j] - '0');
+    if (j == 4 || j >= name->len || name->ptr[j] != '.') return -1;
+    *digits = j - 4;
+    return layer;
+}
+
 /* A tensor of a layer past block_count means the count is wrong: running the first layers
  * only would give a silently wrong answer. */
 static int check_stray_layers(const ZrModel *m, const ZrGguf *g, ZrError *err) {
     int64_t top = -1;    /* the highest layer named */
     uint64_t at = 0;     /* a tensor of it */
+    uint64_t digits = 0; /* the length of its number */
     for (uint64_t i = 0; i < g->n_tensors; i++) {
-        const ZrStr *name = &g->tensors[i].name;
-        if (name->len < 5 || memcmp(name->ptr, "blk.", 4)) continue;
-        int64_t layer = 0;
-        uint64_t j = 4;
-        for (; j < name->len && j < 12 && name->ptr[j] >= '0' && name->ptr[j] <= '9'; j++) layer = layer * 10 + (name->ptr[j] - '0');
-        if (j == 4 || j >= name->len || name->ptr[j] != '.' || layer <= top) continue;
+        uint64_t d = 0;
+        int64_t layer = layer_of(&g->tensors[i].name, &d);
+        if (layer <= top) continue;
         top = layer;
         at = i;
+        digits = d;
     }
     if (top < m->hp.n_layer) return 0;
     const ZrStr *name = &g->tensors[at].name;
-    return zr_err(err, ZR_E_FORMAT, "%s: key '%s.block_count': expected %" PRId64 " (the file has tensor '%.*s'), found %d",
-                  g->path, m->hp.arch_name, top + 1, (int)(name->len > 64 ? 64 : name->len), name->ptr, m->hp.n_layer);
+    const int shown = (int)(name->len > 64 ? 64 : name->len);
+    if (top < INT32_MAX)
+        return zr_err(err, ZR_E_FORMAT, "%s: key '%s.block_count': expected %" PRId64 " (the file has tensor '%.*s'), found %d",
+                      g->path, m->hp.arch_name, top + 1, shown, name->ptr, m->hp.n_layer);
+    return zr_err(err, ZR_E_FORMAT, "%s: key '%s.block_count': expected a layer count above %.*s (the file has tensor '%.*s'), found %d",
+                  g->path, m->hp.arch_name, (int)(digits > 40 ? 40 : digits), name->ptr + 4, shown, name->ptr, m->hp.n_layer);
 }
 
 static const ArchInfo *find_arch(const ZrGguf *g, ZrError *err) {
     ZrStr name;
-    if (zr_gguf_get_str(g, "general.architecture", &name, err)) return NULL;
+    if (zr_gguf_get_name(g, "general.architecture", &name, err)) return NULL;
     for (size_t i = 0; i < N_ARCH; i++)
         if (zr_str_eq(name, arch_table[i].name)) return &arch_table[i];
     for (size_t i = 0; i < sizeof k_refused / sizeof k_refused[0]; i++)
@@ -710,9 +762,11 @@ int zr_model_from_gguf(ZrModel *m, ZrGguf *g, ZrError *err) {
     if (!rc) rc = check_rope_freqs(m, g, err);
     if (!rc) rc = check_vision(g, err);
     if (!rc) rc = check_stray_layers(m, g, err);
+    if (!rc) rc = align_vectors(m, g, err);
     if (rc) {
         free(m->layers);
         free(m->names);
+        free(m->aligned);
         memset(m, 0, sizeof *m);
         return rc;
     }
@@ -739,6 +793,7 @@ void zr_model_free(ZrModel *m) {
     if (!m) return;
     free(m->layers);
     free(m->names);
+    free(m->aligned);
     zr_gguf_close(&m->gguf);
     memset(m, 0, sizeof *m);
 }

@@ -117,9 +117,13 @@ typedef struct ZrModel {
     uint64_t n_params;
     uint64_t bytes_per_token;    /* weight bytes read per decoded token (all matrices once, one embedding row) */
     char *names;                 /* storage of the weights' NUL-terminated names */
+    float *aligned;              /* copies of the f32 vectors the file placed at addresses that are not a
+                                  * multiple of 4 (general.alignment 1 or 2); NULL when there are none */
 } ZrModel;
 
-/* Opens path, reads hyper-parameters and binds every tensor. An unsupported architecture is
+/* Opens path, reads hyper-parameters and binds every tensor. Matrices point into the map (their
+ * rows are read bytewise, any alignment will do); an f32 vector (a norm, a bias, rope_freqs)
+ * is read as floats in place, so one the file misaligns is bound to an aligned copy. An unsupported architecture is
  * refused with its name and the supported list. */
 int zr_model_load(ZrModel *m, const char *path, ZrError *err);
 /* Same from an already-parsed GGUF (takes ownership of g's map on success). */

@@ -395,17 +395,18 @@ ZR_INLINE void deq_f32(const uint8_t *restrict b, float *restrict y) {
 /* The dot products are the CPU backend's inner loop (every weight row of every token goes
  * through them), so they are built twice on x86-64 Linux: for x86-64-v3 (AVX2, FMA) and for
  * the baseline, picked at load time (ifunc). fp-contract lets the AVX2 clone fuse the
- * multiply-adds, so its sums differ from the baseline's in the last bits. */
+ * multiply-adds, so its sums differ from the baseline's in the last bits. clang before 15
+ * leaves a target_clones function that another file calls undefined at link time. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define ZR_HOT __attribute__((optimize("fp-contract=fast"), target_clones("arch=x86-64-v3", "default")))
-#elif defined(__clang__) && __clang_major__ >= 14 && defined(__x86_64__) && defined(__linux__)
+#elif defined(__clang__) && __clang_major__ >= 15 && defined(__x86_64__) && defined(__linux__)
 #define ZR_HOT __attribute__((target_clones("arch=x86-64-v3", "default"))) /* contraction: ZR_CONTRACT_FAST */
 #else
 #define ZR_HOT
 #endif
 /* Dequantization is multiversioned too, but never contracted: both clones compute the same
  * products and sums as ggml's reference formulas, bit for bit on every machine. */
-#if defined(__x86_64__) && defined(__linux__) && (!defined(__clang__) || __clang_major__ >= 14) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__linux__) && (!defined(__clang__) || __clang_major__ >= 15) && defined(__GNUC__)
 #define ZR_HOT_EXACT __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define ZR_HOT_EXACT

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "tokenizer_pre.h"
 
 /* token attributes (llama_token_attr bits) */
@@ -62,6 +63,7 @@ struct ZrTokenizer {
     HashSlot *hash; /* [hash_mask + 1] text -> id */
     uint32_t hash_mask;
     size_t max_len; /* longest token text */
+    ZrHashKey hkey; /* keys hash, merge and str_hash */
 
     /* BPE */
     ZrPretok *pre;
@@ -76,8 +78,9 @@ struct ZrTokenizer {
     uint8_t byte_chr_len[256];
     int16_t chr_byte[0x144]; /* code point < 0x144 -> byte, or -1 */
 
-    /* SPM: ASCII bytes that no token of two or more bytes contains */
-    bool isolated[256];
+    /* SPM: bit b of joins[a] (a bitset of 256): some token's text holds byte a directly
+     * followed by byte b. Where no token does, no merge can ever span the two characters. */
+    uint8_t joins[256][32];
     /* SPM byte fallback (<0xNN>) or, for BPE, the token of each byte's alphabet character */
     int32_t byte_tok[256];
 
@@ -90,34 +93,13 @@ struct ZrTokenizer {
 
 /* ---- hashing ---------------------------------------------------------------------------- */
 
-static uint64_t hash_bytes(const char *p, size_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xC2B2AE3D27D4EB4Full);
-    while (n >= 8) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-        h = (h ^ v) * 0xFF51AFD7ED558CCDull;
-        h ^= h >> 32;
-        p += 8;
-        n -= 8;
-    }
-    uint64_t v = 0;
-    memcpy(&v, p, n);
-    h = (h ^ v) * 0xC4CEB9FE1A85EC53ull;
-    h ^= h >> 29;
-    h *= 0x9E3779B97F4A7C15ull;
-    return h ^ (h >> 32);
-}
-
-static uint64_t hash_pair(uint64_t k) {
-    k ^= k >> 33;
-    k *= 0xFF51AFD7ED558CCDull;
-    k ^= k >> 33;
-    k *= 0xC4CEB9FE1A85EC53ull;
-    return k ^ (k >> 33);
-}
+/* Keyed per tokenizer (hash.h): a vocabulary cannot be written so that its texts or merges
+ * all fall into one slot. */
+static uint64_t hash_bytes(const ZrTokenizer *t, const char *p, size_t n) { return zr_hash_bytes(&t->hkey, p, n); }
+static uint64_t hash_pair(const ZrTokenizer *t, uint64_t k) { return zr_hash_u64(&t->hkey, k); }
 
 static int32_t find_text(const ZrTokenizer *t, const char *p, size_t n) {
-    uint64_t h = hash_bytes(p, n);
+    uint64_t h = hash_bytes(t, p, n);
     uint32_t tag = (uint32_t)(h >> 32);
     for (uint32_t i = (uint32_t)h & t->hash_mask;; i = (i + 1) & t->hash_mask) {
         const HashSlot *s = &t->hash[i];
@@ -129,7 +111,7 @@ static int32_t find_text(const ZrTokenizer *t, const char *p, size_t n) {
 
 static const MergeSlot *find_merge(const ZrTokenizer *t, int32_t a, int32_t b) {
     uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-    for (uint64_t i = hash_pair(key) & t->merge_mask;; i = (i + 1) & t->merge_mask) {
+    for (uint64_t i = hash_pair(t, key) & t->merge_mask;; i = (i + 1) & t->merge_mask) {
         const MergeSlot *s = &t->merge[i];
         if (s->key == key) return s;
         if (s->key == UINT64_MAX) return NULL;
@@ -138,7 +120,7 @@ static const MergeSlot *find_merge(const ZrTokenizer *t, int32_t a, int32_t b) {
 
 static const StrMerge *find_str_merge(const ZrTokenizer *t, const char *p, size_t n) {
     if (!t->n_str_merge) return NULL;
-    uint64_t h = hash_bytes(p, n);
+    uint64_t h = hash_bytes(t, p, n);
     uint32_t tag = (uint32_t)(h >> 32);
     for (uint32_t i = (uint32_t)h & t->str_mask;; i = (i + 1) & t->str_mask) {
         const HashSlot *s = &t->str_hash[i];
@@ -175,12 +157,15 @@ typedef struct Sym {
     int32_t id;         /* BPE: token id of the text, -1 if none */
 } Sym;
 
+/* 16 bytes: a long word queues one per pair of neighbouring characters (the merged id of a BPE
+ * pair is looked up again when it is taken, rather than stored). */
 typedef struct Bigram {
-    float score;    /* SPM: higher first */
-    int32_t rank;   /* BPE: lower first */
+    union {
+        float score;  /* SPM: higher first */
+        int32_t rank; /* BPE: lower first */
+    } k;
     int32_t left, right;
-    uint32_t size;  /* bytes of left + right when queued */
-    int32_t result; /* BPE: id of the merged text */
+    uint32_t size; /* bytes of left + right when queued */
 } Bigram;
 
 typedef struct Work {
@@ -195,8 +180,8 @@ typedef struct Work {
 } Work;
 
 static bool before(const Work *w, const Bigram *a, const Bigram *b) {
-    if (w->spm) return a->score > b->score || (a->score == b->score && a->left < b->left);
-    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
+    if (w->spm) return a->k.score > b->k.score || (a->k.score == b->k.score && a->left < b->left);
+    return a->k.rank < b->k.rank || (a->k.rank == b->k.rank && a->left < b->left);
 }
 
 static bool heap_push(Work *w, Bigram b) {
@@ -234,10 +219,13 @@ static Bigram heap_pop(Work *w) {
     return top;
 }
 
+/* Grows *p to hold need elements: doubling when that is enough, else exactly need (so one
+ * large first request costs what it asks, not the next power of two). */
 static bool reserve(void **p, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return true;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
+    size_t c = *cap * 2;
+    if (c < need) c = need;
+    if (c < 64) c = 64;
     void *q = realloc(*p, c * elem);
     if (!q) return false;
     *p = q;
@@ -253,7 +241,7 @@ static bool spm_try_bigram(const ZrTokenizer *t, Work *w, int32_t l, int32_t r) 
     if (L->n + R->n > t->max_len) return true;
     int32_t id = find_text(t, w->buf + L->start, L->n + R->n);
     if (id < 0) return true;
-    Bigram b = {.score = t->score[id], .left = l, .right = r, .size = L->n + R->n};
+    Bigram b = {.k.score = t->score[id], .left = l, .right = r, .size = L->n + R->n};
     return heap_push(w, b);
 }
 
@@ -263,61 +251,26 @@ static size_t utf8_len(unsigned char c) {
     return lookup[c >> 4];
 }
 
-static int spm_encode(const ZrTokenizer *t, Work *w, const char *text, size_t len, bool prefix,
-                      IdVec *out) {
-    /* escaped text: ' ' -> U+2581 (3 bytes) */
-    if (!reserve((void **)&w->buf, &w->cap_buf, 3 * (len + 1), 1)) return ZR_E_NOMEM;
-    size_t n = 0;
-    if (prefix) {
-        memcpy(w->buf, "\xE2\x96\x81", 3);
-        n = 3;
-    }
-    for (size_t i = 0; i < len; i++) {
-        if (text[i] == ' ') {
-            memcpy(w->buf + n, "\xE2\x96\x81", 3);
-            n += 3;
-        } else {
-            w->buf[n++] = text[i];
-        }
-    }
-    if (n == 0) return ZR_OK;
-    if (!reserve((void **)&w->sym, &w->cap_sym, n, sizeof *w->sym)) return ZR_E_NOMEM;
-    size_t ns = 0;
-    for (size_t o = 0; o < n;) {
-        size_t k = utf8_len((unsigned char)w->buf[o]);
-        if (k > n - o) k = n - o;
-        w->sym[ns] = (Sym){.prev = (int32_t)ns - 1, .next = o + k == n ? -1 : (int32_t)ns + 1,
-                           .start = (uint32_t)o, .n = (uint32_t)k, .id = -1};
-        ns++;
-        o += k;
-    }
-    w->n_sym = ns;
-    w->spm = 1;
-    /* A symbol that is a byte no longer token contains (e.g. '\n' in Llama's vocabulary) never
-     * merges, so the text on either side of it merges independently: each region gets its
-     * own (small) queue. The merges within a region happen in the same order as with one
-     * queue for the whole text, so the result is the same. */
-    for (size_t first = 0; first < ns;) {
-        size_t last = first;
-        while (last + 1 < ns && !(w->sym[last].n == 1 && t->isolated[(unsigned char)w->buf[w->sym[last].start]]))
-            last++;
-        w->sym[first].prev = -1;
-        w->sym[last].next = -1;
-        w->n_heap = 0;
-        for (size_t i = first + 1; i <= last; i++)
-            if (!spm_try_bigram(t, w, (int32_t)i - 1, (int32_t)i)) return ZR_E_NOMEM;
-        while (w->n_heap) {
-            Bigram b = heap_pop(w);
-            Sym *L = &w->sym[b.left], *R = &w->sym[b.right];
-            if (L->n == 0 || R->n == 0 || L->n + R->n != b.size) continue;
-            L->n += R->n;
-            R->n = 0;
-            L->next = R->next;
-            if (R->next >= 0) w->sym[R->next].prev = b.left;
-            if (!spm_try_bigram(t, w, L->prev, b.left) || !spm_try_bigram(t, w, b.left, L->next))
-                return ZR_E_NOMEM;
-        }
-        first = last + 1;
+static bool spm_joins(const ZrTokenizer *t, unsigned char a, unsigned char b) {
+    return t->joins[a][b >> 3] >> (b & 7) & 1;
+}
+
+/* Merges the symbols sym[0..ns) of one region (their texts in w->buf), best score first (ties:
+ * leftmost), while the merged text is a vocabulary entry; then emits the survivors. */
+static int spm_region(const ZrTokenizer *t, Work *w, size_t ns, IdVec *out) {
+    w->n_heap = 0;
+    for (size_t i = 1; i < ns; i++)
+        if (!spm_try_bigram(t, w, (int32_t)i - 1, (int32_t)i)) return ZR_E_NOMEM;
+    while (w->n_heap) {
+        Bigram b = heap_pop(w);
+        Sym *L = &w->sym[b.left], *R = &w->sym[b.right];
+        if (L->n == 0 || R->n == 0 || L->n + R->n != b.size) continue;
+        L->n += R->n;
+        R->n = 0;
+        L->next = R->next;
+        if (R->next >= 0) w->sym[R->next].prev = b.left;
+        if (!spm_try_bigram(t, w, L->prev, b.left) || !spm_try_bigram(t, w, b.left, L->next))
+            return ZR_E_NOMEM;
     }
     /* merging keeps the left symbol: the survivors are in index order */
     for (size_t i = 0; i < ns; i++) {
@@ -338,6 +291,49 @@ static int spm_encode(const ZrTokenizer *t, Work *w, const char *text, size_t le
     return ZR_OK;
 }
 
+static int spm_encode(const ZrTokenizer *t, Work *w, const char *text, size_t len, bool prefix,
+                      IdVec *out) {
+    /* escaped text: ' ' -> U+2581 (3 bytes), sized exactly */
+    size_t spaces = prefix;
+    for (size_t i = 0; i < len; i++) spaces += text[i] == ' ';
+    if (!reserve((void **)&w->buf, &w->cap_buf, len + 2 * spaces + 1, 1)) return ZR_E_NOMEM;
+    size_t n = 0;
+    if (prefix) {
+        memcpy(w->buf, "\xE2\x96\x81", 3);
+        n = 3;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == ' ') {
+            memcpy(w->buf + n, "\xE2\x96\x81", 3);
+            n += 3;
+        } else {
+            w->buf[n++] = text[i];
+        }
+    }
+    w->spm = 1;
+    /* The text is cut into UTF-8 characters, and into regions where two neighbouring
+     * characters meet in no token's text (spm_joins): a merged symbol is always a token, so
+     * no symbol ever spans such a cut, and each region merges on its own, in the order one
+     * queue for the whole text would take (the regions never interact). One region's symbols
+     * and queue at a time: the memory is that of the longest region, not of the text. */
+    for (size_t o = 0; o < n;) {
+        size_t ns = 0;
+        do {
+            size_t k = utf8_len((unsigned char)w->buf[o]);
+            if (k > n - o) k = n - o;
+            if (!reserve((void **)&w->sym, &w->cap_sym, ns + 1, sizeof *w->sym)) return ZR_E_NOMEM;
+            w->sym[ns] = (Sym){.prev = (int32_t)ns - 1, .next = (int32_t)ns + 1, .start = (uint32_t)o, .n = (uint32_t)k, .id = -1};
+            ns++;
+            o += k;
+        } while (o < n && spm_joins(t, (unsigned char)w->buf[o - 1], (unsigned char)w->buf[o]));
+        w->sym[ns - 1].next = -1;
+        w->n_sym = ns;
+        int rc = spm_region(t, w, ns, out);
+        if (rc) return rc;
+    }
+    return ZR_OK;
+}
+
 /* ---- byte-level BPE --------------------------------------------------------------------- */
 
 static bool bpe_try_bigram(const ZrTokenizer *t, Work *w, int32_t l, int32_t r) {
@@ -347,8 +343,7 @@ static bool bpe_try_bigram(const ZrTokenizer *t, Work *w, int32_t l, int32_t r) 
     if (L->id >= 0 && R->id >= 0) {
         const MergeSlot *m = find_merge(t, L->id, R->id);
         if (!m) return true;
-        b.rank = m->rank;
-        b.result = m->result;
+        b.k.rank = m->rank;
     } else {
         if (!t->n_str_merge) return true;
         /* the merge table is keyed by "left right" for halves that are not tokens */
@@ -359,8 +354,7 @@ static bool bpe_try_bigram(const ZrTokenizer *t, Work *w, int32_t l, int32_t r) 
         memcpy(key + L->n + 1, w->buf + R->start, R->n);
         const StrMerge *m = find_str_merge(t, key, L->n + R->n + 1);
         if (!m) return true;
-        b.rank = m->rank;
-        b.result = find_text(t, w->buf + L->start, L->n + R->n);
+        b.k.rank = m->rank;
     }
     return heap_push(w, b);
 }
@@ -390,8 +384,9 @@ static int bpe_encode_word(const ZrTokenizer *t, Work *w, const char *word, size
         Bigram b = heap_pop(w);
         Sym *L = &w->sym[b.left], *R = &w->sym[b.right];
         if (L->n == 0 || R->n == 0 || L->n + R->n != b.size) continue;
+        /* (the pair is as it was queued: its merge gives the same id now) */
+        L->id = L->id >= 0 && R->id >= 0 ? find_merge(t, L->id, R->id)->result : find_text(t, w->buf + L->start, L->n + R->n);
         L->n += R->n;
-        L->id = b.result;
         R->n = 0;
         L->next = R->next;
         if (R->next >= 0) w->sym[R->next].prev = b.left;
@@ -847,7 +842,7 @@ static int load_merges(ZrTokenizer *t, const ZrGguf *g, ZrError *err) {
         int32_t a = find_text(t, s, nl), b = find_text(t, sp + 1, nr);
         if (a >= 0 && b >= 0) {
             uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-            uint64_t i = hash_pair(key) & t->merge_mask;
+            uint64_t i = hash_pair(t, key) & t->merge_mask;
             while (t->merge[i].key != UINT64_MAX && t->merge[i].key != key) i = (i + 1) & t->merge_mask;
             if (t->merge[i].key == key) continue; /* the first rank wins, as in llama.cpp */
             int32_t res = -1;
@@ -894,7 +889,7 @@ static int load_merges(ZrTokenizer *t, const ZrGguf *g, ZrError *err) {
             memcpy(t->pool + o, src->ptr, (size_t)src->len);
             sm->off = (uint32_t)o;
             o += (size_t)src->len;
-            uint64_t h = hash_bytes(t->pool + sm->off, sm->len);
+            uint64_t h = hash_bytes(t, t->pool + sm->off, sm->len);
             uint32_t i = (uint32_t)h & t->str_mask;
             bool dup = false;
             while (t->str_hash[i].id >= 0) {
@@ -929,9 +924,9 @@ static const char *const k_eot_texts[] = {
 int zr_tokenizer_load(ZrTokenizer **out, const ZrGguf *g, ZrError *err) {
     *out = NULL;
     ZrStr model, pre = {"", 0};
-    int rc = zr_gguf_get_str(g, "tokenizer.ggml.model", &model, err);
+    int rc = zr_gguf_get_name(g, "tokenizer.ggml.model", &model, err);
     if (rc) return rc;
-    rc = zr_gguf_get_str_opt(g, "tokenizer.ggml.pre", &pre, err);
+    rc = zr_gguf_get_name_opt(g, "tokenizer.ggml.pre", &pre, err);
     if (rc) return rc;
     int kind;
     if (zr_str_eq(model, "llama")) kind = KIND_SPM;
@@ -982,6 +977,7 @@ int zr_tokenizer_load(ZrTokenizer **out, const ZrGguf *g, ZrError *err) {
         return zr_err(err, ZR_E_NOMEM, "%s: out of memory for %d tokens", g->path, nv);
     }
     t->kind = kind;
+    zr_hash_key_random(&t->hkey);
     t->n_vocab = nv;
     zr_gguf_arr_strings(tok_kv, strs);
     uint64_t pool_len = 0;
@@ -1031,7 +1027,7 @@ int zr_tokenizer_load(ZrTokenizer **out, const ZrGguf *g, ZrError *err) {
         t->attr[i] = a;
         /* index the text */
         const char *s = t->pool + t->off[i];
-        uint64_t h = hash_bytes(s, t->len[i]);
+        uint64_t h = hash_bytes(t, s, t->len[i]);
         uint32_t k = (uint32_t)h & t->hash_mask;
         for (; t->hash[k].id >= 0; k = (k + 1) & t->hash_mask) {
             int32_t j = t->hash[k].id;
@@ -1114,11 +1110,11 @@ int zr_tokenizer_load(ZrTokenizer **out, const ZrGguf *g, ZrError *err) {
                 t->byte_tok[b] = find_text(t, &c, 1);
             }
         }
-        bool seen[256] = {false};
         for (int32_t i = 0; i < nv; i++)
-            if (t->len[i] > 1)
-                for (uint32_t j = 0; j < t->len[i]; j++) seen[(unsigned char)t->pool[t->off[i] + j]] = true;
-        for (int b = 0; b < 256; b++) t->isolated[b] = b < 0x80 && !seen[b];
+            for (uint32_t j = 1; j < t->len[i]; j++) {
+                const unsigned char a = (unsigned char)t->pool[t->off[i] + j - 1], b = (unsigned char)t->pool[t->off[i] + j];
+                t->joins[a][b >> 3] |= (uint8_t)(1u << (b & 7));
+            }
         snprintf(t->kind_name, sizeof t->kind_name, "llama (SentencePiece)");
     } else {
         gpt2_alphabet(t);

@@ -236,10 +236,8 @@ void zr_words_init(ZrWords *w) { memset(w, 0, sizeof *w); }
 void zr_words_free(ZrWords *w) {
     free(w->text);
     free(w->end);
-    free(w->cpt);
     free(w->view);
     free(w->voff);
-    free(w->vidx);
     free(w->frag);
     free(w->frag2);
     if (w->match_data) pcre2_match_data_free((pcre2_match_data *)w->match_data);
@@ -311,6 +309,13 @@ static size_t encode_cpt(uint32_t c, char *o) {
     return 4;
 }
 
+/* The code point at byte offset b of the view (a character boundary, or the end), searched
+ * forward from *cur: a piece's matches come in order, so a scan costs one step per character. */
+static size_t cpt_at(const ZrWords *w, size_t *cur, size_t b) {
+    while (*cur < w->n_cpt && w->voff[*cur] < b) (*cur)++;
+    return *cur;
+}
+
 /* One regex over one piece of the view: appends the new piece lengths (code points) to frag2. */
 static int split_piece(const pcre2_code *code, ZrWords *w, size_t s, size_t len, size_t *n2,
                        ZrError *err) {
@@ -318,7 +323,7 @@ static int split_piece(const pcre2_code *code, ZrWords *w, size_t s, size_t len,
     const size_t base = w->voff[s];
     const size_t sublen = w->voff[s + len] - base;
     const PCRE2_SPTR subj = (PCRE2_SPTR)(w->view + base);
-    size_t pos = 0, prev = 0;
+    size_t pos = 0, prev = 0, cur = s, cprev = s; /* cprev: the code point at prev */
     uint32_t opts = 0;
     /* each match adds at most two pieces (the gap before it and itself) */
     for (;;) {
@@ -344,23 +349,27 @@ static int split_piece(const pcre2_code *code, ZrWords *w, size_t s, size_t len,
         size_t ms = ov[0], me = ov[1];
         if (!grow((void **)&w->frag2, &w->cap_frag2, *n2 + 2, sizeof *w->frag2))
             return zr_err(err, ZR_E_NOMEM, "pre-tokenizer: out of memory");
-        if (ms > prev) w->frag2[(*n2)++] = w->vidx[base + ms] - w->vidx[base + prev];
+        const size_t cms = cpt_at(w, &cur, base + ms);
+        if (ms > prev) w->frag2[(*n2)++] = (uint32_t)(cms - cprev);
         if (me > ms) {
-            w->frag2[(*n2)++] = w->vidx[base + me] - w->vidx[base + ms];
+            const size_t cme = cpt_at(w, &cur, base + me);
+            w->frag2[(*n2)++] = (uint32_t)(cme - cms);
             prev = pos = me;
+            cprev = cme;
             opts = 0;
             if (pos >= sublen) break;
         } else {
             /* an empty match splits the text here; std::regex_iterator then looks for a
              * non-empty match at the same place before moving on */
             prev = pos = ms;
+            cprev = cms;
             opts = PCRE2_NOTEMPTY_ATSTART | PCRE2_ANCHORED;
         }
     }
     if (prev < sublen) {
         if (!grow((void **)&w->frag2, &w->cap_frag2, *n2 + 1, sizeof *w->frag2))
             return zr_err(err, ZR_E_NOMEM, "pre-tokenizer: out of memory");
-        w->frag2[(*n2)++] = w->vidx[base + sublen] - w->vidx[base + prev];
+        w->frag2[(*n2)++] = (uint32_t)(cpt_at(w, &cur, base + sublen) - cprev);
     }
     return ZR_OK;
 }
@@ -373,28 +382,23 @@ int zr_pretok_split(const ZrPretok *p, const char *text, size_t len, ZrWords *w,
         w->match_data = pcre2_match_data_create(32, NULL);
         if (!w->match_data) return zr_err(err, ZR_E_NOMEM, "pre-tokenizer: out of memory");
     }
-    /* at most one code point per byte, at most 4 view bytes per code point */
-    if (!grow((void **)&w->cpt, &w->cap_cpt, len + 1, sizeof *w->cpt) ||
-        !grow((void **)&w->voff, &w->cap_voff, len + 2, sizeof *w->voff) ||
-        !grow((void **)&w->view, &w->cap_view, 4 * len + 4 + 64, 1) ||
-        !grow((void **)&w->vidx, &w->cap_vidx, 4 * len + 5, sizeof *w->vidx))
+    /* at most one code point per byte, at most 3 view bytes per byte (a bad byte: U+FFFD) */
+    if (!grow((void **)&w->voff, &w->cap_voff, len + 2, sizeof *w->voff) ||
+        !grow((void **)&w->view, &w->cap_view, 3 * len + 4 + 64, 1))
         goto nomem;
     size_t n = 0, vb = 0;
     for (size_t i = 0; i < len;) {
         uint32_t c = decode_cpt(s, len, &i);
         if (c > 0x10FFFF) c = 0xFFFD;
-        w->cpt[n] = c;
         uint32_t v = c;
         if (c >= 0x80 && is_white_space(c)) v = 0x0B;
         else if (c >= 0xD800 && c <= 0xDFFF) v = 0xFFFD;
         w->voff[n] = (uint32_t)vb;
-        size_t k = encode_cpt(v, w->view + vb);
-        for (size_t j = 0; j < k; j++) w->vidx[vb + j] = (uint32_t)n;
-        vb += k;
+        vb += encode_cpt(v, w->view + vb);
         n++;
     }
     w->voff[n] = (uint32_t)vb;
-    w->vidx[vb] = (uint32_t)n;
+    w->n_cpt = n;
     /* PCRE2's JIT may look at bytes past the end of the subject (it never uses them): keep
      * them defined */
     memset(w->view + vb, 0, 64);
@@ -402,7 +406,7 @@ int zr_pretok_split(const ZrPretok *p, const char *text, size_t len, ZrWords *w,
 
     size_t nf = 1;
     if (!grow((void **)&w->frag, &w->cap_frag, 1, sizeof *w->frag)) goto nomem;
-    w->frag[0] = n;
+    w->frag[0] = (uint32_t)n;
     for (int r = 0; r < p->n_regex; r++) {
         size_t n2 = 0, start = 0;
         for (size_t f = 0; f < nf; f++) {
@@ -410,7 +414,8 @@ int zr_pretok_split(const ZrPretok *p, const char *text, size_t len, ZrWords *w,
             if (rc) return rc;
             start += w->frag[f];
         }
-        size_t *t = w->frag, tc = w->cap_frag;
+        uint32_t *t = w->frag;
+        size_t tc = w->cap_frag;
         w->frag = w->frag2;
         w->cap_frag = w->cap_frag2;
         w->frag2 = t;
@@ -418,12 +423,15 @@ int zr_pretok_split(const ZrPretok *p, const char *text, size_t len, ZrWords *w,
         nf = n2;
     }
 
-    /* the words, re-encoded from the code points */
-    if (!grow((void **)&w->text, &w->cap_text, 4 * n + 1, 1)) goto nomem;
+    /* the words, re-encoded from the code points (decoded again: the same sequence) */
+    if (!grow((void **)&w->text, &w->cap_text, 3 * len + 1, 1)) goto nomem;
     if (!grow((void **)&w->end, &w->cap_words, nf + 1, sizeof *w->end)) goto nomem;
-    size_t ci = 0, o = 0;
+    size_t i = 0, o = 0;
     for (size_t f = 0; f < nf; f++) {
-        for (size_t j = 0; j < w->frag[f]; j++) o += encode_cpt(w->cpt[ci++], w->text + o);
+        for (size_t j = 0; j < w->frag[f]; j++) {
+            uint32_t c = decode_cpt(s, len, &i);
+            o += encode_cpt(c > 0x10FFFF ? 0xFFFD : c, w->text + o);
+        }
         w->end[w->n++] = o;
     }
     w->n_text = o;

@@ -30,13 +30,13 @@ typedef struct ZrWords {
     size_t n_text, cap_text;
     size_t *end;    /* [cap_words] byte offsets into text */
     size_t n, cap_words;
-    /* scratch, kept between calls */
-    uint32_t *cpt;  /* [cap_cpt] code points of the input */
-    uint32_t *voff; /* [cap_voff] byte offset of code point i in view (one more than cpt) */
+    /* scratch, kept between calls: about 4 bytes per code point, 1 per byte of the view and 4
+     * per piece (a 20 MB prompt needs a small multiple of itself, not ~20x) */
+    uint32_t *voff; /* [cap_voff] byte offset of code point i in view; [n_cpt] = the view's length */
+    size_t n_cpt;
     char *view;     /* [cap_view] what the regexes see (see tokenizer_pre.c) */
-    uint32_t *vidx; /* [cap_vidx] code point index of a byte offset in view */
-    size_t *frag, *frag2; /* [cap_frag], [cap_frag2] piece lengths in code points */
-    size_t cap_cpt, cap_voff, cap_view, cap_vidx, cap_frag, cap_frag2;
+    uint32_t *frag, *frag2; /* [cap_frag], [cap_frag2] piece lengths in code points */
+    size_t cap_voff, cap_view, cap_frag, cap_frag2;
     void *match_data; /* pcre2_match_data_8 */
 } ZrWords;
 

@@ -272,7 +272,21 @@ ZT_TEST(nan_logits_are_an_error_not_garbage_text) {
     ZT_CHECK(bad);
     Run r = RUN(NULL, "-m", bad, "-p", "", "-n", "4", "--temp", "0");
     ZT_CHECKF(r.status == 1, "exit %d: %s", r.status, r.err);
-    ZT_CHECKF(strstr(r.err, "tokens512nan.gguf: the forward pass at position 0 gave a NaN logit (token id 0): expected finite weights"), "%s", r.err);
+    ZT_CHECKF(strstr(r.err, "tokens512nan.gguf: the forward pass at position 0 gave a non-finite logit (") &&
+                  strstr(r.err, "at token id 0): expected finite weights"), "%s", r.err);
+    run_free(&r);
+}
+
+ZT_TEST(an_endless_prompt_stream_ends_with_an_error_at_the_tokenizers_limit) {
+    const char *m = stories();
+    if (!m) return;
+    Run r = RUN("/dev/zero", "-m", m, "-p", "-", "--device", "cpu");
+    ZT_CHECKF(r.status == 1, "exit %d: %s", r.status, r.err);
+    ZT_CHECKF(strstr(r.err, "standard input: the prompt is longer than 1 GiB (the tokenizer's limit)"), "%s", r.err);
+    run_free(&r);
+    r = RUN(NULL, "tokenize", "-m", m, "-f", "/dev/zero");
+    ZT_CHECKF(r.status == 1, "exit %d: %s", r.status, r.err);
+    ZT_CHECKF(strstr(r.err, "cannot read /dev/zero: File too large"), "%s", r.err);
     run_free(&r);
 }
 

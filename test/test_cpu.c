@@ -452,6 +452,61 @@ ZT_TEST(a_token_outside_the_vocabulary_is_refused) {
     unload(&l);
 }
 
+/* stories260K rewritten with general.alignment = 1 and the data section at an odd offset, so
+ * every tensor sits at an address that is not a multiple of 4. */
+static bool write_unaligned_copy(const char *src, const char *dst) {
+    ZrGguf g;
+    ZrError err;
+    if (zr_gguf_open(&g, src, &err)) return false;
+    ZrGgufWriter w;
+    zr_gguf_w_init(&w);
+    zr_gguf_w_alignment(&w, 1);
+    for (uint64_t i = 0; i < g.n_kv; i++)
+        if (!zr_str_eq(g.kv[i].key, "general.alignment")) zr_gguf_w_copy_kv(&w, &g.kv[i]);
+    for (uint64_t i = 0; i < g.n_tensors; i++) {
+        const ZrGgufTensor *t = &g.tensors[i];
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        zr_gguf_w_tensor(&w, name, t->type, t->n_dims, t->ne, t->data);
+    }
+    if (zr_gguf_w_data_offset(&w) % 2 == 0) zr_gguf_w_u8(&w, "zz", 1); /* 13 + 2 bytes: odd again */
+    bool ok = zr_gguf_w_data_offset(&w) % 2 == 1;
+    FILE *f = fopen(dst, "wb");
+    ok = ok && f && zr_gguf_w_write(&w, f, &err) == 0;
+    if (f) fclose(f);
+    zr_gguf_w_free(&w);
+    zr_gguf_close(&g);
+    return ok;
+}
+
+ZT_TEST(alignment_1_file_gives_the_logits_of_the_aligned_file_with_aligned_vector_loads) {
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return;
+    char odd[4200];
+    snprintf(odd, sizeof odd, "%s/stories260K-align1.gguf", zt_tmpdir());
+    ZT_CHECK(write_unaligned_copy(path, odd));
+    Loaded a, b;
+    ZT_CHECK(load(&a, path, 16, 1));
+    ZT_CHECK(load(&b, odd, 16, 1));
+    ZT_CHECK(b.m.gguf.alignment == 1 && b.m.gguf.data_offset % 2 == 1);
+    /* the norms are read as float arrays: bound to aligned copies with the file's values */
+    const ZrWeight *v[] = {&b.m.output_norm, &b.m.layers[0].attn_norm, &b.m.layers[b.m.hp.n_layer - 1].ffn_norm};
+    const ZrWeight *va[] = {&a.m.output_norm, &a.m.layers[0].attn_norm, &a.m.layers[a.m.hp.n_layer - 1].ffn_norm};
+    bool aligned = true;
+    for (int i = 0; i < 3; i++)
+        aligned &= (uintptr_t)v[i]->data % 4 == 0 && memcmp(v[i]->data, va[i]->data, (size_t)va[i]->nbytes) == 0;
+    const int32_t ids[4] = {1, 403, 407, 9};
+    float la[4 * 512], lb[4 * 512];
+    ZrError err;
+    int ra = a.be->forward(a.be, ids, 4, 0, la, true, &err);
+    int rb = b.be->forward(b.be, ids, 4, 0, lb, true, &err);
+    unload(&a);
+    unload(&b);
+    ZT_CHECK(aligned);
+    ZT_CHECK(ra == 0 && rb == 0);
+    ZT_CHECK(memcmp(la, lb, sizeof la) == 0);
+}
+
 /* ---- a qwen3-shaped model whose heads are wider than the embedding ---- */
 
 /* n_embd 32, 4 query heads and 2 kv heads of 16 (q_dim 64 != n_embd), n_ff 48, vocab 40 */

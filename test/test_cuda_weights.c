@@ -72,6 +72,36 @@ static void check_type(uint32_t type, float (*elem)(const uint8_t *, const uint8
     free(w), free(m), free(s), free(x), free(ref);
 }
 
+/* A file with general.alignment = 1 hands the upload rows at any address: every type's repack
+ * reads its source bytewise, so a row one byte off gives the same device bytes (and, under
+ * UBSan in CI, no misaligned load). */
+ZT_TEST(rows_at_odd_addresses_repack_like_aligned_ones) {
+    for (uint32_t type = 0; type < ZR_TYPE_COUNT; type++) {
+        if (!zr_cuw_supported(type)) continue;
+        const int n_in = 512, N = 2;
+        const size_t row = zr_row_bytes(type, n_in), mb = zr_cuw_main_row_bytes(type, n_in) * N,
+                     sb = zr_cuw_side_bytes(type, n_in, N) + 1;
+        uint8_t *src = malloc(2 * row + 1), *m1 = calloc(1, mb), *m2 = calloc(1, mb), *s1 = calloc(1, sb), *s2 = calloc(1, sb);
+        ZT_CHECK(src && m1 && m2 && s1 && s2);
+        for (size_t i = 0; i < 2 * row + 1; i++) src[i] = (uint8_t)(rng = rng * 6364136223846793005ull + 1, rng >> 56);
+        uint8_t *aligned = malloc(2 * row);
+        ZT_CHECK(aligned != NULL);
+        memcpy(aligned, src + 1, 2 * row);
+        for (int r = 0; r < N; r++) {
+            zr_cuw_repack_row(type, aligned + r * row, n_in, r, N, m1, s1);
+            zr_cuw_repack_row(type, src + 1 + r * row, n_in, r, N, m2, s2);
+        }
+        bool same = memcmp(m1, m2, mb) == 0 && memcmp(s1, s2, sb) == 0;
+        free(src);
+        free(aligned);
+        free(m1);
+        free(m2);
+        free(s1);
+        free(s2);
+        ZT_CHECKF(same, "type %s", zr_type_name(type));
+    }
+}
+
 ZT_TEST(q4_k_rows_repack_to_quants_and_decoded_scales_and_mins) { check_type(ZR_TYPE_Q4_K, q4_k_elem); }
 ZT_TEST(q6_k_rows_repack_to_nibbles_high_bits_and_scales) { check_type(ZR_TYPE_Q6_K, q6_k_elem); }
 

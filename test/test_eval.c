@@ -193,6 +193,20 @@ ZT_TEST(eval_token_words_are_read_whole_and_a_nul_byte_is_refused) {
     ZT_CHECKF(strstr(err_text, "long.tokens: token 2: expected a non-negative decimal id, found '2?' (with a NUL byte)"), "%s", err_text);
 }
 
+ZT_TEST(eval_tokens_from_an_endless_file_end_with_an_error_not_a_hang) {
+    char gguf[4096], tokens[4096], cmd[16384];
+    if (!fixture("llama-Q8_0", gguf, tokens)) return;
+    const char *zrun = getenv("ZRUN");
+    snprintf(cmd, sizeof cmd, "timeout 60 '%s' eval -m '%s' --tokens /dev/zero --logits '%s' --device cpu", zrun ? zrun : "zrun",
+             gguf, out_path("zero.f32"));
+    ZtProc p = zt_proc_sh(cmd, NULL);
+    int status = p.status;
+    bool said = strstr(p.err, "/dev/zero: token 1: expected a non-negative decimal id") != NULL;
+    zt_proc_free(&p);
+    ZT_CHECKF(status == 1, "exit status %d (124: still reading after 60 s)", status);
+    ZT_CHECK(said);
+}
+
 ZT_TEST(eval_usage_errors_exit_2) {
     ZT_CHECK(run_eval("--tokens a --logits b") == 2);
     ZT_CHECKF(strstr(err_text, "-m FILE is required"), "%s", err_text);
@@ -212,7 +226,9 @@ ZT_TEST(eval_missing_model_file_is_a_runtime_error_naming_it) {
     FILE *f = fopen(ids, "w");
     fputs("1\n", f);
     fclose(f);
-    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu", out_path("absent.gguf"), ids, out_path("x.f32"));
+    char absent[4096]; /* out_path's buffer is shared: one path per call */
+    snprintf(absent, sizeof absent, "%s", out_path("absent.gguf"));
+    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu", absent, ids, out_path("x.f32"));
     ZT_CHECK(run_eval(args) == 1);
     ZT_CHECKF(strstr(err_text, "absent.gguf"), "%s", err_text);
 }

@@ -1,6 +1,7 @@
 /* The GGUF reader on hand-built files: what it reads back from good ones, and the one rule
  * each bad one breaks (gguf_cases.c builds them). */
 #include <fcntl.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -372,6 +373,68 @@ ZT_TEST(thousands_of_keys_and_tensors_are_all_found) {
     ZT_CHECK(bad == 0);
 }
 
+/* 240k keys whose FNV-1a hashes (the reader's old, unkeyed index) agree in their low 19 bits,
+ * the slot bits of a 2^19-slot table: names a hostile file can choose for free. Each is
+ * "k" + 7 digits + two bytes that steer the hash onto the target slot: in FNV-1a the low bits
+ * of the state depend only on the low bits, so the two bytes are found by running the last two
+ * steps backwards from the target. */
+#define FLOOD_KEYS 240000
+#define FLOOD_MASK ((1u << 19) - 1)
+static uint8_t *make_flood(size_t *len) {
+    const uint32_t prime = 0x1b3u & FLOOD_MASK, target = 12345; /* FNV prime 1099511628211 mod 2^19 */
+    uint32_t inv = 1; /* prime^-1 mod 2^19 (Newton) */
+    for (int i = 0; i < 5; i++) inv = inv * (2u - prime * inv) & FLOOD_MASK;
+    /* need[s]: the bytes (b1 << 8 | b2) that take state s to the target, 0 if none */
+    uint16_t *need = calloc(FLOOD_MASK + 1, sizeof *need);
+    for (uint32_t b1 = 1; b1 < 256; b1++)
+        for (uint32_t b2 = 1; b2 < 256; b2++) {
+            uint32_t s = ((((target * inv) & FLOOD_MASK) ^ b2) * inv & FLOOD_MASK) ^ b1;
+            need[s] = (uint16_t)(b1 << 8 | b2);
+        }
+    const size_t klen = 10, per = 8 + klen + 4 + 1;
+    uint8_t *buf = malloc(24 + (size_t)FLOOD_KEYS * per), *p = buf;
+    memcpy(p, "GGUF\3\0\0\0", 8);
+    uint64_t n_tensors = 0, n_kv = FLOOD_KEYS, kl = klen;
+    memcpy(p + 8, &n_tensors, 8);
+    memcpy(p + 16, &n_kv, 8);
+    p += 24;
+    char name[16];
+    for (uint32_t i = 0, made = 0; made < FLOOD_KEYS; i++) {
+        snprintf(name, sizeof name, "k%07u", i);
+        uint32_t h = (uint32_t)(1469598103934665603ull & FLOOD_MASK); /* the offset basis */
+        for (int j = 0; j < 8; j++) h = (h ^ (uint8_t)name[j]) * prime & FLOOD_MASK;
+        if (!need[h]) continue;
+        name[8] = (char)(need[h] >> 8);
+        name[9] = (char)(need[h] & 0xff);
+        memcpy(p, &kl, 8);
+        memcpy(p + 8, name, klen);
+        memcpy(p + 8 + klen, "\0\0\0\0\1", 5); /* uint8 1 */
+        p += per;
+        made++;
+    }
+    free(need);
+    *len = (size_t)(p - buf);
+    return buf;
+}
+
+ZT_TEST(parse_time_is_linear_even_when_every_name_collides_under_an_unkeyed_hash) {
+    size_t len;
+    uint8_t *buf = make_flood(&len);
+    struct timespec t0, t1;
+    ZrGguf g;
+    ZrError e;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = zr_gguf_parse(&g, buf, len, LABEL, &e);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    bool found = rc == 0 && zr_gguf_find(&g, "general.architecture") == NULL && g.n_kv == FLOOD_KEYS;
+    if (!rc) zr_gguf_close(&g);
+    free(buf);
+    ZT_CHECKF(rc == 0, "%s", e.msg);
+    ZT_CHECK(found);
+    ZT_CHECKF(s < 1.0, "%d colliding keys (%zu bytes) parsed in %.2f s", FLOOD_KEYS, len, s);
+}
+
 static const char *write_tmp(const char *name, const void *buf, size_t len) {
     static char path[4200];
     snprintf(path, sizeof path, "%s/%s", zt_tmpdir(), name);
@@ -417,6 +480,27 @@ ZT_TEST(open_reports_missing_empty_and_non_regular_files) {
     ZT_CHECK(r3 == ZR_E_IO && m3);
 }
 
+ZT_TEST(open_refuses_a_fifo_or_a_device_without_waiting_on_it) {
+    char fifo[4200];
+    snprintf(fifo, sizeof fifo, "%s/model.fifo", zt_tmpdir());
+    unlink(fifo);
+    ZT_CHECK(mkfifo(fifo, 0600) == 0);
+    ZrGguf g;
+    ZrError e;
+    alarm(10); /* a blocking open() of a FIFO nobody writes would wait forever */
+    int r1 = zr_gguf_open(&g, fifo, &e);
+    alarm(0);
+    bool m1 = strstr(e.msg, "model.fifo: expected a regular file (a GGUF model), found a FIFO (named pipe)") != NULL;
+    unlink(fifo);
+    int r2 = zr_gguf_open(&g, "/dev/zero", &e);
+    bool m2 = strstr(e.msg, "/dev/zero: expected a regular file (a GGUF model), found a character device") != NULL;
+    int r3 = zr_gguf_open(&g, zt_tmpdir(), &e);
+    bool m3 = strstr(e.msg, "found a directory") != NULL;
+    ZT_CHECKF(r1 == ZR_E_IO && m1, "%s", e.msg);
+    ZT_CHECK(r2 == ZR_E_IO && m2);
+    ZT_CHECK(r3 == ZR_E_IO && m3);
+}
+
 ZT_TEST(writer_copies_every_kv_of_a_parsed_file_byte_for_byte) {
     size_t len;
     uint8_t *buf = make("good_every_type", &len);
@@ -459,3 +543,16 @@ ZT_TEST(writer_streaming_equals_writing_at_once) {
 }
 
 int main(void) { return zt_run(); }
+
+ZT_TEST(printable_reads_only_what_it_shows_of_a_string_of_any_length) {
+    /* a length of 2^31 + 5 (a negative %.*s precision once cast to int) over a 12-byte buffer:
+     * only the bytes shown may be read */
+    static const char bytes[12] = "arch\x1b[2Jxyz";
+    char out[12];
+    ZT_CHECK(!strcmp(zr_str_printable((ZrStr){bytes, (1ull << 31) + 5}, out, sizeof out), "arch?[2J..."));
+    ZT_CHECK(!strcmp(zr_str_printable((ZrStr){bytes, UINT64_MAX}, out, 8), "arch..."));
+    ZT_CHECK(!strcmp(zr_str_printable((ZrStr){bytes, 4}, out, sizeof out), "arch"));
+    ZT_CHECK(!strcmp(zr_str_printable((ZrStr){"a\0b", 3}, out, sizeof out), "a?b"));
+    ZT_CHECK(!strcmp(zr_str_printable((ZrStr){bytes, 0}, out, sizeof out), ""));
+    ZT_CHECK(!strcmp(zr_str_printable((ZrStr){bytes, 12}, out, 3), ""));
+}

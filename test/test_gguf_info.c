@@ -1,7 +1,9 @@
 /* `zrun info` as a user runs it: the built binary ($ZRUN) on stories260K.gguf and on files
  * it must refuse. */
 #include <glob.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "gguf.h"
 
@@ -136,6 +138,28 @@ ZT_TEST(info_takes_the_model_as_FILE_or_as_dash_m) {
     free(a);
     free(b);
     free(c);
+}
+
+ZT_TEST(info_and_run_refuse_a_fifo_as_the_model_without_waiting_for_a_writer) {
+    NEED_BINARY();
+    char fifo[4200], args[4300];
+    snprintf(fifo, sizeof fifo, "%s/model.fifo", zt_tmpdir());
+    unlink(fifo);
+    ZT_CHECK(mkfifo(fifo, 0600) == 0);
+    snprintf(args, sizeof args, "'%s'", fifo);
+    char *out = NULL;
+    int rc = run_info(args, &out); /* (the test's own timeout ends a hang) */
+    bool ok = rc == 1 && out && strstr(out, "model.fifo: expected a regular file (a GGUF model), found a FIFO (named pipe)");
+    if (!ok && out) fprintf(stderr, "%s", out);
+    free(out);
+    const char *a2[] = {"-m", fifo, "-p", "x", "--device", "cpu", NULL};
+    ZtProc p = zt_proc_zrun(NULL, a2, NULL);
+    bool ok2 = p.status == 1 && strstr(p.err, "model.fifo: expected a regular file (a GGUF model), found a FIFO");
+    if (!ok2) fprintf(stderr, "%s", p.err);
+    zt_proc_free(&p);
+    unlink(fifo);
+    ZT_CHECK(ok);
+    ZT_CHECK(ok2);
 }
 
 ZT_TEST(info_usage_errors_exit_2) {

@@ -126,8 +126,8 @@ static void greedy_steps_agree(const char *path, int n_cand_less, int n_steps) {
         const bool want_logits = s % 3 == 0;
         ZT_CHECKF(t.b->decode_greedy(t.b, tb, s, n_cand, want_logits ? lb : NULL, &g, &err) == 0, "%s", err.msg);
         ta = zr_sampler_argmax(la, n_cand);
-        ZT_CHECKF(g.token == ta && g.nan_at == -1, "step %d: picked %d (NaN at %d), the rule on the logits %d", s,
-                  g.token, g.nan_at, ta);
+        ZT_CHECKF(g.token == ta && g.nonfinite_at == -1, "step %d: picked %d (non-finite at %d), the rule on the logits %d", s,
+                  g.token, g.nonfinite_at, ta);
         if (want_logits) ZT_CHECKF(!memcmp(la, lb, sizeof(float) * V), "step %d: the logits differ", s);
         tb = g.token;
     }

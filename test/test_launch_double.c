@@ -1,5 +1,7 @@
 #include "test_launch_double.h"
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,9 +48,43 @@ static CUresult f_retain(CUcontext *c, CUdevice d) {
     return CUDA_SUCCESS;
 }
 static CUresult f_release(CUdevice d) { (void)d; return CUDA_SUCCESS; }
+/* Device and pinned host memory live in one list, as in a context: a reset frees it all (as
+ * cuDevicePrimaryCtxReset does), so memory the code under test loses with its context is not a
+ * leak of the double's (LeakSanitizer) and memory it forgets otherwise still is one. */
+typedef union Blk {
+    struct {
+        union Blk *prev, *next;
+    } l;
+    max_align_t align;
+} Blk;
+static Blk live = {.l = {&live, &live}};
+
+static void *blk_alloc(size_t b) {
+    Blk *k = calloc(1, sizeof *k + (b ? b : 1));
+    if (!k) return NULL;
+    k->l.prev = live.l.prev;
+    k->l.next = &live;
+    live.l.prev->l.next = k;
+    live.l.prev = k;
+    return k + 1;
+}
+
+/* false for an address that is not live (freed, or lost with its context) */
+static bool blk_free(void *p) {
+    for (Blk *k = live.l.next; k != &live; k = k->l.next)
+        if (k + 1 == p) {
+            k->l.prev->l.next = k->l.next;
+            k->l.next->l.prev = k->l.prev;
+            free(k);
+            return true;
+        }
+    return false;
+}
+
 static CUresult f_reset(CUdevice d) {
     (void)d;
     st.resets++;
+    while (live.l.next != &live) blk_free(live.l.next + 1);
     if (!st.poison_is_process_wide) st.sync_result = CUDA_SUCCESS;
     return CUDA_SUCCESS;
 }
@@ -75,15 +111,18 @@ static CUresult f_set_attr(CUfunction f, int a, int v) { (void)f; (void)a; (void
 static CUresult f_mem_info(size_t *fr, size_t *t) { *fr = st.mem_free; *t = (size_t)1 << 34; return CUDA_SUCCESS; }
 static CUresult f_alloc(CUdeviceptr *p, size_t b) {
     if (st.alloc_result) return st.alloc_result;
-    void *h = calloc(1, b);
+    void *h = blk_alloc(b);
     if (!h) return CUDA_ERROR_OUT_OF_MEMORY;
     st.allocs++;
     *p = (CUdeviceptr)(uintptr_t)h;
     return CUDA_SUCCESS;
 }
-static CUresult f_free(CUdeviceptr p) { st.frees++; free((void *)(uintptr_t)p); return CUDA_SUCCESS; }
-static CUresult f_host_alloc(void **p, size_t b, unsigned f) { (void)f; *p = malloc(b); return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY; }
-static CUresult f_host_free(void *p) { free(p); return CUDA_SUCCESS; }
+static CUresult f_free(CUdeviceptr p) {
+    st.frees++;
+    return !p || blk_free((void *)(uintptr_t)p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult f_host_alloc(void **p, size_t b, unsigned f) { (void)f; *p = blk_alloc(b); return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY; }
+static CUresult f_host_free(void *p) { return !p || blk_free(p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
 static CUresult f_h2d(CUdeviceptr d, const void *s, size_t b, CUstream x) { (void)x; st.h2d++; memcpy((void *)(uintptr_t)d, s, b); return CUDA_SUCCESS; }
 static CUresult f_d2h(void *d, CUdeviceptr s, size_t b, CUstream x) { (void)x; st.d2h++; memcpy(d, (void *)(uintptr_t)s, b); return CUDA_SUCCESS; }
 static CUresult f_d2d(CUdeviceptr d, CUdeviceptr s, size_t b, CUstream x) { (void)x; memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, b); return CUDA_SUCCESS; }

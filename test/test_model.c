@@ -37,6 +37,8 @@ typedef struct Spec {
     float theta;               /* ARCH.rope.freq_base (0: none) */
     float rope_freq_1;         /* rope_freqs.weight[1] (0: 1, like the others) */
     int block_count;           /* ARCH.block_count (0: LAYERS, the layers the file has) */
+    const char *extra_tensor;  /* one more tensor, [E] f32, of this name */
+    bool arch_nul;             /* general.architecture is ARCH followed by a NUL byte */
 } Spec;
 
 typedef struct Built {
@@ -72,7 +74,13 @@ static void build(Built *b, const Spec *s) {
     const int hd = s->key_length ? s->key_length : E / HEADS, n_kv = s->n_head_kv ? s->n_head_kv : KV_HEADS;
     ZrGgufWriter w;
     zr_gguf_w_init(&w);
-    zr_gguf_w_str(&w, "general.architecture", arch);
+    if (s->arch_nul) {
+        zr_gguf_w_key(&w, "general.architecture", ZR_GGUF_STRING);
+        zr_gguf_w_raw_u64(&w, strlen(arch) + 1);
+        zr_gguf_w_raw_bytes(&w, arch, strlen(arch) + 1);
+    } else {
+        zr_gguf_w_str(&w, "general.architecture", arch);
+    }
     key_u32(&w, s, arch, "embedding_length", E);
     key_u32(&w, s, arch, "block_count", s->block_count ? (uint32_t)s->block_count : LAYERS);
     key_u32(&w, s, arch, "feed_forward_length", FF);
@@ -105,6 +113,7 @@ static void build(Built *b, const Spec *s) {
     }
     tensor(&w, s, "token_embd.weight", ZR_TYPE_Q8_0, E, VOCAB);
     tensor(&w, s, "output_norm.weight", ZR_TYPE_F32, E, 0);
+    if (s->extra_tensor) zr_gguf_w_tensor(&w, s->extra_tensor, ZR_TYPE_F32, 1, (int64_t[]){E}, NULL);
     if (!s->tied) tensor(&w, s, "output.weight", ZR_TYPE_Q4_0, E, VOCAB);
     float freqs[16]; /* [rope_freqs] divisors: ones, [1] as the spec says */
     for (int i = 0; i < 16; i++) freqs[i] = i == 1 && s->rope_freq_1 != 0.0f ? s->rope_freq_1 : 1.0f;
@@ -468,6 +477,19 @@ ZT_TEST(rope_freqs_divisors_must_be_finite_and_positive) {
 ZT_TEST(an_odd_head_dimension_without_a_rope_dimension_is_refused) {
     ZT_LOAD_FAILS(((Spec){.arch = "qwen3", .key_length = 7}), ZR_E_FORMAT,
                   "test.gguf: key 'qwen3.attention.key_length': expected an even head dimension (RoPE rotates pairs), found 7");
+}
+
+ZT_TEST(tensors_of_layers_whose_number_overflows_are_refused_as_past_block_count) {
+    ZT_LOAD_FAILS(((Spec){.extra_tensor = "blk.999999999999.attn_norm.weight"}), ZR_E_FORMAT,
+                  "key 'llama.block_count': expected a layer count above 999999999999 (the file has tensor 'blk.999999999999.attn_norm.weight'), found 2");
+    ZT_LOAD_FAILS(((Spec){.extra_tensor = "blk.4294967296.x"}), ZR_E_FORMAT, "(the file has tensor 'blk.4294967296.x'), found 2");
+    ZT_LOAD_FAILS(((Spec){.extra_tensor = "blk.99999999999999999999999.x"}), ZR_E_FORMAT, "(the file has tensor 'blk.99999999999999999999999.x'), found 2");
+    ZT_LOAD_FAILS(((Spec){.extra_tensor = "blk.2.x"}), ZR_E_FORMAT, "expected 3 (the file has tensor 'blk.2.x'), found 2");
+}
+
+ZT_TEST(an_architecture_name_with_a_nul_byte_is_refused) {
+    ZT_LOAD_FAILS(((Spec){.arch_nul = true}), ZR_E_FORMAT,
+                  "test.gguf: key 'general.architecture': expected a name without NUL bytes, found a NUL at byte 5");
 }
 
 ZT_TEST(tensors_of_layers_past_block_count_are_refused) {

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gguf.h"
@@ -54,6 +55,24 @@ static bool open_vocab(const char *name, ZrGguf *g, ZrTokenizer **t) {
         }
     }
     return open_tokenizer(dst, g, t);
+}
+
+/* The process's resident set and its peak since the peak was last reset, in bytes (Linux). */
+static size_t proc_kb(const char *field) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    size_t kb = 0, n = strlen(field);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, field, n)) kb = strtoull(line + n, NULL, 10);
+    if (f) fclose(f);
+    return kb * 1024;
+}
+
+static bool reset_peak_rss(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return false;
+    bool ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok;
 }
 
 /* Whether s[0..n) is complete, valid UTF-8 (what a streaming detokenizer may emit). */
@@ -473,6 +492,25 @@ ZT_TEST(unknown_pre_tokenizer_is_refused_by_name) {
     ZT_CHECKF(strstr(err.msg, "'no-such-pre'") && strstr(err.msg, "llama-bpe"), "%s", err.msg);
 }
 
+ZT_TEST(a_pre_tokenizer_or_model_name_with_a_nul_byte_is_refused) {
+    Synth s;
+    ZrError err;
+    synth_bpe(&s, NULL);
+    zr_gguf_w_key(&s.w, "tokenizer.ggml.pre", ZR_GGUF_STRING);
+    zr_gguf_w_raw_u64(&s.w, 8);
+    zr_gguf_w_raw_bytes(&s.w, "default", 8); /* "default\0" */
+    ZT_CHECK(synth_load(&s, &err) == NULL);
+    ZT_CHECKF(err.code == ZR_E_FORMAT && strstr(err.msg, "key 'tokenizer.ggml.pre': expected a name without NUL bytes, found a NUL at byte 7"), "%s", err.msg);
+    static const char *tokens[] = {"a"};
+    zr_gguf_w_init(&s.w);
+    zr_gguf_w_key(&s.w, "tokenizer.ggml.model", ZR_GGUF_STRING);
+    zr_gguf_w_raw_u64(&s.w, 6);
+    zr_gguf_w_raw_bytes(&s.w, "gpt2\0x", 6);
+    zr_gguf_w_arr_str(&s.w, "tokenizer.ggml.tokens", 1, tokens);
+    ZT_CHECK(synth_load(&s, &err) == NULL);
+    ZT_CHECKF(err.code == ZR_E_FORMAT && strstr(err.msg, "key 'tokenizer.ggml.model': expected a name without NUL bytes, found a NUL at byte 4 of 'gpt2?x'"), "%s", err.msg);
+}
+
 ZT_TEST(unknown_tokenizer_model_is_refused) {
     Synth s;
     ZrError err;
@@ -798,6 +836,109 @@ ZT_TEST(zrun_tokenize_says_when_the_text_file_is_a_directory) {
     ZtProc p = zt_proc_zrun(NULL, (const char *const[]){"tokenize", "-m", model, "-f", zt_tmpdir(), NULL}, NULL);
     ZT_CHECKF(p.status == 1 && strstr(p.err, "is a directory"), "exit %d: %s", p.status, p.err);
     zt_proc_free(&p);
+}
+
+/* A 20 MB prompt on one line: the working memory of encoding stays a small multiple of the
+ * text (it was ~37 bytes per input byte, 772 MB here: a symbol and queue entries per character
+ * of the whole text). */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+ZT_TEST(encoding_20_mb_of_text_needs_a_few_bytes_per_input_byte) {
+#ifdef UNDER_ASAN
+    zt_skip("AddressSanitizer keeps freed memory in quarantine: resident sizes say nothing here");
+    return;
+#endif
+    ZrGguf g;
+    ZrTokenizer *t;
+    if (!open_vocab("llama-spm", &g, &t)) return;
+    static const char *const words[] = {"Once", "upon", "a", "time", "there", "was", "little", "girl", "named", "Lily.",
+                                        "She", "loved", "to", "play", "outside,", "\303\274ber", "\xE6\x97\xA5\xE6\x9C\xAC", "123", "don't"};
+    const size_t len = 20u << 20;
+    char *text = malloc(len);
+    ZT_CHECK(text != NULL);
+    uint64_t st = 7;
+    for (size_t n = 0; n < len;) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        const char *w = words[(st >> 33) % (sizeof words / sizeof words[0])];
+        size_t k = strlen(w);
+        if (k + 1 > len - n) k = len - n - 1;
+        memcpy(text + n, w, k);
+        n += k;
+        text[n++] = ' ';
+    }
+    if (!reset_peak_rss()) {
+        free(text);
+        zr_tokenizer_free(t);
+        zr_gguf_close(&g);
+        zt_skip("/proc/self/clear_refs is not writable: the peak cannot be measured");
+        return;
+    }
+    const size_t before = proc_kb("VmRSS:");
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    ZrError err;
+    int rc = zr_tokenizer_encode(t, text, len, true, false, &ids, &n_ids, &err);
+    const size_t peak = proc_kb("VmHWM:");
+    free(ids);
+    free(text);
+    zr_tokenizer_free(t);
+    zr_gguf_close(&g);
+    ZT_CHECKF(rc == 0, "%s", err.msg);
+    ZT_CHECK(n_ids > len / 8);
+    const double per_byte = (double)(peak - before) / (double)len;
+    fprintf(stderr, "  %zu tokens; peak working memory %.1f MB, %.2f bytes per input byte\n", n_ids, (double)(peak - before) / 1e6, per_byte);
+    ZT_CHECKF(per_byte < 6.0, "%.2f bytes per input byte", per_byte);
+}
+
+/* The tokenizer's old text index hashed with fixed multiply-xorshift steps: all invertible, so
+ * for any 8-byte texts' hash a file can choose (here: 200k that agree in their low 19 bits, the
+ * slot bits of the table) the texts can be computed. Loading such a vocabulary made every insert
+ * scan the whole cluster: quadratic. With a keyed hash it loads in linear time. */
+static uint64_t inv64(uint64_t a) { /* a odd: a^-1 mod 2^64 (Newton) */
+    uint64_t x = a;
+    for (int i = 0; i < 6; i++) x *= 2 - a * x;
+    return x;
+}
+
+ZT_TEST(a_vocabulary_of_texts_chosen_to_collide_loads_in_linear_time) {
+    enum { N = 200000 };
+    const uint64_t h0 = 0x9E3779B97F4A7C15ull ^ (8 * 0xC2B2AE3D27D4EB4Full);
+    char *texts = malloc((size_t)N * 8);
+    ZrStr *strs = malloc(N * sizeof *strs);
+    ZT_CHECK(texts && strs);
+    for (uint64_t i = 0; i < N; i++) {
+        uint64_t o = i << 19 | 777; /* the old hash of text i: slot 777 of 2^19 */
+        uint64_t y = o ^ (o >> 32);
+        uint64_t h = y * inv64(0x9E3779B97F4A7C15ull);
+        h ^= h >> 29;
+        h ^= h >> 58;
+        h *= inv64(0xC4CEB9FE1A85EC53ull);
+        h ^= h >> 32;
+        uint64_t v = (h * inv64(0xFF51AFD7ED558CCDull)) ^ h0;
+        memcpy(texts + 8 * i, &v, 8);
+        strs[i] = (ZrStr){texts + 8 * i, 8};
+    }
+    Synth sy;
+    zr_gguf_w_init(&sy.w);
+    zr_gguf_w_str(&sy.w, "tokenizer.ggml.model", "llama");
+    zr_gguf_w_arr_zrstr(&sy.w, "tokenizer.ggml.tokens", N, strs);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ZrError err;
+    ZrTokenizer *t = synth_load(&sy, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    bool found = t && zr_tokenizer_find(t, texts + 8 * 12345, 8) == 12345;
+    zr_tokenizer_free(t);
+    free(texts);
+    free(strs);
+    ZT_CHECKF(found, "%s", t ? "text 12345 not found" : err.msg);
+    ZT_CHECKF(sec < 2.0, "%d colliding texts loaded in %.2f s", N, sec);
 }
 
 int main(void) { return zt_run(); }

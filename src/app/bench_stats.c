@@ -56,7 +56,9 @@ static inline int32_t order_key(float f) {
  * block of ARGMAX_BLOCK values, then a scalar search only inside the first block that holds it;
  * built for AVX2 too on x86-64 (integer work: both clones give the same answer). 128256 logits
  * took ~8 us instead of ~45 us (two scalar passes) on a 2-core EPYC VM. */
-#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && (!defined(__clang__) || __clang_major__ >= 14)
+/* clang 14 leaves a target_clones function that another file calls undefined at link time
+ * (undefined reference to zr_bench_argmax): multiversioning needs clang 15 or later. */
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && (!defined(__clang__) || __clang_major__ >= 15)
 #define ZR_BENCH_HOT __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define ZR_BENCH_HOT

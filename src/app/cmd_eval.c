@@ -88,7 +88,9 @@ static int read_tokens(const char *path, int32_t **ids, int *n, ZrError *err) {
         }
         size_t len = 0;
         bool nul = false;
-        for (; c != EOF && !(c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'); c = getc(f)) {
+        /* at most a word's worth is read: an endless word (/dev/zero) ends as one too long */
+        for (; c != EOF && !(c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') && len < sizeof word;
+             c = getc(f)) {
             if (len < sizeof word - 1) word[len] = c ? (char)c : '?';
             len++;
             nul |= c == 0;

@@ -34,7 +34,11 @@ static const char *const k_hparams[] = {
 /* A scalar or string value as text; arrays as "[N TYPE]". */
 static void print_value(const ZrGgufKv *kv) {
     switch (kv->type) {
-    case ZR_GGUF_STRING: printf("%.*s", (int)(kv->value_bytes < 200 ? kv->value_bytes : 200), (const char *)kv->value); break;
+    case ZR_GGUF_STRING: {
+        char text[204];
+        printf("%s", zr_str_printable((ZrStr){(const char *)kv->value, kv->value_bytes}, text, sizeof text));
+        break;
+    }
     case ZR_GGUF_ARRAY: printf("[%" PRIu64 " %s]", kv->n, zr_gguf_type_name(kv->elem_type)); break;
     case ZR_GGUF_FLOAT32: case ZR_GGUF_FLOAT64: printf("%.9g", zr_gguf_kv_num(kv)); break;
     case ZR_GGUF_BOOL: printf("%s", kv->value[0] ? "true" : "false"); break;
@@ -71,10 +75,13 @@ static int info_print(const ZrGguf *g) {
         fprintf(stderr, "zrun: %s\n", e.msg);
         return 1;
     }
-    printf("architecture:  %.*s\n", (int)arch.len, arch.ptr);
+    /* strings from the file are shown through zr_str_printable: a length may be anything up
+     * to 2^64 - 1 (as a %.*s precision it would turn negative) and the bytes anything */
+    char text[204], text2[204];
+    printf("architecture:  %s\n", zr_str_printable(arch, text, 104));
     ZrStr name = {NULL, 0};
     if (!zr_gguf_get_str_opt(g, "general.name", &name, &e) && name.ptr)
-        printf("name:          %.*s\n", (int)(name.len < 200 ? name.len : 200), name.ptr);
+        printf("name:          %s\n", zr_str_printable(name, text, sizeof text));
     uint32_t ftype = 0;
     if (zr_gguf_find(g, "general.file_type") && !zr_gguf_get_u32(g, "general.file_type", &ftype, &e))
         printf("file_type:     %u\n", ftype);
@@ -102,8 +109,8 @@ static int info_print(const ZrGguf *g) {
     ZrStr model = {"-", 1}, pre = {"-", 1};
     zr_gguf_get_str_opt(g, "tokenizer.ggml.model", &model, &e);
     zr_gguf_get_str_opt(g, "tokenizer.ggml.pre", &pre, &e);
-    printf("tokenizer:     %.*s (pre: %.*s), %" PRIu64 " tokens", (int)(model.len < 64 ? model.len : 64), model.ptr,
-           (int)(pre.len < 64 ? pre.len : 64), pre.ptr, n_vocab);
+    printf("tokenizer:     %s (pre: %s), %" PRIu64 " tokens", zr_str_printable(model, text, 68),
+           zr_str_printable(pre, text2, 68), n_vocab);
     static const char *const ids[] = {"bos", "eos", "unknown", "padding"};
     for (int i = 0; i < 4; i++) {
         uint32_t id;
@@ -125,8 +132,8 @@ static int info_print(const ZrGguf *g) {
         const ZrGgufTensor *t = &g->tensors[i];
         char shape[128];
         print_shape(t, shape, sizeof shape);
-        printf("  %-*.*s  %-26s %-8s %14" PRIu64 "\n", (int)w, (int)(t->name.len < 96 ? t->name.len : 96), t->name.ptr,
-               shape, zr_type_name(t->type), t->nbytes);
+        printf("  %-*s  %-26s %-8s %14" PRIu64 "\n", (int)w, zr_str_printable(t->name, text, 100), shape,
+               zr_type_name(t->type), t->nbytes);
         params += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
         bytes += t->nbytes;
     }

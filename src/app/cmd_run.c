@@ -43,6 +43,11 @@ static char *read_stream(FILE *f, const char *label, size_t *len, ZrError *err) 
         size_t got = fread(buf + n, 1, cap - 1 - n, f);
         n += got;
         if (got == 0) break;
+        if (n > (size_t)1 << 30) { /* an endless stream (/dev/zero) ends here */
+            free(buf);
+            zr_err(err, ZR_E_RANGE, "%s: the prompt is longer than 1 GiB (the tokenizer's limit)", label);
+            return NULL;
+        }
     }
     if (ferror(f)) {
         free(buf);

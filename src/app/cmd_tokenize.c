@@ -3,6 +3,7 @@
  * Default output, one line per token like llama-tokenize: "   id -> 'piece'" (control bytes,
  * backslashes and bytes that are not UTF-8 are escaped). --ids prints only the ids, separated
  * by single spaces, then a newline: for scripts. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,11 @@ static char *read_all(FILE *f, size_t *len) {
         size_t k = fread(b + n, 1, cap - n, f);
         n += k;
         if (k == 0) break;
+        if (n > (size_t)1 << 30) { /* past the tokenizer's limit (an endless stream: /dev/zero) */
+            free(b);
+            errno = EFBIG;
+            return NULL;
+        }
     }
     if (ferror(f)) {
         free(b);

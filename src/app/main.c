@@ -3,8 +3,11 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "config.h"
+#include "sigbus.h"
 
 int main(int argc, char **argv) {
+    zr_sigbus_install(); /* the model is mmap'ed: a file truncated under zrun is reported, not a silent crash */
     /* the edge: the environment is read here, once, and handed down as values */
     ZrEnv env;
     zr_env_read(&env);

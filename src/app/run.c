@@ -183,16 +183,9 @@ int zr_run_decode(ZrRun *r, ZrError *err) {
         if (n_predict >= 0 && r->n_gen >= n_predict) { r->stop = ZR_STOP_LIMIT; break; }
         if (r->pos >= n_ctx) { r->stop = ZR_STOP_CONTEXT; break; }
         if (zr_run_take_sigint(r)) { r->stop = ZR_STOP_INTERRUPT; break; }
-        int nan_at = have_pick ? picked.nan_at : -1;
-        if (!have_pick) {
+        /* (a NaN or inf logit has failed the forward call that made it: backend.h) */
+        if (!have_pick)
             for (int i = n_tok_vocab; i < n_vocab; i++) r->logits[i] = -INFINITY;
-            for (int i = 0; i < n_tok_vocab && nan_at < 0; i++)
-                if (isnan(r->logits[i])) nan_at = i;
-        }
-        if (nan_at >= 0) /* NaN/Inf weights: sampling would print garbage silently */
-            return zr_err(err, ZR_E_FORMAT,
-                          "%s: the forward pass at position %d gave a NaN logit (token id %d): expected finite weights",
-                          r->s->model, r->pos - 1, nan_at);
         /* --ignore-eos: as llama.cpp, a logit bias of -inf on every end-of-generation token */
         if (!have_pick)
             for (int i = 0; i < r->n_eog; i++) r->logits[r->eog[i]] = -INFINITY;

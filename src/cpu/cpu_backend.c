@@ -12,6 +12,7 @@
 #include "cpu/matmul.h"
 #include "cpu/ops.h"
 #include "cpu/pool.h"
+#include "logits_check.h"
 #include "quant.h"
 #include "sampler.h"
 
@@ -285,6 +286,8 @@ static int cpu_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, flo
         if (!forward_chunk(c, tokens + c0, nc, pos + c0, out, all_logits))
             return zr_err(err, ZR_E_INTERRUPTED, "cpu forward: stopped after %d of %d tokens", c0, n);
         c->n_past = pos + c0 + nc;
+        if (out && (rc = zr_logits_check(c->m->gguf.path, out, all_logits ? nc : 1, n_vocab, all_logits ? pos + c0 : pos + n - 1, err)))
+            return rc;
     }
     return 0;
 }
@@ -301,15 +304,14 @@ static int cpu_decode_greedy(ZrBackend *be, int32_t token, int pos, int n_cand, 
             return zr_err(err, ZR_E_NOMEM, "cpu backend: out of memory for %d logits", n_vocab);
         logits = c->pick_logits;
     }
+    out->token = 0;
+    out->nonfinite_at = -1;
     int rc = cpu_forward(be, &token, 1, pos, logits, false, err);
-    if (rc) return rc;
+    if (rc) {
+        if (rc == ZR_E_FORMAT) out->nonfinite_at = (int32_t)zr_logits_first_nonfinite(logits, n_vocab);
+        return rc;
+    }
     out->token = zr_sampler_argmax(logits, n_cand);
-    out->nan_at = -1;
-    for (int i = 0; i < n_cand; i++)
-        if (isnan(logits[i])) {
-            out->nan_at = i;
-            break;
-        }
     return ZR_OK;
 }
 

@@ -20,6 +20,7 @@
 #include "cuda/launch.h"
 #include "cuda/module.h"
 #include "cuda/profile.h"
+#include "logits_check.h"
 
 typedef struct CudaBackend {
     ZrBackend be; /* first: the interface the callers hold */
@@ -133,7 +134,8 @@ static int cuda_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, fl
     if (n == 1) {
         if ((rc = zr_graph_decode_step(&c->graph, tokens[0], pos, logits, err))) return rc;
         c->n_past = pos + 1;
-        return ZR_OK;
+        /* the row is on the host: checked there */
+        return logits ? zr_logits_check(c->m->gguf.path, logits, 1, n_vocab, pos, err) : ZR_OK;
     }
     for (int c0 = 0; c0 < n; c0 += ZR_CUF_UBATCH) {
         /* Ctrl-C is heard between chunks (each at most a few tens of ms on the GPU); the chunks
@@ -145,6 +147,8 @@ static int cuda_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, fl
         float *out = !logits ? NULL : all_logits ? logits + (size_t)c0 * n_vocab : last ? logits : NULL;
         if ((rc = zr_cuf_prefill(&c->f, tokens + c0, nc, pos + c0, out, all_logits, err))) return rc;
         c->n_past = pos + c0 + nc;
+        if (out && (rc = zr_logits_check(c->m->gguf.path, out, all_logits ? nc : 1, n_vocab, all_logits ? pos + c0 : pos + n - 1, err)))
+            return rc;
     }
     return ZR_OK;
 }
@@ -167,10 +171,13 @@ static int cuda_decode_greedy(ZrBackend *be, int32_t token, int pos, int n_cand,
     if ((rc = zr_graph_decode_step_out(&c->graph, token, pos, logits, pick, err))) return rc;
     c->n_past = pos + 1;
     if (pick[0] < 0 || pick[0] >= n_cand || pick[1] < -1 || pick[1] >= n_cand)
-        return zr_err(err, ZR_E_INTERNAL, "cuda greedy decode at position %d: the device picked %d (NaN at %d) among %d ids",
+        return zr_err(err, ZR_E_INTERNAL, "cuda greedy decode at position %d: the device picked %d (non-finite at %d) among %d ids",
                       pos, pick[0], pick[1], n_cand);
     out->token = pick[0];
-    out->nan_at = pick[1];
+    out->nonfinite_at = pick[1];
+    /* the pick kernel (cu/argmax.cu) reports the first NaN or +-inf id */
+    if (pick[1] >= 0)
+        return zr_logits_nonfinite_error(c->m->gguf.path, pos, pick[1], logits ? logits + pick[1] : NULL, err);
     return ZR_OK;
 }
 

@@ -282,7 +282,7 @@ ZT_TEST(greedy_decode_picks_the_argmax_of_the_logits_eager_and_graph_on_every_fi
                 if (want && memcmp(a, b, sizeof(float) * V)) bad_step = pos;
             }
             const int32_t want_t = zr_sampler_argmax(a, n_cand);
-            if (pe.token != want_t || pg.token != want_t || pe.nan_at != -1 || pg.nan_at != -1) {
+            if (pe.token != want_t || pg.token != want_t || pe.nonfinite_at != -1 || pg.nonfinite_at != -1) {
                 fprintf(stderr, "  %s position %d: eager picked %d, graph %d, the logits' argmax is %d\n", fx[i].name, pos,
                         pe.token, pg.token, want_t);
                 bad_step = pos;

@@ -810,9 +810,9 @@ ZT_TEST(swiglu_add_and_f16_convert_match_cpu) {
     free(o2);
 }
 
-/* ---- the greedy pick (cu/argmax.cu) against zr_sampler_argmax and a scan for the first NaN ---- */
+/* ---- the greedy pick (cu/argmax.cu) against zr_sampler_argmax and a scan for the first NaN or inf ---- */
 
-enum { PICK_RANDOM, PICK_AT_FIRST, PICK_AT_LAST, PICK_TIES, PICK_NANS, PICK_ALL_NAN_OR_INF, PICK_ZEROS, PICK_KINDS };
+enum { PICK_RANDOM, PICK_AT_FIRST, PICK_AT_LAST, PICK_TIES, PICK_NANS, PICK_ALL_NAN_OR_INF, PICK_ZEROS, PICK_INFS, PICK_KINDS };
 
 /* v[n] of the kind; values past n (v has n + 64) are larger than any inside, which must not count. */
 static void pick_values(float *v, int n, int kind, uint64_t *s) {
@@ -834,6 +834,10 @@ static void pick_values(float *v, int n, int kind, uint64_t *s) {
     case PICK_ALL_NAN_OR_INF: /* nothing possible: id 0 */
         for (int i = 0; i < n; i++) v[i] = i % 3 ? -INFINITY : NAN;
         break;
+    case PICK_INFS: /* +inf and -inf, no NaN: +inf is picked, the first of either reported */
+        v[(a + 3) % n] = INFINITY;
+        v[a] = -INFINITY;
+        break;
     case PICK_ZEROS: /* the maximum is zero, -0 first, then +0: they tie, the first wins */
         for (int i = 0; i < n; i++) v[i] = -1.0f - fabsf(v[i]);
         v[a] = -0.0f;
@@ -843,7 +847,7 @@ static void pick_values(float *v, int n, int kind, uint64_t *s) {
     }
 }
 
-ZT_TEST(argmax_picks_the_first_maximum_ignoring_nan_and_reports_the_first_nan) {
+ZT_TEST(argmax_picks_the_first_maximum_ignoring_nan_and_reports_the_first_nan_or_inf) {
     GpuEnv *g = gpu_env();
     if (!g) return;
     /* 1..3: less than a float4; 4099 and 128259: n not a multiple of 4 or of a block's 4096
@@ -868,11 +872,11 @@ ZT_TEST(argmax_picks_the_first_maximum_ignoring_nan_and_reports_the_first_nan) {
             int32_t got[2];
             gpu_download(g, got, dp, sizeof got);
             const int32_t want = zr_sampler_argmax(v, n);
-            int32_t nan_at = -1;
-            for (int i = 0; i < n && nan_at < 0; i++)
-                if (isnan(v[i])) nan_at = i;
-            ZT_CHECKF(got[0] == want && got[1] == nan_at, "n %d, case %d: picked %d (NaN at %d), expected %d (NaN at %d)",
-                      n, kind, got[0], got[1], want, nan_at);
+            int32_t bad_at = -1;
+            for (int i = 0; i < n && bad_at < 0; i++)
+                if (!isfinite(v[i])) bad_at = i;
+            ZT_CHECKF(got[0] == want && got[1] == bad_at, "n %d, case %d: picked %d (non-finite at %d), expected %d (non-finite at %d)",
+                      n, kind, got[0], got[1], want, bad_at);
             cases++;
         }
     /* the block counter is back at 0 after every launch */
