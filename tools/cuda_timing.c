@@ -73,7 +73,7 @@ int main(int argc, char **argv) {
         int rc = 0;
         /* warm-up: one prefill, a few decode steps (the graph is recorded and checked here) */
         rc = be->forward(be, tok, p, 0, logits, false, &err);
-        for (int i = 0; !rc && i < 4; i++) rc = be->forward(be, &tok[i], 1, p + i, logits, false, &err);
+        for (int i = 0; !rc && i < 4; i++) rc = be->forward(be, &tok[i % p], 1, p + i, logits, false, &err);
         be->truncate(be, 0);
         for (int r = 0; !rc && r < reps; r++) {
             double t0 = now_s();
@@ -116,7 +116,7 @@ int main(int argc, char **argv) {
         if (be) be->destroy(be); /* prints the table on stderr */
         be = rc ? NULL : zr_cuda_backend_create(&m, &o, &err);
         if (!rc && !be) rc = 1;
-        for (int i = 0; !rc && i < 32; i++) rc = be->forward(be, &tok[i], 1, i, logits, false, &err);
+        for (int i = 0; !rc && i < 32; i++) rc = be->forward(be, &tok[i % p], 1, i, logits, false, &err);
         if (rc) fprintf(stderr, "zrun-cuda-timing: %s\n", err.msg);
         printf("profile of 32 eager decode steps (%s):\n", name);
         fflush(stdout);
