@@ -120,6 +120,48 @@ ZT_TEST(info_exits_1_naming_the_file_and_field_of_a_bad_file) {
     ZT_CHECK(ok);
 }
 
+/* after the file, the facts zrun computes with: per model, then per run of equal layers */
+ZT_TEST(info_prints_the_facts_zrun_reads_from_the_model) {
+    NEED_BINARY();
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
+    char args[4200], *out = NULL;
+    snprintf(args, sizeof args, "'%s'", m);
+    ZT_CHECK(run_info(args, &out) == 0 && out);
+    ZT_CHECKF(out && strstr(out, "\nmodel:         rope norm, embedding scale 1, attention scale 0.353553385\n"
+                                 "  layers 0-4: silu, rope base 10000 scale 1, global attention\n"),
+              "%s", out ? out : "");
+    free(out);
+}
+
+/* a file zrun reads as GGUF but does not run: the tensor table, then why */
+ZT_TEST(info_says_why_a_model_does_not_load) {
+    NEED_BINARY();
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
+    char path[4200], args[4300], *out = NULL;
+    snprintf(path, sizeof path, "%s/noarch.gguf", zt_tmpdir());
+    /* the same file with its architecture renamed (same length: every offset stays); the value
+     * follows the key's name, its u32 type and its u64 length */
+    size_t n = 0;
+    char *b = zt_read_file(m, &n);
+    ZT_CHECK(b != NULL);
+    if (!b) return;
+    char *k = memmem(b, n, "general.architecture", 20);
+    char *a = k && (size_t)(k - b) + 20 + 12 + 5 <= n ? k + 20 + 12 : NULL;
+    ZT_CHECK(a && !memcmp(a, "llama", 5));
+    if (a) memcpy(a, "lmaol", 5);
+    FILE *f = fopen(path, "wb");
+    ZT_CHECK(f && fwrite(b, 1, n, f) == n && fclose(f) == 0);
+    free(b);
+    snprintf(args, sizeof args, "'%s'", path);
+    ZT_CHECK(run_info(args, &out) == 0 && out);
+    ZT_CHECKF(out && strstr(out, "tensors: ") && strstr(out, "\nmodel:         not loadable: ") &&
+                  strstr(out, "lmaol"),
+              "%s", out ? out : "");
+    free(out);
+}
+
 /* every other command names its model with -m; info takes it too, as FILE does */
 ZT_TEST(info_takes_the_model_as_FILE_or_as_dash_m) {
     NEED_BINARY();

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "model.h"
 #include "gguf.h"
 #include "opt.h"
 #include "quant.h"
@@ -153,6 +154,43 @@ static int info_print(const ZrGguf *g) {
     return 0;
 }
 
+/* The facts zrun reads from the file when it loads it as a model (src/model.h): what each
+ * backend will compute, per model and per run of layers with the same facts; or why it will
+ * not load it. */
+static void facts_print(const char *path) {
+    ZrModel m;
+    ZrError e;
+    if (zr_model_load(&m, path, &e)) {
+        printf("model:         not loadable: %s\n", e.msg);
+        return;
+    }
+    const ZrHparams *hp = &m.hp;
+    printf("model:         rope %s, embedding scale %.9g, attention scale %.9g", zr_rope_kind_name(hp->rope),
+           (double)hp->embd_scale, (double)hp->attn_scale);
+    if (hp->attn_softcap != 0.0f) printf(", attention soft-cap %.9g", (double)hp->attn_softcap);
+    if (hp->final_softcap != 0.0f) printf(", final soft-cap %.9g", (double)hp->final_softcap);
+    printf("%s\n", m.tied_output ? ", output tied to token_embd" : "");
+    for (int a = 0; a < hp->n_layer;) {
+        const ZrLayerFacts *f = &m.layers[a].facts;
+        int b = a + 1; /* [a, b): layers with the same facts */
+        while (b < hp->n_layer && !memcmp(&m.layers[b].facts, f, sizeof *f)) b++;
+        if (b - a > 1) printf("  layers %d-%d: %s", a, b - 1, zr_act_name(f->act));
+        else printf("  layer %d: %s", a, zr_act_name(f->act));
+        if (f->qkv_bias) printf(", qkv bias");
+        if (f->qk_norm) printf(", q/k norm");
+        if (f->post_attn_norm) printf(", post-attention norm");
+        if (f->post_ffn_norm) printf(", post-FFN norm");
+        if (f->rope) printf(", rope base %.9g scale %.9g", (double)f->rope_theta, (double)f->rope_freq_scale);
+        else printf(", no rope");
+        if (f->window) printf(", window %d", f->window);
+        else printf(", global attention");
+        if (f->n_expert) printf(", %d experts (%d used)", f->n_expert, f->n_expert_used);
+        printf("\n");
+        a = b;
+    }
+    zr_model_free(&m);
+}
+
 int zr_cmd_info(int argc, char **argv) {
     enum { O_MODEL = 1, O_HELP };
     static const ZrOpt opts[] = {
@@ -190,6 +228,7 @@ int zr_cmd_info(int argc, char **argv) {
         return 1;
     }
     int rc = info_print(&g);
+    if (rc == 0) facts_print(path);
     if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) {
         fprintf(stderr, "zrun info: writing standard output: %s\n", strerror(errno));
         rc = 1;
