@@ -157,10 +157,11 @@ static int info_print(const ZrGguf *g) {
 /* The facts zrun reads from the file when it loads it as a model (src/model.h): what each
  * backend will compute, per model and per run of layers with the same facts; or why it will
  * not load it. */
-static void facts_print(const char *path) {
+static void facts_print(ZrGguf *g) {
     ZrModel m;
     ZrError e;
-    if (zr_model_load(&m, path, &e)) {
+    /* binds the file already parsed and checked (the model takes over its map) */
+    if (zr_model_from_gguf(&m, g, &e)) {
         printf("model:         not loadable: %s\n", e.msg);
         return;
     }
@@ -228,11 +229,11 @@ int zr_cmd_info(int argc, char **argv) {
         return 1;
     }
     int rc = info_print(&g);
-    if (rc == 0) facts_print(path);
+    if (rc == 0) facts_print(&g);
     if ((fflush(stdout) != 0 || ferror(stdout)) && rc == 0) {
         fprintf(stderr, "zrun info: writing standard output: %s\n", strerror(errno));
         rc = 1;
     }
-    zr_gguf_close(&g);
+    zr_gguf_close(&g); /* (a no-op when the model took the map over: closed with it) */
     return rc;
 }

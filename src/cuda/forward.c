@@ -46,6 +46,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
                       free_b / 1048576.0, total_b / 1048576.0, cuda->props.name);
 
     int rc;
+    f->progress_total = wb;
     if ((rc = zr_cuf_upload(f, err))) goto fail;
     if (f->progress.fn) f->progress.fn(f->progress.ctx, wb, wb); /* done == total once, at the end */
     zr_cuf_attn_chunks(n_ctx, &f->chunk_d, &f->n_chunks_d, &f->chunk_p, &f->n_chunks_p);

@@ -62,6 +62,7 @@ typedef struct ZrCuForward {
     ZrCuLayer *layers;              /* [n_layer] */
     size_t weight_bytes;
     ZrCuProgress progress;          /* fn NULL: no reports */
+    uint64_t progress_total;        /* bytes the upload will place (zr_cuf_plan's weights), for progress */
     /* state */
     CUdeviceptr kc, vc;             /* f32 [n_layer][n_ctx][kv_dim] */
     CUdeviceptr d_tok;              /* i32 [1]: the decode step's token */

@@ -110,11 +110,10 @@ static int upload_group(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuWe
         off[*n_out] = o;
         for (int t = i; t < k; t++) o += (int)ws[t]->ne1;
         if ((rc = upload_matrix(f, &ws[i], k - i, &out[*n_out], err))) return rc;
-        if (f->progress.fn) {
-            /* matrices only: norms and padding are in the total, so done < total until the end */
-            const size_t total = zr_cuf_upload_bytes(f->m);
-            f->progress.fn(f->progress.ctx, f->weight_bytes < total ? f->weight_bytes : total - 1, total);
-        }
+        /* matrices only: norms and padding are in the total, so done < total until the end */
+        if (f->progress.fn)
+            f->progress.fn(f->progress.ctx, f->weight_bytes < f->progress_total ? f->weight_bytes : f->progress_total - 1,
+                           f->progress_total);
         ++*n_out;
         i = k;
     }
