@@ -1,13 +1,17 @@
 // Attention over the KV cache, split over the sequence (flash-decoding style), for decode
-// (M = 1) and causal prefill (M > 1) alike. Query row i (of M) is at position pos[0] + i and
-// attends to cache rows 0 .. pos[0] + i; the position is read from device memory, so the same
-// launch is valid for every decode step.
+// (M = 1) and causal prefill (M > 1) alike. Query row i (of M) is at position p = pos[0] + i and
+// attends to cache rows max(0, p + 1 - window) .. p (window 0: all; gemma's sliding-window
+// layers otherwise, llama.cpp's standard window); the position is read from device memory, so
+// the same launch is valid for every decode step. With softcap > 0 each score s (q.k times
+// scale) becomes tanh(s / softcap) * softcap before the softmax (gemma2; llama.cpp: scale by
+// 1/cap, tanh, scale by cap). The cache keeps every position (masking, not a ring).
 //
 // attn_part_f32: grid (n_head, n_chunks, M), block 128, dynamic shared (head_dim + chunk +
-//   128) floats. Block (h, c, i) handles cache rows [c*chunk, min((c+1)*chunk, seq_i)) for query
-//   head h (KV head h / (n_head/n_kv), GQA) and writes its partial (o[head_dim] unnormalized,
-//   max m, sum l) to part[((i*n_head + h)*n_chunks + c) * (head_dim + 2)]. Chunks past the
-//   sequence exit at once.
+//   128) floats. Block (h, c, i) handles the rows the query sees of [c*chunk, (c+1)*chunk) for
+//   query head h (KV head h / (n_head/n_kv), GQA) and writes its partial (o[head_dim]
+//   unnormalized, max m, sum l) to part[((i*n_head + h)*n_chunks + c) * (head_dim + 2)]. Chunks
+//   past the sequence exit at once; a chunk wholly before the window writes an empty partial
+//   (o = 0, max -inf, sum 0) that the merge weighs 0.
 // attn_combine_f32: grid (n_head, M), block 128: merges the live chunks into
 //   out[i*out_stride + h*head_dim + d].
 // Caches: [n_ctx, n_kv*head_dim] F32 per layer. q row i at q + i*q_stride, head h at +h*head_dim.
@@ -27,25 +31,36 @@ __device__ __forceinline__ float zr_block_reduce(float v, float *red, bool is_ma
 ZR_KERNEL void __launch_bounds__(128)
     attn_part_f32(const float *__restrict__ q, int q_stride, const float *__restrict__ kc, const float *__restrict__ vc,
                   float *__restrict__ part, const int *__restrict__ pos, int n_head, int n_kv, int head_dim, int chunk,
-                  int n_chunks, float scale) {
+                  int n_chunks, float scale, int window, float softcap) {
     zr_grid_enter();
     extern __shared__ float4 zr_attn_smem[];
-    float *qs = (float *)zr_attn_smem;       // [head_dim]
-    float *sc = qs + head_dim;               // [chunk]
-    float *red = sc + chunk;                 // [128]
+    float *qs = (float *)zr_attn_smem; // [head_dim]
+    float *sc = qs + head_dim;         // [chunk]
+    float *red = sc + chunk;           // [128]
     const int h = blockIdx.x, c = blockIdx.y, i = blockIdx.z, t = threadIdx.x;
     const int seq = pos[0] + i + 1;
     const int start = c * chunk;
     if (start >= seq) return;
-    const int end = min(start + chunk, seq), n = end - start;
+    const int first = window > 0 && seq > window ? seq - window : 0;
+    const int lo = max(start, first), end = min(start + chunk, seq), n = end - lo;
+    float *out = part + ((size_t)(i * n_head + h) * n_chunks + c) * (head_dim + 2);
+    if (n <= 0) {
+        for (int d = t; d < head_dim; d += blockDim.x) out[d] = 0.f;
+        if (t == 0) {
+            out[head_dim] = -INFINITY;
+            out[head_dim + 1] = 0.f;
+        }
+        return;
+    }
     const int kvh = h / (n_head / n_kv), kv_dim = n_kv * head_dim;
     const float *qp = q + (size_t)i * q_stride + (size_t)h * head_dim;
     for (int d = t; d < head_dim; d += blockDim.x) qs[d] = qp[d] * scale;
     __syncthreads();
 
+    const float inv_cap = softcap > 0.f ? 1.0f / softcap : 0.f;
     float mx = -INFINITY;
     for (int p = t; p < n; p += blockDim.x) {
-        const float *kp = kc + (size_t)(start + p) * kv_dim + (size_t)kvh * head_dim;
+        const float *kp = kc + (size_t)(lo + p) * kv_dim + (size_t)kvh * head_dim;
         float s = 0.f;
         if ((head_dim & 3) == 0) {
             for (int d = 0; d < head_dim; d += 4) {
@@ -59,6 +74,12 @@ ZR_KERNEL void __launch_bounds__(128)
         sc[p] = s;
         mx = fmaxf(mx, s);
     }
+    // each thread caps its own scores after the dot products (capping inside that loop made
+    // ptxas spill); tanh is increasing, so the capped max is the max of the capped scores
+    if (softcap > 0.f) {
+        for (int p = t; p < n; p += blockDim.x) sc[p] = tanhf(sc[p] * inv_cap) * softcap;
+        if (mx > -INFINITY) mx = tanhf(mx * inv_cap) * softcap;
+    }
     mx = zr_block_reduce(mx, red, true);
     float l = 0.f;
     for (int p = t; p < n; p += blockDim.x) {
@@ -68,8 +89,7 @@ ZR_KERNEL void __launch_bounds__(128)
     }
     l = zr_block_reduce(l, red, false);  // its barriers also publish sc[]
 
-    float *out = part + ((size_t)(i * n_head + h) * n_chunks + c) * (head_dim + 2);
-    const float *vbase = vc + (size_t)start * kv_dim + (size_t)kvh * head_dim;
+    const float *vbase = vc + (size_t)lo * kv_dim + (size_t)kvh * head_dim;
     if (head_dim <= (int)blockDim.x) {
         const int G = blockDim.x / head_dim, d = t % head_dim, g = t / head_dim;
         float acc = 0.f;

@@ -1,41 +1,48 @@
-// Decode attention (M = 1) of one layer in one launch: rope of q and k, the KV-cache write of
-// the current position, split-sequence attention (flash-decoding chunks) and the merge of the
-// chunks. Replaces rope_kv_f32 + attn_part_f32 + attn_combine_f32 for the decode step (the
-// prefill keeps those).
+// Decode attention (M = 1) of one layer in one launch: the q/k head norms (qwen3, gemma3), rope
+// of q and k, the KV-cache write of the current position, split-sequence attention (flash-
+// decoding chunks) over the whole cache or a sliding window of it (gemma2/gemma3's local
+// layers), optionally with soft-capped scores (gemma2), and the merge of the chunks. Replaces
+// rmsnorm_f32 (q/k norms) + rope_kv_f32 + attn_part_f32 + attn_combine_f32 for the decode step
+// (the prefill keeps those).
 //
-// attn_decode_f32: grid (n_head, n_chunks), block ZR_AD_THREADS (16 warps). Block (h, c) serves
-//   query head h over cache rows [c*chunk, min((c+1)*chunk, pos+1)); chunks past the sequence
-//   exit at once. At short contexts the work is a few dependent round trips, not bandwidth, so
-//   the grid has a block per query head (not per KV head: the K/V rows of a group are read
-//   G times, from L2) and a block's rows are spread over all its warps: at tg128's positions
-//   every lane loads its K and V rows (at most ZR_AD_UNROLL each) in one batch before the wait,
-//   and a chunk of 128 rows needs no merge at all. pos = pos[0] is read from device memory, so
-//   one recorded launch is valid at every position.
-//   - qkv [q_dim | kv_dim | kv_dim]: the decode row before rope (q_dim = n_head*head_dim,
-//     kv_dim = n_kv*head_dim); read only. Each block rotates its query head itself (rope.cuh,
-//     the arithmetic of rope_kv_f32, so the bits match).
+// attn_decode_f32 (head_dim <= 128) / attn_decode_f32_d256 (head_dim <= 256, gemma's heads):
+//   grid (n_head, n_chunks), block ZR_AD_THREADS (16 warps). Block (h, c) serves query head h
+//   over cache rows [max(c*chunk, first), min((c+1)*chunk, pos+1)), where first = pos+1-window
+//   for a window (0 otherwise): the query sees the last `window` positions, llama.cpp's
+//   standard sliding window. Chunks past the sequence or wholly before the window exit at once.
+//   At short contexts the work is a few dependent round trips, not bandwidth, so the grid has a
+//   block per query head (not per KV head: the K/V rows of a group are read G times, from L2)
+//   and a block's rows are spread over all its warps: at tg128's positions every lane loads its
+//   K and V rows (at most ZR_AD_UNROLL / V each) in one batch before the wait, and a chunk of
+//   128 rows needs no merge at all. pos = pos[0] is read from device memory, so one recorded
+//   launch is valid at every position.
+//   - qkv [q_dim | kv_dim | kv_dim]: the decode row before the head norms and rope (q_dim =
+//     n_head*head_dim, kv_dim = n_kv*head_dim); read only. Each block normalizes (q_norm, k_norm
+//     [head_dim], 0: none; eps) and rotates its query head itself (rope.cuh, the arithmetic of
+//     rope_kv_f32, so without norms the bits match).
 //   - kc, vc [n_ctx][kv_dim]: the layer's caches. The blocks whose chunk holds pos (the last
-//     live one) rotate the new K row themselves and take it and the V row from qkv rather than
-//     the cache; of those, the block of the group's first query head (h % G == 0) is the only
-//     one that writes cache row pos. Every block reads rows < pos only.
+//     live one) normalize and rotate the new K row themselves and take it and the V row from
+//     qkv rather than the cache; of those, the block of the group's first query head
+//     (h % G == 0) is the only one that writes cache row pos. Every block reads rows < pos only.
 //   - part: partials of the live chunks when there are more than one: o [n_head][n_chunks]
 //     [head_dim] (unnormalized), then (max, sum) [n_head][n_chunks][2].
 //   - count [n_head] i32: zero before the launch and after it. A block that wrote its partials
-//     increments count[h] (after a __threadfence); the block that sees live-1 is the last of
+//     increments count[h] (after a __threadfence); the block that sees blocks-1 is the last of
 //     its head: it resets the counter to 0 and merges the partials in chunk order, so the
 //     result does not depend on which block finished last (replay equals eager bit for bit).
 //   - out [n_head*head_dim]: the attention output.
-//   Within a block: a K/V row is read by L lanes (16 bytes each, L the power of two >= hd/4), so
-//   a warp covers 32/L rows at a time; each warp keeps an online softmax (max, sum, P.V) of its
-//   rows, and the warps are merged in warp order through shared memory (one barrier).
-//   Needs head_dim % 4 == 0 and head_dim <= 128 (3 * head_dim <= ZR_AD_THREADS for the rope).
+//   - scale: the scores' scale (folded into q); softcap > 0: each score s becomes
+//     tanh(s / softcap) * softcap before the softmax (llama.cpp: scale, then cap).
+//   Within a block: a K/V row is read by L lanes (16 bytes each, V times: L the power of two >=
+//   hd/(4V), at most 32), so a warp covers 32/L rows at a time; each warp keeps an online
+//   softmax (max, sum, P.V) of its rows, and the warps are merged in warp order through shared
+//   memory (one barrier). Needs head_dim % 4 == 0 and head_dim <= 128 V.
 #include "common.cuh"
 #include "rope.cuh"
 
 #define ZR_AD_THREADS 512
 #define ZR_AD_WARPS (ZR_AD_THREADS / 32)
-#define ZR_AD_MAX_HD 128
-#define ZR_AD_UNROLL 8 // cache rows a lane loads before using any (per batch)
+#define ZR_AD_UNROLL 8 // 16-byte cache loads a lane issues before using any (per batch)
 #define ZR_AD_PRE 4    // chunk partials the merge loads before using any
 
 __device__ __forceinline__ float4 zr_ad_fma4(float w, float4 v, float4 a) {
@@ -44,92 +51,177 @@ __device__ __forceinline__ float4 zr_ad_fma4(float w, float4 v, float4 a) {
 
 __device__ __forceinline__ float4 zr_ad_scale4(float w, float4 a) { return make_float4(w * a.x, w * a.y, w * a.z, w * a.w); }
 
-// A batch of cache rows p0 + u*step (u < ZR_AD_UNROLL): 16 bytes each at `rows` + p*stride;
-// zero where p >= n_cached (rows past the chunk, and row pos, which comes from shared memory)
-// or when the lane has no values (!ok).
-__device__ __forceinline__ void zr_ad_rows(float4 (&r)[ZR_AD_UNROLL], const float *rows, int stride, int p0, int step,
-                                           int n_cached, bool ok) {
+__device__ __forceinline__ float zr_ad_dot4(float4 q, float4 k) {
+    return fmaf(q.x, k.x, fmaf(q.y, k.y, fmaf(q.z, k.z, q.w * k.w)));
+}
+
+// A batch of cache rows p0 + u*step (u < U): V float4s each (float4 sub + j*L of the row) at
+// `rows` + p*stride; zero where p >= n_cached (rows past the chunk, and row pos, which comes
+// from shared memory) or past the head.
+template <int U, int V>
+__device__ __forceinline__ void zr_ad_rows(float4 (&r)[U][V], const float *rows, int stride, int p0, int step,
+                                           int n_cached, int sub, int L, int hd4) {
 #pragma unroll
-    for (int u = 0; u < ZR_AD_UNROLL; u++) {
+    for (int u = 0; u < U; u++) {
         const int p = p0 + u * step;
-        r[u] = ok && p < n_cached ? *(const float4 *)(rows + (size_t)p * stride) : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            const int i = sub + j * L;
+            r[u][j] = i < hd4 && p < n_cached ? *(const float4 *)(rows + (size_t)p * stride + 4 * i)
+                                              : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
     }
 }
 
 // Row pos (the chunk's last row n - 1 in the blocks that hold it) from shared memory.
-__device__ __forceinline__ void zr_ad_patch(float4 (&r)[ZR_AD_UNROLL], const float4 *row, int p0, int step, int last_row,
-                                            bool ok) {
+template <int U, int V>
+__device__ __forceinline__ void zr_ad_patch(float4 (&r)[U][V], const float4 *row, int p0, int step, int last_row,
+                                            int sub, int L, int hd4) {
 #pragma unroll
-    for (int u = 0; u < ZR_AD_UNROLL; u++)
-        if (ok && p0 + u * step == last_row) r[u] = *row;
+    for (int u = 0; u < U; u++)
+        if (p0 + u * step == last_row) {
+#pragma unroll
+            for (int j = 0; j < V; j++)
+                if (sub + j * L < hd4) r[u][j] = row[sub + j * L];
+        }
 }
 
-// (512, 1): at most 128 registers; the two row batches (64) stay in registers
-ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS, 1)
-    attn_decode_f32(const float *__restrict__ qkv, float *__restrict__ kc, float *__restrict__ vc,
-                    float *__restrict__ part, int *__restrict__ count, float *__restrict__ out,
-                    const double *__restrict__ freq, const int *__restrict__ pos_p, int n_head, int n_kv,
-                    int head_dim, int rope_dim, int neox, int chunk, int n_chunks, float scale) {
+// Value d of the pair-rotated row x (rope over its first rope_dim values; the rest as they are).
+__device__ __forceinline__ float zr_ad_rope(const float *x, int d, int pos, const double *__restrict__ freq,
+                                            int rope_dim, int neox) {
+    if (d >= rope_dim) return x[d];
+    const int half = rope_dim >> 1;
+    const int j = neox ? (d < half ? d : d - half) : d >> 1;
+    const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
+    const float a = x[i0], b = x[i1];
+    float co, si;
+    zr_rope_cos_sin(pos, freq[j], &co, &si);
+    return d == i0 ? zr_rope_first(a, b, co, si) : zr_rope_second(a, b, co, si);
+}
+
+// V float4s per lane: 1 for heads of up to 128 values, 2 up to 256 (the row batch halves so the
+// batch's registers stay the same).
+template <int V>
+__device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, float *__restrict__ kc,
+                                               float *__restrict__ vc, float *__restrict__ part,
+                                               int *__restrict__ count, float *__restrict__ out,
+                                               const double *__restrict__ freq, const int *__restrict__ pos_p,
+                                               const float *__restrict__ q_norm, const float *__restrict__ k_norm,
+                                               int n_head, int n_kv, int head_dim, int rope_dim, int neox, int chunk,
+                                               int n_chunks, float scale, float eps, int window, float softcap) {
+    constexpr int U = ZR_AD_UNROLL / V, MAX4 = 32 * V;
     // Before zr_grid_wait(): only the position (written by host copies before the step) and
     // cache rows < pos, which earlier decode steps or the prefill wrote. Under programmatic
     // dependent launch the kernel this one may overlap is the one just before it (the QKV
-    // projection or the q/k norm), which writes neither, and every kernel before that one has
-    // completed (each waits before it releases the next).
+    // projection), which writes neither, and every kernel before that one has completed (each
+    // waits before it releases the next).
     const int h = blockIdx.x, c = blockIdx.y, t = threadIdx.x;
     const int pos = pos_p[0], seq = pos + 1, start = c * chunk;
-    if (start >= seq) return;
-    const int n = min(chunk, seq - start), live = (seq + chunk - 1) / chunk;
+    const int first = window > 0 && seq > window ? seq - window : 0; // the first row the query sees
+    const int c0 = first / chunk;                                     // the first live chunk
+    if (start >= seq || c < c0) return;
+    const int lo = max(start, first), n = min(start + chunk, seq) - lo;
+    const int live = (seq + chunk - 1) / chunk, blocks = live - c0;
     const bool cur = c == live - 1; // holds row pos, as its last row n - 1
     const int n_cached = cur ? n - 1 : n, cur_row = cur ? n - 1 : -1;
-    const int G = n_head / n_kv, kvh = h / G, hd = head_dim, hd4 = hd >> 2, half = rope_dim >> 1;
+    const int G = n_head / n_kv, kvh = h / G, hd = head_dim, hd4 = hd >> 2;
     const int kv_dim = n_kv * hd, q_dim = n_head * hd;
     int L = 1;
-    while (L < hd4) L <<= 1;
+    while (L * V < hd4) L <<= 1;
     const int NG = ZR_AD_THREADS / L, grp = t / L, sub = t % L; // NG row groups of L lanes
-    const bool ok = sub < hd4;
     const int warp = t >> 5, lane = t & 31, wg0 = warp * (32 / L); // the warp's first row group
 
-    __shared__ float4 qs4[ZR_AD_MAX_HD / 4];                // rotated q * scale
-    __shared__ float4 kn4[ZR_AD_MAX_HD / 4];                // rotated k of row pos (the chunk holding it)
-    __shared__ float4 vn4[ZR_AD_MAX_HD / 4];                // v of row pos
-    __shared__ float4 wo4[ZR_AD_WARPS][ZR_AD_MAX_HD / 4];   // per warp: P.V (unnormalized)
-    __shared__ float wm[ZR_AD_WARPS], wl[ZR_AD_WARPS];      // per warp: max, sum of the weights
+    __shared__ float4 qs4[MAX4];              // rotated q * scale
+    __shared__ float4 kn4[MAX4];              // rotated k of row pos (the chunk holding it)
+    __shared__ float4 vn4[MAX4];              // v of row pos
+    __shared__ float4 wo4[ZR_AD_WARPS][MAX4]; // per warp: P.V (unnormalized)
+    __shared__ float wm[ZR_AD_WARPS], wl[ZR_AD_WARPS]; // per warp: max, sum of the weights
+    __shared__ float rinv[2];                          // 1/rms of q's head and of k's row
     __shared__ int last;
     float *qs = (float *)qs4, *kn = (float *)kn4, *vn = (float *)vn4;
 
     // the first batch of K and V rows goes out before the wait and the rope, to overlap their
     // latency with the previous kernel's tail and the rope
-    const size_t base = (size_t)start * kv_dim + (size_t)kvh * hd + 4 * sub; // row `start`, this lane's values
-    float4 kr[ZR_AD_UNROLL], vr[ZR_AD_UNROLL];
-    zr_ad_rows(kr, kc + base, kv_dim, grp, NG, n_cached, ok);
-    zr_ad_rows(vr, vc + base, kv_dim, grp, NG, n_cached, ok);
+    const size_t base = (size_t)lo * kv_dim + (size_t)kvh * hd; // row `lo` of this KV head
+    float4 kr[U][V], vr[U][V];
+    zr_ad_rows<U, V>(kr, kc + base, kv_dim, grp, NG, n_cached, sub, L, hd4);
+    zr_ad_rows<U, V>(vr, vc + base, kv_dim, grp, NG, n_cached, sub, L, hd4);
     zr_grid_enter();
 
-    // value d of q (threads 0..hd-1), of the current K row (hd..2hd-1) and of the current V row
-    // (2hd..3hd-1, the blocks that hold pos): one value per thread, all loads at once
-    {
-        const int v = t / hd, d = t - v * hd;
-        if (v == 0 || (cur && v < 3)) {
-            const float *src = v == 0 ? qkv + (size_t)h * hd : qkv + q_dim + (size_t)(v - 1) * kv_dim + (size_t)kvh * hd;
-            float val = src[d];
-            if (v < 2 && d < rope_dim) {
-                const int j = neox ? (d < half ? d : d - half) : d >> 1;
-                const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
-                const float a = src[i0], b = src[i1];
-                float co, si;
-                zr_rope_cos_sin(pos, freq[j], &co, &si);
-                val = d == i0 ? zr_rope_first(a, b, co, si) : zr_rope_second(a, b, co, si);
-            }
-            const bool writer = h % G == 0; // exactly one block per KV head writes cache row pos
+    const bool writer = h % G == 0; // exactly one block per KV head writes cache row pos
+    const float *qsrc = qkv + (size_t)h * hd, *ksrc = qkv + q_dim + (size_t)kvh * hd, *vsrc = ksrc + kv_dim;
+    if (!q_norm && !k_norm) {
+        // value d of q (i < hd), of the current K row (hd..2hd-1) and of the current V row
+        // (2hd..3hd-1, the blocks that hold pos): all loads at once, rotated from qkv
+        for (int i = t; i < 3 * hd; i += ZR_AD_THREADS) {
+            const int v = i / hd, d = i - v * hd;
             if (v == 0) {
-                qs[d] = val * scale;
-            } else if (v == 1) {
+                qs[d] = zr_ad_rope(qsrc, d, pos, freq, rope_dim, neox) * scale;
+            } else if (cur && v == 1) {
+                const float val = zr_ad_rope(ksrc, d, pos, freq, rope_dim, neox);
                 kn[d] = val;
                 if (writer) kc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
-            } else {
+            } else if (cur) {
+                const float val = vsrc[d];
                 vn[d] = val;
                 if (writer) vc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
             }
+        }
+    } else {
+        // the head norms first (rmsnorm_f32's x * (1/rms) * w), then rope of the normed values:
+        // raw q and k into shared memory, their sums of squares (warps 0 and 1), the normed and
+        // rotated values (one per thread: 2 hd <= ZR_AD_THREADS)
+        for (int i = t; i < 3 * hd; i += ZR_AD_THREADS) {
+            const int v = i / hd, d = i - v * hd;
+            if (v == 0) {
+                qs[d] = qsrc[d];
+            } else if (cur && v == 1) {
+                kn[d] = ksrc[d];
+            } else if (cur) {
+                const float val = vsrc[d];
+                vn[d] = val;
+                if (writer) vc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
+            }
+        }
+        __syncthreads();
+        if (warp < 2) {
+            const float *x = warp == 0 ? qs : kn;
+            const bool on = warp == 0 ? q_norm != nullptr : k_norm != nullptr && cur;
+            float ss = 0.f;
+            if (on)
+                for (int d = lane; d < hd; d += 32) ss = fmaf(x[d], x[d], ss);
+            ss = zr_warp_sum(ss);
+            if (lane == 0) rinv[warp] = on ? 1.0f / sqrtf(ss / (float)hd + eps) : 1.0f;
+        }
+        __syncthreads();
+        const int v = t / hd, d = t - v * hd;
+        float val = 0.f;
+        if (v == 0 || (cur && v == 1)) {
+            float *x = v == 0 ? qs : kn;
+            const float *w = v == 0 ? q_norm : k_norm;
+            if (w) { // every thread of the row reads the normed pair, so normalize on the fly
+                const float r = rinv[v];
+                if (d < rope_dim) {
+                    const int half = rope_dim >> 1;
+                    const int j = neox ? (d < half ? d : d - half) : d >> 1;
+                    const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
+                    const float a = x[i0] * r * w[i0], b = x[i1] * r * w[i1];
+                    float co, si;
+                    zr_rope_cos_sin(pos, freq[j], &co, &si);
+                    val = d == i0 ? zr_rope_first(a, b, co, si) : zr_rope_second(a, b, co, si);
+                } else {
+                    val = x[d] * r * w[d];
+                }
+            } else {
+                val = zr_ad_rope(x, d, pos, freq, rope_dim, neox);
+            }
+        }
+        __syncthreads(); // every read of the raw values is done
+        if (v == 0) {
+            qs[d] = val * scale;
+        } else if (cur && v == 1) {
+            kn[d] = val;
+            if (writer) kc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
         }
     }
     __syncthreads();
@@ -138,28 +230,36 @@ ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS, 1)
     // running max (the same in every lane), l and acc the lane's row group's sums. The loop
     // bounds are the same for every thread (the shuffles need whole warps).
     const float4 zero4 = make_float4(0.f, 0.f, 0.f, 0.f);
-    const float4 q4 = ok ? qs4[sub] : zero4;
+    float4 q4[V], acc[V];
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+        q4[j] = sub + j * L < hd4 ? qs4[sub + j * L] : zero4;
+        acc[j] = zero4;
+    }
+    const float inv_cap = softcap > 0.f ? 1.0f / softcap : 0.f;
     float m = -INFINITY, l = 0.f;
-    float4 acc = zero4;
-    for (int p0 = 0; p0 < n; p0 += ZR_AD_UNROLL * NG) {
+    for (int p0 = 0; p0 < n; p0 += U * NG) {
         if (p0 > 0) {
-            zr_ad_rows(kr, kc + base, kv_dim, p0 + grp, NG, n_cached, ok);
-            zr_ad_rows(vr, vc + base, kv_dim, p0 + grp, NG, n_cached, ok);
+            zr_ad_rows<U, V>(kr, kc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, hd4);
+            zr_ad_rows<U, V>(vr, vc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, hd4);
         }
-        zr_ad_patch(kr, kn4 + sub, p0 + grp, NG, cur_row, ok);
-        zr_ad_patch(vr, vn4 + sub, p0 + grp, NG, cur_row, ok);
+        zr_ad_patch<U, V>(kr, kn4, p0 + grp, NG, cur_row, sub, L, hd4);
+        zr_ad_patch<U, V>(vr, vn4, p0 + grp, NG, cur_row, sub, L, hd4);
         // rows u of this batch exist for the warp while p0 + u*NG + its first row group < n
         // (warp-uniform: the shuffles of rows no lane of the warp has are skipped)
-        float s[ZR_AD_UNROLL];
+        float s[U];
         float bm = -INFINITY;
 #pragma unroll
-        for (int u = 0; u < ZR_AD_UNROLL; u++) {
+        for (int u = 0; u < U; u++) {
             s[u] = -INFINITY;
             if (p0 + u * NG + wg0 < n) {
-                float d = fmaf(q4.x, kr[u].x, fmaf(q4.y, kr[u].y, fmaf(q4.z, kr[u].z, q4.w * kr[u].w)));
+                float d = zr_ad_dot4(q4[0], kr[u][0]);
+#pragma unroll
+                for (int j = 1; j < V; j++) d += zr_ad_dot4(q4[j], kr[u][j]);
 #pragma unroll
                 for (int o = 16; o > 0; o >>= 1)
                     if (o < L) d += __shfl_xor_sync(0xffffffffu, d, o);
+                if (softcap > 0.f) d = tanhf(d * inv_cap) * softcap;
                 if (p0 + u * NG + grp < n) s[u] = d;
             }
             bm = fmaxf(bm, s[u]);
@@ -171,13 +271,15 @@ ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS, 1)
         if (mn == -INFINITY) continue; // no row of this warp yet (warp-uniform)
         const float corr = expf(m - mn);
         l *= corr;
-        acc = zr_ad_scale4(corr, acc);
 #pragma unroll
-        for (int u = 0; u < ZR_AD_UNROLL; u++)
+        for (int j = 0; j < V; j++) acc[j] = zr_ad_scale4(corr, acc[j]);
+#pragma unroll
+        for (int u = 0; u < U; u++)
             if (p0 + u * NG + wg0 < n) {
                 const float w = expf(s[u] - mn);
                 l += w;
-                acc = zr_ad_fma4(w, vr[u], acc);
+#pragma unroll
+                for (int j = 0; j < V; j++) acc[j] = zr_ad_fma4(w, vr[u][j], acc[j]);
             }
         m = mn;
     }
@@ -186,12 +288,19 @@ ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS, 1)
     for (int o = 16; o > 0; o >>= 1)
         if (o >= L) {
             l += __shfl_xor_sync(0xffffffffu, l, o);
-            acc.x += __shfl_xor_sync(0xffffffffu, acc.x, o);
-            acc.y += __shfl_xor_sync(0xffffffffu, acc.y, o);
-            acc.z += __shfl_xor_sync(0xffffffffu, acc.z, o);
-            acc.w += __shfl_xor_sync(0xffffffffu, acc.w, o);
+#pragma unroll
+            for (int j = 0; j < V; j++) {
+                acc[j].x += __shfl_xor_sync(0xffffffffu, acc[j].x, o);
+                acc[j].y += __shfl_xor_sync(0xffffffffu, acc[j].y, o);
+                acc[j].z += __shfl_xor_sync(0xffffffffu, acc[j].z, o);
+                acc[j].w += __shfl_xor_sync(0xffffffffu, acc[j].w, o);
+            }
         }
-    if (lane < L && ok) wo4[warp][sub] = acc;
+    if (lane < L) {
+#pragma unroll
+        for (int j = 0; j < V; j++)
+            if (sub + j * L < hd4) wo4[warp][sub + j * L] = acc[j];
+    }
     if (lane == 0) {
         wm[warp] = m;
         wl[warp] = l;
@@ -212,7 +321,7 @@ ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS, 1)
             Lc = fmaf(e, wl[w], Lc);
             o = zr_ad_fma4(e, wo4[w][t], o);
         }
-        if (live == 1) { // the only chunk: no partials, no merge
+        if (blocks == 1) { // the only chunk: no partials, no merge
             const float inv = 1.0f / Lc;
             *(float4 *)(out + (size_t)h * hd + 4 * t) = zr_ad_scale4(inv, o);
         } else {
@@ -224,24 +333,24 @@ ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS, 1)
             }
         }
     }
-    if (live == 1) return;
+    if (blocks == 1) return;
     if (t < hd4) __threadfence(); // the partials are visible device-wide before the count says so
     __syncthreads();
-    if (t == 0) last = atomicAdd(&count[h], 1) == live - 1;
+    if (t == 0) last = atomicAdd(&count[h], 1) == blocks - 1;
     __syncthreads();
     if (!last || t >= hd4) return;
     __threadfence(); // every other block's partials are visible to this one
     if (t == 0) count[h] = 0; // no other block of this launch touches it again
 
-    // merge the live chunks in chunk order (the same arithmetic as attn_combine_f32); the
+    // merge the live chunks c0.. in chunk order (the same arithmetic as attn_combine_f32); the
     // first ZR_AD_PRE chunks' values load together with the maxima
-    const float *hm = pml + (size_t)h * n_chunks * 2;
-    const float4 *ho = (const float4 *)(po + (size_t)h * n_chunks * hd) + t;
+    const float *hm = pml + ((size_t)h * n_chunks + c0) * 2;
+    const float4 *ho = (const float4 *)(po + ((size_t)h * n_chunks + c0) * hd) + t;
     float4 opre[ZR_AD_PRE];
     float mpre[ZR_AD_PRE], lpre[ZR_AD_PRE];
 #pragma unroll
     for (int k = 0; k < ZR_AD_PRE; k++) {
-        const bool in = k < live;
+        const bool in = k < blocks;
         opre[k] = in ? __ldcg(ho + (size_t)k * hd4) : zero4;
         mpre[k] = in ? __ldcg(hm + 2 * k) : -INFINITY;
         lpre[k] = in ? __ldcg(hm + 2 * k + 1) : 0.f;
@@ -249,21 +358,36 @@ ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS, 1)
     M = -INFINITY;
 #pragma unroll
     for (int k = 0; k < ZR_AD_PRE; k++)
-        if (k < live) M = fmaxf(M, mpre[k]);
-    for (int k = ZR_AD_PRE; k < live; k++) M = fmaxf(M, __ldcg(hm + 2 * k));
+        if (k < blocks) M = fmaxf(M, mpre[k]);
+    for (int k = ZR_AD_PRE; k < blocks; k++) M = fmaxf(M, __ldcg(hm + 2 * k));
     float Ls = 0.f;
     o = zero4;
 #pragma unroll
     for (int k = 0; k < ZR_AD_PRE; k++)
-        if (k < live) {
+        if (k < blocks) {
             const float w = expf(mpre[k] - M);
             Ls = fmaf(w, lpre[k], Ls);
             o = zr_ad_fma4(w, opre[k], o);
         }
-    for (int k = ZR_AD_PRE; k < live; k++) {
+    for (int k = ZR_AD_PRE; k < blocks; k++) {
         const float w = expf(__ldcg(hm + 2 * k) - M);
         Ls = fmaf(w, __ldcg(hm + 2 * k + 1), Ls);
         o = zr_ad_fma4(w, __ldcg(ho + (size_t)k * hd4), o);
     }
     *(float4 *)(out + (size_t)h * hd + 4 * t) = zr_ad_scale4(1.0f / Ls, o);
 }
+
+#define ZR_AD_KERNEL(NAME, V)                                                                                        \
+    ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS, 1)                                                               \
+        NAME(const float *__restrict__ qkv, float *__restrict__ kc, float *__restrict__ vc, float *__restrict__ part, \
+             int *__restrict__ count, float *__restrict__ out, const double *__restrict__ freq,                       \
+             const int *__restrict__ pos_p, const float *__restrict__ q_norm, const float *__restrict__ k_norm,      \
+             int n_head, int n_kv, int head_dim, int rope_dim, int neox, int chunk, int n_chunks, float scale,       \
+             float eps, int window, float softcap) {                                                                 \
+        zr_attn_decode<V>(qkv, kc, vc, part, count, out, freq, pos_p, q_norm, k_norm, n_head, n_kv, head_dim,        \
+                          rope_dim, neox, chunk, n_chunks, scale, eps, window, softcap);                             \
+    }
+
+// (512, 1): at most 128 registers; the two row batches (64) stay in registers
+ZR_AD_KERNEL(attn_decode_f32, 1)
+ZR_AD_KERNEL(attn_decode_f32_d256, 2)

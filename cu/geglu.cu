@@ -4,10 +4,7 @@
 // geglu_f32_f16 writes the F16 operand of the down GEMM (the same F32 arithmetic, then rounded).
 // grid (ceil(n_ff/256), M), block 256.
 #include "common.cuh"
-
-__device__ __forceinline__ float zr_gelu_tanh(float a) {
-    return 0.5f * a * (1.0f + tanhf(0.79788456080286535587989211986876f * a * (1.0f + 0.044715f * a * a)));
-}
+#include "gelu.cuh"
 
 ZR_KERNEL void __launch_bounds__(256)
     geglu_f32(const float *__restrict__ gu, int stride, float *__restrict__ out, int n_ff) {

@@ -14,11 +14,12 @@
 // memory zr_mv_smem_bytes(n_in) = (n_in + 4*ceil(n_in/32)) * 4. x must be 16-byte aligned.
 // y and add may alias (residual update in place): each y[r] is read and written by one lane.
 // mode: how x is read (ZR_MV_IN: as is, RMSNorm(x) * norm_w (eps), or SwiGLU of x's two
-// halves) plus ZR_MV_GLU (gated output); every block computes the norm of the whole x itself
+// halves) plus ZR_MV_GLU (gated output) and ZR_MV_GELU (GeGLU gates); every block computes the norm of the whole x itself
 // (the same arithmetic in each: deterministic).
 #pragma once
 #include "kernels.cuh"
 #include "quant.cuh"
+#include "gelu.cuh"
 
 #define ZR_MV_MAX_THREADS 512
 
@@ -461,11 +462,13 @@ struct ZrMvQ6K {
 // (x has 2*n_in values: gate then up). ZR_MV_GLU: the output instead of the input is gated:
 // W stacks [gate; up] (n_out = 2 n_half rows) and y[i] = silu(gate_i . x) * (up_i . x) for
 // i < n_half, so the FFN's gate/up product hands the down projection its input directly.
+// ZR_MV_GELU: both gates (SWIGLU's and GLU's) are GELU-tanh instead of SiLU (gemma's GeGLU).
 #define ZR_MV_PLAIN 0
 #define ZR_MV_RMSNORM 1
 #define ZR_MV_SWIGLU 2
 #define ZR_MV_IN 3
 #define ZR_MV_GLU 4
+#define ZR_MV_GELU 8
 
 // float4s of x each thread stages per round: all of a round's loads are issued before any is
 // used, so staging costs a few L2 round trips, not one per float4.
@@ -482,6 +485,9 @@ template <> struct ZrMvXsum<ZrMvQ4K> {
 
 __device__ __forceinline__ float zr_silu(float v) { return v / (1.0f + expf(-v)); }
 
+// The gate of a GLU: SiLU, or GELU-tanh with ZR_MV_GELU (gelu true).
+__device__ __forceinline__ float zr_mv_gate(float v, bool gelu) { return gelu ? zr_gelu_tanh(v) : zr_silu(v); }
+
 // Stages x' (mode & ZR_MV_IN: x, x * norm_w, or SwiGLU of x's two halves) into the padded
 // shared copy xs (4 floats after every 32) with threads tid of nthr; returns this thread's part
 // of sum(x^2) for RMSNorm (its 1/rms is applied to the results: one number for the whole row).
@@ -492,7 +498,7 @@ __device__ __forceinline__ float zr_silu(float v) { return v / (1.0f + expf(-v))
 // n_in % 128 == 0, so every shuffle runs with the whole warp (K-quant rows are 256-multiples).
 template <bool XS = false>
 __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, const float *__restrict__ norm_w, float *xs,
-                                               int n_in, int in_mode, int tid, int nthr) {
+                                               int n_in, int in_mode, int tid, int nthr, bool gelu = false) {
     float ss = 0.f;
     if ((n_in & 3) == 0) {
         const int n4 = n_in >> 2;
@@ -514,8 +520,8 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
                 if (i < n4) {
                     float4 t = v[b];
                     if (in_mode == ZR_MV_SWIGLU) {
-                        t.x = zr_silu(t.x) * u[b].x; t.y = zr_silu(t.y) * u[b].y;
-                        t.z = zr_silu(t.z) * u[b].z; t.w = zr_silu(t.w) * u[b].w;
+                        t.x = zr_mv_gate(t.x, gelu) * u[b].x; t.y = zr_mv_gate(t.y, gelu) * u[b].y;
+                        t.z = zr_mv_gate(t.z, gelu) * u[b].z; t.w = zr_mv_gate(t.w, gelu) * u[b].w;
                     } else if (in_mode == ZR_MV_RMSNORM) {
                         ss = fmaf(t.x, t.x, fmaf(t.y, t.y, fmaf(t.z, t.z, fmaf(t.w, t.w, ss))));
                         t.x *= u[b].x; t.y *= u[b].y; t.z *= u[b].z; t.w *= u[b].w;
@@ -533,7 +539,7 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
     } else {
         for (int i = tid; i < n_in; i += nthr) {
             float v = x[i];
-            if (in_mode == ZR_MV_SWIGLU) v = zr_silu(v) * x[n_in + i];
+            if (in_mode == ZR_MV_SWIGLU) v = zr_mv_gate(v, gelu) * x[n_in + i];
             else if (in_mode == ZR_MV_RMSNORM) {
                 ss = fmaf(v, v, ss);
                 v *= norm_w[i];
@@ -562,7 +568,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     const int S = split, G = (nthr >> 5) / S;
     const int g = warp / S, ks = warp - g * S;
     const int in_mode = mode & ZR_MV_IN;
-    const bool glu = (mode & ZR_MV_GLU) != 0;
+    const bool glu = (mode & ZR_MV_GLU) != 0, gelu = (mode & ZR_MV_GELU) != 0;
     constexpr int H = R / 2;
     const int rg = blockIdx.x * G + g;
     // output rows: plain rows rg*R + r; GLU: gate rows rg*H + r and up rows n_half + rg*H + r
@@ -596,7 +602,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     zr_grid_enter_after_loads(w);
     // stage x (padded: 4 floats after every 32) -- gated or times the norm weight on the way in;
     // RMSNorm's 1/rms is applied to the results (it is one number for the whole row)
-    float ss = zr_mv_stage_x<ZrMvXsum<T>::value>(x, norm_w, xs, n_in, in_mode, tid, nthr);
+    float ss = zr_mv_stage_x<ZrMvXsum<T>::value>(x, norm_w, xs, n_in, in_mode, tid, nthr, gelu);
     if (in_mode == ZR_MV_RMSNORM) {
         ss = zr_warp_sum(ss);
         if (lane == 0) red_ss[warp] = ss;
@@ -655,7 +661,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     }
     if (glu) {
         const float up = __shfl_down_sync(0xffffffffu, out, H);  // lane r < H: its up row's result
-        if (lane < H && res0 + lane < n_res) y[res0 + lane] = zr_silu(out) * up;
+        if (lane < H && res0 + lane < n_res) y[res0 + lane] = zr_mv_gate(out, gelu) * up;
     } else if (lane < R && res0 + lane < n_out) {
         y[res0 + lane] = out + (add ? add[res0 + lane] : 0.f);
     }

@@ -79,8 +79,8 @@ static float scores_scale(const ZrCuForward *f) {
     return a == 1.0f || rope_scaled(f) ? hp->attn_scale : hp->attn_scale * (a * a);
 }
 
-/* A sliding window or soft-capped scores (gemma): only the split kernels have them
- * (attn_part_swa_f32), so such layers take that path in decode and prefill alike. */
+/* A sliding window or soft-capped scores (gemma): the prefill's tiled kernel has neither, so
+ * such layers take the split kernels there (attn_part_f32 has both). */
 static bool swa_layer(const ZrCuForward *f, int il) {
     return f->m->layers[il].facts.window != 0 || f->m->hp.attn_softcap != 0.0f;
 }
@@ -92,30 +92,27 @@ static int attention_split(ZrCuForward *f, int il, int rows, CUdeviceptr part, i
     int rc = qk_norm_rope(f, il, rows, err);
     if (rc) return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
-    if (swa_layer(f, il))
-        return zr_k_attn_split_swa(f->launcher, f->k, f->qkv, f->qkv_dim, fptr(f->kc, layer), fptr(f->vc, layer), part,
-                                   f->d_pos, f->att, f->q_dim, hp->n_head, hp->n_head_kv, f->head_dim, scores_scale(f),
-                                   f->m->layers[il].facts.window, hp->attn_softcap, chunk, n_chunks, rows, err);
     return zr_k_attn_split(f->launcher, f->k, f->qkv, f->qkv_dim, fptr(f->kc, layer), fptr(f->vc, layer), part,
-                           f->d_pos, f->att, f->q_dim, hp->n_head, hp->n_head_kv, f->head_dim, scores_scale(f), chunk,
-                           n_chunks, rows, err);
+                           f->d_pos, f->att, f->q_dim, hp->n_head, hp->n_head_kv, f->head_dim, scores_scale(f),
+                           f->m->layers[il].facts.window, hp->attn_softcap, chunk, n_chunks, rows, err);
 }
 
-/* The fused kernel (one launch per layer, after the q/k norms when present) wherever it takes
- * the shape: H100 tg128 graph, 1B Q4_0 1501 -> 1835 t/s, 8B Q4_0 386 -> 447 over the split
- * kernels (cu/PERF.md). */
+/* The fused kernel (one launch per layer, the q/k head norms, a sliding window and soft-capped
+ * scores included) wherever it takes the shape: H100 tg128 graph, 1B Q4_0 1501 -> 1835 t/s, 8B
+ * Q4_0 386 -> 447 over the split kernels (cu/PERF.md). */
 int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
-    if (!f->attn_fused || swa_layer(f, il) || rope_scaled(f))
-        return attention_split(f, il, 1, f->part_d, f->chunk_d, f->n_chunks_d, err);
-    int rc = qk_norm(f, il, 1, err);
-    if (rc) return rc;
+    if (!f->attn_fused || rope_scaled(f)) return attention_split(f, il, 1, f->part_d, f->chunk_d, f->n_chunks_d, err);
+    const ZrCuLayer *G = &f->layers[il];
+    const bool qk = f->m->layers[il].facts.qk_norm;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
     const ZrCuAttnDecode a = {.qkv = f->qkv, .kc = fptr(f->kc, layer), .vc = fptr(f->vc, layer), .part = f->part_d,
-                              .count = f->attn_count, .out = f->att, .freq = f->layers[il].rope_freq, .pos = f->d_pos,
-                              .n_head = hp->n_head, .n_kv = hp->n_head_kv, .head_dim = f->head_dim,
-                              .rope_dim = hp->rope_dim, .neox = hp->rope == ZR_ROPE_NEOX, .chunk = f->chunk_f,
-                              .n_chunks = f->n_chunks_f, .scale = scores_scale(f)};
+                              .count = f->attn_count, .out = f->att, .freq = G->rope_freq, .pos = f->d_pos,
+                              .q_norm = qk ? G->q_norm : 0, .k_norm = qk ? G->k_norm : 0, .n_head = hp->n_head,
+                              .n_kv = hp->n_head_kv, .head_dim = f->head_dim, .rope_dim = hp->rope_dim,
+                              .neox = hp->rope == ZR_ROPE_NEOX, .chunk = f->chunk_f, .n_chunks = f->n_chunks_f,
+                              .window = f->m->layers[il].facts.window, .scale = scores_scale(f), .eps = hp->rms_eps,
+                              .softcap = hp->attn_softcap};
     return zr_k_attn_decode(f->launcher, f->k, &a, err);
 }
 

@@ -100,17 +100,27 @@ static int post_norm_add(ZrCuForward *f, CUdeviceptr y, CUdeviceptr norm_w, int 
     return zr_k_rmsnorm_add(f->launcher, f->k, y, norm_w, f->x, f->n_embd, f->m->hp.rms_eps, rows, err);
 }
 
-/* gemma's FFN (facts.act gelu_tanh): norm fused into gate|up (no GLU mode: its kernels gate with
- * SiLU), GeGLU into ff, down adding into the residual or, with the post-FFN norm, into xn and
+/* gemma's FFN (facts.act gelu_tanh), launched as llama's SwiGLU with GELU gates: norm fused into
+ * gate|up, stacked gate|up gating its own results (GLU | GELU) or GeGLU fused into down's
+ * staging (SWIGLU | GELU); down adds into the residual or, with the post-FFN norm, into xn and
  * then normed into it. */
 static int ffn_geglu_decode(ZrCuForward *f, const ZrCuLayer *G, ZrError *err) {
-    int rc;
-    for (int i = 0; i < G->n_gu; i++)
-        if ((rc = mv_norm(f, &G->gu[i], f->x, G->ffn_norm, fptr(f->gu, G->gu_off[i]), 0, err))) return rc;
-    if ((rc = zr_k_geglu(f->launcher, f->k, false, f->gu, 2 * f->n_ff, f->ff, f->n_ff, 1, err))) return rc;
-    if (!G->post_ffn_norm) return mv(f, &G->down, f->ff, f->x, f->x, err);
-    if ((rc = mv(f, &G->down, f->ff, f->xn, 0, err))) return rc;
-    return post_norm_add(f, f->xn, G->post_ffn_norm, 1, err);
+    const int gelu = ZR_CUF_MV_GELU;
+    CUdeviceptr down_in = f->ff;
+    int rc, down_mode = ZR_CUF_MV_PLAIN;
+    if (G->n_gu == 1) {
+        if ((rc = zr_cuf_matvec(f->launcher, f->k, &G->gu[0], f->x, f->ff, 0, G->ffn_norm, f->m->hp.rms_eps,
+                                ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU | gelu, err)))
+            return rc;
+    } else {
+        for (int i = 0; i < G->n_gu; i++)
+            if ((rc = mv_norm(f, &G->gu[i], f->x, G->ffn_norm, fptr(f->gu, G->gu_off[i]), 0, err))) return rc;
+        down_in = f->gu;
+        down_mode = ZR_CUF_MV_SWIGLU | gelu;
+    }
+    const CUdeviceptr y = G->post_ffn_norm ? f->xn : f->x, add = G->post_ffn_norm ? 0 : f->x;
+    if ((rc = zr_cuf_matvec(f->launcher, f->k, &G->down, down_in, y, add, 0, 0.0f, down_mode, err))) return rc;
+    return G->post_ffn_norm ? post_norm_add(f, f->xn, G->post_ffn_norm, 1, err) : ZR_OK;
 }
 
 int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {

@@ -56,29 +56,34 @@ int zr_k_rope_kv(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_s
 
 int zr_k_attn_split(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
                     CUdeviceptr vc, CUdeviceptr part, CUdeviceptr pos, CUdeviceptr out, int out_stride, int n_head,
-                    int n_kv, int head_dim, float scale, int chunk, int n_chunks, int rows, ZrError *err) {
+                    int n_kv, int head_dim, float scale, int window, float softcap, int chunk, int n_chunks, int rows,
+                    ZrError *err) {
     /* q, a chunk of scores and the block's reduction scratch */
     const unsigned smem = (unsigned)((head_dim + chunk + 128) * sizeof(float));
     int rc = ZR_LAUNCH(l, &k->attn_part, ZR_DIM3(n_head, n_chunks, rows), ZR_DIM1(128), smem, err, &qkv, &qkv_stride,
-                       &kc, &vc, &part, &pos, &n_head, &n_kv, &head_dim, &chunk, &n_chunks, (void *)&scale);
+                       &kc, &vc, &part, &pos, &n_head, &n_kv, &head_dim, &chunk, &n_chunks, (void *)&scale, &window,
+                       (void *)&softcap);
     if (rc) return rc;
     return ZR_LAUNCH(l, &k->attn_combine, ZR_DIM3(n_head, rows, 1), ZR_DIM1(128), 0, err, &part, &out, &out_stride,
                      &pos, &n_head, &head_dim, &chunk, &n_chunks);
 }
 
 bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, int chunk) {
-    return n_kv > 0 && n_head % n_kv == 0 && head_dim % 4 == 0 && head_dim >= 4 && head_dim <= 128 &&
+    return n_kv > 0 && n_head % n_kv == 0 && head_dim % 4 == 0 && head_dim >= 4 && head_dim <= 256 &&
            rope_dim <= head_dim && rope_dim % 2 == 0 && chunk > 0;
 }
 
 int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err) {
-    if (!zr_cuf_attn_decode_fits(a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk))
+    if (!zr_cuf_attn_decode_fits(a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk) || a->window < 0)
         return zr_err(err, ZR_E_INTERNAL, "attn_decode_f32: no kernel for %d/%d heads of %d (rope %d), chunks of %d",
                       a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk);
-    return ZR_LAUNCH(l, &k->attn_decode, ZR_DIM3(a->n_head, a->n_chunks, 1), ZR_DIM1(512), 0, err, (void *)&a->qkv,
+    const ZrKernel *kern = a->head_dim <= 128 ? &k->attn_decode : &k->attn_decode_d256;
+    return ZR_LAUNCH(l, kern, ZR_DIM3(a->n_head, a->n_chunks, 1), ZR_DIM1(512), 0, err, (void *)&a->qkv,
                      (void *)&a->kc, (void *)&a->vc, (void *)&a->part, (void *)&a->count, (void *)&a->out,
-                     (void *)&a->freq, (void *)&a->pos, (void *)&a->n_head, (void *)&a->n_kv, (void *)&a->head_dim,
-                     (void *)&a->rope_dim, (void *)&a->neox, (void *)&a->chunk, (void *)&a->n_chunks, (void *)&a->scale);
+                     (void *)&a->freq, (void *)&a->pos, (void *)&a->q_norm, (void *)&a->k_norm, (void *)&a->n_head,
+                     (void *)&a->n_kv, (void *)&a->head_dim, (void *)&a->rope_dim, (void *)&a->neox, (void *)&a->chunk,
+                     (void *)&a->n_chunks, (void *)&a->scale, (void *)&a->eps, (void *)&a->window,
+                     (void *)&a->softcap);
 }
 
 bool zr_k_attn_prefill_fits(int head_dim) { return head_dim == 64 || head_dim == 128; }
@@ -127,19 +132,6 @@ int zr_k_geglu(ZrLauncher *l, const ZrCuKernels *k, bool f16, CUdeviceptr gu, in
 int zr_k_rmsnorm_add(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdeviceptr w, CUdeviceptr y, int n, float eps,
                      int rows, ZrError *err) {
     return ZR_LAUNCH(l, &k->rmsnorm_add, ZR_DIM3(1, rows, 1), ZR_DIM1(256), 0, err, &x, &w, &y, &n, &eps);
-}
-
-int zr_k_attn_split_swa(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
-                        CUdeviceptr vc, CUdeviceptr part, CUdeviceptr pos, CUdeviceptr out, int out_stride, int n_head,
-                        int n_kv, int head_dim, float scale, int window, float softcap, int chunk, int n_chunks,
-                        int rows, ZrError *err) {
-    const unsigned smem = (unsigned)((head_dim + chunk + 128) * sizeof(float));
-    int rc = ZR_LAUNCH(l, &k->attn_part_swa, ZR_DIM3(n_head, n_chunks, rows), ZR_DIM1(128), smem, err, &qkv,
-                       &qkv_stride, &kc, &vc, &part, &pos, &n_head, &n_kv, &head_dim, &chunk, &n_chunks, (void *)&scale,
-                       &window, (void *)&softcap);
-    if (rc) return rc;
-    return ZR_LAUNCH(l, &k->attn_combine, ZR_DIM3(n_head, rows, 1), ZR_DIM1(128), 0, err, &part, &out, &out_stride,
-                     &pos, &n_head, &head_dim, &chunk, &n_chunks);
 }
 
 int zr_k_rope_scale(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, int n_head, int n_kv,

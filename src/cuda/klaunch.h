@@ -35,24 +35,29 @@ int zr_k_rope_kv(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_s
 /* attn_part_f32 + attn_combine_f32: causal attention of rows queries (q in rows of qkv) over the
  * caches, in n_chunks chunks of `chunk` rows (partials in part: rows x n_head x n_chunks x
  * (head_dim + 2) floats), merged into out [rows][out_stride]; scores scaled by `scale` (the
- * model's attn_scale) */
+ * model's attn_scale); keys restricted to the last `window` positions of each query (0: all);
+ * scores soft-capped as tanh(s / softcap) * softcap (0: not) */
 int zr_k_attn_split(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
                     CUdeviceptr vc, CUdeviceptr part, CUdeviceptr pos, CUdeviceptr out, int out_stride, int n_head,
-                    int n_kv, int head_dim, float scale, int chunk, int n_chunks, int rows, ZrError *err);
+                    int n_kv, int head_dim, float scale, int window, float softcap, int chunk, int n_chunks, int rows,
+                    ZrError *err);
 
-/* The decode attention of one layer in one launch (cu/attention_decode.cu): rope of q and k,
- * the KV-cache write of row pos[0], attention over rows 0..pos[0] in chunks of `chunk` (of
- * n_chunks), and the merge. qkv: the decode row [n_head*head_dim | kv_dim | kv_dim] before
- * rope (read only); kc, vc: the layer's caches [n_ctx][kv_dim]; part: n_head * n_chunks *
- * (head_dim + 2) floats; count: i32 [n_head], zero (and left zero); out: [n_head*head_dim];
- * freq: f64 [rope_dim/2] (rope.cu); pos: i32 [1]; scale: the scores' scale (attn_scale). */
+/* The decode attention of one layer in one launch (cu/attention_decode.cu): the q/k head norms,
+ * rope of q and k, the KV-cache write of row pos[0], attention over rows 0..pos[0] (or the last
+ * `window` of them) in chunks of `chunk` (of n_chunks), and the merge. qkv: the decode row
+ * [n_head*head_dim | kv_dim | kv_dim] before the norms and rope (read only); kc, vc: the layer's
+ * caches [n_ctx][kv_dim]; part: n_head * n_chunks * (head_dim + 2) floats; count: i32 [n_head],
+ * zero (and left zero); out: [n_head*head_dim]; freq: f64 [rope_dim/2] (rope.cu); pos: i32 [1];
+ * q_norm, k_norm: [head_dim] RMSNorm weights of each q / k head with eps (0: none); scale: the
+ * scores' scale (attn_scale); window: the last `window` positions (0: all); softcap: scores
+ * soft-capped as tanh(s / softcap) * softcap (0: not). Zeroed new fields keep llama's kernel. */
 typedef struct ZrCuAttnDecode {
-    CUdeviceptr qkv, kc, vc, part, count, out, freq, pos;
-    int n_head, n_kv, head_dim, rope_dim, neox, chunk, n_chunks;
-    float scale;
+    CUdeviceptr qkv, kc, vc, part, count, out, freq, pos, q_norm, k_norm;
+    int n_head, n_kv, head_dim, rope_dim, neox, chunk, n_chunks, window;
+    float scale, eps, softcap;
 } ZrCuAttnDecode;
-/* Whether attn_decode_f32 handles this shape (n_head a multiple of n_kv, head_dim % 4 == 0 and
- * <= 128, any chunk); else the decode uses rope_kv_f32, attn_part_f32 and attn_combine_f32. */
+/* Whether attn_decode_f32(_d256) handles this shape (n_head a multiple of n_kv, head_dim % 4 == 0
+ * and <= 256, any chunk); else the decode uses rope_kv_f32, attn_part_f32 and attn_combine_f32. */
 bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, int chunk);
 int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err);
 
@@ -83,9 +88,3 @@ int zr_k_rmsnorm_add(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdevic
  * of qkv and of the K rows at pos[0].. of kc times factor */
 int zr_k_rope_scale(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, int n_head, int n_kv,
                     int head_dim, int rope_dim, float factor, CUdeviceptr pos, CUdeviceptr kc, int rows, ZrError *err);
-/* attn_part_swa_f32 + attn_combine_f32: zr_k_attn_split with a sliding window (the last `window`
- * positions; 0 = all) and an attention soft-cap (0 = none) */
-int zr_k_attn_split_swa(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
-                        CUdeviceptr vc, CUdeviceptr part, CUdeviceptr pos, CUdeviceptr out, int out_stride, int n_head,
-                        int n_kv, int head_dim, float scale, int window, float softcap, int chunk, int n_chunks,
-                        int rows, ZrError *err);

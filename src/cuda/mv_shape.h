@@ -9,8 +9,9 @@
 #include "cuda/weights.h"
 
 /* How the matrix-vector product reads x (cu/matvec.cuh ZR_MV_*), plus GLU: W stacks [gate; up]
- * (n_out = 2 n_half rows) and y[i] = silu(gate_i . x') * (up_i . x'), i < n_half. */
-enum { ZR_CUF_MV_PLAIN = 0, ZR_CUF_MV_RMSNORM = 1, ZR_CUF_MV_SWIGLU = 2, ZR_CUF_MV_GLU = 4 };
+ * (n_out = 2 n_half rows) and y[i] = silu(gate_i . x') * (up_i . x'), i < n_half; GELU: the
+ * gates of SWIGLU and GLU are GELU-tanh instead of SiLU (gemma's GeGLU). */
+enum { ZR_CUF_MV_PLAIN = 0, ZR_CUF_MV_RMSNORM = 1, ZR_CUF_MV_SWIGLU = 2, ZR_CUF_MV_GLU = 4, ZR_CUF_MV_GELU = 8 };
 #define ZR_CUF_MV_MAX_THREADS 512 /* cu/matvec.cuh ZR_MV_MAX_THREADS */
 
 /* The launch shape of a matrix-vector product: blocks of `groups` row groups (of the kernel's

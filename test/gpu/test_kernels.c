@@ -61,6 +61,11 @@ typedef struct MvCase {
     int n_in, n_out, add, mode, groups, split;
 } MvCase;
 
+/* gemma's GELU (tanh form), in double */
+static double gelu_tanh(double a) {
+    return 0.5 * a * (1.0 + tanh(0.79788456080286535587989211986876 * a * (1.0 + 0.044715 * a * a)));
+}
+
 /* Runs one matrix-vector product and checks it; returns the worst |diff| / (atol + rtol|ref|)
  * (> 1 fails), or -1 when the quantizer refused the type. The reference normalizes with
  * zr_cpu_rmsnorm or gates with zr_cpu_swiglu first. GLU bounds the gated value through the
@@ -69,7 +74,7 @@ typedef struct MvCase {
 static double matvec_case(uint32_t type, MvCase c) {
     GpuEnv *g = gpu_env();
     const int n_in = c.n_in, n_out = c.n_out, in_mode = c.mode & 3;
-    const bool glu = (c.mode & ZR_CUF_MV_GLU) != 0, with_add = c.add && !glu;
+    const bool glu = (c.mode & ZR_CUF_MV_GLU) != 0, with_add = c.add && !glu, gelu = (c.mode & ZR_CUF_MV_GELU) != 0;
     uint64_t s = 0x1234567ull + type * 7919ull + (uint64_t)n_in * 31 + n_out + c.mode;
     uint8_t *w = random_matrix(type, n_in, n_out, &s);
     if (!w) return -1;
@@ -84,6 +89,8 @@ static double matvec_case(uint32_t type, MvCase c) {
     for (int r = 0; r < n_out; r++) add[r] = with_add ? 10.0f * gpu_rand(&s) : 0.0f;
     const float eps = 1e-5f;
     if (in_mode == ZR_CUF_MV_RMSNORM) zr_cpu_rmsnorm(xr, x, gw, n_in, eps);
+    else if (in_mode == ZR_CUF_MV_SWIGLU && gelu)
+        for (int i = 0; i < n_in; i++) xr[i] = (float)(gelu_tanh(x[i]) * x[n_in + i]);
     else if (in_mode == ZR_CUF_MV_SWIGLU) zr_cpu_swiglu(xr, x, x + n_in, n_in);
     else memcpy(xr, x, sizeof(float) * n_in);
     for (int r = 0; r < n_out; r++) {
@@ -112,9 +119,10 @@ static double matvec_case(uint32_t type, MvCase c) {
         for (int r = 0; r < ny; r++) {
             double want = ref[r], t = tol[r];
             if (glu) {
-                const double gt = ref[r], up = ref[ny + r], sg = gt / (1.0 + exp(-gt));
+                /* |silu'| <= 1.1, |gelu_tanh'| <= 1.13 */
+                const double gt = ref[r], up = ref[ny + r], sg = gelu ? gelu_tanh(gt) : gt / (1.0 + exp(-gt));
                 want = sg * up;
-                t = 1.1 * tol[r] * fabs(up) + fabs(sg) * tol[ny + r] + 1e-6 * fabs(want);
+                t = (gelu ? 1.2 : 1.1) * tol[r] * fabs(up) + fabs(sg) * tol[ny + r] + 1e-6 * fabs(want);
             }
             const double q = isfinite(y[r]) ? fabs((double)y[r] - want) / t : 1e30;
             if (q > worst) worst = q;
@@ -142,8 +150,8 @@ static double matvec_case(uint32_t type, MvCase c) {
 
 static void print_case(uint32_t type, MvCase c, double q) {
     const char *mode_name[] = {"", " rmsnorm", " swiglu"};
-    fprintf(stderr, "  matvec %-5s [%5d x %4d]%s%s%s", zr_type_name(type), c.n_in, c.n_out, c.add ? " +add" : "",
-            mode_name[c.mode & 3], c.mode & ZR_CUF_MV_GLU ? " glu" : "");
+    fprintf(stderr, "  matvec %-5s [%5d x %4d]%s%s%s%s", zr_type_name(type), c.n_in, c.n_out, c.add ? " +add" : "",
+            mode_name[c.mode & 3], c.mode & ZR_CUF_MV_GLU ? " glu" : "", c.mode & ZR_CUF_MV_GELU ? " gelu" : "");
     if (c.groups) fprintf(stderr, " shape %dx%d", c.groups, c.split);
     fprintf(stderr, ": worst |diff|/tol = %.3g\n", q);
 }
@@ -157,12 +165,14 @@ static void matvec_type(uint32_t type) {
      * launch shape (split-K 1..8, 1..8 row groups per block, a partial last block), and for
      * float types rows that are not a multiple of the 16-byte item (stories260K's 172, also
      * through the fused paths and split) and an odd length */
-    const int R = ZR_CUF_MV_RMSNORM, S = ZR_CUF_MV_SWIGLU, GL = ZR_CUF_MV_GLU;
+    const int R = ZR_CUF_MV_RMSNORM, S = ZR_CUF_MV_SWIGLU, GL = ZR_CUF_MV_GLU, GE = ZR_CUF_MV_GELU;
     const MvCase cases[] = {{4096, 1024, 1, 0, 0, 0},  {2048, 37, 0, 0, 0, 0},   {14336, 40, 1, S, 0, 0},
                             {4096, 96, 1, R, 0, 0},    {256, 5, 0, 0, 0, 0},     {512, 33, 0, S, 0, 0},
                             {4096, 200, 0, R | GL, 0, 0}, {2048, 74, 0, GL, 0, 0}, {4096, 1000, 1, R, 1, 8},
                             {4096, 333, 1, 0, 2, 4},   {4096, 1000, 0, R | GL, 4, 2}, {2048, 130, 1, 0, 8, 1},
                             {8192, 300, 1, 0, 16, 1},  {4096, 90, 0, R, 2, 8},   {14336, 66, 1, 0, 4, 4},
+                            /* gemma's GeGLU: gated output and gated staging (issue 14) */
+                            {4096, 200, 0, R | GL | GE, 0, 0}, {2048, 74, 0, GL | GE, 2, 2}, {10240, 40, 1, S | GE, 0, 0},
                             {172, 64, 1, 0, 0, 0},     {4099, 33, 0, 0, 0, 0},   {172, 24, 0, R, 0, 0},
                             {172, 20, 1, S, 0, 0},     {172, 30, 1, 0, 1, 4},    {4099, 50, 0, R | GL, 2, 2}};
     const int n_cases = sizeof cases / sizeof cases[0] - (flt ? 0 : 6);
@@ -376,11 +386,13 @@ static void attention_case(int n_head, int n_kv, int hd, int n_ctx, int pos0, in
     CUdeviceptr part = gpu_alloc(g, sizeof(float) * rows * n_head * n_chunks * (hd + 2));
     CUdeviceptr dout = gpu_alloc(g, sizeof(float) * rows * n_head * hd);
     const float scale = 1.0f / sqrtf((float)hd);
-    const int out_stride = n_head * hd;
+    const int out_stride = n_head * hd, zero_i = 0; /* no window */
+    const float zero_f = 0.0f;                       /* no soft-cap */
     ZrError e = {0};
     ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.attn_part, ZR_DIM3(n_head, n_chunks, rows), ZR_DIM1(128),
                          (unsigned)((hd + chunk + 128) * sizeof(float)), &e, &dq, (void *)&q_stride, &dk, &dv, &part, &dp,
-                         (void *)&n_head, (void *)&n_kv, (void *)&hd, (void *)&chunk, (void *)&n_chunks, (void *)&scale),
+                         (void *)&n_head, (void *)&n_kv, (void *)&hd, (void *)&chunk, (void *)&n_chunks, (void *)&scale,
+                         (void *)&zero_i, (void *)&zero_f),
               "%s", e.msg);
     ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.attn_combine, ZR_DIM3(n_head, rows, 1), ZR_DIM1(128), 0, &e, &part, &dout,
                          (void *)&out_stride, &dp, (void *)&n_head, (void *)&hd, (void *)&chunk, (void *)&n_chunks),
@@ -427,18 +439,31 @@ ZT_TEST(attention_decode_split_over_the_sequence_matches_cpu) {
     attention_case(4, 4, 256, 300, 0, 1, 256);     /* one key; head_dim above the block size */
 }
 
-/* attn_decode_f32 (rope + KV write + split attention + merge in one launch) at one position:
- * - the K/V cache row pos equals, bit for bit, what rope_kv_f32 writes from the same qkv row,
- *   every other cache row is untouched, the qkv row is not modified;
- * - the output matches a double-precision attention over the cache, with q rotated by
- *   rope_kv_f32 (itself checked against zr_cpu_rope above), |diff| <= 2e-6 + 1e-5 |ref|;
+/* What a layer adds to the plain decode attention (gemma2/gemma3/qwen3): a sliding window (the
+ * last `window` positions, 0: all), soft-capped scores (0: not), q/k head norms (norm true). */
+typedef struct DecodeExtras {
+    int window;
+    float cap;
+    bool norm;
+} DecodeExtras;
+
+/* attn_decode_f32(_d256) (norms + rope + KV write + split attention + merge in one launch) at
+ * one position, against the split path the decode took before (rmsnorm_f32 of the q/k heads,
+ * rope_kv_f32, attn_part_f32 + attn_combine_f32, all on copies):
+ * - the K/V cache row pos equals, bit for bit, what rope_kv_f32 writes from the same qkv row
+ *   (with head norms: within 2e-6 + 4e-6 |v|, the norm's sum runs in another order), every
+ *   other cache row is untouched, the qkv row is not modified;
+ * - the output matches a double-precision attention over the cache the split path wrote, with
+ *   q as it rotated it, over the rows the window keeps and with the soft-cap, |diff| <= 2e-6 +
+ *   1e-5 |ref| (norms or cap: 4e-6 + 2e-5 |ref|), and the split path's output within the same;
  * - the chunk counters are zero afterwards, and a second launch gives the same bits.
  * Cache rows past pos hold NaN (a read of them poisons the output), as do the output and the
  * partials before the launch. Raises *worst to this case's worst |diff| / tol. */
 static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, int n_ctx, int chunk, int pos,
-                        double *worst) {
+                        DecodeExtras x, double *worst) {
     GpuEnv *g = gpu_env();
-    uint64_t s = 1000003ull * (uint64_t)pos + 7919ull * hd + 131ull * n_head + 17ull * n_kv + 3ull * rope_dim + neox;
+    uint64_t s = 1000003ull * (uint64_t)pos + 7919ull * hd + 131ull * n_head + 17ull * n_kv + 3ull * rope_dim + neox +
+                 101ull * x.window + x.norm;
     const int kv_dim = n_kv * hd, q_dim = n_head * hd, qkv_dim = q_dim + 2 * kv_dim, n_chunks = (n_ctx + chunk - 1) / chunk;
     const size_t cache = (size_t)n_ctx * kv_dim;
     float *qkv = malloc(sizeof(float) * qkv_dim), *rot = malloc(sizeof(float) * qkv_dim);
@@ -446,9 +471,11 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
     float *kg = malloc(sizeof(float) * cache), *vg = malloc(sizeof(float) * cache);
     float *kr = malloc(sizeof(float) * cache), *vr = malloc(sizeof(float) * cache);
     float *out = malloc(sizeof(float) * q_dim), *out2 = malloc(sizeof(float) * q_dim), *back = malloc(sizeof(float) * qkv_dim);
-    double freq[64], *sc = malloc(sizeof(double) * n_ctx);
+    float *outs = malloc(sizeof(float) * q_dim), qn[256], kn[256];
+    double freq[128], *sc = malloc(sizeof(double) * n_ctx);
     int32_t count[64];
     for (int i = 0; i < qkv_dim; i++) qkv[i] = 2.0f * gpu_rand(&s);
+    for (int i = 0; i < hd; i++) qn[i] = 1.0f + 0.5f * gpu_rand(&s), kn[i] = 1.0f + 0.5f * gpu_rand(&s);
     for (size_t i = 0; i < cache; i++) {
         const bool used = (int)(i / kv_dim) < pos;
         kc[i] = used ? gpu_rand(&s) : NAN;
@@ -459,22 +486,32 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
     CUdeviceptr dp = gpu_upload(g, &pos, sizeof pos), dk = gpu_upload(g, kc, sizeof(float) * cache);
     CUdeviceptr dv = gpu_upload(g, vc, sizeof(float) * cache), dkr = gpu_upload(g, kc, sizeof(float) * cache);
     CUdeviceptr dvr = gpu_upload(g, vc, sizeof(float) * cache), drot = gpu_upload(g, qkv, sizeof(float) * qkv_dim);
+    CUdeviceptr dqn = gpu_upload(g, qn, sizeof(float) * hd), dkn = gpu_upload(g, kn, sizeof(float) * hd);
     CUdeviceptr part = gpu_alloc(g, sizeof(float) * n_head * n_chunks * (hd + 2)), dout = gpu_alloc(g, sizeof(float) * q_dim);
+    CUdeviceptr douts = gpu_alloc(g, sizeof(float) * q_dim);
     memset(count, 0, sizeof count);
     CUdeviceptr dcount = gpu_upload(g, count, sizeof count);
     ZrError e = {0};
-    /* the old path's rope + cache write, on copies */
-    const int threads = (n_head + n_kv) * rope_dim / 2 + kv_dim + n_kv * (hd - rope_dim), one = 1;
-    ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.rope_kv, ZR_DIM3((threads + 127) / 128, one, 1), ZR_DIM1(128), 0, &e, &drot,
-                         (void *)&qkv_dim, (void *)&n_head, (void *)&n_kv, (void *)&hd, (void *)&rope_dim, (void *)&neox,
-                         &df, &dp, &dkr, &dvr),
+    const float eps = 1e-6f, scale = 1.0f / sqrtf((float)hd);
+    /* the old path's head norms, rope + cache write and split attention, on copies */
+    if (x.norm) {
+        ZT_CHECKF(!zr_k_rmsnorm(&g->l, &g->k, drot, qkv_dim, dqn, drot, qkv_dim, hd, eps, n_head, 1, &e), "%s", e.msg);
+        ZT_CHECKF(!zr_k_rmsnorm(&g->l, &g->k, drot + sizeof(float) * q_dim, qkv_dim, dkn, drot + sizeof(float) * q_dim,
+                                qkv_dim, hd, eps, n_kv, 1, &e),
+                  "%s", e.msg);
+    }
+    ZT_CHECKF(!zr_k_rope_kv(&g->l, &g->k, drot, qkv_dim, n_head, n_kv, hd, rope_dim, neox, df, dp, dkr, dvr, 1, &e), "%s",
+              e.msg);
+    ZT_CHECKF(!zr_k_attn_split(&g->l, &g->k, drot, qkv_dim, dkr, dvr, part, dp, douts, q_dim, n_head, n_kv, hd, scale,
+                               x.window, x.cap, chunk, n_chunks, 1, &e),
               "%s", e.msg);
     const ZrCuAttnDecode a = {.qkv = dqkv, .kc = dk, .vc = dv, .part = part, .count = dcount, .out = dout, .freq = df,
-                              .pos = dp, .n_head = n_head, .n_kv = n_kv, .head_dim = hd, .rope_dim = rope_dim,
-                              .neox = neox, .chunk = chunk, .n_chunks = n_chunks,
-                              .scale = 1.0f / sqrtf((float)hd)};
+                              .pos = dp, .q_norm = x.norm ? dqn : 0, .k_norm = x.norm ? dkn : 0, .n_head = n_head,
+                              .n_kv = n_kv, .head_dim = hd, .rope_dim = rope_dim, .neox = neox, .chunk = chunk,
+                              .n_chunks = n_chunks, .window = x.window, .scale = scale, .eps = eps, .softcap = x.cap};
     ZT_CHECKF(!zr_k_attn_decode(&g->l, &g->k, &a, &e), "%s", e.msg);
     gpu_download(g, out, dout, sizeof(float) * q_dim);
+    gpu_download(g, outs, douts, sizeof(float) * q_dim);
     gpu_download(g, kg, dk, sizeof(float) * cache);
     gpu_download(g, vg, dv, sizeof(float) * cache);
     gpu_download(g, kr, dkr, sizeof(float) * cache);
@@ -488,31 +525,40 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
     for (size_t i = 0; i < cache; i++) {
         const bool row = (int)(i / kv_dim) == pos;
         const float wk = row ? kr[i] : kc[i], wv = row ? vr[i] : vc[i];
-        if (memcmp(&kg[i], &wk, 4) || memcmp(&vg[i], &wv, 4)) bad++;
+        if (row && x.norm) {
+            if (!(fabsf(kg[i] - wk) <= 2e-6f + 4e-6f * fabsf(wk)) || memcmp(&vg[i], &wv, 4)) bad++;
+        } else if (memcmp(&kg[i], &wk, 4) || memcmp(&vg[i], &wv, 4)) {
+            bad++;
+        }
     }
     ZT_CHECKF(bad == 0, "pos %d: %zu cache values differ from rope_kv_f32's cache", pos, bad);
     /* reference: double precision over the cache rope_kv_f32 wrote, q as it rotated it */
-    const float scale = 1.0f / sqrtf((float)hd);
+    const int first = x.window > 0 && pos + 1 > x.window ? pos + 1 - x.window : 0;
+    const double at = x.norm || x.cap > 0 ? 4e-6 : 2e-6, rt = x.norm || x.cap > 0 ? 2e-5 : 1e-5;
     double wq = 0;
     for (int h = 0; h < n_head; h++) {
         const int kvh = h / (n_head / n_kv);
         double mx = -1e300, sum = 0;
-        for (int p = 0; p <= pos; p++) {
+        for (int p = first; p <= pos; p++) {
             double d = 0;
             for (int j = 0; j < hd; j++) d += (double)(rot[h * hd + j] * scale) * kr[(size_t)p * kv_dim + kvh * hd + j];
+            if (x.cap > 0) d = tanh(d / x.cap) * x.cap;
             sc[p] = d;
             if (d > mx) mx = d;
         }
-        for (int p = 0; p <= pos; p++) sum += (sc[p] = exp(sc[p] - mx));
+        for (int p = first; p <= pos; p++) sum += (sc[p] = exp(sc[p] - mx));
         for (int j = 0; j < hd; j++) {
             double o = 0;
-            for (int p = 0; p <= pos; p++) o += sc[p] * vr[(size_t)p * kv_dim + kvh * hd + j];
+            for (int p = first; p <= pos; p++) o += sc[p] * vr[(size_t)p * kv_dim + kvh * hd + j];
             o /= sum;
-            const double q = isfinite(out[h * hd + j]) ? fabs(out[h * hd + j] - o) / (2e-6 + 1e-5 * fabs(o)) : 1e30;
-            if (q > wq) wq = q;
-            if (q > 1.0 && q == wq)
-                fprintf(stderr, "  heads %d/%d hd %d rope %d%s pos %d head %d [%d]: %g vs %g\n", n_head, n_kv, hd,
-                        rope_dim, neox ? " neox" : "", pos, h, j, out[h * hd + j], o);
+            const float got = out[h * hd + j];
+            const double q = isfinite(got) ? fabs(got - o) / (at + rt * fabs(o)) : 1e30;
+            const double qs = isfinite(got) ? fabs(got - outs[h * hd + j]) / (at + rt * fabs(o)) : 1e30;
+            if (q > wq || qs > wq) wq = q > qs ? q : qs;
+            if ((q > 1.0 || qs > 1.0) && (q == wq || qs == wq))
+                fprintf(stderr, "  heads %d/%d hd %d rope %d%s window %d cap %g%s pos %d head %d [%d]: %g vs %g (split %g)\n",
+                        n_head, n_kv, hd, rope_dim, neox ? " neox" : "", x.window, (double)x.cap, x.norm ? " norms" : "",
+                        pos, h, j, got, o, outs[h * hd + j]);
         }
     }
     /* again, from the state the first launch left (counters, cache row pos): the same bits */
@@ -521,25 +567,36 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
     ZT_CHECKF(!memcmp(out, out2, sizeof(float) * q_dim), "pos %d: a second launch gave other bits", pos);
     gpu_download(g, count, dcount, sizeof(int32_t) * n_head);
     for (int i = 0; i < n_head; i++) ZT_CHECKF(count[i] == 0, "pos %d: counter %d left at %d", pos, i, count[i]);
-    CUdeviceptr bufs[] = {dqkv, df, dp, dk, dv, dkr, dvr, drot, part, dout, dcount};
+    CUdeviceptr bufs[] = {dqkv, df, dp, dk, dv, dkr, dvr, drot, dqn, dkn, part, dout, douts, dcount};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) gpu_free(g, bufs[i]);
     free(qkv), free(rot), free(kc), free(vc), free(kg), free(vg), free(kr), free(vr);
-    free(out), free(out2), free(back), free(sc);
+    free(out), free(out2), free(outs), free(back), free(sc);
     if (wq > *worst) *worst = wq;
 }
 
-static void decode_positions(int n_head, int n_kv, int hd, int rope_dim, int neox, int n_ctx, int chunk) {
+static void decode_positions_x(int n_head, int n_kv, int hd, int rope_dim, int neox, int n_ctx, int chunk,
+                               DecodeExtras x) {
     ZT_CHECK(zr_cuf_attn_decode_fits(n_head, n_kv, hd, rope_dim, chunk));
-    /* the first rows, either side of the first chunk boundaries, several chunks, the last row */
-    const int pos[] = {0, 1, chunk - 1, chunk, chunk + 1, 2 * chunk + 3, n_ctx / 2, n_ctx - 1};
+    /* the first rows, either side of the first chunk boundaries, several chunks, the last row;
+     * with a window also either side of its end (the first position that drops a row) and of
+     * the first chunk it leaves wholly behind */
+    const int w = x.window;
+    const int pos[] = {0, 1, chunk - 1, chunk, chunk + 1, 2 * chunk + 3, n_ctx / 2, n_ctx - 1,
+                       w > 0 ? w - 1 : 0, w > 0 ? w : 1, w > 0 ? w + 1 : 2, w > 0 ? w + chunk : 3, w > 0 ? w + chunk + 1 : 4};
     double worst = 0;
     for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++) {
         if (pos[i] >= n_ctx) continue;
-        decode_case(n_head, n_kv, hd, rope_dim, neox, n_ctx, chunk, pos[i], &worst);
+        decode_case(n_head, n_kv, hd, rope_dim, neox, n_ctx, chunk, pos[i], x, &worst);
     }
-    fprintf(stderr, "  attn_decode heads %d/%d hd %d rope %d%s n_ctx %d chunk %d: worst |diff|/tol = %.3g\n", n_head,
-            n_kv, hd, rope_dim, neox ? " neox" : "", n_ctx, chunk, worst);
-    ZT_CHECKF(worst <= 1.0, "heads %d/%d hd %d: worst |diff|/tol %.3g", n_head, n_kv, hd, worst);
+    fprintf(stderr, "  attn_decode heads %d/%d hd %d rope %d%s n_ctx %d chunk %d window %d cap %g%s: worst |diff|/tol = %.3g\n",
+            n_head, n_kv, hd, rope_dim, neox ? " neox" : "", n_ctx, chunk, x.window, (double)x.cap,
+            x.norm ? " norms" : "", worst);
+    ZT_CHECKF(worst <= 1.0, "heads %d/%d hd %d window %d cap %g: worst |diff|/tol %.3g", n_head, n_kv, hd, x.window,
+              (double)x.cap, worst);
+}
+
+static void decode_positions(int n_head, int n_kv, int hd, int rope_dim, int neox, int n_ctx, int chunk) {
+    decode_positions_x(n_head, n_kv, hd, rope_dim, neox, n_ctx, chunk, (DecodeExtras){0});
 }
 
 ZT_TEST(attention_decode_fused_matches_rope_kv_and_cpu_at_every_chunk_boundary) {
@@ -558,9 +615,28 @@ ZT_TEST(attention_decode_fused_matches_rope_kv_and_cpu_at_every_chunk_boundary) 
     decode_positions(4, 2, 64, 64, 0, 700, 300);    /* two batches, a chunk no multiple of the batch */
 }
 
+/* gemma's layers in the fused kernel (issue 14): windows (past them, a window inside a chunk,
+ * wider than the sequence), soft-capped scores, q/k head norms (gemma3, qwen3), heads of 256
+ * (attn_decode_f32_d256) and of 128 with all of it */
+ZT_TEST(attention_decode_fused_window_softcap_and_head_norms_match_the_split_path_and_cpu) {
+    if (!gpu_env()) return;
+    decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.window = 40, .norm = true});  /* gemma3 local */
+    decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.norm = true});                /* gemma3 global */
+    decode_positions_x(8, 4, 256, 256, 1, 600, 128, (DecodeExtras){.window = 200});               /* several chunks left behind */
+    decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.window = 48, .cap = 5.0f});   /* gemma2 local, a cap that bites */
+    decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.cap = 5.0f});                 /* gemma2 global */
+    decode_positions_x(4, 2, 128, 128, 1, 700, 256, (DecodeExtras){.window = 300, .cap = 3.0f, .norm = true});
+    decode_positions_x(4, 1, 64, 64, 0, 200, 32, (DecodeExtras){.window = 16});                  /* short chunks, many left behind */
+    decode_positions_x(4, 2, 64, 64, 1, 64, 32, (DecodeExtras){.window = 100});                  /* wider than the sequence */
+    decode_positions_x(16, 8, 128, 128, 1, 300, 128, (DecodeExtras){.norm = true});              /* qwen3's norms */
+    decode_positions_x(4, 4, 192, 96, 0, 300, 128, (DecodeExtras){.window = 33, .norm = true});   /* 192: half the lanes' second float4 */
+    decode_positions_x(4, 2, 256, 256, 1, 1100, 128, (DecodeExtras){.window = 1024, .norm = true}); /* gemma3's window of 1024 */
+}
+
 ZT_TEST(attention_decode_fused_refuses_shapes_it_does_not_handle) {
     ZT_CHECK(!zr_cuf_attn_decode_fits(12, 8, 128, 128, 128)); /* query heads no multiple of the KV heads */
-    ZT_CHECK(!zr_cuf_attn_decode_fits(8, 8, 256, 256, 128));  /* head_dim above 128 */
+    ZT_CHECK(!zr_cuf_attn_decode_fits(8, 8, 512, 512, 128));  /* head_dim above 256 */
+    ZT_CHECK(zr_cuf_attn_decode_fits(8, 4, 256, 256, 128));   /* gemma's heads of 256 */
     ZT_CHECK(!zr_cuf_attn_decode_fits(8, 8, 66, 66, 128));    /* head_dim not a multiple of 4 */
     ZT_CHECK(!zr_cuf_attn_decode_fits(8, 8, 128, 130, 128));  /* rope wider than the head */
     ZT_CHECK(zr_cuf_attn_decode_fits(32, 8, 128, 128, 256));
@@ -959,7 +1035,7 @@ ZT_TEST(gemma_elementwise_kernels_match_the_cpu_reference) {
     free(y);
 }
 
-/* attn_part_swa_f32 + attn_combine_f32: `rows` queries at positions pos0.. over the cache, keys
+/* attn_part_f32 + attn_combine_f32: `rows` queries at positions pos0.. over the cache, keys
  * restricted to the last `window` positions (0: all), scores soft-capped (0: not), against a
  * double-precision CPU computation. Chunks wholly before the window must merge as nothing. */
 static void swa_case(int n_head, int n_kv, int hd, int n_ctx, int pos0, int rows, int chunk, int window, float cap) {
@@ -976,8 +1052,8 @@ static void swa_case(int n_head, int n_kv, int hd, int n_ctx, int pos0, int rows
     CUdeviceptr dout = gpu_alloc(g, sizeof(float) * rows * n_head * hd);
     const float scale = 1.0f / sqrtf((float)hd);
     ZrError e = {0};
-    ZT_CHECKF(!zr_k_attn_split_swa(&g->l, &g->k, dq, q_stride, dk, dv, part, dp, dout, n_head * hd, n_head, n_kv, hd, scale,
-                                   window, cap, chunk, n_chunks, rows, &e),
+    ZT_CHECKF(!zr_k_attn_split(&g->l, &g->k, dq, q_stride, dk, dv, part, dp, dout, n_head * hd, n_head, n_kv, hd, scale,
+                               window, cap, chunk, n_chunks, rows, &e),
               "%s", e.msg);
     gpu_download(g, out, dout, sizeof(float) * rows * n_head * hd);
     double *sc = malloc(sizeof(double) * n_ctx);
