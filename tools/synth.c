@@ -23,7 +23,8 @@ static const char k_usage[] =
     "usage: zrun-synth -o OUT.gguf [options]\n"
     "  -o, --out FILE        output file\n"
     "      --arch A          llama | qwen2 | qwen3 | gemma2 | gemma3 | phi3 (default llama)\n"
-    "      --shape S         tiny | llama3.2-1b | llama3-8b (default tiny); the flags below override it\n"
+    "      --shape S         tiny | llama3.2-1b | llama3.2-3b | llama3-8b | gemma3-4b | gemma3-12b (default\n"
+    "                        tiny); the flags below override it\n"
     "      --embd N          embedding length\n"
     "      --layers N        block count\n"
     "      --heads N         query heads\n"
@@ -51,7 +52,12 @@ static const char k_usage[] =
     "  -q, --quiet           no progress on standard error\n"
     "presets: tiny = embd 256, 2 layers, 4/2 heads, ff 256, vocab 512, ctx 2048, theta 10000\n"
     "         llama3.2-1b = embd 2048, 16 layers, 32/8 heads, ff 8192, vocab 128256, tied, theta 500000\n"
-    "         llama3-8b = embd 4096, 32 layers, 32/8 heads, ff 14336, vocab 128256, theta 500000\n";
+    "         llama3.2-3b = embd 3072, 28 layers, 24/8 heads, ff 8192, vocab 128256, tied, theta 500000\n"
+    "         llama3-8b = embd 4096, 32 layers, 32/8 heads, ff 14336, vocab 128256, theta 500000\n"
+    "         gemma3-4b = embd 2560, 34 layers, 8/4 heads of 256, ff 10240, vocab 262208, tied, theta 1e6,\n"
+    "                     eps 1e-6 (with --arch gemma3)\n"
+    "         gemma3-12b = embd 3840, 48 layers, 16/8 heads of 256, ff 15360, vocab 262208, tied, theta 1e6,\n"
+    "                      eps 1e-6 (with --arch gemma3)\n";
 
 typedef struct Shape {
     int64_t embd, layers, heads, kv_heads, head_dim, ff, vocab, ctx;
@@ -391,6 +397,13 @@ static int preset(const char *name, Shape *s) {
     if (!strcmp(name, "tiny")) *s = (Shape){256, 2, 4, 2, 0, 256, 512, 2048, 10000.0, 1e-5, -1};
     else if (!strcmp(name, "llama3.2-1b")) *s = (Shape){2048, 16, 32, 8, 0, 8192, 128256, 131072, 500000.0, 1e-5, 1};
     else if (!strcmp(name, "llama3-8b")) *s = (Shape){4096, 32, 32, 8, 0, 14336, 128256, 8192, 500000.0, 1e-5, 0};
+    /* Llama-3.2-3B's config (the llama of the Gemma-3-4B and Phi-3-mini comparisons) */
+    else if (!strcmp(name, "llama3.2-3b")) *s = (Shape){3072, 28, 24, 8, 0, 8192, 128256, 131072, 500000.0, 1e-5, 1};
+    /* Gemma 3's text configs (google/gemma-3-{4b,12b}-it config.json text_config; llama.cpp
+     * de3ff815 fixes sliding_window_pattern 6 and the local base 10000 itself; --arch gemma3
+     * writes the window 1024 and the linear rope scaling 8): query_pre_attn_scalar 256 = head_dim */
+    else if (!strcmp(name, "gemma3-4b")) *s = (Shape){2560, 34, 8, 4, 256, 10240, 262208, 131072, 1000000.0, 1e-6, 1};
+    else if (!strcmp(name, "gemma3-12b")) *s = (Shape){3840, 48, 16, 8, 256, 15360, 262208, 131072, 1000000.0, 1e-6, 1};
     else return 1;
     return 0;
 }
@@ -491,7 +504,8 @@ int main(int argc, char **argv) {
     }
     Shape s;
     if (preset(shape_name, &s)) {
-        fprintf(stderr, "zrun-synth: --shape: expected tiny, llama3.2-1b or llama3-8b, found '%s'\n", shape_name);
+        fprintf(stderr, "zrun-synth: --shape: expected tiny, llama3.2-1b, llama3.2-3b, llama3-8b, gemma3-4b or gemma3-12b, "
+                        "found '%s'\n", shape_name);
         return 2;
     }
     int64_t *fields[8] = {&s.embd, &s.layers, &s.heads, &s.kv_heads, &s.head_dim, &s.ff, &s.vocab, &s.ctx};
