@@ -204,4 +204,110 @@ ZT_TEST(greedy_ids_equal_the_cpu_on_gemma2_gemma3_phi3) {
     }
 }
 
+/* Past several chunks of the fused decode attention (n_ctx 512: chunks of 128) and past the
+ * window: 300 decode steps on the CUDA backend, eager and graph, against the CPU's logits of
+ * every position (one prefill pass), for gemma3 (window 40, q/k norms, heads of 64 and of 256)
+ * and gemma2 (window 40, soft-caps that bite). The graph replays the eager logits bit for bit. */
+#define LONG_POS 300
+ZT_TEST(gemma_decode_past_several_attention_chunks_and_the_window_matches_the_cpu) {
+    if (!gpu_env()) return;
+    static const Case cases[] = {
+        {"gemma3-F32-w40", "--arch gemma3 --layers 7 --seed 12 --window 40 --type f32", 512},
+        {"gemma3-F32-hd256-w40", "--arch gemma3 --layers 7 --seed 13 --window 40 --embd 512 --heads 4 --kv-heads 2 --head-dim 256 --type f32", 512},
+        {"gemma2-F32-caps-w40", "--arch gemma2 --layers 4 --seed 14 --window 40 --attn-softcap 0.5 --final-softcap 5 --type f32", 512},
+    };
+    int32_t *tok = malloc(sizeof(int32_t) * LONG_POS);
+    for (int i = 0; i < LONG_POS; i++) tok[i] = (int32_t)((i * 7919 + 2) % 500) + 2;
+    int failed = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const Case *k = &cases[i];
+        char path[4200];
+        ZrModel m;
+        ZrError err = {0};
+        ZT_CHECK(synth(k->args, path, sizeof path));
+        ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s: %s", k->name, err.msg);
+        const int V = m.hp.n_vocab;
+        float *ref = malloc(sizeof(float) * LONG_POS * V), *lg = malloc(sizeof(float) * LONG_POS * V),
+              *lgg = malloc(sizeof(float) * LONG_POS * V);
+        ZrBackendOptions oc = {.n_ctx = k->n_ctx, .n_threads = 4};
+        ZrBackend *cb = zr_cpu_backend_create(&m, &oc, &err);
+        ZT_CHECKF(cb != NULL, "%s: %s", k->name, err.msg);
+        ZT_CHECKF(!cb->forward(cb, tok, LONG_POS, 0, ref, true, &err), "%s: %s", k->name, err.msg);
+        cb->destroy(cb);
+        ZrBackendOptions oe = {.n_ctx = k->n_ctx, .quiet = true}, og = {.n_ctx = k->n_ctx, .graph = 1, .verify_graph = 2, .quiet = true};
+        ZrBackend *eg = zr_cuda_backend_create(&m, &oe, &err), *gg = eg ? zr_cuda_backend_create(&m, &og, &err) : NULL;
+        ZT_CHECKF(eg && gg, "%s: %s", k->name, err.msg);
+        int rc = 0;
+        for (int t = 0; t < LONG_POS && !rc; t++) {
+            rc = eg->forward(eg, &tok[t], 1, t, lg + (size_t)t * V, true, &err);
+            if (!rc) rc = gg->forward(gg, &tok[t], 1, t, lgg + (size_t)t * V, true, &err);
+        }
+        const ZtLogitsDiff d = zt_compare_logits(lg, ref, LONG_POS, V);
+        const bool same = !rc && !memcmp(lg, lgg, sizeof(float) * LONG_POS * V);
+        ZrBackendStats st;
+        gg->stats(gg, &st);
+        const bool ok = !rc && d.worst_rel <= DECODE_TOL && same && st.graph_active;
+        fprintf(stderr, "  decode %-22s %d positions: max|diff|/std %.3g  argmax %d/%d  graph %s%s%s%s\n", k->name,
+                LONG_POS, d.worst_rel, d.argmax_equal, LONG_POS, same ? "== eager" : "DIFFERS", ok ? "" : "  FAIL ",
+                rc ? err.msg : "", st.graph_active ? "" : " (graph not active)");
+        failed += !ok;
+        eg->destroy(eg);
+        gg->destroy(gg);
+        free(ref);
+        free(lg);
+        free(lgg);
+        zr_model_free(&m);
+    }
+    free(tok);
+    ZT_CHECKF(failed == 0, "%d models over tolerance or graph != eager", failed);
+}
+
+/* Launches of one recorded decode step (kernels_per_token) */
+static long step_launches(const char *args) {
+    char path[4200];
+    ZrModel m;
+    ZrError err = {0};
+    if (!synth(args, path, sizeof path) || zr_model_load(&m, path, &err)) return -1;
+    ZrBackendOptions og = {.n_ctx = 128, .graph = 1, .quiet = true};
+    ZrBackend *gg = zr_cuda_backend_create(&m, &og, &err);
+    long n = -1;
+    float *lg = malloc(sizeof(float) * m.hp.n_vocab);
+    if (gg && !gg->forward(gg, k_tokens, 4, 0, lg, false, &err) && !gg->forward(gg, &k_tokens[4], 1, 4, lg, false, &err) &&
+        !gg->forward(gg, &k_tokens[5], 1, 5, lg, false, &err)) {
+        ZrBackendStats st;
+        gg->stats(gg, &st);
+        n = st.graph_active ? (long)st.kernels_per_token : -1;
+    }
+    if (!gg) fprintf(stderr, "  %s\n", err.msg);
+    if (gg) gg->destroy(gg);
+    free(lg);
+    zr_model_free(&m);
+    return n;
+}
+
+/* Issue 14: a gemma layer launches what a llama layer of the same shape and types launches plus
+ * its two post norms (rmsnorm_add_f32): the windowed / soft-capped / q-k-normed attention is
+ * one launch as llama's, GeGLU rides on the gate|up product as SwiGLU does. Per step gemma adds
+ * the embedding scale, gemma2 also the final soft-cap. (Before: 13 launches per gemma3 layer.) */
+ZT_TEST(gemma_decode_launches_what_llama_does_plus_the_post_norms) {
+    if (!gpu_env()) return;
+    const int L = 7;
+    const char *shape = "--layers 7 --seed 2 --type q8_0 --embd 512 --heads 4 --kv-heads 2 --ff 1024 --tied";
+    char a[512];
+    snprintf(a, sizeof a, "--arch llama %s", shape);
+    const long llama = step_launches(a);
+    snprintf(a, sizeof a, "--arch gemma3 %s", shape);
+    const long g3 = step_launches(a);
+    snprintf(a, sizeof a, "--arch gemma3 %s --head-dim 256", shape);
+    const long g3_256 = step_launches(a);
+    snprintf(a, sizeof a, "--arch gemma2 %s", shape);
+    const long g2 = step_launches(a);
+    fprintf(stderr, "  kernels per token, %d layers: llama %ld, gemma3 %ld (heads of 256: %ld), gemma2 %ld\n", L, llama, g3,
+            g3_256, g2);
+    ZT_CHECK(llama > 0);
+    ZT_CHECKF(g3 == llama + 1 + 2 * L, "gemma3: %ld launches, expected llama's %ld + 1 + 2 x %d", g3, llama, L);
+    ZT_CHECKF(g3_256 == g3, "gemma3 with heads of 256: %ld launches, expected %ld", g3_256, g3);
+    ZT_CHECKF(g2 == llama + 2 + 2 * L, "gemma2: %ld launches, expected llama's %ld + 2 + 2 x %d", g2, llama, L);
+}
+
 int main(void) { return gpu_main(); }
