@@ -463,9 +463,14 @@ struct ZrMvQ6K {
 // W stacks [gate; up] (n_out = 2 n_half rows) and y[i] = silu(gate_i . x) * (up_i . x) for
 // i < n_half, so the FFN's gate/up product hands the down projection its input directly.
 // ZR_MV_GELU: both gates (SWIGLU's and GLU's) are GELU-tanh instead of SiLU (gemma's GeGLU).
+// ZR_MV_ADDNORM: gemma's norm after a block folded into the product that follows it: the
+// residual is x' = x + RMSNorm(post_r) * post_w (the block's output post_r), staged as
+// RMSNorm(x') * norm_w; block 0 also writes x' to x_out (when not null), which must not be x:
+// every block reads x. Both norms use eps.
 #define ZR_MV_PLAIN 0
 #define ZR_MV_RMSNORM 1
 #define ZR_MV_SWIGLU 2
+#define ZR_MV_ADDNORM 3
 #define ZR_MV_IN 3
 #define ZR_MV_GLU 4
 #define ZR_MV_GELU 8
@@ -485,6 +490,9 @@ template <> struct ZrMvXsum<ZrMvQ4K> {
 
 __device__ __forceinline__ float zr_silu(float v) { return v / (1.0f + expf(-v)); }
 
+// Input modes whose staged x is RMS-normalized (its 1/rms applied to the results).
+__device__ __forceinline__ bool zr_mv_normed(int in_mode) { return in_mode == ZR_MV_RMSNORM || in_mode == ZR_MV_ADDNORM; }
+
 // The gate of a GLU: SiLU, or GELU-tanh with ZR_MV_GELU (gelu true).
 __device__ __forceinline__ float zr_mv_gate(float v, bool gelu) { return gelu ? zr_gelu_tanh(v) : zr_silu(v); }
 
@@ -496,10 +504,33 @@ __device__ __forceinline__ float zr_mv_gate(float v, bool gelu) { return gelu ? 
 // the pad after their 32 (pad slot 0: values 0..15, slot 1: 16..31); 4 adjacent threads hold
 // the 16 values (float4 i goes to thread i mod nthr), so 2 shuffles per float4. Needs
 // n_in % 128 == 0, so every shuffle runs with the whole warp (K-quant rows are 256-multiples).
+// ADDNORM: post_r's 1/rms first (one block-wide sum, the same in every block), then x' as above.
 template <bool XS = false>
 __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, const float *__restrict__ norm_w, float *xs,
-                                               int n_in, int in_mode, int tid, int nthr, bool gelu = false) {
-    float ss = 0.f;
+                                               int n_in, int in_mode, int tid, int nthr, bool gelu = false,
+                                               const float *__restrict__ post_r = nullptr,
+                                               const float *__restrict__ post_w = nullptr, float *x_out = nullptr,
+                                               float eps = 0.f) {
+    float ss = 0.f, pinv = 0.f;
+    if (in_mode == ZR_MV_ADDNORM) {
+        __shared__ float red_r[ZR_MV_MAX_THREADS / 32];
+        float sr = 0.f;
+        if ((n_in & 3) == 0) {
+            for (int i = tid; i < (n_in >> 2); i += nthr) {
+                const float4 v = __ldg((const float4 *)post_r + i);
+                sr = fmaf(v.x, v.x, fmaf(v.y, v.y, fmaf(v.z, v.z, fmaf(v.w, v.w, sr))));
+            }
+        } else {
+            for (int i = tid; i < n_in; i += nthr) sr = fmaf(post_r[i], post_r[i], sr);
+        }
+        sr = zr_warp_sum(sr);
+        if ((tid & 31) == 0) red_r[tid >> 5] = sr;
+        __syncthreads();
+        float tot = 0.f;
+        for (int k = 0; k < (nthr >> 5); k++) tot += red_r[k];
+        pinv = 1.0f / sqrtf(tot / (float)n_in + eps);
+        if (blockIdx.x != 0) x_out = nullptr;
+    }
     if ((n_in & 3) == 0) {
         const int n4 = n_in >> 2;
         const float4 *x4 = (const float4 *)x;
@@ -522,6 +553,13 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
                     if (in_mode == ZR_MV_SWIGLU) {
                         t.x = zr_mv_gate(t.x, gelu) * u[b].x; t.y = zr_mv_gate(t.y, gelu) * u[b].y;
                         t.z = zr_mv_gate(t.z, gelu) * u[b].z; t.w = zr_mv_gate(t.w, gelu) * u[b].w;
+                    } else if (in_mode == ZR_MV_ADDNORM) {
+                        const float4 r = __ldg((const float4 *)post_r + i), pw = __ldg((const float4 *)post_w + i);
+                        t.x += r.x * pinv * pw.x; t.y += r.y * pinv * pw.y;
+                        t.z += r.z * pinv * pw.z; t.w += r.w * pinv * pw.w;
+                        if (x_out) *((float4 *)x_out + i) = t;
+                        ss = fmaf(t.x, t.x, fmaf(t.y, t.y, fmaf(t.z, t.z, fmaf(t.w, t.w, ss))));
+                        t.x *= u[b].x; t.y *= u[b].y; t.z *= u[b].z; t.w *= u[b].w;
                     } else if (in_mode == ZR_MV_RMSNORM) {
                         ss = fmaf(t.x, t.x, fmaf(t.y, t.y, fmaf(t.z, t.z, fmaf(t.w, t.w, ss))));
                         t.x *= u[b].x; t.y *= u[b].y; t.z *= u[b].z; t.w *= u[b].w;
@@ -540,7 +578,12 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
         for (int i = tid; i < n_in; i += nthr) {
             float v = x[i];
             if (in_mode == ZR_MV_SWIGLU) v = zr_mv_gate(v, gelu) * x[n_in + i];
-            else if (in_mode == ZR_MV_RMSNORM) {
+            else if (in_mode == ZR_MV_ADDNORM) {
+                v += post_r[i] * pinv * post_w[i];
+                if (x_out) x_out[i] = v;
+                ss = fmaf(v, v, ss);
+                v *= norm_w[i];
+            } else if (in_mode == ZR_MV_RMSNORM) {
                 ss = fmaf(v, v, ss);
                 v *= norm_w[i];
             }
@@ -558,7 +601,8 @@ template <class T, int R, int P>
 __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                           const float *__restrict__ x, float *y, const float *add,
                                           const float *__restrict__ norm_w, float eps, int n_in, int n_out, int mode,
-                                          int split) {
+                                          int split, const float *__restrict__ post_r, const float *__restrict__ post_w,
+                                          float *x_out) {
     static_assert(R % 2 == 0, "GLU pairs R/2 gate rows with R/2 up rows");
     extern __shared__ float4 zr_mv_smem[];
     __shared__ float red_ss[ZR_MV_MAX_THREADS / 32];     // per-warp sums of squares (RMSNorm)
@@ -602,8 +646,9 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     zr_grid_enter_after_loads(w);
     // stage x (padded: 4 floats after every 32) -- gated or times the norm weight on the way in;
     // RMSNorm's 1/rms is applied to the results (it is one number for the whole row)
-    float ss = zr_mv_stage_x<ZrMvXsum<T>::value>(x, norm_w, xs, n_in, in_mode, tid, nthr, gelu);
-    if (in_mode == ZR_MV_RMSNORM) {
+    float ss = zr_mv_stage_x<ZrMvXsum<T>::value>(x, norm_w, xs, n_in, in_mode, tid, nthr, gelu, post_r, post_w, x_out,
+                                                 eps);
+    if (zr_mv_normed(in_mode)) {
         ss = zr_warp_sum(ss);
         if (lane == 0) red_ss[warp] = ss;
     }
@@ -654,7 +699,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
         }
     }
     if (ks != 0 || !live) return;
-    if (in_mode == ZR_MV_RMSNORM) {
+    if (zr_mv_normed(in_mode)) {
         float tot = 0.f;
         for (int k = 0; k < (nthr >> 5); k++) tot += red_ss[k];
         out *= 1.0f / sqrtf(tot / (float)n_in + eps);
@@ -674,7 +719,9 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     ZR_KERNEL void __maxnreg__(NREG)                                                                    \
         NAME(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, const float *__restrict__ x, \
              float *y, const float *add, const float *__restrict__ norm_w, float eps, int n_in, int n_out, \
-             int mode, int split) {                                                                     \
-        zr_matvec<TRAITS, R, P>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, split);                  \
+             int mode, int split, const float *__restrict__ post_r, const float *__restrict__ post_w,     \
+             float *x_out) {                                                                            \
+        zr_matvec<TRAITS, R, P>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, split, post_r, post_w,   \
+                                x_out);                                                                 \
     }                                                                                                   \
     ZR_KCHECK_FAMILY(mv, NAME);

@@ -95,36 +95,72 @@ static int mv_norm(ZrCuForward *f, const ZrCuWeight *w, CUdeviceptr x, CUdevicep
     return zr_cuf_matvec(f->launcher, f->k, w, x, y, add, norm_w, f->m->hp.rms_eps, ZR_CUF_MV_RMSNORM, err);
 }
 
-/* A block's output y [rows][n_embd] through the norm after the block (gemma) into the residual. */
+/* A block's output y [rows][n_embd] through the norm after the block (gemma) into the residual
+ * (the prefill's; the decode step folds it into the next product: Resid). */
 static int post_norm_add(ZrCuForward *f, CUdeviceptr y, CUdeviceptr norm_w, int rows, ZrError *err) {
     return zr_k_rmsnorm_add(f->launcher, f->k, y, norm_w, f->x, f->n_embd, f->m->hp.rms_eps, rows, err);
 }
 
-/* gemma's FFN (facts.act gelu_tanh), launched as llama's SwiGLU with GELU gates: norm fused into
- * gate|up, stacked gate|up gating its own results (GLU | GELU) or GeGLU fused into down's
- * staging (SWIGLU | GELU); down adds into the residual or, with the post-FFN norm, into xn and
- * then normed into it. */
-static int ffn_geglu_decode(ZrCuForward *f, const ZrCuLayer *G, ZrError *err) {
+/* The decode step's residual [n_embd]: row 0 of f->x, or row 1 after a gemma post norm. A block
+ * output to be normed after the block (gemma) waits in f->xn with its norm weight pend_w; the
+ * next product that norms the residual adds it in (ZR_CUF_MV_ADDNORM) and writes the sum to the
+ * other row, which then is the residual: the two post norms of a layer cost no launch. */
+typedef struct Resid {
+    CUdeviceptr x, pend_w;
+} Resid;
+
+static CUdeviceptr other_row(const ZrCuForward *f, CUdeviceptr x) { return x == f->x ? fptr(f->x, f->n_embd) : f->x; }
+
+/* y[n_out] = W RMSNorm(residual) * norm_w (+ add), mode | RMSNORM: the block's input norm fused
+ * into its projection, and a pending post norm with it (the first product of a group that shares
+ * the input writes the new residual; resid_settle then moves to it). */
+static int mv_in(ZrCuForward *f, const Resid *r, bool first, const ZrCuWeight *w, CUdeviceptr norm_w, CUdeviceptr y,
+                 CUdeviceptr add, int mode, ZrError *err) {
+    const float eps = f->m->hp.rms_eps;
+    if (!r->pend_w) return zr_cuf_matvec(f->launcher, f->k, w, r->x, y, add, norm_w, eps, ZR_CUF_MV_RMSNORM | mode, err);
+    if (add) return zr_err(err, ZR_E_INTERNAL, "decode: a norm after a block before a projection with a bias");
+    const ZrMvPost p = {.r = f->xn, .post_w = r->pend_w, .x_out = first ? other_row(f, r->x) : 0};
+    return zr_cuf_matvec_post(f->launcher, f->k, w, r->x, &p, y, norm_w, eps, mode, err);
+}
+
+static void resid_settle(const ZrCuForward *f, Resid *r) {
+    if (!r->pend_w) return;
+    r->x = other_row(f, r->x);
+    r->pend_w = 0;
+}
+
+/* A block's output projection: into the residual, or with a norm after the block (gemma) into
+ * f->xn, pending. */
+static int block_out(ZrCuForward *f, Resid *r, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr post_norm,
+                     int mode, ZrError *err) {
+    const CUdeviceptr y = post_norm ? f->xn : r->x, add = post_norm ? 0 : r->x;
+    r->pend_w = post_norm;
+    return zr_cuf_matvec(f->launcher, f->k, w, x, y, add, 0, 0.0f, mode, err);
+}
+
+/* gemma's FFN (facts.act gelu_tanh), launched as llama's SwiGLU with GELU gates: norm (and the
+ * pending post-attention norm) fused into gate|up, stacked gate|up gating its own results
+ * (GLU | GELU) or GeGLU fused into down's staging (SWIGLU | GELU); down adds into the residual
+ * or, with the post-FFN norm, leaves its output pending. */
+static int ffn_geglu_decode(ZrCuForward *f, Resid *r, const ZrCuLayer *G, ZrError *err) {
     const int gelu = ZR_CUF_MV_GELU;
     CUdeviceptr down_in = f->ff;
     int rc, down_mode = ZR_CUF_MV_PLAIN;
     if (G->n_gu == 1) {
-        if ((rc = zr_cuf_matvec(f->launcher, f->k, &G->gu[0], f->x, f->ff, 0, G->ffn_norm, f->m->hp.rms_eps,
-                                ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU | gelu, err)))
-            return rc;
+        if ((rc = mv_in(f, r, true, &G->gu[0], G->ffn_norm, f->ff, 0, ZR_CUF_MV_GLU | gelu, err))) return rc;
     } else {
         for (int i = 0; i < G->n_gu; i++)
-            if ((rc = mv_norm(f, &G->gu[i], f->x, G->ffn_norm, fptr(f->gu, G->gu_off[i]), 0, err))) return rc;
+            if ((rc = mv_in(f, r, i == 0, &G->gu[i], G->ffn_norm, fptr(f->gu, G->gu_off[i]), 0, 0, err))) return rc;
         down_in = f->gu;
         down_mode = ZR_CUF_MV_SWIGLU | gelu;
     }
-    const CUdeviceptr y = G->post_ffn_norm ? f->xn : f->x, add = G->post_ffn_norm ? 0 : f->x;
-    if ((rc = zr_cuf_matvec(f->launcher, f->k, &G->down, down_in, y, add, 0, 0.0f, down_mode, err))) return rc;
-    return G->post_ffn_norm ? post_norm_add(f, f->xn, G->post_ffn_norm, 1, err) : ZR_OK;
+    resid_settle(f, r);
+    return block_out(f, r, &G->down, down_in, G->post_ffn_norm, down_mode, err);
 }
 
 int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
+    Resid R = {.x = f->x};
     int rc;
     if ((rc = zr_k_embed(f->launcher, f->k, &f->tok_embd, f->d_tok, f->x, f->n_embd, f->n_vocab, 1, err))) return rc;
     if (hp->embd_scale != 1.0f && (rc = zr_k_scale(f->launcher, f->k, f->x, hp->embd_scale, f->n_embd, err))) return rc;
@@ -133,33 +169,29 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
         /* attention block: norm fused into the QKV projection (bias as its addend), rope + KV
          * write + attention (cuda/attn.c), output projection adding into the residual */
         for (int i = 0; i < G->n_qkv; i++)
-            if ((rc = mv_norm(f, &G->qkv[i], f->x, G->attn_norm, fptr(f->qkv, G->qkv_off[i]),
-                              G->bias ? fptr(G->bias, G->qkv_off[i]) : 0, err)))
+            if ((rc = mv_in(f, &R, i == 0, &G->qkv[i], G->attn_norm, fptr(f->qkv, G->qkv_off[i]),
+                            G->bias ? fptr(G->bias, G->qkv_off[i]) : 0, 0, err)))
                 return rc;
+        resid_settle(f, &R);
         if ((rc = zr_cuf_attn_decode_layer(f, il, err))) return rc;
-        if (G->post_attn_norm) {
-            if ((rc = mv(f, &G->wo, f->att, f->xn, 0, err))) return rc;
-            if ((rc = post_norm_add(f, f->xn, G->post_attn_norm, 1, err))) return rc;
-        } else if ((rc = mv(f, &G->wo, f->att, f->x, f->x, err))) {
-            return rc;
-        }
+        if ((rc = block_out(f, &R, &G->wo, f->att, G->post_attn_norm, ZR_CUF_MV_PLAIN, err))) return rc;
         /* FFN block: norm fused into gate|up; stacked gate|up also applies SwiGLU to its own
          * results (GLU), else SwiGLU is fused into down's staging; down adds into the residual */
         if (f->m->layers[il].facts.act == ZR_ACT_GELU_TANH) {
-            if ((rc = ffn_geglu_decode(f, G, err))) return rc;
+            if ((rc = ffn_geglu_decode(f, &R, G, err))) return rc;
         } else if (G->n_gu == 1) {
-            if ((rc = zr_cuf_matvec(f->launcher, f->k, &G->gu[0], f->x, f->ff, 0, G->ffn_norm, f->m->hp.rms_eps,
-                                    ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, err)))
-                return rc;
-            if ((rc = mv(f, &G->down, f->ff, f->x, f->x, err))) return rc;
+            if ((rc = mv_in(f, &R, true, &G->gu[0], G->ffn_norm, f->ff, 0, ZR_CUF_MV_GLU, err))) return rc;
+            resid_settle(f, &R);
+            if ((rc = mv(f, &G->down, f->ff, R.x, R.x, err))) return rc;
         } else {
             for (int i = 0; i < G->n_gu; i++)
-                if ((rc = mv_norm(f, &G->gu[i], f->x, G->ffn_norm, fptr(f->gu, G->gu_off[i]), 0, err))) return rc;
-            if ((rc = zr_cuf_matvec(f->launcher, f->k, &G->down, f->gu, f->x, f->x, 0, 0.0f, ZR_CUF_MV_SWIGLU, err)))
+                if ((rc = mv_in(f, &R, i == 0, &G->gu[i], G->ffn_norm, fptr(f->gu, G->gu_off[i]), 0, 0, err))) return rc;
+            resid_settle(f, &R);
+            if ((rc = zr_cuf_matvec(f->launcher, f->k, &G->down, f->gu, R.x, R.x, 0, 0.0f, ZR_CUF_MV_SWIGLU, err)))
                 return rc;
         }
     }
-    if ((rc = mv_norm(f, &f->output, f->x, f->output_norm, f->logits, 0, err))) return rc;
+    if ((rc = mv_in(f, &R, false, &f->output, f->output_norm, f->logits, 0, 0, err))) return rc;
     if (hp->final_softcap != 0.0f && (rc = zr_k_softcap(f->launcher, f->k, f->logits, hp->final_softcap, f->n_vocab, err)))
         return rc;
     return f->pick_n > 0 ? zr_pick_launch(f->launcher, &f->k->argmax, f->logits, f->pick_n, f->d_pick, err) : ZR_OK;

@@ -7,10 +7,12 @@
 static unsigned cdiv(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
 
 int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, CUdeviceptr x,
-                CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err) {
+                CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
+                const ZrMvPost *post, ZrError *err) {
     const int R = rows_per_warp;
+    const ZrMvPost none = {0}, *p = post ? post : &none;
     if (shape.groups < 1 || shape.split < 1 || shape.groups * shape.split * 32 > ZR_CUF_MV_MAX_THREADS ||
-        ((mode & ZR_CUF_MV_GLU) && (R % 2 || w->n_out % 2)))
+        ((mode & ZR_CUF_MV_GLU) && (R % 2 || w->n_out % 2)) || (((mode & 3) == ZR_CUF_MV_ADDNORM) != (post != NULL)))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d x %d warps (%d rows each), mode %d", kern->name,
                       shape.groups, shape.split, R, mode);
     const int per_warp = mode & ZR_CUF_MV_GLU ? R / 2 : R;
@@ -18,7 +20,8 @@ int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const Zr
     const unsigned groups = cdiv((size_t)results, (size_t)per_warp);
     return ZR_LAUNCH(l, kern, ZR_DIM1(cdiv(groups, (size_t)shape.groups)), ZR_DIM1(32 * shape.groups * shape.split),
                      (unsigned)zr_cuf_mv_smem(w->n_in), err, (void *)&w->main, (void *)&w->side, &x, &y, &add,
-                     &norm_w, &eps, (void *)&w->n_in, (void *)&w->n_out, &mode, (void *)&shape.split);
+                     &norm_w, &eps, (void *)&w->n_in, (void *)&w->n_out, &mode, (void *)&shape.split, (void *)&p->r,
+                     (void *)&p->post_w, (void *)&p->x_out);
 }
 
 int zr_k_embed(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x, int n_embd,

@@ -12,9 +12,11 @@
 #include "cuda/mv_shape.h"
 #include "cuda/weights.h"
 
-/* matvec_<type>: y[n_out] = W x' (+ add) with shape (mv_shape.h has the modes); checks the shape */
+/* matvec_<type>: y[n_out] = W x' (+ add) with shape (mv_shape.h has the modes; post: ADDNORM's
+ * vectors, or NULL); checks the shape */
 int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, CUdeviceptr x,
-                CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err);
+                CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
+                const ZrMvPost *post, ZrError *err);
 /* embed_<type>: x[rows][n_embd] = rows tok[0..rows) of W (w: [n_embd, n_vocab]) */
 int zr_k_embed(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x, int n_embd,
                int n_vocab, int rows, ZrError *err);

@@ -39,7 +39,17 @@ int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *
     if (w->type >= ZR_TYPE_COUNT || !k->has_mv[w->type])
         return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
     return zr_k_matvec(l, &k->mv[w->type], zr_cuf_mv_rows_per_warp(w->type), w, x, y, add, norm_w, eps, mode, shape,
-                       err);
+                       NULL, err);
+}
+
+int zr_cuf_matvec_post(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, const ZrMvPost *p,
+                       CUdeviceptr y, CUdeviceptr norm_w, float eps, int mode, ZrError *err) {
+    if (w->type >= ZR_TYPE_COUNT || !k->has_mv[w->type])
+        return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
+    if (p->x_out == x) return zr_err(err, ZR_E_INTERNAL, "%s: ADDNORM writes its residual over its input", k->mv[w->type].name);
+    mode = (mode & ~3) | ZR_CUF_MV_ADDNORM;
+    return zr_k_matvec(l, &k->mv[w->type], zr_cuf_mv_rows_per_warp(w->type), w, x, y, 0, norm_w, eps, mode,
+                       zr_cuf_mv_shape(k, w, mode), p, err);
 }
 
 int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,

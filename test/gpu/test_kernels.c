@@ -149,7 +149,7 @@ static double matvec_case(uint32_t type, MvCase c) {
 }
 
 static void print_case(uint32_t type, MvCase c, double q) {
-    const char *mode_name[] = {"", " rmsnorm", " swiglu"};
+    const char *mode_name[] = {"", " rmsnorm", " swiglu", " addnorm"};
     fprintf(stderr, "  matvec %-5s [%5d x %4d]%s%s%s%s", zr_type_name(type), c.n_in, c.n_out, c.add ? " +add" : "",
             mode_name[c.mode & 3], c.mode & ZR_CUF_MV_GLU ? " glu" : "", c.mode & ZR_CUF_MV_GELU ? " gelu" : "");
     if (c.groups) fprintf(stderr, " shape %dx%d", c.groups, c.split);
@@ -184,6 +184,97 @@ static void matvec_type(uint32_t type) {
         if (q > worst) worst = q;
     }
     ZT_CHECKF(worst <= 1.0, "%s: worst |diff|/tol %.3g", zr_type_name(type), worst);
+}
+
+/* ZR_CUF_MV_ADDNORM (gemma's post norm folded into the next product): y = W RMSNorm(x') * norm_w
+ * with x' = x + RMSNorm(r) * post_w, which block 0 writes to x_out; the CPU computes x' and the
+ * product as rmsnorm_add_f32 + matvec RMSNORM would (the tolerance of matvec_case on y, x'
+ * within 1e-6 relative); x and r untouched. With GLU | GELU: gemma's gate|up. Returns the worst
+ * |diff| / tol (> 1 fails), -1 when the quantizer refused the type. */
+static double matvec_post_case(uint32_t type, int n_in, int n_out, int mode) {
+    GpuEnv *g = gpu_env();
+    const bool glu = (mode & ZR_CUF_MV_GLU) != 0, gelu = (mode & ZR_CUF_MV_GELU) != 0;
+    uint64_t s = 0x7654321ull + type * 131ull + (uint64_t)n_in * 7 + n_out + mode;
+    uint8_t *w = random_matrix(type, n_in, n_out, &s);
+    if (!w) return -1;
+    const size_t rb = zr_row_bytes(type, n_in);
+    const int ny = glu ? n_out / 2 : n_out;
+    float *x = malloc(sizeof(float) * n_in), *r = malloc(sizeof(float) * n_in), *pw = malloc(sizeof(float) * n_in);
+    float *nw = malloc(sizeof(float) * n_in), *xp = malloc(sizeof(float) * n_in), *xr = malloc(sizeof(float) * n_in);
+    float *deq = malloc(sizeof(float) * n_in), *y = malloc(sizeof(float) * ny), *got_x = malloc(sizeof(float) * n_in);
+    float *back = malloc(sizeof(float) * n_in);
+    double *ref = malloc(sizeof(double) * n_out), *tol = malloc(sizeof(double) * n_out);
+    for (int i = 0; i < n_in; i++) {
+        x[i] = 3.0f * gpu_rand(&s);
+        r[i] = 20.0f * gpu_rand(&s);
+        pw[i] = 1.0f + 0.3f * gpu_rand(&s);
+        nw[i] = 1.0f + 0.2f * gpu_rand(&s);
+    }
+    const float eps = 1e-6f;
+    zr_cpu_rmsnorm(xp, r, pw, n_in, eps);
+    for (int i = 0; i < n_in; i++) xp[i] += x[i];
+    zr_cpu_rmsnorm(xr, xp, nw, n_in, eps);
+    for (int o = 0; o < n_out; o++) {
+        ref[o] = zr_dot_row(type, w + rb * o, xr, n_in);
+        zr_dequant_row(type, w + rb * o, deq, n_in);
+        double mag = 0;
+        for (int i = 0; i < n_in; i++) mag += fabs((double)deq[i] * xr[i]);
+        tol[o] = 1e-5 * mag + 1e-5 * fabs(ref[o]);
+    }
+    ZrCuWeight dw = upload_weight(g, type, w, n_in, n_out);
+    CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * n_in), dr = gpu_upload(g, r, sizeof(float) * n_in);
+    CUdeviceptr dpw = gpu_upload(g, pw, sizeof(float) * n_in), dnw = gpu_upload(g, nw, sizeof(float) * n_in);
+    CUdeviceptr dy = gpu_alloc(g, sizeof(float) * ny), dxo = gpu_alloc(g, sizeof(float) * n_in);
+    ZrError e = {0};
+    const ZrMvPost p = {.r = dr, .post_w = dpw, .x_out = dxo};
+    const int rc = zr_cuf_matvec_post(&g->l, &g->k, &dw, dx, &p, dy, dnw, eps, mode, &e);
+    if (rc) fprintf(stderr, "  %s\n", e.msg);
+    double worst = rc ? 1e30 : 0.0;
+    if (!rc) {
+        gpu_download(g, y, dy, sizeof(float) * ny);
+        gpu_download(g, got_x, dxo, sizeof(float) * n_in);
+        for (int i = 0; i < n_in; i++) {
+            const double q = isfinite(got_x[i]) ? fabs(got_x[i] - xp[i]) / (1e-6 * fabs(xp[i]) + 1e-7) : 1e30;
+            if (q > worst) worst = q;
+        }
+        gpu_download(g, back, dx, sizeof(float) * n_in);
+        if (memcmp(back, x, sizeof(float) * n_in)) worst = 1e30;
+        gpu_download(g, back, dr, sizeof(float) * n_in);
+        if (memcmp(back, r, sizeof(float) * n_in)) worst = 1e30;
+        for (int o = 0; o < ny; o++) {
+            double want = ref[o], t = tol[o];
+            if (glu) {
+                const double gt = ref[o], up = ref[ny + o], sg = gelu ? gelu_tanh(gt) : gt / (1.0 + exp(-gt));
+                want = sg * up;
+                t = (gelu ? 1.2 : 1.1) * tol[o] * fabs(up) + fabs(sg) * tol[ny + o] + 1e-6 * fabs(want);
+            }
+            const double q = isfinite(y[o]) ? fabs((double)y[o] - want) / t : 1e30;
+            if (q > worst) worst = q;
+        }
+    }
+    CUdeviceptr bufs[] = {dw.main, dw.side, dx, dr, dpw, dnw, dy, dxo};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) gpu_free(g, bufs[i]);
+    free(w), free(x), free(r), free(pw), free(nw), free(xp), free(xr), free(deq), free(y), free(got_x), free(back);
+    free(ref), free(tol);
+    return worst;
+}
+
+ZT_TEST(matvec_addnorm_folds_the_post_norm_and_writes_the_residual) {
+    if (!gpu_env()) return;
+    const uint32_t types[] = {ZR_TYPE_F32, ZR_TYPE_F16, ZR_TYPE_Q8_0, ZR_TYPE_Q4_K, ZR_TYPE_Q6_K};
+    const int GL = ZR_CUF_MV_GLU, GE = ZR_CUF_MV_GELU;
+    /* (n_in, n_out, mode): Gemma-3-4B's QKV and gate|up rows (2560), 12B's (3840), a short row */
+    const int cases[][3] = {{2560, 300, 0}, {3840, 200, GL | GE}, {2560, 64, GL | GE}, {256, 40, 0}};
+    double worst = 0;
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            const double q = matvec_post_case(types[t], cases[c][0], cases[c][1], cases[c][2]);
+            ZT_CHECKF(q >= 0, "the quantizer refused %s", zr_type_name(types[t]));
+            fprintf(stderr, "  matvec addnorm %-5s [%5d x %4d]%s: worst |diff|/tol = %.3g\n", zr_type_name(types[t]),
+                    cases[c][0], cases[c][1], cases[c][2] ? " glu gelu" : "", q);
+            if (q > worst) worst = q;
+        }
+    ZT_CHECKF(worst <= 1.0, "addnorm: worst |diff|/tol %.3g", worst);
 }
 
 #define MATVEC_TEST(T, ID) \
