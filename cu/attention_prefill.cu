@@ -3,7 +3,8 @@
 // prefill may continue a context: pos[0] > 0). The K/V rows of this prefill must already be in
 // the caches (rope_kv_f32 wrote them).
 //
-// attn_prefill_f16_d64 / _d128: head_dim 64 / 128. grid (n_head, ceil(M / 64)), block 128.
+// attn_prefill_f16_d64 / _d96 / _d128: head_dim 64 / 96 (Phi-3) / 128. grid (n_head, ceil(M / 64)),
+//   block 128.
 //   Block (h, t) takes 64 query rows of head h (tiles in reverse order, so the blocks with the
 //   most keys start first); each of its 4 warps owns 16 rows. The block streams the keys of KV
 //   head h / (n_head / n_kv) in tiles of 64 rows through shared memory (F32 cache -> F16, so
@@ -56,7 +57,7 @@ __device__ __forceinline__ void attn_prefill(const float *__restrict__ q, int q_
     constexpr int KT = D / 16;       // k-steps of S = Q K^T
     constexpr int NT = D / 8;        // n-tiles of O
     constexpr int ST = ZR_AP_BK / 8; // n-tiles of S
-    constexpr int LU = D == 64 ? 8 : 4; // tile loads in flight per thread: all 8 (D=64) or 4 of 16 (D=128),
+    constexpr int LU = D == 64 ? 8 : 4; // tile loads in flight per thread: all 8 (D=64) or 4 of 16 (D=128; D=96: 12),
                                         // (166-168 registers: 3 blocks per SM)
     __shared__ __align__(16) __half ks[ZR_AP_BK * LD];  // [key][d]
     __shared__ __align__(16) __half vs[ZR_AP_BK * LD];  // [key][d]
@@ -212,6 +213,14 @@ ZR_KERNEL void __launch_bounds__(ZR_AP_THREADS)
                          const float *__restrict__ vc, float *__restrict__ out, int out_stride,
                          const int *__restrict__ pos, int M, int n_head, int n_kv, float scale_log2) {
     attn_prefill<64>(q, q_stride, kc, vc, out, out_stride, pos, M, n_head, n_kv, scale_log2);
+}
+
+// Phi-3's heads of 96: 6 k-steps, 12 n-tiles; rows of 104 halves (13 x 16 bytes: conflict-free)
+ZR_KERNEL void __launch_bounds__(ZR_AP_THREADS)
+    attn_prefill_f16_d96(const float *__restrict__ q, int q_stride, const float *__restrict__ kc,
+                         const float *__restrict__ vc, float *__restrict__ out, int out_stride,
+                         const int *__restrict__ pos, int M, int n_head, int n_kv, float scale_log2) {
+    attn_prefill<96>(q, q_stride, kc, vc, out, out_stride, pos, M, n_head, n_kv, scale_log2);
 }
 
 ZR_KERNEL void __launch_bounds__(ZR_AP_THREADS)

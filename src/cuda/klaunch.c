@@ -89,14 +89,14 @@ int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *
                      (void *)&a->softcap);
 }
 
-bool zr_k_attn_prefill_fits(int head_dim) { return head_dim == 64 || head_dim == 128; }
+bool zr_k_attn_prefill_fits(int head_dim) { return head_dim == 64 || head_dim == 96 || head_dim == 128; }
 
 int zr_k_attn_prefill(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
                       CUdeviceptr vc, CUdeviceptr out, int out_stride, CUdeviceptr pos, int n_head, int n_kv,
                       int head_dim, float scale, int rows, ZrError *err) {
     if (!zr_k_attn_prefill_fits(head_dim))
         return zr_err(err, ZR_E_INTERNAL, "attn_prefill_f16: no kernel for heads of %d", head_dim);
-    const ZrKernel *kern = head_dim == 64 ? &k->attn_prefill_d64 : &k->attn_prefill_d128;
+    const ZrKernel *kern = head_dim == 64 ? &k->attn_prefill_d64 : head_dim == 96 ? &k->attn_prefill_d96 : &k->attn_prefill_d128;
     /* softmax in base 2: the scale folds in log2(e) */
     const float scale_log2 = (float)(1.4426950408889634 * (double)scale);
     return ZR_LAUNCH(l, kern, ZR_DIM3(n_head, cdiv(rows, 64), 1), ZR_DIM1(128), 0, err, &qkv, &qkv_stride, &kc, &vc,

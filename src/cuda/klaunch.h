@@ -63,8 +63,9 @@ typedef struct ZrCuAttnDecode {
 bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, int chunk);
 int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err);
 
-/* attn_prefill_f16_d64 / _d128: the tiled causal attention of rows queries at positions pos[0]..
- * (the K/V rows already in the caches); only for head_dim 64 and 128 (zr_k_attn_prefill_fits) */
+/* attn_prefill_f16_d64 / _d96 / _d128: the tiled causal attention of rows queries at positions
+ * pos[0].. (the K/V rows already in the caches); only for head_dim 64, 96 (Phi-3) and 128
+ * (zr_k_attn_prefill_fits) */
 bool zr_k_attn_prefill_fits(int head_dim);
 int zr_k_attn_prefill(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
                       CUdeviceptr vc, CUdeviceptr out, int out_stride, CUdeviceptr pos, int n_head, int n_kv,

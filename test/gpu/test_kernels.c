@@ -753,7 +753,6 @@ static double attention_prefill_case(int n_head, int n_kv, int hd, int M, int po
     GpuEnv *g = gpu_env();
     uint64_t s = 1000 + 7 * hd + 3 * M + pos0 + n_kv;
     const int kv_dim = n_kv * hd, q_dim = n_head * hd, q_stride = q_dim + 2 * kv_dim, n_ctx = pos0 + M + 70;
-    const int kern = hd == 64 ? 0 : 1;
     float *q = malloc(sizeof(float) * M * q_stride), *kc = malloc(sizeof(float) * n_ctx * kv_dim),
           *vc = malloc(sizeof(float) * n_ctx * kv_dim), *out = malloc(sizeof(float) * (M + 1) * q_dim);
     for (int i = 0; i < M * q_stride; i++) q[i] = 2.0f * gpu_rand(&s);
@@ -770,7 +769,7 @@ static double attention_prefill_case(int n_head, int n_kv, int hd, int M, int po
     const float scale_log2 = (float)(1.4426950408889634 * scale);
     ZrError e = {0};
     double *sc = malloc(sizeof(double) * n_ctx), *ds = malloc(sizeof(double) * n_ctx), worst = 0;
-    const ZrKernel *kp = kern ? &g->k.attn_prefill_d128 : &g->k.attn_prefill_d64;
+    const ZrKernel *kp = hd == 64 ? &g->k.attn_prefill_d64 : hd == 96 ? &g->k.attn_prefill_d96 : &g->k.attn_prefill_d128;
     if (ZR_LAUNCH(&g->l, kp, ZR_DIM3(n_head, (M + 63) / 64, 1), ZR_DIM1(128), 0, &e, &dq,
                   (void *)&q_stride, &dk, &dv, &dout, (void *)&q_dim, &dp, (void *)&M, (void *)&n_head, (void *)&n_kv,
                   (void *)&scale_log2)) {
@@ -837,11 +836,12 @@ ZT_TEST(attention_prefill_tiled_matches_cpu_within_its_f16_bound) {
     static const int Ms[] = {1, 2, 63, 64, 65, 200}, pos0s[] = {0, 37};
     static const int heads[][2] = {{4, 4}, {8, 2}}; /* GQA 1 and 4 */
     double worst = 0;
-    for (int hdi = 0; hdi < 2; hdi++)
+    static const int hds[] = {64, 128, 96}; /* 96: Phi-3's heads */
+    for (int hdi = 0; hdi < 3; hdi++)
         for (int gi = 0; gi < 2; gi++)
             for (size_t pi = 0; pi < sizeof pos0s / sizeof pos0s[0]; pi++)
                 for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
-                    const int hd = hdi ? 128 : 64;
+                    const int hd = hds[hdi];
                     const double r = attention_prefill_case(heads[gi][0], heads[gi][1], hd, Ms[mi], pos0s[pi]);
                     fprintf(stderr, "  attn_prefill hd %3d heads %d/%d M %3d pos0 %2d: worst |diff|/tol %.3g\n", hd,
                             heads[gi][0], heads[gi][1], Ms[mi], pos0s[pi], r);
