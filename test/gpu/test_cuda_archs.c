@@ -272,13 +272,14 @@ static long step_launches(const char *args) {
     ZrBackend *gg = zr_cuda_backend_create(&m, &og, &err);
     long n = -1;
     float *lg = malloc(sizeof(float) * m.hp.n_vocab);
-    if (gg && !gg->forward(gg, k_tokens, 4, 0, lg, false, &err) && !gg->forward(gg, &k_tokens[4], 1, 4, lg, false, &err) &&
-        !gg->forward(gg, &k_tokens[5], 1, 5, lg, false, &err)) {
+    int rc = gg ? gg->forward(gg, k_tokens, 4, 0, lg, false, &err) : 1;
+    for (int p = 4; p < 8 && !rc; p++) rc = gg->forward(gg, &k_tokens[p], 1, p, lg, false, &err);
+    if (!rc) {
         ZrBackendStats st;
         gg->stats(gg, &st);
         n = st.graph_active ? (long)st.kernels_per_token : -1;
     }
-    if (!gg) fprintf(stderr, "  %s\n", err.msg);
+    if (rc) fprintf(stderr, "  %s: %s\n", args, err.msg);
     if (gg) gg->destroy(gg);
     free(lg);
     zr_model_free(&m);

@@ -189,7 +189,7 @@ static void matvec_type(uint32_t type) {
 /* ZR_CUF_MV_ADDNORM (gemma's post norm folded into the next product): y = W RMSNorm(x') * norm_w
  * with x' = x + RMSNorm(r) * post_w, which block 0 writes to x_out; the CPU computes x' and the
  * product as rmsnorm_add_f32 + matvec RMSNORM would (the tolerance of matvec_case on y, x'
- * within 1e-6 relative); x and r untouched. With GLU | GELU: gemma's gate|up. Returns the worst
+ * within 1e-5 of its terms: the sums of squares run in another order); x and r untouched. With GLU | GELU: gemma's gate|up. Returns the worst
  * |diff| / tol (> 1 fails), -1 when the quantizer refused the type. */
 static double matvec_post_case(uint32_t type, int n_in, int n_out, int mode) {
     GpuEnv *g = gpu_env();
@@ -233,8 +233,9 @@ static double matvec_post_case(uint32_t type, int n_in, int n_out, int mode) {
     if (!rc) {
         gpu_download(g, y, dy, sizeof(float) * ny);
         gpu_download(g, got_x, dxo, sizeof(float) * n_in);
-        for (int i = 0; i < n_in; i++) {
-            const double q = isfinite(got_x[i]) ? fabs(got_x[i] - xp[i]) / (1e-6 * fabs(xp[i]) + 1e-7) : 1e30;
+        for (int i = 0; i < n_in; i++) { /* relative to the terms: x and the normed r */
+            const double tx = 1e-5 * (fabs(x[i]) + fabs(xp[i] - x[i])) + 1e-7;
+            const double q = isfinite(got_x[i]) ? fabs(got_x[i] - xp[i]) / tx : 1e30;
             if (q > worst) worst = q;
         }
         gpu_download(g, back, dx, sizeof(float) * n_in);
@@ -644,7 +645,8 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
             o /= sum;
             const float got = out[h * hd + j];
             const double q = isfinite(got) ? fabs(got - o) / (at + rt * fabs(o)) : 1e30;
-            const double qs = isfinite(got) ? fabs(got - outs[h * hd + j]) / (at + rt * fabs(o)) : 1e30;
+            /* two float computations, each within the tolerance of the reference */
+            const double qs = isfinite(got) ? fabs(got - outs[h * hd + j]) / (2 * (at + rt * fabs(o))) : 1e30;
             if (q > wq || qs > wq) wq = q > qs ? q : qs;
             if ((q > 1.0 || qs > 1.0) && (q == wq || qs == wq))
                 fprintf(stderr, "  heads %d/%d hd %d rope %d%s window %d cap %g%s pos %d head %d [%d]: %g vs %g (split %g)\n",
@@ -714,8 +716,8 @@ ZT_TEST(attention_decode_fused_window_softcap_and_head_norms_match_the_split_pat
     decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.window = 40, .norm = true});  /* gemma3 local */
     decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.norm = true});                /* gemma3 global */
     decode_positions_x(8, 4, 256, 256, 1, 600, 128, (DecodeExtras){.window = 200});               /* several chunks left behind */
-    decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.window = 48, .cap = 5.0f});   /* gemma2 local, a cap that bites */
-    decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.cap = 5.0f});                 /* gemma2 global */
+    decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.window = 48, .cap = 0.5f});   /* gemma2 local, a cap that bites */
+    decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.cap = 5.0f});                 /* gemma2 global, a mild cap */
     decode_positions_x(4, 2, 128, 128, 1, 700, 256, (DecodeExtras){.window = 300, .cap = 3.0f, .norm = true});
     decode_positions_x(4, 1, 64, 64, 0, 200, 32, (DecodeExtras){.window = 16});                  /* short chunks, many left behind */
     decode_positions_x(4, 2, 64, 64, 1, 64, 32, (DecodeExtras){.window = 100});                  /* wider than the sequence */
