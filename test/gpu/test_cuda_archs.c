@@ -290,7 +290,7 @@ static long step_launches(const char *args) {
  * windowed / soft-capped / q-k-normed attention is one launch as llama's, GeGLU rides on the
  * gate|up product as SwiGLU does, and the two post norms on the products after them
  * (ZR_CUF_MV_ADDNORM). Per step gemma adds the embedding scale, gemma2 also the final soft-cap.
- * (Before: 13 launches per gemma3 layer against llama's 5.) */
+ * (Before: 12 launches per gemma3 layer against llama's 5.) */
 ZT_TEST(gemma_decode_launches_what_llama_does) {
     if (!gpu_env()) return;
     const int L = 7; /* --layers below */
