@@ -253,4 +253,26 @@ ZT_TEST(info_shows_the_experts_and_a_tokens_share) {
     zt_proc_free(&r);
 }
 
+ZT_TEST(bench_counts_the_bytes_of_the_chosen_experts_not_the_file) {
+    NEED_SYNTH();
+    if (!getenv("ZRUN")) {
+        zt_skip("$ZRUN is not set (run through meson test)");
+        return;
+    }
+    char p[4096];
+    ZT_CHECK(synth("b.gguf", "--arch qwen3moe --layers 2 --type f32", p, sizeof p) == 0);
+    ZrModel m;
+    ZrError err;
+    ZT_CHECKF(zr_model_load(&m, p, &err) == 0, "%s", err.msg);
+    char want[64];
+    snprintf(want, sizeof want, "\"bytes_per_token\": %llu,", (unsigned long long)m.bytes_per_token);
+    ZT_CHECK(m.bytes_per_token < m.gguf.len / 2); /* 4 of 16 experts: well under half the file */
+    zr_model_free(&m);
+    ZtProc r = zt_proc_zrun(NULL, (const char *const[]){"bench", "-m", p, "-p", "4", "-n", "2", "-r", "1", "-o", "json", "--device", "cpu", "-t", "1", NULL},
+                            NULL);
+    ZT_CHECKF(r.status == 0, "%s", r.err);
+    ZT_CHECKF(strstr(r.out, want), "'%s' not in: %s", want, r.out);
+    zt_proc_free(&r);
+}
+
 int main(void) { return zt_run(); }
