@@ -189,6 +189,32 @@ ZT_TEST(prefill_and_token_by_token_decode_give_the_same_logits) {
     unload(&b);
 }
 
+ZT_TEST(the_chosen_experts_change_from_token_to_token) {
+    NEED_SYNTH();
+    char p[4096];
+    ZT_CHECK(synth("ch.gguf", "--arch qwen3moe --layers 2 --seed 3 --type f32", p, sizeof p) == 0);
+    Loaded l;
+    ZT_CHECK(load(&l, p, 64));
+    ZT_CHECK(zr_cpu_backend_moe_last(l.be, 0) == NULL); /* before any token */
+    static float lg[V];
+    ZrError err;
+    int32_t sets[N_TOK][4];
+    int distinct = 0;
+    for (int t = 0; t < N_TOK; t++) {
+        ZT_CHECKF(l.be->forward(l.be, &k_tokens[t], 1, t, lg, false, &err) == 0, "%s", err.msg);
+        const int32_t *ids = zr_cpu_backend_moe_last(l.be, 1);
+        ZT_CHECK(ids != NULL);
+        memcpy(sets[t], ids, sizeof sets[t]);
+        bool seen = false;
+        for (int u = 0; u < t && !seen; u++) seen = !memcmp(sets[u], sets[t], sizeof sets[t]);
+        distinct += !seen;
+        for (int j = 0; j < 4; j++) ZT_CHECK(ids[j] >= 0 && ids[j] < 16);
+    }
+    fprintf(stderr, "  layer 1: %d distinct expert sets (ordered) over %d tokens\n", distinct, N_TOK);
+    ZT_CHECK(distinct > N_TOK / 2);
+    unload(&l);
+}
+
 /* ---- llama.cpp ---- */
 
 typedef struct Case {

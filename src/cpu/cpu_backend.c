@@ -198,7 +198,7 @@ static void ffn_block(CpuBackend *c, int il, int n) {
     const ZrLayer *L = &c->m->layers[il];
     rmsnorm_rows(c->xn, c->x, &L->ffn_norm, n, hp->rms_eps);
     if (L->facts.n_expert) {
-        zr_cpu_moe_ffn(&c->moe, c->pool, &c->tiles, L, hp->n_embd, c->xn, n, c->delta);
+        zr_cpu_moe_ffn(&c->moe, c->pool, &c->tiles, L, il, hp->n_embd, c->xn, n, c->delta);
         zr_cpu_add(c->x, c->delta, (int64_t)n * hp->n_embd);
         return;
     }
@@ -274,6 +274,12 @@ static int reserve(CpuBackend *c, int n, ZrError *err) {
     }
     c->cap = n;
     return 0;
+}
+
+const int32_t *zr_cpu_backend_moe_last(const ZrBackend *be, int il) {
+    const CpuBackend *c = (const CpuBackend *)be;
+    if (!c->moe.last || il < 0 || il >= c->m->hp.n_layer || !c->m->layers[il].facts.n_expert || c->n_past == 0) return NULL;
+    return c->moe.last + (int64_t)il * c->moe.max_used;
 }
 
 /* ---- the interface ---- */

@@ -40,6 +40,7 @@ void zr_cpu_moe_free(ZrCpuMoe *moe) {
     free(moe->up);
     free(moe->down);
     free(moe->out);
+    free(moe->last);
     memset(moe, 0, sizeof *moe);
 }
 
@@ -63,7 +64,10 @@ int zr_cpu_moe_init(ZrCpuMoe *moe, const ZrModel *m, int cap, ZrError *err) {
     moe->up = malloc(t * (size_t)n_ff * f);
     moe->down = malloc(t * e * f);
     moe->out = malloc(t * (size_t)n_used * e * f);
-    if (!moe->logits || !moe->ids || !moe->weights || !moe->slot || !moe->xg || !moe->gate || !moe->up || !moe->down || !moe->out) {
+    moe->last = calloc((size_t)m->hp.n_layer * (size_t)n_used, sizeof(int32_t));
+    moe->max_used = n_used;
+    if (!moe->logits || !moe->ids || !moe->weights || !moe->slot || !moe->xg || !moe->gate || !moe->up || !moe->down || !moe->out ||
+        !moe->last) {
         zr_cpu_moe_free(moe);
         return zr_err(err, ZR_E_NOMEM, "cpu backend: out of memory for the expert activations of %d tokens", cap);
     }
@@ -71,8 +75,8 @@ int zr_cpu_moe_init(ZrCpuMoe *moe, const ZrModel *m, int cap, ZrError *err) {
     return 0;
 }
 
-void zr_cpu_moe_ffn(ZrCpuMoe *moe, ZrCpuPool *pool, const ZrCpuScratch *tiles, const ZrLayer *L, int n_embd, const float *xn,
-                    int n, float *y) {
+void zr_cpu_moe_ffn(ZrCpuMoe *moe, ZrCpuPool *pool, const ZrCpuScratch *tiles, const ZrLayer *L, int il, int n_embd,
+                    const float *xn, int n, float *y) {
     const ZrLayerFacts *f = &L->facts;
     const int n_expert = f->n_expert, k = f->n_expert_used, ff = f->n_ff_expert;
     const size_t row = (size_t)n_embd * sizeof(float);
@@ -81,6 +85,7 @@ void zr_cpu_moe_ffn(ZrCpuMoe *moe, ZrCpuPool *pool, const ZrCpuScratch *tiles, c
     for (int t = 0; t < n; t++)
         zr_cpu_moe_route(moe->logits + (int64_t)t * n_expert, moe->logits + (int64_t)t * n_expert, n_expert, k, moe->ids + (int64_t)t * k,
                          moe->weights + (int64_t)t * k);
+    memcpy(moe->last + (int64_t)il * moe->max_used, moe->ids + (int64_t)(n - 1) * k, sizeof(int32_t) * (size_t)k);
     /* each expert once over the tokens that chose it (a row's dot product gives the same bits for
      * one token or many: matmul.h), its outputs put back in each token's slot of the order chosen */
     for (int e = 0; e < n_expert; e++) {

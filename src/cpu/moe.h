@@ -5,6 +5,7 @@
 #pragma once
 #include <stdint.h>
 
+#include "backend.h"
 #include "cpu/matmul.h"
 #include "cpu/pool.h"
 #include "model.h"
@@ -30,11 +31,18 @@ typedef struct ZrCpuMoe {
     float *up;       /* [cap][n_ff_expert] */
     float *down;     /* [cap][n_embd] one expert's outputs */
     float *out;      /* [cap][n_used][n_embd] each token's experts' outputs, in the order chosen */
+    int max_used;    /* the largest n_expert_used of the model's layers */
+    int32_t *last;   /* [n_layer][max_used] the experts the last token of the last batch chose per layer */
 } ZrCpuMoe;
 
 int zr_cpu_moe_init(ZrCpuMoe *moe, const ZrModel *m, int cap, ZrError *err);
 void zr_cpu_moe_free(ZrCpuMoe *moe);
 /* The FFN of MoE layer L over n tokens: y[n][n_embd] = sum over each token's chosen experts e (in
  * the order chosen) of weight_e * down_e(silu(gate_e x) * up_e x), x = xn[n][n_embd] (normed). */
-void zr_cpu_moe_ffn(ZrCpuMoe *moe, ZrCpuPool *pool, const ZrCpuScratch *tiles, const ZrLayer *L, int n_embd, const float *xn,
-                    int n, float *y);
+void zr_cpu_moe_ffn(ZrCpuMoe *moe, ZrCpuPool *pool, const ZrCpuScratch *tiles, const ZrLayer *L, int il, int n_embd,
+                    const float *xn, int n, float *y);
+
+/* The experts the last token the CPU backend be computed chose in layer il (its n_expert_used of
+ * them, largest weight first), NULL for a dense layer or before any token: what the tests show
+ * of the routing (e.g. that the chosen experts change from token to token). */
+const int32_t *zr_cpu_backend_moe_last(const ZrBackend *be, int il);

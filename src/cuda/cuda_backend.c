@@ -253,9 +253,6 @@ static int refuse_facts(const ZrModel *m, ZrError *err) {
         if (f->post_ffn_norm && f->act != ZR_ACT_GELU_TANH)
             return zr_err(err, ZR_E_UNSUPPORTED, "%s: layer %d: the CUDA backend has no kernel yet for a norm after a %s FFN (use --device cpu)",
                           hp->arch_name, il, zr_act_name(f->act));
-        if (f->n_expert)
-            return zr_err(err, ZR_E_UNSUPPORTED, "%s: layer %d: the CUDA backend has no mixture-of-experts kernels yet (%d experts, %d used; use --device cpu)",
-                          hp->arch_name, il, f->n_expert, f->n_expert_used);
     }
     return 0;
 }
