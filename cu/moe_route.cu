@@ -39,6 +39,7 @@ ZR_KERNEL void __launch_bounds__(32)
             const int oe = __shfl_xor_sync(0xffffffffu, be, o);
             if (ob > best || (ob == best && oe < be)) best = ob, be = oe;
         }
+        if (be >= n_expert) be = 0; // NaN logits choose nothing: expert 0, never past the table (the logits check reports them)
         if (lane == 0) {
             taken[be] = 1;
             chosen[j] = best;
