@@ -69,3 +69,23 @@ ZR_KERNEL void __launch_bounds__(256)
     for (int j = 1; j < k; j++) acc = __fadd_rn(acc, __fmul_rn(o[(size_t)j * n + i], w[j]));
     x[r * n + i] += acc;
 }
+
+// moe_gather_f32: out[i][0..n) = x[idx[i]][0..n) for i < rows (one expert's tokens, gathered for
+// its GEMMs). grid (ceil(n/256), rows), block 256.
+ZR_KERNEL void __launch_bounds__(256)
+    moe_gather_f32(const float *__restrict__ x, const int *__restrict__ idx, float *__restrict__ out, int n) {
+    zr_grid_enter();
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    out[(size_t)blockIdx.y * n + i] = x[(size_t)idx[blockIdx.y] * n + i];
+}
+
+// moe_scatter_f32: out[slot[i]][0..n) = src[i][0..n) for i < rows (an expert's outputs put back
+// into their tokens' slots: slot = token * n_used + j). grid (ceil(n/256), rows), block 256.
+ZR_KERNEL void __launch_bounds__(256)
+    moe_scatter_f32(const float *__restrict__ src, const int *__restrict__ slot, float *__restrict__ out, int n) {
+    zr_grid_enter();
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    out[(size_t)slot[blockIdx.y] * n + i] = src[(size_t)blockIdx.y * n + i];
+}

@@ -260,9 +260,8 @@ int zr_cuf_prefill(ZrCuForward *f, const int32_t *tokens, int n, int pos, float 
         } else if ((rc = gemm_group(f, &G->wo, 1, &zero, n, f->att, f->x, f->n_embd, 1.0f, false, err))) {
             return rc;
         }
-        if (f->m->layers[il].facts.n_expert) { /* the routed FFN, row by row (cuda/moe.h) */
-            for (int r = 0; r < n; r++)
-                if ((rc = zr_cuf_moe_ffn(f, il, fptr(f->x, (size_t)r * f->n_embd), G->ffn_norm, err))) return rc;
+        if (f->m->layers[il].facts.n_expert) { /* the routed FFN, rows grouped by expert (cuda/moe.h) */
+            if ((rc = zr_cuf_moe_prefill(f, il, n, G->ffn_norm, err))) return rc;
             continue;
         }
         if ((rc = prefill_norm(f, G->ffn_norm, n, h_gu, err))) return rc;

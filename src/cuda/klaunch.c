@@ -176,3 +176,14 @@ int zr_k_moe_combine(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr out, CUdev
     return ZR_LAUNCH(l, &k->moe_combine, ZR_DIM3(cdiv((size_t)n, 256), (unsigned)rows, 1), ZR_DIM1(256), 0, err, &out, &weights,
                      &n_used, &x, &n);
 }
+
+int zr_k_moe_gather(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdeviceptr idx, CUdeviceptr out, int n, int rows,
+                    ZrError *err) {
+    return ZR_LAUNCH(l, &k->moe_gather, ZR_DIM3(cdiv((size_t)n, 256), (unsigned)rows, 1), ZR_DIM1(256), 0, err, &x, &idx, &out, &n);
+}
+
+int zr_k_moe_scatter(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr src, CUdeviceptr slot, CUdeviceptr out, int n, int rows,
+                     ZrError *err) {
+    return ZR_LAUNCH(l, &k->moe_scatter, ZR_DIM3(cdiv((size_t)n, 256), (unsigned)rows, 1), ZR_DIM1(256), 0, err, &src, &slot, &out,
+                     &n);
+}

@@ -96,6 +96,11 @@ int zr_k_moe_route(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr logits, int 
 /* moe_combine_f32: x[r][0..n) += sum_j weights[r][j] out[r][j][0..n) */
 int zr_k_moe_combine(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr out, CUdeviceptr weights, int n_used, CUdeviceptr x,
                      int n, int rows, ZrError *err);
+/* moe_gather_f32: out[i] = x[idx[i]] / moe_scatter_f32: out[slot[i]] = src[i], rows of n floats, i < rows */
+int zr_k_moe_gather(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdeviceptr idx, CUdeviceptr out, int n, int rows,
+                    ZrError *err);
+int zr_k_moe_scatter(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr src, CUdeviceptr slot, CUdeviceptr out, int n, int rows,
+                     ZrError *err);
 /* attn_part_swa_f32 + attn_combine_f32: zr_k_attn_split with a sliding window (the last `window`
  * positions; 0 = all) and an attention soft-cap (0 = none) */
 int zr_k_attn_split_swa(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,

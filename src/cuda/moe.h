@@ -4,8 +4,16 @@
  * launches that read the chosen experts from device memory (router matvec with the FFN norm
  * fused, moe_route_f32 writing ids and weights, matvec_id GLU, matvec_id down, moe_combine_f32
  * into the residual): the same launches every token, so the recorded graph serves every token
- * and nothing goes to the host. The prefill runs the same kernels row by row (F32, exactly the
- * decode's arithmetic). */
+ * and nothing goes to the host.
+ *
+ * The prefill groups a chunk's tokens by expert: the router for every row (an F32 GEMM for an
+ * F32 router), moe_route_f32 over the rows, the ids to the host once per layer and chunk, then
+ * per chosen expert its rows gathered, gate|up and down through the prefill's cuBLASLt path
+ * (the expert's rows of the stacked matrices dequantized to F16, as every prefill weight) and
+ * the outputs scattered back to their tokens' slots, mixed as in the decode. One GEMM per expert
+ * and matrix rather than a grouped or batched GEMM: the experts' weights must be dequantized to
+ * F16 anyway, one expert at a time into the one dequantization buffer, and cuBLASLt has no
+ * grouped GEMM over operands that do not exist yet. */
 #pragma once
 #include "cuda/forward.h"
 
@@ -23,6 +31,17 @@ typedef struct ZrCuMoe {
     CUdeviceptr weights;        /* f32 [max n_used] their renormalized weights */
     CUdeviceptr ff;             /* f32 [max n_used][ff_stride] silu(gate) * up of each chosen expert */
     CUdeviceptr out;            /* f32 [max n_used][n_embd] each chosen expert's output */
+    /* the prefill's, for ZR_CUF_UBATCH rows (UB) */
+    CUdeviceptr p_logits;       /* f32 [UB][max n_expert] */
+    CUdeviceptr p_ids;          /* i32 [UB][max n_used] */
+    CUdeviceptr p_weights;      /* f32 [UB][max n_used] */
+    CUdeviceptr p_idx, p_slot;  /* i32 [UB max n_used]: rows and their slots (row n_used + j), grouped by expert */
+    CUdeviceptr p_x;            /* f32 [UB][n_embd] one expert's rows of xn */
+    CUdeviceptr p_y;            /* f32 [UB][n_embd] one expert's outputs */
+    CUdeviceptr p_out;          /* f32 [UB][max n_used][n_embd] every row's experts' outputs, in the order chosen */
+    int32_t *h_ids;             /* host [UB max n_used] */
+    int32_t *h_idx, *h_slot;    /* host [UB max n_used] */
+    int32_t *h_start;           /* host [max n_expert + 1]: expert e's rows are h_idx[h_start[e] .. h_start[e + 1]) */
     ZrCuMoeLayer layers[];      /* [n_layer] */
 } ZrCuMoe;
 
@@ -36,3 +55,6 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err);
 /* x[n_embd] += the MoE FFN of layer il on RMSNorm(x) * norm_w: launches only (the decode step's,
  * and the prefill's per row). */
 int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, ZrError *err);
+/* f->x[n][n_embd] += the MoE FFN of layer il on each row's RMSNorm(x) * norm_w (n <= ZR_CUF_UBATCH),
+ * the rows grouped by expert; one copy of the chosen ids to the host (it synchronizes). */
+int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrError *err);
