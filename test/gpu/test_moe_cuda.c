@@ -15,7 +15,11 @@
 
 #include "backend.h"
 #include "cpu/moe.h"
+#include "cpu/ops.h"
+#include "cuda/klaunch.h"
+#include "cuda/weights.h"
 #include "gpu_env.h"
+#include "quant.h"
 #include "model.h"
 #include "zt.h"
 #include "zt_fixtures.h"
@@ -82,6 +86,163 @@ static float *cpu_logits(const ZrModel *m, int n_ctx) {
     be->destroy(be);
     return lg;
 }
+
+/* ---- the kernels alone ---- */
+
+/* n_expert random [n_in, n_rows] matrices of `type`, stacked (ggml layout, zr_row_bytes per row). */
+static uint8_t *random_experts(uint32_t type, int n_in, int n_total, uint64_t *s) {
+    const size_t rb = zr_row_bytes(type, n_in);
+    uint8_t *w = malloc(rb * n_total);
+    float *row = malloc(sizeof(float) * n_in);
+    for (int r = 0; r < n_total; r++) {
+        const float scale = 0.02f + 0.2f * (gpu_rand(s) + 1.0f), off = 0.3f * scale * gpu_rand(s);
+        for (int i = 0; i < n_in; i++) row[i] = off + scale * gpu_rand(s);
+        zr_quantize_row(type, row, w + rb * r, n_in);
+    }
+    free(row);
+    return w;
+}
+
+static ZrCuWeight upload_stacked(GpuEnv *g, uint32_t type, const uint8_t *w, int n_in, int n_out) {
+    const size_t rb = zr_row_bytes(type, n_in), mb = zr_cuw_main_row_bytes(type, n_in) * n_out, sb = zr_cuw_side_bytes(type, n_in, n_out);
+    uint8_t *hm = calloc(1, mb), *hs = calloc(1, sb ? sb : 1);
+    for (int r = 0; r < n_out; r++) zr_cuw_repack_row(type, w + rb * r, n_in, r, n_out, hm, hs);
+    ZrCuWeight dw = {.type = type, .n_in = n_in, .n_out = n_out, .main = gpu_upload(g, hm, mb), .side = sb ? gpu_upload(g, hs, sb) : 0};
+    free(hm);
+    free(hs);
+    return dw;
+}
+
+/* matvec_id_<type> against zr_dot_row on the chosen experts' rows: plain (each slot its own x)
+ * and RMSNorm + GLU (one x, each expert's gate rows then up rows); bound as test_kernels.c's. */
+ZT_TEST(matvec_id_computes_the_chosen_experts_rows_of_every_type) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    static const uint32_t types[] = {ZR_TYPE_F32,  ZR_TYPE_F16,  ZR_TYPE_BF16, ZR_TYPE_Q8_0, ZR_TYPE_Q4_0, ZR_TYPE_Q4_1, ZR_TYPE_Q5_0,
+                                     ZR_TYPE_Q5_1, ZR_TYPE_Q2_K, ZR_TYPE_Q3_K, ZR_TYPE_Q4_K, ZR_TYPE_Q5_K, ZR_TYPE_Q6_K};
+    enum { N_IN = 512, ROWS = 96, N_EXPERT = 6, K = 3 };
+    const int32_t ids[K] = {4, 0, 5}; /* the last expert, the first, one between */
+    int failed = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const uint32_t type = types[ti];
+        uint64_t s = 77 + type;
+        uint8_t *w = random_experts(type, N_IN, ROWS * N_EXPERT, &s);
+        const size_t rb = zr_row_bytes(type, N_IN);
+        static float x[K][N_IN], xn[N_IN], gw[N_IN], y[K * ROWS], deq[N_IN];
+        for (int j = 0; j < K; j++)
+            for (int i = 0; i < N_IN; i++) x[j][i] = gpu_rand(&s);
+        for (int i = 0; i < N_IN; i++) gw[i] = 1.0f + 0.2f * gpu_rand(&s);
+        ZrCuWeight dw = upload_stacked(g, type, w, N_IN, ROWS * N_EXPERT);
+        CUdeviceptr dx = gpu_upload(g, x, sizeof x), dids = gpu_upload(g, ids, sizeof ids), dg = gpu_upload(g, gw, sizeof gw);
+        CUdeviceptr dy = gpu_alloc(g, sizeof y);
+        ZrError e = {0};
+        double worst = 0, worst_glu = 0;
+        for (int glu = 0; glu < 2; glu++) {
+            const int mode = glu ? ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU : ZR_CUF_MV_PLAIN, results = glu ? ROWS / 2 : ROWS;
+            const ZrCuWeight one = {.type = type, .n_in = N_IN, .n_out = ROWS};
+            int rc = zr_k_matvec_id(&g->l, &g->k.mv_id[type], zr_cuf_mv_rows_per_warp(type), &dw, ROWS, dids, K, dx, glu ? 0 : N_IN, dy,
+                                    results, glu ? dg : 0, 1e-5f, mode, zr_cuf_mv_shape(&g->k, &one, mode), &e);
+            ZT_CHECKF(rc == 0, "%s: %s", zr_type_name(type), e.msg);
+            gpu_download(g, y, dy, sizeof(float) * K * results);
+            if (glu) zr_cpu_rmsnorm(xn, x[0], gw, N_IN, 1e-5f);
+            for (int j = 0; j < K; j++) {
+                const float *xr = glu ? xn : x[j];
+                for (int r = 0; r < results; r++) {
+                    double ref[2], tol[2];
+                    for (int h = 0; h < 1 + glu; h++) {
+                        const uint8_t *row = w + rb * ((size_t)ids[j] * ROWS + r + h * results);
+                        ref[h] = zr_dot_row(type, row, xr, N_IN);
+                        zr_dequant_row(type, row, deq, N_IN);
+                        double mag = 0;
+                        for (int i = 0; i < N_IN; i++) mag += fabs((double)deq[i] * xr[i]);
+                        tol[h] = 1e-5 * mag + 1e-5 * fabs(ref[h]);
+                    }
+                    double want = ref[0], t = tol[0];
+                    if (glu) {
+                        const double sg = ref[0] / (1.0 + exp(-ref[0]));
+                        want = sg * ref[1];
+                        t = 1.1 * tol[0] * fabs(ref[1]) + fabs(sg) * tol[1] + 1e-6 * fabs(want);
+                    }
+                    const float got = ((const float *)y)[j * results + r]; /* slot j's row at j * results */
+                    const double q = isfinite(got) ? fabs(got - want) / t : 1e30;
+                    if (glu) worst_glu = q > worst_glu ? q : worst_glu;
+                    else worst = q > worst ? q : worst;
+                }
+            }
+        }
+        const bool ok = worst <= 1 && worst_glu <= 1;
+        fprintf(stderr, "  matvec_id %-5s worst |diff|/bound plain %.3g, rmsnorm+glu %.3g%s\n", zr_type_name(type), worst, worst_glu,
+                ok ? "  PASS" : "  FAIL");
+        failed += !ok;
+        gpu_free(g, dw.main);
+        if (dw.side) gpu_free(g, dw.side);
+        gpu_free(g, dx);
+        gpu_free(g, dids);
+        gpu_free(g, dg);
+        gpu_free(g, dy);
+        free(w);
+    }
+    ZT_CHECKF(failed == 0, "%d types over the bound", failed);
+}
+
+/* moe_route_f32 chooses the CPU reference's experts in its order, with its weights (to float
+ * rounding), for rows of random logits of 8 to 256 experts; moe_combine_f32 mixes as the CPU. */
+ZT_TEST(route_and_combine_match_the_cpu_reference) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    static const int shapes[][2] = {{8, 2}, {16, 4}, {64, 8}, {128, 8}, {256, 1}, {5, 5}};
+    enum { ROWS = 33, N = 300 };
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int ne = shapes[si][0], k = shapes[si][1];
+        uint64_t s = 1000 + si;
+        float *lg = malloc(sizeof(float) * ROWS * ne), *probs = malloc(sizeof(float) * ne);
+        int32_t *ids = malloc(sizeof(int32_t) * ROWS * k), *gids = malloc(sizeof(int32_t) * ROWS * k);
+        float *w = malloc(sizeof(float) * ROWS * k), *gw = malloc(sizeof(float) * ROWS * k);
+        for (int i = 0; i < ROWS * ne; i++) lg[i] = 3.0f * gpu_rand(&s);
+        for (int r = 0; r < ROWS; r++) zr_cpu_moe_route(lg + r * ne, probs, ne, k, ids + r * k, w + r * k);
+        CUdeviceptr dl = gpu_upload(g, lg, sizeof(float) * ROWS * ne), di = gpu_alloc(g, sizeof(int32_t) * ROWS * k),
+                    dw = gpu_alloc(g, sizeof(float) * ROWS * k);
+        ZrError e = {0};
+        ZT_CHECKF(zr_k_moe_route(&g->l, &g->k, dl, ne, k, di, dw, ROWS, &e) == 0, "%s", e.msg);
+        gpu_download(g, gids, di, sizeof(int32_t) * ROWS * k);
+        gpu_download(g, gw, dw, sizeof(float) * ROWS * k);
+        int same = 0;
+        double worst = 0;
+        for (int i = 0; i < ROWS * k; i++) {
+            same += ids[i] == gids[i];
+            const double d = fabs((double)w[i] - gw[i]);
+            if (d > worst) worst = d;
+        }
+        fprintf(stderr, "  route %3d experts, %d used: ids %d/%d equal, weights max|diff| %.2g%s\n", ne, k, same, ROWS * k, worst,
+                same == ROWS * k && worst < 1e-6 ? "  PASS" : "  FAIL");
+        ZT_CHECK(same == ROWS * k && worst < 1e-6);
+        /* the mix: x += sum_j w_j out_j */
+        float *out = malloc(sizeof(float) * ROWS * k * N), *x = malloc(sizeof(float) * ROWS * N), *gx = malloc(sizeof(float) * ROWS * N);
+        for (int i = 0; i < ROWS * k * N; i++) out[i] = gpu_rand(&s);
+        for (int i = 0; i < ROWS * N; i++) x[i] = gpu_rand(&s);
+        CUdeviceptr dout = gpu_upload(g, out, sizeof(float) * ROWS * k * N), dx = gpu_upload(g, x, sizeof(float) * ROWS * N);
+        ZT_CHECKF(zr_k_moe_combine(&g->l, &g->k, dout, dw, k, dx, N, ROWS, &e) == 0, "%s", e.msg);
+        gpu_download(g, gx, dx, sizeof(float) * ROWS * N);
+        int exact = 0;
+        for (int r = 0; r < ROWS; r++)
+            for (int i = 0; i < N; i++) {
+                float acc = out[(size_t)(r * k) * N + i] * gw[r * k];
+                for (int j = 1; j < k; j++) acc += out[(size_t)(r * k + j) * N + i] * gw[r * k + j];
+                const float want = x[r * N + i] + acc;
+                exact += !memcmp(&want, &gx[r * N + i], sizeof want);
+            }
+        fprintf(stderr, "  combine %d used: %d/%d values equal the CPU's bit for bit%s\n", k, exact, ROWS * N, exact == ROWS * N ? "  PASS" : "  FAIL");
+        ZT_CHECK(exact == ROWS * N);
+        gpu_free(g, dl);
+        gpu_free(g, di);
+        gpu_free(g, dw);
+        gpu_free(g, dout);
+        gpu_free(g, dx);
+        free(lg), free(probs), free(ids), free(gids), free(w), free(gw), free(out), free(x), free(gx);
+    }
+}
+
+/* ---- whole models ---- */
 
 ZT_TEST(moe_decode_and_prefill_match_the_cpu) {
     if (!gpu_env()) return;
