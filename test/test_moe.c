@@ -233,6 +233,8 @@ static const Case k_cases[] = {
     {"llama-moe-F16", "--arch llama --layers 3 --seed 6 --experts 8 --experts-used 2 --type f16"},
     {"llama-moe-Q4_K_M", "--arch llama --layers 3 --seed 6 --experts 8 --experts-used 2 --type q4_k_m"},
     {"llama-moe-top1-F32", "--arch llama --layers 2 --seed 8 --experts 4 --experts-used 1 --ff-expert 128 --type f32"},
+    /* a mixed quantization: up experts in another type than gate */
+    {"qwen3moe-mixed-Q4_K", "--arch qwen3moe --layers 2 --seed 12 --type q4_k --up-type q8_0"},
 };
 
 ZT_TEST(qwen3moe_and_mixtral_style_llama_logits_match_llama_cpp) {

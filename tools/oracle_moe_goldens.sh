@@ -33,4 +33,5 @@ llama-moe-F32 --arch llama --layers 3 --seed 6 --experts 8 --experts-used 2 --ty
 llama-moe-F16 --arch llama --layers 3 --seed 6 --experts 8 --experts-used 2 --type f16
 llama-moe-Q4_K_M --arch llama --layers 3 --seed 6 --experts 8 --experts-used 2 --type q4_k_m
 llama-moe-top1-F32 --arch llama --layers 2 --seed 8 --experts 4 --experts-used 1 --ff-expert 128 --type f32
+qwen3moe-mixed-Q4_K --arch qwen3moe --layers 2 --seed 12 --type q4_k --up-type q8_0
 CASES

@@ -48,6 +48,7 @@ static const char k_usage[] =
     "      --experts-used K  experts chosen per token (with --experts)\n"
     "      --ff-expert N     each expert's hidden width (qwen3moe: expert_feed_forward_length; llama: the\n"
     "                        feed-forward length, as llama.cpp reads it)\n"
+    "      --up-type T       the type of ffn_up_exps alone (a mixed quantization; default: --type's)\n"
     "      --tied, --untied  output projection tied to token_embd (no output.weight), or not\n"
     "      --type T          f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k q4_k_m\n"
     "                        (default f16; q4_k_m: q4_K with q6_K for output and some attn_v/ffn_down)\n"
@@ -219,7 +220,7 @@ static int add_experts(Tensor *t, int n, const char *name, uint32_t type, int64_
 
 /* llama.cpp's tensor names and GGUF shapes ([ne0 = input dim, ne1 = output dim]). */
 static int build_tensors(Tensor *t, const char *arch, const Shape *s, uint32_t type, bool mix, bool tied, float std,
-                         int64_t rope_factors) {
+                         int64_t rope_factors, uint32_t up_type) {
     int n = 0;
     char name[64];
     int64_t q = s->heads * s->head_dim, kv = s->kv_heads * s->head_dim;
@@ -259,7 +260,7 @@ static int build_tensors(Tensor *t, const char *arch, const Shape *s, uint32_t t
             const int64_t ff = s->ff_exp, ne = s->experts;
             n = add(t, n, NAME("ffn_gate_inp.weight"), ZR_TYPE_F32, s->embd, ne, INIT_MATRIX, std);
             n = add_experts(t, n, NAME("ffn_gate_exps.weight"), type, s->embd, ff, ne, std);
-            n = add_experts(t, n, NAME("ffn_up_exps.weight"), type, s->embd, ff, ne, std);
+            n = add_experts(t, n, NAME("ffn_up_exps.weight"), up_type, s->embd, ff, ne, std);
             n = add_experts(t, n, NAME("ffn_down_exps.weight"), more, ff, s->embd, ne, tied ? 5 * std : std);
         } else if (phi3) { /* gate rows, then up rows */
             n = add(t, n, NAME("ffn_up.weight"), type, s->embd, 2 * s->ff, INIT_MATRIX, std);
@@ -437,7 +438,7 @@ static bool parse_i64(const char *s, int64_t *out) {
 int main(int argc, char **argv) {
     enum { O_ARCH = 256, O_SHAPE, O_EMBD, O_LAYERS, O_HEADS, O_KV, O_HD, O_FF, O_VOCAB, O_CTX, O_THETA, O_EPS, O_TIED,
            O_UNTIED, O_TYPE, O_SEED, O_STD, O_WINDOW, O_ORIG_CTX, O_ATTN_CAP, O_FINAL_CAP, O_ROPE_DIM, O_EXPERTS, O_EXPERTS_USED,
-           O_FF_EXPERT };
+           O_FF_EXPERT, O_UP_TYPE };
     static const struct option opts[] = {
         {"out", required_argument, 0, 'o'},      {"arch", required_argument, 0, O_ARCH},
         {"shape", required_argument, 0, O_SHAPE}, {"embd", required_argument, 0, O_EMBD},
@@ -453,10 +454,10 @@ int main(int argc, char **argv) {
         {"attn-softcap", required_argument, 0, O_ATTN_CAP}, {"final-softcap", required_argument, 0, O_FINAL_CAP},
         {"rope-dim", required_argument, 0, O_ROPE_DIM},
         {"experts", required_argument, 0, O_EXPERTS}, {"experts-used", required_argument, 0, O_EXPERTS_USED},
-        {"ff-expert", required_argument, 0, O_FF_EXPERT},
+        {"ff-expert", required_argument, 0, O_FF_EXPERT}, {"up-type", required_argument, 0, O_UP_TYPE},
         {"help", no_argument, 0, 'h'},            {0, 0, 0, 0},
     };
-    const char *out = NULL, *arch = "llama", *shape_name = "tiny", *vocab_file = NULL, *type_name = "f16";
+    const char *out = NULL, *arch = "llama", *shape_name = "tiny", *vocab_file = NULL, *type_name = "f16", *up_type_name = NULL;
     int64_t ov[8] = {0}; /* embd layers heads kv hd ff vocab ctx overrides */
     double theta = 0, eps = 0, std = 0.05, attn_cap = 0, final_cap = 0;
     int tied = -1, quiet = 0;
@@ -497,6 +498,7 @@ int main(int argc, char **argv) {
         case O_EXPERTS: if (!parse_i64(optarg, &experts)) goto bad_number; break;
         case O_EXPERTS_USED: if (!parse_i64(optarg, &experts_used)) goto bad_number; break;
         case O_FF_EXPERT: if (!parse_i64(optarg, &ff_expert)) goto bad_number; break;
+        case O_UP_TYPE: up_type_name = optarg; break;
         case O_ATTN_CAP: attn_cap = atof(optarg); if (attn_cap <= 0) goto bad_number; break;
         case O_FINAL_CAP: final_cap = atof(optarg); if (final_cap <= 0) goto bad_number; break;
         case 'h': fputs(k_usage, stdout); return 0;
@@ -585,6 +587,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, " or q4_k_m, found '%s'\n", type_name);
         return 2;
     }
+    uint32_t up_type = type;
+    if (up_type_name) {
+        bool up_mix;
+        up_type = parse_type(up_type_name, &up_mix);
+        if (up_type == UINT32_MAX || up_mix || !s.experts) {
+            fprintf(stderr, "zrun-synth: --up-type: expected a type of --type (not q4_k_m) with --experts, found '%s'\n", up_type_name);
+            return 2;
+        }
+    }
     if (threads > 256) threads = 256;
 
     static const char *const gemma_chat[] = {"<start_of_turn>", "<end_of_turn>"};
@@ -649,7 +660,7 @@ int main(int argc, char **argv) {
     int n_max = 3 + (int)s.layers * 14;
     Tensor *ts = calloc((size_t)n_max, sizeof *ts);
     if (!ts) { fprintf(stderr, "zrun-synth: out of memory\n"); return 1; }
-    int nt = build_tensors(ts, arch, &s, type, mix, s.tied, (float)std, phi3 && orig_ctx ? rope_dim / 2 : 0);
+    int nt = build_tensors(ts, arch, &s, type, mix, s.tied, (float)std, phi3 && orig_ctx ? rope_dim / 2 : 0, up_type);
     for (int i = 0; i < nt; i++) zr_gguf_w_tensor(&w, ts[i].name, ts[i].type, ts[i].n_dims, ts[i].ne, NULL);
 
     FILE *f = fopen(out, "wb");

@@ -16,9 +16,10 @@ int zr_cuf_moe_upload_layer(ZrCuForward *f, int il, ZrError *err) {
         if (!f->moe) return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory");
     }
     ZrCuMoeLayer *E = &f->moe->layers[il];
-    if (L->gate_exps.type != L->up_exps.type)
-        return zr_err(err, ZR_E_UNSUPPORTED, "%s and %s: experts' gate and up of different types (%s, %s) are not supported on the GPU",
-                      L->gate_exps.name, L->up_exps.name, zr_type_name(L->gate_exps.type), zr_type_name(L->up_exps.type));
+    const bool split = L->gate_exps.type != L->up_exps.type;
+    if (split && F->n_ff_expert % 4) /* slots of gate | up rows stay 16-byte aligned for the down's SwiGLU input */
+        return zr_err(err, ZR_E_UNSUPPORTED, "%s and %s: gate and up of different types (%s, %s) with experts %d wide (not a multiple of 4) are not supported on the GPU",
+                      L->gate_exps.name, L->up_exps.name, zr_type_name(L->gate_exps.type), zr_type_name(L->up_exps.type), F->n_ff_expert);
     if (F->n_ff_expert > m->hp.n_ff) /* the prefill's expert activations use the dense FFN's buffers */
         return zr_err(err, ZR_E_UNSUPPORTED, "%s: experts %d wide, wider than feed_forward_length %d (not supported on the GPU)",
                       L->down_exps.name, F->n_ff_expert, m->hp.n_ff);
@@ -30,6 +31,12 @@ int zr_cuf_moe_upload_layer(ZrCuForward *f, int il, ZrError *err) {
     if ((rc = zr_cuf_upload_group(f, one, 1, &E->router, &n_out, off, err))) return rc;
     one[0] = &L->down_exps;
     if ((rc = zr_cuf_upload_group(f, one, 1, &E->down, &n_out, off, err))) return rc;
+    if (split) { /* each tensor as one stacked matrix (expert e's rows [e n_ff, (e + 1) n_ff)) */
+        one[0] = &L->gate_exps;
+        if ((rc = zr_cuf_upload_group(f, one, 1, &E->gu, &n_out, off, err))) return rc;
+        one[0] = &L->up_exps;
+        return zr_cuf_upload_group(f, one, 1, &E->up, &n_out, off, err);
+    }
     /* gate_e, up_e for every expert: one stacked matrix, one run (one type) */
     const int n = 2 * F->n_expert;
     ZrWeight *views = malloc(sizeof *views * (size_t)n);
@@ -62,7 +69,7 @@ size_t zr_cuf_moe_layer_bytes(const ZrModel *m, const ZrLayer *L) {
     (void)m;
     if (!L->facts.n_expert) return 0;
     return matrix_bytes(L->ffn_gate_inp.type, L->ffn_gate_inp.ne0, L->ffn_gate_inp.ne1) +
-           matrix_bytes(L->gate_exps.type, L->gate_exps.ne0, 2 * L->gate_exps.ne1) +
+           matrix_bytes(L->gate_exps.type, L->gate_exps.ne0, L->gate_exps.ne1) + matrix_bytes(L->up_exps.type, L->up_exps.ne0, L->up_exps.ne1) +
            matrix_bytes(L->down_exps.type, L->down_exps.ne0, L->down_exps.ne1) + 3 * 256;
 }
 
@@ -99,6 +106,7 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
     if ((rc = zr_cuf_dalloc(f, &M->ids, sizeof(int32_t) * (size_t)n_used, "expert ids", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->weights, sizeof(float) * (size_t)n_used, "expert weights", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->ff, sizeof(float) * (size_t)n_used * M->ff_stride, "expert activations", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->gate_up, sizeof(float) * (size_t)n_used * 2 * n_ff, "expert gate|up", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->out, sizeof(float) * (size_t)n_used * f->n_embd, "expert outputs", err))) return rc;
     /* a graph recorded before any token must not route on garbage */
     if ((rc = zr_cuda_memset8(f->cuda, M->ids, 0, sizeof(int32_t) * (size_t)n_used, err))) return rc;
@@ -113,10 +121,26 @@ int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, Zr
     /* the router on the normed row */
     if ((rc = zr_cuf_matvec(f->launcher, f->k, &E->router, x, M->logits, 0, norm_w, eps, ZR_CUF_MV_RMSNORM, err))) return rc;
     if ((rc = zr_k_moe_route(f->launcher, f->k, M->logits, E->n_expert, E->n_used, M->ids, M->weights, 1, err))) return rc;
+    if (!f->k->has_mv_id[E->gu.type] || !f->k->has_mv_id[E->down.type] || (E->up.main && !f->k->has_mv_id[E->up.type]))
+        return zr_err(err, ZR_E_UNSUPPORTED, "no expert matrix-vector kernel for type %s", zr_type_name(E->gu.type));
+    if (E->up.main) { /* split gate and up: each into its half of gate_up, SwiGLU as down reads it */
+        const ZrCuWeight *gu[2] = {&E->gu, &E->up};
+        for (int h = 0; h < 2; h++) {
+            const ZrCuWeight one = {.type = gu[h]->type, .n_in = gu[h]->n_in, .n_out = E->n_ff};
+            if ((rc = zr_k_matvec_id(f->launcher, &f->k->mv_id[gu[h]->type], zr_cuf_mv_rows_per_warp(gu[h]->type), gu[h], E->n_ff, M->ids,
+                                     E->n_used, x, 0, M->gate_up + (CUdeviceptr)h * E->n_ff * sizeof(float), 2 * E->n_ff, norm_w, eps,
+                                     ZR_CUF_MV_RMSNORM, zr_cuf_mv_shape(f->k, &one, ZR_CUF_MV_RMSNORM), err)))
+                return rc;
+        }
+        const ZrCuWeight one_down = {.type = E->down.type, .n_in = E->down.n_in, .n_out = f->n_embd};
+        if ((rc = zr_k_matvec_id(f->launcher, &f->k->mv_id[E->down.type], zr_cuf_mv_rows_per_warp(E->down.type), &E->down, f->n_embd,
+                                 M->ids, E->n_used, M->gate_up, 2 * E->n_ff, M->out, f->n_embd, 0, 0.0f, ZR_CUF_MV_SWIGLU,
+                                 zr_cuf_mv_shape(f->k, &one_down, ZR_CUF_MV_SWIGLU), err)))
+            return rc;
+        return zr_k_moe_combine(f->launcher, f->k, M->out, M->weights, E->n_used, x, f->n_embd, 1, err);
+    }
     /* silu(gate) * up of each chosen expert, on the normed row (the norm fused again: one row) */
     const ZrCuWeight one_gu = {.type = E->gu.type, .n_in = E->gu.n_in, .n_out = 2 * E->n_ff};
-    if (!f->k->has_mv_id[E->gu.type] || !f->k->has_mv_id[E->down.type])
-        return zr_err(err, ZR_E_UNSUPPORTED, "no expert matrix-vector kernel for type %s", zr_type_name(E->gu.type));
     const int glu = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU;
     if ((rc = zr_k_matvec_id(f->launcher, &f->k->mv_id[E->gu.type], zr_cuf_mv_rows_per_warp(E->gu.type), &E->gu, 2 * E->n_ff, M->ids,
                              E->n_used, x, 0, M->ff, M->ff_stride, norm_w, eps, glu, zr_cuf_mv_shape(f->k, &one_gu, glu), err)))
@@ -209,8 +233,13 @@ int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrErro
         if (!cnt) continue;
         const CUdeviceptr idx = M->p_idx + (CUdeviceptr)at * sizeof(int32_t), slot = M->p_slot + (CUdeviceptr)at * sizeof(int32_t);
         if ((rc = zr_k_moe_gather(f->launcher, f->k, f->xn, idx, M->p_x, d, cnt, err))) return rc;
-        if ((rc = f16_operand(f, &E->gu, M->p_x, d, cnt, err))) return rc;
-        if ((rc = rows_gemm(f, &E->gu, e * 2 * ff, 2 * ff, cnt, M->p_x, f->gu, 2 * ff, err))) return rc;
+        if ((rc = f16_operand(f, E->up.main && E->up.type != ZR_TYPE_F32 ? &E->up : &E->gu, M->p_x, d, cnt, err))) return rc;
+        if (E->up.main) { /* split: gate into the first half of each gu row, up into the second */
+            if ((rc = rows_gemm(f, &E->gu, e * ff, ff, cnt, M->p_x, f->gu, 2 * ff, err))) return rc;
+            if ((rc = rows_gemm(f, &E->up, e * ff, ff, cnt, M->p_x, f->gu + (CUdeviceptr)ff * sizeof(float), 2 * ff, err))) return rc;
+        } else if ((rc = rows_gemm(f, &E->gu, e * 2 * ff, 2 * ff, cnt, M->p_x, f->gu, 2 * ff, err))) {
+            return rc;
+        }
         if ((rc = zr_k_swiglu(f->launcher, f->k, down_f16, f->gu, 2 * ff, down_f16 ? f->xh : f->ff, ff, cnt, err))) return rc;
         if ((rc = rows_gemm(f, &E->down, e * d, d, cnt, f->ff, M->p_y, d, err))) return rc;
         if ((rc = zr_k_moe_scatter(f->launcher, f->k, M->p_y, slot, M->p_out, d, cnt, err))) return rc;

@@ -20,7 +20,10 @@
 typedef struct ZrCuMoeLayer {
     int n_expert, n_used, n_ff; /* 0 experts: a dense layer */
     ZrCuWeight router;          /* [n_embd, n_expert] */
-    ZrCuWeight gu;              /* [n_embd, n_expert * 2 n_ff]: expert e's rows [2 e n_ff, 2 (e + 1) n_ff) = its gate, its up */
+    ZrCuWeight gu;              /* [n_embd, n_expert * 2 n_ff]: expert e's rows [2 e n_ff, 2 (e + 1) n_ff) = its gate, its up;
+                                 * when gate and up differ in type (a mixed quantization) gu is the gate experts
+                                 * [n_embd, n_expert * n_ff] and up the up experts, each launched on its own */
+    ZrCuWeight up;              /* .main == 0 unless split */
     ZrCuWeight down;            /* [n_ff, n_expert * n_embd] */
 } ZrCuMoeLayer;
 
@@ -30,6 +33,7 @@ typedef struct ZrCuMoe {
     CUdeviceptr ids;            /* i32 [max n_used] the chosen experts, largest weight first */
     CUdeviceptr weights;        /* f32 [max n_used] their renormalized weights */
     CUdeviceptr ff;             /* f32 [max n_used][ff_stride] silu(gate) * up of each chosen expert */
+    CUdeviceptr gate_up;        /* f32 [max n_used][2 n_ff]: gate | up of each chosen expert, for split gate and up */
     CUdeviceptr out;            /* f32 [max n_used][n_embd] each chosen expert's output */
     /* the prefill's, for ZR_CUF_UBATCH rows (UB) */
     CUdeviceptr p_logits;       /* f32 [UB][max n_expert] */

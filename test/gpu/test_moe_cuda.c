@@ -47,6 +47,9 @@ static const Case k_cases[] = {
     {"llama-moe-Q4_K_M", "--arch llama --layers 3 --seed 6 --experts 8 --experts-used 2 --type q4_k_m"},
     {"llama-moe-Q5_1", "--arch llama --layers 2 --seed 9 --experts 4 --experts-used 2 --type q5_1"},
     {"llama-moe-top1-F32", "--arch llama --layers 2 --seed 8 --experts 4 --experts-used 1 --ff-expert 128 --type f32"},
+    /* gate and up experts of different types: launched apart, down reads their SwiGLU */
+    {"qwen3moe-mixed-Q4_K", "--arch qwen3moe --layers 2 --seed 12 --type q4_k --up-type q8_0"},
+    {"llama-moe-mixed-Q6_K", "--arch llama --layers 2 --seed 13 --experts 8 --experts-used 2 --type q6_k --up-type f16"},
 };
 #define N_CASES (sizeof k_cases / sizeof k_cases[0])
 
@@ -113,8 +116,9 @@ static ZrCuWeight upload_stacked(GpuEnv *g, uint32_t type, const uint8_t *w, int
     return dw;
 }
 
-/* matvec_id_<type> against zr_dot_row on the chosen experts' rows: plain (each slot its own x)
- * and RMSNorm + GLU (one x, each expert's gate rows then up rows); bound as test_kernels.c's. */
+/* matvec_id_<type> against zr_dot_row on the chosen experts' rows: plain (each slot its own x),
+ * RMSNorm + GLU (one x, each expert's gate rows then up rows) and SwiGLU input (each slot its own
+ * gate | up, as the down of split gate and up experts reads them); bound as test_kernels.c's. */
 ZT_TEST(matvec_id_computes_the_chosen_experts_rows_of_every_type) {
     GpuEnv *g = gpu_env();
     if (!g) return;
@@ -128,25 +132,27 @@ ZT_TEST(matvec_id_computes_the_chosen_experts_rows_of_every_type) {
         uint64_t s = 77 + type;
         uint8_t *w = random_experts(type, N_IN, ROWS * N_EXPERT, &s);
         const size_t rb = zr_row_bytes(type, N_IN);
-        static float x[K][N_IN], xn[N_IN], gw[N_IN], y[K * ROWS], deq[N_IN];
+        static float x[K][2 * N_IN], xn[N_IN], xs[N_IN], gw[N_IN], y[K * ROWS], deq[N_IN];
         for (int j = 0; j < K; j++)
-            for (int i = 0; i < N_IN; i++) x[j][i] = gpu_rand(&s);
+            for (int i = 0; i < 2 * N_IN; i++) x[j][i] = (i < N_IN ? 1.0f : 4.0f) * gpu_rand(&s);
         for (int i = 0; i < N_IN; i++) gw[i] = 1.0f + 0.2f * gpu_rand(&s);
         ZrCuWeight dw = upload_stacked(g, type, w, N_IN, ROWS * N_EXPERT);
         CUdeviceptr dx = gpu_upload(g, x, sizeof x), dids = gpu_upload(g, ids, sizeof ids), dg = gpu_upload(g, gw, sizeof gw);
         CUdeviceptr dy = gpu_alloc(g, sizeof y);
         ZrError e = {0};
-        double worst = 0, worst_glu = 0;
-        for (int glu = 0; glu < 2; glu++) {
-            const int mode = glu ? ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU : ZR_CUF_MV_PLAIN, results = glu ? ROWS / 2 : ROWS;
+        double worst_of[3] = {0, 0, 0};
+        for (int v = 0; v < 3; v++) { /* plain, rmsnorm + glu, swiglu input */
+            const int glu = v == 1;
+            const int mode = v == 1 ? ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU : v == 2 ? ZR_CUF_MV_SWIGLU : ZR_CUF_MV_PLAIN, results = glu ? ROWS / 2 : ROWS;
             const ZrCuWeight one = {.type = type, .n_in = N_IN, .n_out = ROWS};
-            int rc = zr_k_matvec_id(&g->l, &g->k.mv_id[type], zr_cuf_mv_rows_per_warp(type), &dw, ROWS, dids, K, dx, glu ? 0 : N_IN, dy,
+            int rc = zr_k_matvec_id(&g->l, &g->k.mv_id[type], zr_cuf_mv_rows_per_warp(type), &dw, ROWS, dids, K, dx, glu ? 0 : 2 * N_IN, dy,
                                     results, glu ? dg : 0, 1e-5f, mode, zr_cuf_mv_shape(&g->k, &one, mode), &e);
             ZT_CHECKF(rc == 0, "%s: %s", zr_type_name(type), e.msg);
             gpu_download(g, y, dy, sizeof(float) * K * results);
             if (glu) zr_cpu_rmsnorm(xn, x[0], gw, N_IN, 1e-5f);
             for (int j = 0; j < K; j++) {
-                const float *xr = glu ? xn : x[j];
+                if (v == 2) zr_cpu_swiglu(xs, x[j], x[j] + N_IN, N_IN);
+                const float *xr = glu ? xn : v == 2 ? xs : x[j];
                 for (int r = 0; r < results; r++) {
                     double ref[2], tol[2];
                     for (int h = 0; h < 1 + glu; h++) {
@@ -165,14 +171,13 @@ ZT_TEST(matvec_id_computes_the_chosen_experts_rows_of_every_type) {
                     }
                     const float got = ((const float *)y)[j * results + r]; /* slot j's row at j * results */
                     const double q = isfinite(got) ? fabs(got - want) / t : 1e30;
-                    if (glu) worst_glu = q > worst_glu ? q : worst_glu;
-                    else worst = q > worst ? q : worst;
+                    if (q > worst_of[v]) worst_of[v] = q;
                 }
             }
         }
-        const bool ok = worst <= 1 && worst_glu <= 1;
-        fprintf(stderr, "  matvec_id %-5s worst |diff|/bound plain %.3g, rmsnorm+glu %.3g%s\n", zr_type_name(type), worst, worst_glu,
-                ok ? "  PASS" : "  FAIL");
+        const bool ok = worst_of[0] <= 1 && worst_of[1] <= 1 && worst_of[2] <= 1;
+        fprintf(stderr, "  matvec_id %-5s worst |diff|/bound plain %.3g, rmsnorm+glu %.3g, swiglu %.3g%s\n", zr_type_name(type), worst_of[0],
+                worst_of[1], worst_of[2], ok ? "  PASS" : "  FAIL");
         failed += !ok;
         gpu_free(g, dw.main);
         if (dw.side) gpu_free(g, dw.side);
