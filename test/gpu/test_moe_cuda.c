@@ -3,8 +3,8 @@
  *
  * Tolerances (worst row of max|gpu - cpu| / std(cpu row), as test_cuda_backend.c):
  *   decode steps (F32 throughout, as the CPU)                                  <= 3e-5
- *   prefill: the experts run the decode's F32 kernels row by row; the attention's GEMMs multiply
- *   F16 operands for F16 / quantized weights (cuBLASLt)                        <= 1e-2
+ *   prefill: tokens grouped by expert, the router and every expert through cuBLASLt GEMMs that
+ *   multiply F16 operands for F16 / quantized weights                          <= 1e-2
  *   (F32 weights keep F32 operands: <= 3e-5)
  * The graph replays the eager logits bit for bit over 128 greedy steps, while the chosen experts
  * change from token to token (counted on the CPU reference, fed the same tokens). */
