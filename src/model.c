@@ -51,6 +51,15 @@ const void *zr_weight_row(const ZrWeight *w, int64_t r) {
     return (const char *)w->data + (size_t)r * zr_row_bytes(w->type, w->ne0);
 }
 
+ZrWeight zr_weight_expert(const ZrWeight *w, int n_expert, int e) {
+    const int64_t rows = w->ne1 / n_expert;
+    ZrWeight x = *w;
+    x.data = zr_weight_row(w, (int64_t)e * rows);
+    x.ne1 = rows;
+    x.nbytes = zr_row_bytes(w->type, w->ne0) * (uint64_t)rows;
+    return x;
+}
+
 /* ---- hyper-parameters ---- */
 
 typedef struct Keys {
@@ -89,6 +98,7 @@ typedef struct ArchInfo {
 
 static int gemma2_facts(const Keys *k, ZrModel *m);
 static int gemma3_facts(const Keys *k, ZrModel *m);
+static int qwen3moe_facts(const Keys *k, ZrModel *m);
 
 /* gemma2/gemma3/phi3 as llama.cpp de3ff815 loads them (src/models/gemma2.cpp, gemma3.cpp,
  * phi3.cpp: load_arch_hparams, load_arch_tensors; create_tensor_qkv in llama-model.cpp gives
@@ -102,10 +112,28 @@ static const ArchInfo arch_table[] = {
     {"gemma2", ZR_ARCH_GEMMA2, ZR_ROPE_NEOX, ZR_ACT_GELU_TANH, OPTIONAL, ABSENT,   REQUIRED, ABSENT,   ABSENT,   ABSENT,   gemma2_facts},
     {"gemma3", ZR_ARCH_GEMMA3, ZR_ROPE_NEOX, ZR_ACT_GELU_TANH, OPTIONAL, REQUIRED, REQUIRED, OPTIONAL, ABSENT,   ABSENT,   gemma3_facts},
     {"phi3",   ZR_ARCH_PHI3,   ZR_ROPE_NEOX, ZR_ACT_SILU,      OPTIONAL, ABSENT,   ABSENT,   OPTIONAL, REQUIRED, OPTIONAL, NULL},
+    {"qwen3moe", ZR_ARCH_QWEN3MOE, ZR_ROPE_NEOX, ZR_ACT_SILU,  ABSENT,   REQUIRED, ABSENT,   OPTIONAL, ABSENT,   ABSENT,   qwen3moe_facts},
 };
 #define N_ARCH (sizeof arch_table / sizeof arch_table[0])
 
-const char *zr_arch_supported_list(void) { return "llama, qwen2, qwen3, gemma2, gemma3, phi3"; }
+const char *zr_arch_supported_list(void) { return "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe"; }
+
+/* The architectures whose FFN may be a mixture of experts (issue 15), as llama.cpp de3ff815 loads
+ * them (src/models/llama.cpp, qwen3moe.cpp): llama when expert_count says so (Mixtral's layout),
+ * qwen3moe always. Any other architecture with experts is refused by name. */
+static const struct { ZrArch arch; Presence experts; } k_moe_archs[] = {
+    {ZR_ARCH_LLAMA, OPTIONAL},
+    {ZR_ARCH_QWEN3MOE, REQUIRED},
+};
+
+static Presence arch_experts(const ArchInfo *ai) {
+    for (size_t i = 0; i < sizeof k_moe_archs / sizeof k_moe_archs[0]; i++)
+        if (k_moe_archs[i].arch == ai->arch) return k_moe_archs[i].experts;
+    return ABSENT;
+}
+
+/* llama.cpp's LLAMA_MAX_EXPERTS is 1024; no model near the supported ones has more than 512 */
+#define MAX_EXPERTS 1024
 
 /* Architectures near the supported ones that zrun refuses with the reason (a file of one of
  * them would otherwise get the generic "not supported"). */
@@ -117,6 +145,16 @@ static const struct { const char *name, *why; } k_refused[] = {
     {"clip", "this is a multimodal projector (mmproj: a vision or audio tower), not a language model; vision towers are not supported: give the text model's GGUF"},
     {"phimoe", "Phi-3.5-MoE (phimoe) is not supported (no mixture-of-experts yet); Phi-3 dense models (phi3) are"},
     {"phi2", "Phi-2 (LayerNorm, parallel blocks) is not supported; Phi-3 (phi3) is"},
+    {"gpt-oss", "gpt-oss (MXFP4 experts, attention sinks, alternating sliding windows) is not supported yet; Qwen3-MoE (qwen3moe) and Mixtral-style llama experts are"},
+    {"qwen2moe", "Qwen1.5/Qwen2-MoE (shared experts) is not supported; Qwen3-MoE (qwen3moe) is"},
+    {"qwen3next", "Qwen3-Next (linear attention, shared experts) is not supported; Qwen3-MoE (qwen3moe) is"},
+    {"qwen3vlmoe", "Qwen3-VL-MoE (multimodal rope) is not supported; Qwen3-MoE (qwen3moe) is"},
+    {"llama4", "Llama 4 (sigmoid routing, shared expert, chunked attention) is not supported; Mixtral-style llama experts are"},
+    {"deepseek2", "DeepSeek-V2/V3 (MLA attention, grouped sigmoid routing, shared experts) is not supported"},
+    {"olmoe", "OLMoE is not supported; Qwen3-MoE (qwen3moe) and Mixtral-style llama experts are"},
+    {"granitemoe", "Granite-MoE (its own scalings) is not supported; Mixtral-style llama experts are"},
+    {"dbrx", "DBRX is not supported; Mixtral-style llama experts are"},
+    {"grok", "Grok is not supported; Mixtral-style llama experts are"},
 };
 
 static const char *key_name(const Keys *k, const char *suffix, char *buf, size_t cap) {
@@ -267,18 +305,44 @@ static int read_hparams(const ZrGguf *g, const ArchInfo *ai, ZrHparams *hp, ZrEr
 
 /* ---- per-layer facts ---- */
 
-/* expert_count and expert_used_count, read for every architecture as llama.cpp does. A count of
- * 1 is the dense FFN (as zrun has always read it). */
-static int read_experts(const Keys *k, ZrModel *m) {
+/* expert_count and expert_used_count, read for every architecture as llama.cpp does (its
+ * llama_model::load_hparams). On llama a count of 1 is the dense FFN (as zrun has always read it);
+ * qwen3moe needs the keys (llama.cpp throws "n_expert must be > 0 for QWEN3MOE"). Each expert's
+ * width: llama's is feed_forward_length; qwen3moe's is its own key (arch hook). */
+static int read_experts(const Keys *k, ZrModel *m, Presence experts) {
     int n_expert = 0, n_used = 0;
-    int rc = key_int(k, "expert_count", false, &n_expert);
-    if (rc || n_expert <= 1) return rc;
-    if ((rc = key_int(k, "expert_used_count", false, &n_used))) return rc;
+    char key[128];
+    int rc = key_int(k, "expert_count", experts == REQUIRED, &n_expert);
+    if (rc || (n_expert <= 1 && experts != REQUIRED)) return rc;
+    key_name(k, "expert_count", key, sizeof key);
+    if (experts == ABSENT)
+        return zr_err(k->err, ZR_E_UNSUPPORTED, "%s: key '%s' = %d: mixture of experts is supported on llama (Mixtral's layout) and qwen3moe, not on %s",
+                      k->g->path, key, n_expert, k->arch);
+    if (n_expert > MAX_EXPERTS)
+        return zr_err(k->err, ZR_E_FORMAT, "%s: key '%s': expected at most %d experts, found %d", k->g->path, key, MAX_EXPERTS, n_expert);
+    if ((rc = key_int(k, "expert_used_count", true, &n_used))) return rc;
+    if (n_used > n_expert)
+        return zr_err(k->err, ZR_E_FORMAT, "%s: key '%s': expected at most the %d experts, found %d", k->g->path,
+                      key_name(k, "expert_used_count", key, sizeof key), n_expert, n_used);
     for (int il = 0; il < m->hp.n_layer; il++) {
         m->layers[il].facts.n_expert = n_expert;
         m->layers[il].facts.n_expert_used = n_used;
+        m->layers[il].facts.n_ff_expert = m->hp.n_ff;
     }
     return 0;
+}
+
+/* src/models/qwen3moe.cpp: each expert's width is expert_feed_forward_length, else
+ * feed_forward_length / expert_used_count. Qwen3-MoE's norm_topk_prob is not read: llama.cpp
+ * always renormalizes the chosen weights (norm_w = true), and so does zrun. */
+static int qwen3moe_facts(const Keys *k, ZrModel *m) {
+    int n_ff_exp = 0;
+    int rc = key_int(k, "expert_feed_forward_length", false, &n_ff_exp);
+    for (int il = 0; !rc && il < m->hp.n_layer; il++) {
+        ZrLayerFacts *f = &m->layers[il].facts;
+        f->n_ff_expert = n_ff_exp ? n_ff_exp : m->hp.n_ff / f->n_expert_used;
+    }
+    return rc;
 }
 
 /* ---- gemma ---- */
@@ -375,7 +439,7 @@ static int fill_facts(ZrModel *m, const ArchInfo *ai, const ZrGguf *g, ZrError *
                                              .rope_theta = hp->rope_theta,
                                              .rope_freq_scale = hp->rope_freq_scale};
     Keys k = {g, ai->name, err};
-    int rc = read_experts(&k, m);
+    int rc = read_experts(&k, m, arch_experts(ai));
     if (!rc && ai->facts) rc = ai->facts(&k, m);
     return rc;
 }
@@ -411,9 +475,11 @@ static int check_facts(const ZrModel *m, const char *path, ZrError *err) {
         if (!(f->rope_theta > 0.0f) || !isfinite(f->rope_theta) || !(f->rope_freq_scale > 0.0f) || !isfinite(f->rope_freq_scale))
             return zr_err(err, ZR_E_FORMAT, "%s: %s: layer %d: rope base %g, frequency scale %g: expected finite positive values", path, arch, il,
                           (double)f->rope_theta, (double)f->rope_freq_scale);
-        if (f->n_expert)
-            return zr_err(err, ZR_E_UNSUPPORTED, "%s: %s: layer %d: mixture-of-experts models (%s.expert_count = %d, %d used) are not supported yet", path, arch, il,
-                          arch, f->n_expert, f->n_expert_used);
+        if (f->n_expert && (f->n_expert < 0 || f->n_expert > MAX_EXPERTS || f->n_expert_used < 1 || f->n_expert_used > f->n_expert || f->n_ff_expert < 1))
+            return zr_err(err, ZR_E_FORMAT, "%s: %s: layer %d: %d experts, %d used, each %d wide: expected 1..%d experts, 1..%d used, a width >= 1",
+                          path, arch, il, f->n_expert, f->n_expert_used, f->n_ff_expert, MAX_EXPERTS, f->n_expert);
+        if (f->n_expert && f->act != ZR_ACT_SILU)
+            return zr_err(err, ZR_E_UNSUPPORTED, "%s: %s: layer %d: experts with a %s FFN are not supported (supported: silu)", path, arch, il, zr_act_name(f->act));
     }
     return 0;
 }
@@ -449,6 +515,8 @@ static void compute_types(char *buf, size_t cap) {
     }
 }
 
+static int bind_found(Binder *b, ZrWeight *w, const char *name, const ZrGgufTensor *t, int64_t ne0, int64_t ne1, bool matrix);
+
 /* Binds w to the tensor `name` with shape [ne0] (ne1 == 0: a 1-D F32 vector) or [ne0, ne1]
  * (a matrix of any type zrun computes). An absent optional tensor leaves w->data NULL. */
 static int bind(Binder *b, ZrWeight *w, const char *name, int64_t ne0, int64_t ne1, bool required) {
@@ -469,6 +537,29 @@ static int bind(Binder *b, ZrWeight *w, const char *name, int64_t ne0, int64_t n
             return zr_err(b->err, ZR_E_FORMAT, "%s: tensor '%s': expected shape [%" PRId64 ", %" PRId64 "], found %s", path, name, ne0, ne1, found);
         return zr_err(b->err, ZR_E_FORMAT, "%s: tensor '%s': expected shape [%" PRId64 "], found %s", path, name, ne0, found);
     }
+    return bind_found(b, w, name, t, ne0, ne1, matrix);
+}
+
+/* An expert tensor: GGUF [ne0, ne1, n_expert] (n_expert matrices of ne1 rows, one after the
+ * other), bound as the matrix [ne0, ne1 * n_expert]. Required. */
+static int bind_experts(Binder *b, ZrWeight *w, const char *name, int64_t ne0, int64_t ne1, int64_t n_expert) {
+    const char *path = b->g->path;
+    memset(w, 0, sizeof *w);
+    const ZrGgufTensor *t = zr_gguf_tensor(b->g, name);
+    if (!t) return zr_err(b->err, ZR_E_FORMAT, "%s: tensor '%s' is missing (required by architecture %s with %s.expert_count = %" PRId64 ")", path, name,
+                          b->m->hp.arch_name, b->m->hp.arch_name, n_expert);
+    if (t->n_dims != 3 || t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != n_expert) {
+        char found[96];
+        shape_str(t, found, sizeof found);
+        return zr_err(b->err, ZR_E_FORMAT, "%s: tensor '%s': expected shape [%" PRId64 ", %" PRId64 ", %" PRId64 "], found %s", path, name, ne0, ne1,
+                      n_expert, found);
+    }
+    return bind_found(b, w, name, t, ne0, ne1 * n_expert, true);
+}
+
+/* The checks of a found tensor beyond its shape (type, blocks), then the binding. */
+static int bind_found(Binder *b, ZrWeight *w, const char *name, const ZrGgufTensor *t, int64_t ne0, int64_t ne1, bool matrix) {
+    const char *path = b->g->path;
     const ZrTypeInfo *ti = zr_type_info(t->type);
     char type_label[32];
     if (ti)
@@ -567,7 +658,19 @@ static int bind_layer(Binder *b, int il, ZrLayer *L) {
     BIND(wo, "attn_output.weight", q, e, true);
     if (f->post_attn_norm) BIND(attn_post_norm, "post_attention_norm.weight", e, 0, ai->post_norm == REQUIRED);
     BIND(ffn_norm, "ffn_norm.weight", e, 0, true);
-    if (ai->fused_up == REQUIRED) {
+    if (f->n_expert) {
+        /* llama.cpp's llama / qwen3moe load_arch_tensors: the router, then the experts as 3-D
+         * tensors [n_embd, n_ff_exp, n_expert] (gate, up) and [n_ff_exp, n_embd, n_expert] (down).
+         * llama.cpp lets a llama file lack ffn_gate_exps (then silu(up) alone); zrun requires it. */
+        const int64_t ff = f->n_ff_expert, ne = f->n_expert;
+        BIND(ffn_gate_inp, "ffn_gate_inp.weight", e, ne, true);
+#define BIND_EXPERTS(field, suffix, ne0, ne1) \
+    if (!rc) { snprintf(n, sizeof n, "blk.%d." suffix, il); rc = bind_experts(b, &L->field, n, ne0, ne1, ne); }
+        BIND_EXPERTS(gate_exps, "ffn_gate_exps.weight", e, ff);
+        BIND_EXPERTS(up_exps, "ffn_up_exps.weight", e, ff);
+        BIND_EXPERTS(down_exps, "ffn_down_exps.weight", ff, e);
+#undef BIND_EXPERTS
+    } else if (ai->fused_up == REQUIRED) {
         /* phi3: ffn_up.weight [n_embd, 2 n_ff], gate rows first (llama.cpp's LLM_FFN_SWIGLU on the
          * one product: ggml_swiglu takes silu of the first half times the second) */
         BIND(w_gate, "ffn_up.weight", e, 2 * (int64_t)hp->n_ff, true);
@@ -580,7 +683,7 @@ static int bind_layer(Binder *b, int il, ZrLayer *L) {
         BIND(w_gate, "ffn_gate.weight", e, hp->n_ff, true);
         BIND(w_up, "ffn_up.weight", e, hp->n_ff, true);
     }
-    BIND(w_down, "ffn_down.weight", hp->n_ff, e, true);
+    if (!f->n_expert) BIND(w_down, "ffn_down.weight", hp->n_ff, e, true);
     if (f->post_ffn_norm) BIND(ffn_post_norm, "post_ffw_norm.weight", e, 0, ai->post_norm == REQUIRED);
 #undef BIND
     /* optional tensors: the fact says what the file has (an absent bias of three adds zero) */
@@ -594,9 +697,16 @@ static int bind_layer(Binder *b, int il, ZrLayer *L) {
 static uint64_t weight_params(const ZrWeight *w) { return w->data ? (uint64_t)(w->ne0 * w->ne1) : 0; }
 static uint64_t weight_bytes(const ZrWeight *w) { return w->data ? w->nbytes : 0; }
 
+/* The share of w a token reads: all of it, but of an expert tensor the chosen experts' only. */
+static uint64_t active_part(const ZrLayer *L, const ZrWeight *w, uint64_t all) {
+    const bool expert = L->facts.n_expert && (w == &L->gate_exps || w == &L->up_exps || w == &L->down_exps);
+    return expert ? all / (uint64_t)L->facts.n_expert * (uint64_t)L->facts.n_expert_used : all;
+}
+
 static void count_model(ZrModel *m) {
     const ZrWeight *globals[] = {&m->tok_embd, &m->output_norm, &m->rope_freqs, &m->rope_long, &m->rope_short};
     m->n_params = 0;
+    m->n_params_active = 0;
     m->bytes_per_token = 0;
     for (size_t i = 0; i < sizeof globals / sizeof globals[0]; i++) m->n_params += weight_params(globals[i]);
     if (!m->tied_output) m->n_params += weight_params(&m->output);
@@ -604,11 +714,14 @@ static void count_model(ZrModel *m) {
      * in full even when it is the tied embedding) */
     m->bytes_per_token = zr_row_bytes(m->tok_embd.type, m->tok_embd.ne0) + weight_bytes(&m->output_norm) +
                          weight_bytes(&m->rope_freqs) + weight_bytes(&m->output);
+    m->n_params_active = m->n_params;
     for (int il = 0; il < m->hp.n_layer; il++) {
-        const ZrWeight *w = LAYER_WEIGHTS(&m->layers[il]);
+        const ZrLayer *L = &m->layers[il];
+        const ZrWeight *w = LAYER_WEIGHTS(L);
         for (size_t i = 0; i < WEIGHTS_PER_LAYER; i++) {
             m->n_params += weight_params(&w[i]);
-            m->bytes_per_token += weight_bytes(&w[i]);
+            m->n_params_active += active_part(L, &w[i], weight_params(&w[i]));
+            m->bytes_per_token += active_part(L, &w[i], weight_bytes(&w[i]));
         }
     }
 }

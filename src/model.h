@@ -8,7 +8,7 @@
 #include "err.h"
 #include "gguf.h"
 
-typedef enum ZrArch { ZR_ARCH_LLAMA, ZR_ARCH_QWEN2, ZR_ARCH_QWEN3, ZR_ARCH_GEMMA2, ZR_ARCH_GEMMA3, ZR_ARCH_PHI3 } ZrArch;
+typedef enum ZrArch { ZR_ARCH_LLAMA, ZR_ARCH_QWEN2, ZR_ARCH_QWEN3, ZR_ARCH_GEMMA2, ZR_ARCH_GEMMA3, ZR_ARCH_PHI3, ZR_ARCH_QWEN3MOE } ZrArch;
 
 /* The architecture as data: what a backend does differs between architectures only through the
  * facts below (per model in ZrHparams, per layer in ZrLayerFacts), filled in one place per
@@ -72,6 +72,11 @@ typedef struct ZrLayerFacts {
     int window;            /* sliding window: a token attends to the last `window` positions; 0 = all (global) */
     int n_expert;          /* experts of the FFN; 0 = dense (issue 15) */
     int n_expert_used;     /* experts chosen per token; 0 when dense */
+    int n_ff_expert;       /* hidden width of each expert's FFN; 0 when dense (qwen3moe: expert_feed_forward_length, else
+                            * n_ff / n_expert_used; llama: n_ff). The routing (llama.cpp's build_moe_ffn as llama and
+                            * qwen3moe call it): p = softmax(router logits), the n_expert_used largest p chosen, their p
+                            * divided by their sum (clamped to >= 2^-14), the experts' SwiGLU outputs times those
+                            * weights summed in the order chosen (largest p first) */
 } ZrLayerFacts;
 
 /* One weight: a 2-D view [ne0 = input dim (row length), ne1 = output dim (rows)];
@@ -100,6 +105,13 @@ typedef struct ZrLayer {
     ZrWeight w_gate;             /* [n_embd, n_ff] */
     ZrWeight w_up;               /* [n_embd, n_ff] */
     ZrWeight w_down;             /* [n_ff, n_embd] */
+    /* when facts.n_expert (w_gate, w_up, w_down absent): the router and the experts' matrices, each
+     * expert tensor a GGUF [ne0, n_ff_expert or n_embd, n_expert] seen as one matrix of n_expert
+     * blocks of rows (zr_weight_expert gives expert e's) */
+    ZrWeight ffn_gate_inp;       /* [n_embd, n_expert] router */
+    ZrWeight gate_exps;          /* [n_embd, n_ff_expert * n_expert] */
+    ZrWeight up_exps;            /* [n_embd, n_ff_expert * n_expert] */
+    ZrWeight down_exps;          /* [n_ff_expert, n_embd * n_expert] */
     ZrWeight ffn_post_norm;      /* [n_embd] f32 when facts.post_ffn_norm; else absent */
 } ZrLayer;
 
@@ -115,7 +127,9 @@ typedef struct ZrModel {
                                   * or the other by the context length (zr_model_rope_factors); absent if none */
     ZrLayer *layers;             /* [n_layer] */
     uint64_t n_params;
-    uint64_t bytes_per_token;    /* weight bytes read per decoded token (all matrices once, one embedding row) */
+    uint64_t n_params_active;    /* parameters a token uses: n_params less the experts it does not choose */
+    uint64_t bytes_per_token;    /* weight bytes read per decoded token (all matrices once, one embedding row; of
+                                  * expert tensors only the n_expert_used chosen experts' share) */
     char *names;                 /* storage of the weights' NUL-terminated names */
     float *aligned;              /* copies of the f32 vectors the file placed at addresses that are not a
                                   * multiple of 4 (general.alignment 1 or 2); NULL when there are none */
@@ -141,5 +155,8 @@ const char *zr_rope_kind_name(ZrRopeKind r);
  * get_rope_factors): rope_freqs when the file has it, else phi3's long factors when n_ctx >
  * n_ctx_orig, else its short ones. Never NULL; ->data NULL = none. */
 const ZrWeight *zr_model_rope_factors(const ZrModel *m, int n_ctx);
+/* Expert e's matrix (e < n_expert) of a bound expert tensor of n_expert blocks of rows (gate_exps,
+ * up_exps, down_exps), as a weight of its own with the tensor's name. */
+ZrWeight zr_weight_expert(const ZrWeight *w, int n_expert, int e);
 /* Row r of a [ne0, ne1] weight (r < ne1). */
 const void *zr_weight_row(const ZrWeight *w, int64_t r);

@@ -692,12 +692,11 @@ ZT_TEST(the_final_soft_cap_is_cap_tanh_of_the_logits_over_cap_exactly) {
 ZT_TEST(the_backend_refuses_a_model_with_a_fact_it_does_not_compute) {
     Wide w;
     ZT_CHECK(build_wide(&w));
-    w.m.layers[0].facts.n_expert = 8;
-    w.m.layers[0].facts.n_expert_used = 2;
+    w.m.layers[0].facts.act = (ZrAct)7;
     ZrError err;
     ZrBackendOptions o = {.n_ctx = 4, .n_threads = 1};
     ZT_CHECK(zr_cpu_backend_create(&w.m, &o, &err) == NULL);
-    ZT_CHECKF(err.code == ZR_E_UNSUPPORTED && strstr(err.msg, "layer 0: mixture-of-experts models"), "%s", err.msg);
+    ZT_CHECKF(err.code == ZR_E_UNSUPPORTED && strstr(err.msg, "layer 0: FFN activation '?' is not supported"), "%s", err.msg);
     free_wide(&w);
 }
 

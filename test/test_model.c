@@ -249,9 +249,10 @@ ZT_TEST(llama_binds_qkv_biases_when_the_file_has_them) {
     unbuild(&b);
 }
 
-ZT_TEST(mixture_of_experts_is_refused) {
-    ZT_LOAD_FAILS(((Spec){.expert_count = 8}), ZR_E_UNSUPPORTED, "test.gguf: llama: layer 0: mixture-of-experts models (llama.expert_count = 8",
-                  "not supported yet");
+ZT_TEST(experts_need_their_tensors_on_llama_and_are_refused_on_other_architectures) {
+    ZT_LOAD_FAILS(((Spec){.expert_count = 8}), ZR_E_FORMAT, "test.gguf: key 'llama.expert_used_count' is missing");
+    ZT_LOAD_FAILS(((Spec){.arch = "qwen2", .expert_count = 8}), ZR_E_UNSUPPORTED,
+                  "test.gguf: key 'qwen2.expert_count' = 8: mixture of experts is supported on llama (Mixtral's layout) and qwen3moe, not on qwen2");
 }
 
 ZT_TEST(qwen3_head_dim_comes_from_key_length_and_binds_qk_norms) {
@@ -373,11 +374,11 @@ ZT_TEST(a_negative_window_or_soft_cap_is_refused) {
     ZT_FACT_REFUSED(m->hp.rope_attn_factor = 0.0f, ZR_E_FORMAT, "rope attention factor: expected a finite positive value, found 0");
 }
 
-ZT_TEST(nope_layers_and_experts_are_refused) {
+ZT_TEST(nope_layers_and_inconsistent_expert_counts_are_refused) {
     ZT_FACT_REFUSED(m->layers[1].facts.rope = false, ZR_E_UNSUPPORTED, "layer 1: layers without rope (NoPE) are not supported yet");
     ZT_FACT_REFUSED(m->hp.rope = ZR_ROPE_NONE, ZR_E_UNSUPPORTED, "models without rope are not supported");
-    ZT_FACT_REFUSED((m->layers[0].facts.n_expert = 8, m->layers[0].facts.n_expert_used = 2), ZR_E_UNSUPPORTED,
-                    "layer 0: mixture-of-experts models (llama.expert_count = 8, 2 used) are not supported yet");
+    ZT_FACT_REFUSED((m->layers[0].facts.n_expert = 8, m->layers[0].facts.n_expert_used = 9, m->layers[0].facts.n_ff_expert = 16), ZR_E_FORMAT,
+                    "layer 0: 8 experts, 9 used, each 16 wide: expected 1..1024 experts, 1..8 used, a width >= 1");
 }
 
 ZT_TEST(non_finite_scales_caps_and_rope_bases_are_refused_finite_ones_accepted) {
@@ -438,14 +439,16 @@ ZT_TEST(a_missing_tensor_is_named) {
 
 ZT_TEST(an_unsupported_architecture_is_named_with_the_supported_list) {
     ZT_LOAD_FAILS(((Spec){.arch = "gpt2"}), ZR_E_UNSUPPORTED,
-                  "test.gguf: architecture 'gpt2' is not supported (supported: llama, qwen2, qwen3, gemma2, gemma3, phi3)");
-    ZT_CHECK(!strcmp(zr_arch_supported_list(), "llama, qwen2, qwen3, gemma2, gemma3, phi3"));
+                  "test.gguf: architecture 'gpt2' is not supported (supported: llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe)");
+    ZT_CHECK(!strcmp(zr_arch_supported_list(), "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe"));
 }
 
 ZT_TEST(near_variants_are_refused_with_the_reason) {
     ZT_LOAD_FAILS(((Spec){.arch = "gemma3n"}), ZR_E_UNSUPPORTED, "test.gguf: architecture 'gemma3n': Gemma 3n (per-layer embeddings");
     ZT_LOAD_FAILS(((Spec){.arch = "clip"}), ZR_E_UNSUPPORTED, "multimodal projector (mmproj: a vision or audio tower)");
     ZT_LOAD_FAILS(((Spec){.arch = "phimoe"}), ZR_E_UNSUPPORTED, "architecture 'phimoe': Phi-3.5-MoE");
+    ZT_LOAD_FAILS(((Spec){.arch = "gpt-oss"}), ZR_E_UNSUPPORTED, "architecture 'gpt-oss': gpt-oss (MXFP4 experts, attention sinks");
+    ZT_LOAD_FAILS(((Spec){.arch = "qwen2moe"}), ZR_E_UNSUPPORTED, "architecture 'qwen2moe': Qwen1.5/Qwen2-MoE (shared experts)");
 }
 
 ZT_TEST(a_missing_required_key_is_named) {

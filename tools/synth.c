@@ -22,9 +22,9 @@
 static const char k_usage[] =
     "usage: zrun-synth -o OUT.gguf [options]\n"
     "  -o, --out FILE        output file\n"
-    "      --arch A          llama | qwen2 | qwen3 | gemma2 | gemma3 | phi3 (default llama)\n"
-    "      --shape S         tiny | llama3.2-1b | llama3.2-3b | llama3-8b | gemma3-4b | gemma3-12b (default\n"
-    "                        tiny); the flags below override it\n"
+    "      --arch A          llama | qwen2 | qwen3 | gemma2 | gemma3 | phi3 | qwen3moe (default llama)\n"
+    "      --shape S         tiny | llama3.2-1b | llama3.2-3b | llama3-8b | gemma3-4b | gemma3-12b |\n"
+    "                        qwen3-30b-a3b | mixtral-8x7b (default tiny); the flags below override it\n"
     "      --embd N          embedding length\n"
     "      --layers N        block count\n"
     "      --heads N         query heads\n"
@@ -43,6 +43,12 @@ static const char k_usage[] =
     "      --orig-ctx N      phi3: write LongRoPE factors (rope_factors_long/short) with this original\n"
     "                        context (long factors when the context used is larger; default: none)\n"
     "      --eps F           RMS norm epsilon (default 1e-5)\n"
+    "      --experts N       llama, qwen3moe: a mixture of N experts per layer (ffn_gate_inp and 3-D\n"
+    "                        ffn_{gate,up,down}_exps, as llama.cpp's converter writes Mixtral and Qwen3-MoE)\n"
+    "      --experts-used K  experts chosen per token (with --experts)\n"
+    "      --ff-expert N     each expert's hidden width (qwen3moe: expert_feed_forward_length; llama: the\n"
+    "                        feed-forward length, as llama.cpp reads it)\n"
+    "      --up-type T       the type of ffn_up_exps alone (a mixed quantization; default: --type's)\n"
     "      --tied, --untied  output projection tied to token_embd (no output.weight), or not\n"
     "      --type T          f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k q4_k_m\n"
     "                        (default f16; q4_k_m: q4_K with q6_K for output and some attn_v/ffn_down)\n"
@@ -57,12 +63,18 @@ static const char k_usage[] =
     "         gemma3-4b = embd 2560, 34 layers, 8/4 heads of 256, ff 10240, vocab 262208, tied, theta 1e6,\n"
     "                     eps 1e-6 (with --arch gemma3)\n"
     "         gemma3-12b = embd 3840, 48 layers, 16/8 heads of 256, ff 15360, vocab 262208, tied, theta 1e6,\n"
-    "                      eps 1e-6 (with --arch gemma3)\n";
+    "                      eps 1e-6 (with --arch gemma3)\n"
+    "         qwen3-30b-a3b = embd 2048, 48 layers, 32/4 heads of 128, ff 6144, 128 experts (8 used) of 768,\n"
+    "                         vocab 151936, theta 1000000, eps 1e-6 (with --arch qwen3moe)\n"
+    "         mixtral-8x7b = embd 4096, 32 layers, 32/8 heads, ff 14336, 8 experts (2 used), vocab 32000,\n"
+    "                        theta 1000000 (with --arch llama)\n"
+    "         qwen3moe on tiny: 16 experts (4 used) of 64\n";
 
 typedef struct Shape {
     int64_t embd, layers, heads, kv_heads, head_dim, ff, vocab, ctx;
     double theta, eps;
     int tied; /* -1: the preset's / architecture's default */
+    int64_t experts, experts_used, ff_exp; /* 0: a dense FFN */
 } Shape;
 
 /* How a tensor's values are drawn. */
@@ -71,7 +83,7 @@ typedef enum Init { INIT_MATRIX, INIT_NORM, INIT_BIAS, INIT_FACTOR } Init;
 typedef struct Tensor {
     char name[64];
     uint32_t type;
-    int64_t ne[2];
+    int64_t ne[3]; /* ne[2]: experts of a 3-D expert tensor, else 1 */
     uint32_t n_dims;
     Init init;
     float std;
@@ -196,15 +208,24 @@ static int add(Tensor *t, int n, const char *name, uint32_t type, int64_t ne0, i
     x->n_dims = ne1 > 1 || init == INIT_MATRIX ? 2 : 1;
     x->ne[0] = ne0;
     x->ne[1] = ne1;
+    x->ne[2] = 1;
     x->type = init == INIT_MATRIX ? fit_type(type, ne0) : ZR_TYPE_F32;
     x->init = init;
     x->std = std;
     return n + 1;
 }
 
+/* An expert tensor: n_expert matrices [ne0, ne1] as one GGUF [ne0, ne1, n_expert]. */
+static int add_experts(Tensor *t, int n, const char *name, uint32_t type, int64_t ne0, int64_t ne1, int64_t n_expert, float std) {
+    n = add(t, n, name, type, ne0, ne1, INIT_MATRIX, std);
+    t[n - 1].n_dims = 3;
+    t[n - 1].ne[2] = n_expert;
+    return n;
+}
+
 /* llama.cpp's tensor names and GGUF shapes ([ne0 = input dim, ne1 = output dim]). */
 static int build_tensors(Tensor *t, const char *arch, const Shape *s, uint32_t type, bool mix, bool tied, float std,
-                         int64_t rope_factors) {
+                         int64_t rope_factors, uint32_t up_type) {
     int n = 0;
     char name[64];
     int64_t q = s->heads * s->head_dim, kv = s->kv_heads * s->head_dim;
@@ -233,20 +254,26 @@ static int build_tensors(Tensor *t, const char *arch, const Shape *s, uint32_t t
             n = add(t, n, NAME("attn_k.bias"), 0, kv, 1, INIT_BIAS, 0.2f);
             n = add(t, n, NAME("attn_v.bias"), 0, kv, 1, INIT_BIAS, 0.2f);
         }
-        if (!strcmp(arch, "qwen3") || !strcmp(arch, "gemma3")) {
+        if (!strcmp(arch, "qwen3") || !strcmp(arch, "qwen3moe") || !strcmp(arch, "gemma3")) {
             n = add(t, n, NAME("attn_q_norm.weight"), 0, s->head_dim, 1, INIT_NORM, 0.1f);
             n = add(t, n, NAME("attn_k_norm.weight"), 0, s->head_dim, 1, INIT_NORM, 0.1f);
         }
         n = add(t, n, NAME("attn_output.weight"), type, q, s->embd, INIT_MATRIX, tied ? 5 * std : std);
         if (gemma) n = add(t, n, NAME("post_attention_norm.weight"), 0, s->embd, 1, INIT_NORM, 0.1f);
         n = add(t, n, NAME("ffn_norm.weight"), 0, s->embd, 1, INIT_NORM, 0.1f);
-        if (phi3) { /* gate rows, then up rows */
+        if (s->experts) { /* the router stays F32 (the converter's and llama-quantize's rule) */
+            const int64_t ff = s->ff_exp, ne = s->experts;
+            n = add(t, n, NAME("ffn_gate_inp.weight"), ZR_TYPE_F32, s->embd, ne, INIT_MATRIX, std);
+            n = add_experts(t, n, NAME("ffn_gate_exps.weight"), type, s->embd, ff, ne, std);
+            n = add_experts(t, n, NAME("ffn_up_exps.weight"), up_type, s->embd, ff, ne, std);
+            n = add_experts(t, n, NAME("ffn_down_exps.weight"), more, ff, s->embd, ne, tied ? 5 * std : std);
+        } else if (phi3) { /* gate rows, then up rows */
             n = add(t, n, NAME("ffn_up.weight"), type, s->embd, 2 * s->ff, INIT_MATRIX, std);
         } else {
             n = add(t, n, NAME("ffn_gate.weight"), type, s->embd, s->ff, INIT_MATRIX, std);
             n = add(t, n, NAME("ffn_up.weight"), type, s->embd, s->ff, INIT_MATRIX, std);
         }
-        n = add(t, n, NAME("ffn_down.weight"), more, s->ff, s->embd, INIT_MATRIX, tied ? 5 * std : std);
+        if (!s->experts) n = add(t, n, NAME("ffn_down.weight"), more, s->ff, s->embd, INIT_MATRIX, tied ? 5 * std : std);
         if (gemma) n = add(t, n, NAME("post_ffw_norm.weight"), 0, s->embd, 1, INIT_NORM, 0.1f);
 #undef NAME
     }
@@ -367,12 +394,13 @@ static void *worker(void *arg) {
 static int write_tensor(FILE *f, const ZrGgufWriter *w, const Tensor *t, uint64_t index, uint64_t seed, int n_threads,
                         uint8_t *buf, size_t buf_bytes, ZrError *err) {
     size_t row_bytes = zr_row_bytes(t->type, t->ne[0]);
+    const int64_t n_rows = t->ne[1] * t->ne[2];
     int64_t batch = (int64_t)(buf_bytes / row_bytes);
     if (batch < 1) batch = 1;
     pthread_t th[256];
     Job jobs[256];
-    for (int64_t r0 = 0; r0 < t->ne[1]; r0 += batch) {
-        int64_t rows = t->ne[1] - r0 < batch ? t->ne[1] - r0 : batch;
+    for (int64_t r0 = 0; r0 < n_rows; r0 += batch) {
+        int64_t rows = n_rows - r0 < batch ? n_rows - r0 : batch;
         int nt = rows < n_threads ? (int)rows : n_threads;
         for (int i = 0; i < nt; i++) {
             jobs[i] = (Job){t, seed, index, r0, rows, buf, row_bytes, nt, i};
@@ -388,22 +416,24 @@ static int write_tensor(FILE *f, const ZrGgufWriter *w, const Tensor *t, uint64_
         if (fwrite(buf, row_bytes, (size_t)rows, f) != (size_t)rows)
             return zr_err(err, ZR_E_IO, "write failed: %s", strerror(errno));
     }
-    return zr_gguf_w_write_pad(w, f, row_bytes * (uint64_t)t->ne[1], err);
+    return zr_gguf_w_write_pad(w, f, row_bytes * (uint64_t)n_rows, err);
 }
 
 /* ---- main ---------------------------------------------------------------------------- */
 
 static int preset(const char *name, Shape *s) {
-    if (!strcmp(name, "tiny")) *s = (Shape){256, 2, 4, 2, 0, 256, 512, 2048, 10000.0, 1e-5, -1};
-    else if (!strcmp(name, "llama3.2-1b")) *s = (Shape){2048, 16, 32, 8, 0, 8192, 128256, 131072, 500000.0, 1e-5, 1};
-    else if (!strcmp(name, "llama3-8b")) *s = (Shape){4096, 32, 32, 8, 0, 14336, 128256, 8192, 500000.0, 1e-5, 0};
+    if (!strcmp(name, "tiny")) *s = (Shape){256, 2, 4, 2, 0, 256, 512, 2048, 10000.0, 1e-5, -1, 0, 0, 0};
+    else if (!strcmp(name, "llama3.2-1b")) *s = (Shape){2048, 16, 32, 8, 0, 8192, 128256, 131072, 500000.0, 1e-5, 1, 0, 0, 0};
+    else if (!strcmp(name, "llama3-8b")) *s = (Shape){4096, 32, 32, 8, 0, 14336, 128256, 8192, 500000.0, 1e-5, 0, 0, 0, 0};
     /* Llama-3.2-3B's config (the llama of the Gemma-3-4B and Phi-3-mini comparisons) */
-    else if (!strcmp(name, "llama3.2-3b")) *s = (Shape){3072, 28, 24, 8, 0, 8192, 128256, 131072, 500000.0, 1e-5, 1};
+    else if (!strcmp(name, "llama3.2-3b")) *s = (Shape){3072, 28, 24, 8, 0, 8192, 128256, 131072, 500000.0, 1e-5, 1, 0, 0, 0};
     /* Gemma 3's text configs (google/gemma-3-{4b,12b}-it config.json text_config; llama.cpp
      * de3ff815 fixes sliding_window_pattern 6 and the local base 10000 itself; --arch gemma3
      * writes the window 1024 and the linear rope scaling 8): query_pre_attn_scalar 256 = head_dim */
-    else if (!strcmp(name, "gemma3-4b")) *s = (Shape){2560, 34, 8, 4, 256, 10240, 262208, 131072, 1000000.0, 1e-6, 1};
-    else if (!strcmp(name, "gemma3-12b")) *s = (Shape){3840, 48, 16, 8, 256, 15360, 262208, 131072, 1000000.0, 1e-6, 1};
+    else if (!strcmp(name, "gemma3-4b")) *s = (Shape){2560, 34, 8, 4, 256, 10240, 262208, 131072, 1000000.0, 1e-6, 1, 0, 0, 0};
+    else if (!strcmp(name, "gemma3-12b")) *s = (Shape){3840, 48, 16, 8, 256, 15360, 262208, 131072, 1000000.0, 1e-6, 1, 0, 0, 0};
+    else if (!strcmp(name, "qwen3-30b-a3b")) *s = (Shape){2048, 48, 32, 4, 128, 6144, 151936, 40960, 1000000.0, 1e-6, 0, 128, 8, 768};
+    else if (!strcmp(name, "mixtral-8x7b")) *s = (Shape){4096, 32, 32, 8, 0, 14336, 32000, 32768, 1000000.0, 1e-5, 0, 8, 2, 14336};
     else return 1;
     return 0;
 }
@@ -419,7 +449,8 @@ static bool parse_i64(const char *s, int64_t *out) {
 
 int main(int argc, char **argv) {
     enum { O_ARCH = 256, O_SHAPE, O_EMBD, O_LAYERS, O_HEADS, O_KV, O_HD, O_FF, O_VOCAB, O_CTX, O_THETA, O_EPS, O_TIED,
-           O_UNTIED, O_TYPE, O_SEED, O_STD, O_WINDOW, O_ORIG_CTX, O_ATTN_CAP, O_FINAL_CAP, O_ROPE_DIM };
+           O_UNTIED, O_TYPE, O_SEED, O_STD, O_WINDOW, O_ORIG_CTX, O_ATTN_CAP, O_FINAL_CAP, O_ROPE_DIM, O_EXPERTS, O_EXPERTS_USED,
+           O_FF_EXPERT, O_UP_TYPE };
     static const struct option opts[] = {
         {"out", required_argument, 0, 'o'},      {"arch", required_argument, 0, O_ARCH},
         {"shape", required_argument, 0, O_SHAPE}, {"embd", required_argument, 0, O_EMBD},
@@ -434,13 +465,16 @@ int main(int argc, char **argv) {
         {"window", required_argument, 0, O_WINDOW}, {"orig-ctx", required_argument, 0, O_ORIG_CTX},
         {"attn-softcap", required_argument, 0, O_ATTN_CAP}, {"final-softcap", required_argument, 0, O_FINAL_CAP},
         {"rope-dim", required_argument, 0, O_ROPE_DIM},
+        {"experts", required_argument, 0, O_EXPERTS}, {"experts-used", required_argument, 0, O_EXPERTS_USED},
+        {"ff-expert", required_argument, 0, O_FF_EXPERT}, {"up-type", required_argument, 0, O_UP_TYPE},
         {"help", no_argument, 0, 'h'},            {0, 0, 0, 0},
     };
-    const char *out = NULL, *arch = "llama", *shape_name = "tiny", *vocab_file = NULL, *type_name = "f16";
+    const char *out = NULL, *arch = "llama", *shape_name = "tiny", *vocab_file = NULL, *type_name = "f16", *up_type_name = NULL;
     int64_t ov[8] = {0}; /* embd layers heads kv hd ff vocab ctx overrides */
     double theta = 0, eps = 0, std = 0.05, attn_cap = 0, final_cap = 0;
     int tied = -1, quiet = 0;
     int64_t threads = sysconf(_SC_NPROCESSORS_ONLN), seed = 1, window = 0, orig_ctx = 0, rope_dim = 0;
+    int64_t experts = 0, experts_used = 0, ff_expert = 0;
     int c, li = -1;
     while ((c = getopt_long(argc, argv, "o:t:qh", opts, &li)) != -1) {
         int64_t v;
@@ -473,6 +507,10 @@ int main(int argc, char **argv) {
         case O_WINDOW: if (!parse_i64(optarg, &window)) goto bad_number; break;
         case O_ORIG_CTX: if (!parse_i64(optarg, &orig_ctx)) goto bad_number; break;
         case O_ROPE_DIM: if (!parse_i64(optarg, &rope_dim)) goto bad_number; break;
+        case O_EXPERTS: if (!parse_i64(optarg, &experts)) goto bad_number; break;
+        case O_EXPERTS_USED: if (!parse_i64(optarg, &experts_used)) goto bad_number; break;
+        case O_FF_EXPERT: if (!parse_i64(optarg, &ff_expert)) goto bad_number; break;
+        case O_UP_TYPE: up_type_name = optarg; break;
         case O_ATTN_CAP: attn_cap = atof(optarg); if (attn_cap <= 0) goto bad_number; break;
         case O_FINAL_CAP: final_cap = atof(optarg); if (final_cap <= 0) goto bad_number; break;
         case 'h': fputs(k_usage, stdout); return 0;
@@ -489,11 +527,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "zrun-synth: %s\n%s", out ? "unexpected argument" : "expected -o OUT.gguf", k_usage);
         return 2;
     }
-    static const char *const archs[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"};
+    static const char *const archs[] = {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "qwen3moe"};
     bool known = false;
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++) known |= !strcmp(arch, archs[i]);
     if (!known) {
-        fprintf(stderr, "zrun-synth: --arch: expected llama, qwen2, qwen3, gemma2, gemma3 or phi3, found '%s'\n", arch);
+        fprintf(stderr, "zrun-synth: --arch: expected llama, qwen2, qwen3, gemma2, gemma3, phi3 or qwen3moe, found '%s'\n", arch);
         return 2;
     }
     const bool gemma2 = !strcmp(arch, "gemma2"), gemma3 = !strcmp(arch, "gemma3"), phi3 = !strcmp(arch, "phi3");
@@ -504,13 +542,34 @@ int main(int argc, char **argv) {
     }
     Shape s;
     if (preset(shape_name, &s)) {
-        fprintf(stderr, "zrun-synth: --shape: expected tiny, llama3.2-1b, llama3.2-3b, llama3-8b, gemma3-4b or gemma3-12b, "
-                        "found '%s'\n", shape_name);
+        fprintf(stderr, "zrun-synth: --shape: expected tiny, llama3.2-1b, llama3.2-3b, llama3-8b, gemma3-4b, gemma3-12b, "
+                        "qwen3-30b-a3b or mixtral-8x7b, found '%s'\n", shape_name);
         return 2;
     }
     int64_t *fields[8] = {&s.embd, &s.layers, &s.heads, &s.kv_heads, &s.head_dim, &s.ff, &s.vocab, &s.ctx};
     for (int i = 0; i < 8; i++)
         if (ov[i]) *fields[i] = ov[i];
+    /* the experts: the preset's, qwen3moe's tiny default, the flags; llama's experts are ff wide */
+    const bool qwen3moe = !strcmp(arch, "qwen3moe");
+    if (qwen3moe && !s.experts) s.experts = 16, s.experts_used = 4, s.ff_exp = 64;
+    if (experts) s.experts = experts, s.experts_used = 0;
+    if (experts_used) s.experts_used = experts_used;
+    if (ff_expert && qwen3moe) s.ff_exp = ff_expert;
+    else if (ff_expert) s.ff = ff_expert;
+    if (!qwen3moe) s.ff_exp = s.ff;
+    if ((experts || experts_used || ff_expert) && !qwen3moe && strcmp(arch, "llama")) {
+        fprintf(stderr, "zrun-synth: --experts, --experts-used, --ff-expert: not options of architecture %s (llama and qwen3moe have experts)\n", arch);
+        return 2;
+    }
+    if (s.experts && (s.experts < 2 || s.experts_used < 1 || s.experts_used > s.experts)) {
+        fprintf(stderr, "zrun-synth: --experts %" PRId64 " --experts-used %" PRId64 ": expected at least 2 experts and 1..%" PRId64 " used\n",
+                s.experts, s.experts_used, s.experts);
+        return 2;
+    }
+    if (!s.experts && (experts_used || ff_expert)) {
+        fprintf(stderr, "zrun-synth: --experts-used, --ff-expert: expected with --experts N\n");
+        return 2;
+    }
     if (theta > 0) s.theta = theta;
     else if (strcmp(arch, "llama") && strcmp(shape_name, "tiny") == 0) s.theta = 1000000.0;
     if (eps > 0) s.eps = eps;
@@ -540,6 +599,15 @@ int main(int argc, char **argv) {
             if (zr_type_kernel_suffix(t)) fprintf(stderr, " %s", zr_type_kernel_suffix(t));
         fprintf(stderr, " or q4_k_m, found '%s'\n", type_name);
         return 2;
+    }
+    uint32_t up_type = type;
+    if (up_type_name) {
+        bool up_mix;
+        up_type = parse_type(up_type_name, &up_mix);
+        if (up_type == UINT32_MAX || up_mix || !s.experts) {
+            fprintf(stderr, "zrun-synth: --up-type: expected a type of --type (not q4_k_m) with --experts, found '%s'\n", up_type_name);
+            return 2;
+        }
     }
     if (threads > 256) threads = 256;
 
@@ -581,7 +649,12 @@ int main(int argc, char **argv) {
         zr_gguf_w_u32(&w, KEY("rope.scaling.original_context_length"), (uint32_t)orig_ctx);
         zr_gguf_w_f32(&w, KEY("rope.scaling.attn_factor"), scale > 1.0 ? (float)sqrt(1.0 + log(scale) / log((double)orig_ctx)) : 1.0f);
     }
-    if (!strcmp(arch, "qwen3") || gemma2 || gemma3 || s.head_dim * s.heads != s.embd) {
+    if (s.experts) {
+        zr_gguf_w_u32(&w, KEY("expert_count"), (uint32_t)s.experts);
+        zr_gguf_w_u32(&w, KEY("expert_used_count"), (uint32_t)s.experts_used);
+    }
+    if (qwen3moe) zr_gguf_w_u32(&w, KEY("expert_feed_forward_length"), (uint32_t)s.ff_exp);
+    if (!strcmp(arch, "qwen3") || qwen3moe || gemma2 || gemma3 || s.head_dim * s.heads != s.embd) {
         zr_gguf_w_u32(&w, KEY("attention.key_length"), (uint32_t)s.head_dim);
         zr_gguf_w_u32(&w, KEY("attention.value_length"), (uint32_t)s.head_dim);
     }
@@ -600,7 +673,7 @@ int main(int argc, char **argv) {
     int n_max = 3 + (int)s.layers * 14;
     Tensor *ts = calloc((size_t)n_max, sizeof *ts);
     if (!ts) { fprintf(stderr, "zrun-synth: out of memory\n"); return 1; }
-    int nt = build_tensors(ts, arch, &s, type, mix, s.tied, (float)std, phi3 && orig_ctx ? rope_dim / 2 : 0);
+    int nt = build_tensors(ts, arch, &s, type, mix, s.tied, (float)std, phi3 && orig_ctx ? rope_dim / 2 : 0, up_type);
     for (int i = 0; i < nt; i++) zr_gguf_w_tensor(&w, ts[i].name, ts[i].type, ts[i].n_dims, ts[i].ne, NULL);
 
     FILE *f = fopen(out, "wb");
@@ -629,6 +702,8 @@ int main(int argc, char **argv) {
                         " heads of %" PRId64 ", ff %" PRId64 ", vocab %" PRId64 "%s, %d tensors, %" PRIu64 " bytes\n",
                 out, arch, type_name, s.embd, s.layers, s.heads, s.kv_heads, s.head_dim, s.ff, s.vocab,
                 s.tied ? ", tied" : "", nt, total);
+        if (s.experts)
+            fprintf(stderr, "zrun-synth: %" PRId64 " experts per layer, %" PRId64 " used, each %" PRId64 " wide\n", s.experts, s.experts_used, s.ff_exp);
     }
     free(buf);
     free(ts);

@@ -29,6 +29,8 @@ static const char *const k_hparams[] = {
     "rope.scaling.type",
     "rope.scaling.factor",
     "expert_count",
+    "expert_used_count",
+    "expert_feed_forward_length",
     "vocab_size",
 };
 
@@ -96,7 +98,7 @@ static int info_print(const ZrGguf *g) {
         bool vocab = !strcmp(k_hparams[i], "vocab_size");
         if (!kv && !(vocab && n_vocab)) {
             if (!strcmp(k_hparams[i], "rope.scaling.type") || !strcmp(k_hparams[i], "rope.scaling.factor") ||
-                !strcmp(k_hparams[i], "expert_count"))
+                !strncmp(k_hparams[i], "expert_", 7))
                 continue; /* rare keys: shown only when present */
             printf("  %-34s -\n", k_hparams[i]);
             continue;
@@ -127,6 +129,7 @@ static int info_print(const ZrGguf *g) {
     printf("tensors: %" PRIu64 "\n", g->n_tensors);
     printf("  %-*s  %-26s %-8s %14s\n", (int)w, "name", "shape", "type", "bytes");
     uint64_t params = 0, bytes = 0;
+    bool experts = false; /* 3-D expert tensors: a token reads only its chosen experts' share */
     const ZrGgufTensor *embd = zr_gguf_tensor(g, "token_embd.weight");
     bool tied = embd && !zr_gguf_tensor(g, "output.weight");
     for (uint64_t i = 0; i < g->n_tensors; i++) {
@@ -136,6 +139,7 @@ static int info_print(const ZrGguf *g) {
         printf("  %-*s  %-26s %-8s %14" PRIu64 "\n", (int)w, zr_str_printable(t->name, text, 100), shape,
                zr_type_name(t->type), t->nbytes);
         params += (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+        experts |= t->n_dims == 3 && t->name.len > 12 && !memcmp(t->name.ptr + t->name.len - 12, "_exps.weight", 12);
         bytes += t->nbytes;
     }
     /* batch-1 decode reads every weight once per token, but of the embedding table only the
@@ -151,6 +155,7 @@ static int info_print(const ZrGguf *g) {
     printf("  bytes                              %" PRIu64 " (%s)\n", bytes, human(bytes, h1, sizeof h1));
     printf("  bytes read per token               %" PRIu64 " (%s)%s\n", per_token, human(per_token, h2, sizeof h2),
            tied ? " (output tied to token_embd)" : "");
+    if (experts) printf("  (every expert counted above; a token's share of the experts: the model's experts line below)\n");
     return 0;
 }
 
@@ -185,9 +190,14 @@ static void facts_print(ZrGguf *g) {
         else printf(", no rope");
         if (f->window) printf(", window %d", f->window);
         else printf(", global attention");
-        if (f->n_expert) printf(", %d experts (%d used)", f->n_expert, f->n_expert_used);
+        if (f->n_expert) printf(", %d experts (%d used) of width %d", f->n_expert, f->n_expert_used, f->n_ff_expert);
         printf("\n");
         a = b;
+    }
+    if (m.n_params_active != m.n_params) {
+        char h[32];
+        printf("  experts: a token uses %" PRIu64 " of %" PRIu64 " parameters and reads %" PRIu64 " bytes (%s) of weights\n", m.n_params_active,
+               m.n_params, m.bytes_per_token, human(m.bytes_per_token, h, sizeof h));
     }
     zr_model_free(&m);
 }

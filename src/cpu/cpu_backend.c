@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "cpu/matmul.h"
+#include "cpu/moe.h"
 #include "cpu/ops.h"
 #include "cpu/pool.h"
 #include "logits_check.h"
@@ -40,6 +41,7 @@ typedef struct CpuBackend {
     float *gate;        /* [cap][n_ff] */
     float *up;          /* [cap][n_ff] */
     float *delta;       /* [cap][n_embd] block output before the residual add */
+    ZrCpuMoe moe;       /* the mixture-of-experts FFN's buffers for cap tokens (none on a dense model) */
     float *scores;      /* [threads][n_ctx] attention weights */
     ZrCpuScratch tiles; /* [threads][ZR_CPU_MATMUL_TILE * max row length] dequantized weight rows */
     float *pick_logits; /* [n_vocab] a greedy step's logits when the caller wants none (allocated once) */
@@ -195,6 +197,11 @@ static void ffn_block(CpuBackend *c, int il, int n) {
     const ZrHparams *hp = &c->m->hp;
     const ZrLayer *L = &c->m->layers[il];
     rmsnorm_rows(c->xn, c->x, &L->ffn_norm, n, hp->rms_eps);
+    if (L->facts.n_expert) {
+        zr_cpu_moe_ffn(&c->moe, c->pool, &c->tiles, L, il, hp->n_embd, c->xn, n, c->delta);
+        zr_cpu_add(c->x, c->delta, (int64_t)n * hp->n_embd);
+        return;
+    }
     ZrCpuMatmul gate_up[2] = {{&L->w_gate, c->gate}, {&L->w_up, c->up}};
     zr_cpu_matmul(c->pool, gate_up, 2, c->xn, n, &c->tiles);
     switch (L->facts.act) {
@@ -236,6 +243,7 @@ static void free_activations(CpuBackend *c) {
         free(*bufs[i]);
         *bufs[i] = NULL;
     }
+    zr_cpu_moe_free(&c->moe);
     c->cap = 0;
 }
 
@@ -259,8 +267,19 @@ static int reserve(CpuBackend *c, int n, ZrError *err) {
         free_activations(c);
         return zr_err(err, ZR_E_NOMEM, "cpu backend: out of memory for the activations of %d tokens", n);
     }
+    int rc = zr_cpu_moe_init(&c->moe, c->m, n, err);
+    if (rc) {
+        free_activations(c);
+        return rc;
+    }
     c->cap = n;
     return 0;
+}
+
+const int32_t *zr_cpu_backend_moe_last(const ZrBackend *be, int il) {
+    const CpuBackend *c = (const CpuBackend *)be;
+    if (!c->moe.last || il < 0 || il >= c->m->hp.n_layer || !c->m->layers[il].facts.n_expert || c->n_past == 0) return NULL;
+    return c->moe.last + (int64_t)il * c->moe.max_used;
 }
 
 /* ---- the interface ---- */
@@ -381,7 +400,9 @@ ZrBackend *zr_cpu_backend_create(const ZrModel *m, const ZrBackendOptions *o, Zr
     c->v_cache = malloc(kv_elems * sizeof(float));
     c->scores = malloc((size_t)n_threads * n_ctx * sizeof(float));
     /* the longest weight row: the input width of any matrix */
-    c->tiles.per_thread = ZR_CPU_MATMUL_TILE * max64(max64(hp->n_embd, hp->n_ff), c->q_dim);
+    int64_t n_ff_expert = 0;
+    for (int il = 0; il < hp->n_layer; il++) n_ff_expert = max64(n_ff_expert, m->layers[il].facts.n_ff_expert);
+    c->tiles.per_thread = ZR_CPU_MATMUL_TILE * max64(max64(max64(hp->n_embd, hp->n_ff), c->q_dim), n_ff_expert);
     c->tiles.buf = malloc((size_t)n_threads * c->tiles.per_thread * sizeof(float));
     if (!c->k_cache || !c->v_cache || !c->scores || !c->tiles.buf) {
         zr_err(err, ZR_E_NOMEM, "cpu backend: out of memory for the KV cache of %d tokens (%.0f bytes, %.1f MiB); use a smaller -c",

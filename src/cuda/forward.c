@@ -5,6 +5,7 @@
 
 #include "cuda/attn.h"
 #include "cuda/buffers.h"
+#include "cuda/moe.h"
 #include "cuda/pick.h"
 #include "cuda/upload.h"
 
@@ -51,6 +52,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     if (f->progress.fn) f->progress.fn(f->progress.ctx, wb, wb); /* done == total once, at the end */
     zr_cuf_attn_chunks(n_ctx, &f->chunk_d, &f->n_chunks_d, &f->chunk_p, &f->n_chunks_p);
     if ((rc = zr_cuf_buffers_alloc(f, err))) goto fail;
+    if ((rc = zr_cuf_moe_buffers(f, err))) goto fail;
     const size_t UB = ZR_CUF_UBATCH;
     f->d_pos = f->d_tok + 4;
     f->d_ptok = f->d_tok + 256;
@@ -77,8 +79,10 @@ void zr_cuf_free(ZrCuForward *f) {
     for (int i = 0; i < f->n_allocs; i++) zr_cuda_free(f->cuda, f->allocs[i]);
     free(f->allocs);
     free(f->layers);
+    free(f->moe);
     f->allocs = NULL;
     f->layers = NULL;
+    f->moe = NULL;
     f->n_allocs = f->cap_allocs = 0;
 }
 
@@ -177,7 +181,11 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
         if ((rc = block_out(f, &R, &G->wo, f->att, G->post_attn_norm, ZR_CUF_MV_PLAIN, err))) return rc;
         /* FFN block: norm fused into gate|up; stacked gate|up also applies SwiGLU to its own
          * results (GLU), else SwiGLU is fused into down's staging; down adds into the residual */
-        if (f->m->layers[il].facts.act == ZR_ACT_GELU_TANH) {
+        if (f->m->layers[il].facts.n_expert) {
+            if (R.pend_w) /* no architecture has both (the model refuses it); the norm would be lost */
+                return zr_err(err, ZR_E_INTERNAL, "cuda decode: layer %d: a post-attention norm before experts", il);
+            if ((rc = zr_cuf_moe_ffn(f, il, R.x, G->ffn_norm, err))) return rc;
+        } else if (f->m->layers[il].facts.act == ZR_ACT_GELU_TANH) {
             if ((rc = ffn_geglu_decode(f, &R, G, err))) return rc;
         } else if (G->n_gu == 1) {
             if ((rc = mv_in(f, &R, true, &G->gu[0], G->ffn_norm, f->ff, 0, ZR_CUF_MV_GLU, err))) return rc;
@@ -295,6 +303,10 @@ int zr_cuf_prefill(ZrCuForward *f, const int32_t *tokens, int n, int pos, float 
             if ((rc = post_norm_add(f, f->xn, G->post_attn_norm, n, err))) return rc;
         } else if ((rc = gemm_group(f, &G->wo, 1, &zero, n, f->att, f->x, f->n_embd, 1.0f, false, err))) {
             return rc;
+        }
+        if (f->m->layers[il].facts.n_expert) { /* the routed FFN, rows grouped by expert (cuda/moe.h) */
+            if ((rc = zr_cuf_moe_prefill(f, il, n, G->ffn_norm, err))) return rc;
+            continue;
         }
         if ((rc = prefill_norm(f, G->ffn_norm, n, h_gu, err))) return rc;
         if ((rc = gemm_group(f, G->gu, G->n_gu, G->gu_off, n, f->xn, f->gu, 2 * f->n_ff, 0.0f, h_gu, err))) return rc;

@@ -88,6 +88,7 @@ typedef struct ZrCuForward {
     size_t wbuf_elems;
     CUdeviceptr lt_ws;              /* cuBLASLt workspace */
     size_t lt_ws_bytes;
+    struct ZrCuMoe *moe;            /* the routed FFN's weights and workspaces (cuda/moe.h); NULL on a dense model */
     CUdeviceptr *allocs;            /* everything above, for freeing (cuda/upload.h zr_cuf_dalloc) */
     int n_allocs, cap_allocs;
 } ZrCuForward;

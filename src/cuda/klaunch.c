@@ -143,3 +143,42 @@ int zr_k_rope_scale(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qk
     return ZR_LAUNCH(l, &k->rope_scale, ZR_DIM3(cdiv(threads, 128), rows, 1), ZR_DIM1(128), 0, err, &qkv, &qkv_stride,
                      &n_head, &n_kv, &head_dim, &rope_dim, &factor, &pos, &kc);
 }
+
+int zr_k_matvec_id(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, int n_rows, CUdeviceptr ids,
+                   int n_used, CUdeviceptr x, int x_stride, CUdeviceptr y, int y_stride, CUdeviceptr norm_w, float eps,
+                   int mode, ZrMvShape shape, ZrError *err) {
+    const int R = rows_per_warp;
+    if (shape.groups < 1 || shape.split < 1 || shape.groups * shape.split * 32 > ZR_CUF_MV_MAX_THREADS || n_rows < 1 ||
+        w->n_out % n_rows || n_used < 1 || ((mode & ZR_CUF_MV_GLU) && (R % 2 || n_rows % 2)))
+        return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d x %d warps (%d rows each), %d of %d rows per expert, mode %d",
+                      kern->name, shape.groups, shape.split, R, n_rows, w->n_out, mode);
+    const int per_warp = mode & ZR_CUF_MV_GLU ? R / 2 : R;
+    const int results = mode & ZR_CUF_MV_GLU ? n_rows / 2 : n_rows;
+    const unsigned groups = cdiv((size_t)results, (size_t)per_warp);
+    return ZR_LAUNCH(l, kern, ZR_DIM3(cdiv(groups, (size_t)shape.groups), (unsigned)n_used, 1),
+                     ZR_DIM1(32 * shape.groups * shape.split), (unsigned)zr_cuf_mv_smem(w->n_in), err, (void *)&w->main,
+                     (void *)&w->side, &x, &x_stride, &y, &y_stride, &norm_w, &eps, (void *)&w->n_in, &n_rows, &mode,
+                     (void *)&shape.split, &ids, (void *)&w->n_out);
+}
+
+int zr_k_moe_route(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr logits, int n_expert, int n_used, CUdeviceptr ids,
+                   CUdeviceptr weights, int rows, ZrError *err) {
+    return ZR_LAUNCH(l, &k->moe_route, ZR_DIM1((unsigned)rows), ZR_DIM1(32), 0, err, &logits, &n_expert, &n_used, &ids, &weights);
+}
+
+int zr_k_moe_combine(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr out, CUdeviceptr weights, int n_used, CUdeviceptr x,
+                     int n, int rows, ZrError *err) {
+    return ZR_LAUNCH(l, &k->moe_combine, ZR_DIM3(cdiv((size_t)n, 256), (unsigned)rows, 1), ZR_DIM1(256), 0, err, &out, &weights,
+                     &n_used, &x, &n);
+}
+
+int zr_k_moe_gather(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdeviceptr idx, CUdeviceptr out, int n, int rows,
+                    ZrError *err) {
+    return ZR_LAUNCH(l, &k->moe_gather, ZR_DIM3(cdiv((size_t)n, 256), (unsigned)rows, 1), ZR_DIM1(256), 0, err, &x, &idx, &out, &n);
+}
+
+int zr_k_moe_scatter(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr src, CUdeviceptr slot, CUdeviceptr out, int n, int rows,
+                     ZrError *err) {
+    return ZR_LAUNCH(l, &k->moe_scatter, ZR_DIM3(cdiv((size_t)n, 256), (unsigned)rows, 1), ZR_DIM1(256), 0, err, &src, &slot, &out,
+                     &n);
+}

@@ -91,3 +91,21 @@ int zr_k_rmsnorm_add(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdevic
  * of qkv and of the K rows at pos[0].. of kc times factor */
 int zr_k_rope_scale(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, int n_head, int n_kv,
                     int head_dim, int rope_dim, float factor, CUdeviceptr pos, CUdeviceptr kc, int rows, ZrError *err);
+/* mixture of experts (issue 15). matvec_id_<type>: for each slot j < n_used, y + j y_stride =
+ * expert ids[j]'s rows of the stacked expert matrix w (n_out = n_rows per expert x experts) times
+ * x' of x + j x_stride (modes as zr_k_matvec; GLU: n_rows = 2 x the results); shape as
+ * zr_cuf_mv_shape picks for one expert's matrix */
+int zr_k_matvec_id(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, int n_rows, CUdeviceptr ids,
+                   int n_used, CUdeviceptr x, int x_stride, CUdeviceptr y, int y_stride, CUdeviceptr norm_w, float eps,
+                   int mode, ZrMvShape shape, ZrError *err);
+/* moe_route_f32: ids, weights [rows][k] from logits [rows][n_expert] (softmax, top k, renormalized) */
+int zr_k_moe_route(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr logits, int n_expert, int n_used, CUdeviceptr ids,
+                   CUdeviceptr weights, int rows, ZrError *err);
+/* moe_combine_f32: x[r][0..n) += sum_j weights[r][j] out[r][j][0..n) */
+int zr_k_moe_combine(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr out, CUdeviceptr weights, int n_used, CUdeviceptr x,
+                     int n, int rows, ZrError *err);
+/* moe_gather_f32: out[i] = x[idx[i]] / moe_scatter_f32: out[slot[i]] = src[i], rows of n floats, i < rows */
+int zr_k_moe_gather(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdeviceptr idx, CUdeviceptr out, int n, int rows,
+                    ZrError *err);
+int zr_k_moe_scatter(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr src, CUdeviceptr slot, CUdeviceptr out, int n, int rows,
+                     ZrError *err);

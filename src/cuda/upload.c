@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/moe.h"
 #include "quant.h"
 
 int zr_cuf_dalloc(ZrCuForward *f, CUdeviceptr *out, size_t bytes, const char *what, ZrError *err) {
@@ -120,6 +121,11 @@ static int upload_group(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuWe
     return ZR_OK;
 }
 
+int zr_cuf_upload_group(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuWeight *out, int *n_out, int *off,
+                        ZrError *err) {
+    return upload_group(f, ws, n, out, n_out, off, err);
+}
+
 /* The angle per position of each rotated pair for a layer's rope base and linear scale (and the
  * file's frequency divisors for this context: rope_freqs, Llama 3.1; phi3's long or short
  * factors) -> *out, f64 [rope_dim/2]. */
@@ -184,9 +190,13 @@ int zr_cuf_upload(ZrCuForward *f, ZrError *err) {
         if (F->qk_norm && (rc = upload_f32(f, &L->k_norm, &G->k_norm, err))) return rc;
         one[0] = &L->wo;
         if ((rc = upload_group(f, one, 1, &G->wo, &n1, off1, err))) return rc;
-        if ((rc = upload_group(f, gu, 2, G->gu, &G->n_gu, G->gu_off, err))) return rc;
-        one[0] = &L->w_down;
-        if ((rc = upload_group(f, one, 1, &G->down, &n1, off1, err))) return rc;
+        if (F->n_expert) { /* the router and the experts (cuda/moe.c) instead of gate|up and down */
+            if ((rc = zr_cuf_moe_upload_layer(f, il, err))) return rc;
+        } else {
+            if ((rc = upload_group(f, gu, 2, G->gu, &G->n_gu, G->gu_off, err))) return rc;
+            one[0] = &L->w_down;
+            if ((rc = upload_group(f, one, 1, &G->down, &n1, off1, err))) return rc;
+        }
         if (F->post_attn_norm && (rc = upload_f32(f, &L->attn_post_norm, &G->post_attn_norm, err))) return rc;
         if (F->post_ffn_norm && (rc = upload_f32(f, &L->ffn_post_norm, &G->post_ffn_norm, err))) return rc;
     }
@@ -209,7 +219,8 @@ size_t zr_cuf_upload_bytes(const ZrModel *m) {
     for (int il = 0; il < hp->n_layer; il++) {
         const ZrLayer *L = &m->layers[il];
         const ZrWeight *mats[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        for (size_t i = 0; i < 7; i++) w += matrix_bytes(mats[i]) + 256;
+        for (size_t i = 0; i < 7; i++) w += mats[i]->data ? matrix_bytes(mats[i]) + 256 : 0;
+        w += zr_cuf_moe_layer_bytes(m, L);
         /* a rope table (4 KiB at most) where the layer's base or scale differs from the one before */
         if (il == 0 || L->facts.rope_theta != L[-1].facts.rope_theta ||
             L->facts.rope_freq_scale != L[-1].facts.rope_freq_scale)

@@ -11,3 +11,7 @@ int zr_cuf_dalloc(ZrCuForward *f, CUdeviceptr *out, size_t bytes, const char *wh
 int zr_cuf_upload(ZrCuForward *f, ZrError *err);
 /* Bytes zr_cuf_upload will allocate for the model (with allocation rounding). */
 size_t zr_cuf_upload_bytes(const ZrModel *m);
+/* Uploads n matrices, each run of one type and row length stacked into one device matrix
+ * (out[0..*n_out), run i's outputs from row off[i]); progress reported per run. */
+int zr_cuf_upload_group(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuWeight *out, int *n_out, int *off,
+                        ZrError *err);

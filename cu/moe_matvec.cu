@@ -1,0 +1,81 @@
+// The experts' decode matrix-vector products (issue 15): cu/matvec.cuh's product over the rows
+// of the experts the router chose, which it reads from device memory, so the launch (and the
+// recorded decode graph) is the same for every token.
+//
+// W is one expert tensor uploaded as a stacked matrix of n_total rows: expert e's matrix is rows
+// [e n_rows, (e + 1) n_rows) (with GLU: its n_rows/2 gate rows, then its n_rows/2 up rows). Block
+// row (blockIdx.y = slot j < n_used) computes expert ids[j]'s rows on x + j x_stride into
+// y + j y_stride; everything else (modes, split-K, launch shape, shared memory) is
+// zr_matvec's: grid (row-group blocks of one expert, n_used). ids are read after the grid
+// wait, so no weight load is issued before the router has written them; an id outside
+// 0..n_total/n_rows-1 is clamped (never read out of bounds).
+#include "matvec.cuh"
+
+// The chosen expert's first row and the stacked matrix's row count, for ZrMvExpert::row (set by
+// thread 0 of each block before zr_matvec, which computes its rows after a barrier).
+__shared__ int zr_moe_row0, zr_moe_rows;
+
+// A per-type item (cu/matvec.cuh) seen through the expert's row range of the stacked matrix: the
+// side streams of the legacy quants are laid out by the stacked matrix's row count, so rows are
+// found through the whole matrix rather than through pointers moved to the expert.
+template <class T> struct ZrMvExpert {
+    static constexpr int EPI = T::EPI;
+    using Row = typename T::Row;
+    using F = typename T::F;
+    __device__ static Row row(const uint8_t *w, const uint8_t *ws, int n_in, int, int r) {
+        return T::row(w, ws, n_in, zr_moe_rows, zr_moe_row0 + r);
+    }
+    __device__ static void load(const Row &rw, int it, F &f) { T::load(rw, it, f); }
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        T::template comp<R>(f, it, xs, acc);
+    }
+    __device__ static float elem(const Row &rw, int e) { return T::elem(rw, e); }
+};
+template <class T> struct ZrMvXsum<ZrMvExpert<T>> {
+    static constexpr bool value = ZrMvXsum<T>::value;
+};
+
+template <class T, int R, int P>
+__device__ __forceinline__ void zr_matvec_id(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
+                                             const float *x, int x_stride, float *y, int y_stride,
+                                             const float *__restrict__ norm_w, float eps, int n_in, int n_rows, int mode,
+                                             int split, const int *ids, int n_total) {
+    zr_grid_enter();
+    const int j = blockIdx.y;
+    if (threadIdx.x == 0) {
+        const int n_expert = n_total / n_rows;
+        int e = ids[j];
+        e = e < 0 ? 0 : e >= n_expert ? n_expert - 1 : e;
+        zr_moe_row0 = e * n_rows;
+        zr_moe_rows = n_total;
+    }
+    __syncthreads();
+    zr_matvec<ZrMvExpert<T>, R, P>(w, ws, x + (size_t)j * x_stride, y + (size_t)j * y_stride, nullptr, norm_w, eps, n_in,
+                                   n_rows, mode, split, nullptr, nullptr, nullptr);
+}
+
+// The same R, P and register cap as each type's matvec (cu/matvec_float.cu, matvec_q_legacy.cu,
+// matvec_q_k.cu).
+#define ZR_MATVEC_ID(NAME, TRAITS, R, P, NREG)                                                                    \
+    ZR_KERNEL void __maxnreg__(NREG)                                                                             \
+        NAME(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, const float *x, int x_stride, float *y, \
+             int y_stride, const float *__restrict__ norm_w, float eps, int n_in, int n_rows, int mode, int split,  \
+             const int *ids, int n_total) {                                                                      \
+        zr_matvec_id<TRAITS, R, P>(w, ws, x, x_stride, y, y_stride, norm_w, eps, n_in, n_rows, mode, split, ids,  \
+                                   n_total);                                                                     \
+    }                                                                                                            \
+    ZR_KCHECK_FAMILY(mv_id, NAME);
+
+ZR_MATVEC_ID(matvec_id_f32, ZrMvF32, 2, 2, 64)
+ZR_MATVEC_ID(matvec_id_f16, ZrMvF16, 2, 2, 64)
+ZR_MATVEC_ID(matvec_id_bf16, ZrMvBF16, 2, 2, 64)
+ZR_MATVEC_ID(matvec_id_q8_0, ZrMvQ8_0, 2, 2, 64)
+ZR_MATVEC_ID(matvec_id_q4_0, ZrMvQ4x<ZR_T_Q4_0>, 2, 2, 64)
+ZR_MATVEC_ID(matvec_id_q4_1, ZrMvQ4x<ZR_T_Q4_1>, 2, 2, 64)
+ZR_MATVEC_ID(matvec_id_q5_0, ZrMvQ4x<ZR_T_Q5_0>, 2, 2, 80)
+ZR_MATVEC_ID(matvec_id_q5_1, ZrMvQ4x<ZR_T_Q5_1>, 2, 2, 128)
+ZR_MATVEC_ID(matvec_id_q2_k, ZrMvQ23K<ZR_T_Q2_K>, 2, 2, 128)
+ZR_MATVEC_ID(matvec_id_q3_k, ZrMvQ23K<ZR_T_Q3_K>, 2, 2, 128)
+ZR_MATVEC_ID(matvec_id_q4_k, ZrMvQ4K, 2, 2, 64)
+ZR_MATVEC_ID(matvec_id_q5_k, ZrMvQ5K, 2, 2, 128)
+ZR_MATVEC_ID(matvec_id_q6_k, ZrMvQ6K, 2, 2, 64)

@@ -1,0 +1,248 @@
+#include "cuda/moe.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/upload.h"
+
+static int max_int(int a, int b) { return a > b ? a : b; }
+
+int zr_cuf_moe_upload_layer(ZrCuForward *f, int il, ZrError *err) {
+    const ZrModel *m = f->m;
+    const ZrLayer *L = &m->layers[il];
+    const ZrLayerFacts *F = &L->facts;
+    if (!f->moe) {
+        f->moe = calloc(1, sizeof *f->moe + sizeof(ZrCuMoeLayer) * (size_t)m->hp.n_layer);
+        if (!f->moe) return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory");
+    }
+    ZrCuMoeLayer *E = &f->moe->layers[il];
+    const bool split = L->gate_exps.type != L->up_exps.type;
+    if (split && F->n_ff_expert % 4) /* slots of gate | up rows stay 16-byte aligned for the down's SwiGLU input */
+        return zr_err(err, ZR_E_UNSUPPORTED, "%s and %s: gate and up of different types (%s, %s) with experts %d wide (not a multiple of 4) are not supported on the GPU",
+                      L->gate_exps.name, L->up_exps.name, zr_type_name(L->gate_exps.type), zr_type_name(L->up_exps.type), F->n_ff_expert);
+    if (F->n_ff_expert > m->hp.n_ff) /* the prefill's expert activations use the dense FFN's buffers */
+        return zr_err(err, ZR_E_UNSUPPORTED, "%s: experts %d wide, wider than feed_forward_length %d (not supported on the GPU)",
+                      L->down_exps.name, F->n_ff_expert, m->hp.n_ff);
+    E->n_expert = F->n_expert;
+    E->n_used = F->n_expert_used;
+    E->n_ff = F->n_ff_expert;
+    int n_out, off[2], rc;
+    const ZrWeight *one[1] = {&L->ffn_gate_inp};
+    if ((rc = zr_cuf_upload_group(f, one, 1, &E->router, &n_out, off, err))) return rc;
+    one[0] = &L->down_exps;
+    if ((rc = zr_cuf_upload_group(f, one, 1, &E->down, &n_out, off, err))) return rc;
+    if (split) { /* each tensor as one stacked matrix (expert e's rows [e n_ff, (e + 1) n_ff)) */
+        one[0] = &L->gate_exps;
+        if ((rc = zr_cuf_upload_group(f, one, 1, &E->gu, &n_out, off, err))) return rc;
+        one[0] = &L->up_exps;
+        return zr_cuf_upload_group(f, one, 1, &E->up, &n_out, off, err);
+    }
+    /* gate_e, up_e for every expert: one stacked matrix, one run (one type) */
+    const int n = 2 * F->n_expert;
+    ZrWeight *views = malloc(sizeof *views * (size_t)n);
+    const ZrWeight **ws = malloc(sizeof *ws * (size_t)n);
+    if (!views || !ws) {
+        free(views);
+        free(ws);
+        return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory");
+    }
+    for (int e = 0; e < F->n_expert; e++) {
+        views[2 * e] = zr_weight_expert(&L->gate_exps, F->n_expert, e);
+        views[2 * e + 1] = zr_weight_expert(&L->up_exps, F->n_expert, e);
+        ws[2 * e] = &views[2 * e];
+        ws[2 * e + 1] = &views[2 * e + 1];
+    }
+    rc = zr_cuf_upload_group(f, ws, n, &E->gu, &n_out, off, err);
+    free(views);
+    free(ws);
+    if (!rc && n_out != 1) rc = zr_err(err, ZR_E_INTERNAL, "%s: the experts' gate|up stacked into %d matrices", L->gate_exps.name, n_out);
+    return rc;
+}
+
+static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
+
+static size_t matrix_bytes(uint32_t type, int64_t n_in, int64_t n_out) {
+    return align256(zr_cuw_main_row_bytes(type, n_in) * (size_t)n_out) + align256(zr_cuw_side_bytes(type, n_in, n_out));
+}
+
+size_t zr_cuf_moe_layer_bytes(const ZrModel *m, const ZrLayer *L) {
+    (void)m;
+    if (!L->facts.n_expert) return 0;
+    return matrix_bytes(L->ffn_gate_inp.type, L->ffn_gate_inp.ne0, L->ffn_gate_inp.ne1) +
+           matrix_bytes(L->gate_exps.type, L->gate_exps.ne0, L->gate_exps.ne1) + matrix_bytes(L->up_exps.type, L->up_exps.ne0, L->up_exps.ne1) +
+           matrix_bytes(L->down_exps.type, L->down_exps.ne0, L->down_exps.ne1) + 3 * 256;
+}
+
+int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
+    if (!f->moe) return ZR_OK;
+    int n_expert = 0, n_used = 0, n_ff = 0, rc;
+    for (int il = 0; il < f->m->hp.n_layer; il++) {
+        const ZrCuMoeLayer *E = &f->moe->layers[il];
+        n_expert = max_int(n_expert, E->n_expert);
+        n_used = max_int(n_used, E->n_used);
+        n_ff = max_int(n_ff, E->n_ff);
+    }
+    /* the host arrays of the prefill's grouping, in the same allocation as f->moe */
+    const size_t UB = ZR_CUF_UBATCH, head = sizeof *f->moe + sizeof(ZrCuMoeLayer) * (size_t)f->m->hp.n_layer;
+    const size_t slots = UB * (size_t)n_used, host = sizeof(int32_t) * (3 * slots + (size_t)n_expert + 1);
+    ZrCuMoe *M = realloc(f->moe, head + host);
+    if (!M) return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory");
+    f->moe = M;
+    M->h_ids = (int32_t *)((char *)M + head);
+    M->h_idx = M->h_ids + slots;
+    M->h_slot = M->h_idx + slots;
+    M->h_start = M->h_slot + slots;
+    M->ff_stride = (n_ff + 3) & ~3;
+    const size_t e = (size_t)f->n_embd, fl = sizeof(float);
+    if ((rc = zr_cuf_dalloc(f, &M->p_logits, fl * UB * (size_t)n_expert, "router logits (prefill)", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->p_ids, sizeof(int32_t) * slots, "expert ids (prefill)", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->p_weights, fl * slots, "expert weights (prefill)", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->p_idx, sizeof(int32_t) * slots, "expert rows (prefill)", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->p_slot, sizeof(int32_t) * slots, "expert slots (prefill)", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->p_x, fl * UB * e, "expert inputs (prefill)", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->p_y, fl * UB * e, "expert outputs (prefill)", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->p_out, fl * slots * e, "expert outputs by slot (prefill)", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->logits, sizeof(float) * (size_t)n_expert, "router logits", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->ids, sizeof(int32_t) * (size_t)n_used, "expert ids", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->weights, sizeof(float) * (size_t)n_used, "expert weights", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->ff, sizeof(float) * (size_t)n_used * M->ff_stride, "expert activations", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->gate_up, sizeof(float) * (size_t)n_used * 2 * n_ff, "expert gate|up", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->out, sizeof(float) * (size_t)n_used * f->n_embd, "expert outputs", err))) return rc;
+    /* a graph recorded before any token must not route on garbage */
+    if ((rc = zr_cuda_memset8(f->cuda, M->ids, 0, sizeof(int32_t) * (size_t)n_used, err))) return rc;
+    return zr_cuda_memset8(f->cuda, M->weights, 0, sizeof(float) * (size_t)n_used, err);
+}
+
+int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, ZrError *err) {
+    const ZrCuMoe *M = f->moe;
+    const ZrCuMoeLayer *E = &M->layers[il];
+    const float eps = f->m->hp.rms_eps;
+    int rc;
+    /* the router on the normed row */
+    if ((rc = zr_cuf_matvec(f->launcher, f->k, &E->router, x, M->logits, 0, norm_w, eps, ZR_CUF_MV_RMSNORM, err))) return rc;
+    if ((rc = zr_k_moe_route(f->launcher, f->k, M->logits, E->n_expert, E->n_used, M->ids, M->weights, 1, err))) return rc;
+    if (!f->k->has_mv_id[E->gu.type] || !f->k->has_mv_id[E->down.type] || (E->up.main && !f->k->has_mv_id[E->up.type]))
+        return zr_err(err, ZR_E_UNSUPPORTED, "no expert matrix-vector kernel for type %s", zr_type_name(E->gu.type));
+    if (E->up.main) { /* split gate and up: each into its half of gate_up, SwiGLU as down reads it */
+        const ZrCuWeight *gu[2] = {&E->gu, &E->up};
+        for (int h = 0; h < 2; h++) {
+            const ZrCuWeight one = {.type = gu[h]->type, .n_in = gu[h]->n_in, .n_out = E->n_ff};
+            if ((rc = zr_k_matvec_id(f->launcher, &f->k->mv_id[gu[h]->type], zr_cuf_mv_rows_per_warp(gu[h]->type), gu[h], E->n_ff, M->ids,
+                                     E->n_used, x, 0, M->gate_up + (CUdeviceptr)h * E->n_ff * sizeof(float), 2 * E->n_ff, norm_w, eps,
+                                     ZR_CUF_MV_RMSNORM, zr_cuf_mv_shape(f->k, &one, ZR_CUF_MV_RMSNORM), err)))
+                return rc;
+        }
+        const ZrCuWeight one_down = {.type = E->down.type, .n_in = E->down.n_in, .n_out = f->n_embd};
+        if ((rc = zr_k_matvec_id(f->launcher, &f->k->mv_id[E->down.type], zr_cuf_mv_rows_per_warp(E->down.type), &E->down, f->n_embd,
+                                 M->ids, E->n_used, M->gate_up, 2 * E->n_ff, M->out, f->n_embd, 0, 0.0f, ZR_CUF_MV_SWIGLU,
+                                 zr_cuf_mv_shape(f->k, &one_down, ZR_CUF_MV_SWIGLU), err)))
+            return rc;
+        return zr_k_moe_combine(f->launcher, f->k, M->out, M->weights, E->n_used, x, f->n_embd, 1, err);
+    }
+    /* silu(gate) * up of each chosen expert, on the normed row (the norm fused again: one row) */
+    const ZrCuWeight one_gu = {.type = E->gu.type, .n_in = E->gu.n_in, .n_out = 2 * E->n_ff};
+    const int glu = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU;
+    if ((rc = zr_k_matvec_id(f->launcher, &f->k->mv_id[E->gu.type], zr_cuf_mv_rows_per_warp(E->gu.type), &E->gu, 2 * E->n_ff, M->ids,
+                             E->n_used, x, 0, M->ff, M->ff_stride, norm_w, eps, glu, zr_cuf_mv_shape(f->k, &one_gu, glu), err)))
+        return rc;
+    /* down of each chosen expert on its own activations */
+    const ZrCuWeight one_down = {.type = E->down.type, .n_in = E->down.n_in, .n_out = f->n_embd};
+    if ((rc = zr_k_matvec_id(f->launcher, &f->k->mv_id[E->down.type], zr_cuf_mv_rows_per_warp(E->down.type), &E->down, f->n_embd,
+                             M->ids, E->n_used, M->ff, M->ff_stride, M->out, f->n_embd, 0, 0.0f, ZR_CUF_MV_PLAIN,
+                             zr_cuf_mv_shape(f->k, &one_down, ZR_CUF_MV_PLAIN), err)))
+        return rc;
+    return zr_k_moe_combine(f->launcher, f->k, M->out, M->weights, E->n_used, x, f->n_embd, 1, err);
+}
+
+/* ---- prefill ---- */
+
+/* y[rows][ldy] = X[rows][n_in] W[row0 .. row0 + n_rows)^T through cuBLASLt: forward.c's gemm for a
+ * row range of a stacked matrix. x32: the F32 input (F32 weights); otherwise its F16 copy must be
+ * in f->xh. */
+static int rows_gemm(ZrCuForward *f, const ZrCuWeight *w, int row0, int n_rows, int rows, CUdeviceptr x32, CUdeviceptr y, int ldy,
+                     ZrError *err) {
+    const size_t rb = zr_cuw_main_row_bytes(w->type, w->n_in);
+    ZrGemm g = {.trans_a = 1, .trans_b = 0, .n = (uint64_t)rows, .k = (uint64_t)w->n_in, .type_b = CUDA_R_16F, .b = f->xh,
+                .ldb = w->n_in, .type_d = CUDA_R_32F, .ldd = ldy, .alpha = 1.0f, .beta = 0.0f, .workspace = f->lt_ws,
+                .workspace_bytes = f->lt_ws_bytes};
+    if (w->type == ZR_TYPE_F32 || w->type == ZR_TYPE_F16) {
+        g.m = (uint64_t)n_rows;
+        g.a = w->main + (CUdeviceptr)row0 * rb;
+        g.type_a = w->type == ZR_TYPE_F32 ? CUDA_R_32F : CUDA_R_16F;
+        g.lda = (int64_t)(rb / (w->type == ZR_TYPE_F32 ? 4 : 2));
+        if (w->type == ZR_TYPE_F32) {
+            g.type_b = CUDA_R_32F;
+            g.b = x32;
+        }
+        g.d = y;
+        return zr_cublaslt_gemm(f->lt, f->cuda->stream, &g, err);
+    }
+    const int slice = (int)(f->wbuf_elems / (size_t)w->n_in);
+    for (int r0 = 0; r0 < n_rows; r0 += slice) {
+        const int nr = n_rows - r0 < slice ? n_rows - r0 : slice;
+        int rc = zr_k_dequant_f16(f->launcher, f->k, w, f->wbuf, row0 + r0, nr, err);
+        if (rc) return rc;
+        g.m = (uint64_t)nr;
+        g.a = f->wbuf;
+        g.type_a = CUDA_R_16F;
+        g.lda = w->n_in;
+        g.d = y + (CUdeviceptr)r0 * sizeof(float);
+        if ((rc = zr_cublaslt_gemm(f->lt, f->cuda->stream, &g, err))) return rc;
+    }
+    return ZR_OK;
+}
+
+/* The F16 copy of x [rows][n] in f->xh when w reads F16. */
+static int f16_operand(ZrCuForward *f, const ZrCuWeight *w, CUdeviceptr x, int n, int rows, ZrError *err) {
+    return w->type == ZR_TYPE_F32 ? ZR_OK : zr_k_convert(f->launcher, f->k, x, f->xh, n, rows, err);
+}
+
+int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrError *err) {
+    ZrCuMoe *M = f->moe;
+    const ZrCuMoeLayer *E = &M->layers[il];
+    const int k = E->n_used, ne = E->n_expert, ff = E->n_ff, d = f->n_embd;
+    int rc;
+    /* the router on every normed row, then the routing */
+    if ((rc = zr_k_rmsnorm(f->launcher, f->k, f->x, d, norm_w, f->xn, d, d, f->m->hp.rms_eps, 1, n, err))) return rc;
+    if ((rc = f16_operand(f, &E->router, f->xn, d, n, err))) return rc;
+    if ((rc = rows_gemm(f, &E->router, 0, ne, n, f->xn, M->p_logits, ne, err))) return rc;
+    if ((rc = zr_k_moe_route(f->launcher, f->k, M->p_logits, ne, k, M->p_ids, M->p_weights, n, err))) return rc;
+    /* the ids to the host once; the rows grouped by expert (counting sort: rows in order within an expert) */
+    if ((rc = zr_cuda_d2h(f->cuda, M->h_ids, M->p_ids, sizeof(int32_t) * (size_t)n * k, err))) return rc;
+    if ((rc = zr_cuda_sync(f->cuda, err))) return rc;
+    memset(M->h_start, 0, sizeof(int32_t) * (size_t)(ne + 1));
+    for (int s = 0; s < n * k; s++) {
+        const int e = M->h_ids[s];
+        if (e < 0 || e >= ne) return zr_err(err, ZR_E_INTERNAL, "cuda moe prefill: layer %d: expert id %d of %d", il, e, ne);
+        M->h_start[e + 1]++;
+    }
+    for (int e = 0; e < ne; e++) M->h_start[e + 1] += M->h_start[e];
+    for (int s = 0; s < n * k; s++) {
+        const int e = M->h_ids[s], at = M->h_start[e]++;
+        M->h_idx[at] = s / k;
+        M->h_slot[at] = s;
+    }
+    for (int e = ne; e > 0; e--) M->h_start[e] = M->h_start[e - 1]; /* back to the starts */
+    M->h_start[0] = 0;
+    if ((rc = zr_cuda_h2d(f->cuda, M->p_idx, M->h_idx, sizeof(int32_t) * (size_t)n * k, err))) return rc;
+    if ((rc = zr_cuda_h2d(f->cuda, M->p_slot, M->h_slot, sizeof(int32_t) * (size_t)n * k, err))) return rc;
+    /* each chosen expert once over its rows */
+    const bool down_f16 = E->down.type != ZR_TYPE_F32;
+    for (int e = 0; e < ne; e++) {
+        const int at = M->h_start[e], cnt = M->h_start[e + 1] - at;
+        if (!cnt) continue;
+        const CUdeviceptr idx = M->p_idx + (CUdeviceptr)at * sizeof(int32_t), slot = M->p_slot + (CUdeviceptr)at * sizeof(int32_t);
+        if ((rc = zr_k_moe_gather(f->launcher, f->k, f->xn, idx, M->p_x, d, cnt, err))) return rc;
+        if ((rc = f16_operand(f, E->up.main && E->up.type != ZR_TYPE_F32 ? &E->up : &E->gu, M->p_x, d, cnt, err))) return rc;
+        if (E->up.main) { /* split: gate into the first half of each gu row, up into the second */
+            if ((rc = rows_gemm(f, &E->gu, e * ff, ff, cnt, M->p_x, f->gu, 2 * ff, err))) return rc;
+            if ((rc = rows_gemm(f, &E->up, e * ff, ff, cnt, M->p_x, f->gu + (CUdeviceptr)ff * sizeof(float), 2 * ff, err))) return rc;
+        } else if ((rc = rows_gemm(f, &E->gu, e * 2 * ff, 2 * ff, cnt, M->p_x, f->gu, 2 * ff, err))) {
+            return rc;
+        }
+        if ((rc = zr_k_swiglu(f->launcher, f->k, down_f16, f->gu, 2 * ff, down_f16 ? f->xh : f->ff, ff, cnt, err))) return rc;
+        if ((rc = rows_gemm(f, &E->down, e * d, d, cnt, f->ff, M->p_y, d, err))) return rc;
+        if ((rc = zr_k_moe_scatter(f->launcher, f->k, M->p_y, slot, M->p_out, d, cnt, err))) return rc;
+    }
+    return zr_k_moe_combine(f->launcher, f->k, M->p_out, M->p_weights, k, f->x, d, n, err);
+}

@@ -1,0 +1,64 @@
+/* The mixture-of-experts FFN on the GPU (issue 15). Per MoE layer the router, the experts' gate
+ * and up (stacked per expert: its gate rows, then its up rows, so one GLU launch computes
+ * silu(gate) * up of every chosen expert) and down on the device; a decode step's FFN is five
+ * launches that read the chosen experts from device memory (router matvec with the FFN norm
+ * fused, moe_route_f32 writing ids and weights, matvec_id GLU, matvec_id down, moe_combine_f32
+ * into the residual): the same launches every token, so the recorded graph serves every token
+ * and nothing goes to the host.
+ *
+ * The prefill groups a chunk's tokens by expert: the router for every row (an F32 GEMM for an
+ * F32 router), moe_route_f32 over the rows, the ids to the host once per layer and chunk, then
+ * per chosen expert its rows gathered, gate|up and down through the prefill's cuBLASLt path
+ * (the expert's rows of the stacked matrices dequantized to F16, as every prefill weight) and
+ * the outputs scattered back to their tokens' slots, mixed as in the decode. One GEMM per expert
+ * and matrix rather than a grouped or batched GEMM: the experts' weights must be dequantized to
+ * F16 anyway, one expert at a time into the one dequantization buffer, and cuBLASLt has no
+ * grouped GEMM over operands that do not exist yet. */
+#pragma once
+#include "cuda/forward.h"
+
+typedef struct ZrCuMoeLayer {
+    int n_expert, n_used, n_ff; /* 0 experts: a dense layer */
+    ZrCuWeight router;          /* [n_embd, n_expert] */
+    ZrCuWeight gu;              /* [n_embd, n_expert * 2 n_ff]: expert e's rows [2 e n_ff, 2 (e + 1) n_ff) = its gate, its up;
+                                 * when gate and up differ in type (a mixed quantization) gu is the gate experts
+                                 * [n_embd, n_expert * n_ff] and up the up experts, each launched on its own */
+    ZrCuWeight up;              /* .main == 0 unless split */
+    ZrCuWeight down;            /* [n_ff, n_expert * n_embd] */
+} ZrCuMoeLayer;
+
+typedef struct ZrCuMoe {
+    int ff_stride;              /* floats between two experts' rows of ff (n_ff rounded up to 4: 16-byte aligned rows) */
+    CUdeviceptr logits;         /* f32 [max n_expert] the router's output for one row */
+    CUdeviceptr ids;            /* i32 [max n_used] the chosen experts, largest weight first */
+    CUdeviceptr weights;        /* f32 [max n_used] their renormalized weights */
+    CUdeviceptr ff;             /* f32 [max n_used][ff_stride] silu(gate) * up of each chosen expert */
+    CUdeviceptr gate_up;        /* f32 [max n_used][2 n_ff]: gate | up of each chosen expert, for split gate and up */
+    CUdeviceptr out;            /* f32 [max n_used][n_embd] each chosen expert's output */
+    /* the prefill's, for ZR_CUF_UBATCH rows (UB) */
+    CUdeviceptr p_logits;       /* f32 [UB][max n_expert] */
+    CUdeviceptr p_ids;          /* i32 [UB][max n_used] */
+    CUdeviceptr p_weights;      /* f32 [UB][max n_used] */
+    CUdeviceptr p_idx, p_slot;  /* i32 [UB max n_used]: rows and their slots (row n_used + j), grouped by expert */
+    CUdeviceptr p_x;            /* f32 [UB][n_embd] one expert's rows of xn */
+    CUdeviceptr p_y;            /* f32 [UB][n_embd] one expert's outputs */
+    CUdeviceptr p_out;          /* f32 [UB][max n_used][n_embd] every row's experts' outputs, in the order chosen */
+    int32_t *h_ids;             /* host [UB max n_used] */
+    int32_t *h_idx, *h_slot;    /* host [UB max n_used] */
+    int32_t *h_start;           /* host [max n_expert + 1]: expert e's rows are h_idx[h_start[e] .. h_start[e + 1]) */
+    ZrCuMoeLayer layers[];      /* [n_layer] */
+} ZrCuMoe;
+
+/* Uploads layer il's router and experts (f->moe allocated at the first call); refuses gate and up
+ * experts of different types by name. */
+int zr_cuf_moe_upload_layer(ZrCuForward *f, int il, ZrError *err);
+/* The bytes zr_cuf_moe_upload_layer will allocate for layer L (0 for a dense layer). */
+size_t zr_cuf_moe_layer_bytes(const ZrModel *m, const ZrLayer *L);
+/* The workspaces of the MoE FFN (none when the model has no experts). */
+int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err);
+/* x[n_embd] += the MoE FFN of layer il on RMSNorm(x) * norm_w: launches only (the decode step's,
+ * and the prefill's per row). */
+int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, ZrError *err);
+/* f->x[n][n_embd] += the MoE FFN of layer il on each row's RMSNorm(x) * norm_w (n <= ZR_CUF_UBATCH),
+ * the rows grouped by expert; one copy of the chosen ids to the host (it synchronizes). */
+int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrError *err);

@@ -1,0 +1,394 @@
+/* Mixtures of experts on the CUDA backend (issue 15), on qwen3moe and Mixtral-style llama models
+ * zrun-synth writes, against the CPU reference (itself held to llama.cpp by test/test_moe.c).
+ *
+ * Tolerances (worst row of max|gpu - cpu| / std(cpu row), as test_cuda_backend.c):
+ *   decode steps (F32 throughout, as the CPU)                                  <= 3e-5
+ *   prefill: tokens grouped by expert, the router and every expert through cuBLASLt GEMMs that
+ *   multiply F16 operands for F16 / quantized weights                          <= 1e-2
+ *   (F32 weights keep F32 operands: <= 3e-5)
+ * The graph replays the eager logits bit for bit over 128 greedy steps, while the chosen experts
+ * change from token to token (counted on the CPU reference, fed the same tokens). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "cpu/moe.h"
+#include "cpu/ops.h"
+#include "cuda/klaunch.h"
+#include "cuda/weights.h"
+#include "gpu_env.h"
+#include "quant.h"
+#include "model.h"
+#include "zt.h"
+#include "zt_fixtures.h"
+#include "zt_proc.h"
+
+#define DECODE_TOL 3e-5
+#define PREFILL_TOL 1e-2
+#define N_POS 40
+#define N_GRAPH 128
+
+static const int32_t k_tokens[N_POS] = {2,   71,  294, 436, 413, 394, 35,  133, 63,  256, 392, 233, 244, 336,
+                                        197, 406, 110, 51,  252, 17,  460, 430, 202, 224, 314, 393, 395, 45,
+                                        88,  301, 19,  477, 150, 222, 9,   380, 265, 128, 499, 64};
+
+typedef struct Case {
+    const char *name, *args;
+} Case;
+
+static const Case k_cases[] = {
+    {"qwen3moe-F32", "--arch qwen3moe --layers 3 --seed 5 --type f32"},
+    {"qwen3moe-Q4_K_M", "--arch qwen3moe --layers 3 --seed 5 --type q4_k_m"},
+    {"qwen3moe-wide-F16", "--arch qwen3moe --layers 2 --seed 7 --experts 64 --experts-used 8 --ff-expert 32 --type f16"},
+    {"qwen3moe-wide-Q8_0", "--arch qwen3moe --layers 2 --seed 7 --experts 128 --experts-used 8 --ff-expert 64 --type q8_0"},
+    {"llama-moe-F32", "--arch llama --layers 3 --seed 6 --experts 8 --experts-used 2 --type f32"},
+    {"llama-moe-Q4_K_M", "--arch llama --layers 3 --seed 6 --experts 8 --experts-used 2 --type q4_k_m"},
+    {"llama-moe-Q5_1", "--arch llama --layers 2 --seed 9 --experts 4 --experts-used 2 --type q5_1"},
+    {"llama-moe-top1-F32", "--arch llama --layers 2 --seed 8 --experts 4 --experts-used 1 --ff-expert 128 --type f32"},
+    /* gate and up experts of different types: launched apart, down reads their SwiGLU */
+    {"qwen3moe-mixed-Q4_K", "--arch qwen3moe --layers 2 --seed 12 --type q4_k --up-type q8_0"},
+    {"llama-moe-mixed-Q6_K", "--arch llama --layers 2 --seed 13 --experts 8 --experts-used 2 --type q6_k --up-type f16"},
+};
+#define N_CASES (sizeof k_cases / sizeof k_cases[0])
+
+static bool synth(const char *args, char *path, size_t cap) {
+    const char *exe = getenv("ZRUN_SYNTH");
+    if (!exe) {
+        fprintf(stderr, "  ZRUN_SYNTH is not set (run through meson test)\n");
+        return false;
+    }
+    snprintf(path, cap, "%s/cuda_moe.gguf", zt_tmpdir());
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' -q -o '%s' %s", exe, path, args);
+    ZtProc p = zt_proc_sh(cmd, NULL);
+    if (p.status != 0 && p.err) fputs(p.err, stderr);
+    const bool ok = p.status == 0;
+    zt_proc_free(&p);
+    return ok;
+}
+
+static bool all_f32(const ZrModel *m) { return m->tok_embd.type == 0 && m->output.type == 0 && m->layers[0].wq.type == 0; }
+
+/* the CPU reference's logits of every position */
+static float *cpu_logits(const ZrModel *m, int n_ctx) {
+    ZrError err = {0};
+    ZrBackendOptions o = {.n_ctx = n_ctx, .n_threads = 4};
+    ZrBackend *be = zr_cpu_backend_create(m, &o, &err);
+    if (!be) {
+        fprintf(stderr, "  cpu backend: %s\n", err.msg);
+        return NULL;
+    }
+    float *lg = malloc(sizeof(float) * N_POS * m->hp.n_vocab);
+    if (be->forward(be, k_tokens, N_POS, 0, lg, true, &err)) {
+        fprintf(stderr, "  cpu forward: %s\n", err.msg);
+        free(lg);
+        lg = NULL;
+    }
+    be->destroy(be);
+    return lg;
+}
+
+/* ---- the kernels alone ---- */
+
+/* n_expert random [n_in, n_rows] matrices of `type`, stacked (ggml layout, zr_row_bytes per row). */
+static uint8_t *random_experts(uint32_t type, int n_in, int n_total, uint64_t *s) {
+    const size_t rb = zr_row_bytes(type, n_in);
+    uint8_t *w = malloc(rb * n_total);
+    float *row = malloc(sizeof(float) * n_in);
+    for (int r = 0; r < n_total; r++) {
+        const float scale = 0.02f + 0.2f * (gpu_rand(s) + 1.0f), off = 0.3f * scale * gpu_rand(s);
+        for (int i = 0; i < n_in; i++) row[i] = off + scale * gpu_rand(s);
+        zr_quantize_row(type, row, w + rb * r, n_in);
+    }
+    free(row);
+    return w;
+}
+
+static ZrCuWeight upload_stacked(GpuEnv *g, uint32_t type, const uint8_t *w, int n_in, int n_out) {
+    const size_t rb = zr_row_bytes(type, n_in), mb = zr_cuw_main_row_bytes(type, n_in) * n_out, sb = zr_cuw_side_bytes(type, n_in, n_out);
+    uint8_t *hm = calloc(1, mb), *hs = calloc(1, sb ? sb : 1);
+    for (int r = 0; r < n_out; r++) zr_cuw_repack_row(type, w + rb * r, n_in, r, n_out, hm, hs);
+    ZrCuWeight dw = {.type = type, .n_in = n_in, .n_out = n_out, .main = gpu_upload(g, hm, mb), .side = sb ? gpu_upload(g, hs, sb) : 0};
+    free(hm);
+    free(hs);
+    return dw;
+}
+
+/* matvec_id_<type> against zr_dot_row on the chosen experts' rows: plain (each slot its own x),
+ * RMSNorm + GLU (one x, each expert's gate rows then up rows) and SwiGLU input (each slot its own
+ * gate | up, as the down of split gate and up experts reads them); bound as test_kernels.c's. */
+ZT_TEST(matvec_id_computes_the_chosen_experts_rows_of_every_type) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    static const uint32_t types[] = {ZR_TYPE_F32,  ZR_TYPE_F16,  ZR_TYPE_BF16, ZR_TYPE_Q8_0, ZR_TYPE_Q4_0, ZR_TYPE_Q4_1, ZR_TYPE_Q5_0,
+                                     ZR_TYPE_Q5_1, ZR_TYPE_Q2_K, ZR_TYPE_Q3_K, ZR_TYPE_Q4_K, ZR_TYPE_Q5_K, ZR_TYPE_Q6_K};
+    enum { N_IN = 512, ROWS = 96, N_EXPERT = 6, K = 3 };
+    const int32_t ids[K] = {4, 0, 5}; /* the last expert, the first, one between */
+    int failed = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const uint32_t type = types[ti];
+        uint64_t s = 77 + type;
+        uint8_t *w = random_experts(type, N_IN, ROWS * N_EXPERT, &s);
+        const size_t rb = zr_row_bytes(type, N_IN);
+        static float x[K][2 * N_IN], xn[N_IN], xs[N_IN], gw[N_IN], y[K * ROWS], deq[N_IN];
+        for (int j = 0; j < K; j++)
+            for (int i = 0; i < 2 * N_IN; i++) x[j][i] = (i < N_IN ? 1.0f : 4.0f) * gpu_rand(&s);
+        for (int i = 0; i < N_IN; i++) gw[i] = 1.0f + 0.2f * gpu_rand(&s);
+        ZrCuWeight dw = upload_stacked(g, type, w, N_IN, ROWS * N_EXPERT);
+        CUdeviceptr dx = gpu_upload(g, x, sizeof x), dids = gpu_upload(g, ids, sizeof ids), dg = gpu_upload(g, gw, sizeof gw);
+        CUdeviceptr dy = gpu_alloc(g, sizeof y);
+        ZrError e = {0};
+        double worst_of[3] = {0, 0, 0};
+        for (int v = 0; v < 3; v++) { /* plain, rmsnorm + glu, swiglu input */
+            const int glu = v == 1;
+            const int mode = v == 1 ? ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU : v == 2 ? ZR_CUF_MV_SWIGLU : ZR_CUF_MV_PLAIN, results = glu ? ROWS / 2 : ROWS;
+            const ZrCuWeight one = {.type = type, .n_in = N_IN, .n_out = ROWS};
+            int rc = zr_k_matvec_id(&g->l, &g->k.mv_id[type], zr_cuf_mv_rows_per_warp(type), &dw, ROWS, dids, K, dx, glu ? 0 : 2 * N_IN, dy,
+                                    results, glu ? dg : 0, 1e-5f, mode, zr_cuf_mv_shape(&g->k, &one, mode), &e);
+            ZT_CHECKF(rc == 0, "%s: %s", zr_type_name(type), e.msg);
+            gpu_download(g, y, dy, sizeof(float) * K * results);
+            if (glu) zr_cpu_rmsnorm(xn, x[0], gw, N_IN, 1e-5f);
+            for (int j = 0; j < K; j++) {
+                if (v == 2) zr_cpu_swiglu(xs, x[j], x[j] + N_IN, N_IN);
+                const float *xr = glu ? xn : v == 2 ? xs : x[j];
+                for (int r = 0; r < results; r++) {
+                    double ref[2], tol[2];
+                    for (int h = 0; h < 1 + glu; h++) {
+                        const uint8_t *row = w + rb * ((size_t)ids[j] * ROWS + r + h * results);
+                        ref[h] = zr_dot_row(type, row, xr, N_IN);
+                        zr_dequant_row(type, row, deq, N_IN);
+                        double mag = 0;
+                        for (int i = 0; i < N_IN; i++) mag += fabs((double)deq[i] * xr[i]);
+                        tol[h] = 1e-5 * mag + 1e-5 * fabs(ref[h]);
+                    }
+                    double want = ref[0], t = tol[0];
+                    if (glu) {
+                        const double sg = ref[0] / (1.0 + exp(-ref[0]));
+                        want = sg * ref[1];
+                        t = 1.1 * tol[0] * fabs(ref[1]) + fabs(sg) * tol[1] + 1e-6 * fabs(want);
+                    }
+                    const float got = ((const float *)y)[j * results + r]; /* slot j's row at j * results */
+                    const double q = isfinite(got) ? fabs(got - want) / t : 1e30;
+                    if (q > worst_of[v]) worst_of[v] = q;
+                }
+            }
+        }
+        const bool ok = worst_of[0] <= 1 && worst_of[1] <= 1 && worst_of[2] <= 1;
+        fprintf(stderr, "  matvec_id %-5s worst |diff|/bound plain %.3g, rmsnorm+glu %.3g, swiglu %.3g%s\n", zr_type_name(type), worst_of[0],
+                worst_of[1], worst_of[2], ok ? "  PASS" : "  FAIL");
+        failed += !ok;
+        gpu_free(g, dw.main);
+        if (dw.side) gpu_free(g, dw.side);
+        gpu_free(g, dx);
+        gpu_free(g, dids);
+        gpu_free(g, dg);
+        gpu_free(g, dy);
+        free(w);
+    }
+    ZT_CHECKF(failed == 0, "%d types over the bound", failed);
+}
+
+/* moe_route_f32 chooses the CPU reference's experts in its order, with its weights (to float
+ * rounding), for rows of random logits of 8 to 256 experts; moe_combine_f32 mixes as the CPU. */
+ZT_TEST(route_and_combine_match_the_cpu_reference) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    static const int shapes[][2] = {{8, 2}, {16, 4}, {64, 8}, {128, 8}, {256, 1}, {5, 5}};
+    enum { ROWS = 33, N = 300 };
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int ne = shapes[si][0], k = shapes[si][1];
+        uint64_t s = 1000 + si;
+        float *lg = malloc(sizeof(float) * ROWS * ne), *probs = malloc(sizeof(float) * ne);
+        int32_t *ids = malloc(sizeof(int32_t) * ROWS * k), *gids = malloc(sizeof(int32_t) * ROWS * k);
+        float *w = malloc(sizeof(float) * ROWS * k), *gw = malloc(sizeof(float) * ROWS * k);
+        for (int i = 0; i < ROWS * ne; i++) lg[i] = 3.0f * gpu_rand(&s);
+        for (int r = 0; r < ROWS; r++) zr_cpu_moe_route(lg + r * ne, probs, ne, k, ids + r * k, w + r * k);
+        CUdeviceptr dl = gpu_upload(g, lg, sizeof(float) * ROWS * ne), di = gpu_alloc(g, sizeof(int32_t) * ROWS * k),
+                    dw = gpu_alloc(g, sizeof(float) * ROWS * k);
+        ZrError e = {0};
+        ZT_CHECKF(zr_k_moe_route(&g->l, &g->k, dl, ne, k, di, dw, ROWS, &e) == 0, "%s", e.msg);
+        gpu_download(g, gids, di, sizeof(int32_t) * ROWS * k);
+        gpu_download(g, gw, dw, sizeof(float) * ROWS * k);
+        int same = 0;
+        double worst = 0;
+        for (int i = 0; i < ROWS * k; i++) {
+            same += ids[i] == gids[i];
+            const double d = fabs((double)w[i] - gw[i]);
+            if (d > worst) worst = d;
+        }
+        fprintf(stderr, "  route %3d experts, %d used: ids %d/%d equal, weights max|diff| %.2g%s\n", ne, k, same, ROWS * k, worst,
+                same == ROWS * k && worst < 1e-6 ? "  PASS" : "  FAIL");
+        ZT_CHECK(same == ROWS * k && worst < 1e-6);
+        /* the mix: x += sum_j w_j out_j */
+        float *out = malloc(sizeof(float) * ROWS * k * N), *x = malloc(sizeof(float) * ROWS * N), *gx = malloc(sizeof(float) * ROWS * N);
+        for (int i = 0; i < ROWS * k * N; i++) out[i] = gpu_rand(&s);
+        for (int i = 0; i < ROWS * N; i++) x[i] = gpu_rand(&s);
+        CUdeviceptr dout = gpu_upload(g, out, sizeof(float) * ROWS * k * N), dx = gpu_upload(g, x, sizeof(float) * ROWS * N);
+        ZT_CHECKF(zr_k_moe_combine(&g->l, &g->k, dout, dw, k, dx, N, ROWS, &e) == 0, "%s", e.msg);
+        gpu_download(g, gx, dx, sizeof(float) * ROWS * N);
+        int exact = 0;
+        for (int r = 0; r < ROWS; r++)
+            for (int i = 0; i < N; i++) {
+                float acc = out[(size_t)(r * k) * N + i] * gw[r * k];
+                for (int j = 1; j < k; j++) acc += out[(size_t)(r * k + j) * N + i] * gw[r * k + j];
+                const float want = x[r * N + i] + acc;
+                exact += !memcmp(&want, &gx[r * N + i], sizeof want);
+            }
+        fprintf(stderr, "  combine %d used: %d/%d values equal the CPU's bit for bit%s\n", k, exact, ROWS * N, exact == ROWS * N ? "  PASS" : "  FAIL");
+        ZT_CHECK(exact == ROWS * N);
+        gpu_free(g, dl);
+        gpu_free(g, di);
+        gpu_free(g, dw);
+        gpu_free(g, dout);
+        gpu_free(g, dx);
+        free(lg), free(probs), free(ids), free(gids), free(w), free(gw), free(out), free(x), free(gx);
+    }
+}
+
+/* ---- whole models ---- */
+
+ZT_TEST(moe_decode_and_prefill_match_the_cpu) {
+    if (!gpu_env()) return;
+    int failed = 0;
+    for (size_t i = 0; i < N_CASES; i++) {
+        const Case *k = &k_cases[i];
+        char path[4200];
+        ZrModel m;
+        ZrError err = {0};
+        ZT_CHECK(synth(k->args, path, sizeof path));
+        ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s: %s", k->name, err.msg);
+        const int V = m.hp.n_vocab;
+        float *ref = cpu_logits(&m, 128), *lg = malloc(sizeof(float) * N_POS * V);
+        ZT_CHECK(ref != NULL);
+        ZrBackendOptions o = {.n_ctx = 128, .verify_graph = 1, .quiet = true};
+        ZrBackend *be = zr_cuda_backend_create(&m, &o, &err);
+        ZT_CHECKF(be != NULL, "%s: %s", k->name, err.msg);
+        int rc = 0;
+        for (int t = 0; t < N_POS && !rc; t++) rc = be->forward(be, &k_tokens[t], 1, t, lg + (size_t)t * V, true, &err);
+        ZtLogitsDiff d = zt_compare_logits(lg, ref, N_POS, V);
+        bool ok = !rc && d.worst_rel <= DECODE_TOL;
+        fprintf(stderr, "  decode  %-20s max|diff|/std %.3g  argmax %d/%d%s%s\n", k->name, d.worst_rel, d.argmax_equal, N_POS,
+                ok ? "  PASS" : "  FAIL ", rc ? err.msg : "");
+        failed += !ok;
+        /* prefill: 24 positions in one pass, then 16 more in another */
+        be->truncate(be, 0);
+        rc = be->forward(be, k_tokens, 24, 0, lg, true, &err);
+        if (!rc) rc = be->forward(be, k_tokens + 24, N_POS - 24, 24, lg + (size_t)24 * V, true, &err);
+        d = zt_compare_logits(lg, ref, N_POS, V);
+        const double tol = all_f32(&m) ? DECODE_TOL : PREFILL_TOL;
+        ok = !rc && d.worst_rel <= tol;
+        fprintf(stderr, "  prefill %-20s max|diff|/std %.3g  argmax %d/%d (tol %g)%s%s\n", k->name, d.worst_rel, d.argmax_equal,
+                N_POS, tol, ok ? "  PASS" : "  FAIL ", rc ? err.msg : "");
+        failed += !ok;
+        be->destroy(be);
+        free(ref);
+        free(lg);
+        zr_model_free(&m);
+    }
+    ZT_CHECKF(failed == 0, "%d runs over tolerance", failed);
+}
+
+/* Distinct ordered expert sets of one layer: sets [n][k], the new one at n. */
+static bool new_set(const int32_t *sets, int n, int k) {
+    for (int u = 0; u < n; u++)
+        if (!memcmp(sets + (size_t)u * k, sets + (size_t)n * k, sizeof(int32_t) * k)) return false;
+    return true;
+}
+
+/* The recorded graph replays the eager decode bit for bit over 128 greedy steps from position 8,
+ * and the experts the router chooses change along the way (the graph's launches read them from
+ * device memory: nothing in it is updated per token). */
+ZT_TEST(graph_decode_equals_eager_bit_for_bit_while_the_experts_change) {
+    if (!gpu_env()) return;
+    int failed = 0;
+    for (size_t i = 0; i < N_CASES; i++) {
+        const Case *k = &k_cases[i];
+        char path[4200];
+        ZrModel m;
+        ZrError err = {0};
+        ZT_CHECK(synth(k->args, path, sizeof path));
+        ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s: %s", k->name, err.msg);
+        const int V = m.hp.n_vocab, n_ctx = 8 + N_GRAPH + 8, last = m.hp.n_layer - 1, ku = m.layers[last].facts.n_expert_used;
+        ZrBackendOptions oe = {.n_ctx = n_ctx, .graph = 0, .quiet = true}, og = {.n_ctx = n_ctx, .graph = 1, .verify_graph = 2, .quiet = true},
+                         oc = {.n_ctx = n_ctx, .n_threads = 4};
+        ZrBackend *eg = zr_cuda_backend_create(&m, &oe, &err), *gg = eg ? zr_cuda_backend_create(&m, &og, &err) : NULL;
+        ZrBackend *cb = gg ? zr_cpu_backend_create(&m, &oc, &err) : NULL;
+        ZT_CHECKF(eg && gg && cb, "%s: %s", k->name, err.msg);
+        float *a = malloc(sizeof(float) * V), *b = malloc(sizeof(float) * V), *c = malloc(sizeof(float) * V);
+        int32_t *sets0 = malloc(sizeof(int32_t) * N_GRAPH * m.layers[0].facts.n_expert_used), *setsl = malloc(sizeof(int32_t) * N_GRAPH * ku);
+        int rc = eg->forward(eg, k_tokens, 8, 0, a, false, &err);
+        if (!rc) rc = gg->forward(gg, k_tokens, 8, 0, b, false, &err);
+        if (!rc) rc = cb->forward(cb, k_tokens, 8, 0, c, false, &err);
+        int diff_step = -1, distinct0 = 0, distinctl = 0;
+        const int k0 = m.layers[0].facts.n_expert_used;
+        for (int s = 0; !rc && s < N_GRAPH; s++) {
+            const int pos = 8 + s;
+            const int32_t t = zt_argmax(a, V);
+            if ((rc = eg->forward(eg, &t, 1, pos, a, false, &err)) || (rc = gg->forward(gg, &t, 1, pos, b, false, &err)) ||
+                (rc = cb->forward(cb, &t, 1, pos, c, false, &err)))
+                break;
+            if (memcmp(a, b, sizeof(float) * V) && diff_step < 0) diff_step = pos;
+            memcpy(sets0 + (size_t)s * k0, zr_cpu_backend_moe_last(cb, 0), sizeof(int32_t) * k0);
+            memcpy(setsl + (size_t)s * ku, zr_cpu_backend_moe_last(cb, last), sizeof(int32_t) * ku);
+            distinct0 += new_set(sets0, s, k0);
+            distinctl += new_set(setsl, s, ku);
+        }
+        ZrBackendStats st;
+        gg->stats(gg, &st);
+        const bool ok = !rc && diff_step < 0 && st.graph_active && distinct0 > 1 && distinctl > 1;
+        fprintf(stderr, "  graph %-20s %s over %d steps (kernels/token %llu); distinct expert sets: layer 0 %d, layer %d %d%s%s%s\n", k->name,
+                diff_step < 0 ? "== eager" : "DIFFERS from eager", N_GRAPH, (unsigned long long)st.kernels_per_token, distinct0, last,
+                distinctl, ok ? "  PASS" : "  FAIL", rc ? " error: " : "", rc ? err.msg : "");
+        if (diff_step >= 0) fprintf(stderr, "    first difference at position %d\n", diff_step);
+        failed += !ok;
+        eg->destroy(eg);
+        gg->destroy(gg);
+        cb->destroy(cb);
+        free(a);
+        free(b);
+        free(c);
+        free(sets0);
+        free(setsl);
+        zr_model_free(&m);
+    }
+    ZT_CHECKF(failed == 0, "%d of %zu models differ", failed, N_CASES);
+}
+
+/* Greedy ids of the CUDA backend's own pick equal the CPU reference's over 48 steps, F32 models. */
+ZT_TEST(greedy_ids_equal_the_cpu_on_moe_models) {
+    if (!gpu_env()) return;
+    for (size_t i = 0; i < N_CASES; i++) {
+        const Case *k = &k_cases[i];
+        if (strstr(k->args, "f32") == NULL) continue;
+        char path[4200];
+        ZrModel m;
+        ZrError err = {0};
+        ZT_CHECK(synth(k->args, path, sizeof path));
+        ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s: %s", k->name, err.msg);
+        ZrBackendOptions oc = {.n_ctx = 128, .n_threads = 4}, og = {.n_ctx = 128, .quiet = true};
+        ZrBackend *cb = zr_cpu_backend_create(&m, &oc, &err), *gb = cb ? zr_cuda_backend_create(&m, &og, &err) : NULL;
+        ZT_CHECKF(cb && gb, "%s: %s", k->name, err.msg);
+        ZrGreedy pc = {0}, pg = {0};
+        int rc = cb->forward(cb, k_tokens, 8, 0, NULL, false, &err);
+        if (!rc) rc = gb->forward(gb, k_tokens, 8, 0, NULL, false, &err);
+        int32_t tc = k_tokens[8], tg = k_tokens[8], same = 0;
+        for (int pos = 8; !rc && pos < 56; pos++) {
+            if ((rc = cb->decode_greedy(cb, tc, pos, m.hp.n_vocab, NULL, &pc, &err)) ||
+                (rc = gb->decode_greedy(gb, tg, pos, m.hp.n_vocab, NULL, &pg, &err)))
+                break;
+            same += pc.token == pg.token;
+            tc = pc.token;
+            tg = pg.token;
+        }
+        fprintf(stderr, "  greedy %-20s %d of 48 ids equal%s%s%s\n", k->name, same, same == 48 ? "  PASS" : "  FAIL", rc ? " error: " : "",
+                rc ? err.msg : "");
+        ZT_CHECKF(!rc && same == 48, "%s: %d of 48 greedy ids equal", k->name, same);
+        cb->destroy(cb);
+        gb->destroy(gb);
+        zr_model_free(&m);
+    }
+}
+
+int main(void) { return gpu_main(); }
