@@ -44,6 +44,8 @@ typedef struct CudaBackend {
     int pick_n;       /* > 0: decode steps end with the greedy pick over logits [0, pick_n) */
     int n_past;       /* tokens in the KV cache */
     int32_t *hist;    /* [n_ctx] the tokens fed so far */
+    float *host_logits; /* [2][n_vocab] host-sampled decode steps: the logits, the sampler's copy (allocated once) */
+    uint64_t host_steps;/* decode_run steps sampled on the host */
     int32_t *calls;   /* [n_ctx] calls[p] = tokens of the forward call that started at position p (0 inside one) */
 } CudaBackend;
 
@@ -153,14 +155,12 @@ static int cuda_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, fl
     return ZR_OK;
 }
 
-/* The pick joins the decode step the first time it is asked for (and again if n_cand changes):
- * the epoch tells the graph controller to record the step again, once. */
-static int cuda_decode_greedy(ZrBackend *be, int32_t token, int pos, int n_cand, float *logits, ZrGreedy *out,
-                              ZrError *err) {
-    CudaBackend *c = (CudaBackend *)be;
-    if (n_cand < 1 || n_cand > c->m->hp.n_vocab)
-        return zr_err(err, ZR_E_INTERNAL, "cuda greedy decode: a pick among %d ids (1..%d expected)", n_cand,
-                      c->m->hp.n_vocab);
+/* A decode step of token at pos ending with the greedy pick over logits [0, n_cand) on the
+ * device, so only the token comes back (the logits too when logits is not NULL). The pick joins
+ * the decode step the first time it is asked for (and again if n_cand changes): the epoch tells
+ * the graph controller to record the step again, once. */
+static int step_greedy(CudaBackend *c, int32_t token, int pos, int n_cand, float *logits, int32_t *next,
+                       ZrError *err) {
     int rc = accept_call(c, &token, 1, pos, err);
     if (rc) return rc;
     if (c->pick_n != n_cand) {
@@ -173,12 +173,57 @@ static int cuda_decode_greedy(ZrBackend *be, int32_t token, int pos, int n_cand,
     if (pick[0] < 0 || pick[0] >= n_cand || pick[1] < -1 || pick[1] >= n_cand)
         return zr_err(err, ZR_E_INTERNAL, "cuda greedy decode at position %d: the device picked %d (non-finite at %d) among %d ids",
                       pos, pick[0], pick[1], n_cand);
-    out->token = pick[0];
-    out->nonfinite_at = pick[1];
     /* the pick kernel (cu/argmax.cu) reports the first NaN or +-inf id */
     if (pick[1] >= 0)
         return zr_logits_nonfinite_error(c->m->gguf.path, pos, pick[1], logits ? logits + pick[1] : NULL, err);
+    *next = pick[0];
     return ZR_OK;
+}
+
+/* The decode loop: greedy without banned ids picks on the device (the token alone comes back);
+ * any other sampling brings the logits back each step and samples on the host (counted in
+ * host_steps). One step at a time: the host waits for each step's result before it queues the
+ * next. */
+static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
+    CudaBackend *c = (CudaBackend *)be;
+    const int n_vocab = c->m->hp.n_vocab;
+    L->steps = 0;
+    if (L->host_pick) return zr_decode_run_host(be, n_vocab, L, err);
+    int rc = zr_decode_run_check(be, n_vocab, L, err);
+    if (rc) return rc;
+    const bool device_pick = zr_sampler_is_greedy(L->sp) && L->n_ban == 0;
+    if (!device_pick && !c->host_logits) {
+        /* [2][n_vocab]: a step's logits, and the copy the sampler works on */
+        if (!(c->host_logits = malloc((size_t)2 * n_vocab * sizeof *c->host_logits)))
+            return zr_err(err, ZR_E_NOMEM, "cuda decode run: out of host memory for %d logits", 2 * n_vocab);
+    }
+    int32_t tok = L->token;
+    for (;;) {
+        const int pos = L->pos + L->steps;
+        int32_t next = 0;
+        if (device_pick) {
+            if ((rc = step_greedy(c, tok, pos, L->n_cand, NULL, &next, err))) return rc;
+            zr_sampler_accept(L->host, next);
+        } else {
+            float *row = c->host_logits, *work = c->host_logits + n_vocab;
+            if ((rc = cuda_forward(be, &tok, 1, pos, row, false, err))) return rc;
+            memcpy(work, row, (size_t)n_vocab * sizeof *work);
+            next = zr_decode_pick_host(L, work, n_vocab);
+            L->host_steps++;
+            c->host_steps++;
+        }
+        L->steps++;
+        if (!L->on_token(L->ctx, next) || L->steps >= L->max_steps) break;
+        tok = next;
+    }
+    if (!L->logits) return ZR_OK;
+    if (!device_pick) {
+        memcpy(L->logits, c->host_logits, (size_t)n_vocab * sizeof *L->logits);
+        return ZR_OK;
+    }
+    /* the last step's logits are still in the device buffer: no step was queued after it */
+    if ((rc = zr_cuda_d2h(&c->cuda, L->logits, c->f.logits, (size_t)n_vocab * sizeof(float), err))) return rc;
+    return zr_cuda_sync(&c->cuda, err);
 }
 
 static void cuda_truncate(ZrBackend *be, int pos) {
@@ -197,6 +242,7 @@ static void cuda_stats(const ZrBackend *be, ZrBackendStats *out) {
     out->graph_build_ms = st.graph_build_ms;
     out->graph_active = st.graph_active;
     out->pdl = st.graph_active ? st.pdl : c->launcher.pdl;
+    out->host_steps = c->host_steps;
     out->host_us_per_token = st.graph_active && st.graph_steps ? st.graph_host_us : st.eager_host_us;
 }
 
@@ -239,6 +285,7 @@ static void cuda_destroy(ZrBackend *be) {
     free(c->k);
     free(c->hist);
     free(c->calls);
+    free(c->host_logits);
     free(c);
 }
 
@@ -283,7 +330,7 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         return NULL;
     }
     c->be = (ZrBackend){.name = "cuda", .n_ctx = n_ctx, .forward = cuda_forward,
-                        .decode_greedy = cuda_decode_greedy, .truncate = cuda_truncate,
+                        .decode_run = cuda_decode_run, .truncate = cuda_truncate,
                         .stats = cuda_stats, .read_bandwidth = cuda_read_bandwidth, .destroy = cuda_destroy};
     c->m = m;
     c->opt = *o;
