@@ -6,6 +6,8 @@
  * It keeps the shape of every forward call it was given (the token history), so that after a
  * poisoned context it can rebuild the KV cache with the very same launches: a prefill chunk is
  * prefilled again, a decode step decoded again, and the cache is bit for bit what it was. */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +22,13 @@
 #include "cuda/launch.h"
 #include "cuda/module.h"
 #include "cuda/profile.h"
+#include "cuda/upload.h"
 #include "logits_check.h"
+#include "sampler.h"
+
+#define ZR_RUN_AHEAD 6        /* steps queued beyond the one the host waits for */
+#define ZR_RING_SLOTS 16      /* record slots (> ZR_RUN_AHEAD: a slot is read before a step reuses it) */
+#define ZR_MEMHOSTALLOC_DEVICEMAP 0x02 /* CU_MEMHOSTALLOC_DEVICEMAP */
 
 typedef struct CudaBackend {
     ZrBackend be; /* first: the interface the callers hold */
@@ -45,6 +53,22 @@ typedef struct CudaBackend {
     int n_past;       /* tokens in the KV cache */
     int32_t *hist;    /* [n_ctx] the tokens fed so far */
     float *host_logits; /* [2][n_vocab] host-sampled decode steps: the logits, the sampler's copy (allocated once) */
+    /* the free-running decode loop (decode_run with a tail on the device) */
+    ZrTail tail;        /* what ends a decode step now (f.tail follows it; NONE while re-prefilling) */
+    int tail_n_cand;
+    ZrPickRecord *ring; /* [ZR_RING_SLOTS] mapped pinned host memory the tail writes (same address on the device: UVA) */
+    CUevent ev[ZR_RING_SLOTS]; /* ev[pos % slots]: the step at pos is done */
+    bool have_events;
+    ZrSampleDev sdev;   /* ZR_TAIL_SAMPLE: the chain's parameters, state, scratch */
+    bool sdev_init;
+    ZrSamplerParams sdev_p; /* what sdev was made for (kept here: a context reset takes sdev with it) */
+    int32_t *sdev_ban;
+    int sdev_n_ban;
+    CUdeviceptr d_snap; /* the checked replay's snapshot of tok/pos and the sampler state */
+    size_t snap_bytes;
+    ZrSampler *mirror;  /* while decode_run runs: the caller's sampler, the device state's source */
+    uint8_t *state_buf; /* [state_cap] a sampler state on its way to the device */
+    size_t state_cap;
     uint64_t host_steps;/* decode_run steps sampled on the host */
     int32_t *calls;   /* [n_ctx] calls[p] = tokens of the forward call that started at position p (0 inside one) */
 } CudaBackend;
@@ -64,6 +88,80 @@ static void wire_io(CudaBackend *c) {
     c->io.d_pick = c->f.d_pick;
     c->io.n_vocab = c->f.n_vocab;
     c->f.pick_n = c->pick_n;
+    /* the tail, and what a checked replay snapshots and compares */
+    c->f.tail = c->tail;
+    c->f.tail_sample = c->tail == ZR_TAIL_SAMPLE ? &c->sdev : NULL;
+    c->f.tail_io = (ZrPickIO){.logits = c->f.logits, .n_cand = c->tail_n_cand, .tok_pos = c->f.d_tok,
+                              .ring = (CUdeviceptr)(uintptr_t)c->ring, .n_slots = ZR_RING_SLOTS};
+    c->io.n_adv = 0;
+    c->io.ring = 0;
+    if (c->tail != ZR_TAIL_NONE) {
+        c->io.adv[c->io.n_adv] = c->f.d_tok; /* token, position */
+        c->io.adv_bytes[c->io.n_adv++] = 2 * sizeof(int32_t);
+        if (c->tail == ZR_TAIL_SAMPLE) {
+            c->io.adv[c->io.n_adv] = c->sdev.state;
+            c->io.adv_bytes[c->io.n_adv++] = c->sdev.state_bytes;
+        }
+        c->io.d_snap = c->d_snap;
+        c->io.ring = (CUdeviceptr)(uintptr_t)c->ring;
+        c->io.n_slots = ZR_RING_SLOTS;
+        c->io.slot_bytes = sizeof(ZrPickRecord);
+        c->io.record_cmp = offsetof(ZrPickRecord, t_begin);
+    }
+}
+
+/* The host sampler's state onto the device (the sampling chain's). */
+static int push_state(CudaBackend *c, const ZrSampler *smp, ZrError *err) {
+    const size_t n = zr_sampler_state_size(smp);
+    if (n > c->state_cap) {
+        uint8_t *p = realloc(c->state_buf, n);
+        if (!p) return zr_err(err, ZR_E_NOMEM, "cuda decode run: out of host memory for a sampler state of %zu bytes", n);
+        c->state_buf = p;
+        c->state_cap = n;
+    }
+    zr_sampler_get_state(smp, c->state_buf);
+    return zr_sample_dev_set_state(&c->cuda, &c->sdev, c->state_buf, n, err);
+}
+
+/* The tail's buffers in this context: the ring and its events, the chain's state (for
+ * c->sdev_p), the snapshot; then the wiring. Called when the tail changes and after a reset. */
+static int tail_buffers(CudaBackend *c, ZrError *err) {
+    const ZrCuDriver *d = c->cuda.drv;
+    if (!c->ring) {
+        void *p = NULL;
+        ZR_CU_TRY(d, err, d->cuMemHostAlloc(&p, ZR_RING_SLOTS * sizeof(ZrPickRecord), ZR_MEMHOSTALLOC_DEVICEMAP),
+                  "cuMemHostAlloc(%zu bytes, mapped) for the decode records", ZR_RING_SLOTS * sizeof(ZrPickRecord));
+        memset(p, 0, ZR_RING_SLOTS * sizeof(ZrPickRecord));
+        c->ring = p;
+    }
+    if (!c->have_events) {
+        for (int i = 0; i < ZR_RING_SLOTS; i++)
+            ZR_CU_TRY(d, err, d->cuEventCreate(&c->ev[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate (decode step %d)", i);
+        c->have_events = true;
+    }
+    if (c->tail == ZR_TAIL_SAMPLE && !c->sdev_init) {
+        int rc = zr_sample_dev_init(&c->cuda, &c->sdev_p, c->m->hp.n_vocab, c->sdev_ban, c->sdev_n_ban, &c->sdev, err);
+        if (rc) return rc;
+        c->sdev_init = true;
+    }
+    const size_t snap = 2 * sizeof(int32_t) + (c->sdev_init ? c->sdev.state_bytes : 0);
+    if (snap > c->snap_bytes) {
+        int rc = zr_cuf_dalloc(&c->f, &c->d_snap, snap, "the checked replay's snapshot", err);
+        if (rc) return rc;
+        c->snap_bytes = snap;
+    }
+    wire_io(c);
+    return ZR_OK;
+}
+
+/* After a context reset: what belonged to the old context is gone with it. */
+static void tail_forget(CudaBackend *c) {
+    c->ring = NULL;
+    c->have_events = false;
+    c->sdev_init = false;
+    memset(&c->sdev, 0, sizeof c->sdev);
+    c->d_snap = 0;
+    c->snap_bytes = 0;
 }
 
 /* The context is poisoned: a new context, the kernels, cuBLASLt, the weights and buffers again,
@@ -73,6 +171,9 @@ static int recover(void *ctx, int n_past, ZrError *err) {
     int rc;
     zr_cuf_forget(&c->f);
     c->f_init = false;
+    tail_forget(c);
+    const ZrTail tail = c->tail;
+    c->tail = ZR_TAIL_NONE; /* the re-prefill's decode steps must not advance a sampler */
     if (c->lt_open) zr_cublaslt_close(&c->lt);
     c->lt_open = false;
     if ((rc = zr_cuda_reset(&c->cuda, zr_cuda_kernels_image(), err))) return rc;
@@ -103,6 +204,12 @@ static int recover(void *ctx, int n_past, ZrError *err) {
         }
         p += n;
     }
+    if ((rc = zr_cuda_sync(&c->cuda, err))) return rc;
+    if (tail == ZR_TAIL_NONE) return ZR_OK;
+    /* the tail again, its state from the host's sampler (the tokens consumed so far) */
+    c->tail = tail;
+    if ((rc = tail_buffers(c, err))) return rc;
+    if (tail == ZR_TAIL_SAMPLE && c->mirror && (rc = push_state(c, c->mirror, err))) return rc;
     return zr_cuda_sync(&c->cuda, err);
 }
 
@@ -180,17 +287,19 @@ static int step_greedy(CudaBackend *c, int32_t token, int pos, int n_cand, float
     return ZR_OK;
 }
 
-/* The decode loop: greedy without banned ids picks on the device (the token alone comes back);
- * any other sampling brings the logits back each step and samples on the host (counted in
- * host_steps). One step at a time: the host waits for each step's result before it queues the
- * next. */
-static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
-    CudaBackend *c = (CudaBackend *)be;
+/* The decode loop one step at a time, where the tails are not built in (tail.h) or profiling
+ * times each step: greedy without banned ids picks on the device with the argmax pick (the token
+ * alone comes back); any other sampling brings the logits back each step and samples on the
+ * host (counted in host_steps). */
+static int run_stepwise(CudaBackend *c, ZrDecodeLoop *L, ZrError *err) {
+    ZrBackend *be = &c->be;
     const int n_vocab = c->m->hp.n_vocab;
-    L->steps = 0;
-    if (L->host_pick) return zr_decode_run_host(be, n_vocab, L, err);
-    int rc = zr_decode_run_check(be, n_vocab, L, err);
-    if (rc) return rc;
+    int rc;
+    if (c->tail != ZR_TAIL_NONE) { /* the argmax pick or the logits alone end the step again */
+        c->tail = ZR_TAIL_NONE;
+        wire_io(c);
+        c->io.epoch++;
+    }
     const bool device_pick = zr_sampler_is_greedy(L->sp) && L->n_ban == 0;
     if (!device_pick && !c->host_logits) {
         /* [2][n_vocab]: a step's logits, and the copy the sampler works on */
@@ -224,6 +333,206 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
     /* the last step's logits are still in the device buffer: no step was queued after it */
     if ((rc = zr_cuda_d2h(&c->cuda, L->logits, c->f.logits, (size_t)n_vocab * sizeof(float), err))) return rc;
     return zr_cuda_sync(&c->cuda, err);
+}
+
+/* The tail a loop needs (greedy without banned ids: the argmax tail; else the chain for its
+ * parameters and banned ids), in place with the host sampler's state on the device. A changed
+ * tail or candidate count moves the epoch: the graph is recorded again, once. */
+static int tail_setup(CudaBackend *c, const ZrDecodeLoop *L, ZrError *err) {
+    const ZrTail want = zr_sampler_is_greedy(L->sp) && L->n_ban == 0 ? ZR_TAIL_GREEDY : ZR_TAIL_SAMPLE;
+    bool moved = want != c->tail || L->n_cand != c->tail_n_cand;
+    if (want == ZR_TAIL_SAMPLE &&
+        (!c->sdev_init || memcmp(&c->sdev_p, L->sp, sizeof *L->sp) || c->sdev_n_ban != L->n_ban ||
+         (L->n_ban && memcmp(c->sdev_ban, L->ban, sizeof(int32_t) * (size_t)L->n_ban)))) {
+        if (c->sdev_init) zr_sample_dev_free(&c->cuda, &c->sdev);
+        c->sdev_init = false;
+        int32_t *ban = realloc(c->sdev_ban, sizeof(int32_t) * (size_t)(L->n_ban ? L->n_ban : 1));
+        if (!ban) return zr_err(err, ZR_E_NOMEM, "cuda decode run: out of host memory for %d banned ids", L->n_ban);
+        if (L->n_ban) memcpy(ban, L->ban, sizeof(int32_t) * (size_t)L->n_ban);
+        c->sdev_ban = ban;
+        c->sdev_n_ban = L->n_ban;
+        c->sdev_p = *L->sp;
+        moved = true; /* new state and scratch pointers */
+    }
+    c->tail = want;
+    c->tail_n_cand = L->n_cand;
+    int rc = tail_buffers(c, err);
+    if (rc) return rc;
+    if (moved) c->io.epoch++;
+    return want == ZR_TAIL_SAMPLE ? push_state(c, L->host, err) : ZR_OK;
+}
+
+/* The generator in a record into the host sampler (the state's first 32 bytes: sampler.c). */
+static int take_rng(CudaBackend *c, ZrSampler *smp, const uint64_t rng[4], ZrError *err) {
+    const size_t n = zr_sampler_state_size(smp);
+    if (n > c->state_cap) {
+        uint8_t *p = realloc(c->state_buf, n);
+        if (!p) return zr_err(err, ZR_E_NOMEM, "cuda decode run: out of host memory for a sampler state of %zu bytes", n);
+        c->state_buf = p;
+        c->state_cap = n;
+    }
+    zr_sampler_get_state(smp, c->state_buf);
+    memcpy(c->state_buf, rng, 4 * sizeof(uint64_t));
+    return zr_sampler_set_state(smp, c->state_buf, n, err);
+}
+
+/* Waits for whatever is queued (steps past the last one consumed are discarded). */
+static CUresult drain(CudaBackend *c) { return zr_cuda_sync_result(&c->cuda); }
+
+/* The free-running decode loop. The tail on the device picks each step's token and advances
+ * tok/pos in place, so the host queues up to ZR_RUN_AHEAD steps (graph replays, or the eager
+ * launches) with nothing written between them, and reads each step's record from the mapped
+ * ring once its event has completed: the GPU never waits for the host. The first steps go
+ * through the graph controller one at a time (recording, the checked replays); the rest are
+ * queued (zr_graph_decode_issue). A step the device cannot finish exactly (ZR_PICK_HOST) is
+ * sampled on the host from its logits, the host's state pushed back to the device; a poisoned
+ * context is recreated with the consumed tokens re-prefilled. When on_token says stop, the steps
+ * queued past it are waited for and discarded: the cache holds the consumed tokens (n_past), and
+ * the next loop starts from the host's sampler state again. */
+static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
+    CudaBackend *c = (CudaBackend *)be;
+    const ZrCuDriver *d = c->cuda.drv;
+    const int n_vocab = c->m->hp.n_vocab;
+    L->steps = 0;
+    if (L->host_pick) return zr_decode_run_host(be, n_vocab, L, err);
+    int rc = zr_decode_run_check(be, n_vocab, L, err);
+    if (rc) return rc;
+    if (!zr_cuda_tails_linked() || c->opt.profile) return run_stepwise(c, L, err);
+    const int pos0 = L->pos;
+    if (pos0 != c->n_past)
+        return zr_err(err, ZR_E_INTERNAL, "cuda decode run: position %d given, but %d tokens are in the cache", pos0, c->n_past);
+    if (L->token < 0 || L->token >= n_vocab)
+        return zr_err(err, ZR_E_RANGE, "cuda decode run: token id %d at position %d is outside the vocabulary 0..%d",
+                      L->token, pos0, n_vocab - 1);
+    /* steps that fit the context */
+    const int limit = L->max_steps < be->n_ctx - pos0 ? L->max_steps : be->n_ctx - pos0;
+    if (limit < 1)
+        return zr_err(err, ZR_E_RANGE, "cuda decode run: position %d does not fit the context of %d tokens (use a larger -c)",
+                      pos0, be->n_ctx);
+    if ((rc = tail_setup(c, L, err))) return rc;
+    c->mirror = L->host;
+    int32_t tok = L->token; /* what the step at pos0 + L->steps feeds */
+    int queued = 0;         /* steps issued: positions pos0 .. pos0 + queued - 1 */
+    bool stop = false;
+    while (!stop && L->steps < limit) {
+        const int pos = pos0 + L->steps;
+        const int slot = pos % ZR_RING_SLOTS;
+        CUresult bad = CUDA_SUCCESS;
+        bool synced = false;
+        if (queued == L->steps) {
+            c->hist[pos] = tok; /* a recovery re-prefills only consumed positions; this one is rewritten */
+            c->calls[pos] = 1;
+            if (!zr_graph_decode_steady(&c->graph)) {
+                /* recording, a checked replay, or a launch log: the controller's own step (it recovers) */
+                if ((rc = zr_graph_decode_step_out(&c->graph, tok, pos, NULL, NULL, err))) break;
+                queued++;
+                synced = true;
+            } else {
+                const int32_t v[2] = {tok, pos};
+                if ((rc = zr_cuda_h2d(&c->cuda, c->f.d_tok, v, sizeof v, err))) {
+                    bad = zr_cuda_sync_result(&c->cuda);
+                    goto failed;
+                }
+            }
+        }
+        while (!synced && queued < L->steps + ZR_RUN_AHEAD && queued < limit) {
+            if ((rc = zr_graph_decode_issue(&c->graph, &bad, err))) goto failed;
+            CUresult r = d->cuEventRecord(c->ev[(pos0 + queued) % ZR_RING_SLOTS], c->cuda.stream);
+            if (r != CUDA_SUCCESS) {
+                rc = zr_driver_err(d, err, r, "cuEventRecord (decode step at position %d)", pos0 + queued);
+                bad = zr_driver_error_is_sticky(r) ? r : CUDA_SUCCESS;
+                goto failed;
+            }
+            queued++;
+        }
+        if (!synced) {
+            CUresult r = d->cuEventSynchronize(c->ev[slot]);
+            if (r != CUDA_SUCCESS) {
+                rc = zr_driver_err(d, err, r, "decode step at position %d", pos);
+                bad = r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || zr_driver_error_is_sticky(r) ? r : CUDA_SUCCESS;
+                goto failed;
+            }
+        }
+        ZrPickRecord rec;
+        memcpy(&rec, (const void *)&c->ring[slot], sizeof rec); /* complete: the step's event is */
+        if (rec.pos != pos) {
+            rc = zr_err(err, ZR_E_INTERNAL, "cuda decode run: the record for position %d says position %d (status %d)",
+                        pos, rec.pos, rec.status);
+            break;
+        }
+        int32_t next;
+        if (rec.status == ZR_PICK_OK) {
+            next = rec.token;
+            if (next < 0 || next >= L->n_cand) {
+                rc = zr_err(err, ZR_E_INTERNAL, "cuda decode run at position %d: the device picked %d among %d ids", pos,
+                            next, L->n_cand);
+                break;
+            }
+            if (c->tail == ZR_TAIL_SAMPLE && (rc = take_rng(c, L->host, rec.rng, err))) break;
+            zr_sampler_accept(L->host, next);
+        } else if (rec.status == ZR_PICK_HOST) {
+            /* the steps queued after it recomputed this one (tok/pos unchanged): wait, then the host picks */
+            CUresult r = drain(c);
+            float *row = c->host_logits, *work = c->host_logits ? c->host_logits + n_vocab : NULL;
+            if (r != CUDA_SUCCESS) {
+                rc = zr_driver_err(d, err, r, "decode step at position %d", pos);
+                bad = zr_driver_error_is_sticky(r) ? r : CUDA_SUCCESS;
+                goto failed;
+            }
+            if (!row) {
+                if (!(c->host_logits = malloc((size_t)2 * n_vocab * sizeof *c->host_logits))) {
+                    rc = zr_err(err, ZR_E_NOMEM, "cuda decode run: out of host memory for %d logits", 2 * n_vocab);
+                    break;
+                }
+                row = c->host_logits;
+                work = row + n_vocab;
+            }
+            if ((rc = zr_cuda_d2h(&c->cuda, row, c->f.logits, (size_t)n_vocab * sizeof(float), err)) ||
+                (rc = zr_cuda_sync(&c->cuda, err)) ||
+                (rc = zr_logits_check(c->m->gguf.path, row, 1, n_vocab, pos, err)))
+                break;
+            memcpy(work, row, (size_t)n_vocab * sizeof *work);
+            next = zr_decode_pick_host(L, work, n_vocab);
+            if ((rc = push_state(c, L->host, err))) break;
+            queued = L->steps + 1;
+            L->host_steps++;
+            c->host_steps++;
+        } else if (rec.status == ZR_PICK_NONFINITE) {
+            rc = zr_logits_nonfinite_error(c->m->gguf.path, pos, rec.nonfinite_at, NULL, err);
+            break;
+        } else {
+            rc = zr_err(err, ZR_E_INTERNAL, "cuda decode run at position %d: a record with status %d", pos, rec.status);
+            break;
+        }
+        c->n_past = pos + 1;
+        L->steps++;
+        tok = next;
+        if (!L->on_token(L->ctx, next)) stop = true;
+        continue;
+    failed:
+        /* the step could not be queued or did not finish: recreate a poisoned context with the
+         * consumed tokens and go on from there (eagerly); anything else ends the loop */
+        drain(c);
+        if (bad == CUDA_SUCCESS) break;
+        if ((rc = zr_graph_decode_recover(&c->graph, bad, pos, err))) break;
+        queued = L->steps;
+    }
+    if (!rc && !stop && L->steps == limit && limit < L->max_steps)
+        rc = zr_err(err, ZR_E_RANGE, "cuda decode run: %d steps from position %d do not fit the context of %d tokens "
+                                     "(use a larger -c)", L->max_steps, pos0, be->n_ctx);
+    if (queued > L->steps) drain(c); /* computed past the end: discarded (a sticky error shows at the next call) */
+    if (!rc && L->logits && L->steps > 0) {
+        if (queued > L->steps) {
+            /* the logits buffer holds a later step's: the last consumed step again, eagerly (it
+             * rewrites the same KV entries; the tail's advance is undone at the next loop) */
+            const int32_t v[2] = {c->hist[pos0 + L->steps - 1], pos0 + L->steps - 1};
+            if (!(rc = zr_cuda_h2d(&c->cuda, c->f.d_tok, v, sizeof v, err))) rc = zr_cuf_decode_step(&c->f, err);
+        }
+        if (!rc) rc = zr_cuda_d2h(&c->cuda, L->logits, c->f.logits, (size_t)n_vocab * sizeof(float), err);
+        if (!rc) rc = zr_cuda_sync(&c->cuda, err);
+    }
+    c->mirror = NULL;
+    return rc;
 }
 
 static void cuda_truncate(ZrBackend *be, int pos) {
@@ -278,6 +587,14 @@ static void cuda_destroy(ZrBackend *be) {
         c->launcher.profile = NULL;
         zr_profile_free(&c->prof);
     }
+    if (c->cuda_open) {
+        if (c->sdev_init) zr_sample_dev_free(&c->cuda, &c->sdev);
+        if (c->have_events)
+            for (int i = 0; i < ZR_RING_SLOTS; i++) c->drv->cuEventDestroy(c->ev[i]);
+        zr_cuda_host_free(&c->cuda, c->ring);
+    }
+    free(c->sdev_ban);
+    free(c->state_buf);
     if (c->f_init) zr_cuf_free(&c->f);
     if (c->launcher_init) zr_launcher_free(&c->launcher);
     if (c->lt_open) zr_cublaslt_close(&c->lt);

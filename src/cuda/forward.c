@@ -152,6 +152,8 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
     if ((rc = mv_norm(f, &f->output, f->x, f->output_norm, f->logits, 0, err))) return rc;
     if (hp->final_softcap != 0.0f && (rc = zr_k_softcap(f->launcher, f->k, f->logits, hp->final_softcap, f->n_vocab, err)))
         return rc;
+    if (f->tail == ZR_TAIL_GREEDY) return zr_pick_greedy_launch(f->launcher, f->k, &f->tail_io, f->d_pick, err);
+    if (f->tail == ZR_TAIL_SAMPLE) return zr_sample_launch(f->launcher, f->k, f->tail_sample, &f->tail_io, err);
     return f->pick_n > 0 ? zr_pick_launch(f->launcher, &f->k->argmax, f->logits, f->pick_n, f->d_pick, err) : ZR_OK;
 }
 

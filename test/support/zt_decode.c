@@ -103,3 +103,9 @@ int zt_greedy_step(ZrBackend *be, int n_vocab, int32_t token, int pos, int n_can
     zr_sampler_free(smp);
     return rc;
 }
+
+bool zt_collect_into(void *ctx, int32_t token) {
+    int32_t **at = ctx;
+    *(*at)++ = token;
+    return true;
+}

@@ -50,3 +50,7 @@ void zt_decoded_free(ZtDecoded *o);
  * [0, n_cand) into *next, the step's logits into logits[n_vocab] when not NULL. */
 int zt_greedy_step(ZrBackend *be, int n_vocab, int32_t token, int pos, int n_cand, float *logits, int32_t *next,
                    ZrError *err);
+
+/* An on_token that appends each token at *(int32_t **)ctx and moves it on; always goes on (the
+ * loop's max_steps bounds it). */
+bool zt_collect_into(void *ctx, int32_t token);
