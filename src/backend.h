@@ -19,6 +19,11 @@ typedef struct ZrBackendStats {
     double graph_build_ms;         /* record + build + instantiate */
     double host_us_per_token;      /* host time to issue one decode step */
     uint64_t host_steps;           /* decode_run steps picked on the host from logits copied back */
+    /* CUDA: the GPU's idle time between two queued decode steps, from the device's own clock
+     * (%globaltimer: the step's first kernel starts, the previous step's tail ends), over the
+     * pairs of the free-running loop so far; gap_samples 0: none measured */
+    double gap_us_min, gap_us_median;
+    uint64_t gap_samples;
     bool graph_active;             /* decode steps currently replay a graph */
     bool pdl;                      /* decode uses programmatic dependent launch (graph edges or eager launches) */
 } ZrBackendStats;

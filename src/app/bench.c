@@ -412,6 +412,8 @@ static int run_test(TestCtx *t, bool pp, int n, const char *mode, bool graph_ask
     r->host_us_per_token = pp ? 0 : st.host_us_per_token;
     r->sampling = pp ? "-" : a->sampling;
     r->host_steps = pp ? 0 : t->host_steps;
+    r->gap_us_min = !pp && st.gap_samples ? st.gap_us_min : -1.0;
+    r->gap_us_median = !pp && st.gap_samples ? st.gap_us_median : -1.0;
     r->graph_build_ms = pp ? 0 : st.graph_build_ms;
     r->pdl = !pp && st.pdl;
     if (graph_asked && !pp && !st.graph_active && !a->quiet)

@@ -68,6 +68,7 @@ typedef struct ZrBenchRow {
     uint64_t kernels_per_token; /* 0 = not reported by the backend */
     double host_us_per_token;   /* <= 0 = not reported */
     uint64_t host_steps;        /* tg: decode steps of the last repetition sampled on the host from logits copied back */
+    double gap_us_min, gap_us_median; /* tg, CUDA: the GPU's idle time between two decode steps (ZrBackendStats); < 0 = not measured */
     double graph_build_ms;      /* <= 0 = no graph built */
     bool pdl;                   /* CUDA decode with programmatic dependent launch (sm_90+, no switch) */
     uint64_t logits_hash;       /* FNV-1a 64 of the final logits of the last repetition */

@@ -286,6 +286,9 @@ void zr_run_summary(const ZrRun *r, const char *note) {
         fprintf(stderr, "zrun: %llu of %d decode steps sampled on the host (logits copied back)%s\n",
                 (unsigned long long)r->host_steps, r->n_decode,
                 r->host_steps ? "" : "; the backend picked every token");
+    if (s->verbose && st.gap_samples)
+        fprintf(stderr, "zrun: GPU idle between decode steps: min %.2f us, median %.2f us (%llu pairs, %%globaltimer)\n",
+                st.gap_us_min, st.gap_us_median, (unsigned long long)st.gap_samples);
 }
 
 int zr_run_fail(const ZrError *err) {

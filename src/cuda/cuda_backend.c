@@ -29,6 +29,7 @@
 #define ZR_RUN_AHEAD 6        /* steps queued beyond the one the host waits for */
 #define ZR_RING_SLOTS 16      /* record slots (> ZR_RUN_AHEAD: a slot is read before a step reuses it) */
 #define ZR_MEMHOSTALLOC_DEVICEMAP 0x02 /* CU_MEMHOSTALLOC_DEVICEMAP */
+#define ZR_GAP_CAP 65536      /* idle gaps kept for the statistics */
 
 typedef struct CudaBackend {
     ZrBackend be; /* first: the interface the callers hold */
@@ -68,6 +69,8 @@ typedef struct CudaBackend {
     size_t snap_bytes;
     ZrSampler *mirror;  /* while decode_run runs: the caller's sampler, the device state's source */
     uint8_t *state_buf; /* [state_cap] a sampler state on its way to the device */
+    double *gaps;       /* [ZR_GAP_CAP] idle gaps between queued steps, µs (a ring once full) */
+    uint64_t n_gaps;
     size_t state_cap;
     uint64_t host_steps;/* decode_run steps sampled on the host */
     int32_t *calls;   /* [n_ctx] calls[p] = tokens of the forward call that started at position p (0 inside one) */
@@ -410,10 +413,13 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
         return zr_err(err, ZR_E_RANGE, "cuda decode run: position %d does not fit the context of %d tokens (use a larger -c)",
                       pos0, be->n_ctx);
     if ((rc = tail_setup(c, L, err))) return rc;
+    if (!c->gaps && !(c->gaps = malloc(ZR_GAP_CAP * sizeof *c->gaps)))
+        return zr_err(err, ZR_E_NOMEM, "cuda decode run: out of host memory");
     c->mirror = L->host;
     int32_t tok = L->token; /* what the step at pos0 + L->steps feeds */
     int queued = 0;         /* steps issued: positions pos0 .. pos0 + queued - 1 */
     bool stop = false;
+    uint64_t prev_end = 0;  /* the last consumed step's t_end when it was queued (0: it was not) */
     while (!stop && L->steps < limit) {
         const int pos = pos0 + L->steps;
         const int slot = pos % ZR_RING_SLOTS;
@@ -504,6 +510,10 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
             rc = zr_err(err, ZR_E_INTERNAL, "cuda decode run at position %d: a record with status %d", pos, rec.status);
             break;
         }
+        /* the idle gap before this step, when both it and the one before were queued */
+        if (prev_end && !synced && rec.status == ZR_PICK_OK && rec.t_begin >= prev_end && c->gaps)
+            c->gaps[c->n_gaps++ % ZR_GAP_CAP] = (double)(rec.t_begin - prev_end) / 1e3;
+        prev_end = !synced && rec.status == ZR_PICK_OK ? rec.t_end : 0;
         c->n_past = pos + 1;
         L->steps++;
         tok = next;
@@ -516,6 +526,7 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
         if (bad == CUDA_SUCCESS) break;
         if ((rc = zr_graph_decode_recover(&c->graph, bad, pos, err))) break;
         queued = L->steps;
+        prev_end = 0;
     }
     if (!rc && !stop && L->steps == limit && limit < L->max_steps)
         rc = zr_err(err, ZR_E_RANGE, "cuda decode run: %d steps from position %d do not fit the context of %d tokens "
@@ -541,6 +552,25 @@ static void cuda_truncate(ZrBackend *be, int pos) {
     if (pos < c->n_past) c->n_past = pos;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Min and median of the gaps kept. */
+static void gap_stats(const CudaBackend *c, ZrBackendStats *out) {
+    const size_t n = c->n_gaps < ZR_GAP_CAP ? (size_t)c->n_gaps : ZR_GAP_CAP;
+    out->gap_samples = n;
+    if (!n) return;
+    double *v = malloc(n * sizeof *v);
+    if (!v) return;
+    memcpy(v, c->gaps, n * sizeof *v);
+    qsort(v, n, sizeof *v, cmp_double);
+    out->gap_us_min = v[0];
+    out->gap_us_median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    free(v);
+}
+
 static void cuda_stats(const ZrBackend *be, ZrBackendStats *out) {
     const CudaBackend *c = (const CudaBackend *)be;
     ZrDecodeStats st;
@@ -552,6 +582,7 @@ static void cuda_stats(const ZrBackend *be, ZrBackendStats *out) {
     out->graph_active = st.graph_active;
     out->pdl = st.graph_active ? st.pdl : c->launcher.pdl;
     out->host_steps = c->host_steps;
+    gap_stats(c, out);
     out->host_us_per_token = st.graph_active && st.graph_steps ? st.graph_host_us : st.eager_host_us;
 }
 
@@ -595,6 +626,7 @@ static void cuda_destroy(ZrBackend *be) {
     }
     free(c->sdev_ban);
     free(c->state_buf);
+    free(c->gaps);
     if (c->f_init) zr_cuf_free(&c->f);
     if (c->launcher_init) zr_launcher_free(&c->launcher);
     if (c->lt_open) zr_cublaslt_close(&c->lt);

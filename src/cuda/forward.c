@@ -1,5 +1,6 @@
 #include "cuda/forward.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,7 +117,11 @@ static int ffn_geglu_decode(ZrCuForward *f, const ZrCuLayer *G, ZrError *err) {
 int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
     int rc;
-    if ((rc = zr_k_embed(f->launcher, f->k, &f->tok_embd, f->d_tok, f->x, f->n_embd, f->n_vocab, 1, err))) return rc;
+    /* with a tail, the step's start time goes into its record (the idle gap between steps) */
+    const CUdeviceptr t_begin0 = f->tail != ZR_TAIL_NONE ? f->tail_io.ring + offsetof(ZrPickRecord, t_begin) : 0;
+    if ((rc = zr_k_embed_stamp(f->launcher, f->k, &f->tok_embd, f->d_tok, f->x, f->n_embd, f->n_vocab, 1, t_begin0,
+                               f->tail != ZR_TAIL_NONE ? f->tail_io.n_slots : 1, err)))
+        return rc;
     if (hp->embd_scale != 1.0f && (rc = zr_k_scale(f->launcher, f->k, f->x, hp->embd_scale, f->n_embd, err))) return rc;
     for (int il = 0; il < hp->n_layer; il++) {
         const ZrCuLayer *G = &f->layers[il];
