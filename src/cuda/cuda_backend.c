@@ -162,6 +162,7 @@ static void tail_forget(CudaBackend *c) {
     c->ring = NULL;
     c->have_events = false;
     c->sdev_init = false;
+    free(c->sdev.ban); /* its host copy; the device memory went with the context */
     memset(&c->sdev, 0, sizeof c->sdev);
     c->d_snap = 0;
     c->snap_bytes = 0;
@@ -412,7 +413,12 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
     if (limit < 1)
         return zr_err(err, ZR_E_RANGE, "cuda decode run: position %d does not fit the context of %d tokens (use a larger -c)",
                       pos0, be->n_ctx);
-    if ((rc = tail_setup(c, L, err))) return rc;
+    if ((rc = tail_setup(c, L, err))) {
+        if (rc != ZR_E_UNSUPPORTED) return rc;
+        /* a chain the device does not run (zr_sample_dev_init says why): the host samples */
+        if (!c->opt.quiet) fprintf(stderr, "zrun: cuda: sampling on the host: %s\n", err->msg);
+        return run_stepwise(c, L, err);
+    }
     if (!c->gaps && !(c->gaps = malloc(ZR_GAP_CAP * sizeof *c->gaps)))
         return zr_err(err, ZR_E_NOMEM, "cuda decode run: out of host memory");
     c->mirror = L->host;
