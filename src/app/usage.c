@@ -117,7 +117,7 @@ const char zr_usage_text[] =
     "  -r, --repetitions N     timed repetitions per test (default 5); t/s is their median +- sd\n"
     "      --warmup N          untimed repetitions before them (default 1)\n"
     "      --graph on|off|both CUDA decode through the graph, eagerly, or both (default off; CUDA_GRAPH_ENABLE=1: on)\n"
-    "      --argmax device|host  the decode tests' greedy pick: by the backend (GPU: only the token comes back;\n"
+    "      --argmax device|host  the decode tests' pick: by the backend (GPU: on the device, only the token back;\n"
     "                          default) or on the host from the logits copied back every step\n"
     "      --sampling S        the decode tests' pick: greedy (default), default (zrun's default chain) or\n"
     "                          the run's sampling flags in one argument (\"--top-k 0 --top-p 0.95\"; seed 0\n"
