@@ -23,25 +23,8 @@
 #include "cuda/kreg.h"
 #include "cuda/launch.h"
 #include "cuda/module.h"
+#include "cuda/pick_record.h"
 #include "sampler.h"
-
-enum {
-    ZR_PICK_OK = 0,        /* token picked, tok_pos advanced */
-    ZR_PICK_HOST = 1,      /* the device could not finish exactly (e.g. a top-p set past its candidate
-                            * buffer): the host samples this step from the logits (counted, reported) */
-    ZR_PICK_NONFINITE = 2, /* a candidate logit is NaN or +-inf (nonfinite_at): the call fails */
-};
-
-/* One step's result, 64 bytes, written by the tail's last kernel. */
-typedef struct ZrPickRecord {
-    int32_t token;        /* the pick; -1 unless status == ZR_PICK_OK */
-    int32_t status;       /* ZR_PICK_* */
-    int32_t nonfinite_at; /* the first id in [0, n_cand) whose logit is NaN or +-inf, or -1 */
-    int32_t pos;          /* the step's position (tok_pos[1] as the step read it): the host checks it */
-    uint64_t rng[4];      /* the generator after the draw (greedy: untouched, zeros) */
-    uint64_t t_begin;     /* %globaltimer when the step began (written by the step's first kernel, or 0) */
-    uint64_t t_end;       /* %globaltimer when the tail finished */
-} ZrPickRecord;
 
 /* Where the tail reads and writes. */
 typedef struct ZrPickIO {
@@ -83,3 +66,5 @@ int zr_sample_dev_get_state(ZrCuda *cuda, const ZrSampleDev *s, void *buf, size_
  * history (as zr_sampler_accept) and advances tok_pos. Temperature 0 with penalties is the
  * argmax of the penalized logits (as the CPU). */
 int zr_sample_launch(ZrLauncher *l, const ZrCuKernels *k, const ZrSampleDev *s, const ZrPickIO *io, ZrError *err);
+/* Lets sample_pick_f32 use the dynamic shared memory it needs (zr_cuf_kernels_load calls it). */
+int zr_sample_kernels_smem(const ZrCuda *c, const ZrCuKernels *k, ZrError *err);
