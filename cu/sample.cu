@@ -148,52 +148,85 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PREP_THREADS)
     }
 }
 
-// The set the pick sorts, chosen by the last block of sample_count_f32 (thread 0).
-__device__ void sample_choose_set(ZrSampleScratch *sc, const unsigned *bin_count, const unsigned long long *bin_mass,
+// Level j's threshold below the largest logit (src/cuda/sample_scratch.h), computed the same way
+// wherever a set is counted or gathered.
+__device__ __forceinline__ float sample_thr(int j, float max) {
+    const float tail[ZR_SAMPLE_TAIL] = ZR_SAMPLE_TAIL_OFFSETS;
+    return __fsub_rn(max, j < ZR_SAMPLE_FINE ? (float)j / ZR_SAMPLE_FINE_PER : tail[j - ZR_SAMPLE_FINE]);
+}
+
+// The first level j with l >= sample_thr(j) (thresholds never increase with j), for a finite l <= max.
+__device__ __forceinline__ int sample_level(float l, float max) {
+    const float d = __fsub_rn(max, l);
+    int j = d < 64.0f ? (int)(d * ZR_SAMPLE_FINE_PER) : ZR_SAMPLE_FINE; // a guess, then exact
+    if (j > ZR_SAMPLE_FINE) j = ZR_SAMPLE_FINE;
+    while (j < ZR_SAMPLE_LEVELS - 1 && l < sample_thr(j, max)) j++;
+    while (j > 0 && l >= sample_thr(j - 1, max)) j--;
+    return j;
+}
+
+// Inclusive prefix sums of v[0..n) in place by the block (integers: exact in any order).
+template <class T> __device__ void sample_block_scan(T *v, int n) {
+    __shared__ T s_part[ZR_SAMPLE_COUNT_THREADS];
+    const int per = (n + blockDim.x - 1) / blockDim.x, lo = threadIdx.x * per, hi = min(lo + per, n);
+    T acc = 0;
+    for (int i = lo; i < hi; i++) acc += v[i];
+    s_part[threadIdx.x] = acc;
+    for (int s = 1; s < (int)blockDim.x; s *= 2) {
+        __syncthreads();
+        const T add = threadIdx.x >= (unsigned)s ? s_part[threadIdx.x - s] : 0;
+        __syncthreads();
+        s_part[threadIdx.x] += add;
+    }
+    __syncthreads();
+    acc = threadIdx.x ? s_part[threadIdx.x - 1] : 0;
+    for (int i = lo; i < hi; i++) v[i] = acc += v[i];
+    __syncthreads();
+}
+
+// The set the pick sorts, chosen by the last block of sample_count_f32 from the per-level counts
+// and masses (cnt, mass: [ZR_SAMPLE_BINS], per level, then the min-p set), with the whole block.
+// As the CPU's passes: top-k, the first level holding k ids; top-p, the first level whose mass
+// surely reaches top_p (a margin far above the rounding of the running sum), or the min-p set
+// once a level reaches the min-p floor; and a set past ZR_SAMPLE_CAP is ZR_PICK_HOST.
+__device__ void sample_choose_set(ZrSampleScratch *sc, unsigned *cnt, unsigned long long *mass, double total,
                                   float max, float floor_l, int mode, int k, float top_p) {
-    const float off[ZR_SAMPLE_LEVELS] = ZR_SAMPLE_LEVEL_OFFSETS;
-    unsigned cnt = 0;
-    unsigned long long mass = 0;
+    __shared__ int s_first;
+    const unsigned floor_cnt = cnt[ZR_SAMPLE_LEVELS];
+    sample_block_scan(cnt, ZR_SAMPLE_LEVELS);
+    sample_block_scan(mass, ZR_SAMPLE_LEVELS);
+    if (threadIdx.x == 0) s_first = ZR_SAMPLE_LEVELS - 1;
+    __syncthreads();
+    const double need = __dmul_rn(__dadd_rn((double)top_p, 1e-9), total) * 0x1.0p32;
+    // the first level where the mode's condition holds (it holds at every later level too)
+    for (int j = threadIdx.x; j < ZR_SAMPLE_LEVELS; j += blockDim.x) {
+        bool stop;
+        if (mode == ZR_SAMPLE_TOP_K) stop = cnt[j] >= (unsigned)k;
+        else if (mode == ZR_SAMPLE_TOP_P)
+            stop = sample_thr(j, max) <= floor_l || cnt[j] > ZR_SAMPLE_CAP || (double)mass[j] >= need;
+        else stop = true;
+        if (stop) atomicMin(&s_first, j);
+    }
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    const int j = s_first;
+    const float t = sample_thr(j, max);
     int host = 1, cut = 0;
     float thr = -INFINITY;
-    const unsigned floor_cnt = bin_count[ZR_SAMPLE_LEVELS];
     if (mode == ZR_SAMPLE_TOP_K) {
-        for (int j = 0; j < ZR_SAMPLE_LEVELS; j++) {
-            cnt += bin_count[j];
-            if (cnt >= (unsigned)k || j == ZR_SAMPLE_LEVELS - 1) {
-                if (cnt <= ZR_SAMPLE_CAP) {
-                    host = 0;
-                    thr = __fsub_rn(max, off[j]);
-                }
-                break;
-            }
+        if (cnt[j] <= ZR_SAMPLE_CAP) {
+            host = 0;
+            thr = t;
         }
-    } else if (mode == ZR_SAMPLE_TOP_P) {
-        // the first pass (as the CPU's thresholds) whose mass surely reaches top_p, or the min-p set
-        const double need = __dmul_rn(__dadd_rn((double)top_p, 1e-9), sc->total);
-        for (int j = 0; j < ZR_SAMPLE_LEVELS; j++) {
-            const float t = __fsub_rn(max, off[j]);
-            if (t <= floor_l) {
-                if (floor_cnt <= ZR_SAMPLE_CAP) {
-                    host = 0;
-                    cut = 1;
-                    thr = floor_l;
-                }
-                break;
-            }
-            cnt += bin_count[j];
-            mass += bin_mass[j];
-            if (cnt > ZR_SAMPLE_CAP) break;
-            if ((double)mass * 0x1.0p-32 >= need) {
-                host = 0;
-                thr = t;
-                break;
-            }
+    } else if (mode != ZR_SAMPLE_TOP_P || t <= floor_l) {
+        if (floor_cnt <= ZR_SAMPLE_CAP) {
+            host = 0;
+            cut = 1;
+            thr = floor_l;
         }
-    } else if (floor_cnt <= ZR_SAMPLE_CAP) {
-        host = 0;
-        cut = 1;
-        thr = floor_l;
+    } else if (cnt[j] <= ZR_SAMPLE_CAP) {
+        host = 0; // its mass reaches top_p
+        thr = t;
     }
     sc->set_host = host;
     sc->set_cut = cut;
@@ -209,12 +242,8 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
     __shared__ double s_sum[ZR_SAMPLE_MAX_BLOCKS];
     __shared__ unsigned s_cnt[ZR_SAMPLE_BINS];
     __shared__ unsigned long long s_mass[ZR_SAMPLE_BINS];
-    const float off[ZR_SAMPLE_LEVELS] = ZR_SAMPLE_LEVEL_OFFSETS;
     const float max = work[argmax_key_id(sc->best_key)];
     const float floor_l = __fadd_rn(max, lmp);
-    float thr[ZR_SAMPLE_LEVELS];
-#pragma unroll
-    for (int j = 0; j < ZR_SAMPLE_LEVELS; j++) thr[j] = __fsub_rn(max, off[j]);
     for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) {
         s_cnt[j] = 0;
         s_mass[j] = 0;
@@ -230,12 +259,9 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
             acc = e == 0 ? w : __dadd_rn(acc, w);
             if (!(l > -INFINITY)) continue;
             const unsigned long long wf = (unsigned long long)(w * 0x1.0p32);
-            for (int j = 0; j < ZR_SAMPLE_LEVELS; j++)
-                if (l >= thr[j]) {
-                    atomicAdd(&s_cnt[j], 1u);
-                    atomicAdd(&s_mass[j], wf);
-                    break;
-                }
+            const int j = sample_level(l, max);
+            atomicAdd(&s_cnt[j], 1u);
+            atomicAdd(&s_mass[j], wf);
             if (l >= floor_l) {
                 atomicAdd(&s_cnt[ZR_SAMPLE_LEVELS], 1u);
                 atomicAdd(&s_mass[ZR_SAMPLE_LEVELS], wf);
@@ -274,17 +300,16 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
             if (t % (2 * s) == 0 && t + s < nb) s_sum[t] = __dadd_rn(s_sum[t], s_sum[t + s]);
     }
     __syncthreads();
+    if (threadIdx.x == 0) sc->total = s_sum[0];
+    for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) { // the other blocks' atomics, in L2
+        s_cnt[j] = __ldcg((const unsigned *)&sc->bin_count[j]);
+        s_mass[j] = __ldcg((const unsigned long long *)&sc->bin_mass[j]);
+        sc->bin_count[j] = 0; // ready for the next step
+        sc->bin_mass[j] = 0;
+    }
+    __syncthreads();
+    sample_choose_set(sc, s_cnt, s_mass, s_sum[0], max, floor_l, mode, k, top_p);
     if (threadIdx.x == 0) {
-        sc->total = s_sum[0];
-        for (int j = 0; j < ZR_SAMPLE_BINS; j++) { // the other blocks' atomics, in L2
-            s_cnt[j] = __ldcg((const unsigned *)&sc->bin_count[j]);
-            s_mass[j] = __ldcg((const unsigned long long *)&sc->bin_mass[j]);
-        }
-        sample_choose_set(sc, s_cnt, s_mass, max, floor_l, mode, k, top_p);
-        for (int j = 0; j < ZR_SAMPLE_BINS; j++) {
-            sc->bin_count[j] = 0;
-            sc->bin_mass[j] = 0;
-        }
         sc->count_done = 0;
         sc->n_set = 0;
     }

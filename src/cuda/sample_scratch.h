@@ -8,8 +8,8 @@
  *                      (the logits themselves are never written: the host may need them), the
  *                      largest of them (argmax key) and the first non-finite raw logit;
  *   sample_count_f32   every id: zr_tree_sum of zr_exp(l - max) (top-p's total), and the sizes
- *                      and masses of nested candidate sets {l >= max - d} for the offsets of
- *                      ZR_SAMPLE_LEVEL_OFFSETS and of the min-p set {l >= floor}; its last block
+ *                      and masses (integers: exact in any order) of nested candidate sets
+ *                      {l >= max - off(j)} and of the min-p set {l >= floor}; its last block
  *                      picks the smallest set that holds the result exactly (or ZR_PICK_HOST);
  *   sample_gather_f32  the ids of that set into cand[];
  *   sample_pick_f32    one block: sorts the set by the total order, top-k, top-p, min-p,
@@ -31,11 +31,15 @@
 /* shared memory of sample_pick_f32: keys (u64), weights (f64) and logits (f32) of ZR_SAMPLE_CAP */
 #define ZR_SAMPLE_PICK_SMEM (ZR_SAMPLE_CAP * (8 + 8 + 4))
 
-/* The nested sets' offsets below the largest logit; the last, +inf, is every finite logit. */
-#define ZR_SAMPLE_LEVEL_OFFSETS                                                                              \
-    {0.25f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f, 10.0f, 12.0f, 14.0f, 16.0f, 20.0f, \
-     24.0f, 28.0f, 32.0f, 40.0f, 48.0f, 64.0f, 96.0f, 1.0f / 0.0f}
-#define ZR_SAMPLE_LEVELS 24
+/* The nested candidate sets {l >= max - off(j)}: off(j) = j / ZR_SAMPLE_FINE_PER for j below
+ * ZR_SAMPLE_FINE (every eighth of a logit down to 64 below the maximum: any top-k or top-p cut of
+ * a real row of logits falls in a set no wider than an eighth), then the coarse offsets of
+ * ZR_SAMPLE_TAIL_OFFSETS, the last of them +inf (every finite logit). */
+#define ZR_SAMPLE_FINE 512
+#define ZR_SAMPLE_FINE_PER 8.0f
+#define ZR_SAMPLE_TAIL_OFFSETS {96.0f, 128.0f, 256.0f, 1024.0f, 1e4f, 1e5f, 1e6f, 1e8f, 1e12f, 1e20f, 1e30f, 1.0f / 0.0f}
+#define ZR_SAMPLE_TAIL 12
+#define ZR_SAMPLE_LEVELS (ZR_SAMPLE_FINE + ZR_SAMPLE_TAIL)
 #define ZR_SAMPLE_BINS (ZR_SAMPLE_LEVELS + 1) /* the levels, then the min-p set */
 
 /* The chain's mode, from the parameters (src/cuda/sample.c). */
