@@ -16,7 +16,15 @@
  * it with one device-to-device copy (state, state_bytes).
  *
  * Every launch goes through the launcher, so the tail is recorded into the decode graph like any
- * other kernel; the launches are the same at every position (grids sized by n_vocab, not pos). */
+ * other kernel; the launches are the same at every position (grids sized by n_vocab, not pos).
+ *
+ * Limits of the chain (cu/sample.cu, src/cuda/sample_scratch.h): it sorts at most 4096
+ * candidates, taken from the first of nested sets {logit >= max - d} (d every eighth of a logit
+ * down to 64, then coarse steps) that holds the CPU's result. A step whose set is larger is
+ * ZR_PICK_HOST, never a different token: top-k where the ids tied or crowded around the k-th
+ * logit pass 4096 (a flat row; one logit thousands above all others), top-p whose prefix needs
+ * more than 4096 ids, and no top-k and no top-p with more than 4096 ids above the min-p floor
+ * (--top-k 0 --top-p 1 --min-p 0 over a real vocabulary: every step). Vocabularies up to 4M ids. */
 #pragma once
 #include <stdint.h>
 

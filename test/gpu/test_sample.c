@@ -328,7 +328,7 @@ static float time_steps(GpuEnv *g, StepFn fn, void *ctx, CUdeviceptr busy, size_
     g->l.sync_each = false;
     uint64_t n_vec = busy_bytes / 16;
     for (int i = 0; i < 3; i++) fn(g, ctx, &e); /* warm */
-    for (int r = 0; r < 12; r++) /* ~ several ms of reads: the host queues every step meanwhile */
+    for (int r = 0; r < 40; r++) /* ~15 ms of reads: the host queues every step meanwhile */
         ZR_LAUNCH(&g->l, &probe, ZR_DIM1((unsigned)(g->cuda.props.sm_count * 4)), ZR_DIM1(512), 0, &e, &busy, &n_vec, &sink);
     int rc = 0;
     for (int i = 0; i < N && !rc; i++) {
