@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cuda/mv_shape.h"
+#include "cuda/sample.h"
 #include "quant.h"
 
 /* The byte sizes of a cu/kernels.def parameter string ("PIF": pointer, int, float); -1 when it
@@ -58,6 +59,7 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
                           max_n_in, smem, k->mv[t].name, c->props.max_smem_optin);
         if ((rc = zr_cuda_kernel_set_smem(c, &k->mv[t], (int)smem, err))) return rc;
     }
+    if ((rc = zr_sample_kernels_smem(c, k, err))) return rc;
     return ZR_OK;
 }
 
