@@ -22,6 +22,7 @@
 #include "cuda/launch.h"
 #include "cuda/module.h"
 #include "cuda/profile.h"
+#include "cuda/sample_scratch.h"
 #include "cuda/upload.h"
 #include "logits_check.h"
 #include "sampler.h"
@@ -291,8 +292,8 @@ static int step_greedy(CudaBackend *c, int32_t token, int pos, int n_cand, float
     return ZR_OK;
 }
 
-/* The decode loop one step at a time, where the tails are not built in (tail.h) or profiling
- * times each step: greedy without banned ids picks on the device with the argmax pick (the token
+/* The decode loop one step at a time, where profiling times each step or the chain would hand
+ * every step to the host anyway (all_host): greedy without banned ids picks on the device with the argmax pick (the token
  * alone comes back); any other sampling brings the logits back each step and samples on the
  * host (counted in host_steps). */
 static int run_stepwise(CudaBackend *c, ZrDecodeLoop *L, ZrError *err) {
@@ -337,6 +338,15 @@ static int run_stepwise(CudaBackend *c, ZrDecodeLoop *L, ZrError *err) {
     /* the last step's logits are still in the device buffer: no step was queued after it */
     if ((rc = zr_cuda_d2h(&c->cuda, L->logits, c->f.logits, (size_t)n_vocab * sizeof(float), err))) return rc;
     return zr_cuda_sync(&c->cuda, err);
+}
+
+/* Sampling the device's chain would hand to the host at every step (cuda/sample.h: no top-k, no
+ * top-p and no min-p over more ids than the chain sorts): the stepwise loop does it without
+ * running the chain first. */
+static bool all_host(const ZrDecodeLoop *L) {
+    const ZrSamplerParams *p = L->sp;
+    return !zr_sampler_is_greedy(p) && p->temp > 0.0f && (p->top_k <= 0 || p->top_k >= L->n_cand) &&
+           p->top_p >= 1.0f && p->min_p <= 0.0f && L->n_cand > ZR_SAMPLE_CAP;
 }
 
 /* The tail a loop needs (greedy without banned ids: the argmax tail; else the chain for its
@@ -401,7 +411,7 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
     if (L->host_pick) return zr_decode_run_host(be, n_vocab, L, err);
     int rc = zr_decode_run_check(be, n_vocab, L, err);
     if (rc) return rc;
-    if (!zr_cuda_tails_linked() || c->opt.profile) return run_stepwise(c, L, err);
+    if (c->opt.profile || all_host(L)) return run_stepwise(c, L, err);
     const int pos0 = L->pos;
     if (pos0 != c->n_past)
         return zr_err(err, ZR_E_INTERNAL, "cuda decode run: position %d given, but %d tokens are in the cache", pos0, c->n_past);
@@ -426,6 +436,7 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
     int queued = 0;         /* steps issued: positions pos0 .. pos0 + queued - 1 */
     bool stop = false;
     uint64_t prev_end = 0;  /* the last consumed step's t_end when it was queued (0: it was not) */
+    int ahead = ZR_RUN_AHEAD; /* 1 after a step the host sampled (the steps queued after it only repeat it) */
     while (!stop && L->steps < limit) {
         const int pos = pos0 + L->steps;
         const int slot = pos % ZR_RING_SLOTS;
@@ -447,7 +458,7 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
                 }
             }
         }
-        while (!synced && queued < L->steps + ZR_RUN_AHEAD && queued < limit) {
+        while (!synced && queued < L->steps + ahead && queued < limit) {
             if ((rc = zr_graph_decode_issue(&c->graph, &bad, err))) goto failed;
             CUresult r = d->cuEventRecord(c->ev[(pos0 + queued) % ZR_RING_SLOTS], c->cuda.stream);
             if (r != CUDA_SUCCESS) {
@@ -482,6 +493,7 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
             }
             if (c->tail == ZR_TAIL_SAMPLE && (rc = take_rng(c, L->host, rec.rng, err))) break;
             zr_sampler_accept(L->host, next);
+            if (ahead < ZR_RUN_AHEAD) ahead++;
         } else if (rec.status == ZR_PICK_HOST) {
             /* the steps queued after it recomputed this one (tok/pos unchanged): wait, then the host picks */
             CUresult r = drain(c);
@@ -507,6 +519,7 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
             next = zr_decode_pick_host(L, work, n_vocab);
             if ((rc = push_state(c, L->host, err))) break;
             queued = L->steps + 1;
+            ahead = 1;
             L->host_steps++;
             c->host_steps++;
         } else if (rec.status == ZR_PICK_NONFINITE) {
