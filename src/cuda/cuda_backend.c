@@ -443,8 +443,6 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
         CUresult bad = CUDA_SUCCESS;
         bool synced = false;
         if (queued == L->steps) {
-            c->hist[pos] = tok; /* a recovery re-prefills only consumed positions; this one is rewritten */
-            c->calls[pos] = 1;
             if (!zr_graph_decode_steady(&c->graph)) {
                 /* recording, a checked replay, or a launch log: the controller's own step (it recovers) */
                 if ((rc = zr_graph_decode_step_out(&c->graph, tok, pos, NULL, NULL, err))) break;
@@ -533,6 +531,8 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
         if (prev_end && !synced && rec.status == ZR_PICK_OK && rec.t_begin >= prev_end && c->gaps)
             c->gaps[c->n_gaps++ % ZR_GAP_CAP] = (double)(rec.t_begin - prev_end) / 1e3;
         prev_end = !synced && rec.status == ZR_PICK_OK ? rec.t_end : 0;
+        c->hist[pos] = tok; /* consumed: a recovery re-prefills it */
+        c->calls[pos] = 1;
         c->n_past = pos + 1;
         L->steps++;
         tok = next;
