@@ -280,4 +280,25 @@ ZT_TEST(greedy_text_after_a_lost_context_is_the_text_without_the_loss) {
     zt_proc_free(&e);
 }
 
+/* The same with sampling on (penalties and banned ids too): the state the first process hands on
+ * is the sampler's after the tokens printed, wherever in decode_run's loop the loss fell. */
+ZT_TEST(sampled_text_after_a_lost_context_is_the_text_without_the_loss) {
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
+#define SAMPLED(m) "-m", m, "-p", "One day", "-n", "60", "--seed", "9", "--repeat-penalty", "1.2", \
+                   "--presence-penalty", "0.3", "--ignore-eos", "--device", "cpu"
+    ZtProc e = run(NULL, (const char *const[]){SAMPLED(m), NULL});
+    ZT_CHECKF(e.status == 0, "exit %d: %s", e.status, e.err);
+    static const char *const faults[] = {"context-lost:0", "context-lost:1", "context-lost:30", "context-lost:58"};
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
+        ZtProc f = run(faults[i], (const char *const[]){SAMPLED(m), NULL});
+        ZT_CHECKF(f.status == 0, "%s: exit %d: %s", faults[i], f.status, f.err);
+        ZT_CHECKF(!strcmp(e.out, f.out), "%s: the text differs:\n%s\n---\n%s", faults[i], e.out, f.out);
+        ZT_CHECKF(strstr(f.err, "the run went on in a new process"), "%s: %s", faults[i], f.err);
+        zt_proc_free(&f);
+    }
+    zt_proc_free(&e);
+#undef SAMPLED
+}
+
 int main(void) { return zt_run(); }
