@@ -5,7 +5,13 @@
  *
  * It keeps the shape of every forward call it was given (the token history), so that after a
  * poisoned context it can rebuild the KV cache with the very same launches: a prefill chunk is
- * prefilled again, a decode step decoded again, and the cache is bit for bit what it was. */
+ * prefilled again, a decode step decoded again, and the cache is bit for bit what it was.
+ *
+ * decode_run is the free-running loop (issue 12): the decode step ends with a tail on the device
+ * (cuda/sample.h: the argmax, or the sampling chain with the host sampler's state uploaded) that
+ * writes the step's record into a ring of mapped pinned memory and advances tok/pos in place, so
+ * the host queues steps ahead with nothing to write between them, waits on one event per step,
+ * and hands each token over as its record arrives. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

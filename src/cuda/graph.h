@@ -18,7 +18,13 @@
  *   later steps    write token/pos into their device buffers (async, same stream), cuGraphLaunch;
  *   checked steps  the first `verify` replays also run the step eagerly at the same position
  *                  (rewriting the same KV entries, so it is idempotent) and compare the logits
- *                  bit for bit, and the eager pass's launches with the recorded ones;
+ *                  bit for bit, and the eager pass's launches with the recorded ones; with a
+ *                  tail on the device (ZrDecodeIO.adv, ring) the state it advances is copied
+ *                  aside before the replay and back before the eager run (so it advances once),
+ *                  and the two records (token, status, generator) are compared too;
+ *   queued steps   once steady (zr_graph_decode_steady), a loop may queue replays back to back
+ *                  without the controller's copies and syncs (zr_graph_decode_issue); the same
+ *                  faults fire and a failed launch falls back the same way;
  *   fallback       eager for the rest of the run, with ONE line on the log naming the cause and
  *                  the CUDA error: any graph API error, a replay mismatch, or profiling on;
  *   poisoned       a sticky error (700, 719, 999, ...) or 901 on the graph path: the graph is
