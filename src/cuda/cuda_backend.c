@@ -117,6 +117,7 @@ static void wire_io(CudaBackend *c) {
         c->io.n_slots = ZR_RING_SLOTS;
         c->io.slot_bytes = sizeof(ZrPickRecord);
         c->io.record_cmp = offsetof(ZrPickRecord, t_begin);
+        c->io.ring_host = true;
     }
 }
 

@@ -1,6 +1,7 @@
 #include "cuda/graph.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -300,7 +301,7 @@ static int check_replay(ZrDecodeGraph *g, int step, int pos, float *logits, CUre
     uint8_t rec_replay[64] = {0}, rec_eager[64] = {0};
     const size_t rec_n = io->ring && io->record_cmp <= sizeof rec_replay ? io->record_cmp : 0;
     int rc = zr_cuda_d2h(io->cuda, g->replay_logits, io->d_logits, (size_t)n * sizeof(float), err);
-    if (!rc && rec_n) rc = zr_cuda_d2h(io->cuda, rec_replay, record_at(io, pos), rec_n, err);
+    if (!rc && rec_n && !io->ring_host) rc = zr_cuda_d2h(io->cuda, rec_replay, record_at(io, pos), rec_n, err);
     if (!rc) rc = snapshot(g, true, err); /* the eager re-run starts where the replay started */
     if (rc) return rc;
     CUresult r = zr_cuda_sync_result(io->cuda);
@@ -308,6 +309,7 @@ static int check_replay(ZrDecodeGraph *g, int step, int pos, float *logits, CUre
         if (poisons(r)) *bad = r;
         return zr_driver_err(io->cuda->drv, err, r, "decode graph: replay of step %d", step);
     }
+    if (rec_n && io->ring_host) memcpy(rec_replay, (const void *)(uintptr_t)record_at(io, pos), rec_n);
     if (zr_fault_fires(&g->opt.fault, ZR_FAULT_REPLAY_MISMATCH, step)) {
         uint32_t w;
         memcpy(&w, &g->replay_logits[n / 2], sizeof w);
@@ -318,11 +320,12 @@ static int check_replay(ZrDecodeGraph *g, int step, int pos, float *logits, CUre
     rc = g->hooks.eager_step(g->hooks.ctx, err);
     zr_launcher_record_end(l);
     if (!rc) rc = zr_cuda_d2h(io->cuda, logits, io->d_logits, (size_t)n * sizeof(float), err);
-    if (!rc && rec_n) rc = zr_cuda_d2h(io->cuda, rec_eager, record_at(io, pos), rec_n, err);
+    if (!rc && rec_n && !io->ring_host) rc = zr_cuda_d2h(io->cuda, rec_eager, record_at(io, pos), rec_n, err);
     if (!rc && (r = zr_cuda_sync_result(io->cuda)) != CUDA_SUCCESS) {
         if (poisons(r)) *bad = r;
         rc = zr_driver_err(io->cuda->drv, err, r, "decode graph: eager check of step %d", step);
     }
+    if (!rc && rec_n && io->ring_host) memcpy(rec_eager, (const void *)(uintptr_t)record_at(io, pos), rec_n);
     if (rc) {
         zr_recording_clear(&l->rec);
         return rc;

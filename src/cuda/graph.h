@@ -114,6 +114,7 @@ typedef struct ZrDecodeIO {
     CUdeviceptr ring;      /* record slots [n_slots] of slot_bytes; the step at pos writes slot pos % n_slots */
     int n_slots;
     size_t slot_bytes, record_cmp;
+    bool ring_host;        /* the ring is mapped pinned host memory (same address on both sides): read with memcpy after a sync */
 } ZrDecodeIO;
 
 typedef struct ZrDecodeHooks {
