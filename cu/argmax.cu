@@ -13,9 +13,11 @@
 // id, so "largest key" is "largest logit, then lowest id": a total order, whatever the block
 // and thread that saw it, hence the same pick on every run, eager or graph.
 // grid 1..ZR_ARGMAX_MAX_BLOCKS, block ZR_ARGMAX_THREADS; logits 16-byte aligned; 1 <= n.
+// argmax_pick_f32 is the same pick as the decode step's greedy tail (src/cuda/sample.h).
 #include <limits.h>
 
 #include "common.cuh"
+#include "pick.cuh"
 
 #define ZR_ARGMAX_THREADS 256
 #define ZR_ARGMAX_MAX_BLOCKS 256 // src/cuda/pick.h ZR_PICK_MAX_BLOCKS
@@ -29,14 +31,6 @@ struct ZrPick {
     unsigned long long key[ZR_ARGMAX_MAX_BLOCKS]; // per block: its best key
     int bad[ZR_ARGMAX_MAX_BLOCKS];                // per block: its first non-finite id, or INT_MAX
 };
-
-__device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
-    unsigned int b = __float_as_uint(v);
-    if ((b & 0x7fffffffu) > 0x7f800000u) b = 0xff800000u; // NaN -> -inf
-    if ((b << 1) == 0) b = 0;                             // -0 -> +0: they tie
-    b = (b & 0x80000000u) ? ~b : (b | 0x80000000u);       // larger float, larger key
-    return ((unsigned long long)b << 32) | (unsigned int)~(unsigned int)i;
-}
 
 __device__ __forceinline__ void argmax_take(float v, int i, unsigned long long *key, int *bad) {
     const unsigned long long k = argmax_key(v, i);
@@ -73,8 +67,10 @@ __device__ __forceinline__ void argmax_block(unsigned long long *key, int *bad) 
     }
 }
 
-ZR_KERNEL void __launch_bounds__(ZR_ARGMAX_THREADS) argmax_f32(const float *__restrict__ logits, int n, ZrPick *pick) {
-    zr_grid_enter();
+// The pass and the reduction of the partials: returns true in thread 0 of the block that finished
+// last, with *token and *nonfinite_at set (the counter is reset for the next launch).
+__device__ __forceinline__ bool argmax_run(const float *__restrict__ logits, int n, ZrPick *pick, int *token,
+                                           int *nonfinite_at) {
     unsigned long long key = 0; // below every real key (the -inf key is 0x007fffff...)
     int bad = INT_MAX;
     const int stride = gridDim.x * ZR_ARGMAX_THREADS;
@@ -109,7 +105,7 @@ ZR_KERNEL void __launch_bounds__(ZR_ARGMAX_THREADS) argmax_f32(const float *__re
         s_last = atomicAdd(&pick->done, 1u) == gridDim.x - 1;
     }
     __syncthreads();
-    if (!s_last) return;
+    if (!s_last) return false;
     __threadfence();
     key = 0;
     bad = INT_MAX;
@@ -121,9 +117,39 @@ ZR_KERNEL void __launch_bounds__(ZR_ARGMAX_THREADS) argmax_f32(const float *__re
         bad = m < bad ? m : bad;
     }
     argmax_block(&key, &bad);
-    if (threadIdx.x == 0) {
-        pick->token = (int)~(unsigned int)(key & 0xffffffffu);
-        pick->nonfinite_at = bad == INT_MAX ? -1 : bad;
-        pick->done = 0; // ready for the next launch
+    if (threadIdx.x != 0) return false;
+    *token = (int)~(unsigned int)(key & 0xffffffffu);
+    *nonfinite_at = bad == INT_MAX ? -1 : bad;
+    pick->done = 0; // ready for the next launch
+    return true;
+}
+
+ZR_KERNEL void __launch_bounds__(ZR_ARGMAX_THREADS) argmax_f32(const float *__restrict__ logits, int n, ZrPick *pick) {
+    zr_grid_enter();
+    int token, bad;
+    if (!argmax_run(logits, n, pick, &token, &bad)) return;
+    pick->token = token;
+    pick->nonfinite_at = bad;
+}
+
+// The greedy tail of a decode step (src/cuda/sample.h): the same pick, written as the step's
+// ZrPickRecord into ring[pos % n_slots]; when every logit is finite, tok_pos = {token, pos + 1}
+// so the next replay decodes it. Greedy leaves the record's generator at zero.
+ZR_KERNEL void __launch_bounds__(ZR_ARGMAX_THREADS) argmax_pick_f32(const float *__restrict__ logits, int n, ZrPick *pick,
+                                                                    int *tok_pos, ZrPickRecord *ring, int n_slots) {
+    zr_grid_enter();
+    int token, bad;
+    if (!argmax_run(logits, n, pick, &token, &bad)) return;
+    const int pos = tok_pos[1];
+    ZrPickRecord *r = ring + (unsigned)pos % (unsigned)n_slots;
+    r->token = bad < 0 ? token : -1;
+    r->status = bad < 0 ? ZR_PICK_OK : ZR_PICK_NONFINITE;
+    r->nonfinite_at = bad;
+    r->pos = pos;
+    for (int i = 0; i < 4; i++) r->rng[i] = 0;
+    if (bad < 0) {
+        tok_pos[0] = token;
+        tok_pos[1] = pos + 1;
     }
+    r->t_end = zr_globaltimer();
 }

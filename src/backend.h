@@ -12,20 +12,54 @@
 
 #include "err.h"
 #include "model.h"
+#include "sampler.h"
 
 typedef struct ZrBackendStats {
     uint64_t kernels_per_token;    /* CUDA: launches in one decode step */
     double graph_build_ms;         /* record + build + instantiate */
     double host_us_per_token;      /* host time to issue one decode step */
+    uint64_t host_steps;           /* decode_run steps picked on the host from logits copied back */
+    /* CUDA: the GPU's idle time between two queued decode steps, from the device's own clock
+     * (%globaltimer: the step's first kernel starts, the previous step's tail ends), over the
+     * pairs of the free-running loop so far; gap_samples 0: none measured */
+    double gap_us_min, gap_us_median;
+    uint64_t gap_samples;
     bool graph_active;             /* decode steps currently replay a graph */
     bool pdl;                      /* decode uses programmatic dependent launch (graph edges or eager launches) */
 } ZrBackendStats;
 
-/* A greedy pick (ZrBackend.decode_greedy). */
-typedef struct ZrGreedy {
-    int32_t token;        /* the first id of the largest logit, NaN counting as -inf (zr_sampler_argmax) */
-    int32_t nonfinite_at; /* the first id whose logit is NaN or +-inf, or -1 (decode_greedy then fails) */
-} ZrGreedy;
+/* A run of decode steps (ZrBackend.decode_run): each step feeds one token and picks the next
+ * with the caller's sampling, then hands it over; the caller decides after each whether another
+ * step follows. It is the run's decode loop (src/app/run.c) and the bench's (src/app/bench.c).
+ *
+ * Exactness: the tokens handed over are those a loop of forward + zr_sampler_sample on the host
+ * would pick (the padding ids [n_cand, n_vocab) and the banned ids masked with -inf first): the
+ * host sampler is the reference, and the backend keeps it in the state of the tokens handed over
+ * (each one accepted before on_token sees it; the generator as the pick left it), whether it
+ * picked on the host or on a device. A step computed past the one whose token on_token refused
+ * is never shown: the cache then holds exactly the tokens fed through that step. */
+typedef struct ZrDecodeLoop {
+    /* in */
+    const ZrSamplerParams *sp; /* the sampling (zr_sampler_is_greedy: the argmax) */
+    ZrSampler *host;           /* the caller's sampler, created with *sp, in the state after the
+                                * tokens so far (prompt and picks accepted): kept in sync */
+    int n_cand;                /* ids [0, n_cand) may be picked (1..n_vocab); past it: padding rows */
+    const int32_t *ban;        /* [n_ban] ids never picked (--ignore-eos: the end-of-generation ids) */
+    int n_ban;
+    int32_t token;             /* the first step's token, fed at pos */
+    int pos;                   /* == the tokens in the cache */
+    int max_steps;             /* >= 1; steps at most (on_token still decides after each) */
+    /* Called after each step with the token it picked (already accepted by *host); returns
+     * true for another step (which feeds this token), false to stop here. */
+    bool (*on_token)(void *ctx, int32_t token);
+    void *ctx;
+    float *logits;             /* [n_vocab] or NULL: the last step's logits, on return */
+    bool host_pick;            /* pick on the host from logits copied back every step (bench
+                                * --argmax host); else the backend's own way */
+    /* out */
+    int steps;                 /* steps done: tokens fed (pos + steps are in the cache) and handed over */
+    uint64_t host_steps;       /* of them, picked on the host from logits copied back */
+} ZrDecodeLoop;
 
 /* A device's measured read bandwidth (ZrBackend.read_bandwidth), and what the device is. */
 typedef struct ZrBandwidth {
@@ -47,14 +81,10 @@ struct ZrBackend {
      * is NaN or +-inf fails the call with ZR_E_FORMAT naming its position (logits_check.h). */
     int (*forward)(ZrBackend *be, const int32_t *tokens, int n, int pos, float *logits,
                    bool all_logits, ZrError *err);
-    /* A decode step (token at pos, as forward with n == 1) followed by the greedy pick over the
-     * logits of ids [0, n_cand) (1 <= n_cand <= n_vocab; the ids past it are padding rows):
-     * zr_sampler_sample at temperature 0 without a penalty. CUDA picks on the device, so the
-     * logits stay there: logits (n_vocab) gets them only when not NULL. A candidate logit that
-     * is NaN or +-inf fails the call as forward does (out->nonfinite_at says which). A backend
-     * may leave this NULL (then forward + zr_sampler_argmax does the same). */
-    int (*decode_greedy)(ZrBackend *be, int32_t token, int pos, int n_cand, float *logits, ZrGreedy *out,
-                         ZrError *err);
+    /* Decode steps until loop->on_token says stop or max_steps are done (ZrDecodeLoop). A logit
+     * that is NaN or +-inf among the candidates fails the call as forward does; loop->steps then
+     * counts the steps before it. Any backend may point it at zr_decode_run_host. */
+    int (*decode_run)(ZrBackend *be, ZrDecodeLoop *loop, ZrError *err);
     /* Forget positions >= pos (pos 0 = empty cache). */
     void (*truncate)(ZrBackend *be, int pos);
     void (*stats)(const ZrBackend *be, ZrBackendStats *out);
@@ -90,6 +120,14 @@ typedef struct ZrBackendOptions {
     bool (*stop)(void *ctx);
     void *stop_ctx;
 } ZrBackendOptions;
+
+/* decode_run as forward + zr_sampler_sample on the host (the reference loop; the CPU backend's,
+ * and any backend's with loop->host_pick): n_vocab the model's output rows. */
+int zr_decode_run_host(ZrBackend *be, int n_vocab, ZrDecodeLoop *loop, ZrError *err);
+/* Its pieces, for a backend's own loop: the rules on a loop (ZR_E_INTERNAL naming the field), and
+ * the host's pick of one step from its logits[n_vocab] (masked and sampled in place, accepted). */
+int zr_decode_run_check(const ZrBackend *be, int n_vocab, const ZrDecodeLoop *loop, ZrError *err);
+int32_t zr_decode_pick_host(const ZrDecodeLoop *loop, float *logits, int n_vocab);
 
 ZrBackend *zr_cpu_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err);
 /* Fails with ZR_E_NODEV when no GPU is usable (no libcuda, no device, no kernels built in). */

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "zr_exp.h"
+
 typedef struct ZrCand {
     float logit;
     int32_t id;
@@ -26,6 +28,7 @@ struct ZrSampler {
     int32_t *count;       /* [n_vocab] scratch: occurrences of each id in hist (0 between calls) */
     ZrCand *cand;         /* [n_vocab] candidates */
     double *w;            /* [n_vocab] unnormalized probabilities of the candidates */
+    double *sum;          /* [n_vocab] scratch of zr_tree_sum */
 };
 
 ZrSamplerParams zr_sampler_defaults(void) {
@@ -105,9 +108,10 @@ ZrSampler *zr_sampler_create(const ZrSamplerParams *p, int n_vocab, ZrError *err
     s->n_vocab = n_vocab;
     s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
     s->w = malloc((size_t)n_vocab * sizeof *s->w);
+    s->sum = malloc((size_t)n_vocab * sizeof *s->sum);
     s->count = calloc((size_t)n_vocab, sizeof *s->count);
     s->hist = malloc((size_t)(p->repeat_last_n > 0 ? p->repeat_last_n : 1) * sizeof *s->hist);
-    if (!s->cand || !s->w || !s->count || !s->hist) goto nomem;
+    if (!s->cand || !s->w || !s->sum || !s->count || !s->hist) goto nomem;
     uint64_t x = p->seed;
     for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);
     return s;
@@ -121,6 +125,7 @@ void zr_sampler_free(ZrSampler *s) {
     if (!s) return;
     free(s->cand);
     free(s->w);
+    free(s->sum);
     free(s->count);
     free(s->hist);
     free(s);
@@ -227,11 +232,12 @@ static int select_top_k(ZrSampler *s, const float *logits, int k) {
 /* Top-p over the sorted candidates c[0..n) whose weights exp(l - max) sum to total over the
  * whole distribution: the shortest prefix whose probability reaches top_p (llama.cpp: the token
  * that crosses the threshold is kept). Returns the kept count; *reached says whether the
- * threshold was crossed inside c (else all n are kept). */
+ * threshold was crossed inside c (else all n are kept). The running sum is sequential, so its
+ * value at i depends on c[0..i] alone (cu/sample.cu walks it the same way). */
 static int top_p_prefix(const ZrCand *c, int n, float max, double total, float top_p, int *reached) {
     double cum = 0.0;
     for (int i = 0; i < n; i++) {
-        cum += exp((double)c[i].logit - (double)max) / total;
+        cum += zr_exp((double)c[i].logit - (double)max) / total;
         if (cum >= (double)top_p) {
             *reached = 1;
             return i + 1;
@@ -246,9 +252,9 @@ static int top_p_prefix(const ZrCand *c, int n, float max, double total, float t
  * when their mass reaches top_p the top-p prefix lies inside them; t is lowered until that
  * holds (t = 0 at the end: every possible token). Tokens at -inf are never candidates. */
 static int select_top_p(ZrSampler *s, const float *logits, float max, float floor_logit, float top_p) {
-    /* expf, summed in double: this pass touches the whole vocabulary, so it must be cheap */
-    double total = 0.0;
-    for (int i = 0; i < s->n_vocab; i++) total += (double)expf(clean(logits[i]) - max);
+    /* summed in the fixed tree, so the device's parallel sum is the same bits */
+    for (int i = 0; i < s->n_vocab; i++) s->sum[i] = zr_exp((double)clean(logits[i]) - (double)max);
+    const double total = zr_tree_sum(s->sum, s->n_vocab);
     static const double thresholds[] = {1e-3, 1e-5, 1e-7, 0.0};
     const int n_thr = (int)(sizeof thresholds / sizeof thresholds[0]);
     int kept = 0;
@@ -286,8 +292,8 @@ int32_t zr_sampler_sample(ZrSampler *s, float *logits) {
         n = select_top_k(s, logits, s->p.top_k);
         if (s->p.top_p < 1.0f) {
             /* top-p renormalizes over the top-k survivors, as in llama.cpp */
-            double total = 0.0;
-            for (int i = 0; i < n; i++) total += exp((double)s->cand[i].logit - (double)max);
+            for (int i = 0; i < n; i++) s->sum[i] = zr_exp((double)s->cand[i].logit - (double)max);
+            const double total = zr_tree_sum(s->sum, n);
             int reached;
             n = top_p_prefix(s->cand, n, max, total, s->p.top_p, &reached);
         }
@@ -311,11 +317,11 @@ int32_t zr_sampler_sample(ZrSampler *s, float *logits) {
 
     /* temperature -> softmax -> draw; weights relative to the maximum, so exp never overflows */
     const double inv_t = 1.0 / (double)s->p.temp;
-    double total = 0.0;
     for (int i = 0; i < n; i++) {
-        s->w[i] = exp(((double)s->cand[i].logit - (double)max) * inv_t);
-        total += s->w[i];
+        s->w[i] = zr_exp(((double)s->cand[i].logit - (double)max) * inv_t);
+        s->sum[i] = s->w[i];
     }
+    const double total = zr_tree_sum(s->sum, n);
     double u = rng_uniform(s->rng) * total;
     double cum = 0.0;
     int last = 0;

@@ -31,7 +31,7 @@ int32_t zr_sampler_sample(ZrSampler *s, float *logits);
  * penalty. */
 int32_t zr_sampler_argmax(const float *logits, int n);
 /* Whether sampling with p is zr_sampler_argmax of the logits as they come (temperature 0 and no
- * penalty), so a backend may pick on its own (ZrBackend.decode_greedy). */
+ * penalty), so a backend may pick on its own (ZrBackend.decode_run). */
 bool zr_sampler_is_greedy(const ZrSamplerParams *p);
 /* Records a token in the penalty history (prompt tokens and sampled ones). */
 void zr_sampler_accept(ZrSampler *s, int32_t id);

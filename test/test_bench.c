@@ -365,6 +365,55 @@ ZT_TEST(argmax_device_and_host_give_the_same_logits_hash) {
     run_free(&r);
 }
 
+/* --sampling: every format names it; greedy is the default and equals "--temp 0"; a sampled
+ * setting picks other tokens (another hash) and the same ones on every repetition (stable), and
+ * --argmax host picks the same tokens as the backend's own loop. */
+ZT_TEST(sampling_is_named_in_every_format_and_its_tokens_repeat) {
+    const char *m = tiny_model();
+    ZT_CHECK(m);
+    static const char *const fmts[] = {"md", "json", "jsonl", "csv"};
+    static const char *const want[] = {"| greedy ", "\"sampling\": \"greedy\"", "\"sampling\": \"greedy\"", ",\"greedy\","};
+    for (int i = 0; i < 4; i++) {
+        Run r = run_zrun((const char *const[]){"-m", m, "-p", "4", "-n", "3", "-r", "1", "--device", "cpu",
+                                               "--bw-mib", "0", "-o", fmts[i], NULL});
+        ZT_CHECKF(r.status == 0, "%s: exit %d: %s", fmts[i], r.status, r.err);
+        ZT_CHECKF(strstr(r.out, want[i]) && strstr(r.out, "sampling"), "%s: %s", fmts[i], r.out);
+        run_free(&r);
+    }
+    static const char *const how[][3] = {{"greedy", "device"}, {"--temp 0", "device"}, {"default", "device"},
+                                         {"--temp 1.5 --top-k 0 --top-p 1 --min-p 0 --seed 4", "device"},
+                                         {"--temp 1.5 --top-k 0 --top-p 1 --min-p 0 --seed 4", "host"}};
+    char h[5][17];
+    for (int i = 0; i < 5; i++) {
+        Run r = run_zrun((const char *const[]){"-m", m, "-p", "0", "-n", "12", "-r", "3", "--device", "cpu", "-t", "1",
+                                               "--bw-mib", "0", "-o", "jsonl", "--sampling", how[i][0], "--argmax",
+                                               how[i][1], NULL});
+        ZT_CHECKF(r.status == 0, "--sampling %s: exit %d: %s", how[i][0], r.status, r.err);
+        ZT_CHECK(hash_of(r.out, "tg12", h[i]));
+        ZT_CHECKF(strstr(r.out, "\"hash_stable\": true") && strstr(r.out, "\"host_steps\": 12"), "%s: %s", how[i][0], r.out);
+        char field[128];
+        snprintf(field, sizeof field, "\"sampling\": \"%s\"", how[i][0]);
+        ZT_CHECKF(strstr(r.out, field), "%s: %s", how[i][0], r.out);
+        run_free(&r);
+    }
+    ZT_CHECKF(!strcmp(h[0], h[1]), "greedy %s, --temp 0 %s", h[0], h[1]);
+    ZT_CHECKF(strcmp(h[0], h[3]) != 0, "temperature 1.5 picked the greedy tokens (%s)", h[3]);
+    ZT_CHECKF(!strcmp(h[3], h[4]), "the backend's loop %s, the host's %s", h[3], h[4]);
+}
+
+ZT_TEST(bad_sampling_is_a_usage_error_naming_the_flag) {
+    static const char *const bad[] = {"--top-k -1", "--presence-penalty nan", "--top-k", "-n 5", "sampled", ""};
+    static const char *const want[] = {"--sampling: --top-k: expected an integer >= 0, found '-1'",
+                                       "--sampling: --presence-penalty: expected a number, found 'nan'",
+                                       "each with its value", "found '-n' in '-n 5'", "found 'sampled'",
+                                       "each with its value, found ''"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        Run r = run_zrun((const char *const[]){"-m", "x.gguf", "--sampling", bad[i], NULL});
+        ZT_CHECKF(r.status == 2 && strstr(r.err, want[i]), "--sampling '%s': exit %d: %s", bad[i], r.status, r.err);
+        run_free(&r);
+    }
+}
+
 ZT_TEST(a_list_of_tests_and_several_models_give_a_row_each) {
     const char *m = tiny_model();
     ZT_CHECK(m);

@@ -1,9 +1,13 @@
 /* The sampling chain: reproducible, greedy where it must be, excluding exactly the right
  * tokens, and drawing with the right frequencies. */
+#include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "sampler.h"
+#include "zr_exp.h"
 #include "zt.h"
+#include "zt_proc.h"
 
 #define N_DRAWS 20000
 
@@ -421,6 +425,117 @@ ZT_TEST(a_sampler_state_that_does_not_fit_is_refused) {
     ZT_CHECK(zr_sampler_set_state(a, buf, zr_sampler_state_size(a), &err) == ZR_E_FORMAT);
     zr_sampler_free(a);
     zr_sampler_free(b);
+}
+
+/* ---- the exact arithmetic shared with the device (src/zr_exp.h) ---- */
+
+/* Distance in units in the last place between two positive doubles. */
+static double ulps(double a, double b) {
+    if (a == b) return 0.0;
+    return fabs(a - b) / (nextafter(fmax(a, b), INFINITY) - fmax(a, b));
+}
+
+ZT_TEST(zr_exp_is_within_2_ulp_of_libm_over_the_range_the_sampler_uses) {
+    double worst = 0.0, worst_x = 0.0;
+    uint64_t x = 0x243f6a8885a308d3ull;
+    for (int i = 0; i < 2000000; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        /* weights relative to the maximum: -745..0, and a little above 0 */
+        const double v = -745.0 * (double)(x >> 11) * 0x1.0p-53 + (i % 7 == 0 ? 5.0 : 0.0);
+        const double got = zr_exp(v), want = exp(v);
+        if (want < 0x1.0p-1022) { /* subnormal results: absolute error of a few subnormal steps */
+            ZT_CHECKF(fabs(got - want) <= 4 * 0x1.0p-1074, "exp(%a): %a vs libm %a", v, got, want);
+            continue;
+        }
+        const double u = ulps(got, want);
+        if (u > worst) { worst = u; worst_x = v; }
+    }
+    ZT_CHECKF(worst <= 2.0, "worst %.2f ulp at %a", worst, worst_x);
+    static const double exact[] = {0.0, -0.0, 1.0, -1.0, 0x1.62e42fefa39efp-1, -708.5, -0.5, 700.0};
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+        ZT_CHECKF(ulps(zr_exp(exact[i]), exp(exact[i])) <= 1.0, "exp(%a): %a vs libm %a", exact[i], zr_exp(exact[i]), exp(exact[i]));
+    ZT_CHECK(zr_exp(0.0) == 1.0 && zr_exp(-0.0) == 1.0);
+    ZT_CHECK(zr_exp(-INFINITY) == 0.0 && zr_exp(-746.0) == 0.0 && zr_exp(NAN) == 0.0);
+    ZT_CHECK(isinf(zr_exp(710.0)));
+}
+
+/* The tree's definition written out: chunks of 32 left to right, then pairs at doubling strides. */
+static double tree_by_definition(const double *w, int n) {
+    double c[4096];
+    int m = 0;
+    for (int i = 0; i < n; i += 32) {
+        double acc = w[i];
+        for (int j = i + 1; j < i + 32 && j < n; j++) acc += w[j];
+        c[m++] = acc;
+    }
+    for (int s = 1; s < m; s *= 2)
+        for (int i = 0; i + s < m; i += 2 * s) c[i] += c[i + s];
+    return c[0];
+}
+
+ZT_TEST(tree_sum_follows_its_fixed_order_and_differs_from_a_sequential_sum) {
+    static double w[70000], tmp[70000];
+    uint64_t x = 7;
+    for (int i = 0; i < 70000; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        w[i] = zr_exp(-30.0 * (double)(x >> 11) * 0x1.0p-53);
+    }
+    static const int sizes[] = {1, 2, 31, 32, 33, 64, 65, 1000, 8192, 8193, 69999};
+    int differs = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        const int n = sizes[k];
+        memcpy(tmp, w, sizeof(double) * n);
+        const double got = zr_tree_sum(tmp, n), want = tree_by_definition(w, n);
+        ZT_CHECKF(got == want, "n %d: %a vs %a", n, got, want);
+        double seq = 0.0;
+        for (int i = 0; i < n; i++) seq += w[i];
+        differs += seq != got;
+    }
+    ZT_CHECK(differs > 0); /* the order matters: a sequential sum is not what the tree computes */
+}
+
+/* ---- the texts recorded before issue 12 (test/data/sampler_goldens.txt) ---- */
+
+static const char *const golden_args[][2] = {
+    {"greedy", "--temp 0"},
+    {"default", ""},
+    {"top-k", "--top-k 40 --top-p 1 --min-p 0"},
+    {"top-p", "--top-k 0 --top-p 0.9 --min-p 0"},
+    {"penalties", "--repeat-penalty 1.3 --presence-penalty 0.5 --frequency-penalty 0.3"},
+};
+
+ZT_TEST(the_cpu_text_for_a_seed_is_the_one_recorded_before_issue_12) {
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
+    const char *src = getenv("ZR_SRC");
+    if (!src || !getenv("ZRUN")) { zt_skip("$ZR_SRC or $ZRUN is not set (run through meson test)"); return; }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/test/data/sampler_goldens.txt", src);
+    FILE *f = fopen(path, "r");
+    ZT_CHECKF(f, "%s: cannot open", path);
+    if (!f) return;
+    char line[512];
+    int checked = 0;
+    while (fgets(line, sizeof line, f)) {
+        char name[64], md5[64];
+        int seed;
+        if (line[0] == '#' || sscanf(line, "%63s %d %63s", name, &seed, md5) != 3) continue;
+        const char *args = NULL;
+        for (size_t i = 0; i < sizeof golden_args / sizeof golden_args[0]; i++)
+            if (!strcmp(golden_args[i][0], name)) args = golden_args[i][1];
+        ZT_CHECKF(args, "%s: unknown setting %s", path, name);
+        if (!args) continue;
+        char cmd[8192];
+        snprintf(cmd, sizeof cmd,
+                 "\"$ZRUN\" -m '%s' --device cpu -p 'Once upon a time' -n 128 --seed %d %s 2>/dev/null | md5sum", m,
+                 seed, args);
+        ZtProc p = zt_proc_sh(cmd, NULL);
+        ZT_CHECKF(p.status == 0 && !strncmp(p.out, md5, 32), "%s seed %d: md5 %.32s, recorded %s", name, seed, p.out, md5);
+        zt_proc_free(&p);
+        checked++;
+    }
+    fclose(f);
+    ZT_CHECKF(checked == 40, "%d texts checked, 40 expected (8 seeds x 5 settings)", checked);
 }
 
 int main(void) { return zt_run(); }

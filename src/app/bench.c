@@ -5,10 +5,15 @@
  * pp<P>: one forward of P tokens (BOS, then fixed pseudo-random ids) on an empty cache; the
  *        logits of the last position come back to the host. Prefill never replays the graph,
  *        so with --graph both it runs once, in the eager pass.
- * tg<N>: BOS alone (untimed: the one-token prompt), then N timed decode steps, each followed by
- *        the greedy pick of the next token: by the backend (ZrBackend.decode_greedy: on the GPU,
- *        so only the token comes back, and the logits of the final step for the hash), or with
- *        --argmax host by an argmax on the host of the logits copied back every step.
+ * tg<N>: BOS alone (untimed: the one-token prompt, and the first token sampled from its logits),
+ *        then N timed decode steps through the backend's decode loop (ZrBackend.decode_run: the
+ *        loop `zrun -m` runs), each ending with the pick of the next token with --sampling's
+ *        settings: greedy (the default), default (zrun's default chain) or the run's sampling
+ *        flags ("--top-k 0 --top-p 0.95"), seed 0 unless --seed is among them. The backend picks
+ *        its own way (the GPU: on the device where it can; then only the logits of the final
+ *        step come back, for the hash); with --argmax host every step's logits come back and
+ *        the host samples them. Every repetition starts from a fresh sampler, so the same
+ *        tokens are decoded each time and the hash is stable.
  * Each test runs --warmup untimed repetitions, then -r timed ones, each on an empty cache;
  * t/s is the median over the timed ones, ± their sample standard deviation. The logits hash
  * (FNV-1a 64 of the final logits' bytes) lets runs, modes and machines be compared.
@@ -36,6 +41,7 @@
 #include "model.h"
 #include "opt.h"
 #include "quant.h"
+#include "sampler.h"
 
 #define BENCH_MAX_MODELS 64
 #define BENCH_MAX_TESTS 16
@@ -59,6 +65,8 @@ typedef struct BenchArgs {
     int bw_mib;                           /* probe buffer, MiB; 0 = no probe */
     int bw_reps;                          /* 0: 10 on the GPU, 5 on the CPU */
     bool host_argmax;                     /* --argmax host: logits back to the host every decode step */
+    ZrSamplerParams sp;                   /* --sampling; repeat_last_n < 0: the context */
+    const char *sampling;                 /* its name for the report: greedy, default or the flags */
     bool profile, progress, quiet, help;
     const char *fault;                    /* ZRUN_FAULT's graph fault (the test hook), for every backend */
     char notes[BENCH_MAX_NOTES][160];     /* llama-bench options accepted that do not apply */
@@ -97,7 +105,7 @@ static int parse_list(const char *opt, const char *arg, int *out, int *n, ZrErro
 
 static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrError *err) {
     enum { O_MODEL = 1, O_PP, O_TG, O_REPS, O_OUTPUT, O_THREADS, O_CTX, O_GRAPH, O_DEVICE, O_WARMUP, O_BW_MIB,
-           O_BW_REPS, O_PROFILE, O_PROGRESS, O_QUIET, O_ARGMAX, O_VERBOSE, O_HELP };
+           O_BW_REPS, O_PROFILE, O_PROGRESS, O_QUIET, O_ARGMAX, O_SAMPLING, O_VERBOSE, O_HELP };
     /* llama-bench's spellings; its -ngl, -fa, -mmp, -b, -ub take a value (or a list) */
     static const ZrOpt opts[] = {
         {O_MODEL, "-m|--model", ZR_OPT_VALUE, NULL},
@@ -116,6 +124,7 @@ static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrE
         {O_PROGRESS, "--progress", ZR_OPT_FLAG, NULL},
         {O_QUIET, "--quiet", ZR_OPT_FLAG, NULL},
         {O_ARGMAX, "--argmax", ZR_OPT_VALUE, NULL},
+        {O_SAMPLING, "--sampling", ZR_OPT_VALUE, NULL},
         {O_VERBOSE, "-v|--verbose", ZR_OPT_FLAG, NULL},
         {O_HELP, "-h|--help", ZR_OPT_FLAG, NULL},
         {ZR_COMPAT_NGL, "-ngl|--n-gpu-layers|--gpu-layers", ZR_OPT_VALUE, NULL},
@@ -127,7 +136,9 @@ static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrE
     };
     *a = (BenchArgs){.pp = {512}, .n_pp = 1, .tg = {128}, .n_tg = 1, .reps = 5, .warmup = 1,
                      .graph = env->graph ? GRAPH_ON : GRAPH_OFF, .format = ZR_BENCH_MD, .fault = env->fault,
-                     .device = ZR_DEVICE_AUTO, .bw_mib = 1024};
+                     .device = ZR_DEVICE_AUTO, .bw_mib = 1024, .sampling = "greedy"};
+    a->sp = zr_sampler_defaults();
+    a->sp.temp = 0.0f;
     ZrOptReader rd;
     zr_opt_init(&rd, argc, argv);
     for (;;) {
@@ -176,6 +187,10 @@ static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrE
             if (!strcmp(v, "device")) a->host_argmax = false;
             else if (!strcmp(v, "host")) a->host_argmax = true;
             else return usage_error(err, "--argmax: expected device or host, found '%s'", v);
+            break;
+        case O_SAMPLING:
+            if (zr_bench_sampling_parse(v, &a->sp, err)) return ZR_E_USAGE;
+            a->sampling = v;
             break;
         case O_WARMUP:
             if (zr_cli_int(name, v, 0, 100000, &a->warmup, err)) return ZR_E_USAGE;
@@ -309,30 +324,22 @@ typedef struct TestCtx {
     int32_t *prompt;   /* [max pp]: BOS, then fixed pseudo-random ids */
     int32_t bos;
     double *samples;   /* [reps] */
+    ZrSamplerParams sp;/* --sampling with repeat_last_n resolved */
+    uint64_t host_steps; /* of the last tg repetition */
     ZrBenchRow row;    /* the model's fields filled in */
     bool noted_cache;  /* the note on % BW above 100 was printed */
 } TestCtx;
 
-/* A decode step of tok at pos and the greedy pick of the next token into *next; the logits come
- * to t->logits when the pick is the host's or keep_logits asks for them. */
-static int decode_pick(TestCtx *t, int32_t tok, int pos, bool keep_logits, int32_t *next, ZrError *err) {
-    ZrBackend *be = t->be;
-    const int n_vocab = t->m->hp.n_vocab;
-    int rc;
-    if (be->decode_greedy && !t->a->host_argmax) {
-        ZrGreedy g;
-        if ((rc = be->decode_greedy(be, tok, pos, n_vocab, keep_logits ? t->logits : NULL, &g, err))) return rc;
-        *next = g.token;
-        return ZR_OK;
-    }
-    if ((rc = be->forward(be, &tok, 1, pos, t->logits, false, err))) return rc;
-    *next = zr_bench_argmax(t->logits, n_vocab);
-    return ZR_OK;
+static bool keep_going(void *ctx, int32_t token) {
+    (void)ctx;
+    (void)token;
+    return true;
 }
 
 /* One repetition; *secs of the timed part. */
 static int run_once(TestCtx *t, bool pp, int n, double *secs, ZrError *err) {
     ZrBackend *be = t->be;
+    const int n_vocab = t->m->hp.n_vocab;
     be->truncate(be, 0);
     int rc;
     if (pp) {
@@ -341,13 +348,21 @@ static int run_once(TestCtx *t, bool pp, int n, double *secs, ZrError *err) {
         *secs = now_s() - t0;
         return rc;
     }
-    int32_t tok;
-    if ((rc = decode_pick(t, t->bos, 0, n == 0, &tok, err))) return rc;
-    const double t0 = now_s();
-    for (int i = 1; i <= n; i++)
-        if ((rc = decode_pick(t, tok, i, i == n, &tok, err))) return rc;
-    *secs = now_s() - t0;
-    return ZR_OK;
+    /* a fresh sampler that has seen the one-token prompt */
+    ZrSampler *smp = zr_sampler_create(&t->sp, n_vocab, err);
+    if (!smp) return err->code;
+    zr_sampler_accept(smp, t->bos);
+    ZrDecodeLoop L = {.sp = &t->sp, .host = smp, .n_cand = n_vocab, .pos = 1, .max_steps = n, .on_token = keep_going,
+                      .logits = t->logits, .host_pick = t->a->host_argmax};
+    if (!(rc = be->forward(be, &t->bos, 1, 0, t->logits, false, err))) {
+        L.token = zr_decode_pick_host(&L, t->logits, n_vocab);
+        const double t0 = now_s();
+        rc = be->decode_run(be, &L, err);
+        *secs = now_s() - t0;
+        t->host_steps = L.host_steps;
+    }
+    zr_sampler_free(smp);
+    return rc;
 }
 
 static int run_test(TestCtx *t, bool pp, int n, const char *mode, bool graph_asked, ZrError *err) {
@@ -395,6 +410,10 @@ static int run_test(TestCtx *t, bool pp, int n, const char *mode, bool graph_ask
     }
     r->kernels_per_token = pp ? 0 : st.kernels_per_token;
     r->host_us_per_token = pp ? 0 : st.host_us_per_token;
+    r->sampling = pp ? "-" : a->sampling;
+    r->host_steps = pp ? 0 : t->host_steps;
+    r->gap_us_min = !pp && st.gap_samples ? st.gap_us_min : -1.0;
+    r->gap_us_median = !pp && st.gap_samples ? st.gap_us_median : -1.0;
     r->graph_build_ms = pp ? 0 : st.graph_build_ms;
     r->pdl = !pp && st.pdl;
     if (graph_asked && !pp && !st.graph_active && !a->quiet)
@@ -432,6 +451,8 @@ static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const c
         zr_gguf_get_u32(&m.gguf, "tokenizer.ggml.bos_token_id", &bos, &e2))
         bos = 0;
     t.bos = bos < (uint32_t)n_vocab ? (int32_t)bos : 0;
+    t.sp = a->sp;
+    if (t.sp.repeat_last_n < 0) t.sp.repeat_last_n = n_ctx;
     t.logits = malloc(sizeof(float) * (size_t)n_vocab);
     t.prompt = malloc(sizeof(int32_t) * (size_t)(max_pp > 0 ? max_pp : 1));
     t.samples = calloc((size_t)a->reps, sizeof(double));

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "err.h"
+#include "sampler.h"
 
 /* ---- statistics (bench_stats.c) ---- */
 typedef struct ZrBenchStats {
@@ -18,6 +19,14 @@ ZrBenchStats zr_bench_stats(const double *v, int n);
 uint64_t zr_bench_fnv1a64(const void *p, size_t n);
 /* Index of the largest value; the lowest index on a tie. */
 int zr_bench_argmax(const float *v, int n);
+
+/* ---- the sampling of the tg tests (bench_sampling.c) ---- */
+/* zrun bench --sampling: "greedy" (temperature 0), "default" (zr_sampler_defaults) or the run's
+ * sampling flags in one argument ("--top-k 0 --top-p 0.95": --temp, --top-k, --top-p, --min-p,
+ * --repeat-penalty, --repeat-last-n, --presence-penalty, --frequency-penalty, -s/--seed), each
+ * checked as `zrun -m` checks it, over zrun's defaults; seed 0 unless given. *sp gets them
+ * (repeat_last_n -1: the whole context). ZR_E_USAGE names the flag and what was found. */
+int zr_bench_sampling_parse(const char *arg, ZrSamplerParams *sp, ZrError *err);
 
 /* ---- the machine (bench_sys.c) ---- */
 typedef struct ZrBenchDevice {
@@ -49,6 +58,7 @@ typedef struct ZrBenchRow {
     uint64_t bytes_per_token;   /* weight bytes read per decoded token */
     const char *mode;           /* "eager", "graph", or "graph-fallback" (asked for, not kept) */
     char test[32];              /* "pp512" or "tg128" */
+    const char *sampling;       /* tg: "greedy", "default" or the sampling flags given (--sampling); pp: "-" */
     int n_prompt, n_gen;        /* pp: n_prompt > 0, n_gen 0; tg: n_prompt 0 (BOS only), n_gen > 0 */
     int n_ctx, reps, warmup;
     const double *samples_ts;   /* [reps] tokens/s of each timed repetition */
@@ -57,6 +67,8 @@ typedef struct ZrBenchRow {
     double bw_pct;              /* gbps / device read_gbps x 100; < 0 = not applicable */
     uint64_t kernels_per_token; /* 0 = not reported by the backend */
     double host_us_per_token;   /* <= 0 = not reported */
+    uint64_t host_steps;        /* tg: decode steps of the last repetition sampled on the host from logits copied back */
+    double gap_us_min, gap_us_median; /* tg, CUDA: the GPU's idle time between two decode steps (ZrBackendStats); < 0 = not measured */
     double graph_build_ms;      /* <= 0 = no graph built */
     bool pdl;                   /* CUDA decode with programmatic dependent launch (sm_90+, no switch) */
     uint64_t logits_hash;       /* FNV-1a 64 of the final logits of the last repetition */

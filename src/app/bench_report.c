@@ -80,6 +80,8 @@ static void json_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     json_str(f, r->mode);
     fputs(", \"test\": ", f);
     json_str(f, r->test);
+    fputs(", \"sampling\": ", f);
+    json_str(f, r->sampling);
     fprintf(f, ", \"n_prompt\": %d, \"n_gen\": %d, \"n_ctx\": %d, \"reps\": %d, \"warmup\": %d", r->n_prompt, r->n_gen,
             r->n_ctx, r->reps, r->warmup);
     fputs(", \"median_ts\": ", f);
@@ -105,6 +107,11 @@ static void json_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     json_num(f, (double)r->kernels_per_token, true);
     fputs(", \"host_us_per_token\": ", f);
     json_num(f, r->host_us_per_token, true);
+    fprintf(f, ", \"host_steps\": %" PRIu64, r->host_steps);
+    fputs(", \"gap_us_min\": ", f);
+    json_num(f, r->gap_us_min, false);
+    fputs(", \"gap_us_median\": ", f);
+    json_num(f, r->gap_us_median, false);
     fputs(", \"graph_build_ms\": ", f);
     json_num(f, r->graph_build_ms, true);
     fprintf(f, ", \"pdl\": %s", r->pdl ? "true" : "false");
@@ -116,9 +123,9 @@ static void json_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
 
 static const char *const csv_cols[] = {
     "build", "backend", "device", "driver", "cuda_version", "n_threads", "read_gbps", "model_filename",
-    "model_type", "model_size", "model_n_params", "bytes_per_token", "mode", "test", "n_prompt", "n_gen", "n_ctx",
+    "model_type", "model_size", "model_n_params", "bytes_per_token", "mode", "test", "sampling", "n_prompt", "n_gen", "n_ctx",
     "reps", "warmup", "median_ts", "sd_ts", "avg_ts", "min_ts", "max_ts", "samples_ts", "gbps", "bw_pct",
-    "kernels_per_token", "host_us_per_token", "graph_build_ms", "pdl", "logits_hash", "hash_stable",
+    "kernels_per_token", "host_us_per_token", "host_steps", "gap_us_min", "gap_us_median", "graph_build_ms", "pdl", "logits_hash", "hash_stable",
 };
 
 static void csv_str(FILE *f, const char *s) {
@@ -157,6 +164,8 @@ static void csv_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     csv_str(f, r->mode);
     fputc(',', f);
     csv_str(f, r->test);
+    fputc(',', f);
+    csv_str(f, r->sampling);
     fprintf(f, ",%d,%d,%d,%d,%d,", r->n_prompt, r->n_gen, r->n_ctx, r->reps, r->warmup);
     const double st[] = {r->ts.median, r->ts.sd, r->ts.mean, r->ts.min, r->ts.max};
     for (size_t i = 0; i < sizeof st / sizeof st[0]; i++) {
@@ -173,6 +182,10 @@ static void csv_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     csv_num(f, (double)r->kernels_per_token, true);
     fputc(',', f);
     csv_num(f, r->host_us_per_token, true);
+    fprintf(f, ",%" PRIu64 ",", r->host_steps);
+    csv_num(f, r->gap_us_min, false);
+    fputc(',', f);
+    csv_num(f, r->gap_us_median, false);
     fputc(',', f);
     csv_num(f, r->graph_build_ms, true);
     fprintf(f, ",%s", r->pdl ? "true" : "false");
@@ -182,7 +195,9 @@ static void csv_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
 /* ---- markdown ---- */
 
 static void md_row(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
-    char ts[64], gbps[32] = "-", pct[32] = "-", kern[32] = "-", host[32] = "-", graph[32] = "-", thr[16] = "-";
+    char ts[64], gbps[32] = "-", pct[32] = "-", kern[32] = "-", host[32] = "-", graph[32] = "-", thr[16] = "-",
+         gap[48] = "-";
+    if (r->gap_us_median >= 0) snprintf(gap, sizeof gap, "%.2f (%.2f)", r->gap_us_median, r->gap_us_min);
     snprintf(ts, sizeof ts, "%.2f ± %.2f", r->ts.median, r->ts.sd);
     if (r->gbps >= 0) snprintf(gbps, sizeof gbps, "%.1f", r->gbps);
     if (r->bw_pct >= 0) snprintf(pct, sizeof pct, "%.1f", r->bw_pct);
@@ -200,10 +215,10 @@ static void md_row(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     if (mb >= 1024.0 * 1024.0 * 1024.0) snprintf(size, sizeof size, "%.2f GiB", mb / (1024.0 * 1024.0 * 1024.0));
     else snprintf(size, sizeof size, "%.2f MiB", mb / (1024.0 * 1024.0));
     fprintf(f,
-            "| %-24s | %14s | %10s | %-7s | %7s | %-14s | %6s | %20s | %8s | %6s | %8s | %11s | %8s | "
+            "| %-24s | %14s | %10s | %-7s | %7s | %-14s | %6s | %-8s | %20s | %8s | %6s | %8s | %11s | %13s | %8s | "
             "%016" PRIx64 "%s |\n",
             r->model_type, size, params, d->backend, thr, mode,
-            r->test, ts, gbps, pct, kern, host, graph, r->logits_hash, r->hash_stable ? "" : " (varies)");
+            r->test, r->sampling, ts, gbps, pct, kern, host, gap, graph, r->logits_hash, r->hash_stable ? "" : " (varies)");
 }
 
 void zr_bench_out_begin(ZrBenchOut *o, const ZrBenchDevice *dev) {
@@ -214,12 +229,12 @@ void zr_bench_out_begin(ZrBenchOut *o, const ZrBenchDevice *dev) {
         char line[768];
         zr_bench_device_line(dev, line, sizeof line);
         fprintf(f, "%s\n\n", line);
-        fprintf(f, "| %-24s | %14s | %10s | %-7s | %7s | %-14s | %6s | %20s | %8s | %6s | %8s | %11s | %8s | %-16s |\n",
-                "model", "size", "params", "backend", "threads", "mode", "test", "t/s", "GB/s", "% BW", "kern/tok",
-                "host µs/tok", "graph ms", "logits hash");
-        fprintf(f, "| %s | %s: | %s: | %s | %s: | %s | %s: | %s: | %s: | %s: | %s: | %s: | %s: | %s |\n",
+        fprintf(f, "| %-24s | %14s | %10s | %-7s | %7s | %-14s | %6s | %-8s | %20s | %8s | %6s | %8s | %11s | %13s | %8s | %-16s |\n",
+                "model", "size", "params", "backend", "threads", "mode", "test", "sampling", "t/s", "GB/s", "% BW", "kern/tok",
+                "host µs/tok", "gap µs (min)", "graph ms", "logits hash");
+        fprintf(f, "| %s | %s: | %s: | %s | %s: | %s | %s: | %s | %s: | %s: | %s: | %s: | %s: | %s: | %s: | %s |\n",
                 "------------------------", "-------------", "---------", "-------", "------", "--------------",
-                "-----", "-------------------", "-------", "-----", "-------", "----------", "-------",
+                "-----", "--------", "-------------------", "-------", "-----", "-------", "----------", "------------", "-------",
                 "----------------");
         break;
     }

@@ -43,11 +43,37 @@ static int lost_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, fl
     return rc ? rc : w->inner->forward(w->inner, tokens, n, pos, logits, all_logits, err);
 }
 
-static int lost_decode_greedy(ZrBackend *be, int32_t token, int pos, int n_cand, float *logits, ZrGreedy *out,
-                              ZrError *err) {
+/* The inner loop's on_token, remembering its last answer. */
+typedef struct LostLoop {
+    const ZrDecodeLoop *outer;
+    bool go_on;
+} LostLoop;
+
+static bool lost_on_token(void *ctx, int32_t token) {
+    LostLoop *x = ctx;
+    return x->go_on = x->outer->on_token(x->outer->ctx, token);
+}
+
+/* The inner backend's loop up to the first step to lose, then that step's loss. */
+static int lost_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
     LostBackend *w = (LostBackend *)be;
-    int rc = lost_here(w, 1, pos, err);
-    return rc ? rc : w->inner->decode_greedy(w->inner, token, pos, n_cand, logits, out, err);
+    ZrError lost = {0};
+    int ok = 0; /* steps before the first one to lose */
+    while (ok < L->max_steps && lost_here(w, 1, L->pos + ok, &lost) == ZR_OK) ok++;
+    L->steps = 0;
+    if (ok > 0) {
+        LostLoop x = {L, true};
+        ZrDecodeLoop in = *L;
+        in.max_steps = ok;
+        in.on_token = lost_on_token;
+        in.ctx = &x;
+        int rc = w->inner->decode_run(w->inner, &in, err);
+        L->steps = in.steps;
+        L->host_steps = in.host_steps;
+        if (rc || !x.go_on || ok == L->max_steps) return rc;
+    }
+    *err = lost;
+    return lost.code;
 }
 
 static void lost_truncate(ZrBackend *be, int pos) {
@@ -103,7 +129,7 @@ int zr_fault_lost_wrap(ZrBackend **be, const char *spec, int n_prompt, int after
     w->n_prompt = n_prompt;
     w->after_step = after_step;
     w->be = (ZrBackend){.name = w->inner->name, .n_ctx = w->inner->n_ctx, .forward = lost_forward,
-                        .decode_greedy = w->inner->decode_greedy ? lost_decode_greedy : NULL,
+                        .decode_run = w->inner->decode_run ? lost_decode_run : NULL,
                         .truncate = lost_truncate, .stats = lost_stats,
                         .read_bandwidth = w->inner->read_bandwidth ? lost_read_bandwidth : NULL,
                         .destroy = lost_destroy};

@@ -168,53 +168,66 @@ int zr_run_write(ZrRun *r, const char *buf, size_t n) {
     return fflush(stdout) == 0 ? 0 : -1;
 }
 
+/* A token picked (and accepted by the sampler): shown unless it ends the generation; whether a
+ * step is to feed it (another token follows). r->cur is the token the next step feeds. */
+static bool take_token(ZrRun *r, int32_t id) {
+    if (zr_tokenizer_is_eog(r->tok, id) && !r->s->ignore_eos) { r->stop = ZR_STOP_EOG; return false; }
+    r->n_gen++;
+    size_t n = zr_detok_push(&r->detok, id, r->out, r->out_cap);
+    if (zr_run_write(r, r->out, n)) { r->out_failed = true; return false; }
+    if (reverse_prompt_reached(r, r->out, n)) { r->stop = ZR_STOP_REVERSE; return false; }
+    /* The sampled token needs a forward pass only if another one is to follow it. */
+    if (r->n_predict >= 0 && r->n_gen >= r->n_predict) { r->stop = ZR_STOP_LIMIT; return false; }
+    if (r->pos + 1 >= r->n_ctx) { r->stop = ZR_STOP_CONTEXT; return false; }
+    if (zr_run_take_sigint(r)) { r->stop = ZR_STOP_INTERRUPT; return false; }
+    r->cur = id;
+    return true;
+}
+
+/* decode_run's on_token: the step that fed r->cur at r->pos is done; then the token it picked. */
+static bool on_token(void *ctx, int32_t id) {
+    ZrRun *r = ctx;
+    r->ids[r->pos] = r->cur;
+    r->pos++;
+    r->n_decode++;
+    return take_token(r, id);
+}
+
 int zr_run_decode(ZrRun *r, ZrError *err) {
     ZrBackend *be = r->be;
-    const int n_vocab = r->n_vocab, n_tok_vocab = r->n_tok_vocab, n_predict = r->n_predict, n_ctx = r->n_ctx;
-    /* Pure greedy sampling lets the backend pick (the GPU sends back the token, not the logits);
-     * the first token still comes from the prompt's logits. */
-    const bool backend_picks =
-        zr_sampler_is_greedy(&r->sp) && be->decode_greedy && n_tok_vocab >= 1 && !r->s->ignore_eos;
-    ZrGreedy picked = {0, -1};
-    bool have_pick = false; /* picked is the pick from the last step's logits */
-    bool out_failed = false;
+    const int n_vocab = r->n_vocab, n_predict = r->n_predict, n_ctx = r->n_ctx;
+    r->out_failed = false;
     r->t_dec0 = zr_run_now_ms();
-    for (;;) {
-        if (n_predict >= 0 && r->n_gen >= n_predict) { r->stop = ZR_STOP_LIMIT; break; }
-        if (r->pos >= n_ctx) { r->stop = ZR_STOP_CONTEXT; break; }
-        if (zr_run_take_sigint(r)) { r->stop = ZR_STOP_INTERRUPT; break; }
-        /* (a NaN or inf logit has failed the forward call that made it: backend.h) */
-        if (!have_pick)
-            for (int i = n_tok_vocab; i < n_vocab; i++) r->logits[i] = -INFINITY;
-        /* --ignore-eos: as llama.cpp, a logit bias of -inf on every end-of-generation token */
-        if (!have_pick)
-            for (int i = 0; i < r->n_eog; i++) r->logits[r->eog[i]] = -INFINITY;
-        int32_t id = have_pick ? picked.token : zr_sampler_sample(r->smp, r->logits);
-        zr_sampler_accept(r->smp, id);
-        if (zr_tokenizer_is_eog(r->tok, id) && !r->s->ignore_eos) { r->stop = ZR_STOP_EOG; break; }
-        r->n_gen++;
-        size_t n = zr_detok_push(&r->detok, id, r->out, r->out_cap);
-        if (zr_run_write(r, r->out, n)) { out_failed = true; break; }
-        if (reverse_prompt_reached(r, r->out, n)) { r->stop = ZR_STOP_REVERSE; break; }
-        /* The sampled token needs a forward pass only if another one is to follow it. */
-        if (n_predict >= 0 && r->n_gen >= n_predict) { r->stop = ZR_STOP_LIMIT; break; }
-        if (r->pos + 1 >= n_ctx) { r->stop = ZR_STOP_CONTEXT; break; }
-        if (zr_run_take_sigint(r)) { r->stop = ZR_STOP_INTERRUPT; break; }
-        if (backend_picks ? be->decode_greedy(be, id, r->pos, n_tok_vocab, NULL, &picked, err)
-                          : be->forward(be, &id, 1, r->pos, r->logits, false, err)) {
-            if (err->code == ZR_E_CONTEXT_LOST) {
-                r->lost_at_ms = zr_run_now_ms();
-                r->decode_ms = r->lost_at_ms - r->t_dec0;
-                r->pending = id;
+    bool go = true;
+    if (n_predict >= 0 && r->n_gen >= n_predict) { r->stop = ZR_STOP_LIMIT; go = false; }
+    else if (r->pos >= n_ctx) { r->stop = ZR_STOP_CONTEXT; go = false; }
+    else if (zr_run_take_sigint(r)) { r->stop = ZR_STOP_INTERRUPT; go = false; }
+    if (go) {
+        /* the first token comes from the logits at pos - 1 (the prompt's, or a resumed run's);
+         * (a NaN or inf logit has failed the forward call that made it: backend.h) */
+        ZrDecodeLoop L = {.sp = &r->sp, .host = r->smp, .n_cand = r->n_tok_vocab, .ban = r->eog, .n_ban = r->n_eog,
+                          .on_token = on_token, .ctx = r};
+        const int32_t id = zr_decode_pick_host(&L, r->logits, n_vocab);
+        go = take_token(r, id);
+        /* then the backend's loop: steps until take_token says stop (or the context is full) */
+        if (go) {
+            L.token = r->cur;
+            L.pos = r->pos;
+            L.max_steps = n_ctx - r->pos;
+            if (be->decode_run(be, &L, err)) {
+                r->host_steps += L.host_steps;
+                if (err->code == ZR_E_CONTEXT_LOST) {
+                    r->lost_at_ms = zr_run_now_ms();
+                    r->decode_ms = r->lost_at_ms - r->t_dec0;
+                    r->pending = r->cur; /* printed, its step lost */
+                }
+                return err->code;
             }
-            return err->code;
+            r->host_steps += L.host_steps;
         }
-        have_pick = backend_picks;
-        r->ids[r->pos] = id;
-        r->pos++;
-        r->n_decode++;
     }
     r->decode_ms = zr_run_now_ms() - r->t_dec0;
+    bool out_failed = r->out_failed;
     if (!out_failed) {
         size_t n = zr_detok_flush(&r->detok, r->out, r->out_cap);
         if (zr_run_write(r, r->out, n)) out_failed = true;
@@ -269,6 +282,13 @@ void zr_run_summary(const ZrRun *r, const char *note) {
         fprintf(stderr, "zrun: backend %s (graph %s, %llu kernels/token), seed %llu\n", be->name,
                 st.graph_active ? "on" : "off", (unsigned long long)st.kernels_per_token,
                 (unsigned long long)r->sp.seed);
+    if (s->verbose)
+        fprintf(stderr, "zrun: %llu of %d decode steps sampled on the host (logits copied back)%s\n",
+                (unsigned long long)r->host_steps, r->n_decode,
+                r->host_steps ? "" : "; the backend picked every token");
+    if (s->verbose && st.gap_samples)
+        fprintf(stderr, "zrun: GPU idle between decode steps: min %.2f us, median %.2f us (%llu pairs, %%globaltimer)\n",
+                st.gap_us_min, st.gap_us_median, (unsigned long long)st.gap_samples);
 }
 
 int zr_run_fail(const ZrError *err) {

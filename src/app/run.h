@@ -52,6 +52,9 @@ typedef struct ZrRun {
     int pos;             /* tokens in the KV cache */
     int n_gen, n_decode; /* tokens printed; decode steps done */
     int32_t pending;     /* after a lost step: the token printed whose forward was lost */
+    int32_t cur;         /* while decoding: the token printed that the next step feeds */
+    bool out_failed;     /* writing stdout failed: the decode loop stopped */
+    uint64_t host_steps; /* decode steps whose token was sampled on the host from logits copied back */
     ZrStop stop;
     double t_load0, load_ms, prefill_ms, decode_ms, t_dec0, lost_at_ms;
     int32_t *eog;        /* [n_eog] the end-of-generation ids (--ignore-eos masks them) */
@@ -101,7 +104,8 @@ int zr_run_start(ZrRun *r, ZrBackend *be, const char *fault, int after_step, ZrE
 /* Writes n bytes of text to stdout, flushed. */
 int zr_run_write(ZrRun *r, const char *buf, size_t n);
 /* Samples, prints and feeds tokens from the logits at pos - 1 until a stop (r->stop), then ends
- * the text. ZR_E_CONTEXT_LOST leaves r->pending (printed, not fed), r->decode_ms and
+ * the text: the first token on the host, the rest through the backend's decode_run (which
+ * streams each token to the printer as it is picked). ZR_E_CONTEXT_LOST leaves r->pending (printed, not fed), r->decode_ms and
  * r->lost_at_ms for going on elsewhere. */
 int zr_run_decode(ZrRun *r, ZrError *err);
 /* The summary on stderr (not with --quiet); note, when not NULL, is one more line. When stdout

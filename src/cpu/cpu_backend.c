@@ -44,7 +44,6 @@ typedef struct CpuBackend {
     ZrCpuMoe moe;       /* the mixture-of-experts FFN's buffers for cap tokens (none on a dense model) */
     float *scores;      /* [threads][n_ctx] attention weights */
     ZrCpuScratch tiles; /* [threads][ZR_CPU_MATMUL_TILE * max row length] dequantized weight rows */
-    float *pick_logits; /* [n_vocab] a greedy step's logits when the caller wants none (allocated once) */
     bool (*stop)(void *ctx); /* ZrBackendOptions.stop: polled between layers */
     void *stop_ctx;
 } CpuBackend;
@@ -311,27 +310,10 @@ static int cpu_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, flo
     return 0;
 }
 
-/* The forward step, then the sampler's own greedy rule on its logits. */
-static int cpu_decode_greedy(ZrBackend *be, int32_t token, int pos, int n_cand, float *logits, ZrGreedy *out,
-                             ZrError *err) {
+/* The reference loop itself: forward + the host sampler. */
+static int cpu_decode_run(ZrBackend *be, ZrDecodeLoop *loop, ZrError *err) {
     CpuBackend *c = (CpuBackend *)be;
-    const int n_vocab = c->m->hp.n_vocab;
-    if (n_cand < 1 || n_cand > n_vocab)
-        return zr_err(err, ZR_E_INTERNAL, "cpu greedy decode: a pick among %d ids (1..%d expected)", n_cand, n_vocab);
-    if (!logits) {
-        if (!c->pick_logits && !(c->pick_logits = malloc((size_t)n_vocab * sizeof(float))))
-            return zr_err(err, ZR_E_NOMEM, "cpu backend: out of memory for %d logits", n_vocab);
-        logits = c->pick_logits;
-    }
-    out->token = 0;
-    out->nonfinite_at = -1;
-    int rc = cpu_forward(be, &token, 1, pos, logits, false, err);
-    if (rc) {
-        if (rc == ZR_E_FORMAT) out->nonfinite_at = (int32_t)zr_logits_first_nonfinite(logits, n_vocab);
-        return rc;
-    }
-    out->token = zr_sampler_argmax(logits, n_cand);
-    return ZR_OK;
+    return zr_decode_run_host(be, c->m->hp.n_vocab, loop, err);
 }
 
 static void cpu_truncate(ZrBackend *be, int pos) {
@@ -354,7 +336,6 @@ static void cpu_destroy(ZrBackend *be) {
     free(c->v_cache);
     free(c->scores);
     free(c->tiles.buf);
-    free(c->pick_logits);
     free(c);
 }
 
@@ -379,7 +360,7 @@ ZrBackend *zr_cpu_backend_create(const ZrModel *m, const ZrBackendOptions *o, Zr
         zr_err(err, ZR_E_NOMEM, "cpu backend: out of memory");
         return NULL;
     }
-    c->be = (ZrBackend){.name = "cpu", .n_ctx = n_ctx, .forward = cpu_forward, .decode_greedy = cpu_decode_greedy, .truncate = cpu_truncate, .stats = cpu_stats, .destroy = cpu_destroy};
+    c->be = (ZrBackend){.name = "cpu", .n_ctx = n_ctx, .forward = cpu_forward, .decode_run = cpu_decode_run, .truncate = cpu_truncate, .stats = cpu_stats, .destroy = cpu_destroy};
     c->m = m;
     c->stop = o->stop;
     c->stop_ctx = o->stop_ctx;

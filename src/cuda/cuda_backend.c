@@ -5,7 +5,15 @@
  *
  * It keeps the shape of every forward call it was given (the token history), so that after a
  * poisoned context it can rebuild the KV cache with the very same launches: a prefill chunk is
- * prefilled again, a decode step decoded again, and the cache is bit for bit what it was. */
+ * prefilled again, a decode step decoded again, and the cache is bit for bit what it was.
+ *
+ * decode_run is the free-running loop (issue 12): the decode step ends with a tail on the device
+ * (cuda/sample.h: the argmax, or the sampling chain with the host sampler's state uploaded) that
+ * writes the step's record into a ring of mapped pinned memory and advances tok/pos in place, so
+ * the host queues steps ahead with nothing to write between them, waits on one event per step,
+ * and hands each token over as its record arrives. */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +28,15 @@
 #include "cuda/launch.h"
 #include "cuda/module.h"
 #include "cuda/profile.h"
+#include "cuda/sample_scratch.h"
+#include "cuda/upload.h"
 #include "logits_check.h"
+#include "sampler.h"
+
+#define ZR_RUN_AHEAD 6        /* steps queued beyond the one the host waits for */
+#define ZR_RING_SLOTS 16      /* record slots (> ZR_RUN_AHEAD: a slot is read before a step reuses it) */
+#define ZR_MEMHOSTALLOC_DEVICEMAP 0x02 /* CU_MEMHOSTALLOC_DEVICEMAP */
+#define ZR_GAP_CAP 65536      /* idle gaps kept for the statistics */
 
 typedef struct CudaBackend {
     ZrBackend be; /* first: the interface the callers hold */
@@ -44,6 +60,26 @@ typedef struct CudaBackend {
     int pick_n;       /* > 0: decode steps end with the greedy pick over logits [0, pick_n) */
     int n_past;       /* tokens in the KV cache */
     int32_t *hist;    /* [n_ctx] the tokens fed so far */
+    float *host_logits; /* [2][n_vocab] host-sampled decode steps: the logits, the sampler's copy (allocated once) */
+    /* the free-running decode loop (decode_run with a tail on the device) */
+    ZrTail tail;        /* what ends a decode step now (f.tail follows it; NONE while re-prefilling) */
+    int tail_n_cand;
+    ZrPickRecord *ring; /* [ZR_RING_SLOTS] mapped pinned host memory the tail writes (same address on the device: UVA) */
+    CUevent ev[ZR_RING_SLOTS]; /* ev[pos % slots]: the step at pos is done */
+    bool have_events;
+    ZrSampleDev sdev;   /* ZR_TAIL_SAMPLE: the chain's parameters, state, scratch */
+    bool sdev_init;
+    ZrSamplerParams sdev_p; /* what sdev was made for (kept here: a context reset takes sdev with it) */
+    int32_t *sdev_ban;
+    int sdev_n_ban;
+    CUdeviceptr d_snap; /* the checked replay's snapshot of tok/pos and the sampler state */
+    size_t snap_bytes;
+    ZrSampler *mirror;  /* while decode_run runs: the caller's sampler, the device state's source */
+    uint8_t *state_buf; /* [state_cap] a sampler state on its way to the device */
+    double *gaps;       /* [ZR_GAP_CAP] idle gaps between queued steps, µs (a ring once full) */
+    uint64_t n_gaps;
+    size_t state_cap;
+    uint64_t host_steps;/* decode_run steps sampled on the host */
     int32_t *calls;   /* [n_ctx] calls[p] = tokens of the forward call that started at position p (0 inside one) */
 } CudaBackend;
 
@@ -62,6 +98,82 @@ static void wire_io(CudaBackend *c) {
     c->io.d_pick = c->f.d_pick;
     c->io.n_vocab = c->f.n_vocab;
     c->f.pick_n = c->pick_n;
+    /* the tail, and what a checked replay snapshots and compares */
+    c->f.tail = c->tail;
+    c->f.tail_sample = c->tail == ZR_TAIL_SAMPLE ? &c->sdev : NULL;
+    c->f.tail_io = (ZrPickIO){.logits = c->f.logits, .n_cand = c->tail_n_cand, .tok_pos = c->f.d_tok,
+                              .ring = (CUdeviceptr)(uintptr_t)c->ring, .n_slots = ZR_RING_SLOTS};
+    c->io.n_adv = 0;
+    c->io.ring = 0;
+    if (c->tail != ZR_TAIL_NONE) {
+        c->io.adv[c->io.n_adv] = c->f.d_tok; /* token, position */
+        c->io.adv_bytes[c->io.n_adv++] = 2 * sizeof(int32_t);
+        if (c->tail == ZR_TAIL_SAMPLE) {
+            c->io.adv[c->io.n_adv] = c->sdev.state;
+            c->io.adv_bytes[c->io.n_adv++] = c->sdev.state_bytes;
+        }
+        c->io.d_snap = c->d_snap;
+        c->io.ring = (CUdeviceptr)(uintptr_t)c->ring;
+        c->io.n_slots = ZR_RING_SLOTS;
+        c->io.slot_bytes = sizeof(ZrPickRecord);
+        c->io.record_cmp = offsetof(ZrPickRecord, t_begin);
+        c->io.ring_host = true;
+    }
+}
+
+/* The host sampler's state onto the device (the sampling chain's). */
+static int push_state(CudaBackend *c, const ZrSampler *smp, ZrError *err) {
+    const size_t n = zr_sampler_state_size(smp);
+    if (n > c->state_cap) {
+        uint8_t *p = realloc(c->state_buf, n);
+        if (!p) return zr_err(err, ZR_E_NOMEM, "cuda decode run: out of host memory for a sampler state of %zu bytes", n);
+        c->state_buf = p;
+        c->state_cap = n;
+    }
+    zr_sampler_get_state(smp, c->state_buf);
+    return zr_sample_dev_set_state(&c->cuda, &c->sdev, c->state_buf, n, err);
+}
+
+/* The tail's buffers in this context: the ring and its events, the chain's state (for
+ * c->sdev_p), the snapshot; then the wiring. Called when the tail changes and after a reset. */
+static int tail_buffers(CudaBackend *c, ZrError *err) {
+    const ZrCuDriver *d = c->cuda.drv;
+    if (!c->ring) {
+        void *p = NULL;
+        ZR_CU_TRY(d, err, d->cuMemHostAlloc(&p, ZR_RING_SLOTS * sizeof(ZrPickRecord), ZR_MEMHOSTALLOC_DEVICEMAP),
+                  "cuMemHostAlloc(%zu bytes, mapped) for the decode records", ZR_RING_SLOTS * sizeof(ZrPickRecord));
+        memset(p, 0, ZR_RING_SLOTS * sizeof(ZrPickRecord));
+        c->ring = p;
+    }
+    if (!c->have_events) {
+        for (int i = 0; i < ZR_RING_SLOTS; i++)
+            ZR_CU_TRY(d, err, d->cuEventCreate(&c->ev[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate (decode step %d)", i);
+        c->have_events = true;
+    }
+    if (c->tail == ZR_TAIL_SAMPLE && !c->sdev_init) {
+        int rc = zr_sample_dev_init(&c->cuda, &c->sdev_p, c->m->hp.n_vocab, c->sdev_ban, c->sdev_n_ban, &c->sdev, err);
+        if (rc) return rc;
+        c->sdev_init = true;
+    }
+    const size_t snap = 2 * sizeof(int32_t) + (c->sdev_init ? c->sdev.state_bytes : 0);
+    if (snap > c->snap_bytes) {
+        int rc = zr_cuf_dalloc(&c->f, &c->d_snap, snap, "the checked replay's snapshot", err);
+        if (rc) return rc;
+        c->snap_bytes = snap;
+    }
+    wire_io(c);
+    return ZR_OK;
+}
+
+/* After a context reset: what belonged to the old context is gone with it. */
+static void tail_forget(CudaBackend *c) {
+    c->ring = NULL;
+    c->have_events = false;
+    c->sdev_init = false;
+    free(c->sdev.ban); /* its host copy; the device memory went with the context */
+    memset(&c->sdev, 0, sizeof c->sdev);
+    c->d_snap = 0;
+    c->snap_bytes = 0;
 }
 
 /* The context is poisoned: a new context, the kernels, cuBLASLt, the weights and buffers again,
@@ -71,6 +183,9 @@ static int recover(void *ctx, int n_past, ZrError *err) {
     int rc;
     zr_cuf_forget(&c->f);
     c->f_init = false;
+    tail_forget(c);
+    const ZrTail tail = c->tail;
+    c->tail = ZR_TAIL_NONE; /* the re-prefill's decode steps must not advance a sampler */
     if (c->lt_open) zr_cublaslt_close(&c->lt);
     c->lt_open = false;
     if ((rc = zr_cuda_reset(&c->cuda, zr_cuda_kernels_image(), err))) return rc;
@@ -101,6 +216,12 @@ static int recover(void *ctx, int n_past, ZrError *err) {
         }
         p += n;
     }
+    if ((rc = zr_cuda_sync(&c->cuda, err))) return rc;
+    if (tail == ZR_TAIL_NONE) return ZR_OK;
+    /* the tail again, its state from the host's sampler (the tokens consumed so far) */
+    c->tail = tail;
+    if ((rc = tail_buffers(c, err))) return rc;
+    if (tail == ZR_TAIL_SAMPLE && c->mirror && (rc = push_state(c, c->mirror, err))) return rc;
     return zr_cuda_sync(&c->cuda, err);
 }
 
@@ -153,14 +274,12 @@ static int cuda_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, fl
     return ZR_OK;
 }
 
-/* The pick joins the decode step the first time it is asked for (and again if n_cand changes):
- * the epoch tells the graph controller to record the step again, once. */
-static int cuda_decode_greedy(ZrBackend *be, int32_t token, int pos, int n_cand, float *logits, ZrGreedy *out,
-                              ZrError *err) {
-    CudaBackend *c = (CudaBackend *)be;
-    if (n_cand < 1 || n_cand > c->m->hp.n_vocab)
-        return zr_err(err, ZR_E_INTERNAL, "cuda greedy decode: a pick among %d ids (1..%d expected)", n_cand,
-                      c->m->hp.n_vocab);
+/* A decode step of token at pos ending with the greedy pick over logits [0, n_cand) on the
+ * device, so only the token comes back (the logits too when logits is not NULL). The pick joins
+ * the decode step the first time it is asked for (and again if n_cand changes): the epoch tells
+ * the graph controller to record the step again, once. */
+static int step_greedy(CudaBackend *c, int32_t token, int pos, int n_cand, float *logits, int32_t *next,
+                       ZrError *err) {
     int rc = accept_call(c, &token, 1, pos, err);
     if (rc) return rc;
     if (c->pick_n != n_cand) {
@@ -173,18 +292,309 @@ static int cuda_decode_greedy(ZrBackend *be, int32_t token, int pos, int n_cand,
     if (pick[0] < 0 || pick[0] >= n_cand || pick[1] < -1 || pick[1] >= n_cand)
         return zr_err(err, ZR_E_INTERNAL, "cuda greedy decode at position %d: the device picked %d (non-finite at %d) among %d ids",
                       pos, pick[0], pick[1], n_cand);
-    out->token = pick[0];
-    out->nonfinite_at = pick[1];
     /* the pick kernel (cu/argmax.cu) reports the first NaN or +-inf id */
     if (pick[1] >= 0)
         return zr_logits_nonfinite_error(c->m->gguf.path, pos, pick[1], logits ? logits + pick[1] : NULL, err);
+    *next = pick[0];
     return ZR_OK;
+}
+
+/* The decode loop one step at a time, where profiling times each step or the chain would hand
+ * every step to the host anyway (all_host): greedy without banned ids picks on the device with the argmax pick (the token
+ * alone comes back); any other sampling brings the logits back each step and samples on the
+ * host (counted in host_steps). */
+static int run_stepwise(CudaBackend *c, ZrDecodeLoop *L, ZrError *err) {
+    ZrBackend *be = &c->be;
+    const int n_vocab = c->m->hp.n_vocab;
+    int rc;
+    if (c->tail != ZR_TAIL_NONE) { /* the argmax pick or the logits alone end the step again */
+        c->tail = ZR_TAIL_NONE;
+        wire_io(c);
+        c->io.epoch++;
+    }
+    const bool device_pick = zr_sampler_is_greedy(L->sp) && L->n_ban == 0;
+    if (!device_pick && !c->host_logits) {
+        /* [2][n_vocab]: a step's logits, and the copy the sampler works on */
+        if (!(c->host_logits = malloc((size_t)2 * n_vocab * sizeof *c->host_logits)))
+            return zr_err(err, ZR_E_NOMEM, "cuda decode run: out of host memory for %d logits", 2 * n_vocab);
+    }
+    int32_t tok = L->token;
+    for (;;) {
+        const int pos = L->pos + L->steps;
+        int32_t next = 0;
+        if (device_pick) {
+            if ((rc = step_greedy(c, tok, pos, L->n_cand, NULL, &next, err))) return rc;
+            zr_sampler_accept(L->host, next);
+        } else {
+            float *row = c->host_logits, *work = c->host_logits + n_vocab;
+            if ((rc = cuda_forward(be, &tok, 1, pos, row, false, err))) return rc;
+            memcpy(work, row, (size_t)n_vocab * sizeof *work);
+            next = zr_decode_pick_host(L, work, n_vocab);
+            L->host_steps++;
+            c->host_steps++;
+        }
+        L->steps++;
+        if (!L->on_token(L->ctx, next) || L->steps >= L->max_steps) break;
+        tok = next;
+    }
+    if (!L->logits) return ZR_OK;
+    if (!device_pick) {
+        memcpy(L->logits, c->host_logits, (size_t)n_vocab * sizeof *L->logits);
+        return ZR_OK;
+    }
+    /* the last step's logits are still in the device buffer: no step was queued after it */
+    if ((rc = zr_cuda_d2h(&c->cuda, L->logits, c->f.logits, (size_t)n_vocab * sizeof(float), err))) return rc;
+    return zr_cuda_sync(&c->cuda, err);
+}
+
+/* Sampling the device's chain would hand to the host at every step (cuda/sample.h: no top-k, no
+ * top-p and no min-p over more ids than the chain sorts): the stepwise loop does it without
+ * running the chain first. */
+static bool all_host(const ZrDecodeLoop *L) {
+    const ZrSamplerParams *p = L->sp;
+    return !zr_sampler_is_greedy(p) && p->temp > 0.0f && (p->top_k <= 0 || p->top_k >= L->n_cand) &&
+           p->top_p >= 1.0f && p->min_p <= 0.0f && L->n_cand > ZR_SAMPLE_CAP;
+}
+
+/* The tail a loop needs (greedy without banned ids: the argmax tail; else the chain for its
+ * parameters and banned ids), in place with the host sampler's state on the device. A changed
+ * tail or candidate count moves the epoch: the graph is recorded again, once. */
+static int tail_setup(CudaBackend *c, const ZrDecodeLoop *L, ZrError *err) {
+    const ZrTail want = zr_sampler_is_greedy(L->sp) && L->n_ban == 0 ? ZR_TAIL_GREEDY : ZR_TAIL_SAMPLE;
+    bool moved = want != c->tail || L->n_cand != c->tail_n_cand;
+    if (want == ZR_TAIL_SAMPLE &&
+        (!c->sdev_init || memcmp(&c->sdev_p, L->sp, sizeof *L->sp) || c->sdev_n_ban != L->n_ban ||
+         (L->n_ban && memcmp(c->sdev_ban, L->ban, sizeof(int32_t) * (size_t)L->n_ban)))) {
+        if (c->sdev_init) zr_sample_dev_free(&c->cuda, &c->sdev);
+        c->sdev_init = false;
+        int32_t *ban = realloc(c->sdev_ban, sizeof(int32_t) * (size_t)(L->n_ban ? L->n_ban : 1));
+        if (!ban) return zr_err(err, ZR_E_NOMEM, "cuda decode run: out of host memory for %d banned ids", L->n_ban);
+        if (L->n_ban) memcpy(ban, L->ban, sizeof(int32_t) * (size_t)L->n_ban);
+        c->sdev_ban = ban;
+        c->sdev_n_ban = L->n_ban;
+        c->sdev_p = *L->sp;
+        moved = true; /* new state and scratch pointers */
+    }
+    c->tail = want;
+    c->tail_n_cand = L->n_cand;
+    int rc = tail_buffers(c, err);
+    if (rc) return rc;
+    if (moved) c->io.epoch++;
+    return want == ZR_TAIL_SAMPLE ? push_state(c, L->host, err) : ZR_OK;
+}
+
+/* The generator in a record into the host sampler (the state's first 32 bytes: sampler.c). */
+static int take_rng(CudaBackend *c, ZrSampler *smp, const uint64_t rng[4], ZrError *err) {
+    const size_t n = zr_sampler_state_size(smp);
+    if (n > c->state_cap) {
+        uint8_t *p = realloc(c->state_buf, n);
+        if (!p) return zr_err(err, ZR_E_NOMEM, "cuda decode run: out of host memory for a sampler state of %zu bytes", n);
+        c->state_buf = p;
+        c->state_cap = n;
+    }
+    zr_sampler_get_state(smp, c->state_buf);
+    memcpy(c->state_buf, rng, 4 * sizeof(uint64_t));
+    return zr_sampler_set_state(smp, c->state_buf, n, err);
+}
+
+/* Waits for whatever is queued (steps past the last one consumed are discarded). */
+static CUresult drain(CudaBackend *c) { return zr_cuda_sync_result(&c->cuda); }
+
+/* The free-running decode loop. The tail on the device picks each step's token and advances
+ * tok/pos in place, so the host queues up to ZR_RUN_AHEAD steps (graph replays, or the eager
+ * launches) with nothing written between them, and reads each step's record from the mapped
+ * ring once its event has completed: the GPU never waits for the host. The first steps go
+ * through the graph controller one at a time (recording, the checked replays); the rest are
+ * queued (zr_graph_decode_issue). A step the device cannot finish exactly (ZR_PICK_HOST) is
+ * sampled on the host from its logits, the host's state pushed back to the device; a poisoned
+ * context is recreated with the consumed tokens re-prefilled. When on_token says stop, the steps
+ * queued past it are waited for and discarded: the cache holds the consumed tokens (n_past), and
+ * the next loop starts from the host's sampler state again. */
+static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
+    CudaBackend *c = (CudaBackend *)be;
+    const ZrCuDriver *d = c->cuda.drv;
+    const int n_vocab = c->m->hp.n_vocab;
+    L->steps = 0;
+    if (L->host_pick) return zr_decode_run_host(be, n_vocab, L, err);
+    int rc = zr_decode_run_check(be, n_vocab, L, err);
+    if (rc) return rc;
+    if (c->opt.profile || all_host(L)) return run_stepwise(c, L, err);
+    const int pos0 = L->pos;
+    if (pos0 != c->n_past)
+        return zr_err(err, ZR_E_INTERNAL, "cuda decode run: position %d given, but %d tokens are in the cache", pos0, c->n_past);
+    if (L->token < 0 || L->token >= n_vocab)
+        return zr_err(err, ZR_E_RANGE, "cuda decode run: token id %d at position %d is outside the vocabulary 0..%d",
+                      L->token, pos0, n_vocab - 1);
+    /* steps that fit the context */
+    const int limit = L->max_steps < be->n_ctx - pos0 ? L->max_steps : be->n_ctx - pos0;
+    if (limit < 1)
+        return zr_err(err, ZR_E_RANGE, "cuda decode run: position %d does not fit the context of %d tokens (use a larger -c)",
+                      pos0, be->n_ctx);
+    if ((rc = tail_setup(c, L, err))) {
+        if (rc != ZR_E_UNSUPPORTED) return rc;
+        /* a chain the device does not run (zr_sample_dev_init says why): the host samples */
+        if (!c->opt.quiet) fprintf(stderr, "zrun: cuda: sampling on the host: %s\n", err->msg);
+        return run_stepwise(c, L, err);
+    }
+    if (!c->gaps && !(c->gaps = malloc(ZR_GAP_CAP * sizeof *c->gaps)))
+        return zr_err(err, ZR_E_NOMEM, "cuda decode run: out of host memory");
+    c->mirror = L->host;
+    int32_t tok = L->token; /* what the step at pos0 + L->steps feeds */
+    int queued = 0;         /* steps issued: positions pos0 .. pos0 + queued - 1 */
+    bool stop = false;
+    uint64_t prev_end = 0;  /* the last consumed step's t_end when it was queued (0: it was not) */
+    int ahead = ZR_RUN_AHEAD; /* 1 after a step the host sampled (the steps queued after it only repeat it) */
+    while (!stop && L->steps < limit) {
+        const int pos = pos0 + L->steps;
+        const int slot = pos % ZR_RING_SLOTS;
+        CUresult bad = CUDA_SUCCESS;
+        bool synced = false;
+        if (queued == L->steps) {
+            if (!zr_graph_decode_steady(&c->graph)) {
+                /* recording, a checked replay, or a launch log: the controller's own step (it recovers) */
+                if ((rc = zr_graph_decode_step_out(&c->graph, tok, pos, NULL, NULL, err))) break;
+                queued++;
+                synced = true;
+            } else {
+                const int32_t v[2] = {tok, pos};
+                if ((rc = zr_cuda_h2d(&c->cuda, c->f.d_tok, v, sizeof v, err))) {
+                    bad = zr_cuda_sync_result(&c->cuda);
+                    goto failed;
+                }
+            }
+        }
+        while (!synced && queued < L->steps + ahead && queued < limit) {
+            if ((rc = zr_graph_decode_issue(&c->graph, &bad, err))) goto failed;
+            CUresult r = d->cuEventRecord(c->ev[(pos0 + queued) % ZR_RING_SLOTS], c->cuda.stream);
+            if (r != CUDA_SUCCESS) {
+                rc = zr_driver_err(d, err, r, "cuEventRecord (decode step at position %d)", pos0 + queued);
+                bad = zr_driver_error_is_sticky(r) ? r : CUDA_SUCCESS;
+                goto failed;
+            }
+            queued++;
+        }
+        if (!synced) {
+            CUresult r = d->cuEventSynchronize(c->ev[slot]);
+            if (r != CUDA_SUCCESS) {
+                rc = zr_driver_err(d, err, r, "decode step at position %d", pos);
+                bad = r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || zr_driver_error_is_sticky(r) ? r : CUDA_SUCCESS;
+                goto failed;
+            }
+        }
+        ZrPickRecord rec;
+        memcpy(&rec, (const void *)&c->ring[slot], sizeof rec); /* complete: the step's event is */
+        if (rec.pos != pos) {
+            rc = zr_err(err, ZR_E_INTERNAL, "cuda decode run: the record for position %d says position %d (status %d)",
+                        pos, rec.pos, rec.status);
+            break;
+        }
+        int32_t next;
+        if (rec.status == ZR_PICK_OK) {
+            next = rec.token;
+            if (next < 0 || next >= L->n_cand) {
+                rc = zr_err(err, ZR_E_INTERNAL, "cuda decode run at position %d: the device picked %d among %d ids", pos,
+                            next, L->n_cand);
+                break;
+            }
+            if (c->tail == ZR_TAIL_SAMPLE && (rc = take_rng(c, L->host, rec.rng, err))) break;
+            zr_sampler_accept(L->host, next);
+            if (ahead < ZR_RUN_AHEAD) ahead++;
+        } else if (rec.status == ZR_PICK_HOST) {
+            /* the steps queued after it recomputed this one (tok/pos unchanged): wait, then the host picks */
+            CUresult r = drain(c);
+            float *row = c->host_logits, *work = c->host_logits ? c->host_logits + n_vocab : NULL;
+            if (r != CUDA_SUCCESS) {
+                rc = zr_driver_err(d, err, r, "decode step at position %d", pos);
+                bad = zr_driver_error_is_sticky(r) ? r : CUDA_SUCCESS;
+                goto failed;
+            }
+            if (!row) {
+                if (!(c->host_logits = malloc((size_t)2 * n_vocab * sizeof *c->host_logits))) {
+                    rc = zr_err(err, ZR_E_NOMEM, "cuda decode run: out of host memory for %d logits", 2 * n_vocab);
+                    break;
+                }
+                row = c->host_logits;
+                work = row + n_vocab;
+            }
+            if ((rc = zr_cuda_d2h(&c->cuda, row, c->f.logits, (size_t)n_vocab * sizeof(float), err)) ||
+                (rc = zr_cuda_sync(&c->cuda, err)) ||
+                (rc = zr_logits_check(c->m->gguf.path, row, 1, n_vocab, pos, err)))
+                break;
+            memcpy(work, row, (size_t)n_vocab * sizeof *work);
+            next = zr_decode_pick_host(L, work, n_vocab);
+            if ((rc = push_state(c, L->host, err))) break;
+            queued = L->steps + 1;
+            ahead = 1;
+            L->host_steps++;
+            c->host_steps++;
+        } else if (rec.status == ZR_PICK_NONFINITE) {
+            rc = zr_logits_nonfinite_error(c->m->gguf.path, pos, rec.nonfinite_at, NULL, err);
+            break;
+        } else {
+            rc = zr_err(err, ZR_E_INTERNAL, "cuda decode run at position %d: a record with status %d", pos, rec.status);
+            break;
+        }
+        /* the idle gap before this step, when both it and the one before were queued */
+        if (prev_end && !synced && rec.status == ZR_PICK_OK && rec.t_begin >= prev_end && c->gaps)
+            c->gaps[c->n_gaps++ % ZR_GAP_CAP] = (double)(rec.t_begin - prev_end) / 1e3;
+        prev_end = !synced && rec.status == ZR_PICK_OK ? rec.t_end : 0;
+        c->hist[pos] = tok; /* consumed: a recovery re-prefills it */
+        c->calls[pos] = 1;
+        c->n_past = pos + 1;
+        L->steps++;
+        tok = next;
+        if (!L->on_token(L->ctx, next)) stop = true;
+        continue;
+    failed:
+        /* the step could not be queued or did not finish: recreate a poisoned context with the
+         * consumed tokens and go on from there (eagerly); anything else ends the loop */
+        drain(c);
+        if (bad == CUDA_SUCCESS) break;
+        if ((rc = zr_graph_decode_recover(&c->graph, bad, pos, err))) break;
+        queued = L->steps;
+        prev_end = 0;
+    }
+    if (!rc && !stop && L->steps == limit && limit < L->max_steps)
+        rc = zr_err(err, ZR_E_RANGE, "cuda decode run: %d steps from position %d do not fit the context of %d tokens "
+                                     "(use a larger -c)", L->max_steps, pos0, be->n_ctx);
+    if (queued > L->steps) drain(c); /* computed past the end: discarded (a sticky error shows at the next call) */
+    if (!rc && L->logits && L->steps > 0) {
+        if (queued > L->steps) {
+            /* the logits buffer holds a later step's: the last consumed step again, eagerly (it
+             * rewrites the same KV entries; the tail's advance is undone at the next loop) */
+            const int32_t v[2] = {c->hist[pos0 + L->steps - 1], pos0 + L->steps - 1};
+            if (!(rc = zr_cuda_h2d(&c->cuda, c->f.d_tok, v, sizeof v, err))) rc = zr_cuf_decode_step(&c->f, err);
+        }
+        if (!rc) rc = zr_cuda_d2h(&c->cuda, L->logits, c->f.logits, (size_t)n_vocab * sizeof(float), err);
+        if (!rc) rc = zr_cuda_sync(&c->cuda, err);
+    }
+    c->mirror = NULL;
+    return rc;
 }
 
 static void cuda_truncate(ZrBackend *be, int pos) {
     CudaBackend *c = (CudaBackend *)be;
     if (pos < 0) pos = 0;
     if (pos < c->n_past) c->n_past = pos;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Min and median of the gaps kept. */
+static void gap_stats(const CudaBackend *c, ZrBackendStats *out) {
+    const size_t n = c->n_gaps < ZR_GAP_CAP ? (size_t)c->n_gaps : ZR_GAP_CAP;
+    out->gap_samples = n;
+    if (!n) return;
+    double *v = malloc(n * sizeof *v);
+    if (!v) return;
+    memcpy(v, c->gaps, n * sizeof *v);
+    qsort(v, n, sizeof *v, cmp_double);
+    out->gap_us_min = v[0];
+    out->gap_us_median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    free(v);
 }
 
 static void cuda_stats(const ZrBackend *be, ZrBackendStats *out) {
@@ -197,6 +607,8 @@ static void cuda_stats(const ZrBackend *be, ZrBackendStats *out) {
     out->graph_build_ms = st.graph_build_ms;
     out->graph_active = st.graph_active;
     out->pdl = st.graph_active ? st.pdl : c->launcher.pdl;
+    out->host_steps = c->host_steps;
+    gap_stats(c, out);
     out->host_us_per_token = st.graph_active && st.graph_steps ? st.graph_host_us : st.eager_host_us;
 }
 
@@ -232,6 +644,15 @@ static void cuda_destroy(ZrBackend *be) {
         c->launcher.profile = NULL;
         zr_profile_free(&c->prof);
     }
+    if (c->cuda_open) {
+        if (c->sdev_init) zr_sample_dev_free(&c->cuda, &c->sdev);
+        if (c->have_events)
+            for (int i = 0; i < ZR_RING_SLOTS; i++) c->drv->cuEventDestroy(c->ev[i]);
+        zr_cuda_host_free(&c->cuda, c->ring);
+    }
+    free(c->sdev_ban);
+    free(c->state_buf);
+    free(c->gaps);
     if (c->f_init) zr_cuf_free(&c->f);
     if (c->launcher_init) zr_launcher_free(&c->launcher);
     if (c->lt_open) zr_cublaslt_close(&c->lt);
@@ -239,6 +660,7 @@ static void cuda_destroy(ZrBackend *be) {
     free(c->k);
     free(c->hist);
     free(c->calls);
+    free(c->host_logits);
     free(c);
 }
 
@@ -283,7 +705,7 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         return NULL;
     }
     c->be = (ZrBackend){.name = "cuda", .n_ctx = n_ctx, .forward = cuda_forward,
-                        .decode_greedy = cuda_decode_greedy, .truncate = cuda_truncate,
+                        .decode_run = cuda_decode_run, .truncate = cuda_truncate,
                         .stats = cuda_stats, .read_bandwidth = cuda_read_bandwidth, .destroy = cuda_destroy};
     c->m = m;
     c->opt = *o;

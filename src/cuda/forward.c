@@ -1,5 +1,6 @@
 #include "cuda/forward.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,7 +167,11 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
     Resid R = {.x = f->x};
     int rc;
-    if ((rc = zr_k_embed(f->launcher, f->k, &f->tok_embd, f->d_tok, f->x, f->n_embd, f->n_vocab, 1, err))) return rc;
+    /* with a tail, the step's start time goes into its record (the idle gap between steps) */
+    const CUdeviceptr t_begin0 = f->tail != ZR_TAIL_NONE ? f->tail_io.ring + offsetof(ZrPickRecord, t_begin) : 0;
+    if ((rc = zr_k_embed_stamp(f->launcher, f->k, &f->tok_embd, f->d_tok, f->x, f->n_embd, f->n_vocab, 1, t_begin0,
+                               f->tail != ZR_TAIL_NONE ? f->tail_io.n_slots : 1, err)))
+        return rc;
     if (hp->embd_scale != 1.0f && (rc = zr_k_scale(f->launcher, f->k, f->x, hp->embd_scale, f->n_embd, err))) return rc;
     for (int il = 0; il < hp->n_layer; il++) {
         const ZrCuLayer *G = &f->layers[il];
@@ -202,6 +207,8 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
     if ((rc = mv_in(f, &R, false, &f->output, f->output_norm, f->logits, 0, 0, err))) return rc;
     if (hp->final_softcap != 0.0f && (rc = zr_k_softcap(f->launcher, f->k, f->logits, hp->final_softcap, f->n_vocab, err)))
         return rc;
+    if (f->tail == ZR_TAIL_GREEDY) return zr_pick_greedy_launch(f->launcher, f->k, &f->tail_io, f->d_pick, err);
+    if (f->tail == ZR_TAIL_SAMPLE) return zr_sample_launch(f->launcher, f->k, f->tail_sample, &f->tail_io, err);
     return f->pick_n > 0 ? zr_pick_launch(f->launcher, &f->k->argmax, f->logits, f->pick_n, f->d_pick, err) : ZR_OK;
 }
 

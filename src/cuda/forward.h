@@ -19,6 +19,7 @@
 #include "cuda/launch.h"
 #include "cuda/module.h"
 #include "cuda/mv_shape.h"
+#include "cuda/tail.h"
 #include "cuda/weights.h"
 #include "model.h"
 #include "quant.h"
@@ -78,6 +79,9 @@ typedef struct ZrCuForward {
     CUdeviceptr logits;             /* [LOGIT_ROWS][n_vocab] */
     CUdeviceptr d_pick;             /* ZR_PICK_BYTES: the greedy pick of the decode step (i32 token, i32 first NaN id) */
     int pick_n;                     /* > 0: the decode step ends with the greedy pick over logits [0, pick_n) */
+    ZrTail tail;                    /* else ZR_TAIL_GREEDY / SAMPLE: it ends with that tail (cuda/sample.h) */
+    ZrPickIO tail_io;               /* the tail's buffers (logits, tok/pos, ring), set by the backend */
+    const ZrSampleDev *tail_sample; /* ZR_TAIL_SAMPLE: the chain's parameters, state and scratch */
     CUdeviceptr part_d, part_p;     /* attention partials, decode / prefill */
     int chunk_d, n_chunks_d, chunk_p, n_chunks_p;
     int chunk_f, n_chunks_f;        /* the fused decode attention's chunks (>= chunk_d; set once at init) */
@@ -103,6 +107,7 @@ void zr_cuf_free(ZrCuForward *f);
 void zr_cuf_forget(ZrCuForward *f);
 
 /* One decode step: token f->d_tok[0] at position f->d_pos[0] -> f->logits[0][n_vocab], and
+ * with a tail the pick on the device (f->tail: a record into the ring, tok/pos advanced), or
  * with pick_n > 0 the greedy pick over logits [0, pick_n) -> f->d_pick. Launches only (no copies, syncs or allocations); the same launches at every position. */
 int zr_cuf_decode_step(ZrCuForward *f, ZrError *err);
 

@@ -1,6 +1,7 @@
 #include "cuda/graph.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -264,6 +265,24 @@ static CUresult build(ZrDecodeGraph *g, int step, ZrError *err) {
     return CUDA_SUCCESS;
 }
 
+/* The tail's state into the snapshot (before a checked replay), or back (before its eager re-run). */
+static int snapshot(ZrDecodeGraph *g, bool restore, ZrError *err) {
+    const ZrDecodeIO *io = g->io;
+    size_t off = 0;
+    for (int i = 0; i < io->n_adv; i++) {
+        const CUdeviceptr a = io->adv[i], b = io->d_snap + off;
+        int rc = zr_cuda_d2d(io->cuda, restore ? a : b, restore ? b : a, io->adv_bytes[i], err);
+        if (rc) return rc;
+        off += io->adv_bytes[i];
+    }
+    return ZR_OK;
+}
+
+/* The record slot the step at pos writes. */
+static CUdeviceptr record_at(const ZrDecodeIO *io, int pos) {
+    return io->ring + (CUdeviceptr)((size_t)(pos % io->n_slots) * io->slot_bytes);
+}
+
 /* A checked replay: the graph's logits are in d_logits. Runs the step eagerly at the same
  * position (it rewrites the same KV entries) and compares logits bit for bit and the launches
  * with the recorded ones. A difference means fallback; the eager results stand either way. */
@@ -278,13 +297,19 @@ static int check_replay(ZrDecodeGraph *g, int step, int pos, float *logits, CUre
         g->replay_cap = 2 * n;
     }
     if (!logits) logits = g->replay_logits + n; /* the caller asked for the pick alone */
+    /* the records of replay and eager, compared up to record_cmp (<= 64 bytes) */
+    uint8_t rec_replay[64] = {0}, rec_eager[64] = {0};
+    const size_t rec_n = io->ring && io->record_cmp <= sizeof rec_replay ? io->record_cmp : 0;
     int rc = zr_cuda_d2h(io->cuda, g->replay_logits, io->d_logits, (size_t)n * sizeof(float), err);
+    if (!rc && rec_n && !io->ring_host) rc = zr_cuda_d2h(io->cuda, rec_replay, record_at(io, pos), rec_n, err);
+    if (!rc) rc = snapshot(g, true, err); /* the eager re-run starts where the replay started */
     if (rc) return rc;
     CUresult r = zr_cuda_sync_result(io->cuda);
     if (r != CUDA_SUCCESS) {
         if (poisons(r)) *bad = r;
         return zr_driver_err(io->cuda->drv, err, r, "decode graph: replay of step %d", step);
     }
+    if (rec_n && io->ring_host) memcpy(rec_replay, (const void *)(uintptr_t)record_at(io, pos), rec_n);
     if (zr_fault_fires(&g->opt.fault, ZR_FAULT_REPLAY_MISMATCH, step)) {
         uint32_t w;
         memcpy(&w, &g->replay_logits[n / 2], sizeof w);
@@ -295,10 +320,12 @@ static int check_replay(ZrDecodeGraph *g, int step, int pos, float *logits, CUre
     rc = g->hooks.eager_step(g->hooks.ctx, err);
     zr_launcher_record_end(l);
     if (!rc) rc = zr_cuda_d2h(io->cuda, logits, io->d_logits, (size_t)n * sizeof(float), err);
+    if (!rc && rec_n && !io->ring_host) rc = zr_cuda_d2h(io->cuda, rec_eager, record_at(io, pos), rec_n, err);
     if (!rc && (r = zr_cuda_sync_result(io->cuda)) != CUDA_SUCCESS) {
         if (poisons(r)) *bad = r;
         rc = zr_driver_err(io->cuda->drv, err, r, "decode graph: eager check of step %d", step);
     }
+    if (!rc && rec_n && io->ring_host) memcpy(rec_eager, (const void *)(uintptr_t)record_at(io, pos), rec_n);
     if (rc) {
         zr_recording_clear(&l->rec);
         return rc;
@@ -314,6 +341,14 @@ static int check_replay(ZrDecodeGraph *g, int step, int pos, float *logits, CUre
                 if (first < 0) first = i;
                 diff++;
             }
+        if (!diff && memcmp(rec_replay, rec_eager, rec_n)) {
+            int32_t a[2], b[2]; /* token, status */
+            memcpy(a, rec_replay, sizeof a);
+            memcpy(b, rec_eager, sizeof b);
+            fallback(g, "replay mismatch at decode step %d (position %d): the tail's record (token %d, status %d) "
+                        "differs from eager's (token %d, status %d)",
+                     step, pos, a[0], a[1], b[0], b[1]);
+        }
         if (diff)
             fallback(g,
                      "replay mismatch at decode step %d (position %d): %d of %d logits differ from eager, first at "
@@ -392,6 +427,7 @@ static int issue(ZrDecodeGraph *g, int32_t token, int pos, int step, float *logi
             r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
             injected = "graph-901";
         }
+        if (g->checks_left > 0 && (rc = snapshot(g, false, err))) return rc;
         if (injected)
             zr_driver_err(d, &e2, r, "cuGraphLaunch (%zu nodes; injected by ZRUN_FAULT=%s)", g->graph.n_nodes, injected);
         else
@@ -461,6 +497,45 @@ int zr_graph_decode_step(ZrDecodeGraph *g, int32_t token, int pos, float *logits
     return zr_graph_decode_step_out(g, token, pos, logits, NULL, err);
 }
 
+/* The recovery of a poisoned context, once the step's error is in err (cause) and bad. */
+static int recover_now(ZrDecodeGraph *g, CUresult bad, int n_past, ZrError *err) {
+    const ZrCuDriver *d = g->io->cuda->drv;
+    if (!g->hooks.recover || g->stats.recoveries >= (uint64_t)g->opt.max_recoveries) {
+        g->stats.context_lost = true;
+        zr_err_wrap(err, "the CUDA context was lost (%s): it %s", zr_driver_error_name(d, bad),
+                    g->hooks.recover ? "was already recreated" : "cannot be recreated");
+        err->code = ZR_E_CONTEXT_LOST;
+        return ZR_E_CONTEXT_LOST;
+    }
+    char cause[sizeof err->msg];
+    snprintf(cause, sizeof cause, "%s", err->msg);
+    if (g->stats.fallback[0])
+        fprintf(logf_(g), "zrun: %s; recreating the CUDA context, re-uploading the weights, re-prefilling %d tokens\n",
+                cause, n_past);
+    else
+        fallback(g, "%s; recreating the CUDA context, re-uploading the weights, re-prefilling %d tokens", cause, n_past);
+    zr_graph_destroy(d, &g->graph);
+    g->mode = ZR_DECODE_EAGER;
+    g->have_trap = false;
+    g->staging = NULL; /* it belonged to the old context */
+    zr_recording_clear(&g->io->launcher->rec);
+    g->io->launcher->recording = false;
+    g->stats.recoveries++;
+    if (g->hooks.recover(g->hooks.ctx, n_past, err)) {
+        /* whatever stopped the recovery, this process has no usable context: a new one can
+         * go on (cmd_run continues the run in a new process) */
+        g->stats.context_lost = true;
+        zr_err_wrap(err, "the CUDA context was lost (%s): recovering from %s", zr_driver_error_name(d, bad), cause);
+        err->code = ZR_E_CONTEXT_LOST;
+        return ZR_E_CONTEXT_LOST;
+    }
+    return ZR_OK;
+}
+
+int zr_graph_decode_recover(ZrDecodeGraph *g, CUresult bad, int n_past, ZrError *err) {
+    return recover_now(g, bad, n_past, err);
+}
+
 int zr_graph_decode_step_out(ZrDecodeGraph *g, int32_t token, int pos, float *logits, int32_t *pick, ZrError *err) {
     int step = g->step;
     CUresult bad = CUDA_SUCCESS;
@@ -472,39 +547,75 @@ int zr_graph_decode_step_out(ZrDecodeGraph *g, int32_t token, int pos, float *lo
         bad = r;
     }
     while (bad != CUDA_SUCCESS) {
-        const ZrCuDriver *d = g->io->cuda->drv;
-        if (!g->hooks.recover || g->stats.recoveries >= (uint64_t)g->opt.max_recoveries) {
-            g->stats.context_lost = true;
-            zr_err_wrap(err, "the CUDA context was lost (%s): it %s", zr_driver_error_name(d, bad),
-                        g->hooks.recover ? "was already recreated" : "cannot be recreated");
-            err->code = ZR_E_CONTEXT_LOST;
-            return ZR_E_CONTEXT_LOST;
-        }
-        char cause[sizeof err->msg];
-        snprintf(cause, sizeof cause, "%s", err->msg);
-        if (g->stats.fallback[0])
-            fprintf(logf_(g), "zrun: %s; recreating the CUDA context, re-uploading the weights, re-prefilling %d tokens\n",
-                    cause, pos);
-        else
-            fallback(g, "%s; recreating the CUDA context, re-uploading the weights, re-prefilling %d tokens", cause,
-                     pos);
-        zr_graph_destroy(d, &g->graph);
-        g->mode = ZR_DECODE_EAGER;
-        g->have_trap = false;
-        g->staging = NULL; /* it belonged to the old context */
-        zr_recording_clear(&g->io->launcher->rec);
-        g->io->launcher->recording = false;
-        g->stats.recoveries++;
-        if ((rc = g->hooks.recover(g->hooks.ctx, pos, err))) {
-            /* whatever stopped the recovery, this process has no usable context: a new one can
-             * go on (cmd_run continues the run in a new process) */
-            g->stats.context_lost = true;
-            zr_err_wrap(err, "the CUDA context was lost (%s): recovering from %s", zr_driver_error_name(d, bad), cause);
-            err->code = ZR_E_CONTEXT_LOST;
-            return ZR_E_CONTEXT_LOST;
-        }
+        if ((rc = recover_now(g, bad, pos, err))) return rc;
         rc = issue(g, token, pos, step, logits, pick, &bad, err);
         if (rc && bad == CUDA_SUCCESS) return rc;
+    }
+    g->step++;
+    return ZR_OK;
+}
+
+bool zr_graph_decode_steady(const ZrDecodeGraph *g) {
+    if (g->opt.profile || (g->opt.log_launches && !g->logged)) return false;
+    if (g->mode == ZR_DECODE_EAGER) return true;
+    return g->mode == ZR_DECODE_GRAPH && g->checks_left == 0 && g->io->epoch == g->built_epoch;
+}
+
+int zr_graph_decode_issue(ZrDecodeGraph *g, CUresult *bad, ZrError *err) {
+    ZrDecodeIO *io = g->io;
+    ZrLauncher *l = io->launcher;
+    const ZrCuDriver *d = io->cuda->drv;
+    const int step = g->step;
+    *bad = CUDA_SUCCESS;
+    if (!zr_graph_decode_steady(g))
+        return zr_err(err, ZR_E_INTERNAL, "decode graph: step %d queued while the controller is not steady", step);
+    const double t0 = now_us();
+    bool eager = g->mode == ZR_DECODE_EAGER;
+    if (!eager) {
+        ZrError e2 = {0};
+        CUresult r = CUDA_SUCCESS;
+        const char *injected = NULL;
+        if (zr_fault_fires(&g->opt.fault, ZR_FAULT_GRAPH_LAUNCH, step)) {
+            r = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+            injected = "graph-launch";
+        } else if (zr_fault_fires(&g->opt.fault, ZR_FAULT_GRAPH_901, step)) {
+            r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+            injected = "graph-901";
+        }
+        if (injected)
+            zr_driver_err(d, &e2, r, "cuGraphLaunch (%zu nodes; injected by ZRUN_FAULT=%s)", g->graph.n_nodes, injected);
+        else
+            r = zr_graph_launch(d, &g->graph, l->stream, &e2);
+        if (r != CUDA_SUCCESS) {
+            if (poisons(r)) {
+                *bad = r;
+                *err = e2;
+                return e2.code;
+            }
+            fallback(g, "%s", e2.msg);
+            eager = true;
+        } else {
+            g->graph_us_sum += now_us() - t0;
+            g->graph_timed++;
+            g->stats.graph_steps++;
+        }
+    }
+    if (eager) {
+        const uint64_t before = l->n_launches;
+        int rc = g->hooks.eager_step(g->hooks.ctx, err);
+        if (rc) {
+            CUresult r = zr_cuda_sync_result(io->cuda);
+            if (zr_driver_error_is_sticky(r)) *bad = r;
+            return rc;
+        }
+        g->eager_us_sum += now_us() - t0;
+        g->eager_timed++;
+        g->stats.eager_steps++;
+        g->stats.kernels_per_token = l->n_launches - before;
+    }
+    if (zr_fault_fires(&g->opt.fault, ZR_FAULT_STICKY, step)) {
+        int rc = trap(g, err);
+        if (rc) return rc;
     }
     g->step++;
     return ZR_OK;

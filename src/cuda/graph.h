@@ -18,7 +18,13 @@
  *   later steps    write token/pos into their device buffers (async, same stream), cuGraphLaunch;
  *   checked steps  the first `verify` replays also run the step eagerly at the same position
  *                  (rewriting the same KV entries, so it is idempotent) and compare the logits
- *                  bit for bit, and the eager pass's launches with the recorded ones;
+ *                  bit for bit, and the eager pass's launches with the recorded ones; with a
+ *                  tail on the device (ZrDecodeIO.adv, ring) the state it advances is copied
+ *                  aside before the replay and back before the eager run (so it advances once),
+ *                  and the two records (token, status, generator) are compared too;
+ *   queued steps   once steady (zr_graph_decode_steady), a loop may queue replays back to back
+ *                  without the controller's copies and syncs (zr_graph_decode_issue); the same
+ *                  faults fire and a failed launch falls back the same way;
  *   fallback       eager for the rest of the run, with ONE line on the log naming the cause and
  *                  the CUDA error: any graph API error, a replay mismatch, or profiling on;
  *   poisoned       a sticky error (700, 719, 999, ...) or 901 on the graph path: the graph is
@@ -96,6 +102,19 @@ typedef struct ZrDecodeIO {
     CUdeviceptr d_pick;    /* i32 [2]: the step's greedy pick (token, first NaN id), when it makes one */
     int n_vocab;
     uint64_t epoch;        /* bumped by the backend when anything the launches point at may move */
+    /* The step's tail on the device (cuda/sample.h), when it has one: it advances state in place
+     * (tok/pos, the sampler's state) and writes a record into a ring slot. A checked replay
+     * copies adv[] into d_snap before the replay and back before the eager re-run, so the state
+     * advances once; and compares the replay's record with the eager one (record_cmp bytes,
+     * the timestamps after them left out). n_adv 0 / ring 0: nothing of the kind. */
+    CUdeviceptr adv[2];    /* device state the tail advances */
+    size_t adv_bytes[2];
+    int n_adv;
+    CUdeviceptr d_snap;    /* >= the sum of adv_bytes */
+    CUdeviceptr ring;      /* record slots [n_slots] of slot_bytes; the step at pos writes slot pos % n_slots */
+    int n_slots;
+    size_t slot_bytes, record_cmp;
+    bool ring_host;        /* the ring is mapped pinned host memory (same address on both sides): read with memcpy after a sync */
 } ZrDecodeIO;
 
 typedef struct ZrDecodeHooks {
@@ -168,5 +187,19 @@ int zr_graph_decode_step(ZrDecodeGraph *g, int32_t token, int pos, float *logits
  * io->d_pick's two values into pick[2] when pick is not NULL (the greedy pick: 8 bytes instead
  * of the logits). A checked replay still compares the logits, in buffers of its own. */
 int zr_graph_decode_step_out(ZrDecodeGraph *g, int32_t token, int pos, float *logits, int32_t *pick, ZrError *err);
+/* For a loop that queues steps without waiting (the backend's free-running decode): whether the
+ * next step needs nothing of the controller but launches (eager for good, or a built graph whose
+ * checks are done, with nothing moved since): then zr_graph_decode_issue may run it. */
+bool zr_graph_decode_steady(const ZrDecodeGraph *g);
+/* Queues one step (a replay, or the eager launches) reading the token and position already in
+ * the device buffers, with no copy and no sync; the faults of ZRUN_FAULT fire as in a step. A
+ * graph launch that fails falls back to eager (one line) and the step runs eagerly. Returns an
+ * error only when the step could not be queued; *bad is then set when the context is (or must
+ * be treated as) poisoned: zr_graph_decode_recover. */
+int zr_graph_decode_issue(ZrDecodeGraph *g, CUresult *bad, ZrError *err);
+/* The context is poisoned (bad): drops the graph, recreates the context through the recover hook
+ * with positions [0, n_past) re-prefilled, and goes on eagerly; the cause is err's message.
+ * ZR_E_CONTEXT_LOST when that is impossible, as for a step. */
+int zr_graph_decode_recover(ZrDecodeGraph *g, CUresult bad, int n_past, ZrError *err);
 void zr_graph_decode_stats(const ZrDecodeGraph *g, ZrDecodeStats *out);
 void zr_graph_decode_free(ZrDecodeGraph *g);

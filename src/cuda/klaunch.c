@@ -26,8 +26,13 @@ int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const Zr
 
 int zr_k_embed(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x, int n_embd,
                int n_vocab, int rows, ZrError *err) {
+    return zr_k_embed_stamp(l, k, w, tok, x, n_embd, n_vocab, rows, 0, 1, err);
+}
+
+int zr_k_embed_stamp(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x,
+                     int n_embd, int n_vocab, int rows, CUdeviceptr t_begin0, int n_slots, ZrError *err) {
     return ZR_LAUNCH(l, &k->embed[w->type], ZR_DIM3(cdiv(n_embd, 256), rows, 1), ZR_DIM1(256), 0, err,
-                     (void *)&w->main, (void *)&w->side, &tok, &x, &n_embd, &n_vocab);
+                     (void *)&w->main, (void *)&w->side, &tok, &x, &n_embd, &n_vocab, &t_begin0, &n_slots);
 }
 
 int zr_k_dequant_f16(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr out, int row0, int n_rows,

@@ -20,6 +20,10 @@ int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const Zr
 /* embed_<type>: x[rows][n_embd] = rows tok[0..rows) of W (w: [n_embd, n_vocab]) */
 int zr_k_embed(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x, int n_embd,
                int n_vocab, int rows, ZrError *err);
+/* The same, and the decode step's start time: t_begin0 (not 0) is &ring[0].t_begin of the decode
+ * records (cuda/sample.h); thread 0 writes %globaltimer into the record of position tok[1]. */
+int zr_k_embed_stamp(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x,
+                     int n_embd, int n_vocab, int rows, CUdeviceptr t_begin0, int n_slots, ZrError *err);
 /* dequant_<type>_f16: out f16 [n_rows][n_in] = rows row0.. of W */
 int zr_k_dequant_f16(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr out, int row0, int n_rows,
                      ZrError *err);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cuda/mv_shape.h"
+#include "cuda/sample.h"
 #include "quant.h"
 
 /* The byte sizes of a cu/kernels.def parameter string ("PIF": pointer, int, float); -1 when it
@@ -59,6 +60,7 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         if ((rc = zr_cuda_kernel_set_smem(c, &k->mv[t], (int)smem, err))) return rc;
         if (k->has_mv_id[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mv_id[t], (int)smem, err))) return rc;
     }
+    if ((rc = zr_sample_kernels_smem(c, k, err))) return rc;
     return ZR_OK;
 }
 

@@ -16,32 +16,23 @@
  * it with one device-to-device copy (state, state_bytes).
  *
  * Every launch goes through the launcher, so the tail is recorded into the decode graph like any
- * other kernel; the launches are the same at every position (grids sized by n_vocab, not pos). */
+ * other kernel; the launches are the same at every position (grids sized by n_vocab, not pos).
+ *
+ * Limits of the chain (cu/sample.cu, src/cuda/sample_scratch.h): it sorts at most 4096
+ * candidates, taken from the first of nested sets {logit >= max - d} (d every eighth of a logit
+ * down to 64, then coarse steps) that holds the CPU's result. A step whose set is larger is
+ * ZR_PICK_HOST, never a different token: top-k where the ids tied or crowded around the k-th
+ * logit pass 4096 (a flat row; one logit thousands above all others), top-p whose prefix needs
+ * more than 4096 ids, and no top-k and no top-p with more than 4096 ids above the min-p floor
+ * (--top-k 0 --top-p 1 --min-p 0 over a real vocabulary: every step). Vocabularies up to 4M ids. */
 #pragma once
 #include <stdint.h>
 
 #include "cuda/kreg.h"
 #include "cuda/launch.h"
 #include "cuda/module.h"
+#include "cuda/pick_record.h"
 #include "sampler.h"
-
-enum {
-    ZR_PICK_OK = 0,        /* token picked, tok_pos advanced */
-    ZR_PICK_HOST = 1,      /* the device could not finish exactly (e.g. a top-p set past its candidate
-                            * buffer): the host samples this step from the logits (counted, reported) */
-    ZR_PICK_NONFINITE = 2, /* a candidate logit is NaN or +-inf (nonfinite_at): the call fails */
-};
-
-/* One step's result, 64 bytes, written by the tail's last kernel. */
-typedef struct ZrPickRecord {
-    int32_t token;        /* the pick; -1 unless status == ZR_PICK_OK */
-    int32_t status;       /* ZR_PICK_* */
-    int32_t nonfinite_at; /* the first id in [0, n_cand) whose logit is NaN or +-inf, or -1 */
-    int32_t pos;          /* the step's position (tok_pos[1] as the step read it): the host checks it */
-    uint64_t rng[4];      /* the generator after the draw (greedy: untouched, zeros) */
-    uint64_t t_begin;     /* %globaltimer when the step began (written by the step's first kernel, or 0) */
-    uint64_t t_end;       /* %globaltimer when the tail finished */
-} ZrPickRecord;
 
 /* Where the tail reads and writes. */
 typedef struct ZrPickIO {
@@ -83,3 +74,5 @@ int zr_sample_dev_get_state(ZrCuda *cuda, const ZrSampleDev *s, void *buf, size_
  * history (as zr_sampler_accept) and advances tok_pos. Temperature 0 with penalties is the
  * argmax of the penalized logits (as the CPU). */
 int zr_sample_launch(ZrLauncher *l, const ZrCuKernels *k, const ZrSampleDev *s, const ZrPickIO *io, ZrError *err);
+/* Lets sample_pick_f32 use the dynamic shared memory it needs (zr_cuf_kernels_load calls it). */
+int zr_sample_kernels_smem(const ZrCuda *c, const ZrCuKernels *k, ZrError *err);

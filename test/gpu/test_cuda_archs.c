@@ -16,6 +16,7 @@
 #include "gpu_env.h"
 #include "model.h"
 #include "zt.h"
+#include "zt_decode.h"
 #include "zt_fixtures.h"
 #include "zt_proc.h"
 
@@ -184,17 +185,17 @@ ZT_TEST(greedy_ids_equal_the_cpu_on_gemma2_gemma3_phi3) {
         ZrBackendOptions oc = {.n_ctx = 128, .n_threads = 4}, og = {.n_ctx = 128, .quiet = true};
         ZrBackend *cb = zr_cpu_backend_create(&m, &oc, &err), *gb = cb ? zr_cuda_backend_create(&m, &og, &err) : NULL;
         ZT_CHECKF(cb && gb, "%s: %s", k->name, err.msg);
-        ZrGreedy pc = {0}, pg = {0};
+        int32_t pc = 0, pg = 0;
         int rc = cb->forward(cb, k_tokens, 8, 0, NULL, false, &err);
         if (!rc) rc = gb->forward(gb, k_tokens, 8, 0, NULL, false, &err);
         int32_t tc = k_tokens[8], tg = k_tokens[8], same = 0;
         for (int pos = 8; !rc && pos < 56; pos++) {
-            if ((rc = cb->decode_greedy(cb, tc, pos, m.hp.n_vocab, NULL, &pc, &err)) ||
-                (rc = gb->decode_greedy(gb, tg, pos, m.hp.n_vocab, NULL, &pg, &err)))
+            if ((rc = zt_greedy_step(cb, m.hp.n_vocab, tc, pos, m.hp.n_vocab, NULL, &pc, &err)) ||
+                (rc = zt_greedy_step(gb, m.hp.n_vocab, tg, pos, m.hp.n_vocab, NULL, &pg, &err)))
                 break;
-            same += pc.token == pg.token;
-            tc = pc.token;
-            tg = pg.token;
+            same += pc == pg;
+            tc = pc;
+            tg = pg;
         }
         fprintf(stderr, "  greedy %-18s %d of 48 ids equal%s%s\n", k->name, same, rc ? " error: " : "", rc ? err.msg : "");
         ZT_CHECKF(!rc && same == 48, "%s: %d of 48 greedy ids equal", k->name, same);

@@ -330,7 +330,7 @@ ZT_TEST(dequant_f16_and_embed_match_zr_dequant_row_for_every_type) {
         const int32_t tok[3] = {7, 16, 0};
         CUdeviceptr dt = gpu_upload(g, tok, sizeof tok), de = gpu_alloc(g, sizeof(float) * 3 * n_in);
         ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.embed[type], ZR_DIM3((n_in + 255) / 256, 3, 1), ZR_DIM1(256), 0, &e, &dw.main,
-                             &dw.side, &dt, &de, (void *)&n_in, (void *)&n_out),
+                             &dw.side, &dt, &de, (void *)&n_in, (void *)&n_out, &(CUdeviceptr){0}, &(int){1}),
                   "%s", e.msg);
         gpu_download(g, emb, de, sizeof(float) * 3 * n_in);
         for (int t = 0; t < 3; t++) {

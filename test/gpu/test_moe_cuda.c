@@ -21,6 +21,7 @@
 #include "gpu_env.h"
 #include "quant.h"
 #include "model.h"
+#include "zt_decode.h"
 #include "zt.h"
 #include "zt_fixtures.h"
 #include "zt_proc.h"
@@ -370,17 +371,17 @@ ZT_TEST(greedy_ids_equal_the_cpu_on_moe_models) {
         ZrBackendOptions oc = {.n_ctx = 128, .n_threads = 4}, og = {.n_ctx = 128, .quiet = true};
         ZrBackend *cb = zr_cpu_backend_create(&m, &oc, &err), *gb = cb ? zr_cuda_backend_create(&m, &og, &err) : NULL;
         ZT_CHECKF(cb && gb, "%s: %s", k->name, err.msg);
-        ZrGreedy pc = {0}, pg = {0};
         int rc = cb->forward(cb, k_tokens, 8, 0, NULL, false, &err);
         if (!rc) rc = gb->forward(gb, k_tokens, 8, 0, NULL, false, &err);
         int32_t tc = k_tokens[8], tg = k_tokens[8], same = 0;
         for (int pos = 8; !rc && pos < 56; pos++) {
-            if ((rc = cb->decode_greedy(cb, tc, pos, m.hp.n_vocab, NULL, &pc, &err)) ||
-                (rc = gb->decode_greedy(gb, tg, pos, m.hp.n_vocab, NULL, &pg, &err)))
+            int32_t nc = 0, ng = 0;
+            if ((rc = zt_greedy_step(cb, m.hp.n_vocab, tc, pos, m.hp.n_vocab, NULL, &nc, &err)) ||
+                (rc = zt_greedy_step(gb, m.hp.n_vocab, tg, pos, m.hp.n_vocab, NULL, &ng, &err)))
                 break;
-            same += pc.token == pg.token;
-            tc = pc.token;
-            tg = pg.token;
+            same += nc == ng;
+            tc = nc;
+            tg = ng;
         }
         fprintf(stderr, "  greedy %-20s %d of 48 ids equal%s%s%s\n", k->name, same, same == 48 ? "  PASS" : "  FAIL", rc ? " error: " : "",
                 rc ? err.msg : "");

@@ -1,0 +1,24 @@
+// What the decode step's tails share (cu/argmax.cu, cu/sample.cu): the order key of a logit and
+// the record they write (src/cuda/pick_record.h).
+#pragma once
+#include "../src/cuda/pick_record.h"
+
+// A candidate as a 64-bit key: order-preserving float bits above the complemented id, so "larger
+// key" is "larger logit, then lower id" (src/sampler.c's total order). NaN is -inf; -0 and +0 tie.
+__device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
+    unsigned int b = __float_as_uint(v);
+    if ((b & 0x7fffffffu) > 0x7f800000u) b = 0xff800000u; // NaN -> -inf
+    if ((b << 1) == 0) b = 0;                             // -0 -> +0: they tie
+    b = (b & 0x80000000u) ? ~b : (b | 0x80000000u);       // larger float, larger key
+    return ((unsigned long long)b << 32) | (unsigned int)~(unsigned int)i;
+}
+
+// The key's id.
+__device__ __forceinline__ int argmax_key_id(unsigned long long k) { return (int)~(unsigned int)(k & 0xffffffffu); }
+
+// Nanoseconds of the device's global timer (the record's timestamps).
+__device__ __forceinline__ unsigned long long zr_globaltimer(void) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}

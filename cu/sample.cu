@@ -1,0 +1,499 @@
+// The sampling chain on the device (src/cuda/sample.h): the token src/sampler.c picks for the same
+// logits and state, to the bit. The stages and the scratch they share are described in
+// src/cuda/sample_scratch.h. What makes the device pick exactly the CPU's token:
+//   - the same candidates: every selection compares logits as the CPU does (penalties with the
+//     same float operations, __f*_rn so nvcc fuses nothing; NaN as -inf; the total order
+//     logit desc / id asc as a 64-bit key, cu/pick.cuh), and every candidate set the device
+//     sorts is a prefix of that order holding the CPU's result (top-k: at least k ids; top-p:
+//     its mass reaches top_p with a margin, or it is the whole min-p set, as the CPU's passes);
+//   - the same float operations: zr_exp and zr_tree_sum (src/zr_exp.h) for weights and totals,
+//     and the running sums of top-p and the draw walked by one thread, in order, as the CPU;
+//   - the same generator: xoshiro256** in the state bytes of zr_sampler_get_state.
+// Integer atomics only (counts, fixed-point masses, gather slots): the gathered order is
+// undone by the sort, so every launch gives the same bits. Launch shapes depend on n only.
+#include <limits.h>
+
+#include "common.cuh"
+#include "pick.cuh"
+#include "../src/cuda/sample_scratch.h"
+#include "../src/zr_exp.h"
+
+// The state bytes (src/sampler.c zr_sampler_get_state): rng[4] (u64), repeat_last_n, n_hist,
+// hist_head (i32), hist[repeat_last_n] (i32).
+struct ZrSampleState {
+    unsigned long long rng[4];
+    int repeat_last_n, n_hist, hist_head;
+    int hist[1];
+};
+
+__device__ __forceinline__ unsigned long long sample_rotl(unsigned long long x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
+
+__device__ __forceinline__ unsigned long long sample_xoshiro(unsigned long long s[4]) {
+    const unsigned long long result = sample_rotl(s[1] * 5, 7) * 9;
+    const unsigned long long t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = sample_rotl(s[3], 45);
+    return result;
+}
+
+// max and min of a block's keys / first bad ids, in thread 0 (blockDim.x a multiple of 32, <= 1024).
+__device__ __forceinline__ void sample_block_reduce(unsigned long long *key, int *bad) {
+    __shared__ unsigned long long s_key[32];
+    __shared__ int s_bad[32];
+    unsigned long long k = *key;
+    int m = *bad;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long ko = __shfl_xor_sync(0xffffffffu, k, o);
+        const int mo = __shfl_xor_sync(0xffffffffu, m, o);
+        k = ko > k ? ko : k;
+        m = mo < m ? mo : m;
+    }
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0) {
+        s_key[warp] = k;
+        s_bad[warp] = m;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < (int)(blockDim.x >> 5); w++) {
+            k = s_key[w] > k ? s_key[w] : k;
+            m = s_bad[w] < m ? s_bad[w] : m;
+        }
+        *key = k;
+        *bad = m;
+    }
+    __syncthreads();
+}
+
+// Sets bit (id - base) of a block's map of ZR_SAMPLE_PREP_IDS ids for each id of ids[0..n) in it.
+__device__ __forceinline__ void sample_mark(unsigned *map, const int *ids, int n, int base, int limit) {
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+        const int id = ids[j];
+        if (id >= base && id < base + ZR_SAMPLE_PREP_IDS && id < limit)
+            atomicOr(&map[(id - base) >> 5], 1u << ((id - base) & 31));
+    }
+}
+
+// grid ceil(n / ZR_SAMPLE_PREP_IDS), block ZR_SAMPLE_PREP_THREADS. work[i] for i < n: the logit
+// src/sampler.c samples from, -inf past n_cand (padding rows) and for banned ids; pen: the
+// penalties are on (penalties_off is false), r, fp, pp their parameters.
+ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PREP_THREADS)
+    sample_prep_f32(const float *__restrict__ logits, float *__restrict__ work, const ZrSampleState *st,
+                    ZrSampleScratch *sc, const int *ban, int n_ban, int n, int n_cand, int pen, float r, float fp,
+                    float pp) {
+    zr_grid_enter();
+    __shared__ unsigned s_hist[ZR_SAMPLE_PREP_IDS / 32], s_ban[ZR_SAMPLE_PREP_IDS / 32];
+    const int base = blockIdx.x * ZR_SAMPLE_PREP_IDS;
+    for (int w = threadIdx.x; w < ZR_SAMPLE_PREP_IDS / 32; w += blockDim.x) s_hist[w] = s_ban[w] = 0;
+    __syncthreads();
+    const int n_hist = pen ? st->n_hist : 0;
+    sample_mark(s_hist, st->hist, n_hist, base, n);
+    sample_mark(s_ban, ban, n_ban, base, n);
+    __syncthreads();
+    unsigned long long key = 0;
+    int bad = INT_MAX;
+#pragma unroll 4
+    for (int u = 0; u < ZR_SAMPLE_PREP_IDS / ZR_SAMPLE_PREP_THREADS; u++) {
+        const int j = u * ZR_SAMPLE_PREP_THREADS + threadIdx.x, i = base + j;
+        if (i >= n) break;
+        const float raw = i < n_cand ? logits[i] : -INFINITY;
+        if (i < n_cand && !isfinite(raw) && i < bad) bad = i;
+        float v = isnan(raw) ? -INFINITY : raw;
+        const unsigned bit = 1u << (j & 31);
+        if (s_ban[j >> 5] & bit) {
+            v = -INFINITY;
+        } else if (s_hist[j >> 5] & bit) {
+            // src/sampler.c apply_penalty, once for the id however often it occurs
+            int count = 0;
+            for (int h = 0; h < n_hist; h++) count += st->hist[h] == i;
+            v = v <= 0.0f ? __fmul_rn(v, r) : __fdiv_rn(v, r);
+            v = __fsub_rn(v, __fadd_rn(__fmul_rn((float)count, fp), pp));
+            if (isnan(v)) v = -INFINITY;
+        }
+        work[i] = v;
+        const unsigned long long k = argmax_key(v, i);
+        key = k > key ? k : key;
+    }
+    sample_block_reduce(&key, &bad);
+    __shared__ bool s_last;
+    if (threadIdx.x == 0) {
+        sc->prep_key[blockIdx.x] = key;
+        sc->prep_bad[blockIdx.x] = bad;
+        __threadfence();
+        s_last = atomicAdd(&sc->prep_done, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    key = 0;
+    bad = INT_MAX;
+    for (int b = threadIdx.x; b < (int)gridDim.x; b += blockDim.x) {
+        const unsigned long long k = __ldcg((const unsigned long long *)&sc->prep_key[b]);
+        const int m = __ldcg(&sc->prep_bad[b]);
+        key = k > key ? k : key;
+        bad = m < bad ? m : bad;
+    }
+    sample_block_reduce(&key, &bad);
+    if (threadIdx.x == 0) {
+        sc->best_key = key;
+        sc->bad = bad == INT_MAX ? -1 : bad;
+        sc->prep_done = 0;
+    }
+}
+
+// Level j's threshold below the largest logit (src/cuda/sample_scratch.h), computed the same way
+// wherever a set is counted or gathered.
+__device__ __forceinline__ float sample_thr(int j, float max) {
+    const float tail[ZR_SAMPLE_TAIL] = ZR_SAMPLE_TAIL_OFFSETS;
+    return __fsub_rn(max, j < ZR_SAMPLE_FINE ? (float)j / ZR_SAMPLE_FINE_PER : tail[j - ZR_SAMPLE_FINE]);
+}
+
+// The first level j with l >= sample_thr(j) (thresholds never increase with j), for a finite l <= max.
+__device__ __forceinline__ int sample_level(float l, float max) {
+    const float d = __fsub_rn(max, l);
+    int j = d < 64.0f ? (int)(d * ZR_SAMPLE_FINE_PER) : ZR_SAMPLE_FINE; // a guess, then exact
+    if (j > ZR_SAMPLE_FINE) j = ZR_SAMPLE_FINE;
+    while (j < ZR_SAMPLE_LEVELS - 1 && l < sample_thr(j, max)) j++;
+    while (j > 0 && l >= sample_thr(j - 1, max)) j--;
+    return j;
+}
+
+// Inclusive prefix sums of v[0..n) in place by the block (integers: exact in any order).
+template <class T> __device__ void sample_block_scan(T *v, int n) {
+    __shared__ T s_part[ZR_SAMPLE_COUNT_THREADS];
+    const int per = (n + blockDim.x - 1) / blockDim.x, lo = threadIdx.x * per, hi = min(lo + per, n);
+    T acc = 0;
+    for (int i = lo; i < hi; i++) acc += v[i];
+    s_part[threadIdx.x] = acc;
+    for (int s = 1; s < (int)blockDim.x; s *= 2) {
+        __syncthreads();
+        const T add = threadIdx.x >= (unsigned)s ? s_part[threadIdx.x - s] : 0;
+        __syncthreads();
+        s_part[threadIdx.x] += add;
+    }
+    __syncthreads();
+    acc = threadIdx.x ? s_part[threadIdx.x - 1] : 0;
+    for (int i = lo; i < hi; i++) v[i] = acc += v[i];
+    __syncthreads();
+}
+
+// The set the pick sorts, chosen by the last block of sample_count_f32 from the per-level counts
+// and masses (cnt, mass: [ZR_SAMPLE_BINS], per level, then the min-p set), with the whole block.
+// As the CPU's passes: top-k, the first level holding k ids; top-p, the first level whose mass
+// surely reaches top_p (a margin far above the rounding of the running sum), or the min-p set
+// once a level reaches the min-p floor; and a set past ZR_SAMPLE_CAP is ZR_PICK_HOST.
+__device__ void sample_choose_set(ZrSampleScratch *sc, unsigned *cnt, unsigned long long *mass, double total,
+                                  float max, float floor_l, int mode, int k, float top_p) {
+    __shared__ int s_first;
+    const unsigned floor_cnt = cnt[ZR_SAMPLE_LEVELS];
+    sample_block_scan(cnt, ZR_SAMPLE_LEVELS);
+    sample_block_scan(mass, ZR_SAMPLE_LEVELS);
+    if (threadIdx.x == 0) s_first = ZR_SAMPLE_LEVELS - 1;
+    __syncthreads();
+    const double need = __dmul_rn(__dadd_rn((double)top_p, 1e-9), total) * 0x1.0p32;
+    // the first level where the mode's condition holds (it holds at every later level too)
+    for (int j = threadIdx.x; j < ZR_SAMPLE_LEVELS; j += blockDim.x) {
+        bool stop;
+        if (mode == ZR_SAMPLE_TOP_K) stop = cnt[j] >= (unsigned)k;
+        else if (mode == ZR_SAMPLE_TOP_P)
+            stop = sample_thr(j, max) <= floor_l || cnt[j] > ZR_SAMPLE_CAP || (double)mass[j] >= need;
+        else stop = true;
+        if (stop) atomicMin(&s_first, j);
+    }
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    const int j = s_first;
+    const float t = sample_thr(j, max);
+    int host = 1, cut = 0;
+    float thr = -INFINITY;
+    if (mode == ZR_SAMPLE_TOP_K) {
+        if (cnt[j] <= ZR_SAMPLE_CAP) {
+            host = 0;
+            thr = t;
+        }
+    } else if (mode != ZR_SAMPLE_TOP_P || t <= floor_l) {
+        if (floor_cnt <= ZR_SAMPLE_CAP) {
+            host = 0;
+            cut = 1;
+            thr = floor_l;
+        }
+    } else if (cnt[j] <= ZR_SAMPLE_CAP) {
+        host = 0; // its mass reaches top_p
+        thr = t;
+    }
+    sc->set_host = host;
+    sc->set_cut = cut;
+    sc->set_thr = thr;
+}
+
+// grid ceil(n / ZR_SAMPLE_COUNT_IDS), block ZR_SAMPLE_COUNT_THREADS (the tree needs exactly that
+// shape: a block's 256 chunks are a subtree). lmp: logf(min_p), or -inf when min-p is off.
+ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
+    sample_count_f32(const float *__restrict__ work, ZrSampleScratch *sc, int n, int mode, int k, float top_p,
+                     float lmp) {
+    zr_grid_enter();
+    __shared__ double s_sum[ZR_SAMPLE_MAX_BLOCKS];
+    __shared__ unsigned s_cnt[ZR_SAMPLE_BINS];
+    __shared__ unsigned long long s_mass[ZR_SAMPLE_BINS];
+    const float max = work[argmax_key_id(sc->best_key)];
+    const float floor_l = __fadd_rn(max, lmp);
+    for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) {
+        s_cnt[j] = 0;
+        s_mass[j] = 0;
+    }
+    __syncthreads();
+    const int n_chunks = (n + ZR_SUM_CHUNK - 1) / ZR_SUM_CHUNK;
+    const int g = blockIdx.x * ZR_SAMPLE_COUNT_THREADS + threadIdx.x, first = g * ZR_SUM_CHUNK;
+    double acc = 0.0;
+    if (first < n) {
+        for (int e = 0; e < ZR_SUM_CHUNK && first + e < n; e++) {
+            const float l = work[first + e];
+            const double w = zr_exp(__dsub_rn((double)l, (double)max));
+            acc = e == 0 ? w : __dadd_rn(acc, w);
+            if (!(l > -INFINITY)) continue;
+            const unsigned long long wf = (unsigned long long)(w * 0x1.0p32);
+            const int j = sample_level(l, max);
+            atomicAdd(&s_cnt[j], 1u);
+            atomicAdd(&s_mass[j], wf);
+            if (l >= floor_l) {
+                atomicAdd(&s_cnt[ZR_SAMPLE_LEVELS], 1u);
+                atomicAdd(&s_mass[ZR_SAMPLE_LEVELS], wf);
+            }
+        }
+    }
+    s_sum[threadIdx.x] = acc;
+    // the block's subtree of zr_tree_sum over its chunks
+    const int m = min(ZR_SAMPLE_COUNT_THREADS, n_chunks - (int)blockIdx.x * ZR_SAMPLE_COUNT_THREADS);
+    for (int s = 1; s < ZR_SAMPLE_COUNT_THREADS; s *= 2) {
+        __syncthreads();
+        const int t = threadIdx.x;
+        if (t % (2 * s) == 0 && t + s < m) s_sum[t] = __dadd_rn(s_sum[t], s_sum[t + s]);
+    }
+    __syncthreads();
+    __shared__ bool s_last;
+    if (threadIdx.x == 0) sc->block_sum[blockIdx.x] = s_sum[0];
+    for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) {
+        if (s_cnt[j]) {
+            atomicAdd(&sc->bin_count[j], s_cnt[j]);
+            atomicAdd((unsigned long long *)&sc->bin_mass[j], s_mass[j]);
+        }
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = atomicAdd(&sc->count_done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    // the tree above the blocks: the same halving rule over the block sums
+    const int nb = gridDim.x;
+    for (int b = threadIdx.x; b < nb; b += blockDim.x) s_sum[b] = __ldcg(&sc->block_sum[b]);
+    for (int s = 1; s < nb; s *= 2) {
+        __syncthreads();
+        for (int t = threadIdx.x; t < nb; t += blockDim.x)
+            if (t % (2 * s) == 0 && t + s < nb) s_sum[t] = __dadd_rn(s_sum[t], s_sum[t + s]);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) sc->total = s_sum[0];
+    for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) { // the other blocks' atomics, in L2
+        s_cnt[j] = __ldcg((const unsigned *)&sc->bin_count[j]);
+        s_mass[j] = __ldcg((const unsigned long long *)&sc->bin_mass[j]);
+        sc->bin_count[j] = 0; // ready for the next step
+        sc->bin_mass[j] = 0;
+    }
+    __syncthreads();
+    sample_choose_set(sc, s_cnt, s_mass, s_sum[0], max, floor_l, mode, k, top_p);
+    if (threadIdx.x == 0) {
+        sc->count_done = 0;
+        sc->n_set = 0;
+    }
+}
+
+// grid ceil(n / ZR_SAMPLE_GATHER_IDS), block 256: the ids of the chosen set, in any order.
+ZR_KERNEL void __launch_bounds__(256) sample_gather_f32(const float *__restrict__ work, ZrSampleScratch *sc, int n) {
+    zr_grid_enter();
+    if (sc->set_host) return;
+    const float thr = sc->set_thr;
+    const int base = blockIdx.x * ZR_SAMPLE_GATHER_IDS;
+    for (int j = threadIdx.x; j < ZR_SAMPLE_GATHER_IDS; j += blockDim.x) {
+        const int i = base + j;
+        if (i >= n) break;
+        const float l = work[i];
+        if (l >= thr && l > -INFINITY) {
+            const unsigned at = atomicAdd(&sc->n_set, 1u);
+            if (at < ZR_SAMPLE_CAP) sc->cand[at] = i;
+        }
+    }
+}
+
+// zr_tree_sum of w[0..n) (n <= ZR_SAMPLE_CAP) by the whole block; every thread gets the result.
+__device__ double sample_block_tree(const double *w, int n) {
+    __shared__ double s_c[ZR_SAMPLE_CAP / ZR_SUM_CHUNK];
+    __shared__ double s_total;
+    const int m = (n + ZR_SUM_CHUNK - 1) / ZR_SUM_CHUNK;
+    for (int c = threadIdx.x; c < m; c += blockDim.x) {
+        double acc = w[c * ZR_SUM_CHUNK];
+        for (int i = c * ZR_SUM_CHUNK + 1; i < (c + 1) * ZR_SUM_CHUNK && i < n; i++) acc = __dadd_rn(acc, w[i]);
+        s_c[c] = acc;
+    }
+    for (int s = 1; s < m; s *= 2) {
+        __syncthreads();
+        for (int t = threadIdx.x; t < m; t += blockDim.x)
+            if (t % (2 * s) == 0 && t + s < m) s_c[t] = __dadd_rn(s_c[t], s_c[t + s]);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) s_total = s_c[0];
+    __syncthreads();
+    return s_total;
+}
+
+// One block of ZR_SAMPLE_PICK_THREADS, ZR_SAMPLE_PICK_SMEM bytes of dynamic shared memory.
+// temp > 0 unless mode is ZR_SAMPLE_GREEDY; k as the mode needs it; lmp as sample_count_f32.
+ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
+    sample_pick_f32(const float *__restrict__ work, ZrSampleState *st, ZrSampleScratch *sc, int *tok_pos,
+                    ZrPickRecord *ring, int n_slots, int n, int mode, int k, float top_p, float lmp, float temp) {
+    zr_grid_enter();
+    extern __shared__ unsigned long long s_key[];           // [ZR_SAMPLE_CAP]
+    double *s_w = (double *)(s_key + ZR_SAMPLE_CAP);        // [ZR_SAMPLE_CAP]
+    float *s_l = (float *)(s_w + ZR_SAMPLE_CAP);            // [ZR_SAMPLE_CAP]
+    __shared__ int s_status, s_token, s_n, s_done;
+    const int tid = threadIdx.x;
+    const int best = argmax_key_id(sc->best_key);
+    const float max = work[best];
+    if (tid == 0) {
+        s_status = ZR_PICK_OK;
+        s_token = -1;
+        s_done = 1;
+        if (sc->bad >= 0) s_status = ZR_PICK_NONFINITE;
+        else if (mode == ZR_SAMPLE_GREEDY) s_token = best;
+        else if (max == -INFINITY) s_token = 0; // nothing is possible: src/sampler.c picks 0
+        else if (sc->set_host) s_status = ZR_PICK_HOST;
+        else s_done = 0;
+    }
+    __syncthreads();
+    if (!s_done) {
+        const int n0 = min((int)sc->n_set, ZR_SAMPLE_CAP);
+        int p2 = 1;
+        while (p2 < n0) p2 *= 2;
+        for (int i = tid; i < p2; i += blockDim.x) {
+            unsigned long long key = 0; // below every candidate
+            if (i < n0) {
+                const int id = sc->cand[i];
+                key = mode == ZR_SAMPLE_ALL ? (0xffffffff00000000ull | (unsigned)~(unsigned)id) : argmax_key(work[id], id);
+            }
+            s_key[i] = key;
+        }
+        // bitonic sort, descending: the total order (or ids ascending in ZR_SAMPLE_ALL)
+        for (int size = 2; size <= p2; size *= 2)
+            for (int stride = size / 2; stride > 0; stride /= 2) {
+                __syncthreads();
+                for (int i = tid; i < p2; i += blockDim.x) {
+                    const int j = i ^ stride;
+                    if (j > i) {
+                        const unsigned long long a = s_key[i], b = s_key[j];
+                        if ((i & size) == 0 ? a < b : a > b) {
+                            s_key[i] = b;
+                            s_key[j] = a;
+                        }
+                    }
+                }
+            }
+        __syncthreads();
+        int cnt = mode == ZR_SAMPLE_TOP_K ? min(k, n0) : n0;
+        for (int i = tid; i < cnt; i += blockDim.x) s_l[i] = work[argmax_key_id(s_key[i])];
+        __syncthreads();
+        if (mode == ZR_SAMPLE_TOP_P || (mode == ZR_SAMPLE_TOP_K && top_p < 1.0f)) {
+            for (int i = tid; i < cnt; i += blockDim.x) s_w[i] = zr_exp(__dsub_rn((double)s_l[i], (double)max));
+            __syncthreads();
+            // top-p renormalizes over the top-k survivors; without top-k over the whole vocabulary
+            const double total = mode == ZR_SAMPLE_TOP_K ? sample_block_tree(s_w, cnt) : sc->total;
+            if (tid == 0) {
+                double cum = 0.0;
+                int reached = 0;
+                for (int i = 0; i < cnt; i++) {
+                    cum = __dadd_rn(cum, __ddiv_rn(s_w[i], total));
+                    if (cum >= (double)top_p) {
+                        s_n = i + 1;
+                        reached = 1;
+                        break;
+                    }
+                }
+                if (!reached) s_n = cnt;
+                if (mode == ZR_SAMPLE_TOP_P && !reached && !sc->set_cut) {
+                    s_status = ZR_PICK_HOST; // the set held less than the CPU's pass: cannot happen
+                    s_done = 1;              // with the mass margin, but never guess
+                }
+            }
+            __syncthreads();
+            cnt = s_n;
+        }
+        if (!s_done) {
+            // min-p (and -inf) on what is left: a prefix of the sorted candidates
+            const float floor_l = __fadd_rn(max, lmp);
+            __syncthreads(); // every thread has read s_n
+            if (tid == 0) s_n = 0;
+            __syncthreads();
+            int keep = 0;
+            for (int i = tid; i < cnt; i += blockDim.x) keep += s_l[i] >= floor_l && s_l[i] > -INFINITY;
+            if (keep) atomicAdd(&s_n, keep);
+            __syncthreads();
+            cnt = s_n;
+            if (cnt == 0) {
+                if (tid == 0) s_token = best;
+            } else if (cnt == 1) {
+                if (tid == 0) s_token = argmax_key_id(s_key[0]);
+            } else {
+                // temperature -> softmax -> draw, as src/sampler.c
+                const double inv_t = __ddiv_rn(1.0, (double)temp);
+                for (int i = tid; i < cnt; i += blockDim.x)
+                    s_w[i] = zr_exp(__dmul_rn(__dsub_rn((double)s_l[i], (double)max), inv_t));
+                __syncthreads();
+                const double total = sample_block_tree(s_w, cnt);
+                if (tid == 0) {
+                    unsigned long long rng[4] = {st->rng[0], st->rng[1], st->rng[2], st->rng[3]};
+                    const double u = __dmul_rn((double)(sample_xoshiro(rng) >> 11) * 0x1.0p-53, total);
+                    for (int i = 0; i < 4; i++) st->rng[i] = rng[i];
+                    double cum = 0.0;
+                    int last = 0, pick = -1;
+                    for (int i = 0; i < cnt; i++) {
+                        if (s_w[i] <= 0.0) continue;
+                        last = i;
+                        cum = __dadd_rn(cum, s_w[i]);
+                        if (u < cum) {
+                            pick = i;
+                            break;
+                        }
+                    }
+                    s_token = argmax_key_id(s_key[pick >= 0 ? pick : last]);
+                }
+            }
+        }
+    }
+    __syncthreads();
+    if (tid != 0) return;
+    const int pos = tok_pos[1], status = s_status, token = s_token;
+    ZrPickRecord *rec = ring + (unsigned)pos % (unsigned)n_slots;
+    rec->token = status == ZR_PICK_OK ? token : -1;
+    rec->status = status;
+    rec->nonfinite_at = sc->bad;
+    rec->pos = pos;
+    for (int i = 0; i < 4; i++) rec->rng[i] = st->rng[i];
+    sc->n_set = 0;
+    if (status == ZR_PICK_OK) {
+        const int rn = st->repeat_last_n;
+        if (rn > 0) { // zr_sampler_accept
+            st->hist[st->hist_head] = token;
+            st->hist_head = (st->hist_head + 1) % rn;
+            if (st->n_hist < rn) st->n_hist++;
+        }
+        tok_pos[0] = token;
+        tok_pos[1] = pos + 1;
+    }
+    rec->t_end = zr_globaltimer();
+}

@@ -1,0 +1,72 @@
+/* The sampling chain's working memory on the device (ZrSampleDev.scratch), in plain C that
+ * cu/sample.cu includes too: the host sizes and zeroes it (src/cuda/sample.c), the kernels
+ * use it, and each kernel leaves the counters it uses back at zero, so nothing is reset
+ * between two steps by the host.
+ *
+ * The chain, four kernels (two at temperature 0):
+ *   sample_prep_f32    every id: the penalized, banned, NaN-as--inf logit into work[n_vocab]
+ *                      (the logits themselves are never written: the host may need them), the
+ *                      largest of them (argmax key) and the first non-finite raw logit;
+ *   sample_count_f32   every id: zr_tree_sum of zr_exp(l - max) (top-p's total), and the sizes
+ *                      and masses (integers: exact in any order) of nested candidate sets
+ *                      {l >= max - off(j)} and of the min-p set {l >= floor}; its last block
+ *                      picks the smallest set that holds the result exactly (or ZR_PICK_HOST);
+ *   sample_gather_f32  the ids of that set into cand[];
+ *   sample_pick_f32    one block: sorts the set by the total order, top-k, top-p, min-p,
+ *                      temperature, the draw, as src/sampler.c, then the record, the history and
+ *                      tok_pos. */
+#pragma once
+#include <stdint.h>
+
+#define ZR_SAMPLE_CAP 4096          /* candidates the pick sorts: a set larger than this is ZR_PICK_HOST */
+#define ZR_SAMPLE_MAX_BLOCKS 1024   /* grid of the prep and count kernels at most */
+#define ZR_SAMPLE_PREP_THREADS 256
+#define ZR_SAMPLE_PREP_IDS 4096     /* ids per prep block (16 per thread) */
+#define ZR_SAMPLE_COUNT_THREADS 256 /* one chunk of ZR_SUM_CHUNK ids per thread */
+#define ZR_SAMPLE_COUNT_IDS (ZR_SAMPLE_COUNT_THREADS * 32)
+#define ZR_SAMPLE_GATHER_IDS 4096   /* ids per gather block */
+#define ZR_SAMPLE_PICK_THREADS 1024
+/* the largest vocabulary the chain takes: every kernel covers it in one grid */
+#define ZR_SAMPLE_MAX_VOCAB (ZR_SAMPLE_MAX_BLOCKS * ZR_SAMPLE_PREP_IDS)
+/* shared memory of sample_pick_f32: keys (u64), weights (f64) and logits (f32) of ZR_SAMPLE_CAP */
+#define ZR_SAMPLE_PICK_SMEM (ZR_SAMPLE_CAP * (8 + 8 + 4))
+
+/* The nested candidate sets {l >= max - off(j)}: off(j) = j / ZR_SAMPLE_FINE_PER for j below
+ * ZR_SAMPLE_FINE (every eighth of a logit down to 64 below the maximum: any top-k or top-p cut of
+ * a real row of logits falls in a set no wider than an eighth), then the coarse offsets of
+ * ZR_SAMPLE_TAIL_OFFSETS, the last of them +inf (every finite logit). */
+#define ZR_SAMPLE_FINE 512
+#define ZR_SAMPLE_FINE_PER 8.0f
+#define ZR_SAMPLE_TAIL_OFFSETS {96.0f, 128.0f, 256.0f, 1024.0f, 1e4f, 1e5f, 1e6f, 1e8f, 1e12f, 1e20f, 1e30f, 1.0f / 0.0f}
+#define ZR_SAMPLE_TAIL 12
+#define ZR_SAMPLE_LEVELS (ZR_SAMPLE_FINE + ZR_SAMPLE_TAIL)
+#define ZR_SAMPLE_BINS (ZR_SAMPLE_LEVELS + 1) /* the levels, then the min-p set */
+
+/* The chain's mode, from the parameters (src/cuda/sample.c). */
+enum {
+    ZR_SAMPLE_GREEDY = 0, /* temperature 0: the penalized argmax */
+    ZR_SAMPLE_TOP_K = 1,  /* 0 < top_k < n_vocab (then top-p over the k, min-p) */
+    ZR_SAMPLE_TOP_P = 2,  /* no top-k, top_p < 1 */
+    ZR_SAMPLE_ALL = 3,    /* no top-k, no top-p: every logit >= the min-p floor, in id order */
+};
+
+typedef struct ZrSampleScratch {
+    /* sample_prep_f32 */
+    uint64_t best_key;                    /* the argmax of work[] as an order key (cu/sample.cu) */
+    int32_t bad;                          /* the first id < n_cand whose logit is NaN or +-inf, or -1 */
+    uint32_t prep_done;                   /* blocks finished (the last one resets it) */
+    uint64_t prep_key[ZR_SAMPLE_MAX_BLOCKS];
+    int32_t prep_bad[ZR_SAMPLE_MAX_BLOCKS];
+    /* sample_count_f32 */
+    double total;                         /* zr_tree_sum of zr_exp(work[i] - max) over every id */
+    double block_sum[ZR_SAMPLE_MAX_BLOCKS];
+    uint64_t bin_mass[ZR_SAMPLE_BINS];    /* zr_exp(l - max) in units of 2^-32, truncated: a lower bound */
+    uint32_t bin_count[ZR_SAMPLE_BINS];   /* a level's bin holds the ids of that level not in the one before */
+    uint32_t count_done;
+    int32_t set_host;                     /* 1: no set fits, the step is ZR_PICK_HOST */
+    int32_t set_cut;                      /* 1: the set is the whole min-p set (top-p needs no wider one) */
+    float set_thr;                        /* the set: work[i] >= set_thr and > -inf */
+    /* sample_gather_f32 (reset by sample_pick_f32) */
+    uint32_t n_set;
+    int32_t cand[ZR_SAMPLE_CAP];
+} ZrSampleScratch;

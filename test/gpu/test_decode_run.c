@@ -1,0 +1,272 @@
+/* The CUDA backend's decode loop (ZrBackend.decode_run, issue 12): the free-running loop with
+ * the tail on the device picks exactly the tokens of the host loop (forward + the host sampler
+ * on the same GPU's logits), eager and through the graph, for 8 seeds x 5 settings x 128 tokens
+ * on stories260K and every fixture; a stop discards the steps computed past it (the next loop
+ * goes on as if it had never run ahead); and zrun's text with every ZRUN_FAULT equals the text
+ * of a plain eager run, greedy and sampled. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "gpu_env.h"
+#include "model.h"
+#include "zt.h"
+#include "zt_decode.h"
+#include "zt_fixtures.h"
+#include "zt_proc.h"
+
+#define N_TOKENS 128
+#define N_SEEDS 8
+
+typedef struct Three {
+    ZrModel m;
+    ZrBackend *ref, *eager, *graph; /* ref: forward + the host sampler; the others: decode_run */
+} Three;
+
+static bool open_three(Three *t, const char *path) {
+    ZrError err = {0};
+    memset(t, 0, sizeof *t);
+    if (zr_model_load(&t->m, path, &err)) {
+        fprintf(stderr, "  %s: %s\n", path, err.msg);
+        return false;
+    }
+    ZrBackendOptions oe = {.n_ctx = 256, .quiet = true}, og = {.n_ctx = 256, .graph = true, .verify_graph = 2, .quiet = true};
+    t->ref = zr_cuda_backend_create(&t->m, &oe, &err);
+    t->eager = t->ref ? zr_cuda_backend_create(&t->m, &oe, &err) : NULL;
+    t->graph = t->eager ? zr_cuda_backend_create(&t->m, &og, &err) : NULL;
+    if (!t->graph) fprintf(stderr, "  %s: %s\n", path, err.msg);
+    return t->graph != NULL;
+}
+
+static void close_three(Three *t) {
+    if (t->ref) t->ref->destroy(t->ref);
+    if (t->eager) t->eager->destroy(t->eager);
+    if (t->graph) t->graph->destroy(t->graph);
+    zr_model_free(&t->m);
+}
+
+/* d on be (cache emptied first) against want: the same tokens and sampler state. */
+static bool same_as(ZrBackend *be, const Three *t, const ZtDecode *d, const ZtDecoded *want, const char *what,
+                    uint64_t *host_steps) {
+    ZtDecoded got;
+    ZrError err = {0};
+    be->truncate(be, 0);
+    if (zt_decode(be, t->m.hp.n_vocab, d, &got, &err)) {
+        fprintf(stderr, "  %s: %s\n", what, err.msg);
+        zt_decoded_free(&got);
+        return false;
+    }
+    int first = -1;
+    for (int i = 0; i < want->n_tokens && first < 0; i++)
+        if (i >= got.n_tokens || got.tokens[i] != want->tokens[i]) first = i;
+    const bool state = got.state_len == want->state_len && !memcmp(got.state, want->state, want->state_len);
+    if (first >= 0 || got.n_tokens != want->n_tokens || !state)
+        fprintf(stderr, "  %s: %d tokens (host loop %d), first difference at %d (%d vs %d), sampler state %s\n", what,
+                got.n_tokens, want->n_tokens, first, first >= 0 && first < got.n_tokens ? got.tokens[first] : -1,
+                first >= 0 ? want->tokens[first] : -1, state ? "equal" : "DIFFERS");
+    *host_steps += got.host_steps;
+    const bool ok = first < 0 && got.n_tokens == want->n_tokens && state;
+    zt_decoded_free(&got);
+    return ok;
+}
+
+/* 8 seeds x 5 settings x 128 tokens on one model: eager and graph decode_run == the host loop. */
+static int model_agrees(const char *name, const char *path, const int32_t *prompt, int n_prompt) {
+    Three t;
+    if (!open_three(&t, path)) {
+        close_three(&t);
+        return 1;
+    }
+    int bad = 0, runs = 0;
+    uint64_t host_steps = 0;
+    for (uint64_t seed = 1; seed <= N_SEEDS; seed++) {
+        ZtSampling smp[ZT_N_SAMPLINGS];
+        zt_samplings(smp, seed);
+        for (int i = 0; i < ZT_N_SAMPLINGS; i++) {
+            ZtDecode d = {.sp = &smp[i].sp, .n_cand = t.m.hp.n_vocab, .prompt = prompt, .n_prompt = n_prompt,
+                          .n = N_TOKENS, .reference = true};
+            ZtDecoded want;
+            ZrError err = {0};
+            t.ref->truncate(t.ref, 0);
+            if (zt_decode(t.ref, t.m.hp.n_vocab, &d, &want, &err)) {
+                fprintf(stderr, "  %s %s seed %llu: host loop: %s\n", name, smp[i].name, (unsigned long long)seed, err.msg);
+                bad++;
+                continue;
+            }
+            d.reference = false;
+            char what[160];
+            snprintf(what, sizeof what, "%s %s seed %llu eager", name, smp[i].name, (unsigned long long)seed);
+            bad += !same_as(t.eager, &t, &d, &want, what, &host_steps);
+            snprintf(what, sizeof what, "%s %s seed %llu graph", name, smp[i].name, (unsigned long long)seed);
+            bad += !same_as(t.graph, &t, &d, &want, what, &host_steps);
+            runs += 2;
+            zt_decoded_free(&want);
+        }
+    }
+    ZrBackendStats st;
+    t.graph->stats(t.graph, &st);
+    fprintf(stderr, "  %-22s %s: %d of %d runs == the host loop (%d tokens each); graph %s, %llu kernels/token, "
+                    "%llu steps sampled on the host\n",
+            name, bad ? "FAIL" : "PASS", runs - bad, runs, N_TOKENS, st.graph_active ? "on" : "OFF",
+            (unsigned long long)st.kernels_per_token, (unsigned long long)host_steps);
+    if (!st.graph_active) bad++;
+    close_three(&t);
+    return bad;
+}
+
+static const int32_t k_prompt[] = {1, 403, 407, 261, 378, 300, 280, 301};
+
+ZT_TEST(decode_run_picks_the_host_loops_tokens_on_stories260K_eager_and_graph) {
+    if (!gpu_env()) return;
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
+    ZT_CHECK(model_agrees("stories260K", m, k_prompt, 8) == 0);
+}
+
+ZT_TEST(decode_run_picks_the_host_loops_tokens_on_every_fixture_eager_and_graph) {
+    if (!gpu_env()) return;
+    static ZtFixture fx[ZT_MAX_FIXTURES];
+    const int nf = zt_fixtures(fx, ZT_MAX_FIXTURES);
+    if (!nf) return;
+    int failed = 0;
+    for (int i = 0; i < nf; i++) {
+        int n = 0;
+        char tpath[4200];
+        snprintf(tpath, sizeof tpath, "%s.tokens", fx[i].base);
+        int32_t *ids = zt_read_ids(tpath, &n);
+        if (!ids || n < 8) {
+            fprintf(stderr, "  %s: no prompt ids in %s\n", fx[i].name, tpath);
+            failed++;
+            free(ids);
+            continue;
+        }
+        failed += model_agrees(fx[i].name, fx[i].gguf, ids, 8) != 0;
+        free(ids);
+    }
+    ZT_CHECKF(failed == 0, "%d of %d fixtures differ", failed, nf);
+}
+
+/* A loop stopped at its 7th token after running ahead, then a second loop from there: together
+ * they pick what one uninterrupted host loop picks (the steps run past the stop left no trace:
+ * neither in the cache nor in the sampler state), graph and eager. */
+ZT_TEST(a_stopped_loop_leaves_no_trace_of_the_steps_it_ran_ahead) {
+    if (!gpu_env()) return;
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return;
+    Three t;
+    ZT_CHECK(open_three(&t, path));
+    const int V = t.m.hp.n_vocab;
+    for (int s = 0; s < ZT_N_SAMPLINGS; s++) {
+        ZtSampling smp[ZT_N_SAMPLINGS];
+        zt_samplings(smp, 11);
+        ZtDecode d = {.sp = &smp[s].sp, .n_cand = V, .prompt = k_prompt, .n_prompt = 8, .n = 48, .reference = true};
+        ZtDecoded want;
+        ZrError err = {0};
+        ZT_CHECKF(zt_decode(t.ref, V, &d, &want, &err) == 0, "%s", err.msg);
+        t.ref->truncate(t.ref, 0);
+        ZrBackend *bes[2] = {t.eager, t.graph};
+        for (int b = 0; b < 2; b++) {
+            ZrBackend *be = bes[b];
+            be->truncate(be, 0);
+            /* the first loop: tokens 0..7, the 7th refused (picked, not fed) */
+            ZtDecode d1 = d;
+            d1.reference = false;
+            d1.stop_after = 7;
+            ZtDecoded got;
+            ZT_CHECKF(zt_decode(be, V, &d1, &got, &err) == 0, "%s", err.msg);
+            ZT_CHECKF(got.n_tokens == 8 && got.steps == 7, "%d tokens in %d steps", got.n_tokens, got.steps);
+            /* the second loop goes on with a sampler in the host loop's state after those 8 picks */
+            ZrSampler *smp2 = zr_sampler_create(d.sp, V, &err);
+            ZT_CHECK(smp2 && zr_sampler_set_state(smp2, got.state, got.state_len, &err) == 0);
+            int32_t more[40], *dst = more;
+            int n_more = 0;
+            ZrDecodeLoop L = {.sp = d.sp, .host = smp2, .n_cand = V, .token = got.tokens[7], .pos = 8 + 7,
+                              .max_steps = 40, .on_token = zt_collect_into, .ctx = &dst};
+            ZT_CHECKF(be->decode_run(be, &L, &err) == 0, "%s", err.msg);
+            n_more = (int)(dst - more);
+            int first = -1;
+            for (int i = 0; i < 8 && first < 0; i++)
+                if (got.tokens[i] != want.tokens[i]) first = i;
+            for (int i = 0; i < n_more && first < 0; i++)
+                if (more[i] != want.tokens[8 + i]) first = 8 + i;
+            fprintf(stderr, "  stop and go on, %s %s: %s\n", smp[s].name, b ? "graph" : "eager",
+                    first < 0 && n_more == 40 ? "PASS" : "FAIL");
+            ZT_CHECKF(first < 0 && n_more == 40, "%s %s: first difference at token %d (%d more tokens)", smp[s].name,
+                      b ? "graph" : "eager", first, n_more);
+            zr_sampler_free(smp2);
+            zt_decoded_free(&got);
+        }
+        zt_decoded_free(&want);
+    }
+    close_three(&t);
+}
+
+/* zrun's text with each fault (at the first graph step and at a later one, in the free-running
+ * part) equals a plain eager run's, greedy and sampled, --ignore-eos (banned ids) included. */
+ZT_TEST(every_fault_ends_in_the_eager_text_greedy_and_sampled) {
+    if (!gpu_env()) return;
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
+    static const char *const faults[] = {"graph-build",    "graph-instantiate", "graph-launch", "graph-launch:9",
+                                         "graph-901",      "graph-901:10",      "replay-mismatch", "sticky",
+                                         "sticky:12",      "context-lost:5",    "context-lost:20"};
+    static const char *const samplings[][8] = {
+        {"--temp", "0", NULL},
+        {"--seed", "3", NULL},
+        {"--seed", "5", "--top-k", "0", "--top-p", "0.9", "--min-p", "0"},
+        {"--seed", "2", "--repeat-penalty", "1.3", "--presence-penalty", "0.4", "--ignore-eos", NULL},
+    };
+    int failed = 0;
+    for (size_t s = 0; s < sizeof samplings / sizeof samplings[0]; s++) {
+        const char *args[32] = {"-m", m, "-p", "Once upon a time", "-n", "64", "--device", "cuda", "--no-graph"};
+        int n = 9;
+        for (int i = 0; i < 8 && samplings[s][i]; i++) args[n++] = samplings[s][i];
+        args[n] = NULL;
+        ZtProc eager = zt_proc_zrun(NULL, args, NULL);
+        ZT_CHECKF(eager.status == 0, "eager run: exit %d: %s", eager.status, eager.err);
+        args[8] = "--graph";
+        for (size_t f = 0; f < sizeof faults / sizeof faults[0]; f++) {
+            ZtProcOpts o = {.fault = faults[f]};
+            ZtProc g = zt_proc_zrun(NULL, args, &o);
+            const bool ok = g.status == 0 && !strcmp(g.out, eager.out);
+            fprintf(stderr, "  %-18s %-40s %s\n", faults[f], samplings[s][2] ? samplings[s][2] : samplings[s][1],
+                    ok ? "PASS (== eager)" : "FAIL");
+            if (!ok) {
+                fprintf(stderr, "    exit %d\n    eager: %.200s\n    graph: %.200s\n    stderr: %.600s\n", g.status,
+                        eager.out, g.out, g.err);
+                failed++;
+            }
+            zt_proc_free(&g);
+        }
+        zt_proc_free(&eager);
+    }
+    ZT_CHECKF(failed == 0, "%d runs differ from eager", failed);
+}
+
+/* A stop (-n, end of generation, a full context) prints no token past it: the graph's
+ * free-running text is a prefix-exact copy of the eager one at every -n and -c. */
+ZT_TEST(stops_print_no_token_an_eager_run_would_not) {
+    if (!gpu_env()) return;
+    const char *m = zt_shared_model("models/stories260K.gguf");
+    if (!m) return;
+    static const char *const lims[][2] = {{"-n", "1"}, {"-n", "2"}, {"-n", "7"}, {"-n", "-1"}, {"-c", "12"}, {"-c", "40"}};
+    int failed = 0;
+    for (size_t i = 0; i < sizeof lims / sizeof lims[0]; i++)
+        for (int sampled = 0; sampled < 2; sampled++) {
+            const char *args[] = {"-m", m, "-p", "Once upon a time", lims[i][0], lims[i][1], "--device", "cuda",
+                                  "--no-graph", sampled ? "--seed" : "--temp", sampled ? "7" : "0", NULL};
+            ZtProc e = zt_proc_zrun(NULL, args, NULL);
+            args[8] = "--graph";
+            ZtProc g = zt_proc_zrun(NULL, args, NULL);
+            const bool ok = e.status == 0 && g.status == 0 && !strcmp(e.out, g.out);
+            fprintf(stderr, "  %s %-3s %s: %s\n", lims[i][0], lims[i][1], sampled ? "sampled" : "greedy ",
+                    ok ? "PASS" : "FAIL");
+            if (!ok) fprintf(stderr, "    eager: %.200s\n    graph: %.200s\n    %s\n", e.out, g.out, g.err);
+            failed += !ok;
+            zt_proc_free(&e);
+            zt_proc_free(&g);
+        }
+    ZT_CHECKF(failed == 0, "%d runs differ", failed);
+}
+
+int main(void) { return gpu_main(); }

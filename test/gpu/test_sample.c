@@ -1,0 +1,417 @@
+/* The decode step's tails on the device (src/cuda/sample.h) against the CPU sampler, step after
+ * step with the history and the generator carried on the device: the sampling chain
+ * (cu/sample.cu) must pick exactly zr_sampler_sample's token, write the same generator into the
+ * record, leave the same state bytes (zr_sampler_get_state), and advance tok_pos; where it
+ * cannot finish exactly it must say ZR_PICK_HOST and change nothing (the host then samples, as
+ * the decode loop does). The greedy tail (cu/argmax.cu argmax_pick_f32) likewise against
+ * zr_sampler_argmax. Last, the chain's time per step (median of 200, cuEvents around each step
+ * while the stream is kept busy so no host gap counts). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/pick.h"
+#include "cuda/sample.h"
+#include "cuda/sample_scratch.h"
+#include "gpu_env.h"
+#include "sampler.h"
+#include "zt.h"
+
+#define N_SLOTS 8
+
+/* ---- logits ---- */
+
+enum {
+    L_PEAKED,  /* an LLM-like row: a few dozen ids (the same every step) well above a bulk in [-3, 3] */
+    L_SPREAD,  /* uniform over [-10, 10): thousands of ids in top-p's set */
+    L_TIES,    /* 9 distinct values: every selection ends inside a run of equal logits */
+    L_FLAT,    /* every logit equal */
+    L_HUGE,    /* one logit of 1e4 (all other weights underflow to 0) */
+    L_KINDS
+};
+static const char *const kind_name[] = {"peaked", "spread", "ties", "flat", "huge"};
+
+static void fill(float *v, int n, int kind, int step, uint64_t *s) {
+    for (int i = 0; i < n; i++) {
+        const float a = gpu_rand(s), b = gpu_rand(s);
+        switch (kind) {
+        case L_PEAKED: v[i] = i % 4099 == 17 ? 14.0f + 2.0f * a : 1.5f * (a + b); break;
+        case L_SPREAD: v[i] = 10.0f * a; break;
+        case L_TIES: v[i] = floorf(4.0f * a) + (i % 1000 == 3 ? 3.0f : 0.0f); break;
+        case L_FLAT: v[i] = 0.5f; break;
+        default: v[i] = a; break;
+        }
+    }
+    if (kind == L_HUGE) v[(step * 7919 + 5) % n] = 1e4f;
+}
+
+/* ---- one sequence of steps ---- */
+
+typedef struct Case {
+    const char *name;
+    ZrSamplerParams p;
+    int n_vocab, n_cand, kind, steps;
+    int n_ban;
+    int host; /* 0: every step exact on the device; 1: ZR_PICK_HOST allowed; 2: required on every step */
+} Case;
+
+typedef struct Dev {
+    CUdeviceptr logits, tok_pos, ring;
+} Dev;
+
+/* The CPU's view of the device's logits: padding rows and banned ids at -inf (src/app/run.c). */
+static void host_view(float *h, const float *v, const Case *c, const int32_t *ban) {
+    memcpy(h, v, sizeof(float) * c->n_vocab);
+    for (int i = c->n_cand; i < c->n_vocab; i++) h[i] = -INFINITY;
+    for (int i = 0; i < c->n_ban; i++) h[ban[i]] = -INFINITY;
+}
+
+/* Runs c, adding the steps the device left to the host to *host_steps; the first difference
+ * fails the test (and ends the case). */
+static void run_case(GpuEnv *g, const Case *c, uint64_t seed, int *host_steps) {
+    ZrError e = {0};
+    ZrSamplerParams p = c->p;
+    p.seed = seed;
+    const int nv = c->n_vocab;
+    int32_t ban[4] = {1, nv / 2, nv - 1, 7};
+    ZrSampler *cpu = zr_sampler_create(&p, nv, &e);
+    ZT_CHECKF(cpu, "%s", e.msg);
+    ZrSampleDev d;
+    ZT_CHECKF(!zr_sample_dev_init(&g->cuda, &p, nv, ban, c->n_ban, &d, &e), "%s", e.msg);
+    if (!cpu || !d.state) return;
+    /* a prompt in the history, moved to the device with set_state */
+    for (int i = 0; i < 12; i++) zr_sampler_accept(cpu, (int32_t)((i * 4099 + 17) % nv));
+    const size_t sb = zr_sampler_state_size(cpu);
+    ZT_CHECK(sb == d.state_bytes);
+    unsigned char *want = malloc(sb), *got = malloc(sb);
+    zr_sampler_get_state(cpu, want);
+    ZT_CHECKF(!zr_sample_dev_set_state(&g->cuda, &d, want, sb, &e), "%s", e.msg);
+    float *v = malloc(sizeof(float) * nv), *h = malloc(sizeof(float) * nv);
+    Dev dv = {gpu_alloc(g, sizeof(float) * nv), gpu_alloc(g, 8), gpu_alloc(g, sizeof(ZrPickRecord) * N_SLOTS)};
+    const ZrPickIO io = {.logits = dv.logits, .n_cand = c->n_cand, .tok_pos = dv.tok_pos, .ring = dv.ring, .n_slots = N_SLOTS};
+    int32_t tp[2] = {5, 100};
+    ZT_CHECK(!zr_cuda_h2d(&g->cuda, dv.tok_pos, tp, sizeof tp, &e));
+    uint64_t rs = seed * 0x9e3779b97f4a7c15ull + (uint64_t)c->kind;
+    for (int step = 0; step < c->steps; step++) {
+        fill(v, c->n_cand, c->kind, step, &rs);
+        for (int i = c->n_cand; i < nv; i++) v[i] = NAN; /* padding rows: never read */
+        ZT_CHECK(!zr_cuda_h2d(&g->cuda, dv.logits, v, sizeof(float) * nv, &e));
+        ZT_CHECKF(!zr_sample_launch(&g->l, &g->k, &d, &io, &e), "%s", e.msg);
+        ZrPickRecord rec;
+        int32_t tp2[2];
+        gpu_download(g, &rec, dv.ring + sizeof rec * (size_t)(tp[1] % N_SLOTS), sizeof rec);
+        gpu_download(g, tp2, dv.tok_pos, sizeof tp2);
+        host_view(h, v, c, ban);
+        const int32_t tok = zr_sampler_sample(cpu, h);
+        zr_sampler_accept(cpu, tok);
+        zr_sampler_get_state(cpu, want);
+        if (rec.status == ZR_PICK_HOST) {
+            (*host_steps)++;
+            ZT_CHECKF(c->host, "%s (%s, vocab %d of %d) seed %llu step %d: ZR_PICK_HOST where the device must finish",
+                      c->name, kind_name[c->kind], c->n_cand, nv, (unsigned long long)seed, step);
+            /* nothing moved: tok_pos as it was, the state as before the step */
+            ZT_CHECK(rec.token == -1 && tp2[0] == tp[0] && tp2[1] == tp[1] && rec.pos == tp[1]);
+            /* the host samples (as the decode loop does) and hands the state back */
+            ZT_CHECKF(!zr_sample_dev_set_state(&g->cuda, &d, want, sb, &e), "%s", e.msg);
+            tp[0] = tok;
+            tp[1]++;
+            ZT_CHECK(!zr_cuda_h2d(&g->cuda, dv.tok_pos, tp, sizeof tp, &e));
+            continue;
+        }
+        ZT_CHECKF(c->host != 2, "%s (%s, vocab %d of %d) seed %llu step %d: status %d where ZR_PICK_HOST is the only exact answer",
+                  c->name, kind_name[c->kind], c->n_cand, nv, (unsigned long long)seed, step, rec.status);
+        ZT_CHECK(!zr_sample_dev_get_state(&g->cuda, &d, got, sb, &e));
+        const bool same = rec.status == ZR_PICK_OK && rec.token == tok && rec.pos == tp[1] && rec.nonfinite_at == -1 &&
+                          tp2[0] == tok && tp2[1] == tp[1] + 1 && !memcmp(rec.rng, want, 32) && !memcmp(got, want, sb);
+        ZT_CHECKF(same,
+                  "%s (%s, vocab %d of %d, seed %llu) step %d: device status %d token %d (tok_pos %d %d, pos %d), "
+                  "CPU token %d; state %s",
+                  c->name, kind_name[c->kind], c->n_cand, nv, (unsigned long long)seed, step, rec.status, rec.token,
+                  tp2[0], tp2[1], rec.pos, tok, memcmp(got, want, sb) ? "differs" : "equal");
+        tp[0] = tp2[0];
+        tp[1] = tp2[1];
+    }
+    gpu_free(g, dv.logits);
+    gpu_free(g, dv.tok_pos);
+    gpu_free(g, dv.ring);
+    zr_sample_dev_free(&g->cuda, &d);
+    zr_sampler_free(cpu);
+    free(v);
+    free(h);
+    free(want);
+    free(got);
+}
+
+/* The five settings of the issue, and top-p over the full vocabulary. */
+enum { S_GREEDY, S_DEFAULT, S_TOP_K, S_TOP_P, S_PENALTIES, S_FULL_TOP_P, S_GREEDY_PENALTIES, S_COUNT };
+static const char *const setting_name[] = {"greedy",    "default",           "top-k 40",         "top-p 0.9",
+                                           "penalties", "top-k 0 top-p .95", "temp 0 penalties"};
+
+static ZrSamplerParams setting(int s) {
+    ZrSamplerParams p = zr_sampler_defaults();
+    switch (s) {
+    case S_GREEDY: p.temp = 0.0f; break;
+    case S_TOP_K: p.top_p = 1.0f; p.min_p = 0.0f; break;
+    case S_TOP_P: p.top_k = 0; p.top_p = 0.9f; p.min_p = 0.0f; break;
+    case S_PENALTIES: p.repeat_penalty = 1.3f; p.presence_penalty = 0.5f; p.frequency_penalty = 0.3f; break;
+    case S_FULL_TOP_P: p.top_k = 0; p.top_p = 0.95f; p.min_p = 0.0f; break;
+    case S_GREEDY_PENALTIES: p.temp = 0.0f; p.repeat_penalty = 1.3f; p.presence_penalty = 0.5f; break;
+    default: break;
+    }
+    return p;
+}
+
+/* Whether the device may (1) or must (2) hand a step of this setting and kind to the host. */
+static int host_expected(int s, int kind, int n_cand) {
+    const bool top_p = s == S_TOP_P || s == S_FULL_TOP_P;
+    if (s == S_GREEDY || s == S_GREEDY_PENALTIES || kind == L_PEAKED || n_cand <= ZR_SAMPLE_CAP) return 0;
+    if (kind == L_FLAT) return 2; /* every candidate set is the whole vocabulary */
+    if (kind == L_HUGE) return top_p ? 0 : 1; /* top-k: the 39 after the huge one lie 1e4 below it */
+    return top_p ? 1 : 0; /* spread, ties: top-p's set may pass the buffer */
+}
+
+ZT_TEST(the_sampling_chain_picks_the_cpu_samplers_tokens_step_after_step) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    static const int vocab[][2] = {{1000, 1000}, {32000, 32000}, {128256, 128256}, {128256, 128000}, {152064, 151646},
+                                   {262144, 262144}};
+    int cases = 0, steps = 0, host = 0;
+    for (size_t vi = 0; vi < sizeof vocab / sizeof vocab[0]; vi++)
+        for (int s = 0; s < S_COUNT; s++)
+            for (int kind = 0; kind < L_KINDS; kind++) {
+                const int nc = vocab[vi][1];
+                Case c = {.name = setting_name[s], .p = setting(s), .n_vocab = vocab[vi][0], .n_cand = nc,
+                          .kind = kind, .steps = kind == L_PEAKED ? 24 : 6, .n_ban = vi % 2 ? 4 : 0,
+                          .host = host_expected(s, kind, nc)};
+                const int seeds = kind == L_PEAKED ? 8 : 2;
+                for (int seed = 1; seed <= seeds; seed++) {
+                    run_case(g, &c, (uint64_t)seed, &host);
+                    cases++;
+                    steps += c.steps;
+                }
+            }
+    fprintf(stderr, "  %d sequences, %d steps, %d left to the host\n", cases, steps, host);
+}
+
+ZT_TEST(the_chain_without_top_k_or_top_p_over_a_large_vocabulary_is_left_to_the_host) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    ZrSamplerParams p = zr_sampler_defaults();
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    Case big = {.name = "all ids", .p = p, .n_vocab = 32000, .n_cand = 32000, .kind = L_PEAKED, .steps = 4, .host = 2};
+    int host = 0;
+    run_case(g, &big, 3, &host);
+    ZT_CHECK(host == 4);
+    /* the same setting over 4000 ids fits the candidate buffer: exact on the device */
+    Case small = {.name = "all ids", .p = p, .n_vocab = 4000, .n_cand = 4000, .kind = L_SPREAD, .steps = 8, .host = 0};
+    run_case(g, &small, 3, &host);
+    ZT_CHECK(host == 4);
+    /* min-p alone cuts the set: exact on the device */
+    p.min_p = 0.05f;
+    Case minp = {.name = "min-p only", .p = p, .n_vocab = 128256, .n_cand = 128256, .kind = L_PEAKED, .steps = 8, .host = 0};
+    run_case(g, &minp, 3, &host);
+    ZT_CHECK(host == 4);
+}
+
+ZT_TEST(a_nan_or_inf_logit_fails_the_step_and_changes_nothing) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    ZrError e = {0};
+    const int nv = 32000;
+    const ZrSamplerParams p = zr_sampler_defaults();
+    ZrSampleDev d;
+    ZT_CHECKF(!zr_sample_dev_init(&g->cuda, &p, nv, NULL, 0, &d, &e), "%s", e.msg);
+    float *v = malloc(sizeof(float) * nv);
+    uint64_t s = 11;
+    CUdeviceptr dl = gpu_alloc(g, sizeof(float) * nv), dtp = gpu_alloc(g, 8), dr = gpu_alloc(g, sizeof(ZrPickRecord) * N_SLOTS);
+    const ZrPickIO io = {.logits = dl, .n_cand = nv, .tok_pos = dtp, .ring = dr, .n_slots = N_SLOTS};
+    const float bad[] = {NAN, INFINITY, -INFINITY};
+    unsigned char *before = malloc(d.state_bytes), *after = malloc(d.state_bytes);
+    for (int b = 0; b < 3; b++) {
+        fill(v, nv, L_PEAKED, 0, &s);
+        v[nv - 3] = bad[b];
+        v[20000 + b] = bad[(b + 1) % 3];
+        const int32_t tp[2] = {9, 41 + b};
+        ZT_CHECK(!zr_cuda_h2d(&g->cuda, dtp, tp, sizeof tp, &e) && !zr_cuda_h2d(&g->cuda, dl, v, sizeof(float) * nv, &e));
+        ZT_CHECK(!zr_sample_dev_get_state(&g->cuda, &d, before, d.state_bytes, &e));
+        ZT_CHECKF(!zr_sample_launch(&g->l, &g->k, &d, &io, &e), "%s", e.msg);
+        ZrPickRecord rec;
+        int32_t tp2[2];
+        gpu_download(g, &rec, dr + sizeof rec * (size_t)(tp[1] % N_SLOTS), sizeof rec);
+        gpu_download(g, tp2, dtp, sizeof tp2);
+        ZT_CHECK(!zr_sample_dev_get_state(&g->cuda, &d, after, d.state_bytes, &e));
+        ZT_CHECKF(rec.status == ZR_PICK_NONFINITE && rec.nonfinite_at == 20000 + b && rec.token == -1 && rec.pos == tp[1],
+                  "status %d at %d token %d", rec.status, rec.nonfinite_at, rec.token);
+        ZT_CHECK(tp2[0] == tp[0] && tp2[1] == tp[1] && !memcmp(before, after, d.state_bytes));
+    }
+    gpu_free(g, dl);
+    gpu_free(g, dtp);
+    gpu_free(g, dr);
+    zr_sample_dev_free(&g->cuda, &d);
+    free(v);
+    free(before);
+    free(after);
+}
+
+ZT_TEST(the_greedy_tail_writes_the_argmax_record_and_advances_tok_pos) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    ZrError e = {0};
+    static const int sizes[] = {1, 5, 4099, 32000, 128256, 262144};
+    const int max_n = 262144;
+    float *v = malloc(sizeof(float) * max_n);
+    CUdeviceptr dl = gpu_alloc(g, sizeof(float) * max_n), dtp = gpu_alloc(g, 8), dr = gpu_alloc(g, sizeof(ZrPickRecord) * 3),
+                scratch = gpu_alloc(g, ZR_PICK_BYTES);
+    ZT_CHECK(!zr_cuda_memset8(&g->cuda, scratch, 0, ZR_PICK_BYTES, &e));
+    uint64_t s = 5;
+    int32_t tp[2] = {0, 7};
+    ZT_CHECK(!zr_cuda_h2d(&g->cuda, dtp, tp, sizeof tp, &e));
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (int kind = 0; kind < 3; kind++) {
+            const int n = sizes[si];
+            fill(v, n, kind == 2 ? L_TIES : L_PEAKED, 0, &s);
+            if (kind == 1) v[n / 3] = NAN; /* the record says so; tok_pos stays */
+            ZT_CHECK(!zr_cuda_h2d(&g->cuda, dl, v, sizeof(float) * n, &e));
+            const ZrPickIO io = {.logits = dl, .n_cand = n, .tok_pos = dtp, .ring = dr, .n_slots = 3};
+            ZT_CHECKF(!zr_pick_greedy_launch(&g->l, &g->k, &io, scratch, &e), "%s", e.msg);
+            ZrPickRecord rec;
+            int32_t tp2[2];
+            gpu_download(g, &rec, dr + sizeof rec * (size_t)(tp[1] % 3), sizeof rec);
+            gpu_download(g, tp2, dtp, sizeof tp2);
+            const int32_t want = zr_sampler_argmax(v, n);
+            if (kind == 1) {
+                ZT_CHECKF(rec.status == ZR_PICK_NONFINITE && rec.nonfinite_at == n / 3 && rec.token == -1 &&
+                              tp2[0] == tp[0] && tp2[1] == tp[1],
+                          "n %d: status %d at %d", n, rec.status, rec.nonfinite_at);
+                continue;
+            }
+            ZT_CHECKF(rec.status == ZR_PICK_OK && rec.token == want && rec.pos == tp[1] && rec.nonfinite_at == -1 &&
+                          tp2[0] == want && tp2[1] == tp[1] + 1 && rec.t_end != 0,
+                      "n %d: token %d (status %d, pos %d), tok_pos %d %d; expected %d at %d", n, rec.token, rec.status,
+                      rec.pos, tp2[0], tp2[1], want, tp[1]);
+            tp[0] = tp2[0];
+            tp[1] = tp2[1];
+        }
+    gpu_free(g, dl);
+    gpu_free(g, dtp);
+    gpu_free(g, dr);
+    gpu_free(g, scratch);
+    free(v);
+}
+
+/* ---- time per step ---- */
+
+static int cmp_float(const void *a, const void *b) {
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median µs (-1: it failed) of one step of `launch` over 200 steps queued behind a busy kernel (so the host's
+ * launch rate never shows), cuEvents between steps. */
+typedef int (*StepFn)(GpuEnv *g, void *ctx, ZrError *e);
+
+static float time_steps(GpuEnv *g, StepFn fn, void *ctx, CUdeviceptr busy, size_t busy_bytes, CUdeviceptr sink) {
+    enum { N = 200 };
+    const ZrCuDriver *d = g->drv;
+    ZrError e = {0};
+    CUevent ev[N + 1];
+    for (int i = 0; i <= N; i++) d->cuEventCreate(&ev[i], CU_EVENT_DEFAULT);
+    ZrKernel probe;
+    const size_t sizes[3] = {8, 8, 8};
+    if (zr_cuda_kernel(&g->cuda, "read_bw_probe", sizes, 3, &probe, &e)) {
+        fprintf(stderr, "  %s\n", e.msg);
+        return -1.0f;
+    }
+    const bool sync_each = g->l.sync_each;
+    g->l.sync_each = false;
+    uint64_t n_vec = busy_bytes / 16;
+    for (int i = 0; i < 3; i++) fn(g, ctx, &e); /* warm */
+    for (int r = 0; r < 40; r++) /* ~15 ms of reads: the host queues every step meanwhile */
+        ZR_LAUNCH(&g->l, &probe, ZR_DIM1((unsigned)(g->cuda.props.sm_count * 4)), ZR_DIM1(512), 0, &e, &busy, &n_vec, &sink);
+    int rc = 0;
+    for (int i = 0; i < N && !rc; i++) {
+        d->cuEventRecord(ev[i], g->cuda.stream);
+        rc = fn(g, ctx, &e);
+    }
+    d->cuEventRecord(ev[N], g->cuda.stream);
+    d->cuEventSynchronize(ev[N]);
+    g->l.sync_each = sync_each;
+    if (rc) {
+        fprintf(stderr, "  %s\n", e.msg);
+        return -1.0f;
+    }
+    float us[N];
+    for (int i = 0; i < N; i++) {
+        float ms = 0;
+        d->cuEventElapsedTime(&ms, ev[i], ev[i + 1]);
+        us[i] = 1000.0f * ms;
+    }
+    for (int i = 0; i <= N; i++) d->cuEventDestroy(ev[i]);
+    qsort(us, N, sizeof us[0], cmp_float);
+    return us[N / 2];
+}
+
+typedef struct TimeCtx {
+    const ZrSampleDev *d;
+    ZrPickIO io;
+    CUdeviceptr scratch;
+} TimeCtx;
+
+static int step_chain(GpuEnv *g, void *ctx, ZrError *e) {
+    TimeCtx *t = ctx;
+    return zr_sample_launch(&g->l, &g->k, t->d, &t->io, e);
+}
+
+static int step_greedy(GpuEnv *g, void *ctx, ZrError *e) {
+    TimeCtx *t = ctx;
+    return zr_pick_greedy_launch(&g->l, &g->k, &t->io, t->scratch, e);
+}
+
+ZT_TEST(time_per_step_of_the_chain_by_setting_and_vocabulary) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    ZrError e = {0};
+    static const int vocab[] = {32000, 128256, 152064, 262144};
+    const size_t busy_bytes = (size_t)1 << 30;
+    CUdeviceptr busy = gpu_alloc(g, busy_bytes), sink = gpu_alloc(g, 4096 * 4);
+    ZT_CHECK(!zr_cuda_memset8(&g->cuda, busy, 1, busy_bytes, &e));
+    fprintf(stderr, "  µs per step (median of 200, peaked logits; H2D of the logits not included)\n");
+    fprintf(stderr, "  %-8s %10s", "vocab", "greedy");
+    for (int s = 1; s < S_COUNT; s++) fprintf(stderr, " %18s", setting_name[s]);
+    fprintf(stderr, "\n");
+    for (size_t vi = 0; vi < sizeof vocab / sizeof vocab[0]; vi++) {
+        const int nv = vocab[vi];
+        float *v = malloc(sizeof(float) * nv);
+        uint64_t rs = 99;
+        fill(v, nv, L_PEAKED, 0, &rs);
+        CUdeviceptr dl = gpu_upload(g, v, sizeof(float) * nv), dtp = gpu_alloc(g, 8),
+                    dr = gpu_alloc(g, sizeof(ZrPickRecord) * N_SLOTS), scratch = gpu_alloc(g, ZR_PICK_BYTES);
+        ZT_CHECK(!zr_cuda_memset8(&g->cuda, scratch, 0, ZR_PICK_BYTES, &e) && !zr_cuda_memset8(&g->cuda, dtp, 0, 8, &e));
+        TimeCtx t = {.io = {.logits = dl, .n_cand = nv, .tok_pos = dtp, .ring = dr, .n_slots = N_SLOTS}, .scratch = scratch};
+        const float greedy_us = time_steps(g, step_greedy, &t, busy, busy_bytes, sink);
+        ZT_CHECK(greedy_us >= 0.0f);
+        fprintf(stderr, "  %-8d %10.2f", nv, (double)greedy_us);
+        for (int s = 1; s < S_COUNT; s++) {
+            const ZrSamplerParams p = setting(s);
+            ZrSampleDev d;
+            ZT_CHECKF(!zr_sample_dev_init(&g->cuda, &p, nv, NULL, 0, &d, &e), "%s", e.msg);
+            t.d = &d;
+            const float us = time_steps(g, step_chain, &t, busy, busy_bytes, sink);
+            zr_sample_dev_free(&g->cuda, &d);
+            ZT_CHECK(us >= 0.0f);
+            fprintf(stderr, " %18.2f", (double)us);
+        }
+        fprintf(stderr, "\n");
+        gpu_free(g, dl);
+        gpu_free(g, dtp);
+        gpu_free(g, dr);
+        gpu_free(g, scratch);
+        free(v);
+    }
+    gpu_free(g, busy);
+    gpu_free(g, sink);
+}
+
+int main(void) { return gpu_main(); }
