@@ -20,6 +20,7 @@
 #include "cuda/launch.h"
 #include "cuda/module.h"
 #include "cuda/profile.h"
+#include "cuda/warm.h"
 #include "logits_check.h"
 
 typedef struct CudaBackend {
@@ -310,6 +311,8 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     const ZrCuProgress prog = {o->progress, o->progress_ctx};
     if (zr_cuf_init(&c->f, m, &c->cuda, &c->launcher, &c->lt, c->k, n_ctx, &prog, err)) goto fail;
     c->f_init = true;
+    double warm_ms = 0; /* not while profiling: the profile counts only what the user ran */
+    if (!o->profile && zr_cuf_warm(&c->f, &warm_ms, err)) goto fail;
     wire_io(c);
     c->io.epoch = 1;
     ZrDecodeOptions dopt = {.graph = o->graph, .verify = o->verify_graph, .profile = o->profile,
@@ -323,6 +326,10 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         zr_cuda_describe(&c->cuda, desc, sizeof desc);
         fprintf(stderr, "zrun: cuda: %s; weights %.1f MiB, KV cache %d tokens\n", desc, c->f.weight_bytes / 1048576.0,
                 n_ctx);
+        fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads); "
+                        "prefill warm-up %.1f ms\n", c->f.upload_bytes / 1e9, c->f.upload_s,
+                c->f.upload_s > 0 ? c->f.upload_bytes / 1e9 / c->f.upload_s : 0.0, c->f.upload_h2d_gbps,
+                c->f.upload_threads, warm_ms);
     }
     return &c->be;
 fail:
