@@ -258,8 +258,16 @@ static int refuse_facts(const ZrModel *m, ZrError *err) {
     return 0;
 }
 
+static double ms_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err) {
     const ZrHparams *hp = &m->hp;
+    double t[6]; /* start-up phases (ms): start, context, kernels, cuBLASLt, weights and buffers, warm-up */
+    t[0] = ms_now();
     const ZrCuDriver *drv = NULL;
     if (zr_driver_open(&drv, err)) return NULL;
     if (!zr_cuda_have_kernels()) {
@@ -291,13 +299,16 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     c->drv = drv;
     if (zr_cuda_open(drv, 0, &c->cuda, err)) goto fail;
     c->cuda_open = true;
+    t[1] = ms_now();
     if (zr_cuda_load_kernels(&c->cuda, err)) goto fail;
     int max_n_in = hp->n_embd;
     if (hp->n_ff > max_n_in) max_n_in = hp->n_ff;
     if (hp->n_head * hp->head_dim > max_n_in) max_n_in = hp->n_head * hp->head_dim;
     if (zr_cuf_kernels_load(&c->cuda, c->k, max_n_in, err)) goto fail;
+    t[2] = ms_now();
     if (zr_cublaslt_open(&c->lt, err)) goto fail;
     c->lt_open = true;
+    t[3] = ms_now();
     zr_launcher_init(&c->launcher, drv, c->cuda.stream);
     /* programmatic dependent launch wherever it is supported (sm_90+, cuLaunchKernelEx): +18%
      * tg128 on the H100 (cu/PERF.md); the decode graph's edges follow the same rule (graph.c) */
@@ -311,8 +322,10 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     const ZrCuProgress prog = {o->progress, o->progress_ctx};
     if (zr_cuf_init(&c->f, m, &c->cuda, &c->launcher, &c->lt, c->k, n_ctx, &prog, err)) goto fail;
     c->f_init = true;
+    t[4] = ms_now();
     double warm_ms = 0; /* not while profiling: the profile counts only what the user ran */
     if (!o->profile && zr_cuf_warm(&c->f, &warm_ms, err)) goto fail;
+    t[5] = ms_now();
     wire_io(c);
     c->io.epoch = 1;
     ZrDecodeOptions dopt = {.graph = o->graph, .verify = o->verify_graph, .profile = o->profile,
@@ -326,10 +339,13 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         zr_cuda_describe(&c->cuda, desc, sizeof desc);
         fprintf(stderr, "zrun: cuda: %s; weights %.1f MiB, KV cache %d tokens\n", desc, c->f.weight_bytes / 1048576.0,
                 n_ctx);
+        /* issue 19: where the start-up goes, and the upload against the machine's copy rate */
         fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads); "
-                        "prefill warm-up %.1f ms\n", c->f.upload_bytes / 1e9, c->f.upload_s,
-                c->f.upload_s > 0 ? c->f.upload_bytes / 1e9 / c->f.upload_s : 0.0, c->f.upload_h2d_gbps,
-                c->f.upload_threads, warm_ms);
+                        "start-up %.0f ms: driver and context %.0f, kernels %.0f, cuBLASLt %.0f, weights and buffers "
+                        "%.0f, prefill warm-up %.0f\n",
+                c->f.upload_bytes / 1e9, c->f.upload_s, c->f.upload_s > 0 ? c->f.upload_bytes / 1e9 / c->f.upload_s : 0.0,
+                c->f.upload_h2d_gbps, c->f.upload_threads, t[5] - t[0], t[1] - t[0], t[2] - t[1], t[3] - t[2],
+                t[4] - t[3], t[5] - t[4]);
     }
     return &c->be;
 fail:
