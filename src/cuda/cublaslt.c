@@ -1,10 +1,13 @@
 #include "cuda/cublaslt.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cuda/driver.h"
 
 static const char *status_name(const ZrCublasLt *lt, cublasStatus_t s) {
     const char *n = lt->status_name ? lt->status_name(s) : NULL;
@@ -79,7 +82,58 @@ static void plan_free(const ZrCublasLt *lt, ZrLtPlan *p) {
     memset(p, 0, sizeof *p);
 }
 
+/* The opening thread: its own ZrCublasLt, handed over whole at the join. */
+struct ZrLtOpener {
+    pthread_t th;
+    const ZrCuDriver *drv;
+    CUcontext ctx;
+    ZrCublasLt lt;
+    int rc;
+    ZrError err;
+};
+
+static void *opener_main(void *arg) {
+    struct ZrLtOpener *o = arg;
+    CUresult r = o->drv->cuCtxSetCurrent(o->ctx);
+    if (r != CUDA_SUCCESS) o->rc = zr_driver_err(o->drv, &o->err, r, "cuBLASLt: cuCtxSetCurrent on its opening thread");
+    else o->rc = zr_cublaslt_open(&o->lt, &o->err);
+    return NULL;
+}
+
+int zr_cublaslt_open_start(ZrCublasLt *lt, const void *drv, CUcontext ctx, ZrError *err) {
+    memset(lt, 0, sizeof *lt);
+    struct ZrLtOpener *o = calloc(1, sizeof *o);
+    if (!o) return zr_err(err, ZR_E_NOMEM, "cuBLASLt: out of host memory");
+    o->drv = drv;
+    o->ctx = ctx;
+    if (pthread_create(&o->th, NULL, opener_main, o)) {
+        free(o);
+        return zr_err(err, ZR_E_NOMEM, "cuBLASLt: cannot start the thread that opens it");
+    }
+    lt->opener = o;
+    return ZR_OK;
+}
+
+int zr_cublaslt_open_wait(ZrCublasLt *lt, ZrError *err) {
+    struct ZrLtOpener *o = lt->opener;
+    if (!o) return ZR_OK;
+    pthread_join(o->th, NULL);
+    const int rc = o->rc;
+    if (rc) {
+        *err = o->err;
+        memset(lt, 0, sizeof *lt);
+    } else {
+        *lt = o->lt; /* its opener is NULL */
+    }
+    free(o);
+    return rc;
+}
+
 void zr_cublaslt_close(ZrCublasLt *lt) {
+    if (lt->opener) {
+        ZrError e = {0};
+        if (zr_cublaslt_open_wait(lt, &e)) return; /* nothing was opened */
+    }
     for (int i = 0; i < lt->n_plans; i++) plan_free(lt, &lt->plans[i]);
     free(lt->plans);
     if (lt->handle && lt->destroy) lt->destroy(lt->handle);

@@ -41,11 +41,19 @@ typedef struct ZrCublasLt {
     PFN_cublasLtMatmul matmul;
     ZrLtPlan *plans;   /* [n_plans]: one per shape seen (a model's prefill has a handful per prompt length) */
     int n_plans, cap_plans;
+    struct ZrLtOpener *opener; /* zr_cublaslt_open_start's thread until zr_cublaslt_open_wait, else NULL */
 } ZrCublasLt;
 
 /* Opens the library and creates a handle (needs a current CUDA context: cuBLASLt uses the
  * primary context, which ZrCuda makes current). ZR_E_NODEV when the library is missing. */
 int zr_cublaslt_open(ZrCublasLt *lt, ZrError *err);
+/* The same, on a thread of its own while the caller goes on (the upload: loading the library
+ * and creating the handle take a while and need no weights), in the context ctx of drv (a
+ * const ZrCuDriver *). zr_cublaslt_open_wait joins it and returns zr_cublaslt_open's result;
+ * until then lt must not be used (zr_cublaslt_close joins it too). ZR_E_NOMEM when no thread
+ * can be started. */
+int zr_cublaslt_open_start(ZrCublasLt *lt, const void *drv, CUcontext ctx, ZrError *err);
+int zr_cublaslt_open_wait(ZrCublasLt *lt, ZrError *err);
 void zr_cublaslt_close(ZrCublasLt *lt);
 
 /* D = alpha * op(A) * op(B) + beta * C with C == D, column-major as cuBLAS counts:

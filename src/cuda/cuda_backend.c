@@ -266,7 +266,7 @@ static double ms_now(void) {
 
 ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err) {
     const ZrHparams *hp = &m->hp;
-    double t[6]; /* start-up phases (ms): start, context, kernels, cuBLASLt, weights and buffers, warm-up */
+    double t[6]; /* start-up phases' ends (ms): start, context, kernels, weights and buffers, cuBLASLt, warm-up */
     t[0] = ms_now();
     const ZrCuDriver *drv = NULL;
     if (zr_driver_open(&drv, err)) return NULL;
@@ -306,9 +306,9 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     if (hp->n_head * hp->head_dim > max_n_in) max_n_in = hp->n_head * hp->head_dim;
     if (zr_cuf_kernels_load(&c->cuda, c->k, max_n_in, err)) goto fail;
     t[2] = ms_now();
-    if (zr_cublaslt_open(&c->lt, err)) goto fail;
+    /* cuBLASLt opens on a thread of its own while the weights go up: it needs none of them */
+    if (zr_cublaslt_open_start(&c->lt, drv, c->cuda.ctx, err)) goto fail;
     c->lt_open = true;
-    t[3] = ms_now();
     zr_launcher_init(&c->launcher, drv, c->cuda.stream);
     /* programmatic dependent launch wherever it is supported (sm_90+, cuLaunchKernelEx): +18%
      * tg128 on the H100 (cu/PERF.md); the decode graph's edges follow the same rule (graph.c) */
@@ -322,6 +322,8 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     const ZrCuProgress prog = {o->progress, o->progress_ctx};
     if (zr_cuf_init(&c->f, m, &c->cuda, &c->launcher, &c->lt, c->k, n_ctx, &prog, err)) goto fail;
     c->f_init = true;
+    t[3] = ms_now();
+    if (zr_cublaslt_open_wait(&c->lt, err)) goto fail;
     t[4] = ms_now();
     double warm_ms = 0; /* not while profiling: the profile counts only what the user ran */
     if (!o->profile && zr_cuf_warm(&c->f, &warm_ms, err)) goto fail;
@@ -341,8 +343,8 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
                 n_ctx);
         /* issue 19: where the start-up goes, and the upload against the machine's copy rate */
         fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads); "
-                        "start-up %.0f ms: driver and context %.0f, kernels %.0f, cuBLASLt %.0f, weights and buffers "
-                        "%.0f, prefill warm-up %.0f\n",
+                        "start-up %.0f ms: driver and context %.0f, kernels %.0f, weights and buffers %.0f, then "
+                        "waiting for cuBLASLt %.0f, prefill warm-up %.0f\n",
                 c->f.upload_bytes / 1e9, c->f.upload_s, c->f.upload_s > 0 ? c->f.upload_bytes / 1e9 / c->f.upload_s : 0.0,
                 c->f.upload_h2d_gbps, c->f.upload_threads, t[5] - t[0], t[1] - t[0], t[2] - t[1], t[3] - t[2],
                 t[4] - t[3], t[5] - t[4]);
