@@ -1,6 +1,7 @@
 #include "cuda/stage.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -152,8 +153,9 @@ int zr_stage_open(ZrStage *s, const ZrCuda *cuda, uint64_t total, int n_threads,
             goto fail;
         }
     }
-    if (n_threads <= 0) {
-        const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n_threads <= 0) { /* the cores this process may run on */
+        cpu_set_t set;
+        const long ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
         n_threads = ncpu > 0 ? (int)ncpu : 1;
     }
     if (n_threads > ZR_STAGE_MAX_THREADS) n_threads = ZR_STAGE_MAX_THREADS;
