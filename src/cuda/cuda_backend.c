@@ -300,15 +300,16 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     if (zr_cuda_open(drv, 0, &c->cuda, err)) goto fail;
     c->cuda_open = true;
     t[1] = ms_now();
+    /* cuBLASLt opens on a thread of its own while the kernels load and the weights go up: it
+     * needs none of them */
+    if (zr_cublaslt_open_start(&c->lt, drv, c->cuda.ctx, err)) goto fail;
+    c->lt_open = true;
     if (zr_cuda_load_kernels(&c->cuda, err)) goto fail;
     int max_n_in = hp->n_embd;
     if (hp->n_ff > max_n_in) max_n_in = hp->n_ff;
     if (hp->n_head * hp->head_dim > max_n_in) max_n_in = hp->n_head * hp->head_dim;
     if (zr_cuf_kernels_load(&c->cuda, c->k, max_n_in, err)) goto fail;
     t[2] = ms_now();
-    /* cuBLASLt opens on a thread of its own while the weights go up: it needs none of them */
-    if (zr_cublaslt_open_start(&c->lt, drv, c->cuda.ctx, err)) goto fail;
-    c->lt_open = true;
     zr_launcher_init(&c->launcher, drv, c->cuda.stream);
     /* programmatic dependent launch wherever it is supported (sm_90+, cuLaunchKernelEx): +18%
      * tg128 on the H100 (cu/PERF.md); the decode graph's edges follow the same rule (graph.c) */
