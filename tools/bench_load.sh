@@ -18,8 +18,9 @@ D=$(cd "${1:?usage: bench_load.sh ROOT VOCAB PEERDIR [MODELS]}" && pwd); VOCAB=$
 MODELS=${4:-1b:f16,1b:q4_k_m,8b:q4_0,8b:q4_k_m,8b:f16}
 ORDER=${ORDER:-new}; RUNS=${RUNS:-3}; COLD=${COLD:-1}
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shared/peer/run-peer.sh: $PEERSH, else beside the checkout, else carried in ROOT/peerscripts
 PEERSH=${PEERSH:-$HERE/../../shared/peer/run-peer.sh}
-[ -f "$PEERSH" ] || PEERSH=$D/shared/peer/run-peer.sh
+[ -f "$PEERSH" ] || PEERSH=$D/peerscripts/run-peer.sh
 export LD_LIBRARY_PATH=$D/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 O=${OUT:-/tmp/bench-load}; mkdir -p "$O"; L=$O/load.txt; : > $L
 nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader 2>/dev/null
