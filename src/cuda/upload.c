@@ -216,6 +216,7 @@ int zr_cuf_upload(ZrCuForward *f, ZrError *err) {
     zr_readahead_start(&u.ra, ranges, n_ranges);
     free(ranges);
     int rc = zr_stage_open(&u.st, f->cuda, f->progress_total, 0, err);
+    f->upload_setup_s = now_s() - t0;
     if (!rc) rc = zr_stage_measure_h2d(&u.st, &f->upload_h2d_gbps, err);
     if (!rc) rc = upload_all(&u, err);
     if (!rc) rc = zr_stage_finish(&u.st, err);
