@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda/driver.h"
 
@@ -198,7 +199,11 @@ static int plan_get(ZrCublasLt *lt, const ZrGemm *g, const ZrLtPlan **out, ZrErr
     ZrLtPlan *p = &lt->plans[lt->n_plans];
     memset(p, 0, sizeof *p);
     p->shape = sh;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     int rc = plan_make(lt, g, p, err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    lt->plan_ms += (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
     if (rc) return rc;
     lt->n_plans++;
     *out = p;

@@ -41,6 +41,7 @@ typedef struct ZrCublasLt {
     PFN_cublasLtMatmul matmul;
     ZrLtPlan *plans;   /* [n_plans]: one per shape seen (a model's prefill has a handful per prompt length) */
     int n_plans, cap_plans;
+    double plan_ms;    /* host time spent making them (the heuristic's first call initializes it) */
     struct ZrLtOpener *opener; /* zr_cublaslt_open_start's thread until zr_cublaslt_open_wait, else NULL */
 } ZrCublasLt;
 

@@ -345,10 +345,11 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         /* issue 19: where the start-up goes, and the upload against the machine's copy rate */
         fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads, "
                         "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f, kernels %.0f, weights and "
-                        "buffers %.0f, then waiting for cuBLASLt %.0f, prefill warm-up %.0f\n",
+                        "buffers %.0f, then waiting for cuBLASLt %.0f, prefill warm-up %.0f (of which %d cuBLASLt plans "
+                        "%.1f)\n",
                 c->f.upload_bytes / 1e9, c->f.upload_s, c->f.upload_s > 0 ? c->f.upload_bytes / 1e9 / c->f.upload_s : 0.0,
                 c->f.upload_h2d_gbps, c->f.upload_threads, c->f.upload_setup_s * 1e3, t[5] - t[0], t[1] - t[0],
-                t[2] - t[1], t[3] - t[2], t[4] - t[3], t[5] - t[4]);
+                t[2] - t[1], t[3] - t[2], t[4] - t[3], t[5] - t[4], c->lt.n_plans, c->lt.plan_ms);
     }
     return &c->be;
 fail:
