@@ -96,12 +96,18 @@ for line in open(sys.argv[1]):
     m = re.match(r"(\S+) (\S+) warm run=\d+\s+zrun: prompt \d+ tokens in ([\d.]+) ms", line)
     if m: runs[(m[1], m[2])]["prompt ms"].append(float(m[3])); continue
     m = re.match(r"(\S+) (\S+) warm run=\d+\s+zrun: cuda: upload ([\d.]+) GB in ([\d.]+) s, ([\d.]+) GB/s \(page-locked host-to-device ([\d.]+) GB/s", line)
-    if m: runs[(m[1], m[2])]["upload GB/s"].append(float(m[5])); runs[(m[1], m[2])]["H2D GB/s"].append(float(m[6])); continue
+    if m:
+        d = runs[(m[1], m[2])]
+        d["upload GB/s"].append(float(m[5])); d["H2D GB/s"].append(float(m[6]))
+        for k, pat in (("context ms", r"driver and context (\d+)"), ("warm-up ms", r"prefill warm-up (\d+)")):
+            x = re.search(pat, line)
+            if x: d[k].append(float(x[1]))
+        continue
     m = re.match(r"(\S+) llama.cpp warm model: .*\| load ([\d.]+) s", line)
     if m: runs[(m[1], "llama.cpp")]["load ms"].append(float(m[2]) * 1e3); continue
     m = re.match(r"(\S+) llama.cpp warm RESULT .*test=pp5 .*warmup_s=([\d.]+)", line)
     if m: runs[(m[1], "llama.cpp")]["prompt ms"].append(float(m[2]) * 1e3)
-cols = ["load ms", "prompt ms", "first byte ms", "upload GB/s", "H2D GB/s"]
+cols = ["load ms", "prompt ms", "first byte ms", "upload GB/s", "H2D GB/s", "context ms", "warm-up ms"]
 print("| model | build | " + " | ".join(cols) + " |")
 print("|---|---|" + "---:|" * len(cols))
 for (model, b), d in runs.items():
