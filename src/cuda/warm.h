@@ -7,7 +7,9 @@
 #pragma once
 #include "cuda/forward.h"
 
-#define ZR_CUF_WARM_TOKENS 8 /* a short prompt: cuBLASLt picks the same small-n kernels for 2..16 rows */
+/* A short prompt. cuBLASLt may pick other kernels for other row counts: those are loaded at their
+ * first use (test/gpu/test_startup.c times a first 5-token prompt against the next ones). */
+#define ZR_CUF_WARM_TOKENS 8
 
 /* The warm-up prefill at positions 0.. (at most n_ctx of them); *ms: its wall time. */
 int zr_cuf_warm(ZrCuForward *f, double *ms, ZrError *err);
