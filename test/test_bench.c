@@ -255,7 +255,8 @@ ZT_TEST(md_output_has_the_device_line_and_a_row_per_test) {
     ZT_CHECKF(!strncmp(r.out, "device: CPU ", 12), "%s", r.out);
     ZT_CHECK(strstr(r.out, "read bandwidth ") && strstr(r.out, "GB/s"));
     static const char *const cols[] = {"model", "size", "params", "backend", "threads", "mode", "test", "t/s",
-                                       "GB/s", "% BW", "kern/tok", "host µs/tok", "graph ms", "logits hash"};
+                                       "GB/s", "% BW", "kern/tok", "host µs/tok", "graph ms", "load ms",
+                                       "TTFT ms", "logits hash"};
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) ZT_CHECKF(strstr(r.out, cols[i]), "no column %s", cols[i]);
     ZT_CHECKF(count(r.out, "| llama 107K F32 ") == 2, "%s", r.out);
     ZT_CHECK(strstr(r.out, "|    pp8 |") && strstr(r.out, "|    tg4 |"));
@@ -280,6 +281,37 @@ ZT_TEST(json_output_is_one_valid_array_with_a_record_per_test) {
     ZT_CHECK(hash_of(r.out, "pp8", h) && hash_of(r.out, "tg4", h));
     /* the device line goes to stderr for the machine-readable formats */
     ZT_CHECKF(strstr(r.err, "device: CPU"), "%s", r.err);
+    run_free(&r);
+}
+
+/* The number after "key": in rec, or -1 when absent or null. */
+static double json_field(const char *rec, const char *key) {
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\": ", key);
+    const char *p = strstr(rec, k);
+    if (!p || !strncmp(p + strlen(k), "null", 4)) return -1;
+    return strtod(p + strlen(k), NULL);
+}
+
+/* Start-up is in every record: load (the file to a ready backend) and the first prompt's token,
+ * both measured (> 0); json and csv name the fields. */
+ZT_TEST(every_record_gives_load_time_and_time_to_first_token) {
+    const char *m = tiny_model();
+    ZT_CHECK(m);
+    Run r = SMOKE(m, "jsonl");
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    int lines = 0;
+    for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n"), lines++) {
+        const double load = json_field(line, "load_ms"), ttft = json_field(line, "ttft_ms");
+        ZT_CHECKF(load > 0 && load < 60000, "load_ms %g: %s", load, line);
+        ZT_CHECKF(ttft > 0 && ttft < 60000, "ttft_ms %g: %s", ttft, line);
+    }
+    ZT_CHECK(lines == 2);
+    run_free(&r);
+    r = SMOKE(m, "csv");
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    ZT_CHECKF(strstr(r.out, ",warmup,load_ms,ttft_ms,"), "%s", r.out);
+    ZT_CHECKF(!strstr(r.out, ",2,1,,"), "an empty load or TTFT field: %s", r.out); /* reps 2, warm-up 1, then load */
     run_free(&r);
 }
 

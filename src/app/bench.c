@@ -17,6 +17,9 @@
  * Each test runs --warmup untimed repetitions, then -r timed ones, each on an empty cache;
  * t/s is the median over the timed ones, ± their sample standard deviation. The logits hash
  * (FNV-1a 64 of the final logits' bytes) lets runs, modes and machines be compared.
+ * Start-up, per backend opened (each row of it): load ms, the model file to a ready backend
+ * (parse, bind, open: on the GPU the upload and the prefill warm-up), and TTFT ms, then the first
+ * prompt of ZR_BENCH_TTFT_TOKENS ids to its first token (prefill, logits back, greedy pick).
  *
  * The backend is opened as run and eval open it (src/app/backend_open.h: --device, the CPU
  * fallback rule, the default context); every model then runs on the backend the first one got.
@@ -365,6 +368,19 @@ static int run_once(TestCtx *t, bool pp, int n, double *secs, ZrError *err) {
     return rc;
 }
 
+/* The first prompt on a backend just opened: ZR_BENCH_TTFT_TOKENS ids (BOS first) to its first
+ * token (the greedy pick over the last position's logits) -> *ms; the cache is emptied after. */
+static int first_token(TestCtx *t, double *ms, ZrError *err) {
+    ZrBackend *be = t->be;
+    const int n = ZR_BENCH_TTFT_TOKENS < be->n_ctx ? ZR_BENCH_TTFT_TOKENS : be->n_ctx;
+    const double t0 = now_s();
+    int rc = be->forward(be, t->prompt, n, 0, t->logits, false, err);
+    if (!rc) (void)zr_bench_argmax(t->logits, t->m->hp.n_vocab);
+    *ms = (now_s() - t0) * 1e3;
+    be->truncate(be, 0);
+    return rc ? zr_err_wrap(err, "the first prompt (%d tokens)", n) : ZR_OK;
+}
+
 static int run_test(TestCtx *t, bool pp, int n, const char *mode, bool graph_asked, ZrError *err) {
     const BenchArgs *a = t->a;
     ZrBenchRow *r = &t->row;
@@ -428,11 +444,13 @@ static int run_test(TestCtx *t, bool pp, int n, const char *mode, bool graph_ask
 
 static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const char *path, ZrError *err) {
     ZrModel m;
+    const double t_file = now_s(); /* load time: the file to a ready backend */
     int rc = zr_model_load(&m, path, err);
     if (rc) {
         if (!strstr(err->msg, path)) zr_err_wrap(err, "%s", path);
         return rc;
     }
+    const double model_s = now_s() - t_file;
     TestCtx t = {.a = a, .dev = &d->dev, .out = out, .m = &m};
     ZrBenchRow *r = &t.row;
     r->model_path = path;
@@ -454,7 +472,8 @@ static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const c
     t.sp = a->sp;
     if (t.sp.repeat_last_n < 0) t.sp.repeat_last_n = n_ctx;
     t.logits = malloc(sizeof(float) * (size_t)n_vocab);
-    t.prompt = malloc(sizeof(int32_t) * (size_t)(max_pp > 0 ? max_pp : 1));
+    const int n_ids = max_pp > ZR_BENCH_TTFT_TOKENS ? max_pp : ZR_BENCH_TTFT_TOKENS;
+    t.prompt = malloc(sizeof(int32_t) * (size_t)n_ids);
     t.samples = calloc((size_t)a->reps, sizeof(double));
     if (!t.logits || !t.prompt || !t.samples) {
         rc = zr_err(err, ZR_E_NOMEM, "out of memory");
@@ -462,7 +481,7 @@ static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const c
     }
     uint64_t x = 0x2545f4914f6cdd1dull; /* xorshift64: the same prompt on every run */
     t.prompt[0] = t.bos;
-    for (int i = 1; i < max_pp; i++) {
+    for (int i = 1; i < n_ids; i++) {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
@@ -480,14 +499,17 @@ static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const c
     for (int mi = 0; mi < n_modes && !rc; mi++) {
         ZrBackendOptions o = {.n_ctx = n_ctx, .n_threads = a->n_threads, .graph = modes[mi], .verify_graph = 1,
                               .profile = a->profile, .fault = a->fault, .quiet = a->quiet};
+        const double t_open = now_s();
         t.be = zr_backend_open(device, &m, &o, a->quiet ? NULL : "zrun bench", err);
-        if (!t.be || device_known(a, t.be, d, out, err)) {
+        const double open_s = now_s() - t_open;
+        if (!t.be || device_known(a, t.be, d, out, err) || first_token(&t, &r->ttft_ms, err)) {
             rc = err->code ? err->code : ZR_E_INTERNAL;
             zr_err_wrap(err, "%s", path);
             if (t.be) t.be->destroy(t.be);
             t.be = NULL;
             break;
         }
+        r->load_ms = (model_s + open_s) * 1e3;
         if (strcmp(t.be->name, "cuda") && a->graph != GRAPH_OFF) {
             if (!a->quiet) fprintf(stderr, "zrun bench: the CPU backend has no graph mode; running eager\n");
             modes[mi] = false;

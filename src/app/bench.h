@@ -50,6 +50,8 @@ int zr_bench_cpu_bwprobe(size_t bytes, int n_threads, int reps, double *gbps, Zr
 /* ---- the report (bench_report.c) ---- */
 typedef enum ZrBenchFormat { ZR_BENCH_MD, ZR_BENCH_JSON, ZR_BENCH_CSV, ZR_BENCH_JSONL } ZrBenchFormat;
 
+#define ZR_BENCH_TTFT_TOKENS 5 /* the first prompt's length: "Once upon a time" with BOS in llama 3 */
+
 typedef struct ZrBenchRow {
     const char *model_path;
     char model_type[96];        /* "llama 8B Q4_0" */
@@ -61,6 +63,8 @@ typedef struct ZrBenchRow {
     const char *sampling;       /* tg: "greedy", "default" or the sampling flags given (--sampling); pp: "-" */
     int n_prompt, n_gen;        /* pp: n_prompt > 0, n_gen 0; tg: n_prompt 0 (BOS only), n_gen > 0 */
     int n_ctx, reps, warmup;
+    double load_ms;             /* the file to a ready backend (model load + backend open, the upload), ms */
+    double ttft_ms;             /* then the first prompt (ZR_BENCH_TTFT_TOKENS ids, BOS first) to its first token, ms */
     const double *samples_ts;   /* [reps] tokens/s of each timed repetition */
     ZrBenchStats ts;            /* over samples_ts */
     double gbps;                /* tg: bytes_per_token x median t/s / 1e9; < 0 = not applicable */

@@ -84,6 +84,10 @@ static void json_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     json_str(f, r->sampling);
     fprintf(f, ", \"n_prompt\": %d, \"n_gen\": %d, \"n_ctx\": %d, \"reps\": %d, \"warmup\": %d", r->n_prompt, r->n_gen,
             r->n_ctx, r->reps, r->warmup);
+    fputs(", \"load_ms\": ", f);
+    json_num(f, r->load_ms, true);
+    fputs(", \"ttft_ms\": ", f);
+    json_num(f, r->ttft_ms, true);
     fputs(", \"median_ts\": ", f);
     json_num(f, r->ts.median, false);
     fputs(", \"sd_ts\": ", f);
@@ -124,7 +128,7 @@ static void json_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
 static const char *const csv_cols[] = {
     "build", "backend", "device", "driver", "cuda_version", "n_threads", "read_gbps", "model_filename",
     "model_type", "model_size", "model_n_params", "bytes_per_token", "mode", "test", "sampling", "n_prompt", "n_gen", "n_ctx",
-    "reps", "warmup", "median_ts", "sd_ts", "avg_ts", "min_ts", "max_ts", "samples_ts", "gbps", "bw_pct",
+    "reps", "warmup", "load_ms", "ttft_ms", "median_ts", "sd_ts", "avg_ts", "min_ts", "max_ts", "samples_ts", "gbps", "bw_pct",
     "kernels_per_token", "host_us_per_token", "host_steps", "gap_us_min", "gap_us_median", "graph_build_ms", "pdl", "logits_hash", "hash_stable",
 };
 
@@ -167,6 +171,10 @@ static void csv_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     fputc(',', f);
     csv_str(f, r->sampling);
     fprintf(f, ",%d,%d,%d,%d,%d,", r->n_prompt, r->n_gen, r->n_ctx, r->reps, r->warmup);
+    csv_num(f, r->load_ms, true);
+    fputc(',', f);
+    csv_num(f, r->ttft_ms, true);
+    fputc(',', f);
     const double st[] = {r->ts.median, r->ts.sd, r->ts.mean, r->ts.min, r->ts.max};
     for (size_t i = 0; i < sizeof st / sizeof st[0]; i++) {
         csv_num(f, st[i], false);
@@ -198,6 +206,9 @@ static void md_row(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     char ts[64], gbps[32] = "-", pct[32] = "-", kern[32] = "-", host[32] = "-", graph[32] = "-", thr[16] = "-",
          gap[48] = "-";
     if (r->gap_us_median >= 0) snprintf(gap, sizeof gap, "%.2f (%.2f)", r->gap_us_median, r->gap_us_min);
+    char load[32] = "-", ttft[32] = "-";
+    if (r->load_ms > 0) snprintf(load, sizeof load, "%.1f", r->load_ms);
+    if (r->ttft_ms > 0) snprintf(ttft, sizeof ttft, "%.1f", r->ttft_ms);
     snprintf(ts, sizeof ts, "%.2f ± %.2f", r->ts.median, r->ts.sd);
     if (r->gbps >= 0) snprintf(gbps, sizeof gbps, "%.1f", r->gbps);
     if (r->bw_pct >= 0) snprintf(pct, sizeof pct, "%.1f", r->bw_pct);
@@ -216,9 +227,9 @@ static void md_row(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     else snprintf(size, sizeof size, "%.2f MiB", mb / (1024.0 * 1024.0));
     fprintf(f,
             "| %-24s | %14s | %10s | %-7s | %7s | %-14s | %6s | %-8s | %20s | %8s | %6s | %8s | %11s | %13s | %8s | "
-            "%016" PRIx64 "%s |\n",
-            r->model_type, size, params, d->backend, thr, mode,
-            r->test, r->sampling, ts, gbps, pct, kern, host, gap, graph, r->logits_hash, r->hash_stable ? "" : " (varies)");
+            "%7s | %7s | %016" PRIx64 "%s |\n",
+            r->model_type, size, params, d->backend, thr, mode, r->test, r->sampling, ts, gbps, pct, kern, host, gap, graph,
+            load, ttft, r->logits_hash, r->hash_stable ? "" : " (varies)");
 }
 
 void zr_bench_out_begin(ZrBenchOut *o, const ZrBenchDevice *dev) {
@@ -229,13 +240,15 @@ void zr_bench_out_begin(ZrBenchOut *o, const ZrBenchDevice *dev) {
         char line[768];
         zr_bench_device_line(dev, line, sizeof line);
         fprintf(f, "%s\n\n", line);
-        fprintf(f, "| %-24s | %14s | %10s | %-7s | %7s | %-14s | %6s | %-8s | %20s | %8s | %6s | %8s | %11s | %13s | %8s | %-16s |\n",
-                "model", "size", "params", "backend", "threads", "mode", "test", "sampling", "t/s", "GB/s", "% BW", "kern/tok",
-                "host µs/tok", "gap µs (min)", "graph ms", "logits hash");
-        fprintf(f, "| %s | %s: | %s: | %s | %s: | %s | %s: | %s | %s: | %s: | %s: | %s: | %s: | %s: | %s: | %s |\n",
+        fprintf(f,
+                "| %-24s | %14s | %10s | %-7s | %7s | %-14s | %6s | %-8s | %20s | %8s | %6s | %8s | %11s | %13s | %8s | "
+                "%7s | %7s | %-16s |\n",
+                "model", "size", "params", "backend", "threads", "mode", "test", "sampling", "t/s", "GB/s", "% BW",
+                "kern/tok", "host µs/tok", "gap µs (min)", "graph ms", "load ms", "TTFT ms", "logits hash");
+        fprintf(f, "| %s | %s: | %s: | %s | %s: | %s | %s: | %s | %s: | %s: | %s: | %s: | %s: | %s: | %s: | %s: | %s: | %s |\n",
                 "------------------------", "-------------", "---------", "-------", "------", "--------------",
-                "-----", "--------", "-------------------", "-------", "-----", "-------", "----------", "------------", "-------",
-                "----------------");
+                "-----", "--------", "-------------------", "-------", "-----", "-------", "----------", "------------",
+                "-------", "------", "------", "----------------");
         break;
     }
     case ZR_BENCH_JSON: fputs("[\n", f); break;

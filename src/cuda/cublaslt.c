@@ -1,9 +1,14 @@
 #include "cuda/cublaslt.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "cuda/driver.h"
 
 static const char *status_name(const ZrCublasLt *lt, cublasStatus_t s) {
     const char *n = lt->status_name ? lt->status_name(s) : NULL;
@@ -70,33 +75,93 @@ int zr_cublaslt_open(ZrCublasLt *lt, ZrError *err) {
     return ZR_OK;
 }
 
+static void plan_free(const ZrCublasLt *lt, ZrLtPlan *p) {
+    if (p->ld) lt->layout_destroy(p->ld);
+    if (p->lb) lt->layout_destroy(p->lb);
+    if (p->la) lt->layout_destroy(p->la);
+    if (p->op) lt->desc_destroy(p->op);
+    memset(p, 0, sizeof *p);
+}
+
+/* The opening thread: its own ZrCublasLt, handed over whole at the join. */
+struct ZrLtOpener {
+    pthread_t th;
+    const ZrCuDriver *drv;
+    CUcontext ctx;
+    ZrCublasLt lt;
+    int rc;
+    ZrError err;
+};
+
+static void *opener_main(void *arg) {
+    struct ZrLtOpener *o = arg;
+    CUresult r = o->drv->cuCtxSetCurrent(o->ctx);
+    if (r != CUDA_SUCCESS) o->rc = zr_driver_err(o->drv, &o->err, r, "cuBLASLt: cuCtxSetCurrent on its opening thread");
+    else o->rc = zr_cublaslt_open(&o->lt, &o->err);
+    return NULL;
+}
+
+int zr_cublaslt_open_start(ZrCublasLt *lt, const void *drv, CUcontext ctx, ZrError *err) {
+    memset(lt, 0, sizeof *lt);
+    struct ZrLtOpener *o = calloc(1, sizeof *o);
+    if (!o) return zr_err(err, ZR_E_NOMEM, "cuBLASLt: out of host memory");
+    o->drv = drv;
+    o->ctx = ctx;
+    if (pthread_create(&o->th, NULL, opener_main, o)) {
+        free(o);
+        return zr_err(err, ZR_E_NOMEM, "cuBLASLt: cannot start the thread that opens it");
+    }
+    lt->opener = o;
+    return ZR_OK;
+}
+
+int zr_cublaslt_open_wait(ZrCublasLt *lt, ZrError *err) {
+    struct ZrLtOpener *o = lt->opener;
+    if (!o) return ZR_OK;
+    pthread_join(o->th, NULL);
+    const int rc = o->rc;
+    if (rc) {
+        *err = o->err;
+        memset(lt, 0, sizeof *lt);
+    } else {
+        *lt = o->lt; /* its opener is NULL */
+    }
+    free(o);
+    return rc;
+}
+
 void zr_cublaslt_close(ZrCublasLt *lt) {
+    if (lt->opener) {
+        ZrError e = {0};
+        if (zr_cublaslt_open_wait(lt, &e)) return; /* nothing was opened */
+    }
+    for (int i = 0; i < lt->n_plans; i++) plan_free(lt, &lt->plans[i]);
+    free(lt->plans);
     if (lt->handle && lt->destroy) lt->destroy(lt->handle);
     if (lt->lib) dlclose(lt->lib);
     memset(lt, 0, sizeof *lt);
 }
 
-int zr_cublaslt_gemm(const ZrCublasLt *lt, CUstream stream, const ZrGemm *g, ZrError *err) {
+/* The descriptors and the heuristic's algorithm for g's shape -> *p. */
+static int plan_make(const ZrCublasLt *lt, const ZrGemm *g, ZrLtPlan *p, ZrError *err) {
     int rc = ZR_OK;
-    cublasLtMatmulDesc_t op = NULL;
-    cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
     cublasLtMatmulPreference_t pref = NULL;
     int32_t ta = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     uint64_t ws = g->workspace_bytes;
-    LT_TRY(lt, err, lt->desc_create(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
-    LT_TRY(lt, err, lt->desc_set(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "set TRANSA");
-    LT_TRY(lt, err, lt->desc_set(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "set TRANSB");
+    LT_TRY(lt, err, lt->desc_create(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
+    LT_TRY(lt, err, lt->desc_set(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "set TRANSA");
+    LT_TRY(lt, err, lt->desc_set(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "set TRANSB");
     /* layouts describe the stored matrices: A is m x k, or k x m when transposed */
-    LT_TRY(lt, err, lt->layout_create(&la, g->type_a, g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k, g->lda),
+    LT_TRY(lt, err, lt->layout_create(&p->la, g->type_a, g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k, g->lda),
            "layout A");
-    LT_TRY(lt, err, lt->layout_create(&lb, g->type_b, g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n, g->ldb),
+    LT_TRY(lt, err, lt->layout_create(&p->lb, g->type_b, g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n, g->ldb),
            "layout B");
-    LT_TRY(lt, err, lt->layout_create(&ld, g->type_d, g->m, g->n, g->ldd), "layout D");
+    LT_TRY(lt, err, lt->layout_create(&p->ld, g->type_d, g->m, g->n, g->ldd), "layout D");
     LT_TRY(lt, err, lt->pref_create(&pref), "MatmulPreferenceCreate");
     LT_TRY(lt, err, lt->pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws), "set workspace");
     cublasLtMatmulHeuristicResult_t h;
     int found = 0;
-    LT_TRY(lt, err, lt->heuristic(lt->handle, op, la, lb, ld, ld, pref, 1, &h, &found),
+    LT_TRY(lt, err, lt->heuristic(lt->handle, p->op, p->la, p->lb, p->ld, p->ld, pref, 1, &h, &found),
            "no algorithm for m=%llu n=%llu k=%llu", (unsigned long long)g->m, (unsigned long long)g->n,
            (unsigned long long)g->k);
     if (found < 1) {
@@ -104,17 +169,57 @@ int zr_cublaslt_gemm(const ZrCublasLt *lt, CUstream stream, const ZrGemm *g, ZrE
                     (unsigned long long)g->n, (unsigned long long)g->k);
         goto done;
     }
+    p->algo = h.algo;
+done:
+    if (pref) lt->pref_destroy(pref);
+    if (rc) plan_free(lt, p);
+    return rc;
+}
+
+static ZrLtShape shape_of(const ZrGemm *g) {
+    return (ZrLtShape){g->trans_a, g->trans_b, (int64_t)g->m, (int64_t)g->n, (int64_t)g->k, g->type_a, g->lda,
+                       g->type_b, g->ldb, g->type_d, g->ldd, (int64_t)g->workspace_bytes};
+}
+
+/* g's plan: found, or made and added. */
+static int plan_get(ZrCublasLt *lt, const ZrGemm *g, const ZrLtPlan **out, ZrError *err) {
+    const ZrLtShape sh = shape_of(g);
+    for (int i = lt->n_plans - 1; i >= 0; i--)
+        if (!memcmp(&lt->plans[i].shape, &sh, sizeof sh)) {
+            *out = &lt->plans[i];
+            return ZR_OK;
+        }
+    if (lt->n_plans == lt->cap_plans) {
+        int cap = lt->cap_plans ? 2 * lt->cap_plans : 32;
+        ZrLtPlan *p = realloc(lt->plans, sizeof *p * cap);
+        if (!p) return zr_err(err, ZR_E_NOMEM, "cuBLASLt: out of host memory");
+        lt->plans = p;
+        lt->cap_plans = cap;
+    }
+    ZrLtPlan *p = &lt->plans[lt->n_plans];
+    memset(p, 0, sizeof *p);
+    p->shape = sh;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = plan_make(lt, g, p, err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    lt->plan_ms += (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    if (rc) return rc;
+    lt->n_plans++;
+    *out = p;
+    return ZR_OK;
+}
+
+int zr_cublaslt_gemm(ZrCublasLt *lt, CUstream stream, const ZrGemm *g, ZrError *err) {
+    int rc = ZR_OK;
+    const ZrLtPlan *p = NULL;
+    if ((rc = plan_get(lt, g, &p, err))) return rc;
     LT_TRY(lt, err,
-           lt->matmul(lt->handle, op, &g->alpha, (const void *)(uintptr_t)g->a, la, (const void *)(uintptr_t)g->b, lb,
-                      &g->beta, (const void *)(uintptr_t)g->d, ld, (void *)(uintptr_t)g->d, ld, &h.algo,
+           lt->matmul(lt->handle, p->op, &g->alpha, (const void *)(uintptr_t)g->a, p->la, (const void *)(uintptr_t)g->b,
+                      p->lb, &g->beta, (const void *)(uintptr_t)g->d, p->ld, (void *)(uintptr_t)g->d, p->ld, &p->algo,
                       (void *)(uintptr_t)g->workspace, g->workspace_bytes, stream),
            "cublasLtMatmul m=%llu n=%llu k=%llu", (unsigned long long)g->m, (unsigned long long)g->n,
            (unsigned long long)g->k);
 done:
-    if (pref) lt->pref_destroy(pref);
-    if (ld) lt->layout_destroy(ld);
-    if (lb) lt->layout_destroy(lb);
-    if (la) lt->layout_destroy(la);
-    if (op) lt->desc_destroy(op);
     return rc;
 }

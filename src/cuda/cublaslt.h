@@ -7,6 +7,20 @@
 #include "cuda/cuda_abi.h"
 #include "err.h"
 
+/* What a GEMM's algorithm is chosen from (ZrGemm without its pointers and scalars): the
+ * heuristic sees nothing else, so one choice per shape is the choice every call would make. */
+typedef struct ZrLtShape {
+    int64_t trans_a, trans_b, m, n, k, type_a, lda, type_b, ldb, type_d, ldd, workspace_bytes;
+} ZrLtShape;
+
+/* A shape's descriptors and algorithm, made at its first GEMM and kept until close. */
+typedef struct ZrLtPlan {
+    ZrLtShape shape;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulAlgo_t algo;
+} ZrLtPlan;
+
 typedef struct ZrCublasLt {
     void *lib;
     cublasLtHandle_t handle;
@@ -25,11 +39,22 @@ typedef struct ZrCublasLt {
     PFN_cublasLtMatmulPreferenceSetAttribute pref_set;
     PFN_cublasLtMatmulAlgoGetHeuristic heuristic;
     PFN_cublasLtMatmul matmul;
+    ZrLtPlan *plans;   /* [n_plans]: one per shape seen (a model's prefill has a handful per prompt length) */
+    int n_plans, cap_plans;
+    double plan_ms;    /* host time spent making them (the heuristic's first call initializes it) */
+    struct ZrLtOpener *opener; /* zr_cublaslt_open_start's thread until zr_cublaslt_open_wait, else NULL */
 } ZrCublasLt;
 
 /* Opens the library and creates a handle (needs a current CUDA context: cuBLASLt uses the
  * primary context, which ZrCuda makes current). ZR_E_NODEV when the library is missing. */
 int zr_cublaslt_open(ZrCublasLt *lt, ZrError *err);
+/* The same, on a thread of its own while the caller goes on (the upload: loading the library
+ * and creating the handle take a while and need no weights), in the context ctx of drv (a
+ * const ZrCuDriver *). zr_cublaslt_open_wait joins it and returns zr_cublaslt_open's result;
+ * until then lt must not be used (zr_cublaslt_close joins it too). ZR_E_NOMEM when no thread
+ * can be started. */
+int zr_cublaslt_open_start(ZrCublasLt *lt, const void *drv, CUcontext ctx, ZrError *err);
+int zr_cublaslt_open_wait(ZrCublasLt *lt, ZrError *err);
 void zr_cublaslt_close(ZrCublasLt *lt);
 
 /* D = alpha * op(A) * op(B) + beta * C with C == D, column-major as cuBLAS counts:
@@ -47,4 +72,6 @@ typedef struct ZrGemm {
     float alpha, beta;
     CUdeviceptr workspace; size_t workspace_bytes;
 } ZrGemm;
-int zr_cublaslt_gemm(const ZrCublasLt *lt, CUstream stream, const ZrGemm *g, ZrError *err);
+/* The first GEMM of a shape creates its descriptors and asks the heuristic once (ZrLtPlan); later
+ * ones of that shape reuse them, so a prompt pays no host set-up per GEMM. */
+int zr_cublaslt_gemm(ZrCublasLt *lt, CUstream stream, const ZrGemm *g, ZrError *err);

@@ -30,6 +30,7 @@
 #include "cuda/profile.h"
 #include "cuda/sample_scratch.h"
 #include "cuda/upload.h"
+#include "cuda/warm.h"
 #include "logits_check.h"
 #include "sampler.h"
 
@@ -679,8 +680,16 @@ static int refuse_facts(const ZrModel *m, ZrError *err) {
     return 0;
 }
 
+static double ms_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err) {
     const ZrHparams *hp = &m->hp;
+    double t[6]; /* start-up phases' ends (ms): start, context, kernels, weights and buffers, cuBLASLt, warm-up */
+    t[0] = ms_now();
     const ZrCuDriver *drv = NULL;
     if (zr_driver_open(&drv, err)) return NULL;
     if (!zr_cuda_have_kernels()) {
@@ -712,13 +721,17 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     c->drv = drv;
     if (zr_cuda_open(drv, 0, &c->cuda, err)) goto fail;
     c->cuda_open = true;
+    t[1] = ms_now();
+    /* cuBLASLt opens on a thread of its own while the kernels load and the weights go up: it
+     * needs none of them */
+    if (zr_cublaslt_open_start(&c->lt, drv, c->cuda.ctx, err)) goto fail;
+    c->lt_open = true;
     if (zr_cuda_load_kernels(&c->cuda, err)) goto fail;
     int max_n_in = hp->n_embd;
     if (hp->n_ff > max_n_in) max_n_in = hp->n_ff;
     if (hp->n_head * hp->head_dim > max_n_in) max_n_in = hp->n_head * hp->head_dim;
     if (zr_cuf_kernels_load(&c->cuda, c->k, max_n_in, err)) goto fail;
-    if (zr_cublaslt_open(&c->lt, err)) goto fail;
-    c->lt_open = true;
+    t[2] = ms_now();
     zr_launcher_init(&c->launcher, drv, c->cuda.stream);
     /* programmatic dependent launch wherever it is supported (sm_90+, cuLaunchKernelEx): +18%
      * tg128 on the H100 (cu/PERF.md); the decode graph's edges follow the same rule (graph.c) */
@@ -732,6 +745,12 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     const ZrCuProgress prog = {o->progress, o->progress_ctx};
     if (zr_cuf_init(&c->f, m, &c->cuda, &c->launcher, &c->lt, c->k, n_ctx, &prog, err)) goto fail;
     c->f_init = true;
+    t[3] = ms_now();
+    if (zr_cublaslt_open_wait(&c->lt, err)) goto fail;
+    t[4] = ms_now();
+    double warm_ms = 0; /* not while profiling: the profile counts only what the user ran */
+    if (!o->profile && zr_cuf_warm(&c->f, &warm_ms, err)) goto fail;
+    t[5] = ms_now();
     wire_io(c);
     c->io.epoch = 1;
     ZrDecodeOptions dopt = {.graph = o->graph, .verify = o->verify_graph, .profile = o->profile,
@@ -745,6 +764,14 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         zr_cuda_describe(&c->cuda, desc, sizeof desc);
         fprintf(stderr, "zrun: cuda: %s; weights %.1f MiB, KV cache %d tokens\n", desc, c->f.weight_bytes / 1048576.0,
                 n_ctx);
+        /* issue 19: where the start-up goes, and the upload against the machine's copy rate */
+        fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads, "
+                        "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f, kernels %.0f, weights and "
+                        "buffers %.0f, then waiting for cuBLASLt %.0f, prefill warm-up %.0f (of which %d cuBLASLt plans "
+                        "%.1f)\n",
+                c->f.upload_bytes / 1e9, c->f.upload_s, c->f.upload_s > 0 ? c->f.upload_bytes / 1e9 / c->f.upload_s : 0.0,
+                c->f.upload_h2d_gbps, c->f.upload_threads, c->f.upload_setup_s * 1e3, t[5] - t[0], t[1] - t[0],
+                t[2] - t[1], t[3] - t[2], t[4] - t[3], t[5] - t[4], c->lt.n_plans, c->lt.plan_ms);
     }
     return &c->be;
 fail:

@@ -64,6 +64,11 @@ typedef struct ZrCuForward {
     size_t weight_bytes;
     ZrCuProgress progress;          /* fn NULL: no reports */
     uint64_t progress_total;        /* bytes the upload will place (zr_cuf_plan's weights), for progress */
+    double upload_s;                /* the weights' upload, file to device (cuda/upload.c) */
+    double upload_setup_s;          /* of it: the copy streams, page-locked and staging chunks, threads */
+    uint64_t upload_bytes;          /* bytes it copied (the file's, before the repack) */
+    double upload_h2d_gbps;         /* the machine's page-locked host-to-device rate, measured at upload */
+    int upload_threads;             /* host threads that gathered the chunks */
     /* state */
     CUdeviceptr kc, vc;             /* f32 [n_layer][n_ctx][kv_dim] */
     CUdeviceptr d_tok;              /* i32 [1]: the decode step's token */

@@ -7,7 +7,7 @@
 
 static int max_int(int a, int b) { return a > b ? a : b; }
 
-int zr_cuf_moe_upload_layer(ZrCuForward *f, int il, ZrError *err) {
+int zr_cuf_moe_upload_layer(ZrCuForward *f, ZrCuUpload *u, int il, ZrError *err) {
     const ZrModel *m = f->m;
     const ZrLayer *L = &m->layers[il];
     const ZrLayerFacts *F = &L->facts;
@@ -28,14 +28,14 @@ int zr_cuf_moe_upload_layer(ZrCuForward *f, int il, ZrError *err) {
     E->n_ff = F->n_ff_expert;
     int n_out, off[2], rc;
     const ZrWeight *one[1] = {&L->ffn_gate_inp};
-    if ((rc = zr_cuf_upload_group(f, one, 1, &E->router, &n_out, off, err))) return rc;
+    if ((rc = zr_cuf_upload_group(u, one, 1, &E->router, &n_out, off, err))) return rc;
     one[0] = &L->down_exps;
-    if ((rc = zr_cuf_upload_group(f, one, 1, &E->down, &n_out, off, err))) return rc;
+    if ((rc = zr_cuf_upload_group(u, one, 1, &E->down, &n_out, off, err))) return rc;
     if (split) { /* each tensor as one stacked matrix (expert e's rows [e n_ff, (e + 1) n_ff)) */
         one[0] = &L->gate_exps;
-        if ((rc = zr_cuf_upload_group(f, one, 1, &E->gu, &n_out, off, err))) return rc;
+        if ((rc = zr_cuf_upload_group(u, one, 1, &E->gu, &n_out, off, err))) return rc;
         one[0] = &L->up_exps;
-        return zr_cuf_upload_group(f, one, 1, &E->up, &n_out, off, err);
+        return zr_cuf_upload_group(u, one, 1, &E->up, &n_out, off, err);
     }
     /* gate_e, up_e for every expert: one stacked matrix, one run (one type) */
     const int n = 2 * F->n_expert;
@@ -52,7 +52,7 @@ int zr_cuf_moe_upload_layer(ZrCuForward *f, int il, ZrError *err) {
         ws[2 * e] = &views[2 * e];
         ws[2 * e + 1] = &views[2 * e + 1];
     }
-    rc = zr_cuf_upload_group(f, ws, n, &E->gu, &n_out, off, err);
+    rc = zr_cuf_upload_group(u, ws, n, &E->gu, &n_out, off, err);
     free(views);
     free(ws);
     if (!rc && n_out != 1) rc = zr_err(err, ZR_E_INTERNAL, "%s: the experts' gate|up stacked into %d matrices", L->gate_exps.name, n_out);

@@ -51,7 +51,8 @@ typedef struct ZrCuMoe {
 
 /* Uploads layer il's router and experts (f->moe allocated at the first call); refuses gate and up
  * experts of different types by name. */
-int zr_cuf_moe_upload_layer(ZrCuForward *f, int il, ZrError *err);
+typedef struct ZrCuUpload ZrCuUpload; /* cuda/upload.h */
+int zr_cuf_moe_upload_layer(ZrCuForward *f, ZrCuUpload *u, int il, ZrError *err);
 /* The bytes zr_cuf_moe_upload_layer will allocate for layer L (0 for a dense layer). */
 size_t zr_cuf_moe_layer_bytes(const ZrModel *m, const ZrLayer *L);
 /* The workspaces of the MoE FFN (none when the model has no experts). */

@@ -3,8 +3,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda/moe.h"
+#include "cuda/readahead.h"
+#include "cuda/stage.h"
 #include "quant.h"
 
 int zr_cuf_dalloc(ZrCuForward *f, CUdeviceptr *out, size_t bytes, const char *what, ZrError *err) {
@@ -21,46 +24,77 @@ int zr_cuf_dalloc(ZrCuForward *f, CUdeviceptr *out, size_t bytes, const char *wh
     return ZR_OK;
 }
 
-static int upload_f32(ZrCuForward *f, const ZrWeight *w, CUdeviceptr *out, ZrError *err) {
+/* One upload: every device write of it goes through the stager (so no pageable copy waits behind
+ * the chunks in the copy engine's queue), and the file is read ahead of it. */
+struct ZrCuUpload {
+    ZrCuForward *f;
+    ZrStage st;
+    ZrReadahead ra;
+    uint64_t queued;  /* bytes of the map queued so far (the readahead's pace) */
+    void **keep;      /* host buffers the stager reads when it sends their chunk: freed at the end */
+    int n_keep, cap_keep;
+};
+typedef struct ZrCuUpload Upload;
+
+/* A host buffer for bytes the stager will read later (freed when the upload ends). */
+static void *keep_alloc(Upload *u, size_t bytes, ZrError *err) {
+    if (u->n_keep == u->cap_keep) {
+        int cap = u->cap_keep ? 2 * u->cap_keep : 64;
+        void **k = realloc(u->keep, sizeof *k * cap);
+        if (!k) return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory"), NULL;
+        u->keep = k;
+        u->cap_keep = cap;
+    }
+    void *p = calloc(bytes ? bytes : 1, 1);
+    if (!p) return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory"), NULL;
+    return u->keep[u->n_keep++] = p;
+}
+
+static int copy_mapped(Upload *u, CUdeviceptr dst, const void *src, size_t bytes, ZrError *err) {
+    u->queued += bytes;
+    zr_readahead_consumed(&u->ra, u->queued);
+    return zr_stage_copy(&u->st, dst, src, bytes, err);
+}
+
+static int upload_f32(Upload *u, const ZrWeight *w, CUdeviceptr *out, ZrError *err) {
     if (!w->data) {
         *out = 0;
         return ZR_OK;
     }
     if (w->type != ZR_TYPE_F32)
         return zr_err(err, ZR_E_UNSUPPORTED, "%s: type %s, expected f32", w->name, zr_type_name(w->type));
-    int rc = zr_cuf_dalloc(f, out, (size_t)w->ne0 * w->ne1 * 4, w->name, err);
+    int rc = zr_cuf_dalloc(u->f, out, (size_t)w->ne0 * w->ne1 * 4, w->name, err);
     if (rc) return rc;
-    return zr_cuda_h2d(f->cuda, *out, w->data, (size_t)w->ne0 * w->ne1 * 4, err);
+    return copy_mapped(u, *out, w->data, (size_t)w->ne0 * w->ne1 * 4, err);
 }
 
 /* Concatenates the f32 vectors (absent ones as zeros) into one device vector. */
-static int upload_f32_cat(ZrCuForward *f, const ZrWeight *const *ws, const int *lens, int n, CUdeviceptr *out,
+static int upload_f32_cat(Upload *u, const ZrWeight *const *ws, const int *lens, int n, CUdeviceptr *out,
                           ZrError *err) {
     size_t total = 0;
     for (int i = 0; i < n; i++) total += lens[i];
-    float *h = calloc(total, sizeof *h);
-    if (!h) return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory");
+    float *h = keep_alloc(u, total * sizeof(float), err);
+    if (!h) return err->code;
     size_t off = 0;
     for (int i = 0; i < n; i++) {
         if (ws[i]->data) {
-            if (ws[i]->type != ZR_TYPE_F32 || ws[i]->ne0 != lens[i]) {
-                free(h);
+            if (ws[i]->type != ZR_TYPE_F32 || ws[i]->ne0 != lens[i])
                 return zr_err(err, ZR_E_UNSUPPORTED, "%s: expected f32 [%d], found %s [%lld]", ws[i]->name, lens[i],
                               zr_type_name(ws[i]->type), (long long)ws[i]->ne0);
-            }
             memcpy(h + off, ws[i]->data, sizeof(float) * lens[i]);
         }
         off += lens[i];
     }
-    int rc = zr_cuf_dalloc(f, out, total * sizeof(float), ws[0]->name, err);
-    if (!rc) rc = zr_cuda_h2d(f->cuda, *out, h, total * sizeof(float), err);
-    if (!rc) rc = zr_cuda_sync(f->cuda, err);
-    free(h);
+    int rc = zr_cuf_dalloc(u->f, out, total * sizeof(float), ws[0]->name, err);
+    if (!rc) rc = zr_stage_copy(&u->st, *out, h, total * sizeof(float), err);
     return rc;
 }
 
-/* Uploads n matrices of one type and row length stacked into one device matrix. */
-static int upload_matrix(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuWeight *out, ZrError *err) {
+/* Uploads n matrices of one type and row length stacked into one device matrix: the file's bytes
+ * as they are, repacked on the GPU (cu/repack.cu) unless the layout is the file's own (float
+ * rows of a multiple of 16 bytes). */
+static int upload_matrix(Upload *u, const ZrWeight *const *ws, int n, ZrCuWeight *out, ZrError *err) {
+    ZrCuForward *f = u->f;
     const uint32_t type = ws[0]->type;
     const int64_t n_in = ws[0]->ne0;
     int64_t N = 0;
@@ -74,26 +108,22 @@ static int upload_matrix(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuW
     if (N > INT32_MAX || n_in > INT32_MAX)
         return zr_err(err, ZR_E_UNSUPPORTED, "%s: too large for the GPU kernels", ws[0]->name);
     const size_t rb = zr_cuw_main_row_bytes(type, n_in), mb = rb * (size_t)N, sb = zr_cuw_side_bytes(type, n_in, N);
-    uint8_t *hm = malloc(mb), *hs = sb ? malloc(sb) : NULL;
-    if (!hm || (sb && !hs)) {
-        free(hm);
-        free(hs);
-        return zr_err(err, ZR_E_NOMEM, "%s: out of host memory repacking %zu bytes", ws[0]->name, mb + sb);
-    }
-    int64_t r0 = 0;
-    for (int i = 0; i < n; i++) {
-        for (int64_t r = 0; r < ws[i]->ne1; r++)
-            zr_cuw_repack_row(type, zr_weight_row(ws[i], r), n_in, r0 + r, N, hm, hs);
-        r0 += ws[i]->ne1;
-    }
+    const size_t raw = zr_row_bytes(type, n_in);
     *out = (ZrCuWeight){.type = type, .n_in = (int)n_in, .n_out = (int)N};
     int rc = zr_cuf_dalloc(f, &out->main, mb, ws[0]->name, err);
     if (!rc && sb) rc = zr_cuf_dalloc(f, &out->side, sb, ws[0]->name, err);
-    if (!rc) rc = zr_cuda_h2d(f->cuda, out->main, hm, mb, err);
-    if (!rc && sb) rc = zr_cuda_h2d(f->cuda, out->side, hs, sb, err);
-    if (!rc) rc = zr_cuda_sync(f->cuda, err);
-    free(hm);
-    free(hs);
+    int64_t r0 = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        const size_t bytes = raw * (size_t)ws[i]->ne1;
+        u->queued += bytes;
+        zr_readahead_consumed(&u->ra, u->queued);
+        if (ti->block == 1 && raw == rb)
+            rc = zr_stage_copy(&u->st, out->main + (size_t)r0 * rb, ws[i]->data, bytes, err);
+        else
+            rc = zr_stage_repack(&u->st, type, ws[i]->data, (int)n_in, (int)r0, (int)ws[i]->ne1, (int)N, out->main,
+                                 out->side, err);
+        r0 += ws[i]->ne1;
+    }
     if (!rc) f->weight_bytes += mb + sb;
     return rc;
 }
@@ -101,8 +131,9 @@ static int upload_matrix(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuW
 /* Stacks each run of consecutive matrices sharing type and row length (one launch per run:
  * Q4_K_M's Q|K in Q4_K with V in Q6_K is two launches, not three). off[i] = where output i
  * starts, n_out = the device matrices made. */
-static int upload_group(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuWeight *out, int *n_out, int *off,
+static int upload_group(Upload *u, const ZrWeight *const *ws, int n, ZrCuWeight *out, int *n_out, int *off,
                         ZrError *err) {
+    ZrCuForward *f = u->f;
     int o = 0, rc;
     *n_out = 0;
     for (int i = 0; i < n;) {
@@ -110,7 +141,7 @@ static int upload_group(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuWe
         while (k < n && ws[k]->type == ws[i]->type && ws[k]->ne0 == ws[i]->ne0) k++;
         off[*n_out] = o;
         for (int t = i; t < k; t++) o += (int)ws[t]->ne1;
-        if ((rc = upload_matrix(f, &ws[i], k - i, &out[*n_out], err))) return rc;
+        if ((rc = upload_matrix(u, &ws[i], k - i, &out[*n_out], err))) return rc;
         /* matrices only: norms and padding are in the total, so done < total until the end */
         if (f->progress.fn)
             f->progress.fn(f->progress.ctx, f->weight_bytes < f->progress_total ? f->weight_bytes : f->progress_total - 1,
@@ -121,84 +152,141 @@ static int upload_group(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuWe
     return ZR_OK;
 }
 
-int zr_cuf_upload_group(ZrCuForward *f, const ZrWeight *const *ws, int n, ZrCuWeight *out, int *n_out, int *off,
+int zr_cuf_upload_group(ZrCuUpload *u, const ZrWeight *const *ws, int n, ZrCuWeight *out, int *n_out, int *off,
                         ZrError *err) {
-    return upload_group(f, ws, n, out, n_out, off, err);
+    return upload_group(u, ws, n, out, n_out, off, err);
 }
 
 /* The angle per position of each rotated pair for a layer's rope base and linear scale (and the
  * file's frequency divisors for this context: rope_freqs, Llama 3.1; phi3's long or short
  * factors) -> *out, f64 [rope_dim/2]. */
-static int upload_rope(ZrCuForward *f, float theta, float freq_scale, CUdeviceptr *out, ZrError *err) {
+static int upload_rope(Upload *u, float theta, float freq_scale, CUdeviceptr *out, ZrError *err) {
+    ZrCuForward *f = u->f;
     const ZrHparams *hp = &f->m->hp;
     const int half = hp->rope_dim / 2;
-    double *h = calloc(half > 0 ? half : 1, sizeof *h);
-    if (!h) return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory");
+    double *h = keep_alloc(u, sizeof(double) * (half > 0 ? half : 1), err);
+    if (!h) return err->code;
     const ZrWeight *factors = zr_model_rope_factors(f->m, f->n_ctx);
     const float *ff = factors->data;
-    if (ff && (factors->type != ZR_TYPE_F32 || factors->ne0 < half)) {
-        free(h);
+    if (ff && (factors->type != ZR_TYPE_F32 || factors->ne0 < half))
         return zr_err(err, ZR_E_FORMAT, "%s: expected f32 [%d]", factors->name, half);
-    }
     for (int i = 0; i < half; i++) {
         double fr = (double)freq_scale * pow((double)theta, -2.0 * i / hp->rope_dim);
         if (ff) fr /= ff[i];
         h[i] = fr;
     }
     int rc = zr_cuf_dalloc(f, out, sizeof(double) * (half > 0 ? half : 1), "rope frequencies", err);
-    if (!rc) rc = zr_cuda_h2d(f->cuda, *out, h, sizeof(double) * half, err);
-    if (!rc) rc = zr_cuda_sync(f->cuda, err);
-    free(h);
+    if (!rc) rc = zr_stage_copy(&u->st, *out, h, sizeof(double) * half, err);
     return rc;
 }
 
+/* The matrices' bytes in the map, in the order the upload copies them (the readahead's list). */
+static int upload_ranges(const ZrModel *m, ZrRange **out) {
+    const int cap = 2 + 7 * m->hp.n_layer;
+    ZrRange *r = malloc(sizeof *r * cap);
+    int n = 0;
+    if (!r) return 0;
+#define ADD(w)                                                                                \
+    do {                                                                                      \
+        if ((w)->data) r[n++] = (ZrRange){(w)->data, zr_row_bytes((w)->type, (w)->ne0) * (size_t)(w)->ne1}; \
+    } while (0)
+    ADD(&m->tok_embd);
+    if (!m->tied_output) ADD(&m->output);
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const ZrLayer *L = &m->layers[il];
+        ADD(&L->wq);
+        ADD(&L->wk);
+        ADD(&L->wv);
+        ADD(&L->wo);
+        ADD(&L->w_gate);
+        ADD(&L->w_up);
+        ADD(&L->w_down);
+    }
+#undef ADD
+    *out = r;
+    return n;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int upload_all(Upload *u, ZrError *err);
+
 int zr_cuf_upload(ZrCuForward *f, ZrError *err) {
+    const double t0 = now_s();
+    Upload u = {.f = f};
+    ZrRange *ranges = NULL;
+    const int n_ranges = upload_ranges(f->m, &ranges);
+    zr_readahead_start(&u.ra, ranges, n_ranges);
+    free(ranges);
+    int rc = zr_stage_open(&u.st, f->cuda, f->progress_total, 0, err);
+    f->upload_setup_s = now_s() - t0;
+    if (!rc) rc = zr_stage_measure_h2d(&u.st, &f->upload_h2d_gbps, err);
+    if (!rc) rc = upload_all(&u, err);
+    if (!rc) rc = zr_stage_finish(&u.st, err);
+    if (!rc) {
+        f->upload_bytes = u.st.bytes;
+        f->upload_threads = u.st.n_threads;
+    }
+    zr_stage_close(&u.st);
+    zr_readahead_stop(&u.ra);
+    for (int i = 0; i < u.n_keep; i++) free(u.keep[i]);
+    free(u.keep);
+    f->upload_s = now_s() - t0;
+    return rc;
+}
+
+static int upload_all(Upload *u, ZrError *err) {
+    ZrCuForward *f = u->f;
     const ZrModel *m = f->m;
     int rc;
     const ZrWeight *one[1] = {&m->tok_embd};
     int n1, off1[1];
-    if ((rc = upload_group(f, one, 1, &f->tok_embd, &n1, off1, err))) return rc;
+    if ((rc = upload_group(u, one, 1, &f->tok_embd, &n1, off1, err))) return rc;
     if (m->tied_output) {
         f->output = f->tok_embd;
     } else {
         one[0] = &m->output;
-        if ((rc = upload_group(f, one, 1, &f->output, &n1, off1, err))) return rc;
+        if ((rc = upload_group(u, one, 1, &f->output, &n1, off1, err))) return rc;
     }
-    if ((rc = upload_f32(f, &m->output_norm, &f->output_norm, err))) return rc;
+    if ((rc = upload_f32(u, &m->output_norm, &f->output_norm, err))) return rc;
     f->layers = calloc(m->hp.n_layer, sizeof *f->layers);
     if (!f->layers) return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory");
     for (int il = 0; il < m->hp.n_layer; il++) {
         const ZrLayer *L = &m->layers[il];
         ZrCuLayer *G = &f->layers[il];
         const ZrWeight *qkv[3] = {&L->wq, &L->wk, &L->wv}, *gu[2] = {&L->w_gate, &L->w_up};
-        if ((rc = upload_f32(f, &L->attn_norm, &G->attn_norm, err))) return rc;
-        if ((rc = upload_f32(f, &L->ffn_norm, &G->ffn_norm, err))) return rc;
-        if ((rc = upload_group(f, qkv, 3, G->qkv, &G->n_qkv, G->qkv_off, err))) return rc;
+        if ((rc = upload_f32(u, &L->attn_norm, &G->attn_norm, err))) return rc;
+        if ((rc = upload_f32(u, &L->ffn_norm, &G->ffn_norm, err))) return rc;
+        if ((rc = upload_group(u, qkv, 3, G->qkv, &G->n_qkv, G->qkv_off, err))) return rc;
         /* layers with the same rope base and scale as the one before share its table (every
          * layer of today's architectures; gemma3's local layers will differ) */
         const ZrLayerFacts *F = &L->facts, *prev = il > 0 ? &m->layers[il - 1].facts : NULL;
         if (prev && prev->rope_theta == F->rope_theta && prev->rope_freq_scale == F->rope_freq_scale)
             G->rope_freq = f->layers[il - 1].rope_freq;
-        else if ((rc = upload_rope(f, F->rope_theta, F->rope_freq_scale, &G->rope_freq, err)))
+        else if ((rc = upload_rope(u, F->rope_theta, F->rope_freq_scale, &G->rope_freq, err)))
             return rc;
         if (F->qkv_bias) {
             const ZrWeight *b[3] = {&L->bq, &L->bk, &L->bv};
             const int lens[3] = {f->q_dim, f->kv_dim, f->kv_dim};
-            if ((rc = upload_f32_cat(f, b, lens, 3, &G->bias, err))) return rc;
+            if ((rc = upload_f32_cat(u, b, lens, 3, &G->bias, err))) return rc;
         }
-        if (F->qk_norm && (rc = upload_f32(f, &L->q_norm, &G->q_norm, err))) return rc;
-        if (F->qk_norm && (rc = upload_f32(f, &L->k_norm, &G->k_norm, err))) return rc;
+        if (F->qk_norm && (rc = upload_f32(u, &L->q_norm, &G->q_norm, err))) return rc;
+        if (F->qk_norm && (rc = upload_f32(u, &L->k_norm, &G->k_norm, err))) return rc;
         one[0] = &L->wo;
-        if ((rc = upload_group(f, one, 1, &G->wo, &n1, off1, err))) return rc;
+        if ((rc = upload_group(u, one, 1, &G->wo, &n1, off1, err))) return rc;
         if (F->n_expert) { /* the router and the experts (cuda/moe.c) instead of gate|up and down */
-            if ((rc = zr_cuf_moe_upload_layer(f, il, err))) return rc;
+            if ((rc = zr_cuf_moe_upload_layer(f, u, il, err))) return rc;
         } else {
-            if ((rc = upload_group(f, gu, 2, G->gu, &G->n_gu, G->gu_off, err))) return rc;
+            if ((rc = upload_group(u, gu, 2, G->gu, &G->n_gu, G->gu_off, err))) return rc;
             one[0] = &L->w_down;
-            if ((rc = upload_group(f, one, 1, &G->down, &n1, off1, err))) return rc;
+            if ((rc = upload_group(u, one, 1, &G->down, &n1, off1, err))) return rc;
         }
-        if (F->post_attn_norm && (rc = upload_f32(f, &L->attn_post_norm, &G->post_attn_norm, err))) return rc;
-        if (F->post_ffn_norm && (rc = upload_f32(f, &L->ffn_post_norm, &G->post_ffn_norm, err))) return rc;
+        if (F->post_attn_norm && (rc = upload_f32(u, &L->attn_post_norm, &G->post_attn_norm, err))) return rc;
+        if (F->post_ffn_norm && (rc = upload_f32(u, &L->ffn_post_norm, &G->post_ffn_norm, err))) return rc;
     }
     return ZR_OK;
 }

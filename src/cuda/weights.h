@@ -1,5 +1,7 @@
 /* Weights on the GPU: the device layout of every weight type (the host half of cu/quant.cuh,
- * which documents it) and the repacking from ggml's block layout into it.
+ * which documents it) and the repacking from ggml's block layout into it. The upload repacks on
+ * the GPU (cu/repack.cu, cuda/stage.h); zr_cuw_repack_row is the reference it matches byte for
+ * byte (test/gpu/test_repack.c) and what the kernel tests upload with.
  *
  * A matrix [n_in, n_out] (n_in = row length) becomes a "main" stream, rows of 16-byte multiples
  * so every lane loads 128 bits, and for some types a "side" stream of per-block scales. Several

@@ -1,0 +1,76 @@
+/* The staged upload (issue 19): host bytes (the mapped model file) into device memory at the copy
+ * engine's speed. Pieces are gathered into page-locked chunks of ZR_STAGE_CHUNK bytes by several
+ * host threads at once, each chunk goes up with cuMemcpyHtoDAsync on a stream of its own while
+ * the next one is gathered, and rows in ggml's block layout are repacked on a second stream by
+ * cu/repack.cu from a device staging chunk into their final place (while the next chunk copies) (the host's
+ * zr_cuw_repack_row is the reference it matches byte for byte). An event per chunk says when
+ * its buffers may be filled again.
+ *
+ * Nothing is on the device until zr_stage_finish returns ZR_OK: it waits for the copy stream,
+ * so work queued afterwards on any stream sees the bytes. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuda/launch.h"
+#include "cuda/module.h"
+
+#define ZR_STAGE_BUFS 4              /* chunks in flight: one gathered while three copy */
+#define ZR_STAGE_CHUNK (32u << 20)   /* bytes per chunk: 0.6 ms of PCIe 5 x16 */
+#define ZR_STAGE_MAX_PIECES 128      /* pieces per chunk (a chunk is sent early when they run out) */
+#define ZR_STAGE_MAX_THREADS 16      /* host threads gathering, the caller's included */
+
+/* One piece of a chunk: bytes from src at off in the chunk, then either copied to dst, or (dst
+ * 0) repacked as rows [row0, row0 + n_rows) of a [n_in, n_out] matrix of `type` into main and
+ * side. */
+typedef struct ZrStagePiece {
+    const void *src;
+    size_t off, bytes;
+    CUdeviceptr dst;
+    uint32_t type;
+    int n_in, row0, n_rows, n_out;
+    CUdeviceptr main, side;
+} ZrStagePiece;
+
+typedef struct ZrStagePool ZrStagePool; /* the gathering threads (stage.c) */
+
+typedef struct ZrStage {
+    const ZrCuda *cuda;
+    CUstream stream;                    /* the copies, apart from the compute stream */
+    CUstream rstream;                   /* the repacks, so a chunk's repack runs while the next copies */
+    ZrLauncher launcher;                /* on rstream */
+    ZrKernel repack;                    /* repack_rows */
+    bool launcher_init;
+    int n_buf;
+    uint8_t *host[ZR_STAGE_BUFS];       /* page-locked [ZR_STAGE_CHUNK] */
+    CUdeviceptr dev[ZR_STAGE_BUFS];     /* [ZR_STAGE_CHUNK]: raw rows waiting for their repack */
+    CUevent copied[ZR_STAGE_BUFS];      /* recorded after a chunk's copies (rstream waits for it) */
+    CUevent done[ZR_STAGE_BUFS];        /* recorded after a chunk's copies and repacks */
+    bool busy[ZR_STAGE_BUFS];           /* done was recorded and not yet waited for */
+    int cur;                            /* the chunk being gathered */
+    size_t fill;                        /* its bytes so far */
+    ZrStagePiece pieces[ZR_STAGE_MAX_PIECES];
+    int n_pieces;
+    ZrStagePool *pool;
+    int n_threads;                      /* gathering threads, the caller's included */
+    uint64_t bytes;                     /* bytes sent so far */
+} ZrStage;
+
+/* Opens the copy stream, the page-locked and device chunks (at most what `total` bytes need),
+ * the repack kernel and n_threads - 1 helper threads (n_threads <= 0: as many as the machine
+ * has cores, at most ZR_STAGE_MAX_THREADS). */
+int zr_stage_open(ZrStage *s, const ZrCuda *cuda, uint64_t total, int n_threads, ZrError *err);
+/* Queues bytes from src (host) to dst (device). */
+int zr_stage_copy(ZrStage *s, CUdeviceptr dst, const void *src, size_t bytes, ZrError *err);
+/* Queues n_rows ggml rows of `type` (zr_row_bytes(type, n_in) each, back to back at src) as rows
+ * row0.. of the repacked [n_in, n_out] matrix at main / side (cuda/weights.h layout). */
+int zr_stage_repack(ZrStage *s, uint32_t type, const void *src, int n_in, int row0, int n_rows, int n_out,
+                    CUdeviceptr main, CUdeviceptr side, ZrError *err);
+/* Sends what is gathered and waits until every byte queued is in place (both streams). */
+int zr_stage_finish(ZrStage *s, ZrError *err);
+/* The pinned host-to-device copy rate of this machine, 1e9 B/s: one chunk, timed with events
+ * (the second of two copies). Call before queuing anything. */
+int zr_stage_measure_h2d(ZrStage *s, double *gbps, ZrError *err);
+/* Joins the threads and frees everything (waits for the copy stream first). */
+void zr_stage_close(ZrStage *s);
