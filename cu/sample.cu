@@ -234,7 +234,7 @@ __device__ void sample_choose_set(ZrSampleScratch *sc, unsigned *cnt, unsigned l
 }
 
 // grid ceil(n / ZR_SAMPLE_COUNT_IDS), block ZR_SAMPLE_COUNT_THREADS (the tree needs exactly that
-// shape: a block's 256 chunks are a subtree). lmp: logf(min_p), or -inf when min-p is off.
+// shape: a block's chunks, a power of two of them, are a subtree). lmp: logf(min_p), or -inf when min-p is off.
 ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
     sample_count_f32(const float *__restrict__ work, ZrSampleScratch *sc, int n, int mode, int k, float top_p,
                      float lmp) {
@@ -252,17 +252,24 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
     const int n_chunks = (n + ZR_SUM_CHUNK - 1) / ZR_SUM_CHUNK;
     const int g = blockIdx.x * ZR_SAMPLE_COUNT_THREADS + threadIdx.x, first = g * ZR_SUM_CHUNK;
     double acc = 0.0;
-    if (first < n) {
-        for (int e = 0; e < ZR_SUM_CHUNK && first + e < n; e++) {
-            const float l = work[first + e];
-            const double w = zr_exp(__dsub_rn((double)l, (double)max));
-            acc = e == 0 ? w : __dadd_rn(acc, w);
-            if (!(l > -INFINITY)) continue;
-            const unsigned long long wf = (unsigned long long)(w * 0x1.0p32);
-            const int j = sample_level(l, max);
+    for (int e0 = 0; e0 < ZR_SUM_CHUNK && first + e0 < n; e0 += 8) {
+        // eight weights at once (independent), then added in order
+        float l[8];
+        double w[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) l[u] = first + e0 + u < n ? work[first + e0 + u] : -INFINITY;
+#pragma unroll
+        for (int u = 0; u < 8; u++) w[u] = zr_exp(__dsub_rn((double)l[u], (double)max));
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+            if (first + e0 + u < n) acc = e0 + u == 0 ? w[u] : __dadd_rn(acc, w[u]);
+        for (int u = 0; u < 8; u++) {
+            if (!(l[u] > -INFINITY)) continue;
+            const unsigned long long wf = (unsigned long long)(w[u] * 0x1.0p32);
+            const int j = sample_level(l[u], max);
             atomicAdd(&s_cnt[j], 1u);
             atomicAdd(&s_mass[j], wf);
-            if (l >= floor_l) {
+            if (l[u] >= floor_l) {
                 atomicAdd(&s_cnt[ZR_SAMPLE_LEVELS], 1u);
                 atomicAdd(&s_mass[ZR_SAMPLE_LEVELS], wf);
             }

@@ -11,7 +11,7 @@
  *     ZR_SUM_CHUNK consecutive elements summed left to right, then the chunk sums c[0..m)
  *     pairwise, c[i] += c[i + s] for s = 1, 2, 4, ... and every i that is a multiple of 2s with
  *     i + s < m. The device computes the chunks in parallel (a thread each) and the same tree
- *     (a block of 256 chunks is a subtree: 256 is a power of two), so the result is the same
+ *     (a block of a power of two of chunks is a subtree), so the result is the same
  *     bits whatever the grid.
  * Header-only (static inline): it is compiled into both sides. */
 #pragma once

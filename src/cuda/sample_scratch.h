@@ -21,13 +21,13 @@
 #define ZR_SAMPLE_CAP 4096          /* candidates the pick sorts: a set larger than this is ZR_PICK_HOST */
 #define ZR_SAMPLE_MAX_BLOCKS 1024   /* grid of the prep and count kernels at most */
 #define ZR_SAMPLE_PREP_THREADS 256
-#define ZR_SAMPLE_PREP_IDS 4096     /* ids per prep block (16 per thread) */
-#define ZR_SAMPLE_COUNT_THREADS 256 /* one chunk of ZR_SUM_CHUNK ids per thread */
+#define ZR_SAMPLE_PREP_IDS 2048     /* ids per prep block (8 per thread): 128256 ids fill 63 multiprocessors */
+#define ZR_SAMPLE_COUNT_THREADS 64  /* one chunk of ZR_SUM_CHUNK ids per thread; a power of two (the tree) */
 #define ZR_SAMPLE_COUNT_IDS (ZR_SAMPLE_COUNT_THREADS * 32)
-#define ZR_SAMPLE_GATHER_IDS 4096   /* ids per gather block */
+#define ZR_SAMPLE_GATHER_IDS 2048   /* ids per gather block */
 #define ZR_SAMPLE_PICK_THREADS 1024
 /* the largest vocabulary the chain takes: every kernel covers it in one grid */
-#define ZR_SAMPLE_MAX_VOCAB (ZR_SAMPLE_MAX_BLOCKS * ZR_SAMPLE_PREP_IDS)
+#define ZR_SAMPLE_MAX_VOCAB (ZR_SAMPLE_MAX_BLOCKS * ZR_SAMPLE_COUNT_IDS)
 /* shared memory of sample_pick_f32: keys (u64), weights (f64) and logits (f32) of ZR_SAMPLE_CAP */
 #define ZR_SAMPLE_PICK_SMEM (ZR_SAMPLE_CAP * (8 + 8 + 4))
 
