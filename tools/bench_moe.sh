@@ -9,11 +9,12 @@
 #     PEER    llama.cpp made by ../shared/peer/get-llama-cpp.sh ("none": zrun alone)
 #     MODELS  comma-separated SHAPE:TYPE (default qwen3-30b-a3b:q4_k_m,qwen3-30b-a3b:q8_0,mixtral-8x7b:q4_k_m;
 #             tiny-moe:q4_k_m tries the script out)
-# Environment: PP, TG, REPS (default 512, 128, 3), SCRATCH (default /tmp/zrun-moe-models), OUT
+# Environment: PP, TG, REPS (default 512, 128, 3), GRAPH (zrun bench --graph, default both),
+# PEER_SCRIPTS (the folder of run-peer.sh, default ../shared/peer), SCRATCH (default /tmp/zrun-moe-models), OUT
 # (raw outputs: zrun.jsonl, zrun.err, peer.txt, log.txt; default ./bench-moe-out).
 set -u
 bin=$(cd "$1" && pwd); peer=$2; models=${3:-qwen3-30b-a3b:q4_k_m,qwen3-30b-a3b:q8_0,mixtral-8x7b:q4_k_m}
-here=$(cd "$(dirname "$0")" && pwd); peer_scripts="$here/../../shared/peer"
+here=$(cd "$(dirname "$0")" && pwd); peer_scripts=${PEER_SCRIPTS:-"$here/../../shared/peer"}
 [ -d "$peer_scripts" ] || peer_scripts="$here/../shared/peer"
 pp=${PP:-512}; tg=${TG:-128}; reps=${REPS:-3}; scratch=${SCRATCH:-/tmp/zrun-moe-models}; out=${OUT:-bench-moe-out}
 zrun="$bin/zrun"; synth="$bin/zrun-synth"; [ -x "$synth" ] || synth="$bin/tools/zrun-synth"
@@ -31,7 +32,7 @@ for spec in ${models//,/ }; do
   "$synth" -q -o "$model" "${args[@]}" --type "$type" >>"$out/log.txt" 2>&1 || { say "$spec: zrun-synth failed"; rm -f "$model"; continue; }
   say "$spec: synthesized $(stat -c %s "$model") bytes in $(( $(date +%s) - t0 )) s"
   "$zrun" info "$model" | grep -E "experts:|layers" >>"$out/log.txt"
-  "$zrun" bench -m "$model" --graph both -p "$pp" -n "$tg" -r "$reps" -o jsonl >>"$out/zrun.jsonl" 2>>"$out/zrun.err" \
+  "$zrun" bench -m "$model" --graph "${GRAPH:-both}" -p "$pp" -n "$tg" -r "$reps" -o jsonl >>"$out/zrun.jsonl" 2>>"$out/zrun.err" \
     || say "$spec: zrun bench failed (exit $?; see zrun.err)"
   if [ "$peer" != none ]; then
     bash "$peer_scripts/run-peer.sh" "$peer" "$model" -p "$pp" -n "$tg" -r "$reps" 2>>"$out/log.txt" | sed "s|^|$spec |" >>"$out/peer.txt" \
