@@ -24,7 +24,7 @@
 enum {
     L_PEAKED,  /* an LLM-like row: a few dozen ids (the same every step) well above a bulk in [-3, 3] */
     L_SPREAD,  /* uniform over [-10, 10): thousands of ids in top-p's set */
-    L_TIES,    /* 9 distinct values: every selection ends inside a run of equal logits */
+    L_TIES,    /* 11 distinct values, a few hundred ids at the top: top-k ends inside a run of equal logits */
     L_FLAT,    /* every logit equal */
     L_HUGE,    /* one logit of 1e4 (all other weights underflow to 0) */
     L_KINDS
@@ -37,7 +37,7 @@ static void fill(float *v, int n, int kind, int step, uint64_t *s) {
         switch (kind) {
         case L_PEAKED: v[i] = i % 4099 == 17 ? 14.0f + 2.0f * a : 1.5f * (a + b); break;
         case L_SPREAD: v[i] = 10.0f * a; break;
-        case L_TIES: v[i] = floorf(4.0f * a) + (i % 1000 == 3 ? 3.0f : 0.0f); break;
+        case L_TIES: v[i] = floorf(4.0f * a) + (i % 200 == 3 ? 3.0f : 0.0f); break;
         case L_FLAT: v[i] = 0.5f; break;
         default: v[i] = a; break;
         }
