@@ -142,10 +142,11 @@ static void run_case(GpuEnv *g, const Case *c, uint64_t seed, int *host_steps) {
     free(got);
 }
 
-/* The five settings of the issue, and top-p over the full vocabulary. */
-enum { S_GREEDY, S_DEFAULT, S_TOP_K, S_TOP_P, S_PENALTIES, S_FULL_TOP_P, S_GREEDY_PENALTIES, S_COUNT };
+/* The five settings of the issue, top-p over the full vocabulary, the penalties at temperature 0,
+ * and top-p with min-p (the set may be min-p's). */
+enum { S_GREEDY, S_DEFAULT, S_TOP_K, S_TOP_P, S_PENALTIES, S_FULL_TOP_P, S_GREEDY_PENALTIES, S_TOP_P_MIN_P, S_COUNT };
 static const char *const setting_name[] = {"greedy",    "default",           "top-k 40",         "top-p 0.9",
-                                           "penalties", "top-k 0 top-p .95", "temp 0 penalties"};
+                                           "penalties", "top-k 0 top-p .95", "temp 0 penalties", "top-p .9 min-p .05"};
 
 static ZrSamplerParams setting(int s) {
     ZrSamplerParams p = zr_sampler_defaults();
@@ -156,6 +157,7 @@ static ZrSamplerParams setting(int s) {
     case S_PENALTIES: p.repeat_penalty = 1.3f; p.presence_penalty = 0.5f; p.frequency_penalty = 0.3f; break;
     case S_FULL_TOP_P: p.top_k = 0; p.top_p = 0.95f; p.min_p = 0.0f; break;
     case S_GREEDY_PENALTIES: p.temp = 0.0f; p.repeat_penalty = 1.3f; p.presence_penalty = 0.5f; break;
+    case S_TOP_P_MIN_P: p.top_k = 0; p.top_p = 0.9f; break;
     default: break;
     }
     return p;
@@ -163,7 +165,7 @@ static ZrSamplerParams setting(int s) {
 
 /* Whether the device may (1) or must (2) hand a step of this setting and kind to the host. */
 static int host_expected(int s, int kind, int n_cand) {
-    const bool top_p = s == S_TOP_P || s == S_FULL_TOP_P;
+    const bool top_p = s == S_TOP_P || s == S_FULL_TOP_P || s == S_TOP_P_MIN_P;
     if (s == S_GREEDY || s == S_GREEDY_PENALTIES || kind == L_PEAKED || n_cand <= ZR_SAMPLE_CAP) return 0;
     if (kind == L_FLAT) return 2; /* every candidate set is the whole vocabulary */
     if (kind == L_HUGE) return top_p ? 0 : 1; /* top-k: the 39 after the huge one lie 1e4 below it */
