@@ -487,7 +487,6 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
     rec->token = status == ZR_PICK_OK ? token : -1;
     rec->status = status;
     rec->nonfinite_at = sc->bad;
-    rec->pos = pos;
     for (int i = 0; i < 4; i++) rec->rng[i] = st->rng[i];
     sc->n_set = 0;
     if (status == ZR_PICK_OK) {
@@ -501,4 +500,5 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
         tok_pos[1] = pos + 1;
     }
     rec->t_end = zr_globaltimer();
+    zr_record_publish(rec, pos);
 }
