@@ -145,11 +145,11 @@ ZR_KERNEL void __launch_bounds__(ZR_ARGMAX_THREADS) argmax_pick_f32(const float 
     r->token = bad < 0 ? token : -1;
     r->status = bad < 0 ? ZR_PICK_OK : ZR_PICK_NONFINITE;
     r->nonfinite_at = bad;
-    r->pos = pos;
     for (int i = 0; i < 4; i++) r->rng[i] = 0;
     if (bad < 0) {
         tok_pos[0] = token;
         tok_pos[1] = pos + 1;
     }
     r->t_end = zr_globaltimer();
+    zr_record_publish(r, pos);
 }

@@ -16,6 +16,13 @@ __device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
 // The key's id.
 __device__ __forceinline__ int argmax_key_id(unsigned long long k) { return (int)~(unsigned int)(k & 0xffffffffu); }
 
+// The record's pos, written last, after every other field is visible to the host (a ring in
+// mapped pinned memory): a host that sees pos == the step's position reads a whole record.
+__device__ __forceinline__ void zr_record_publish(ZrPickRecord *r, int pos) {
+    __threadfence_system();
+    *(volatile int *)&r->pos = pos;
+}
+
 // Nanoseconds of the device's global timer (the record's timestamps).
 __device__ __forceinline__ unsigned long long zr_globaltimer(void) {
     unsigned long long t;

@@ -192,9 +192,10 @@ template <class T> __device__ void sample_block_scan(T *v, int n) {
 __device__ void sample_choose_set(ZrSampleScratch *sc, unsigned *cnt, unsigned long long *mass, double total,
                                   float max, float floor_l, int mode, int k, float top_p) {
     __shared__ int s_first;
-    const unsigned floor_cnt = cnt[ZR_SAMPLE_LEVELS];
     sample_block_scan(cnt, ZR_SAMPLE_LEVELS);
     sample_block_scan(mass, ZR_SAMPLE_LEVELS);
+    // without min-p the min-p set is every finite logit: the last level
+    const unsigned floor_cnt = floor_l > -INFINITY ? cnt[ZR_SAMPLE_LEVELS] : cnt[ZR_SAMPLE_LEVELS - 1];
     if (threadIdx.x == 0) s_first = ZR_SAMPLE_LEVELS - 1;
     __syncthreads();
     const double need = __dmul_rn(__dadd_rn((double)top_p, 1e-9), total) * 0x1.0p32;
@@ -263,16 +264,13 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
 #pragma unroll
         for (int u = 0; u < 8; u++)
             if (first + e0 + u < n) acc = e0 + u == 0 ? w[u] : __dadd_rn(acc, w[u]);
+        // only what the mode's choice reads: masses for top-p, the min-p set where min-p is on
         for (int u = 0; u < 8; u++) {
             if (!(l[u] > -INFINITY)) continue;
-            const unsigned long long wf = (unsigned long long)(w[u] * 0x1.0p32);
             const int j = sample_level(l[u], max);
             atomicAdd(&s_cnt[j], 1u);
-            atomicAdd(&s_mass[j], wf);
-            if (l[u] >= floor_l) {
-                atomicAdd(&s_cnt[ZR_SAMPLE_LEVELS], 1u);
-                atomicAdd(&s_mass[ZR_SAMPLE_LEVELS], wf);
-            }
+            if (mode == ZR_SAMPLE_TOP_P) atomicAdd(&s_mass[j], (unsigned long long)(w[u] * 0x1.0p32));
+            if (mode != ZR_SAMPLE_TOP_K && floor_l > -INFINITY && l[u] >= floor_l) atomicAdd(&s_cnt[ZR_SAMPLE_LEVELS], 1u);
         }
     }
     s_sum[threadIdx.x] = acc;
@@ -489,7 +487,6 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
     rec->token = status == ZR_PICK_OK ? token : -1;
     rec->status = status;
     rec->nonfinite_at = sc->bad;
-    rec->pos = pos;
     for (int i = 0; i < 4; i++) rec->rng[i] = st->rng[i];
     sc->n_set = 0;
     if (status == ZR_PICK_OK) {
@@ -503,4 +500,5 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
         tok_pos[1] = pos + 1;
     }
     rec->t_end = zr_globaltimer();
+    zr_record_publish(rec, pos);
 }

@@ -15,7 +15,9 @@ typedef struct ZrPickRecord {
     int32_t token;        /* the pick; -1 unless status == ZR_PICK_OK */
     int32_t status;       /* ZR_PICK_* */
     int32_t nonfinite_at; /* the first id in [0, n_cand) whose logit is NaN or +-inf, or -1 */
-    int32_t pos;          /* the step's position (tok_pos[1] as the step read it): the host checks it */
+    int32_t pos;          /* the step's position (tok_pos[1] as the step read it): the host checks it;
+                           * written last, after a system-wide fence, so a host polling a mapped ring
+                           * for it reads a complete record */
     uint64_t rng[4];      /* the generator after the draw (greedy: untouched, zeros) */
     uint64_t t_begin;     /* %globaltimer when the step began (written by the step's first kernel, or 0) */
     uint64_t t_end;       /* %globaltimer when the tail finished */

@@ -23,7 +23,12 @@ static int sample_mode(const ZrSamplerParams *p, int n_vocab) {
     return ZR_SAMPLE_ALL;
 }
 
+/* A GPU that cannot give the pick its shared memory still runs everything else: the chain is
+ * refused there by zr_sample_dev_init. */
+static bool smem_fits(const ZrCuda *c) { return c->props.max_smem_optin >= ZR_SAMPLE_PICK_SMEM + 2048; }
+
 int zr_sample_kernels_smem(const ZrCuda *c, const ZrCuKernels *k, ZrError *err) {
+    if (!smem_fits(c)) return ZR_OK;
     return zr_cuda_kernel_set_smem(c, &k->sample_pick, ZR_SAMPLE_PICK_SMEM, err);
 }
 
@@ -33,6 +38,9 @@ int zr_sample_dev_init(ZrCuda *cuda, const ZrSamplerParams *p, int n_vocab, cons
     if (n_vocab < 1 || n_vocab > ZR_SAMPLE_MAX_VOCAB)
         return zr_err(err, ZR_E_UNSUPPORTED, "device sampling: a vocabulary of %d: expected 1..%d", n_vocab,
                       ZR_SAMPLE_MAX_VOCAB);
+    if (!smem_fits(cuda))
+        return zr_err(err, ZR_E_UNSUPPORTED, "device sampling: needs %d bytes of shared memory a block; %s allows %d",
+                      ZR_SAMPLE_PICK_SMEM + 2048, cuda->props.name, cuda->props.max_smem_optin);
     if (n_ban < 0 || (n_ban > 0 && !ban))
         return zr_err(err, ZR_E_INTERNAL, "device sampling: %d banned ids without a list", n_ban);
     ZrSampler *h = zr_sampler_create(p, n_vocab, err); /* the parameters' checks, and the fresh state */

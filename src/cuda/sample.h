@@ -74,5 +74,6 @@ int zr_sample_dev_get_state(ZrCuda *cuda, const ZrSampleDev *s, void *buf, size_
  * history (as zr_sampler_accept) and advances tok_pos. Temperature 0 with penalties is the
  * argmax of the penalized logits (as the CPU). */
 int zr_sample_launch(ZrLauncher *l, const ZrCuKernels *k, const ZrSampleDev *s, const ZrPickIO *io, ZrError *err);
-/* Lets sample_pick_f32 use the dynamic shared memory it needs (zr_cuf_kernels_load calls it). */
+/* Lets sample_pick_f32 use the dynamic shared memory it needs (zr_cuf_kernels_load calls it; on a
+ * GPU that allows less it does nothing, and zr_sample_dev_init refuses with ZR_E_UNSUPPORTED). */
 int zr_sample_kernels_smem(const ZrCuda *c, const ZrCuKernels *k, ZrError *err);

@@ -24,7 +24,7 @@
 enum {
     L_PEAKED,  /* an LLM-like row: a few dozen ids (the same every step) well above a bulk in [-3, 3] */
     L_SPREAD,  /* uniform over [-10, 10): thousands of ids in top-p's set */
-    L_TIES,    /* 9 distinct values: every selection ends inside a run of equal logits */
+    L_TIES,    /* 11 distinct values, a few hundred ids at the top: top-k ends inside a run of equal logits */
     L_FLAT,    /* every logit equal */
     L_HUGE,    /* one logit of 1e4 (all other weights underflow to 0) */
     L_KINDS
@@ -37,7 +37,7 @@ static void fill(float *v, int n, int kind, int step, uint64_t *s) {
         switch (kind) {
         case L_PEAKED: v[i] = i % 4099 == 17 ? 14.0f + 2.0f * a : 1.5f * (a + b); break;
         case L_SPREAD: v[i] = 10.0f * a; break;
-        case L_TIES: v[i] = floorf(4.0f * a) + (i % 1000 == 3 ? 3.0f : 0.0f); break;
+        case L_TIES: v[i] = floorf(4.0f * a) + (i % 200 == 3 ? 3.0f : 0.0f); break;
         case L_FLAT: v[i] = 0.5f; break;
         default: v[i] = a; break;
         }
@@ -142,10 +142,11 @@ static void run_case(GpuEnv *g, const Case *c, uint64_t seed, int *host_steps) {
     free(got);
 }
 
-/* The five settings of the issue, and top-p over the full vocabulary. */
-enum { S_GREEDY, S_DEFAULT, S_TOP_K, S_TOP_P, S_PENALTIES, S_FULL_TOP_P, S_GREEDY_PENALTIES, S_COUNT };
+/* The five settings of the issue, top-p over the full vocabulary, the penalties at temperature 0,
+ * and top-p with min-p (the set may be min-p's). */
+enum { S_GREEDY, S_DEFAULT, S_TOP_K, S_TOP_P, S_PENALTIES, S_FULL_TOP_P, S_GREEDY_PENALTIES, S_TOP_P_MIN_P, S_COUNT };
 static const char *const setting_name[] = {"greedy",    "default",           "top-k 40",         "top-p 0.9",
-                                           "penalties", "top-k 0 top-p .95", "temp 0 penalties"};
+                                           "penalties", "top-k 0 top-p .95", "temp 0 penalties", "top-p .9 min-p .05"};
 
 static ZrSamplerParams setting(int s) {
     ZrSamplerParams p = zr_sampler_defaults();
@@ -156,6 +157,7 @@ static ZrSamplerParams setting(int s) {
     case S_PENALTIES: p.repeat_penalty = 1.3f; p.presence_penalty = 0.5f; p.frequency_penalty = 0.3f; break;
     case S_FULL_TOP_P: p.top_k = 0; p.top_p = 0.95f; p.min_p = 0.0f; break;
     case S_GREEDY_PENALTIES: p.temp = 0.0f; p.repeat_penalty = 1.3f; p.presence_penalty = 0.5f; break;
+    case S_TOP_P_MIN_P: p.top_k = 0; p.top_p = 0.9f; break;
     default: break;
     }
     return p;
@@ -163,7 +165,7 @@ static ZrSamplerParams setting(int s) {
 
 /* Whether the device may (1) or must (2) hand a step of this setting and kind to the host. */
 static int host_expected(int s, int kind, int n_cand) {
-    const bool top_p = s == S_TOP_P || s == S_FULL_TOP_P;
+    const bool top_p = s == S_TOP_P || s == S_FULL_TOP_P || s == S_TOP_P_MIN_P;
     if (s == S_GREEDY || s == S_GREEDY_PENALTIES || kind == L_PEAKED || n_cand <= ZR_SAMPLE_CAP) return 0;
     if (kind == L_FLAT) return 2; /* every candidate set is the whole vocabulary */
     if (kind == L_HUGE) return top_p ? 0 : 1; /* top-k: the 39 after the huge one lie 1e4 below it */
