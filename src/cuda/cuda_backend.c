@@ -48,6 +48,7 @@ typedef struct CudaBackend {
     bool cuda_open;
     ZrCublasLt lt;
     bool lt_open;
+    ZrCuWarm *warm;   /* the warm-up's thread, from the context's creation to the end of the upload */
     ZrLauncher launcher;
     bool launcher_init;
     ZrProfile prof;
@@ -638,6 +639,12 @@ static int cuda_read_bandwidth(ZrBackend *be, size_t bytes, int reps, ZrBandwidt
 static void cuda_destroy(ZrBackend *be) {
     CudaBackend *c = (CudaBackend *)be;
     if (!c) return;
+    if (c->warm) { /* a failed start-up: its cuBLASLt goes with it */
+        ZrCublasLt lt;
+        ZrError e = {0};
+        if (!zr_cuf_warm_wait(c->warm, &lt, NULL, &e)) zr_cublaslt_close(&lt);
+        c->warm = NULL;
+    }
     if (c->graph_init) zr_graph_decode_free(&c->graph);
     if (c->profiling) {
         ZrError e = {0};
@@ -688,7 +695,7 @@ static double ms_now(void) {
 
 ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err) {
     const ZrHparams *hp = &m->hp;
-    double t[6]; /* start-up phases' ends (ms): start, context, kernels, weights and buffers, cuBLASLt, warm-up */
+    double t[5]; /* start-up phases' ends (ms): start, context, kernels, weights and buffers, the warm-up's end */
     t[0] = ms_now();
     const ZrCuDriver *drv = NULL;
     if (zr_driver_open(&drv, err)) return NULL;
@@ -722,10 +729,9 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     if (zr_cuda_open(drv, 0, &c->cuda, err)) goto fail;
     c->cuda_open = true;
     t[1] = ms_now();
-    /* cuBLASLt opens on a thread of its own while the kernels load and the weights go up: it
-     * needs none of them */
-    if (zr_cublaslt_open_start(&c->lt, drv, c->cuda.ctx, err)) goto fail;
-    c->lt_open = true;
+    /* cuBLASLt opens, and the prefill's GEMMs are planned and run once, on a thread of its own
+     * while the kernels load and the weights go up (cuda/warm.h) */
+    if (zr_cuf_warm_start(&c->warm, drv, c->cuda.ctx, m, n_ctx, err)) goto fail;
     if (zr_cuda_load_kernels(&c->cuda, err)) goto fail;
     int max_n_in = hp->n_embd;
     if (hp->n_ff > max_n_in) max_n_in = hp->n_ff;
@@ -742,15 +748,16 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         c->launcher.profile = &c->prof;
         c->profiling = true;
     }
-    const ZrCuProgress prog = {o->progress, o->progress_ctx};
+    const ZrCuProgress prog = {o->progress, o->progress_ctx, zr_cuf_warm_buffers, c->warm};
     if (zr_cuf_init(&c->f, m, &c->cuda, &c->launcher, &c->lt, c->k, n_ctx, &prog, err)) goto fail;
     c->f_init = true;
     t[3] = ms_now();
-    if (zr_cublaslt_open_wait(&c->lt, err)) goto fail;
+    ZrCuWarmStats ws;
+    const int wrc = zr_cuf_warm_wait(c->warm, &c->lt, &ws, err);
+    c->warm = NULL;
+    if (wrc) goto fail;
+    c->lt_open = true;
     t[4] = ms_now();
-    double warm_ms = 0; /* not while profiling: the profile counts only what the user ran */
-    if (!o->profile && zr_cuf_warm(&c->f, &warm_ms, err)) goto fail;
-    t[5] = ms_now();
     wire_io(c);
     c->io.epoch = 1;
     ZrDecodeOptions dopt = {.graph = o->graph, .verify = o->verify_graph, .profile = o->profile,
@@ -767,11 +774,13 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         /* issue 19: where the start-up goes, and the upload against the machine's copy rate */
         fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads, "
                         "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f, kernels %.0f, weights and "
-                        "buffers %.0f, then waiting for cuBLASLt %.0f, prefill warm-up %.0f (of which %d cuBLASLt plans "
-                        "%.1f)\n",
+                        "buffers %.0f, then waiting for the prefill warm-up %.0f (on its own thread from the context on: "
+                        "cuBLASLt opened in %.0f ms, then %d GEMM plans for prompts of 1..%d tokens, %d of them run, in "
+                        "%.0f ms; %d heuristic calls)\n",
                 c->f.upload_bytes / 1e9, c->f.upload_s, c->f.upload_s > 0 ? c->f.upload_bytes / 1e9 / c->f.upload_s : 0.0,
-                c->f.upload_h2d_gbps, c->f.upload_threads, c->f.upload_setup_s * 1e3, t[5] - t[0], t[1] - t[0],
-                t[2] - t[1], t[3] - t[2], t[4] - t[3], t[5] - t[4], c->lt.n_plans, c->lt.plan_ms);
+                c->f.upload_h2d_gbps, c->f.upload_threads, c->f.upload_setup_s * 1e3, t[4] - t[0], t[1] - t[0],
+                t[2] - t[1], t[3] - t[2], t[4] - t[3], ws.open_ms, c->lt.n_plans, ws.max_rows, ws.n_gemms,
+                ws.gemm_ms, c->lt.n_heuristics);
     }
     return &c->be;
 fail:
