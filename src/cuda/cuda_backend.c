@@ -23,6 +23,7 @@
 #include "cuda/bwprobe.h"
 #include "cuda/cublaslt.h"
 #include "cuda/driver.h"
+#include "cuda/early.h"
 #include "cuda/forward.h"
 #include "cuda/graph.h"
 #include "cuda/launch.h"
@@ -698,17 +699,23 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     double t[5]; /* start-up phases' ends (ms): start, context, kernels, weights and buffers, the warm-up's end */
     t[0] = ms_now();
     const ZrCuDriver *drv = NULL;
-    if (zr_driver_open(&drv, err)) return NULL;
+    /* the driver and context opened on a thread since the command started it (beside the model's
+     * parse), else here */
+    ZrCuda early;
+    double early_ms = 0;
+    const bool have_early = o->cuda_early != NULL;
+    if (have_early ? zr_cuda_early_take(o->cuda_early, &drv, &early, &early_ms, err) : zr_driver_open(&drv, err))
+        return NULL;
     if (!zr_cuda_have_kernels()) {
         zr_err(err, ZR_E_NODEV, "no usable GPU path: this zrun was built without CUDA kernels (no nvcc at build time)");
-        return NULL;
+        goto fail_early;
     }
     if (o->n_ctx < 1) {
         zr_err(err, ZR_E_USAGE, "cuda backend: a context of %d positions; expected >= 1 (zr_backend_default_ctx)", o->n_ctx);
-        return NULL;
+        goto fail_early;
     }
     const int n_ctx = o->n_ctx;
-    if (zr_model_check_facts(m, err) || refuse_facts(m, err)) return NULL;
+    if (zr_model_check_facts(m, err) || refuse_facts(m, err)) goto fail_early;
     CudaBackend *c = calloc(1, sizeof *c);
     if (!c || !(c->k = calloc(1, sizeof *c->k)) || !(c->hist = calloc(n_ctx, sizeof *c->hist)) ||
         !(c->calls = calloc(n_ctx, sizeof *c->calls))) {
@@ -718,15 +725,17 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         }
         free(c);
         zr_err(err, ZR_E_NOMEM, "cuda backend: out of host memory");
-        return NULL;
+        goto fail_early;
     }
     c->be = (ZrBackend){.name = "cuda", .n_ctx = n_ctx, .forward = cuda_forward,
                         .decode_run = cuda_decode_run, .truncate = cuda_truncate,
                         .stats = cuda_stats, .read_bandwidth = cuda_read_bandwidth, .destroy = cuda_destroy};
     c->m = m;
     c->opt = *o;
+    c->opt.cuda_early = NULL; /* taken */
     c->drv = drv;
-    if (zr_cuda_open(drv, 0, &c->cuda, err)) goto fail;
+    if (have_early) c->cuda = early;
+    else if (zr_cuda_open(drv, 0, &c->cuda, err)) goto fail;
     c->cuda_open = true;
     t[1] = ms_now();
     /* cuBLASLt opens, and the prefill's GEMMs are planned and run once, on a thread of its own
@@ -772,18 +781,25 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         fprintf(stderr, "zrun: cuda: %s; weights %.1f MiB, KV cache %d tokens\n", desc, c->f.weight_bytes / 1048576.0,
                 n_ctx);
         /* issue 19: where the start-up goes, and the upload against the machine's copy rate */
+        char early_note[96] = "";
+        if (have_early)
+            snprintf(early_note, sizeof early_note, " (waited for; opened in %.0f ms on a thread beside the model's parse)",
+                     early_ms);
         fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads, "
-                        "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f, kernels %.0f, weights and "
+                        "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f%s, kernels %.0f, weights and "
                         "buffers %.0f, then waiting for the prefill warm-up %.0f (on its own thread from the context on: "
                         "cuBLASLt opened in %.0f ms, then %d GEMM plans for prompts of 1..%d tokens, %d of them run, in "
                         "%.0f ms; %d heuristic calls)\n",
                 c->f.upload_bytes / 1e9, c->f.upload_s, c->f.upload_s > 0 ? c->f.upload_bytes / 1e9 / c->f.upload_s : 0.0,
-                c->f.upload_h2d_gbps, c->f.upload_threads, c->f.upload_setup_s * 1e3, t[4] - t[0], t[1] - t[0],
+                c->f.upload_h2d_gbps, c->f.upload_threads, c->f.upload_setup_s * 1e3, t[4] - t[0], t[1] - t[0], early_note,
                 t[2] - t[1], t[3] - t[2], t[4] - t[3], ws.open_ms, c->lt.n_plans, ws.max_rows, ws.n_gemms,
                 ws.gemm_ms, c->lt.n_heuristics);
     }
     return &c->be;
 fail:
     cuda_destroy(&c->be);
+    return NULL;
+fail_early:
+    if (have_early) zr_cuda_close(&early);
     return NULL;
 }

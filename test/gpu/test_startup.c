@@ -7,6 +7,7 @@
  * against the prefill's real GEMMs, on dense, F16, F32 and mixture-of-experts models). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "backend.h"
@@ -162,6 +163,44 @@ ZT_TEST(after_the_warm_up_no_prompt_length_asks_the_heuristic) {
         bad += !no_heuristic_after_the_warm_up(g, moe[i][0], path);
     }
     ZT_CHECKF(bad == 0, "%d models asked the heuristic after the warm-up", bad);
+}
+
+/* The driver and context opened on a thread beside the model's parse (ZrBackendOptions.cuda_early)
+ * serve the backend as its own would: the same logits, bit for bit, from a 5-token prompt and a
+ * decode step after it. */
+ZT_TEST(a_context_opened_early_serves_the_backend_bit_for_bit) {
+    if (!gpu_env()) return;
+    const char *path = zt_shared_model("fixtures/llama3-Q4_K_M.gguf");
+    if (!path) return;
+    ZrCudaEarly *early = zr_cuda_early_start();
+    ZT_CHECK(early);
+    ZrModel m;
+    ZrError err = {0};
+    ZT_CHECKF(!zr_model_load(&m, path, &err), "%s", err.msg);
+    const int V = m.hp.n_vocab;
+    float *a = malloc(sizeof(float) * 2 * (size_t)V), *b = malloc(sizeof(float) * 2 * (size_t)V);
+    ZT_CHECK(a && b);
+    int32_t ids[6];
+    fill_ids(ids, 6, V);
+    double t_open[2];
+    for (int k = 0; k < 2; k++) {
+        ZrBackendOptions o = {.n_ctx = 64, .verify_graph = 1, .quiet = true, .cuda_early = k == 0 ? early : NULL};
+        float *out = k == 0 ? a : b;
+        const double t0 = now_ms();
+        ZrBackend *be = zr_cuda_backend_create(&m, &o, &err);
+        t_open[k] = now_ms() - t0;
+        ZT_CHECKF(be, "%s", err.msg);
+        ZT_CHECKF(!be->forward(be, ids, 5, 0, out, false, &err), "%s", err.msg);
+        ZT_CHECKF(!be->forward(be, ids + 5, 1, 5, out + V, false, &err), "%s", err.msg);
+        be->destroy(be);
+    }
+    const bool same = !memcmp(a, b, sizeof(float) * 2 * (size_t)V);
+    printf("%s the context opened early: backend open %.1f ms (after the model's load), %.1f ms without; logits %s\n",
+           same ? "PASS" : "FAIL", t_open[0], t_open[1], same ? "the same bit for bit" : "DIFFER");
+    ZT_CHECK(same);
+    free(a);
+    free(b);
+    zr_model_free(&m);
 }
 
 int main(void) { return gpu_main(); }
