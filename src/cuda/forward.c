@@ -67,6 +67,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     if ((rc = zr_cuda_sync(cuda, err))) goto fail;
     return ZR_OK;
 fail:
+    if (f->progress.buffers) f->progress.buffers(f->progress.buffers_ctx, NULL); /* they go: nobody may use them */
     zr_cuf_free(f);
     return rc;
 }

@@ -33,6 +33,8 @@ struct ZrCuWarm {
     double t0;
     /* posted by zr_cuf_warm_buffers (or the wait: none) */
     bool posted, have_bufs;
+    bool cancel;      /* the buffers go: no GEMM more */
+    bool idle;        /* set by the thread: it launches nothing more and its GEMMs are done */
     PoolBuf pool[WARM_MAX_POOL]; /* the buffers the GEMMs may use, largest first */
     int n_pool;
     CUdeviceptr ws;
@@ -179,6 +181,10 @@ static int run_gemms(ZrCuWarm *w, CUstream stream, ZrError *err) {
             busy[0] = g.a = pick(w, x->a_bytes, busy, 0);
             busy[1] = g.b = pick(w, x->b_row_bytes * g.n, busy, 1);
             g.d = pick(w, (size_t)g.ldd * g.n * sizeof(float), busy, 2);
+            pthread_mutex_lock(&w->mu);
+            const bool cancel = w->cancel;
+            pthread_mutex_unlock(&w->mu);
+            if (cancel) return ZR_OK;
             int rc;
             if (g.a && g.b && g.d) {
                 rc = zr_cublaslt_gemm(&w->lt, stream, &g, err);
@@ -226,6 +232,10 @@ static int warm_main_(ZrCuWarm *w) {
 static void *warm_main(void *arg) {
     ZrCuWarm *w = arg;
     w->rc = warm_main_(w);
+    pthread_mutex_lock(&w->mu);
+    w->idle = true;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
@@ -256,13 +266,21 @@ static void post(ZrCuWarm *w, bool have_bufs) {
     if (!w->posted) {
         w->posted = true;
         w->have_bufs = have_bufs;
-        pthread_cond_signal(&w->cv);
+        pthread_cond_broadcast(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);
 }
 
 void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f) {
     ZrCuWarm *w = warm;
+    if (!f) { /* the buffers go: stop, and wait until the GEMMs launched are done */
+        post(w, false);
+        pthread_mutex_lock(&w->mu);
+        w->cancel = true;
+        while (!w->idle) pthread_cond_wait(&w->cv, &w->mu);
+        pthread_mutex_unlock(&w->mu);
+        return;
+    }
     ZrCuBuffer t[ZR_CUF_MAX_BUFFERS];
     const int n = zr_cuf_buffers(f->m, f->n_ctx, t);
     w->n_pool = 0;

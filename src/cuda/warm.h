@@ -31,7 +31,8 @@ typedef struct ZrCuWarmStats {
  * ZR_E_NOMEM when no thread can be started. */
 int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, const ZrModel *m, int n_ctx,
                       ZrError *err);
-/* ZrCuProgress.buffers: f's activation buffers and workspaces exist (warm: the ZrCuWarm). */
+/* ZrCuProgress.buffers: f's activation buffers and workspaces exist (warm: the ZrCuWarm); f NULL:
+ * they are about to be freed, so no more GEMMs, and it returns once those launched are done. */
 void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f);
 /* Joins the thread (the GEMMs done) and frees w: *lt is the cuBLASLt it opened with the plans
  * made, or on failure zeroed with err set. Without zr_cuf_warm_buffers the thread only opens. */
