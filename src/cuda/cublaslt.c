@@ -84,6 +84,7 @@ static void plan_free(const ZrCublasLt *lt, ZrLtPlan *p) {
 void zr_cublaslt_close(ZrCublasLt *lt) {
     for (int i = 0; i < lt->n_plans; i++) plan_free(lt, &lt->plans[i]);
     free(lt->plans);
+    free(lt->index);
     if (lt->handle && lt->destroy) lt->destroy(lt->handle);
     if (lt->lib) dlclose(lt->lib);
     memset(lt, 0, sizeof *lt);
@@ -150,10 +151,27 @@ int64_t zr_cublaslt_bucket(int64_t n) {
     return b;
 }
 
+/* FNV-1a over the shape's bytes (a prefill looks its plan up per GEMM: hundreds per prompt). */
+static uint32_t shape_hash(const ZrLtShape *sh) {
+    const unsigned char *b = (const unsigned char *)sh;
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < sizeof *sh; i++) h = (h ^ b[i]) * 16777619u;
+    return h;
+}
+
 static const ZrLtPlan *plan_find(const ZrCublasLt *lt, const ZrLtShape *sh) {
-    for (int i = lt->n_plans - 1; i >= 0; i--)
-        if (!memcmp(&lt->plans[i].shape, sh, sizeof *sh)) return &lt->plans[i];
+    if (!lt->index) return NULL;
+    const uint32_t mask = 2 * (uint32_t)lt->cap_plans - 1;
+    for (uint32_t i = shape_hash(sh) & mask; lt->index[i]; i = (i + 1) & mask)
+        if (!memcmp(&lt->plans[lt->index[i] - 1].shape, sh, sizeof *sh)) return &lt->plans[lt->index[i] - 1];
     return NULL;
+}
+
+static void index_add(ZrCublasLt *lt, int plan) {
+    const uint32_t mask = 2 * (uint32_t)lt->cap_plans - 1;
+    uint32_t i = shape_hash(&lt->plans[plan].shape) & mask;
+    while (lt->index[i]) i = (i + 1) & mask;
+    lt->index[i] = plan + 1;
 }
 
 /* sh's plan: found, or made (its bucket's first) and added. */
@@ -167,12 +185,17 @@ static int plan_get(ZrCublasLt *lt, const ZrLtShape *sh, const ZrLtPlan **out, Z
     if (bs.n != sh->n && (rc = plan_get(lt, &bs, &bucket, err))) return rc;
     cublasLtMatmulAlgo_t algo = {{0}};
     if (bucket) algo = bucket->algo; /* copied: adding a plan may move the array */
-    if (lt->n_plans == lt->cap_plans) {
+    if (lt->n_plans == lt->cap_plans) { /* twice the plans, and the index again (at most half full) */
         int cap = lt->cap_plans ? 2 * lt->cap_plans : 32;
         ZrLtPlan *p = realloc(lt->plans, sizeof *p * cap);
         if (!p) return zr_err(err, ZR_E_NOMEM, "cuBLASLt: out of host memory");
         lt->plans = p;
+        int32_t *ix = calloc(2 * (size_t)cap, sizeof *ix);
+        if (!ix) return zr_err(err, ZR_E_NOMEM, "cuBLASLt: out of host memory");
+        free(lt->index);
+        lt->index = ix;
         lt->cap_plans = cap;
+        for (int i = 0; i < lt->n_plans; i++) index_add(lt, i);
     }
     ZrLtPlan *p = &lt->plans[lt->n_plans];
     memset(p, 0, sizeof *p);
@@ -192,7 +215,7 @@ static int plan_get(ZrCublasLt *lt, const ZrLtShape *sh, const ZrLtPlan **out, Z
         plan_free(lt, p);
         return rc;
     }
-    lt->n_plans++;
+    index_add(lt, lt->n_plans++);
     *out = p;
     return ZR_OK;
 }

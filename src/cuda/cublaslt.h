@@ -51,6 +51,7 @@ typedef struct ZrCublasLt {
     PFN_cublasLtMatmulAlgoCheck algo_check;
     ZrLtPlan *plans;   /* [n_plans]: one per shape seen (a model's prefill has a handful per prompt length) */
     int n_plans, cap_plans;
+    int32_t *index;    /* [2 cap_plans] open addressing by the shape's hash: plan + 1, 0 = empty */
     double plan_ms;    /* host time spent making them (the heuristic's first calls load cuBLASLt's kernels) */
     int n_heuristics;  /* heuristic calls: one per bucket and shape, plus n_fallbacks */
     int n_fallbacks;   /* exact n whose bucket's algorithm did not pass the check: chosen for that n alone */
