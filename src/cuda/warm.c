@@ -223,10 +223,10 @@ static int warm_main_(ZrCuWarm *w) {
     ZR_CU_TRY(d, err, d->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "warm-up: cuStreamCreate");
     rc = run_gemms(w, stream, err);
     r = d->cuStreamSynchronize(stream);
-    if (!rc && r != CUDA_SUCCESS) rc = zr_driver_err(d, err, r, "warm-up: its GEMMs");
+    if (!rc && r != CUDA_SUCCESS) rc = zr_driver_err(d, err, r, "its GEMMs");
     d->cuStreamDestroy(stream);
     w->st.gemm_ms = ms_now() - t_go;
-    return rc;
+    return rc ? zr_err_wrap(err, "warming up the prefill at load") : ZR_OK;
 }
 
 static void *warm_main(void *arg) {
@@ -311,7 +311,6 @@ int zr_cuf_warm_wait(ZrCuWarm *w, ZrCublasLt *lt, ZrCuWarmStats *st, ZrError *er
         zr_cublaslt_close(&w->lt);
         memset(lt, 0, sizeof *lt);
         *err = w->err;
-        zr_err_wrap(err, "warming up the prefill at load");
     } else {
         *lt = w->lt;
     }
