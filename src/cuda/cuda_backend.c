@@ -788,12 +788,12 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads, "
                         "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f%s, kernels %.0f, weights and "
                         "buffers %.0f, then waiting for the prefill warm-up %.0f (on its own thread from the context on: "
-                        "cuBLASLt opened in %.0f ms, then %d GEMM plans for prompts of 1..%d tokens, %d of them run, in "
-                        "%.0f ms; %d heuristic calls)\n",
+                        "cuBLASLt opened in %.0f ms, %d GEMM plans for prompts of 1..%d tokens made in %.0f ms (%d heuristic "
+                        "calls), %d of them run in %.0f ms)\n",
                 c->f.upload_bytes / 1e9, c->f.upload_s, c->f.upload_s > 0 ? c->f.upload_bytes / 1e9 / c->f.upload_s : 0.0,
                 c->f.upload_h2d_gbps, c->f.upload_threads, c->f.upload_setup_s * 1e3, t[4] - t[0], t[1] - t[0], early_note,
-                t[2] - t[1], t[3] - t[2], t[4] - t[3], ws.open_ms, c->lt.n_plans, ws.max_rows, ws.n_gemms,
-                ws.gemm_ms, c->lt.n_heuristics);
+                t[2] - t[1], t[3] - t[2], t[4] - t[3], ws.open_ms, c->lt.n_plans, ws.max_rows, ws.plan_ms,
+                c->lt.n_heuristics, ws.n_gemms, ws.gemm_ms);
     }
     return &c->be;
 fail:

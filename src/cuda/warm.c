@@ -167,7 +167,8 @@ static CUdeviceptr pick(const ZrCuWarm *w, size_t bytes, const CUdeviceptr *busy
     return 0;
 }
 
-/* Every listed shape for every bucket of its rows: planned, and run once where the operands fit. */
+/* Every listed shape for every bucket of its rows: planned, and with a stream run once where the
+ * operands fit (the plans made before are found). */
 static int run_gemms(ZrCuWarm *w, CUstream stream, ZrError *err) {
     for (int i = 0; i < w->n_gemms; i++) {
         WarmGemm *x = &w->gemms[i];
@@ -186,12 +187,14 @@ static int run_gemms(ZrCuWarm *w, CUstream stream, ZrError *err) {
             pthread_mutex_unlock(&w->mu);
             if (cancel) return ZR_OK;
             int rc;
-            if (g.a && g.b && g.d) {
+            if (!stream) {
+                rc = zr_cublaslt_plan(&w->lt, &g, err);
+            } else if (g.a && g.b && g.d) {
                 rc = zr_cublaslt_gemm(&w->lt, stream, &g, err);
                 w->st.n_gemms++;
             } else {
-                rc = zr_cublaslt_plan(&w->lt, &g, err);
                 w->st.n_planned++;
+                rc = ZR_OK;
             }
             if (rc) return rc;
             if (n >= x->max_rows) break;
@@ -210,7 +213,10 @@ static int warm_main_(ZrCuWarm *w) {
     w->st.open_ms = ms_now() - w->t0;
     const int rows = imin(w->n_ctx, ZR_CUF_UBATCH);
     w->st.max_rows = rows;
-    if ((rc = list_gemms(w, rows, err))) return rc;
+    /* the plans need no buffers: made while the main thread loads the kernels */
+    if ((rc = list_gemms(w, rows, err)) || (rows >= 2 && (rc = run_gemms(w, NULL, err))))
+        return rc ? zr_err_wrap(err, "warming up the prefill at load") : rc;
+    w->st.plan_ms = ms_now() - w->t0 - w->st.open_ms;
     const double t_wait = ms_now();
     pthread_mutex_lock(&w->mu);
     while (!w->posted) pthread_cond_wait(&w->cv, &w->mu);

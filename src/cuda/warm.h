@@ -19,11 +19,12 @@ typedef struct ZrCuWarm ZrCuWarm;
 
 typedef struct ZrCuWarmStats {
     double open_ms;  /* cuBLASLt's opening, on the thread */
-    double gemm_ms;  /* then the plans and their GEMMs, from the buffers' arrival to the stream's end */
-    double wait_ms;  /* of the thread's time, waiting for the buffers */
+    double plan_ms;  /* then the plans of every shape and bucket (no buffers needed) */
+    double wait_ms;  /* then waiting for the buffers */
+    double gemm_ms;  /* then the GEMMs, from the buffers' arrival to the stream's end */
     int n_gemms;     /* GEMMs run: one per shape and bucket */
-    int n_planned;   /* shapes and buckets planned without a run (operands larger than every buffer:
-                      * an F16/F32 output matrix of zrun eval's all-logits path) */
+    int n_planned;   /* of the plans, those not run (operands larger than every buffer: an F16/F32
+                      * output matrix of zrun eval's all-logits path) */
     int max_rows;    /* the largest bucket warmed: prompts of 1..max_rows rows per chunk */
 } ZrCuWarmStats;
 

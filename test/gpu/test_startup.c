@@ -125,9 +125,10 @@ static bool no_heuristic_after_the_warm_up(GpuEnv *g, const char *name, const ch
     free(logits);
     if (prc) goto done;
     ok = lt.n_heuristics == h0;
-    printf("%s %s: warm-up %d GEMMs run, %d planned only, %d heuristic calls in %.1f ms (cuBLASLt opened in %.1f ms); "
-           "then %zu prompt lengths: %d plans made, %d heuristic calls (%d of them for an algorithm that failed its check)\n",
-           ok ? "PASS" : "FAIL", name, st.n_gemms, st.n_planned, h0, st.gemm_ms, st.open_ms,
+    printf("%s %s: warm-up: cuBLASLt opened in %.1f ms, %d plans (%d heuristic calls) in %.1f ms, %d GEMMs run (%d "
+           "planned only) in %.1f ms; then %zu prompt lengths: %d plans made, %d heuristic calls (%d of them for an "
+           "algorithm that failed its check)\n",
+           ok ? "PASS" : "FAIL", name, st.open_ms, p0, h0, st.plan_ms, st.n_gemms, st.n_planned, st.gemm_ms,
            sizeof lengths / sizeof lengths[0] + 1, lt.n_plans - p0, lt.n_heuristics - h0, lt.n_fallbacks);
 done:
     if (!ok && err.msg[0]) printf("FAIL %s: %s\n", name, err.msg);
