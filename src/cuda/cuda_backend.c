@@ -702,9 +702,11 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     /* the driver and context opened on a thread since the command started it (beside the model's
      * parse), else here */
     ZrCuda early;
+    ZrCublasLt early_lt; /* opened there too, or zeroed */
     double early_ms = 0;
     const bool have_early = o->cuda_early != NULL;
-    if (have_early ? zr_cuda_early_take(o->cuda_early, &drv, &early, &early_ms, err) : zr_driver_open(&drv, err))
+    if (have_early ? zr_cuda_early_take(o->cuda_early, &drv, &early, &early_lt, &early_ms, err)
+                   : zr_driver_open(&drv, err))
         return NULL;
     if (!zr_cuda_have_kernels()) {
         zr_err(err, ZR_E_NODEV, "no usable GPU path: this zrun was built without CUDA kernels (no nvcc at build time)");
@@ -740,8 +742,10 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     t[1] = ms_now();
     /* cuBLASLt opens, and the prefill's GEMMs are planned and run once, on a thread of its own
      * while the kernels load and the weights go up (cuda/warm.h) */
-    if (zr_cuf_warm_start(&c->warm, drv, c->cuda.ctx, m, n_ctx, err)) goto fail;
-    if (zr_cuda_load_kernels(&c->cuda, err)) goto fail;
+    const int wrc0 = zr_cuf_warm_start(&c->warm, drv, c->cuda.ctx, m, n_ctx, have_early ? &early_lt : NULL, err);
+    if (have_early) zr_cublaslt_close(&early_lt); /* not taken over: no thread */
+    if (wrc0) goto fail;
+    if (!c->cuda.mod && zr_cuda_load_kernels(&c->cuda, err)) goto fail; /* the early thread's loaded them */
     int max_n_in = hp->n_embd;
     if (hp->n_ff > max_n_in) max_n_in = hp->n_ff;
     if (hp->n_head * hp->head_dim > max_n_in) max_n_in = hp->n_head * hp->head_dim;
@@ -781,9 +785,10 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         fprintf(stderr, "zrun: cuda: %s; weights %.1f MiB, KV cache %d tokens\n", desc, c->f.weight_bytes / 1048576.0,
                 n_ctx);
         /* issue 19: where the start-up goes, and the upload against the machine's copy rate */
-        char early_note[96] = "";
+        char early_note[128] = "";
         if (have_early)
-            snprintf(early_note, sizeof early_note, " (waited for; opened in %.0f ms on a thread beside the model's parse)",
+            snprintf(early_note, sizeof early_note,
+                     " (waited for; opened with the kernels and cuBLASLt in %.0f ms on a thread beside the model's parse)",
                      early_ms);
         fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads, "
                         "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f%s, kernels %.0f, weights and "
@@ -800,6 +805,9 @@ fail:
     cuda_destroy(&c->be);
     return NULL;
 fail_early:
-    if (have_early) zr_cuda_close(&early);
+    if (have_early) {
+        zr_cublaslt_close(&early_lt);
+        zr_cuda_close(&early);
+    }
     return NULL;
 }

@@ -208,7 +208,7 @@ static int warm_main_(ZrCuWarm *w) {
     ZrError *err = &w->err;
     CUresult r = d->cuCtxSetCurrent(w->ctx);
     if (r != CUDA_SUCCESS) return zr_driver_err(d, err, r, "warm-up: cuCtxSetCurrent on its thread");
-    int rc = zr_cublaslt_open(&w->lt, err);
+    int rc = w->lt.handle ? ZR_OK : zr_cublaslt_open(&w->lt, err);
     if (rc) return rc;
     w->st.open_ms = ms_now() - w->t0;
     const int rows = imin(w->n_ctx, ZR_CUF_UBATCH);
@@ -246,10 +246,14 @@ static void *warm_main(void *arg) {
 }
 
 int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, const ZrModel *m, int n_ctx,
-                      ZrError *err) {
+                      ZrCublasLt *opened, ZrError *err) {
     *out = NULL;
     ZrCuWarm *w = calloc(1, sizeof *w);
     if (!w) return zr_err(err, ZR_E_NOMEM, "warm-up: out of host memory");
+    if (opened && opened->handle) {
+        w->lt = *opened;
+        memset(opened, 0, sizeof *opened);
+    }
     w->drv = drv;
     w->ctx = ctx;
     w->m = m;
@@ -258,6 +262,7 @@ int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, cons
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     if (pthread_create(&w->th, NULL, warm_main, w)) {
+        zr_cublaslt_close(&w->lt);
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
         free(w);

@@ -1,10 +1,11 @@
 /* No cold-start tax on the first prompt, and none on the critical path either (issue 19): a
- * thread of its own, started as soon as the context exists, opens cuBLASLt and, once the
+ * thread of its own, started as soon as the context exists, opens cuBLASLt (unless the context's
+ * early thread did: cuda/early.h), plans every GEMM shape of the prefill and, once the
  * activation buffers exist (zr_cuf_init allocates them before the weights go up and tells
- * ZrCuProgress.buffers), makes the plan of every GEMM shape the model's prefill will use, for
- * every bucket of rows up to the longest prompt chunk (cuda/cublaslt.h ZR_LT_BUCKET_MIN, 16, ..,
- * ZR_CUF_UBATCH), and runs each once on a stream of its own: cuBLASLt's heuristic and its GEMM
- * kernels (loaded lazily by the driver, CUDA 12.2+) are loaded while the upload runs. zrun's own
+ * ZrCuProgress.buffers), runs each shape once for every bucket of rows up to the longest prompt
+ * chunk (cuda/cublaslt.h ZR_LT_BUCKET_MIN, 16, .., ZR_CUF_UBATCH) on a stream of its own:
+ * cuBLASLt's heuristic and its GEMM kernels (loaded lazily by the driver, CUDA 12.2+) are loaded
+ * while the upload runs. zrun's own
  * kernels are loaded at load already (cuModuleGetFunction of every kernel, cuda/kreg.c).
  *
  * Its GEMMs read and write the activation buffers, the F16 weight buffer and the KV cache,
@@ -18,7 +19,7 @@
 typedef struct ZrCuWarm ZrCuWarm;
 
 typedef struct ZrCuWarmStats {
-    double open_ms;  /* cuBLASLt's opening, on the thread */
+    double open_ms;  /* cuBLASLt's opening, on the thread (0: opened before it) */
     double plan_ms;  /* then the plans of every shape and bucket (no buffers needed) */
     double wait_ms;  /* then waiting for the buffers */
     double gemm_ms;  /* then the GEMMs, from the buffers' arrival to the stream's end */
@@ -29,9 +30,10 @@ typedef struct ZrCuWarmStats {
 } ZrCuWarmStats;
 
 /* Starts the thread in the context ctx of drv for model m and a context of n_ctx positions.
- * ZR_E_NOMEM when no thread can be started. */
+ * opened: a cuBLASLt opened already (the context's early thread: cuda/early.h), taken over and
+ * zeroed, or NULL / zeroed: the thread opens one. ZR_E_NOMEM when no thread can be started. */
 int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, const ZrModel *m, int n_ctx,
-                      ZrError *err);
+                      ZrCublasLt *opened, ZrError *err);
 /* ZrCuProgress.buffers: f's activation buffers and workspaces exist (warm: the ZrCuWarm); f NULL:
  * they are about to be freed, so no more GEMMs, and it returns once those launched are done. */
 void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f);

@@ -102,7 +102,7 @@ static bool no_heuristic_after_the_warm_up(GpuEnv *g, const char *name, const ch
     ZrCuForward f;
     ZrCuWarmStats st;
     bool ok = false, f_init = false;
-    if (zr_cuf_warm_start(&w, g->drv, g->cuda.ctx, &m, n_ctx, &err)) goto done;
+    if (zr_cuf_warm_start(&w, g->drv, g->cuda.ctx, &m, n_ctx, NULL, &err)) goto done;
     const ZrCuProgress prog = {NULL, NULL, zr_cuf_warm_buffers, w};
     const int irc = zr_cuf_init(&f, &m, &g->cuda, &g->l, &lt, &g->k, n_ctx, &prog, &err);
     ZrError werr = {0};
