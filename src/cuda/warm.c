@@ -332,3 +332,12 @@ int zr_cuf_warm_wait(ZrCuWarm *w, ZrCublasLt *lt, ZrCuWarmStats *st, ZrError *er
     free(w);
     return rc;
 }
+
+int zr_cuf_warm_copies(ZrCuForward *f, ZrError *err) {
+    int32_t v[2] = {0, 0};
+    int rc = zr_cuda_d2h(f->cuda, v, f->d_tok, sizeof v, err);
+    if (!rc) rc = zr_cuda_sync(f->cuda, err);
+    if (!rc) rc = zr_cuda_h2d(f->cuda, f->d_tok, v, sizeof v, err);
+    if (!rc) rc = zr_cuda_sync(f->cuda, err);
+    return rc ? zr_err_wrap(err, "warming up the copies at load") : ZR_OK;
+}

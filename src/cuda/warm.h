@@ -40,3 +40,8 @@ void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f);
 /* Joins the thread (the GEMMs done) and frees w: *lt is the cuBLASLt it opened with the plans
  * made, or on failure zeroed with err set. Without zr_cuf_warm_buffers the thread only opens. */
 int zr_cuf_warm_wait(ZrCuWarm *w, ZrCublasLt *lt, ZrCuWarmStats *st, ZrError *err);
+
+/* The driver's first pageable copies each way on f's stream (it sets up their staging at first
+ * use, which would be the first prompt's: its token ids up, its logits down), from and to the
+ * decode step's token and position (zeros, which it writes back). Synchronizes. */
+int zr_cuf_warm_copies(ZrCuForward *f, ZrError *err);
