@@ -45,13 +45,13 @@ static void close_three(Three *t) {
     zr_model_free(&t->m);
 }
 
-/* d on be (cache emptied first) against want: the same tokens and sampler state. */
-static bool same_as(ZrBackend *be, const Three *t, const ZtDecode *d, const ZtDecoded *want, const char *what,
+/* d on be (cache emptied first; n_vocab the model's) against want: the same tokens and sampler state. */
+static bool same_as(ZrBackend *be, int n_vocab, const ZtDecode *d, const ZtDecoded *want, const char *what,
                     uint64_t *host_steps) {
     ZtDecoded got;
     ZrError err = {0};
     be->truncate(be, 0);
-    if (zt_decode(be, t->m.hp.n_vocab, d, &got, &err)) {
+    if (zt_decode(be, n_vocab, d, &got, &err)) {
         fprintf(stderr, "  %s: %s\n", what, err.msg);
         zt_decoded_free(&got);
         return false;
@@ -96,9 +96,9 @@ static int model_agrees(const char *name, const char *path, const int32_t *promp
             d.reference = false;
             char what[160];
             snprintf(what, sizeof what, "%s %s seed %llu eager", name, smp[i].name, (unsigned long long)seed);
-            bad += !same_as(t.eager, &t, &d, &want, what, &host_steps);
+            bad += !same_as(t.eager, t.m.hp.n_vocab, &d, &want, what, &host_steps);
             snprintf(what, sizeof what, "%s %s seed %llu graph", name, smp[i].name, (unsigned long long)seed);
-            bad += !same_as(t.graph, &t, &d, &want, what, &host_steps);
+            bad += !same_as(t.graph, t.m.hp.n_vocab, &d, &want, what, &host_steps);
             runs += 2;
             zt_decoded_free(&want);
         }
@@ -199,6 +199,83 @@ ZT_TEST(a_stopped_loop_leaves_no_trace_of_the_steps_it_ran_ahead) {
         zt_decoded_free(&want);
     }
     close_three(&t);
+}
+
+/* The graph launches of several steps (ZrBackendOptions.graph_steps 1, 2, 3, 5, 8): the tokens
+ * and sampler state of the host loop, for every setting and two seeds, in a context the decode
+ * fills to its last position (36 steps at positions 8..43 of 44: the launches that would run past
+ * it go one step each); a loop stopped after 1 and 6 tokens picks the host loop's first tokens
+ * and leaves the backend decoding the host loop's text again. */
+ZT_TEST(graph_launches_of_several_steps_pick_the_host_loops_tokens_and_stop_exactly) {
+    if (!gpu_env()) return;
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return;
+    enum { N = 37, CTX = 8 + N - 1 };
+    static const int steps[] = {1, 2, 3, 5, 8};
+    ZrModel m;
+    ZrError err = {0};
+    ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s", err.msg);
+    const int V = m.hp.n_vocab;
+    ZrBackendOptions oe = {.n_ctx = CTX, .quiet = true};
+    ZrBackend *ref = zr_cuda_backend_create(&m, &oe, &err);
+    ZT_CHECKF(ref != NULL, "%s", err.msg);
+    int failed = 0;
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+        ZrBackendOptions og = {.n_ctx = CTX, .graph = true, .verify_graph = 1, .graph_steps = steps[k], .quiet = true};
+        ZrBackend *g = zr_cuda_backend_create(&m, &og, &err);
+        ZT_CHECKF(g != NULL, "graph_steps %d: %s", steps[k], err.msg);
+        int bad = 0, runs = 0;
+        for (uint64_t seed = 1; seed <= 2; seed++) {
+            ZtSampling smp[ZT_N_SAMPLINGS];
+            zt_samplings(smp, seed);
+            for (int i = 0; i < ZT_N_SAMPLINGS; i++) {
+                ZtDecode d = {.sp = &smp[i].sp, .n_cand = V, .prompt = k_prompt, .n_prompt = 8, .n = N, .reference = true};
+                ZtDecoded want;
+                ref->truncate(ref, 0);
+                if (zt_decode(ref, V, &d, &want, &err)) {
+                    fprintf(stderr, "    host loop: %s\n", err.msg);
+                    bad++;
+                    continue;
+                }
+                d.reference = false;
+                uint64_t host_steps = 0;
+                char what[160];
+                for (int stop = 1; stop <= 6; stop += 5) {
+                    ZtDecode ds = d;
+                    ds.stop_after = stop;
+                    ZtDecoded got;
+                    g->truncate(g, 0);
+                    const bool ran = zt_decode(g, V, &ds, &got, &err) == 0;
+                    bool ok = ran && got.n_tokens == stop + 1 && got.steps == stop;
+                    for (int j = 0; ok && j < got.n_tokens; j++) ok = got.tokens[j] == want.tokens[j];
+                    if (!ok)
+                        fprintf(stderr, "    %d steps a launch, %s seed %llu, stopped at %d: %s (%d tokens, %d steps)\n",
+                                steps[k], smp[i].name, (unsigned long long)seed, stop, ran ? "differs" : err.msg,
+                                ran ? got.n_tokens : 0, ran ? got.steps : 0);
+                    bad += !ok;
+                    runs++;
+                    zt_decoded_free(&got);
+                }
+                snprintf(what, sizeof what, "    %d steps a launch, %s seed %llu", steps[k], smp[i].name,
+                         (unsigned long long)seed);
+                bad += !same_as(g, V, &d, &want, what, &host_steps);
+                runs++;
+                zt_decoded_free(&want);
+            }
+        }
+        ZrBackendStats st;
+        g->stats(g, &st);
+        const bool used = st.graph_active && st.graph_steps_per_launch == steps[k];
+        fprintf(stderr, "  %d steps a launch: %s: %d of %d runs == the host loop; graph %s, launches of %d steps; "
+                        "GPU idle between steps: min %.2f us, median %.2f us (%llu pairs)\n",
+                steps[k], bad || !used ? "FAIL" : "PASS", runs - bad, runs, st.graph_active ? "on" : "OFF",
+                st.graph_steps_per_launch, st.gap_us_min, st.gap_us_median, (unsigned long long)st.gap_samples);
+        failed += bad || !used;
+        g->destroy(g);
+    }
+    ref->destroy(ref);
+    zr_model_free(&m);
+    ZT_CHECKF(failed == 0, "%d of %zu step counts differ from the host loop", failed, sizeof steps / sizeof steps[0]);
 }
 
 /* zrun's text with each fault (at the first graph step and at a later one, in the free-running
