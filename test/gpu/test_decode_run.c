@@ -2,8 +2,9 @@
  * the tail on the device picks exactly the tokens of the host loop (forward + the host sampler
  * on the same GPU's logits), eager and through the graph, for 8 seeds x 5 settings x 128 tokens
  * on stories260K and every fixture; a stop discards the steps computed past it (the next loop
- * goes on as if it had never run ahead); and zrun's text with every ZRUN_FAULT equals the text
- * of a plain eager run, greedy and sampled. */
+ * goes on as if it had never run ahead); graph launches of 1 to 8 steps pick the same tokens and
+ * stop exactly, a full context included, and so do steps handed to the host amid them; and zrun's
+ * text with every ZRUN_FAULT equals the text of a plain eager run, greedy and sampled. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -276,6 +277,67 @@ ZT_TEST(graph_launches_of_several_steps_pick_the_host_loops_tokens_and_stop_exac
     ref->destroy(ref);
     zr_model_free(&m);
     ZT_CHECKF(failed == 0, "%d of %zu step counts differ from the host loop", failed, sizeof steps / sizeof steps[0]);
+}
+
+/* Steps the device hands to the host (ZR_PICK_HOST: a top-p set wider than the chain sorts)
+ * amid steps it picks, inside launches of 4 steps: the steps queued after such a step recompute
+ * its position (tok/pos unchanged), and the tokens and sampler state are still the host loop's.
+ * The model: zrun-synth's tiny llama with a vocabulary of 16384, where top-p 0.999 keeps between
+ * ~500 and ~4700 ids (about one step in six past the 4096 the chain sorts, on the CPU's logits). */
+ZT_TEST(steps_handed_to_the_host_inside_launches_of_several_steps_keep_the_host_loops_tokens) {
+    if (!gpu_env()) return;
+    const char *exe = getenv("ZRUN_SYNTH");
+    if (!exe) {
+        fprintf(stderr, "  ZRUN_SYNTH is not set (run through meson test)\n");
+        ZT_CHECK(exe != NULL);
+    }
+    char path[4200], cmd[8800];
+    snprintf(path, sizeof path, "%s/decode_run_v16k.gguf", zt_tmpdir());
+    snprintf(cmd, sizeof cmd, "'%s' -q -o '%s' --vocab 16384 --layers 2 --seed 3 --type f32", exe, path);
+    ZtProc p = zt_proc_sh(cmd, NULL);
+    ZT_CHECKF(p.status == 0, "zrun-synth: %s", p.err ? p.err : "");
+    zt_proc_free(&p);
+    Three t;
+    ZT_CHECK(open_three(&t, path));
+    const int V = t.m.hp.n_vocab;
+    int bad = 0, runs = 0;
+    uint64_t host_steps = 0;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        ZrSamplerParams sp = zr_sampler_defaults();
+        sp.top_k = 0;
+        sp.top_p = 0.999f;
+        sp.min_p = 0.0f;
+        sp.seed = seed;
+        ZtDecode d = {.sp = &sp, .n_cand = V, .prompt = k_prompt, .n_prompt = 8, .n = N_TOKENS, .reference = true};
+        ZtDecoded want;
+        ZrError err = {0};
+        t.ref->truncate(t.ref, 0);
+        if (zt_decode(t.ref, V, &d, &want, &err)) {
+            fprintf(stderr, "  host loop: %s\n", err.msg);
+            bad++;
+            continue;
+        }
+        d.reference = false;
+        char what[160];
+        uint64_t eager_host = 0;
+        snprintf(what, sizeof what, "  top-p 0.999 seed %llu eager", (unsigned long long)seed);
+        bad += !same_as(t.eager, V, &d, &want, what, &eager_host);
+        snprintf(what, sizeof what, "  top-p 0.999 seed %llu graph", (unsigned long long)seed);
+        bad += !same_as(t.graph, V, &d, &want, what, &host_steps);
+        runs += 2;
+        zt_decoded_free(&want);
+    }
+    ZrBackendStats st;
+    t.graph->stats(t.graph, &st);
+    const bool mixed = host_steps > 0 && host_steps < (uint64_t)4 * (N_TOKENS - 1);
+    fprintf(stderr, "  vocab 16384, top-p 0.999: %s: %d of %d runs == the host loop; graph: %llu of %d steps sampled on "
+                    "the host, launches of %d steps\n",
+            bad || !mixed || st.graph_steps_per_launch != 4 ? "FAIL" : "PASS", runs - bad, runs,
+            (unsigned long long)host_steps, 4 * (N_TOKENS - 1), st.graph_steps_per_launch);
+    close_three(&t);
+    ZT_CHECKF(bad == 0, "%d of %d runs differ from the host loop", bad, runs);
+    ZT_CHECKF(mixed, "%llu steps sampled on the host: the test needs some, not all", (unsigned long long)host_steps);
+    ZT_CHECKF(st.graph_steps_per_launch == 4, "launches of %d steps", st.graph_steps_per_launch);
 }
 
 /* zrun's text with each fault (at the first graph step and at a later one, in the free-running
