@@ -22,8 +22,10 @@ typedef struct ZrBackendStats {
     /* CUDA: the GPU's idle time between two queued decode steps, from the device's own clock
      * (%globaltimer: the step's first kernel starts, the previous step's tail ends), over the
      * pairs of the free-running loop so far; gap_samples 0: none measured */
-    double gap_us_min, gap_us_median;
+    double gap_us_min, gap_us_median, gap_us_mean;
     uint64_t gap_samples;
+    int graph_steps_per_launch;    /* CUDA: decode steps one graph launch ran (several in the free-running
+                                    * loop: cuda_backend.c ZR_GRAPH_STEPS); 0: no replay yet */
     bool graph_active;             /* decode steps currently replay a graph */
     bool pdl;                      /* decode uses programmatic dependent launch (graph edges or eager launches) */
 } ZrBackendStats;
@@ -111,6 +113,8 @@ typedef struct ZrBackendOptions {
     bool graph;           /* CUDA: decode through the recorded graph (the command resolved
                            * --graph/--no-graph/CUDA_GRAPH_ENABLE); false = eager */
     int verify_graph;     /* CUDA: tokens whose replay is checked against eager (default 1) */
+    int graph_steps;      /* CUDA: decode steps one graph launch runs in the free-running loop, 1..8;
+                           * 0 = the backend's choice (tests compare the counts) */
     bool profile;         /* CUDA: per-kernel timing (forces eager) */
     bool log_launches;    /* CUDA: print the recorded launches */
     const char *graph_dot;/* CUDA: write the built graph here */

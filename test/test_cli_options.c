@@ -34,7 +34,7 @@ ZT_TEST(every_option_reaches_the_settings) {
                        "--temp", "0", "--top-k", "5", "--top-p", "0.5", "--min-p", "0.1",
                        "--repeat-penalty", "1.1", "--repeat-last-n", "-1", "--seed", "18446744073709551615",
                        "--special", "--device", "cpu", "--graph", "--verify-graph", "4", "--profile",
-                       "--log-launches", "--graph-dot", "g.dot", "--quiet"};
+                       "--log-launches", "--graph-dot", "g.dot", "--graph-steps", "3", "--quiet"};
     ZT_CHECKF(parse(&s, &err, ARGC(a), a) == 0, "%s", err.msg);
     ZT_CHECK(!strcmp(s.model, "m.gguf") && !strcmp(s.prompt_file, "p.txt") && !s.prompt);
     ZT_CHECK(s.n_predict == -1 && s.n_ctx == 512 && s.n_threads == 3);
@@ -45,7 +45,7 @@ ZT_TEST(every_option_reaches_the_settings) {
     ZT_CHECK(s.repeat_last_n == -1);
     ZT_CHECK(s.seed_given && s.sampler.seed == UINT64_MAX);
     ZT_CHECK(s.special && s.device == ZR_DEVICE_CPU && s.graph == 1 && s.verify_graph == 4);
-    ZT_CHECK(s.profile && s.log_launches && !strcmp(s.graph_dot, "g.dot") && s.quiet);
+    ZT_CHECK(s.profile && s.log_launches && !strcmp(s.graph_dot, "g.dot") && s.graph_steps == 3 && s.quiet);
     const char *b[] = {"zrun", "-m", "m", "-p", "-", "--no-graph", "--device=cuda", "--seed", "-1"};
     ZT_CHECKF(parse(&s, &err, ARGC(b), b) == 0, "%s", err.msg);
     ZT_CHECK(!strcmp(s.prompt, "-") && s.graph == 0 && s.device == ZR_DEVICE_CUDA && !s.seed_given);
@@ -97,6 +97,7 @@ ZT_TEST(bad_values_are_usage_errors_naming_the_option) {
     REFUSED("--seed", "-m", "m", "-p", "x", "--seed", "99999999999999999999");
     REFUSED("--device", "-m", "m", "-p", "x", "--device", "tpu");
     REFUSED("--verify-graph", "-m", "m", "-p", "x", "--verify-graph", "-1");
+    REFUSED("--graph-steps", "-m", "m", "-p", "x", "--graph-steps", "9");
 }
 
 ZT_TEST(numbers_are_decimal_only) {

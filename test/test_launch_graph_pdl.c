@@ -182,6 +182,40 @@ ZT_TEST(builder_adds_the_nodes_then_every_edge_as_programmatic) {
     toy_close(&t);
 }
 
+/* A graph of 3 steps: the recorded launches 3 times in order (node i is record i % 4, with its
+ * configuration), one chain of edges through all of them, programmatic between the steps too,
+ * or plain; 0 steps is refused. */
+ZT_TEST(a_graph_of_several_steps_repeats_the_recording_in_one_chain) {
+    Toy t;
+    CASE_OPEN(&t);
+    ZrError err = {0};
+    float s = 2.0f;
+    int n = 8;
+    zr_launcher_record_begin(&t.l);
+    for (int i = 0; i < 4; i++)
+        ZT_CHECK(ZR_LAUNCH(&t.l, &t.scale, ZR_DIM1(i + 1), ZR_DIM1(32), 0, &err, &t.d_logits, &s, &n) == 0);
+    zr_launcher_record_end(&t.l);
+    for (int programmatic = 1; programmatic >= 0; programmatic--) {
+        ZrGraph g;
+        ZT_CHECK(zr_graph_build_steps(t.drv, &t.l.rec, 3, programmatic, NULL, 0, &g, &err) == CUDA_SUCCESS);
+        const FakeState *st = fake_state();
+        ZT_CHECKF(g.n_nodes == 12 && g.steps == 3 && st->n_nodes == 12 && g.programmatic == programmatic,
+                  "%zu nodes, %d steps, %d in the double", g.n_nodes, g.steps, st->n_nodes);
+        for (int i = 0; i < 12 && i < st->n_nodes; i++) {
+            const FakeNode *nd = &st->nodes[i];
+            ZT_CHECKF(nd->grid[0] == (unsigned)(i % 4) + 1, "node %d: grid %u", i, nd->grid[0]);
+            ZT_CHECKF(nd->n_deps == (i ? 1u : 0u) && nd->dep == i - 1, "node %d: dep %d", i, nd->dep);
+            const unsigned char port = programmatic ? CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC : 0;
+            ZT_CHECKF(!i || nd->edge.from_port == port, "node %d: port %d", i, nd->edge.from_port);
+        }
+        zr_graph_destroy(t.drv, &g);
+    }
+    ZrGraph g;
+    ZT_CHECK(zr_graph_build_steps(t.drv, &t.l.rec, 0, true, NULL, 0, &g, &err) != CUDA_SUCCESS);
+    ZT_CHECK(strstr(err.msg, "0 steps") != NULL && g.graph == NULL);
+    toy_close(&t);
+}
+
 ZT_TEST(failed_programmatic_edges_destroy_the_partial_graph_and_name_the_call) {
     next_device = hopper;
     next_device.add_deps_result = CUDA_ERROR_INVALID_VALUE;

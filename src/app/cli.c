@@ -169,6 +169,7 @@ enum {
     OPT_PROFILE,
     OPT_LOG_LAUNCHES,
     OPT_GRAPH_DOT,
+    OPT_GRAPH_STEPS,
     OPT_QUIET,
     OPT_NO_DISPLAY_PROMPT,
     OPT_HELP,
@@ -210,6 +211,7 @@ static const ZrOpt run_options[] = {
     {OPT_PROFILE, "--profile", ZR_OPT_FLAG, NULL},
     {OPT_LOG_LAUNCHES, "--log-launches", ZR_OPT_FLAG, NULL},
     {OPT_GRAPH_DOT, "--graph-dot", ZR_OPT_VALUE, NULL},
+    {OPT_GRAPH_STEPS, "--graph-steps", ZR_OPT_VALUE, NULL},
     {OPT_QUIET, "--quiet", ZR_OPT_FLAG, NULL},
     {OPT_NO_DISPLAY_PROMPT, "--no-display-prompt", ZR_OPT_FLAG, NULL},
     {OPT_HELP, "-h|--help", ZR_OPT_FLAG, NULL},
@@ -295,6 +297,7 @@ static int parse(ZrRunSettings *s, int argc, char **argv, bool chat, ZrError *er
         case OPT_PROFILE: s->profile = true; break;
         case OPT_LOG_LAUNCHES: s->log_launches = true; break;
         case OPT_GRAPH_DOT: s->graph_dot = v; break;
+        case OPT_GRAPH_STEPS: rc = zr_cli_int(name, v, 0, 8, &s->graph_steps, err); break;
         case OPT_QUIET: s->quiet = true; break;
         case OPT_NO_DISPLAY_PROMPT: s->no_display_prompt = true; break;
         case OPT_HELP: s->help = true; break;

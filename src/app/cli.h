@@ -28,6 +28,7 @@ typedef struct ZrRunSettings {
     ZrDevice device;          /* --device: the fallback rule is zr_backend_open's */
     int graph;                /* -1 = no flag (CUDA_GRAPH_ENABLE decides, in the command), 0 --no-graph, 1 --graph */
     int verify_graph;
+    int graph_steps;          /* --graph-steps: decode steps a graph launch runs, 1..8; 0 = the backend's (4) */
     bool profile;
     bool log_launches;
     const char *graph_dot;

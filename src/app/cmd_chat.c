@@ -384,6 +384,7 @@ int zr_chat_session(const ZrRunSettings *s, const ZrEnv *env) {
         .n_threads = s->n_threads,
         .graph = s->graph >= 0 ? s->graph > 0 : env->graph,
         .verify_graph = s->verify_graph,
+        .graph_steps = s->graph_steps,
         .profile = s->profile,
         .log_launches = s->log_launches,
         .graph_dot = s->graph_dot,

@@ -58,6 +58,7 @@ int zr_run_resume(const ZrRunSettings *s, const ZrEnv *env) {
         .n_threads = s->n_threads,
         .graph = false, /* a resumed run decodes eagerly */
         .verify_graph = s->verify_graph,
+        .graph_steps = s->graph_steps,
         .profile = s->profile,
         .quiet = true, /* the first process said which device it runs on */
         /* no graph fault, no launch log, no dot file: those were the first process's */

@@ -194,6 +194,7 @@ int zr_run_fresh(const ZrRunSettings *s, const ZrEnv *env, int argc, char **argv
         .n_threads = s->n_threads,
         .graph = s->graph >= 0 ? s->graph > 0 : env->graph, /* a flag wins over CUDA_GRAPH_ENABLE */
         .verify_graph = s->verify_graph,
+        .graph_steps = s->graph_steps,
         .profile = s->profile,
         .log_launches = s->log_launches,
         .graph_dot = s->graph_dot,

@@ -287,8 +287,10 @@ void zr_run_summary(const ZrRun *r, const char *note) {
                 (unsigned long long)r->host_steps, r->n_decode,
                 r->host_steps ? "" : "; the backend picked every token");
     if (s->verbose && st.gap_samples)
-        fprintf(stderr, "zrun: GPU idle between decode steps: min %.2f us, median %.2f us (%llu pairs, %%globaltimer)\n",
-                st.gap_us_min, st.gap_us_median, (unsigned long long)st.gap_samples);
+        fprintf(stderr, "zrun: GPU idle between decode steps: min %.2f us, median %.2f us, mean %.2f us (%llu pairs, "
+                        "%%globaltimer; %d steps a graph launch)\n",
+                st.gap_us_min, st.gap_us_median, st.gap_us_mean, (unsigned long long)st.gap_samples,
+                st.graph_steps_per_launch);
 }
 
 int zr_run_fail(const ZrError *err) {

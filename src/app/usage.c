@@ -58,6 +58,7 @@ const char zr_usage_text[] =
     "      --profile           per-kernel GPU times (forces eager decode)\n"
     "      --log-launches      print the recorded kernel launches of the decode step\n"
     "      --graph-dot FILE    write the built decode graph as Graphviz dot\n"
+    "      --graph-steps N     decode steps one graph launch runs, 1..8 (default 0: the backend's, 4)\n"
     "      --quiet             no summary or notes on standard error (errors still go there)\n"
     "\n"
     "llama.cpp options (zrun run and bench):\n"

@@ -170,6 +170,7 @@ typedef CUresult (*PFN_cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, si
 typedef CUresult (*PFN_cuMemsetD32Async)(CUdeviceptr dst, unsigned int value, size_t n, CUstream s);
 typedef CUresult (*PFN_cuStreamCreate)(CUstream *s, unsigned int flags);
 typedef CUresult (*PFN_cuStreamSynchronize)(CUstream s);
+typedef CUresult (*PFN_cuStreamQuery)(CUstream s);
 typedef CUresult (*PFN_cuStreamDestroy_v2)(CUstream s);
 typedef CUresult (*PFN_cuEventCreate)(CUevent *e, unsigned int flags);
 typedef CUresult (*PFN_cuEventRecord)(CUevent e, CUstream s);

@@ -12,6 +12,7 @@
  * writes the step's record into a ring of mapped pinned memory and advances tok/pos in place, so
  * the host queues steps ahead with nothing to write between them, waits on one event per step,
  * and hands each token over as its record arrives. */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,8 +36,14 @@
 #include "logits_check.h"
 #include "sampler.h"
 
-#define ZR_RUN_AHEAD 6        /* steps queued beyond the one the host waits for */
-#define ZR_RING_SLOTS 16      /* record slots (> ZR_RUN_AHEAD: a slot is read before a step reuses it) */
+/* Steps one graph launch runs in the free-running loop: the ~2.5 us a launch leaves the GPU idle
+ * (H100, between two replays) is paid once per launch, the steps inside one are joined like the
+ * kernels of a step (programmatic edges: a kernel-to-kernel gap). 4 leaves a quarter of it per
+ * step; more saves less than 0.4 us a step while the graph grows by a step's nodes each. */
+#define ZR_GRAPH_STEPS 4
+#define ZR_GRAPH_STEPS_MAX 8
+#define ZR_RUN_AHEAD_MIN 6    /* steps queued beyond the one the host waits for: at least, and 2 launches */
+#define ZR_RING_SLOTS 32      /* record slots (> 2 ZR_GRAPH_STEPS_MAX: a slot is read before a step reuses it) */
 #define ZR_MEMHOSTALLOC_DEVICEMAP 0x02 /* CU_MEMHOSTALLOC_DEVICEMAP */
 #define ZR_GAP_CAP 65536      /* idle gaps kept for the statistics */
 
@@ -68,8 +75,6 @@ typedef struct CudaBackend {
     ZrTail tail;        /* what ends a decode step now (f.tail follows it; NONE while re-prefilling) */
     int tail_n_cand;
     ZrPickRecord *ring; /* [ZR_RING_SLOTS] mapped pinned host memory the tail writes (same address on the device: UVA) */
-    CUevent ev[ZR_RING_SLOTS]; /* ev[pos % slots]: the step at pos is done */
-    bool have_events;
     ZrSampleDev sdev;   /* ZR_TAIL_SAMPLE: the chain's parameters, state, scratch */
     bool sdev_init;
     ZrSamplerParams sdev_p; /* what sdev was made for (kept here: a context reset takes sdev with it) */
@@ -79,6 +84,7 @@ typedef struct CudaBackend {
     size_t snap_bytes;
     ZrSampler *mirror;  /* while decode_run runs: the caller's sampler, the device state's source */
     uint8_t *state_buf; /* [state_cap] a sampler state on its way to the device */
+    int run_ahead;      /* steps queued at most beyond the one the host waits for (two launches) */
     double *gaps;       /* [ZR_GAP_CAP] idle gaps between queued steps, µs (a ring once full) */
     uint64_t n_gaps;
     size_t state_cap;
@@ -137,7 +143,7 @@ static int push_state(CudaBackend *c, const ZrSampler *smp, ZrError *err) {
     return zr_sample_dev_set_state(&c->cuda, &c->sdev, c->state_buf, n, err);
 }
 
-/* The tail's buffers in this context: the ring and its events, the chain's state (for
+/* The tail's buffers in this context: the ring, the chain's state (for
  * c->sdev_p), the snapshot; then the wiring. Called when the tail changes and after a reset. */
 static int tail_buffers(CudaBackend *c, ZrError *err) {
     const ZrCuDriver *d = c->cuda.drv;
@@ -147,11 +153,6 @@ static int tail_buffers(CudaBackend *c, ZrError *err) {
                   "cuMemHostAlloc(%zu bytes, mapped) for the decode records", ZR_RING_SLOTS * sizeof(ZrPickRecord));
         memset(p, 0, ZR_RING_SLOTS * sizeof(ZrPickRecord));
         c->ring = p;
-    }
-    if (!c->have_events) {
-        for (int i = 0; i < ZR_RING_SLOTS; i++)
-            ZR_CU_TRY(d, err, d->cuEventCreate(&c->ev[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate (decode step %d)", i);
-        c->have_events = true;
     }
     if (c->tail == ZR_TAIL_SAMPLE && !c->sdev_init) {
         int rc = zr_sample_dev_init(&c->cuda, &c->sdev_p, c->m->hp.n_vocab, c->sdev_ban, c->sdev_n_ban, &c->sdev, err);
@@ -171,7 +172,6 @@ static int tail_buffers(CudaBackend *c, ZrError *err) {
 /* After a context reset: what belonged to the old context is gone with it. */
 static void tail_forget(CudaBackend *c) {
     c->ring = NULL;
-    c->have_events = false;
     c->sdev_init = false;
     free(c->sdev.ban); /* its host copy; the device memory went with the context */
     memset(&c->sdev, 0, sizeof c->sdev);
@@ -400,15 +400,41 @@ static int take_rng(CudaBackend *c, ZrSampler *smp, const uint64_t rng[4], ZrErr
     return zr_sampler_set_state(smp, c->state_buf, n, err);
 }
 
+/* Waits until the record of the queued step at pos is in the ring: its pos field, written last
+ * after a system-wide fence (and set to -1 before the step was queued), says so. The host spins
+ * on the mapped ring, so each token is handed over as soon as its step is done (not when the
+ * launch that holds it is), asking the stream between two looks whether it failed or ended. */
+static int wait_record(CudaBackend *c, int pos, CUresult *bad, ZrError *err) {
+    const ZrCuDriver *d = c->cuda.drv;
+    const volatile int32_t *at = &c->ring[pos % ZR_RING_SLOTS].pos;
+    while (*at != pos) {
+        const CUresult r = d->cuStreamQuery(c->cuda.stream);
+        if (r == CUDA_ERROR_NOT_READY) continue;
+        if (r == CUDA_SUCCESS) {
+            if (*at == pos) break;
+            return zr_err(err, ZR_E_INTERNAL, "cuda decode run: the steps queued ended without the record of position %d",
+                          pos);
+        }
+        *bad = r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || zr_driver_error_is_sticky(r) ? r : CUDA_SUCCESS;
+        return zr_driver_err(d, err, r, "decode step at position %d", pos);
+    }
+    atomic_thread_fence(memory_order_acquire); /* the record's other fields after its pos */
+    return ZR_OK;
+}
+
 /* Waits for whatever is queued (steps past the last one consumed are discarded). */
 static CUresult drain(CudaBackend *c) { return zr_cuda_sync_result(&c->cuda); }
 
 /* The free-running decode loop. The tail on the device picks each step's token and advances
- * tok/pos in place, so the host queues up to ZR_RUN_AHEAD steps (graph replays, or the eager
- * launches) with nothing written between them, and reads each step's record from the mapped
- * ring once its event has completed: the GPU never waits for the host. The first steps go
- * through the graph controller one at a time (recording, the checked replays); the rest are
- * queued (zr_graph_decode_issue). A step the device cannot finish exactly (ZR_PICK_HOST) is
+ * tok/pos in place, so the host queues up to run_ahead steps (graph launches of ZR_GRAPH_STEPS
+ * steps each where they fit, or the eager launches) with nothing written between them, and reads
+ * each step's record from the mapped ring as soon as it lands there (wait_record): the GPU never
+ * waits for the host, and no event or copy stands between two steps. The first steps go through
+ * the graph controller one at a time (recording, the checked replays); the rest are queued
+ * (zr_graph_decode_issue_n). The steps past the limit (-n, the context) are never queued: the
+ * last ones before it go one a launch. A step the device cannot finish exactly (ZR_PICK_HOST or
+ * ZR_PICK_NONFINITE) leaves tok/pos as they were, so the steps queued after it, in its own launch
+ * too, recompute it (the same record, the same cache rows). ZR_PICK_HOST is then
  * sampled on the host from its logits, the host's state pushed back to the device; a poisoned
  * context is recreated with the consumed tokens re-prefilled. When on_token says stop, the steps
  * queued past it are waited for and discarded: the cache holds the consumed tokens (n_past), and
@@ -446,7 +472,7 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
     int queued = 0;         /* steps issued: positions pos0 .. pos0 + queued - 1 */
     bool stop = false;
     uint64_t prev_end = 0;  /* the last consumed step's t_end when it was queued (0: it was not) */
-    int ahead = ZR_RUN_AHEAD; /* 1 after a step the host sampled (the steps queued after it only repeat it) */
+    int ahead = c->run_ahead; /* 1 after a step the host sampled (the steps queued after it only repeat it) */
     while (!stop && L->steps < limit) {
         const int pos = pos0 + L->steps;
         const int slot = pos % ZR_RING_SLOTS;
@@ -466,26 +492,19 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
                 }
             }
         }
-        while (!synced && queued < L->steps + ahead && queued < limit) {
-            if ((rc = zr_graph_decode_issue(&c->graph, &bad, err))) goto failed;
-            CUresult r = d->cuEventRecord(c->ev[(pos0 + queued) % ZR_RING_SLOTS], c->cuda.stream);
-            if (r != CUDA_SUCCESS) {
-                rc = zr_driver_err(d, err, r, "cuEventRecord (decode step at position %d)", pos0 + queued);
-                bad = zr_driver_error_is_sticky(r) ? r : CUDA_SUCCESS;
-                goto failed;
-            }
-            queued++;
+        for (;;) {
+            /* a launch of several steps where they all fit the limit (never a step past the
+             * context) and the window, else one step */
+            int n = synced ? 0 : zr_graph_decode_batch(&c->graph);
+            if (n > 1 && (queued + n > limit || n > ahead)) n = 1;
+            if (n == 0 || queued + n > L->steps + ahead || queued >= limit) break;
+            for (int i = 0; i < n; i++) c->ring[(pos0 + queued + i) % ZR_RING_SLOTS].pos = -1; /* not yet written */
+            if ((rc = zr_graph_decode_issue_n(&c->graph, n, &bad, err))) goto failed;
+            queued += n;
         }
-        if (!synced) {
-            CUresult r = d->cuEventSynchronize(c->ev[slot]);
-            if (r != CUDA_SUCCESS) {
-                rc = zr_driver_err(d, err, r, "decode step at position %d", pos);
-                bad = r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || zr_driver_error_is_sticky(r) ? r : CUDA_SUCCESS;
-                goto failed;
-            }
-        }
+        if (!synced && (rc = wait_record(c, pos, &bad, err))) goto failed;
         ZrPickRecord rec;
-        memcpy(&rec, (const void *)&c->ring[slot], sizeof rec); /* complete: the step's event is */
+        memcpy(&rec, (const void *)&c->ring[slot], sizeof rec); /* complete: its pos, written last, is there */
         if (rec.pos != pos) {
             rc = zr_err(err, ZR_E_INTERNAL, "cuda decode run: the record for position %d says position %d (status %d)",
                         pos, rec.pos, rec.status);
@@ -501,7 +520,7 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
             }
             if (c->tail == ZR_TAIL_SAMPLE && (rc = take_rng(c, L->host, rec.rng, err))) break;
             zr_sampler_accept(L->host, next);
-            if (ahead < ZR_RUN_AHEAD) ahead++;
+            if (ahead < c->run_ahead) ahead++;
         } else if (rec.status == ZR_PICK_HOST) {
             /* the steps queued after it recomputed this one (tok/pos unchanged): wait, then the host picks */
             CUresult r = drain(c);
@@ -586,7 +605,7 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* Min and median of the gaps kept. */
+/* Min, median and mean of the gaps kept. */
 static void gap_stats(const CudaBackend *c, ZrBackendStats *out) {
     const size_t n = c->n_gaps < ZR_GAP_CAP ? (size_t)c->n_gaps : ZR_GAP_CAP;
     out->gap_samples = n;
@@ -596,6 +615,9 @@ static void gap_stats(const CudaBackend *c, ZrBackendStats *out) {
     memcpy(v, c->gaps, n * sizeof *v);
     qsort(v, n, sizeof *v, cmp_double);
     out->gap_us_min = v[0];
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) sum += v[i];
+    out->gap_us_mean = sum / (double)n; /* a launch's own gap counts once per launch, the steps in it at theirs */
     out->gap_us_median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
     free(v);
 }
@@ -611,6 +633,7 @@ static void cuda_stats(const ZrBackend *be, ZrBackendStats *out) {
     out->graph_active = st.graph_active;
     out->pdl = st.graph_active ? st.pdl : c->launcher.pdl;
     out->host_steps = c->host_steps;
+    out->graph_steps_per_launch = st.multi_launches ? st.multi_steps : st.graph_steps ? 1 : 0;
     gap_stats(c, out);
     out->host_us_per_token = st.graph_active && st.graph_steps ? st.graph_host_us : st.eager_host_us;
 }
@@ -655,8 +678,6 @@ static void cuda_destroy(ZrBackend *be) {
     }
     if (c->cuda_open) {
         if (c->sdev_init) zr_sample_dev_free(&c->cuda, &c->sdev);
-        if (c->have_events)
-            for (int i = 0; i < ZR_RING_SLOTS; i++) c->drv->cuEventDestroy(c->ev[i]);
         zr_cuda_host_free(&c->cuda, c->ring);
     }
     free(c->sdev_ban);
@@ -717,6 +738,11 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         goto fail_early;
     }
     const int n_ctx = o->n_ctx;
+    if (o->graph_steps < 0 || o->graph_steps > ZR_GRAPH_STEPS_MAX) {
+        zr_err(err, ZR_E_USAGE, "cuda backend: %d decode steps per graph launch; expected 1..%d (0: %d)", o->graph_steps,
+               ZR_GRAPH_STEPS_MAX, ZR_GRAPH_STEPS);
+        goto fail_early;
+    }
     if (zr_model_check_facts(m, err) || refuse_facts(m, err)) goto fail_early;
     CudaBackend *c = calloc(1, sizeof *c);
     if (!c || !(c->k = calloc(1, sizeof *c->k)) || !(c->hist = calloc(n_ctx, sizeof *c->hist)) ||
@@ -736,6 +762,8 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     c->opt = *o;
     c->opt.cuda_early = NULL; /* taken */
     c->drv = drv;
+    const int graph_steps = o->graph_steps ? o->graph_steps : ZR_GRAPH_STEPS;
+    c->run_ahead = 2 * graph_steps > ZR_RUN_AHEAD_MIN ? 2 * graph_steps : ZR_RUN_AHEAD_MIN;
     if (have_early) c->cuda = early;
     else if (zr_cuda_open(drv, 0, &c->cuda, err)) goto fail;
     c->cuda_open = true;
@@ -775,7 +803,7 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     wire_io(c);
     c->io.epoch = 1;
     ZrDecodeOptions dopt = {.graph = o->graph, .verify = o->verify_graph, .profile = o->profile,
-                            .log_launches = o->log_launches, .dot_path = o->graph_dot};
+                            .log_launches = o->log_launches, .dot_path = o->graph_dot, .multi_steps = graph_steps};
     if (zr_fault_parse(o->fault, &dopt.fault, err)) goto fail;
     const ZrDecodeHooks hooks = {c, eager_step, recover};
     if (zr_graph_decode_init(&c->graph, &c->io, &hooks, &dopt, err)) goto fail;

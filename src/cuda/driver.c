@@ -50,6 +50,7 @@ static const Entry k_entries[] = {
     E(cuMemsetD32Async, ZR_CU_V_MEM),
     E(cuStreamCreate, 2000),
     E(cuStreamSynchronize, 2000),
+    E(cuStreamQuery, 2000),
     E(cuStreamDestroy, ZR_CU_V_BASE),
     E(cuEventCreate, 2000),
     E(cuEventRecord, 2000),

@@ -43,6 +43,7 @@ typedef struct ZrCuDriver {
     PFN_cuMemsetD32Async cuMemsetD32Async;
     PFN_cuStreamCreate cuStreamCreate;
     PFN_cuStreamSynchronize cuStreamSynchronize;
+    PFN_cuStreamQuery cuStreamQuery;
     PFN_cuStreamDestroy_v2 cuStreamDestroy;
     PFN_cuEventCreate cuEventCreate;
     PFN_cuEventRecord cuEventRecord;

@@ -33,7 +33,16 @@ CUresult zr_graph_build(const ZrCuDriver *d, const ZrRecording *rec, ZrFault *fa
 
 CUresult zr_graph_build_pdl(const ZrCuDriver *d, const ZrRecording *rec, bool programmatic, ZrFault *fault,
                             int step, ZrGraph *g, ZrError *err) {
+    return zr_graph_build_steps(d, rec, 1, programmatic, fault, step, g, err);
+}
+
+CUresult zr_graph_build_steps(const ZrCuDriver *d, const ZrRecording *rec, int steps, bool programmatic,
+                              ZrFault *fault, int step, ZrGraph *g, ZrError *err) {
     memset(g, 0, sizeof *g);
+    if (steps < 1) {
+        zr_err(err, ZR_E_INTERNAL, "graph build: %d steps asked for (at least 1)", steps);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     if (rec->n == 0) {
         zr_err(err, ZR_E_INTERNAL, "graph build: the recording pass launched no kernels");
         return CUDA_ERROR_INVALID_VALUE;
@@ -42,10 +51,11 @@ CUresult zr_graph_build_pdl(const ZrCuDriver *d, const ZrRecording *rec, bool pr
         zr_err(err, ZR_E_INTERNAL, "graph build: programmatic edges need cuGraphAddDependencies (driver >= 12.3)");
         return CUDA_ERROR_NOT_SUPPORTED;
     }
+    const size_t n = rec->n * (size_t)steps; /* node i is record i % rec->n of step i / rec->n */
     /* [n] the nodes in launch order (programmatic: joined once all are added) */
-    CUgraphNode *nodes = programmatic ? calloc(rec->n, sizeof *nodes) : NULL;
+    CUgraphNode *nodes = programmatic ? calloc(n, sizeof *nodes) : NULL;
     if (programmatic && !nodes) {
-        zr_err(err, ZR_E_NOMEM, "graph build: no memory for %zu node handles", rec->n);
+        zr_err(err, ZR_E_NOMEM, "graph build: no memory for %zu node handles", n);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     CUresult r = d->cuGraphCreate(&g->graph, 0);
@@ -55,13 +65,14 @@ CUresult zr_graph_build_pdl(const ZrCuDriver *d, const ZrRecording *rec, bool pr
         zr_driver_err(d, err, r, "cuGraphCreate");
         return r;
     }
-    size_t fail_at = zr_fault_fires(fault, ZR_FAULT_GRAPH_BUILD, step) ? rec->n / 2 : (size_t)-1;
+    size_t fail_at = zr_fault_fires(fault, ZR_FAULT_GRAPH_BUILD, step) ? n / 2 : (size_t)-1;
     CUgraphNode prev = NULL;
-    for (size_t i = 0; i < rec->n; i++) {
-        const ZrLaunchRecord *x = &rec->recs[i];
+    for (size_t i = 0; i < n; i++) {
+        const size_t ri = i % rec->n;
+        const ZrLaunchRecord *x = &rec->recs[ri];
         void *params[ZR_KERNEL_MAX_PARAMS];
         /* the driver copies the values when the node is added */
-        for (int j = 0; j < x->kernel->n_params; j++) params[j] = (void *)zr_recording_param(rec, i, j);
+        for (int j = 0; j < x->kernel->n_params; j++) params[j] = (void *)zr_recording_param(rec, ri, j);
         CUDA_KERNEL_NODE_PARAMS p = {
             .func = x->fn,
             .gridDimX = x->grid.x, .gridDimY = x->grid.y, .gridDimZ = x->grid.z,
@@ -74,7 +85,7 @@ CUresult zr_graph_build_pdl(const ZrCuDriver *d, const ZrRecording *rec, bool pr
         r = i == fail_at ? CUDA_ERROR_INVALID_VALUE
                          : d->cuGraphAddKernelNode(&node, g->graph, dep ? &prev : NULL, dep ? 1 : 0, &p);
         if (r != CUDA_SUCCESS) {
-            zr_driver_err(d, err, r, "cuGraphAddKernelNode (node %zu of %zu, %s%s)", i, rec->n, x->kernel->name,
+            zr_driver_err(d, err, r, "cuGraphAddKernelNode (node %zu of %zu, %s%s)", i, n, x->kernel->name,
                           i == fail_at ? "; injected by ZRUN_FAULT=graph-build" : "");
             build_failed(d, g, nodes);
             return r;
@@ -82,9 +93,11 @@ CUresult zr_graph_build_pdl(const ZrCuDriver *d, const ZrRecording *rec, bool pr
         if (nodes) nodes[i] = node;
         prev = node;
     }
-    if (programmatic && rec->n > 1) {
-        /* edge i: node i -> node i+1; nodes[0..n-1) and nodes[1..n) are the from / to arrays */
-        size_t n_edges = rec->n - 1;
+    if (programmatic && n > 1) {
+        /* edge i: node i -> node i+1; nodes[0..n-1) and nodes[1..n) are the from / to arrays
+         * (between two steps too: the next step's first kernel waits for the tail before it
+         * reads the token and position the tail wrote) */
+        size_t n_edges = n - 1;
         CUgraphEdgeData *edges = calloc(n_edges, sizeof *edges);
         if (!edges) {
             build_failed(d, g, nodes);
@@ -104,7 +117,8 @@ CUresult zr_graph_build_pdl(const ZrCuDriver *d, const ZrRecording *rec, bool pr
         }
     }
     free(nodes);
-    g->n_nodes = rec->n;
+    g->n_nodes = n;
+    g->steps = steps;
     g->programmatic = programmatic;
     return CUDA_SUCCESS;
 }
@@ -144,10 +158,15 @@ void zr_graph_destroy(const ZrCuDriver *d, ZrGraph *g) {
 
 static FILE *logf_(const ZrDecodeGraph *g) { return g->opt.log ? g->opt.log : stderr; }
 
+static void drop_graphs(ZrDecodeGraph *g) {
+    zr_graph_destroy(g->io->cuda->drv, &g->graph);
+    zr_graph_destroy(g->io->cuda->drv, &g->multi);
+}
+
 /* Eager for the rest of the run, with one line naming the cause. */
 static void fallback(ZrDecodeGraph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fallback(ZrDecodeGraph *g, const char *fmt, ...) {
-    zr_graph_destroy(g->io->cuda->drv, &g->graph);
+    drop_graphs(g);
     g->mode = ZR_DECODE_EAGER;
     if (g->stats.fallback[0]) return;
     va_list ap;
@@ -180,7 +199,7 @@ int zr_graph_decode_init(ZrDecodeGraph *g, ZrDecodeIO *io, const ZrDecodeHooks *
 
 void zr_graph_decode_free(ZrDecodeGraph *g) {
     if (g->io && g->io->cuda && g->io->cuda->drv) {
-        zr_graph_destroy(g->io->cuda->drv, &g->graph);
+        drop_graphs(g);
         zr_cuda_host_free(g->io->cuda, g->staging);
     }
     zr_recording_free(&g->rec);
@@ -251,7 +270,31 @@ static CUresult build(ZrDecodeGraph *g, int step, ZrError *err) {
         r = build_once(g, step, false, err);
     }
     if (r != CUDA_SUCCESS) return r;
-    g->stats.graph_build_ms = g->stats.record_ms + g->stats.build_ms + g->stats.instantiate_ms;
+    g->stats.multi_steps = 0;
+    const double t_multi = now_us();
+    if (g->io->ring && g->opt.multi_steps > 1) {
+        /* the same launches repeated: no fault of ZRUN_FAULT is injected here (the one-step
+         * graph's build took it); a failure leaves one step per launch */
+        ZrError e2 = {0};
+        CUresult rm = zr_graph_build_steps(d, &g->rec, g->opt.multi_steps, pdl, NULL, step, &g->multi, &e2);
+        if (rm == CUDA_SUCCESS && (rm = zr_graph_instantiate(d, &g->multi, NULL, step, &e2)) != CUDA_SUCCESS)
+            zr_graph_destroy(d, &g->multi);
+        if (rm != CUDA_SUCCESS && poisons(rm)) {
+            zr_graph_destroy(d, &g->graph);
+            *err = e2;
+            return rm;
+        }
+        if (rm != CUDA_SUCCESS) {
+            fprintf(logf_(g), "zrun: decode graph: one step per launch, no graph of %d steps: %s\n", g->opt.multi_steps,
+                    e2.msg);
+            fflush(logf_(g));
+        } else {
+            g->stats.multi_steps = g->opt.multi_steps;
+        }
+    }
+    /* the multi-step graph's build and instantiation are part of the cost too */
+    g->stats.graph_build_ms =
+        g->stats.record_ms + g->stats.build_ms + g->stats.instantiate_ms + (now_us() - t_multi) / 1e3;
     g->stats.builds++;
     g->stats.pdl = pdl;
     if (g->opt.dot_path) {
@@ -380,7 +423,7 @@ static int issue(ZrDecodeGraph *g, int32_t token, int pos, int step, float *logi
     *bad = CUDA_SUCCESS;
     if (g->mode == ZR_DECODE_GRAPH && io->epoch != g->built_epoch) {
         /* something the graph points at moved: record and build again */
-        zr_graph_destroy(d, &g->graph);
+        drop_graphs(g);
         g->mode = ZR_DECODE_RECORD;
         g->stats.rebuilds++;
     }
@@ -514,7 +557,7 @@ static int recover_now(ZrDecodeGraph *g, CUresult bad, int n_past, ZrError *err)
                 cause, n_past);
     else
         fallback(g, "%s; recreating the CUDA context, re-uploading the weights, re-prefilling %d tokens", cause, n_past);
-    zr_graph_destroy(d, &g->graph);
+    drop_graphs(g);
     g->mode = ZR_DECODE_EAGER;
     g->have_trap = false;
     g->staging = NULL; /* it belonged to the old context */
@@ -561,31 +604,41 @@ bool zr_graph_decode_steady(const ZrDecodeGraph *g) {
     return g->mode == ZR_DECODE_GRAPH && g->checks_left == 0 && g->io->epoch == g->built_epoch;
 }
 
-int zr_graph_decode_issue(ZrDecodeGraph *g, CUresult *bad, ZrError *err) {
+int zr_graph_decode_batch(const ZrDecodeGraph *g) {
+    return zr_graph_decode_steady(g) && g->mode == ZR_DECODE_GRAPH && g->multi.exec ? g->multi.steps : 1;
+}
+
+int zr_graph_decode_issue(ZrDecodeGraph *g, CUresult *bad, ZrError *err) { return zr_graph_decode_issue_n(g, 1, bad, err); }
+
+int zr_graph_decode_issue_n(ZrDecodeGraph *g, int n, CUresult *bad, ZrError *err) {
     ZrDecodeIO *io = g->io;
     ZrLauncher *l = io->launcher;
     const ZrCuDriver *d = io->cuda->drv;
-    const int step = g->step;
+    const int step = g->step, last = step + n - 1; /* a fault due at any of the n steps fires */
     *bad = CUDA_SUCCESS;
     if (!zr_graph_decode_steady(g))
         return zr_err(err, ZR_E_INTERNAL, "decode graph: step %d queued while the controller is not steady", step);
+    if (n != 1 && n != zr_graph_decode_batch(g))
+        return zr_err(err, ZR_E_INTERNAL, "decode graph: %d steps queued in one launch (1 or %d expected)", n,
+                      zr_graph_decode_batch(g));
     const double t0 = now_us();
     bool eager = g->mode == ZR_DECODE_EAGER;
     if (!eager) {
+        const ZrGraph *graph = n > 1 ? &g->multi : &g->graph;
         ZrError e2 = {0};
         CUresult r = CUDA_SUCCESS;
         const char *injected = NULL;
-        if (zr_fault_fires(&g->opt.fault, ZR_FAULT_GRAPH_LAUNCH, step)) {
+        if (zr_fault_fires(&g->opt.fault, ZR_FAULT_GRAPH_LAUNCH, last)) {
             r = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
             injected = "graph-launch";
-        } else if (zr_fault_fires(&g->opt.fault, ZR_FAULT_GRAPH_901, step)) {
+        } else if (zr_fault_fires(&g->opt.fault, ZR_FAULT_GRAPH_901, last)) {
             r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
             injected = "graph-901";
         }
         if (injected)
-            zr_driver_err(d, &e2, r, "cuGraphLaunch (%zu nodes; injected by ZRUN_FAULT=%s)", g->graph.n_nodes, injected);
+            zr_driver_err(d, &e2, r, "cuGraphLaunch (%zu nodes; injected by ZRUN_FAULT=%s)", graph->n_nodes, injected);
         else
-            r = zr_graph_launch(d, &g->graph, l->stream, &e2);
+            r = zr_graph_launch(d, graph, l->stream, &e2);
         if (r != CUDA_SUCCESS) {
             if (poisons(r)) {
                 *bad = r;
@@ -595,28 +648,32 @@ int zr_graph_decode_issue(ZrDecodeGraph *g, CUresult *bad, ZrError *err) {
             fallback(g, "%s", e2.msg);
             eager = true;
         } else {
-            g->graph_us_sum += now_us() - t0;
-            g->graph_timed++;
-            g->stats.graph_steps++;
+            g->graph_us_sum += now_us() - t0; /* per step: one launch issues n */
+            g->graph_timed += (uint64_t)n;
+            g->stats.graph_steps += (uint64_t)n;
+            if (n > 1) g->stats.multi_launches++;
         }
     }
     if (eager) {
-        const uint64_t before = l->n_launches;
-        int rc = g->hooks.eager_step(g->hooks.ctx, err);
-        if (rc) {
-            CUresult r = zr_cuda_sync_result(io->cuda);
-            if (zr_driver_error_is_sticky(r)) *bad = r;
-            return rc;
+        for (int i = 0; i < n; i++) {
+            const uint64_t before = l->n_launches;
+            const double t1 = now_us();
+            int rc = g->hooks.eager_step(g->hooks.ctx, err);
+            if (rc) {
+                CUresult r = zr_cuda_sync_result(io->cuda);
+                if (zr_driver_error_is_sticky(r)) *bad = r;
+                return rc;
+            }
+            g->eager_us_sum += now_us() - t1;
+            g->eager_timed++;
+            g->stats.eager_steps++;
+            g->stats.kernels_per_token = l->n_launches - before;
         }
-        g->eager_us_sum += now_us() - t0;
-        g->eager_timed++;
-        g->stats.eager_steps++;
-        g->stats.kernels_per_token = l->n_launches - before;
     }
-    if (zr_fault_fires(&g->opt.fault, ZR_FAULT_STICKY, step)) {
+    if (zr_fault_fires(&g->opt.fault, ZR_FAULT_STICKY, last)) {
         int rc = trap(g, err);
         if (rc) return rc;
     }
-    g->step++;
+    g->step += n;
     return ZR_OK;
 }

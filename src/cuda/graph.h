@@ -25,6 +25,12 @@
  *   queued steps   once steady (zr_graph_decode_steady), a loop may queue replays back to back
  *                  without the controller's copies and syncs (zr_graph_decode_issue); the same
  *                  faults fire and a failed launch falls back the same way;
+ *   several steps  when the step has a tail (io->ring), a second graph holds the recorded launches
+ *                  opt.multi_steps times in one chain (zr_graph_build_steps): one launch runs that
+ *                  many steps, each step's first kernel waiting for the tail before it (the same
+ *                  programmatic edges as inside a step), so the GPU pays a graph launch's own gap
+ *                  once for them and a kernel-to-kernel gap between them
+ *                  (zr_graph_decode_issue_n); the checked replays stay one step each;
  *   fallback       eager for the rest of the run, with ONE line on the log naming the cause and
  *                  the CUDA error: any graph API error, a replay mismatch, or profiling on;
  *   poisoned       a sticky error (700, 719, 999, ...) or 901 on the graph path: the graph is
@@ -70,6 +76,7 @@ typedef struct ZrGraph {
     CUgraph graph;
     CUgraphExec exec;
     size_t n_nodes;
+    int steps;         /* decode steps one launch runs (the recording repeated) */
     bool programmatic; /* consecutive nodes are joined by programmatic edges (PDL) */
 } ZrGraph;
 
@@ -83,6 +90,12 @@ CUresult zr_graph_build(const ZrCuDriver *d, const ZrRecording *rec, ZrFault *fa
  * Needs zr_graph_pdl_supported; programmatic = false is zr_graph_build. */
 CUresult zr_graph_build_pdl(const ZrCuDriver *d, const ZrRecording *rec, bool programmatic, ZrFault *fault,
                             int step, ZrGraph *g, ZrError *err);
+/* The recording repeated `steps` times in one graph (node i is record i % n), every node
+ * depending on the one before it (programmatic edges when asked for, between the steps too): one
+ * launch runs `steps` decode steps, for a step whose tail advances its own inputs on the device.
+ * steps 1 is zr_graph_build_pdl. */
+CUresult zr_graph_build_steps(const ZrCuDriver *d, const ZrRecording *rec, int steps, bool programmatic,
+                              ZrFault *fault, int step, ZrGraph *g, ZrError *err);
 /* Programmatic edges are possible: compute capability >= 9.0 and cuGraphAddDependencies_v2. */
 bool zr_graph_pdl_supported(const ZrCuda *c);
 CUresult zr_graph_instantiate(const ZrCuDriver *d, ZrGraph *g, ZrFault *fault, int step, ZrError *err);
@@ -137,6 +150,9 @@ typedef struct ZrDecodeOptions {
     FILE *log;            /* fallback line, launch log; NULL = stderr */
     int max_recoveries;   /* context recreations allowed per run; 0 = default (2) */
     bool no_pdl;          /* plain edges only (tests); else programmatic wherever supported */
+    int multi_steps;      /* >= 2: a second graph, the recorded step repeated this many times, is
+                           * built beside the one-step graph when the step has a tail (io->ring), for
+                           * zr_graph_decode_issue_n; 0 or 1: none */
 } ZrDecodeOptions;
 
 typedef enum ZrDecodeMode { ZR_DECODE_EAGER, ZR_DECODE_RECORD, ZR_DECODE_GRAPH } ZrDecodeMode;
@@ -144,12 +160,14 @@ typedef enum ZrDecodeMode { ZR_DECODE_EAGER, ZR_DECODE_RECORD, ZR_DECODE_GRAPH }
 typedef struct ZrDecodeStats {
     uint64_t kernels_per_token;  /* launches in one decode step (from the recording, or counted) */
     double record_ms, build_ms, instantiate_ms;
-    double graph_build_ms;       /* record + build + instantiate (of the last build) */
+    double graph_build_ms;       /* record + build + instantiate (of the last build, the multi-step graph included) */
     double eager_host_us;        /* mean host time to issue one eager step (token write + launches) */
     double graph_host_us;        /* mean host time to issue one replay (token write + cuGraphLaunch) */
     uint64_t eager_steps, graph_steps, checked_steps, builds, rebuilds, recoveries;
     bool graph_active;           /* the next step replays (or records) a graph */
     bool pdl;                    /* the graph replayed has programmatic edges (PDL) */
+    int multi_steps;             /* steps of the multi-step graph built last (0: none) */
+    uint64_t multi_launches;     /* launches of it (each ran multi_steps steps) */
     bool context_lost;           /* a poisoned context could not be recreated: decoding cannot go on */
     char fallback[512];          /* why the graph was given up; "" when it was not */
 } ZrDecodeStats;
@@ -160,6 +178,7 @@ typedef struct ZrDecodeGraph {
     ZrDecodeOptions opt;
     ZrDecodeMode mode;
     ZrGraph graph;
+    ZrGraph multi;         /* the recorded step repeated opt.multi_steps times (no exec: none) */
     ZrRecording rec;       /* the recording the graph was built from */
     uint64_t built_epoch;
     int checks_left;
@@ -197,6 +216,13 @@ bool zr_graph_decode_steady(const ZrDecodeGraph *g);
  * error only when the step could not be queued; *bad is then set when the context is (or must
  * be treated as) poisoned: zr_graph_decode_recover. */
 int zr_graph_decode_issue(ZrDecodeGraph *g, CUresult *bad, ZrError *err);
+/* The steps one zr_graph_decode_issue_n may queue now: the multi-step graph's when it is built
+ * and the controller steady, else 1. */
+int zr_graph_decode_batch(const ZrDecodeGraph *g);
+/* zr_graph_decode_issue for n consecutive steps: n 1, or zr_graph_decode_batch's n (one launch
+ * of the multi-step graph; each step's tail advances the inputs of the next on the device). The
+ * faults due at any of the n steps fire; a failed launch falls back and the n steps run eagerly. */
+int zr_graph_decode_issue_n(ZrDecodeGraph *g, int n, CUresult *bad, ZrError *err);
 /* The context is poisoned (bad): drops the graph, recreates the context through the recover hook
  * with positions [0, n_past) re-prefilled, and goes on eagerly; the cause is err's message.
  * ZR_E_CONTEXT_LOST when that is impossible, as for a step. */

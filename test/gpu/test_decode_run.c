@@ -2,8 +2,9 @@
  * the tail on the device picks exactly the tokens of the host loop (forward + the host sampler
  * on the same GPU's logits), eager and through the graph, for 8 seeds x 5 settings x 128 tokens
  * on stories260K and every fixture; a stop discards the steps computed past it (the next loop
- * goes on as if it had never run ahead); and zrun's text with every ZRUN_FAULT equals the text
- * of a plain eager run, greedy and sampled. */
+ * goes on as if it had never run ahead); graph launches of 1 to 8 steps pick the same tokens and
+ * stop exactly, a full context included, and so do steps handed to the host amid them; and zrun's
+ * text with every ZRUN_FAULT equals the text of a plain eager run, greedy and sampled. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,13 +46,13 @@ static void close_three(Three *t) {
     zr_model_free(&t->m);
 }
 
-/* d on be (cache emptied first) against want: the same tokens and sampler state. */
-static bool same_as(ZrBackend *be, const Three *t, const ZtDecode *d, const ZtDecoded *want, const char *what,
+/* d on be (cache emptied first; n_vocab the model's) against want: the same tokens and sampler state. */
+static bool same_as(ZrBackend *be, int n_vocab, const ZtDecode *d, const ZtDecoded *want, const char *what,
                     uint64_t *host_steps) {
     ZtDecoded got;
     ZrError err = {0};
     be->truncate(be, 0);
-    if (zt_decode(be, t->m.hp.n_vocab, d, &got, &err)) {
+    if (zt_decode(be, n_vocab, d, &got, &err)) {
         fprintf(stderr, "  %s: %s\n", what, err.msg);
         zt_decoded_free(&got);
         return false;
@@ -96,9 +97,9 @@ static int model_agrees(const char *name, const char *path, const int32_t *promp
             d.reference = false;
             char what[160];
             snprintf(what, sizeof what, "%s %s seed %llu eager", name, smp[i].name, (unsigned long long)seed);
-            bad += !same_as(t.eager, &t, &d, &want, what, &host_steps);
+            bad += !same_as(t.eager, t.m.hp.n_vocab, &d, &want, what, &host_steps);
             snprintf(what, sizeof what, "%s %s seed %llu graph", name, smp[i].name, (unsigned long long)seed);
-            bad += !same_as(t.graph, &t, &d, &want, what, &host_steps);
+            bad += !same_as(t.graph, t.m.hp.n_vocab, &d, &want, what, &host_steps);
             runs += 2;
             zt_decoded_free(&want);
         }
@@ -199,6 +200,144 @@ ZT_TEST(a_stopped_loop_leaves_no_trace_of_the_steps_it_ran_ahead) {
         zt_decoded_free(&want);
     }
     close_three(&t);
+}
+
+/* The graph launches of several steps (ZrBackendOptions.graph_steps 1, 2, 3, 5, 8): the tokens
+ * and sampler state of the host loop, for every setting and two seeds, in a context the decode
+ * fills to its last position (36 steps at positions 8..43 of 44: the launches that would run past
+ * it go one step each); a loop stopped after 1 and 6 tokens picks the host loop's first tokens
+ * and leaves the backend decoding the host loop's text again. */
+ZT_TEST(graph_launches_of_several_steps_pick_the_host_loops_tokens_and_stop_exactly) {
+    if (!gpu_env()) return;
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return;
+    enum { N = 37, CTX = 8 + N - 1 };
+    static const int steps[] = {1, 2, 3, 5, 8};
+    ZrModel m;
+    ZrError err = {0};
+    ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s", err.msg);
+    const int V = m.hp.n_vocab;
+    ZrBackendOptions oe = {.n_ctx = CTX, .quiet = true};
+    ZrBackend *ref = zr_cuda_backend_create(&m, &oe, &err);
+    ZT_CHECKF(ref != NULL, "%s", err.msg);
+    int failed = 0;
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+        ZrBackendOptions og = {.n_ctx = CTX, .graph = true, .verify_graph = 1, .graph_steps = steps[k], .quiet = true};
+        ZrBackend *g = zr_cuda_backend_create(&m, &og, &err);
+        ZT_CHECKF(g != NULL, "graph_steps %d: %s", steps[k], err.msg);
+        int bad = 0, runs = 0;
+        for (uint64_t seed = 1; seed <= 2; seed++) {
+            ZtSampling smp[ZT_N_SAMPLINGS];
+            zt_samplings(smp, seed);
+            for (int i = 0; i < ZT_N_SAMPLINGS; i++) {
+                ZtDecode d = {.sp = &smp[i].sp, .n_cand = V, .prompt = k_prompt, .n_prompt = 8, .n = N, .reference = true};
+                ZtDecoded want;
+                ref->truncate(ref, 0);
+                if (zt_decode(ref, V, &d, &want, &err)) {
+                    fprintf(stderr, "    host loop: %s\n", err.msg);
+                    bad++;
+                    continue;
+                }
+                d.reference = false;
+                uint64_t host_steps = 0;
+                char what[160];
+                for (int stop = 1; stop <= 6; stop += 5) {
+                    ZtDecode ds = d;
+                    ds.stop_after = stop;
+                    ZtDecoded got;
+                    g->truncate(g, 0);
+                    const bool ran = zt_decode(g, V, &ds, &got, &err) == 0;
+                    bool ok = ran && got.n_tokens == stop + 1 && got.steps == stop;
+                    for (int j = 0; ok && j < got.n_tokens; j++) ok = got.tokens[j] == want.tokens[j];
+                    if (!ok)
+                        fprintf(stderr, "    %d steps a launch, %s seed %llu, stopped at %d: %s (%d tokens, %d steps)\n",
+                                steps[k], smp[i].name, (unsigned long long)seed, stop, ran ? "differs" : err.msg,
+                                ran ? got.n_tokens : 0, ran ? got.steps : 0);
+                    bad += !ok;
+                    runs++;
+                    zt_decoded_free(&got);
+                }
+                snprintf(what, sizeof what, "    %d steps a launch, %s seed %llu", steps[k], smp[i].name,
+                         (unsigned long long)seed);
+                bad += !same_as(g, V, &d, &want, what, &host_steps);
+                runs++;
+                zt_decoded_free(&want);
+            }
+        }
+        ZrBackendStats st;
+        g->stats(g, &st);
+        const bool used = st.graph_active && st.graph_steps_per_launch == steps[k];
+        fprintf(stderr, "  %d steps a launch: %s: %d of %d runs == the host loop; graph %s, launches of %d steps; "
+                        "GPU idle between steps: min %.2f us, median %.2f us (%llu pairs)\n",
+                steps[k], bad || !used ? "FAIL" : "PASS", runs - bad, runs, st.graph_active ? "on" : "OFF",
+                st.graph_steps_per_launch, st.gap_us_min, st.gap_us_median, (unsigned long long)st.gap_samples);
+        failed += bad || !used;
+        g->destroy(g);
+    }
+    ref->destroy(ref);
+    zr_model_free(&m);
+    ZT_CHECKF(failed == 0, "%d of %zu step counts differ from the host loop", failed, sizeof steps / sizeof steps[0]);
+}
+
+/* Steps the device hands to the host (ZR_PICK_HOST: a top-p set wider than the chain sorts)
+ * amid steps it picks, inside launches of 4 steps: the steps queued after such a step recompute
+ * its position (tok/pos unchanged), and the tokens and sampler state are still the host loop's.
+ * The model: zrun-synth's tiny llama with a vocabulary of 16384, where top-p 0.999 keeps between
+ * ~500 and ~4700 ids (about one step in six past the 4096 the chain sorts, on the CPU's logits). */
+ZT_TEST(steps_handed_to_the_host_inside_launches_of_several_steps_keep_the_host_loops_tokens) {
+    if (!gpu_env()) return;
+    const char *exe = getenv("ZRUN_SYNTH");
+    if (!exe) {
+        fprintf(stderr, "  ZRUN_SYNTH is not set (run through meson test)\n");
+        ZT_CHECK(exe != NULL);
+    }
+    char path[4200], cmd[8800];
+    snprintf(path, sizeof path, "%s/decode_run_v16k.gguf", zt_tmpdir());
+    snprintf(cmd, sizeof cmd, "'%s' -q -o '%s' --vocab 16384 --layers 2 --seed 3 --type f32", exe, path);
+    ZtProc p = zt_proc_sh(cmd, NULL);
+    ZT_CHECKF(p.status == 0, "zrun-synth: %s", p.err ? p.err : "");
+    zt_proc_free(&p);
+    Three t;
+    ZT_CHECK(open_three(&t, path));
+    const int V = t.m.hp.n_vocab;
+    int bad = 0, runs = 0;
+    uint64_t host_steps = 0;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        ZrSamplerParams sp = zr_sampler_defaults();
+        sp.top_k = 0;
+        sp.top_p = 0.999f;
+        sp.min_p = 0.0f;
+        sp.seed = seed;
+        ZtDecode d = {.sp = &sp, .n_cand = V, .prompt = k_prompt, .n_prompt = 8, .n = N_TOKENS, .reference = true};
+        ZtDecoded want;
+        ZrError err = {0};
+        t.ref->truncate(t.ref, 0);
+        if (zt_decode(t.ref, V, &d, &want, &err)) {
+            fprintf(stderr, "  host loop: %s\n", err.msg);
+            bad++;
+            continue;
+        }
+        d.reference = false;
+        char what[160];
+        uint64_t eager_host = 0;
+        snprintf(what, sizeof what, "  top-p 0.999 seed %llu eager", (unsigned long long)seed);
+        bad += !same_as(t.eager, V, &d, &want, what, &eager_host);
+        snprintf(what, sizeof what, "  top-p 0.999 seed %llu graph", (unsigned long long)seed);
+        bad += !same_as(t.graph, V, &d, &want, what, &host_steps);
+        runs += 2;
+        zt_decoded_free(&want);
+    }
+    ZrBackendStats st;
+    t.graph->stats(t.graph, &st);
+    const bool mixed = host_steps > 0 && host_steps < (uint64_t)4 * (N_TOKENS - 1);
+    fprintf(stderr, "  vocab 16384, top-p 0.999: %s: %d of %d runs == the host loop; graph: %llu of %d steps sampled on "
+                    "the host, launches of %d steps\n",
+            bad || !mixed || st.graph_steps_per_launch != 4 ? "FAIL" : "PASS", runs - bad, runs,
+            (unsigned long long)host_steps, 4 * (N_TOKENS - 1), st.graph_steps_per_launch);
+    close_three(&t);
+    ZT_CHECKF(bad == 0, "%d of %d runs differ from the host loop", bad, runs);
+    ZT_CHECKF(mixed, "%llu steps sampled on the host: the test needs some, not all", (unsigned long long)host_steps);
+    ZT_CHECKF(st.graph_steps_per_launch == 4, "launches of %d steps", st.graph_steps_per_launch);
 }
 
 /* zrun's text with each fault (at the first graph step and at a later one, in the free-running
