@@ -199,8 +199,9 @@ int main(int argc, char **argv) {
     } types[] = {
         {"f16", ZR_TYPE_F16}, {"q8_0", ZR_TYPE_Q8_0}, {"q4_0", ZR_TYPE_Q4_0}, {"q4_k", ZR_TYPE_Q4_K}, {"q6_k", ZR_TYPE_Q6_K},
     };
-    static const ZrMvShape grid[] = {{8, 1, 0}, {16, 1, 0}, {4, 1, 0}, {2, 1, 0}, {4, 2, 0},
-                                     {8, 2, 0}, {2, 4, 0}, {4, 4, 0}, {1, 8, 0}, {2, 8, 0}};
+    /* blocks < 0: the tall kernel on -blocks per multiprocessor */
+    static const ZrMvShape grid[] = {{8, 1, 0}, {16, 1, 0}, {4, 1, 0},  {2, 1, 0},  {4, 2, 0},  {8, 2, 0}, {2, 4, 0},
+                                     {4, 4, 0}, {1, 8, 0},  {2, 8, 0},  {8, 1, -4}, {8, 1, -2}, {16, 1, -2}};
     const ZrCuDriver *drv;
     ZrCuda cuda;
     ZrCuKernels k;
@@ -292,8 +293,9 @@ int main(int argc, char **argv) {
                 double t_fwd = -1, t_best = 1e30;
                 ZrMvShape best_s = def;
                 for (size_t gi = 0; gi < sizeof grid / sizeof grid[0]; gi++) {
-                    const ZrMvShape sp = quick ? def : grid[gi];
+                    ZrMvShape sp = quick ? def : grid[gi];
                     if (quick && gi > 0) break;
+                    if (sp.blocks < 0) sp.blocks = -sp.blocks * k.sm_count;
                     const int epi = (int)zr_type_info(type)->item; /* values per 16-byte item */
                     if (sp.split > 1 && m->n_in / epi / sp.split < 32) continue;
                     char sbuf[32];
