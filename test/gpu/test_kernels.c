@@ -403,6 +403,19 @@ ZT_TEST(dequant_f16_and_embed_match_zr_dequant_row_for_every_type) {
                 ZT_CHECKF(fabsf(emb[(size_t)t * n_in + i] - ref[i]) <= 1e-6f * amax, "embed %s token %d [%d]: %g vs %g",
                           zr_type_name(type), tok[t], i, emb[(size_t)t * n_in + i], ref[i]);
         }
+        /* gemma's scale in the lookup: each value times it, one rounding (as scale_f32 after it) */
+        const float sc = sqrtf(2560.0f);
+        float *emb_s = malloc(sizeof(float) * 3 * n_in);
+        ZT_CHECKF(!zr_k_embed(&g->l, &g->k, &dw, dt, de, n_in, n_out, 3, sc, &e), "%s", e.msg);
+        gpu_download(g, emb_s, de, sizeof(float) * 3 * n_in);
+        int scaled_off = 0;
+        for (int i = 0; i < 3 * n_in; i++) {
+            const float want = emb[i] * sc;
+            scaled_off += memcmp(&emb_s[i], &want, sizeof want) != 0;
+        }
+        ZT_CHECKF(scaled_off == 0, "embed %s times %g: %d values are not the unscaled row times the scale", zr_type_name(type),
+                  (double)sc, scaled_off);
+        free(emb_s);
         gpu_free(g, dt);
         gpu_free(g, de);
         gpu_free(g, dw.main);
