@@ -504,7 +504,9 @@ __device__ __forceinline__ float zr_mv_gate(float v, bool gelu) { return gelu ? 
 // the pad after their 32 (pad slot 0: values 0..15, slot 1: 16..31); 4 adjacent threads hold
 // the 16 values (float4 i goes to thread i mod nthr), so 2 shuffles per float4. Needs
 // n_in % 128 == 0, so every shuffle runs with the whole warp (K-quant rows are 256-multiples).
-// ADDNORM: post_r's 1/rms first (one block-wide sum, the same in every block), then x' as above.
+// ADDNORM: post_r's 1/rms first (one block-wide sum, the same in every block; post_r is kept in
+// xs meanwhile, so it is read from L2 once, not twice), then x' as above. (post_w's loads stay
+// in the compute loop: issued with x's they made ptxas spill 4-40 bytes in 9 matvec kernels.)
 template <bool XS = false>
 __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, const float *__restrict__ norm_w, float *xs,
                                                int n_in, int in_mode, int tid, int nthr, bool gelu = false,
@@ -515,13 +517,20 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
     if (in_mode == ZR_MV_ADDNORM) {
         __shared__ float red_r[ZR_MV_MAX_THREADS / 32];
         float sr = 0.f;
+        // post_r goes into xs on the way (each thread's own values, read back by the same thread
+        // below), so the staging reads it from L2 once
         if ((n_in & 3) == 0) {
             for (int i = tid; i < (n_in >> 2); i += nthr) {
                 const float4 v = __ldg((const float4 *)post_r + i);
+                *(float4 *)(xs + zr_xpad(4 * i)) = v;
                 sr = fmaf(v.x, v.x, fmaf(v.y, v.y, fmaf(v.z, v.z, fmaf(v.w, v.w, sr))));
             }
         } else {
-            for (int i = tid; i < n_in; i += nthr) sr = fmaf(post_r[i], post_r[i], sr);
+            for (int i = tid; i < n_in; i += nthr) {
+                const float v = post_r[i];
+                xs[zr_xpad(i)] = v;
+                sr = fmaf(v, v, sr);
+            }
         }
         sr = zr_warp_sum(sr);
         if ((tid & 31) == 0) red_r[tid >> 5] = sr;
@@ -554,7 +563,7 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
                         t.x = zr_mv_gate(t.x, gelu) * u[b].x; t.y = zr_mv_gate(t.y, gelu) * u[b].y;
                         t.z = zr_mv_gate(t.z, gelu) * u[b].z; t.w = zr_mv_gate(t.w, gelu) * u[b].w;
                     } else if (in_mode == ZR_MV_ADDNORM) {
-                        const float4 r = __ldg((const float4 *)post_r + i), pw = __ldg((const float4 *)post_w + i);
+                        const float4 r = *(const float4 *)(xs + zr_xpad(4 * i)), pw = __ldg((const float4 *)post_w + i);
                         t.x += r.x * pinv * pw.x; t.y += r.y * pinv * pw.y;
                         t.z += r.z * pinv * pw.z; t.w += r.w * pinv * pw.w;
                         if (x_out) *((float4 *)x_out + i) = t;
@@ -579,7 +588,7 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
             float v = x[i];
             if (in_mode == ZR_MV_SWIGLU) v = zr_mv_gate(v, gelu) * x[n_in + i];
             else if (in_mode == ZR_MV_ADDNORM) {
-                v += post_r[i] * pinv * post_w[i];
+                v += xs[zr_xpad(i)] * pinv * post_w[i];
                 if (x_out) x_out[i] = v;
                 ss = fmaf(v, v, ss);
                 v *= norm_w[i];
