@@ -624,8 +624,9 @@ typedef struct DecodeExtras {
  *   q as it rotated it, over the rows the window keeps and with the soft-cap, |diff| <= 2e-6 +
  *   1e-5 |ref| (norms or cap: 4e-6 + 2e-5 |ref|), and the split path's output within the same;
  * - the chunk counters are zero afterwards, and a second launch gives the same bits.
- * Cache rows past pos hold NaN (a read of them poisons the output), as do the output and the
- * partials before the launch. Raises *worst to this case's worst |diff| / tol. */
+ * Cache rows past pos hold NaN (a read of them poisons the output), as do, with a window, the
+ * rows before it (a local layer reads only its window, however long the context), and the output
+ * and the partials before the launch. Raises *worst to this case's worst |diff| / tol. */
 static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, int n_ctx, int chunk, int pos,
                         DecodeExtras x, double *worst) {
     GpuEnv *g = gpu_env();
@@ -643,8 +644,9 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
     int32_t count[64];
     for (int i = 0; i < qkv_dim; i++) qkv[i] = 2.0f * gpu_rand(&s);
     for (int i = 0; i < hd; i++) qn[i] = 1.0f + 0.5f * gpu_rand(&s), kn[i] = 1.0f + 0.5f * gpu_rand(&s);
+    const int first = x.window > 0 && pos + 1 > x.window ? pos + 1 - x.window : 0; /* the window's first row */
     for (size_t i = 0; i < cache; i++) {
-        const bool used = (int)(i / kv_dim) < pos;
+        const bool used = (int)(i / kv_dim) < pos && (int)(i / kv_dim) >= first;
         kc[i] = used ? gpu_rand(&s) : NAN;
         vc[i] = used ? gpu_rand(&s) : NAN;
     }
@@ -700,7 +702,6 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
     }
     ZT_CHECKF(bad == 0, "pos %d: %zu cache values differ from rope_kv_f32's cache", pos, bad);
     /* reference: double precision over the cache rope_kv_f32 wrote, q as it rotated it */
-    const int first = x.window > 0 && pos + 1 > x.window ? pos + 1 - x.window : 0;
     const double at = x.norm || x.cap > 0 ? 4e-6 : 2e-6, rt = x.norm || x.cap > 0 ? 2e-5 : 1e-5;
     double wq = 0;
     for (int h = 0; h < n_head; h++) {
