@@ -792,6 +792,7 @@ ZT_TEST(attention_decode_fused_window_softcap_and_head_norms_match_the_split_pat
     decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.window = 40, .norm = true});  /* gemma3 local */
     decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.norm = true});                /* gemma3 global */
     decode_positions_x(8, 4, 256, 256, 1, 600, 128, (DecodeExtras){.window = 200});               /* several chunks left behind */
+    decode_positions_x(8, 4, 256, 256, 1, 2000, 128, (DecodeExtras){.window = 200, .norm = true}); /* 16 chunks, 3 blocks per head */
     decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.window = 48, .cap = 0.5f});   /* gemma2 local, a cap that bites */
     decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.cap = 5.0f});                 /* gemma2 global, a mild cap */
     decode_positions_x(4, 2, 128, 128, 1, 700, 256, (DecodeExtras){.window = 300, .cap = 3.0f, .norm = true});
