@@ -606,12 +606,12 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
 // t*G + g of each tile t it takes over the items k*32 + lane + j*32*S; the S partial sums of a
 // row are added in k order through shared memory (deterministic). With GLU a row group is R/2
 // gate rows and the R/2 up rows of the same outputs. blockDim.x = 32*G*S (the host picks G and
-// S per matrix). The block computes tile blockIdx.x (G row groups); with TALL (matvec_tall_*,
+// S per matrix). The block computes tile blockIdx.x (G row groups); with TALL (matvec_<type>_tall,
 // for very tall matrices: src/cuda/mv_shape.c) the grid may have fewer blocks than tiles and
 // block b takes tiles b, b + gridDim.x, ..., staging x once for all of them (each warp requests
 // the next tile's first items right after it wrote the current one's results: issued before
-// the sums, they made ptxas spill matvec_q6_k under its 64-register cap). A row's arithmetic
-// does not depend on the grid or on TALL.
+// the sums, they made ptxas spill matvec_q6_k_tall under its 64-register cap). A row's
+// arithmetic does not depend on the grid or on TALL.
 template <class T, int R, int P, bool TALL = false>
 __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                           const float *__restrict__ x, float *y, const float *add,
