@@ -6,10 +6,13 @@
 // (the prefill keeps those).
 //
 // attn_decode_f32 (head_dim <= 128) / attn_decode_f32_d256 (head_dim <= 256, gemma's heads):
-//   grid (n_head, n_chunks), block ZR_AD_THREADS (16 warps). Block (h, c) serves query head h
-//   over cache rows [max(c*chunk, first), min((c+1)*chunk, pos+1)), where first = pos+1-window
-//   for a window (0 otherwise): the query sees the last `window` positions, llama.cpp's
-//   standard sliding window. Chunks past the sequence or wholly before the window exit at once.
+//   grid (n_head, n_chunks), or with a window (n_head, min(n_chunks, ceil(window/chunk) + 1)),
+//   block ZR_AD_THREADS (16 warps). Block (h, y) serves query head h and chunk c = y (with a
+//   window: c = c0 + y, c0 the chunk of the window's first row, so a local layer's grid and the
+//   rows it reads do not grow with the context) over cache rows [max(c*chunk, first),
+//   min((c+1)*chunk, pos+1)), where first = pos+1-window for a window (0 otherwise): the query
+//   sees the last `window` positions, llama.cpp's standard sliding window. Chunks past the
+//   sequence or wholly before the window exit at once.
 //   At short contexts the work is a few dependent round trips, not bandwidth, so the grid has a
 //   block per query head (not per KV head: the K/V rows of a group are read G times, from L2)
 //   and a block's rows are spread over all its warps: at tg128's positions every lane loads its
@@ -115,10 +118,11 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
     // dependent launch the kernel this one may overlap is the one just before it (the QKV
     // projection), which writes neither, and every kernel before that one has completed (each
     // waits before it releases the next).
-    const int h = blockIdx.x, c = blockIdx.y, t = threadIdx.x;
-    const int pos = pos_p[0], seq = pos + 1, start = c * chunk;
+    const int h = blockIdx.x, t = threadIdx.x;
+    const int pos = pos_p[0], seq = pos + 1;
     const int first = window > 0 && seq > window ? seq - window : 0; // the first row the query sees
     const int c0 = first / chunk;                                     // the first live chunk
+    const int c = (window > 0 ? c0 : 0) + (int)blockIdx.y, start = c * chunk;
     if (start >= seq || c < c0) return;
     const int lo = max(start, first), n = min(start + chunk, seq) - lo;
     const int live = (seq + chunk - 1) / chunk, blocks = live - c0;

@@ -1,4 +1,6 @@
-// Embedding lookup for every weight type: out[i][:] = dequant(row tok[i] of W[n_embd, n_vocab]).
+// Embedding lookup for every weight type: out[i][:] = dequant(row tok[i] of W[n_embd, n_vocab])
+// * scale (gemma's sqrt(n_embd), one rounding as scale_f32's x *= s; 1: the rows as they are,
+// bit for bit).
 // Token ids are read from device memory (the decode graph never changes per token); an id
 // outside [0, n_vocab) reads row 0 rather than out of bounds (the host validates ids first).
 // grid (ceil(n_embd / 256), M), block 256.
@@ -12,7 +14,7 @@
 template <int TYPE>
 __device__ __forceinline__ void zr_embed(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                          const int *__restrict__ tok, float *__restrict__ out, int n_embd, int n_vocab,
-                                         unsigned long long *t_begin0, int n_slots) {
+                                         unsigned long long *t_begin0, int n_slots, float scale) {
     zr_grid_enter();
     if (t_begin0 && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
         unsigned long long t;
@@ -23,14 +25,15 @@ __device__ __forceinline__ void zr_embed(const uint8_t *__restrict__ w, const ui
     if (e >= n_embd) return;
     int r = tok[blockIdx.y];
     if (r < 0 || r >= n_vocab) r = 0;
-    out[(size_t)blockIdx.y * n_embd + e] = zr_dq<TYPE>(w, ws, n_embd, n_vocab, r, e);
+    out[(size_t)blockIdx.y * n_embd + e] = zr_dq<TYPE>(w, ws, n_embd, n_vocab, r, e) * scale;
 }
 
 #define ZR_EMBED(NAME, TYPE)                                                                            \
     ZR_KERNEL void __launch_bounds__(256) NAME(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, \
                                                const int *__restrict__ tok, float *__restrict__ out, int n_embd, \
-                                               int n_vocab, unsigned long long *t_begin0, int n_slots) { \
-        zr_embed<TYPE>(w, ws, tok, out, n_embd, n_vocab, t_begin0, n_slots);                           \
+                                               int n_vocab, unsigned long long *t_begin0, int n_slots, \
+                                               float scale) {                                          \
+        zr_embed<TYPE>(w, ws, tok, out, n_embd, n_vocab, t_begin0, n_slots, scale);                    \
     }                                                                                                   \
     ZR_KCHECK_FAMILY(embed, NAME);
 

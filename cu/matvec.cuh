@@ -504,7 +504,9 @@ __device__ __forceinline__ float zr_mv_gate(float v, bool gelu) { return gelu ? 
 // the pad after their 32 (pad slot 0: values 0..15, slot 1: 16..31); 4 adjacent threads hold
 // the 16 values (float4 i goes to thread i mod nthr), so 2 shuffles per float4. Needs
 // n_in % 128 == 0, so every shuffle runs with the whole warp (K-quant rows are 256-multiples).
-// ADDNORM: post_r's 1/rms first (one block-wide sum, the same in every block), then x' as above.
+// ADDNORM: post_r's 1/rms first (one block-wide sum, the same in every block; post_r is kept in
+// xs meanwhile, so it is read from L2 once, not twice), then x' as above. (post_w's loads stay
+// in the compute loop: issued with x's they made ptxas spill 4-40 bytes in 9 matvec kernels.)
 template <bool XS = false>
 __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, const float *__restrict__ norm_w, float *xs,
                                                int n_in, int in_mode, int tid, int nthr, bool gelu = false,
@@ -515,13 +517,20 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
     if (in_mode == ZR_MV_ADDNORM) {
         __shared__ float red_r[ZR_MV_MAX_THREADS / 32];
         float sr = 0.f;
+        // post_r goes into xs on the way (each thread's own values, read back by the same thread
+        // below), so the staging reads it from L2 once
         if ((n_in & 3) == 0) {
             for (int i = tid; i < (n_in >> 2); i += nthr) {
                 const float4 v = __ldg((const float4 *)post_r + i);
+                *(float4 *)(xs + zr_xpad(4 * i)) = v;
                 sr = fmaf(v.x, v.x, fmaf(v.y, v.y, fmaf(v.z, v.z, fmaf(v.w, v.w, sr))));
             }
         } else {
-            for (int i = tid; i < n_in; i += nthr) sr = fmaf(post_r[i], post_r[i], sr);
+            for (int i = tid; i < n_in; i += nthr) {
+                const float v = post_r[i];
+                xs[zr_xpad(i)] = v;
+                sr = fmaf(v, v, sr);
+            }
         }
         sr = zr_warp_sum(sr);
         if ((tid & 31) == 0) red_r[tid >> 5] = sr;
@@ -554,7 +563,7 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
                         t.x = zr_mv_gate(t.x, gelu) * u[b].x; t.y = zr_mv_gate(t.y, gelu) * u[b].y;
                         t.z = zr_mv_gate(t.z, gelu) * u[b].z; t.w = zr_mv_gate(t.w, gelu) * u[b].w;
                     } else if (in_mode == ZR_MV_ADDNORM) {
-                        const float4 r = __ldg((const float4 *)post_r + i), pw = __ldg((const float4 *)post_w + i);
+                        const float4 r = *(const float4 *)(xs + zr_xpad(4 * i)), pw = __ldg((const float4 *)post_w + i);
                         t.x += r.x * pinv * pw.x; t.y += r.y * pinv * pw.y;
                         t.z += r.z * pinv * pw.z; t.w += r.w * pinv * pw.w;
                         if (x_out) *((float4 *)x_out + i) = t;
@@ -579,7 +588,7 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
             float v = x[i];
             if (in_mode == ZR_MV_SWIGLU) v = zr_mv_gate(v, gelu) * x[n_in + i];
             else if (in_mode == ZR_MV_ADDNORM) {
-                v += post_r[i] * pinv * post_w[i];
+                v += xs[zr_xpad(i)] * pinv * post_w[i];
                 if (x_out) x_out[i] = v;
                 ss = fmaf(v, v, ss);
                 v *= norm_w[i];
@@ -594,10 +603,16 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
 }
 
 // Block = G row groups x S warps (split-K): warp (g, k) computes R rows of row group
-// blockIdx.x*G + g over the items k*32 + lane + j*32*S; the S partial sums of a row are added
-// in k order through shared memory (deterministic). With GLU a row group is R/2 gate rows and
-// the R/2 up rows of the same outputs. blockDim.x = 32*G*S (the host picks G and S per matrix).
-template <class T, int R, int P>
+// t*G + g of each tile t it takes over the items k*32 + lane + j*32*S; the S partial sums of a
+// row are added in k order through shared memory (deterministic). With GLU a row group is R/2
+// gate rows and the R/2 up rows of the same outputs. blockDim.x = 32*G*S (the host picks G and
+// S per matrix). The block computes tile blockIdx.x (G row groups); with TALL (matvec_<type>_tall,
+// for very tall matrices: src/cuda/mv_shape.c) the grid may have fewer blocks than tiles and
+// block b takes tiles b, b + gridDim.x, ..., staging x once for all of them (each warp requests
+// the next tile's first items right after it wrote the current one's results: issued before
+// the sums, they made ptxas spill matvec_q6_k_tall under its 64-register cap). A row's
+// arithmetic does not depend on the grid or on TALL.
+template <class T, int R, int P, bool TALL = false>
 __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                           const float *__restrict__ x, float *y, const float *add,
                                           const float *__restrict__ norm_w, float eps, int n_in, int n_out, int mode,
@@ -614,34 +629,41 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     const int in_mode = mode & ZR_MV_IN;
     const bool glu = (mode & ZR_MV_GLU) != 0, gelu = (mode & ZR_MV_GELU) != 0;
     constexpr int H = R / 2;
-    const int rg = blockIdx.x * G + g;
     // output rows: plain rows rg*R + r; GLU: gate rows rg*H + r and up rows n_half + rg*H + r
     const int n_res = glu ? n_out / 2 : n_out;   // results
-    const int res0 = rg * (glu ? H : R);          // first result of this warp
-    const bool live = res0 < n_res;
+    const int per = glu ? H : R;                  // results per row group
+    const int n_tiles = ((n_res + per - 1) / per + G - 1) / G;
     const int items = n_in / T::EPI;
     const int step = 32 * S;
     static_assert(P >= 2, "at least one step in flight while one is computed");
     typename T::Row rw[R];
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        int row;
-        if (glu) row = min(res0 + (r % H), n_res - 1) + (r < H ? 0 : n_res);
-        else row = min(res0 + r, n_out - 1);
-        rw[r] = T::row(w, ws, n_in, n_out, row);
-    }
-    // P-stage register pipeline: buf[q] holds the items of step j+q; the first P-1 steps are
-    // requested before x is staged, so the two latencies overlap
+    // P-stage register pipeline: buf[q] holds the items of step j+q; the first P-1 steps of a
+    // tile are requested before anything waits on them (the first tile's before x is staged, so
+    // the two latencies overlap)
     typename T::F buf[P][R];
     const int it0 = ks * 32 + lane;
+    int res0 = 0;      // first result of this warp in the tile
+    bool live = false; // the warp has rows in the tile
+    auto begin_tile = [&](int tile) {
+        res0 = (tile * G + g) * per;
+        live = res0 < n_res;
 #pragma unroll
-    for (int q = 0; q < P - 1; q++) {
-        const int itq = it0 + q * step;
-        if (live && itq < items) {
-#pragma unroll
-            for (int r = 0; r < R; r++) T::load(rw[r], itq, buf[q][r]);
+        for (int r = 0; r < R; r++) {
+            int row;
+            if (glu) row = min(res0 + (r % H), n_res - 1) + (r < H ? 0 : n_res);
+            else row = min(res0 + r, n_out - 1);
+            rw[r] = T::row(w, ws, n_in, n_out, row);
         }
-    }
+#pragma unroll
+        for (int q = 0; q < P - 1; q++) {
+            const int itq = it0 + q * step;
+            if (live && itq < items) {
+#pragma unroll
+                for (int r = 0; r < R; r++) T::load(rw[r], itq, buf[q][r]);
+            }
+        }
+    };
+    begin_tile(blockIdx.x);
     // everything above reads weights only; activations, add and y belong to earlier kernels
     zr_grid_enter_after_loads(w);
     // stage x (padded: 4 floats after every 32) -- gated or times the norm weight on the way in;
@@ -653,75 +675,87 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
         if (lane == 0) red_ss[warp] = ss;
     }
     __syncthreads();
-    float acc[R];
+    for (int tile = blockIdx.x; !TALL || tile < n_tiles; tile += gridDim.x) {
+        float acc[R];
 #pragma unroll
-    for (int r = 0; r < R; r++) acc[r] = 0.f;
-    if (live) {
-        // unrolled by P so every buffer index is a compile-time constant (registers, not
-        // local memory): at step j+q compute buf[q], after requesting step j+q+P-1 into the
-        // buffer step j+q-1 freed
-        for (int j = 0; it0 + j * step < items; j += P) {
+        for (int r = 0; r < R; r++) acc[r] = 0.f;
+        if (live) {
+            // unrolled by P so every buffer index is a compile-time constant (registers, not
+            // local memory): at step j+q compute buf[q], after requesting step j+q+P-1 into the
+            // buffer step j+q-1 freed
+            for (int j = 0; it0 + j * step < items; j += P) {
 #pragma unroll
-            for (int q = 0; q < P; q++) {
-                const int itq = it0 + (j + q) * step;
-                if (itq < items) {
-                    const int itn = itq + (P - 1) * step;
-                    if (itn < items) {
+                for (int q = 0; q < P; q++) {
+                    const int itq = it0 + (j + q) * step;
+                    if (itq < items) {
+                        const int itn = itq + (P - 1) * step;
+                        if (itn < items) {
 #pragma unroll
-                        for (int r = 0; r < R; r++) T::load(rw[r], itn, buf[(q + P - 1) % P][r]);
+                            for (int r = 0; r < R; r++) T::load(rw[r], itn, buf[(q + P - 1) % P][r]);
+                        }
+                        T::template comp<R>(buf[q], itq, xs, acc);
                     }
-                    T::template comp<R>(buf[q], itq, xs, acc);
+                }
+            }
+            if constexpr (T::EPI <= 8) {  // float types: rows whose length is not a multiple of the item
+                const int e = items * T::EPI + lane;
+                if (ks == 0 && e < n_in) {
+                    const float xv = xs[zr_xpad(e)];
+#pragma unroll
+                    for (int r = 0; r < R; r++) acc[r] = fmaf(T::elem(rw[r], e), xv, acc[r]);
                 }
             }
         }
-        if constexpr (T::EPI <= 8) {  // float types: rows whose length is not a multiple of the item
-            const int e = items * T::EPI + lane;
-            if (ks == 0 && e < n_in) {
-                const float xv = xs[zr_xpad(e)];
+        float out = 0.f;  // lane r: row r's sum over this warp's items
 #pragma unroll
-                for (int r = 0; r < R; r++) acc[r] = fmaf(T::elem(rw[r], e), xv, acc[r]);
+        for (int r = 0; r < R; r++) {
+            const float v = zr_warp_sum(acc[r]);
+            if (lane == r) out = v;
+        }
+        if (S > 1) {  // every warp gets here (the tile loop is the same for the whole block)
+            if (lane < R) red_part[warp][lane] = out;
+            __syncthreads();
+            if (ks == 0 && lane < R) {
+                float t = 0.f;
+                for (int k = 0; k < S; k++) t += red_part[warp + k][lane];
+                out = t;
+            }
+            if (TALL && tile + (int)gridDim.x < n_tiles) __syncthreads();  // read before the next tile writes it
+        }
+        if (!TALL && (ks != 0 || !live)) return;
+        if (ks == 0 && live) {
+            if (zr_mv_normed(in_mode)) {
+                float tot = 0.f;
+                for (int k = 0; k < (nthr >> 5); k++) tot += red_ss[k];
+                out *= 1.0f / sqrtf(tot / (float)n_in + eps);
+            }
+            if (glu) {
+                const float up = __shfl_down_sync(0xffffffffu, out, H);  // lane r < H: its up row's result
+                if (lane < H && res0 + lane < n_res) y[res0 + lane] = zr_mv_gate(out, gelu) * up;
+            } else if (lane < R && res0 + lane < n_out) {
+                y[res0 + lane] = out + (add ? add[res0 + lane] : 0.f);
             }
         }
-    }
-    float out = 0.f;  // lane r: row r's sum over this warp's items
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        const float v = zr_warp_sum(acc[r]);
-        if (lane == r) out = v;
-    }
-    if (S > 1) {  // every warp gets here (no early exit before a barrier)
-        if (lane < R) red_part[warp][lane] = out;
-        __syncthreads();
-        if (ks == 0 && lane < R) {
-            float t = 0.f;
-            for (int k = 0; k < S; k++) t += red_part[warp + k][lane];
-            out = t;
-        }
-    }
-    if (ks != 0 || !live) return;
-    if (zr_mv_normed(in_mode)) {
-        float tot = 0.f;
-        for (int k = 0; k < (nthr >> 5); k++) tot += red_ss[k];
-        out *= 1.0f / sqrtf(tot / (float)n_in + eps);
-    }
-    if (glu) {
-        const float up = __shfl_down_sync(0xffffffffu, out, H);  // lane r < H: its up row's result
-        if (lane < H && res0 + lane < n_res) y[res0 + lane] = zr_mv_gate(out, gelu) * up;
-    } else if (lane < R && res0 + lane < n_out) {
-        y[res0 + lane] = out + (add ? add[res0 + lane] : 0.f);
+        if (!TALL) break;
+        if (tile + (int)gridDim.x < n_tiles) begin_tile(tile + gridDim.x);
     }
 }
 
 // NREG caps the registers (so enough warps fit per SM to keep loads in flight); any block of
 // at most ZR_MV_MAX_THREADS threads then launches (NREG * ZR_MV_MAX_THREADS <= 65536).
-#define ZR_MATVEC(NAME, TRAITS, R, P, NREG)                                                                \
-    static_assert(NREG * ZR_MV_MAX_THREADS <= 65536, "register cap too high for the largest block");   \
+// NAME##_tall: the same product taking several tiles per block (TALL above).
+#define ZR_MATVEC_KERNEL(NAME, TRAITS, R, P, NREG, TALL)                                                   \
     ZR_KERNEL void __maxnreg__(NREG)                                                                    \
         NAME(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, const float *__restrict__ x, \
              float *y, const float *add, const float *__restrict__ norm_w, float eps, int n_in, int n_out, \
              int mode, int split, const float *__restrict__ post_r, const float *__restrict__ post_w,     \
              float *x_out) {                                                                            \
-        zr_matvec<TRAITS, R, P>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, split, post_r, post_w,   \
-                                x_out);                                                                 \
-    }                                                                                                   \
-    ZR_KCHECK_FAMILY(mv, NAME);
+        zr_matvec<TRAITS, R, P, TALL>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, split, post_r,    \
+                                      post_w, x_out);                                                   \
+    }
+#define ZR_MATVEC(NAME, TRAITS, R, P, NREG)                                                                \
+    static_assert(NREG * ZR_MV_MAX_THREADS <= 65536, "register cap too high for the largest block");   \
+    ZR_MATVEC_KERNEL(NAME, TRAITS, R, P, NREG, false)                                                   \
+    ZR_KCHECK_FAMILY(mv, NAME);                                                                         \
+    ZR_MATVEC_KERNEL(NAME##_tall, TRAITS, R, P, NREG, true)                                             \
+    ZR_KCHECK_FAMILY(mvt, NAME##_tall);

@@ -1,5 +1,5 @@
-/* zrun-mv-bench: the decode matrix-vector kernels alone, on the matrices of Llama-3.2-1B and
- * Llama-3-8B (QKV with the input norm, attention output adding into the residual, gate|up
+/* zrun-mv-bench: the decode matrix-vector kernels alone, on the matrices of Llama-3.2-1B,
+ * Llama-3-8B and Gemma-3-4B (g4b: 2560 wide, a 262144-row output; not by default) (QKV with the input norm, attention output adding into the residual, gate|up
  * with the norm and the gated output, FFN down adding into the residual, the vocabulary
  * output), for each weight type, the type's kernel (cu/matvec_*.cu) at each launch shape (row
  * groups x split-K warps per block). Not a test.
@@ -8,10 +8,12 @@
  * rotate over enough copies of the matrix (>= 128 MiB in all) that the L2 cache does not hold
  * them, so it is the time a decode step sees for that matrix, kernel gaps included. Weights
  * are random 16-bit words 0x3000..0x3fff (finite F16 values and scales, any quant bytes).
- *     zrun-mv-bench [-t f16,q8_0,q4_0,q4_k,q6_k,q4_k_m] [-m 1b,8b] [-o FILE.csv] [-q]
+ *     zrun-mv-bench [-t f16,q8_0,q4_0,q4_k,q6_k,q4_k_m] [-m 1b,8b,g4b] [-o FILE.csv] [-q]
  * -q: the forward pass's kernel and shape only. q4_k_m: the forward pass's own Q4_K / Q6_K
  * kernels and shapes on the matrices of llama.cpp's Q4_K_M mix (tools/synth.c), each launch as
  * the forward pass makes it (Q|K and V apart in the layers whose V is Q6_K).
+ * A shape "GxS/B" is the tall kernel on B blocks (mv_shape.c's pick for vocabulary outputs); the
+ * q4_k_m lines time such a pick against a block per tile too.
  * Prints, per model, type and matrix: the forward pass's own shape and the best shape found, in
  * us and GB/s; then per model and type the matrix-vector time per token, both ways. */
 #include <getopt.h>
@@ -37,9 +39,10 @@ typedef struct Mat {
     int n_in, n_out, mode, add, per_token; /* per_token: launches per token (layers, or 1) */
 } Mat;
 
-/* "GxS": row groups x split-K warps */
+/* "GxS": row groups x split-K warps; "GxS/B": the tall kernel on B blocks */
 static const char *shape_str(ZrMvShape sp, char buf[32]) {
-    snprintf(buf, 32, "%dx%d", sp.groups, sp.split);
+    if (sp.blocks) snprintf(buf, 32, "%dx%d/%d", sp.groups, sp.split, sp.blocks);
+    else snprintf(buf, 32, "%dx%d", sp.groups, sp.split);
     return buf;
 }
 
@@ -140,17 +143,31 @@ static int kquant_mix(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const Shap
                                      .main = pool + (size_t)i * bytes, .side = pool + (size_t)i * bytes + a256(mb)};
         const ZrMvShape def = zr_cuf_mv_shape(k, &copies[0], m->mode);
         const double t = time_config(c, l, k, copies, n_copies, m, def, x, g, y, err);
-        free(copies);
-        if (t < 0) return ZR_E_CUDA;
+        if (t < 0) {
+            free(copies);
+            return ZR_E_CUDA;
+        }
         /* GB/s of the file's bytes (ggml's block sizes), the figure zrun bench reports */
         const double file_bytes = (double)zr_row_bytes(type, m->n_in) * m->n_out;
-        printf("%-3s %-6s %-6s %6d %7d | %-5s %2dx%-2d %8.2f us %7.0f GB/s (device bytes %.0f) x %d per token\n",
-               sh->name, "q4_k_m", m->name, m->n_in, m->n_out, zr_type_name(type), def.groups, def.split, t,
+        char sbuf[32];
+        printf("%-3s %-6s %-6s %6d %7d | %-5s %-9s %8.2f us %7.0f GB/s (device bytes %.0f) x %d per token\n",
+               sh->name, "q4_k_m", m->name, m->n_in, m->n_out, zr_type_name(type), shape_str(def, sbuf), t,
                file_bytes / t / 1e3, bytes / t / 1e3, m->per_token);
+        if (def.blocks) { /* the tall kernel's pick against a block per tile */
+            const ZrMvShape one = {.groups = def.groups, .split = def.split, .blocks = 0};
+            const double t1 = time_config(c, l, k, copies, n_copies, m, one, x, g, y, err);
+            if (t1 < 0) {
+                free(copies);
+                return ZR_E_CUDA;
+            }
+            printf("%-3s %-6s %-6s %6d %7d | %-5s %-9s %8.2f us %7.0f GB/s (a block per tile)\n", sh->name, "q4_k_m",
+                   m->name, m->n_in, m->n_out, zr_type_name(type), shape_str(one, sbuf), t1, file_bytes / t1 / 1e3);
+        }
         if (csv)
             fprintf(csv, "%s,q4_k_m:%s,%s,%d,%d,%d,%d,%.3f,%.1f,1\n", sh->name, zr_type_name(type), m->name, m->n_in,
                     m->n_out, def.groups, def.split, t, file_bytes / t / 1e3);
         fflush(stdout);
+        free(copies);
         tok += t * m->per_token;
         bytes_tok += file_bytes * m->per_token;
     }
@@ -169,18 +186,22 @@ int main(int argc, char **argv) {
         else if (opt == 'm') models_arg = optarg;
         else if (opt == 'o') csv_path = optarg;
         else {
-            fprintf(stderr, "usage: zrun-mv-bench [-t f16,q8_0,q4_0,q4_k,q6_k,q4_k_m] [-m 1b,8b] [-o FILE.csv] [-q]\n");
+            fprintf(stderr, "usage: zrun-mv-bench [-t f16,q8_0,q4_0,q4_k,q6_k,q4_k_m] [-m 1b,8b,g4b] [-o FILE.csv] [-q]\n");
             return 2;
         }
     }
-    static const Shape shapes[] = {{"1b", 2048, 2048, 512, 8192, 16, 128256}, {"8b", 4096, 4096, 1024, 14336, 32, 128256}};
+    static const Shape shapes[] = {{"1b", 2048, 2048, 512, 8192, 16, 128256},
+                                   {"8b", 4096, 4096, 1024, 14336, 32, 128256},
+                                   {"g4b", 2560, 2048, 1024, 10240, 34, 262144}}; /* gemma3-4b */
     static const struct {
         const char *name;
         uint32_t type;
     } types[] = {
         {"f16", ZR_TYPE_F16}, {"q8_0", ZR_TYPE_Q8_0}, {"q4_0", ZR_TYPE_Q4_0}, {"q4_k", ZR_TYPE_Q4_K}, {"q6_k", ZR_TYPE_Q6_K},
     };
-    static const ZrMvShape grid[] = {{8, 1}, {16, 1}, {4, 1}, {2, 1}, {4, 2}, {8, 2}, {2, 4}, {4, 4}, {1, 8}, {2, 8}};
+    /* blocks < 0: the tall kernel on -blocks per multiprocessor */
+    static const ZrMvShape grid[] = {{8, 1, 0}, {16, 1, 0}, {4, 1, 0},  {2, 1, 0},  {4, 2, 0},  {8, 2, 0}, {2, 4, 0},
+                                     {4, 4, 0}, {1, 8, 0},  {2, 8, 0},  {8, 1, -4}, {8, 1, -2}, {16, 1, -2}};
     const ZrCuDriver *drv;
     ZrCuda cuda;
     ZrCuKernels k;
@@ -198,7 +219,7 @@ int main(int argc, char **argv) {
     const size_t pool_bytes = (size_t)1152 << 20;
     CUdeviceptr pool, x, g, y;
     if (zr_cuda_alloc(&cuda, &pool, pool_bytes, "pool", &err) || zr_cuda_alloc(&cuda, &x, 2 * 14336 * 4, "x", &err) ||
-        zr_cuda_alloc(&cuda, &g, 14336 * 4, "norm", &err) || zr_cuda_alloc(&cuda, &y, 128256 * 4, "y", &err)) {
+        zr_cuda_alloc(&cuda, &g, 14336 * 4, "norm", &err) || zr_cuda_alloc(&cuda, &y, 262144 * 4, "y", &err)) {
         fprintf(stderr, "zrun-mv-bench: %s\n", err.msg);
         return 1;
     }
@@ -259,9 +280,10 @@ int main(int argc, char **argv) {
                              sb = zr_cuw_side_bytes(type, m->n_in, m->n_out), bytes = a256(mb) + a256(sb);
                 int n_copies = (int)((((size_t)128 << 20) + bytes - 1) / bytes);
                 if ((size_t)n_copies * bytes > pool_bytes) n_copies = (int)(pool_bytes / bytes);
-                if (n_copies < 1) {
-                    fprintf(stderr, "zrun-mv-bench: %s %s %s does not fit the pool\n", sh->name, types[ti].name, m->name);
-                    return 1;
+                if (n_copies < 1) { /* g4b's F16 output (1.3 GB) */
+                    fprintf(stderr, "zrun-mv-bench: %s %s %s does not fit the pool: not timed\n", sh->name,
+                            types[ti].name, m->name);
+                    continue;
                 }
                 ZrCuWeight *copies = malloc(sizeof *copies * n_copies);
                 for (int i = 0; i < n_copies; i++)
@@ -271,8 +293,9 @@ int main(int argc, char **argv) {
                 double t_fwd = -1, t_best = 1e30;
                 ZrMvShape best_s = def;
                 for (size_t gi = 0; gi < sizeof grid / sizeof grid[0]; gi++) {
-                    const ZrMvShape sp = quick ? def : grid[gi];
+                    ZrMvShape sp = quick ? def : grid[gi];
                     if (quick && gi > 0) break;
+                    if (sp.blocks < 0) sp.blocks = -sp.blocks * k.sm_count;
                     const int epi = (int)zr_type_info(type)->item; /* values per 16-byte item */
                     if (sp.split > 1 && m->n_in / epi / sp.split < 32) continue;
                     char sbuf[32];
@@ -282,7 +305,7 @@ int main(int argc, char **argv) {
                                 shape_str(sp, sbuf), err.msg);
                         return 1;
                     }
-                    const bool is_def = sp.groups == def.groups && sp.split == def.split;
+                    const bool is_def = sp.groups == def.groups && sp.split == def.split && sp.blocks == def.blocks;
                     if (is_def) t_fwd = t;
                     if (t < t_best) {
                         t_best = t;

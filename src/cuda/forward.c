@@ -171,10 +171,10 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
     int rc;
     /* with a tail, the step's start time goes into its record (the idle gap between steps) */
     const CUdeviceptr t_begin0 = f->tail != ZR_TAIL_NONE ? f->tail_io.ring + offsetof(ZrPickRecord, t_begin) : 0;
-    if ((rc = zr_k_embed_stamp(f->launcher, f->k, &f->tok_embd, f->d_tok, f->x, f->n_embd, f->n_vocab, 1, t_begin0,
-                               f->tail != ZR_TAIL_NONE ? f->tail_io.n_slots : 1, err)))
+    /* gemma's embedding scale in the lookup (one rounding, as scale_f32's; a launch less per step) */
+    if ((rc = zr_k_embed_stamp(f->launcher, f->k, &f->tok_embd, f->d_tok, f->x, f->n_embd, f->n_vocab, 1, hp->embd_scale,
+                               t_begin0, f->tail != ZR_TAIL_NONE ? f->tail_io.n_slots : 1, err)))
         return rc;
-    if (hp->embd_scale != 1.0f && (rc = zr_k_scale(f->launcher, f->k, f->x, hp->embd_scale, f->n_embd, err))) return rc;
     for (int il = 0; il < hp->n_layer; il++) {
         const ZrCuLayer *G = &f->layers[il];
         /* attention block: norm fused into the QKV projection (bias as its addend), rope + KV
@@ -296,8 +296,8 @@ int zr_cuf_prefill(ZrCuForward *f, const int32_t *tokens, int n, int pos, float 
     if ((rc = zr_cuda_h2d(f->cuda, f->d_ptok, tokens, sizeof(int32_t) * n, err))) return rc;
     const int32_t p = pos;
     if ((rc = zr_cuda_h2d(f->cuda, f->d_pos, &p, sizeof p, err))) return rc;
-    if ((rc = zr_k_embed(f->launcher, f->k, &f->tok_embd, f->d_ptok, f->x, f->n_embd, f->n_vocab, n, err))) return rc;
-    if (hp->embd_scale != 1.0f && (rc = zr_k_scale(f->launcher, f->k, f->x, hp->embd_scale, n * f->n_embd, err))) return rc;
+    if ((rc = zr_k_embed(f->launcher, f->k, &f->tok_embd, f->d_ptok, f->x, f->n_embd, f->n_vocab, n, hp->embd_scale, err)))
+        return rc;
     const int zero = 0;
     for (int il = 0; il < hp->n_layer; il++) {
         const ZrCuLayer *G = &f->layers[il];

@@ -11,28 +11,31 @@ int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const Zr
                 const ZrMvPost *post, ZrError *err) {
     const int R = rows_per_warp;
     const ZrMvPost none = {0}, *p = post ? post : &none;
-    if (shape.groups < 1 || shape.split < 1 || shape.groups * shape.split * 32 > ZR_CUF_MV_MAX_THREADS ||
-        ((mode & ZR_CUF_MV_GLU) && (R % 2 || w->n_out % 2)) || (((mode & 3) == ZR_CUF_MV_ADDNORM) != (post != NULL)))
+    if (shape.groups < 1 || shape.split < 1 || shape.blocks < 0 ||
+        shape.groups * shape.split * 32 > ZR_CUF_MV_MAX_THREADS || ((mode & ZR_CUF_MV_GLU) && (R % 2 || w->n_out % 2)) ||
+        (((mode & 3) == ZR_CUF_MV_ADDNORM) != (post != NULL)))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d x %d warps (%d rows each), mode %d", kern->name,
                       shape.groups, shape.split, R, mode);
     const int per_warp = mode & ZR_CUF_MV_GLU ? R / 2 : R;
     const int results = mode & ZR_CUF_MV_GLU ? w->n_out / 2 : w->n_out;
-    const unsigned groups = cdiv((size_t)results, (size_t)per_warp);
-    return ZR_LAUNCH(l, kern, ZR_DIM1(cdiv(groups, (size_t)shape.groups)), ZR_DIM1(32 * shape.groups * shape.split),
+    const unsigned groups = cdiv((size_t)results, (size_t)per_warp), tiles = cdiv(groups, (size_t)shape.groups);
+    const unsigned blocks = shape.blocks > 0 && (unsigned)shape.blocks < tiles ? (unsigned)shape.blocks : tiles;
+    return ZR_LAUNCH(l, kern, ZR_DIM1(blocks), ZR_DIM1(32 * shape.groups * shape.split),
                      (unsigned)zr_cuf_mv_smem(w->n_in), err, (void *)&w->main, (void *)&w->side, &x, &y, &add,
                      &norm_w, &eps, (void *)&w->n_in, (void *)&w->n_out, &mode, (void *)&shape.split, (void *)&p->r,
                      (void *)&p->post_w, (void *)&p->x_out);
 }
 
 int zr_k_embed(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x, int n_embd,
-               int n_vocab, int rows, ZrError *err) {
-    return zr_k_embed_stamp(l, k, w, tok, x, n_embd, n_vocab, rows, 0, 1, err);
+               int n_vocab, int rows, float scale, ZrError *err) {
+    return zr_k_embed_stamp(l, k, w, tok, x, n_embd, n_vocab, rows, scale, 0, 1, err);
 }
 
 int zr_k_embed_stamp(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x,
-                     int n_embd, int n_vocab, int rows, CUdeviceptr t_begin0, int n_slots, ZrError *err) {
+                     int n_embd, int n_vocab, int rows, float scale, CUdeviceptr t_begin0, int n_slots,
+                     ZrError *err) {
     return ZR_LAUNCH(l, &k->embed[w->type], ZR_DIM3(cdiv(n_embd, 256), rows, 1), ZR_DIM1(256), 0, err,
-                     (void *)&w->main, (void *)&w->side, &tok, &x, &n_embd, &n_vocab, &t_begin0, &n_slots);
+                     (void *)&w->main, (void *)&w->side, &tok, &x, &n_embd, &n_vocab, &t_begin0, &n_slots, &scale);
 }
 
 int zr_k_dequant_f16(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr out, int row0, int n_rows,
@@ -86,7 +89,11 @@ int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *
         return zr_err(err, ZR_E_INTERNAL, "attn_decode_f32: no kernel for %d/%d heads of %d (rope %d), chunks of %d",
                       a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk);
     const ZrKernel *kern = a->head_dim <= 128 ? &k->attn_decode : &k->attn_decode_d256;
-    return ZR_LAUNCH(l, kern, ZR_DIM3(a->n_head, a->n_chunks, 1), ZR_DIM1(512), 0, err, (void *)&a->qkv,
+    /* a window's rows touch at most ceil(window / chunk) + 1 chunks: a local layer launches that
+     * many blocks per head from its first live chunk, whatever the context's length */
+    const int wc = (a->window + a->chunk - 1) / a->chunk + 1;
+    const unsigned chunks = (unsigned)(a->window > 0 && wc < a->n_chunks ? wc : a->n_chunks);
+    return ZR_LAUNCH(l, kern, ZR_DIM3(a->n_head, chunks, 1), ZR_DIM1(512), 0, err, (void *)&a->qkv,
                      (void *)&a->kc, (void *)&a->vc, (void *)&a->part, (void *)&a->count, (void *)&a->out,
                      (void *)&a->freq, (void *)&a->pos, (void *)&a->q_norm, (void *)&a->k_norm, (void *)&a->n_head,
                      (void *)&a->n_kv, (void *)&a->head_dim, (void *)&a->rope_dim, (void *)&a->neox, (void *)&a->chunk,

@@ -13,17 +13,18 @@
 #include "cuda/weights.h"
 
 /* matvec_<type>: y[n_out] = W x' (+ add) with shape (mv_shape.h has the modes; post: ADDNORM's
- * vectors, or NULL); checks the shape */
+ * vectors, or NULL); checks the shape; with shape.blocks > 0 kern must be matvec_<type>_tall */
 int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, CUdeviceptr x,
                 CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
                 const ZrMvPost *post, ZrError *err);
-/* embed_<type>: x[rows][n_embd] = rows tok[0..rows) of W (w: [n_embd, n_vocab]) */
+/* embed_<type>: x[rows][n_embd] = rows tok[0..rows) of W (w: [n_embd, n_vocab]) * scale */
 int zr_k_embed(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x, int n_embd,
-               int n_vocab, int rows, ZrError *err);
+               int n_vocab, int rows, float scale, ZrError *err);
 /* The same, and the decode step's start time: t_begin0 (not 0) is &ring[0].t_begin of the decode
  * records (cuda/sample.h); thread 0 writes %globaltimer into the record of position tok[1]. */
 int zr_k_embed_stamp(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x,
-                     int n_embd, int n_vocab, int rows, CUdeviceptr t_begin0, int n_slots, ZrError *err);
+                     int n_embd, int n_vocab, int rows, float scale, CUdeviceptr t_begin0, int n_slots,
+                     ZrError *err);
 /* dequant_<type>_f16: out f16 [n_rows][n_in] = rows row0.. of W */
 int zr_k_dequant_f16(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr out, int row0, int n_rows,
                      ZrError *err);

@@ -58,6 +58,7 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
             return zr_err(err, ZR_E_UNSUPPORTED, "rows of %d values need %zu bytes of shared memory in %s; this GPU allows %d",
                           max_n_in, smem, k->mv[t].name, c->props.max_smem_optin);
         if ((rc = zr_cuda_kernel_set_smem(c, &k->mv[t], (int)smem, err))) return rc;
+        if (k->has_mvt[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mvt[t], (int)smem, err))) return rc;
         if (k->has_mv_id[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mv_id[t], (int)smem, err))) return rc;
     }
     if ((rc = zr_sample_kernels_smem(c, k, err))) return rc;

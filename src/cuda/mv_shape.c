@@ -31,15 +31,25 @@ ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
     while (split < 4 && groups * split < 16L * k->sm_count && warp_bytes / (2 * split) >= 4096 &&
            items / (2 * split) >= 32)
         split *= 2;
-    return (ZrMvShape){.groups = split <= 2 ? 8 : 4, .split = split};
+    const int G = split <= 2 ? 8 : 4;
+    /* Very tall matrices (a vocabulary output: 262144 rows on gemma3, 8 or more blocks' worth of
+     * tiles per resident block) take the tall kernel on 4 blocks per multiprocessor (one wave of
+     * 256-thread blocks at 64 registers), each staging x once for all of its tiles: a block per
+     * tile staged x (and the norm weights, and ADDNORM's block output and post-norm weight) for
+     * every 16 rows, 40 KB of L2 reads per 34 KB of weights on gemma3-4b's Q6_K output. */
+    const long tiles = (groups + G - 1) / G, blocks = 4L * k->sm_count;
+    const int tall = split == 1 && k->has_mvt[w->type] && tiles >= 8 * blocks;
+    return (ZrMvShape){.groups = G, .split = split, .blocks = tall ? (int)blocks : 0};
 }
 
 int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                          CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err) {
     if (w->type >= ZR_TYPE_COUNT || !k->has_mv[w->type])
         return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
-    return zr_k_matvec(l, &k->mv[w->type], zr_cuf_mv_rows_per_warp(w->type), w, x, y, add, norm_w, eps, mode, shape,
-                       NULL, err);
+    if (shape.blocks > 0 && !k->has_mvt[w->type])
+        return zr_err(err, ZR_E_UNSUPPORTED, "no tall matrix-vector kernel for type %s", zr_type_name(w->type));
+    const ZrKernel *kern = shape.blocks > 0 ? &k->mvt[w->type] : &k->mv[w->type];
+    return zr_k_matvec(l, kern, zr_cuf_mv_rows_per_warp(w->type), w, x, y, add, norm_w, eps, mode, shape, NULL, err);
 }
 
 int zr_cuf_matvec_post(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, const ZrMvPost *p,
@@ -48,8 +58,9 @@ int zr_cuf_matvec_post(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w,
         return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
     if (p->x_out == x) return zr_err(err, ZR_E_INTERNAL, "%s: ADDNORM writes its residual over its input", k->mv[w->type].name);
     mode = (mode & ~3) | ZR_CUF_MV_ADDNORM;
-    return zr_k_matvec(l, &k->mv[w->type], zr_cuf_mv_rows_per_warp(w->type), w, x, y, 0, norm_w, eps, mode,
-                       zr_cuf_mv_shape(k, w, mode), p, err);
+    const ZrMvShape shape = zr_cuf_mv_shape(k, w, mode);
+    return zr_k_matvec(l, shape.blocks > 0 ? &k->mvt[w->type] : &k->mv[w->type], zr_cuf_mv_rows_per_warp(w->type), w, x,
+                       y, 0, norm_w, eps, mode, shape, p, err);
 }
 
 int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,

@@ -24,9 +24,11 @@ typedef struct ZrMvPost {
 #define ZR_CUF_MV_MAX_THREADS 512 /* cu/matvec.cuh ZR_MV_MAX_THREADS */
 
 /* The launch shape of a matrix-vector product: blocks of `groups` row groups (of the kernel's
- * rows per warp), each row split over `split` warps along its length (split-K). */
+ * rows per warp), each row split over `split` warps along its length (split-K). blocks 0: a
+ * block per tile of `groups` row groups (matvec_<type>); blocks > 0: at most that many blocks,
+ * each taking every blocks-th tile with x staged once (matvec_<type>_tall; very tall matrices). */
 typedef struct ZrMvShape {
-    int groups, split;
+    int groups, split, blocks;
 } ZrMvShape;
 
 /* Rows of W each warp of the type's kernel computes (cu/matvec_*.cu). */

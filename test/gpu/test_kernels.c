@@ -56,9 +56,9 @@ static ZrCuWeight upload_weight(GpuEnv *g, uint32_t type, const uint8_t *w, int 
 
 /* One matrix-vector case: W[n_in, n_out], y += W x' when add, x' by mode (ZR_CUF_MV_*; GLU:
  * y[i] = silu(row i . x') * (row n_out/2 + i . x')); groups == 0: the forward pass's launch
- * shape, else that shape. */
+ * shape, else that shape (blocks > 0: the tall kernel on that many blocks). */
 typedef struct MvCase {
-    int n_in, n_out, add, mode, groups, split;
+    int n_in, n_out, add, mode, groups, split, blocks;
 } MvCase;
 
 /* gemma's GELU (tanh form), in double */
@@ -106,7 +106,7 @@ static double matvec_case(uint32_t type, MvCase c) {
     CUdeviceptr dy = glu ? gpu_alloc(g, sizeof(float) * ny) : gpu_upload(g, add, sizeof(float) * n_out);
     ZrError e = {0};
     const CUdeviceptr dadd = with_add ? dy : 0, dnorm = in_mode == ZR_CUF_MV_RMSNORM ? dg : 0;
-    const ZrMvShape shape = {.groups = c.groups, .split = c.split};
+    const ZrMvShape shape = {.groups = c.groups, .split = c.split, .blocks = c.blocks};
     int rc;
     if (c.groups)
         rc = zr_cuf_matvec_shaped(&g->l, &g->k, &dw, dx, dy, dadd, dnorm, eps, c.mode, shape, &e);
@@ -153,6 +153,7 @@ static void print_case(uint32_t type, MvCase c, double q) {
     fprintf(stderr, "  matvec %-5s [%5d x %4d]%s%s%s%s", zr_type_name(type), c.n_in, c.n_out, c.add ? " +add" : "",
             mode_name[c.mode & 3], c.mode & ZR_CUF_MV_GLU ? " glu" : "", c.mode & ZR_CUF_MV_GELU ? " gelu" : "");
     if (c.groups) fprintf(stderr, " shape %dx%d", c.groups, c.split);
+    if (c.blocks) fprintf(stderr, " tall on %d blocks", c.blocks);
     fprintf(stderr, ": worst |diff|/tol = %.3g\n", q);
 }
 
@@ -162,20 +163,24 @@ static void matvec_type(uint32_t type) {
     /* (n_in, n_out, add, mode[, groups, split]): the brief's 4096 x 1024, odd row counts (a
      * partial last warp), a row longer than 48 KiB of shared memory (14336: the 8B FFN), the
      * fused input norm and SwiGLU, the gated output (stacked gate|up, odd halves too), every
-     * launch shape (split-K 1..8, 1..8 row groups per block, a partial last block), and for
-     * float types rows that are not a multiple of the 16-byte item (stories260K's 172, also
-     * through the fused paths and split) and an odd length */
+     * launch shape (split-K 1..8, 1..8 row groups per block, a partial last block), the tall
+     * kernel (several tiles per block, a partial last tile, split-K and GLU), and for float types
+     * rows that are not a multiple of the 16-byte item (stories260K's 172, also through the fused
+     * paths and split, and tall) and an odd length */
     const int R = ZR_CUF_MV_RMSNORM, S = ZR_CUF_MV_SWIGLU, GL = ZR_CUF_MV_GLU, GE = ZR_CUF_MV_GELU;
-    const MvCase cases[] = {{4096, 1024, 1, 0, 0, 0},  {2048, 37, 0, 0, 0, 0},   {14336, 40, 1, S, 0, 0},
-                            {4096, 96, 1, R, 0, 0},    {256, 5, 0, 0, 0, 0},     {512, 33, 0, S, 0, 0},
-                            {4096, 200, 0, R | GL, 0, 0}, {2048, 74, 0, GL, 0, 0}, {4096, 1000, 1, R, 1, 8},
-                            {4096, 333, 1, 0, 2, 4},   {4096, 1000, 0, R | GL, 4, 2}, {2048, 130, 1, 0, 8, 1},
-                            {8192, 300, 1, 0, 16, 1},  {4096, 90, 0, R, 2, 8},   {14336, 66, 1, 0, 4, 4},
+    const MvCase cases[] = {{4096, 1024, 1, 0, 0, 0, 0},  {2048, 37, 0, 0, 0, 0, 0},   {14336, 40, 1, S, 0, 0, 0},
+                            {4096, 96, 1, R, 0, 0, 0},    {256, 5, 0, 0, 0, 0, 0},     {512, 33, 0, S, 0, 0, 0},
+                            {4096, 200, 0, R | GL, 0, 0, 0}, {2048, 74, 0, GL, 0, 0, 0}, {4096, 1000, 1, R, 1, 8, 0},
+                            {4096, 333, 1, 0, 2, 4, 0},   {4096, 1000, 0, R | GL, 4, 2, 0}, {2048, 130, 1, 0, 8, 1, 0},
+                            {8192, 300, 1, 0, 16, 1, 0},  {4096, 90, 0, R, 2, 8, 0},   {14336, 66, 1, 0, 4, 4, 0},
+                            /* tall: 63 tiles on 5 blocks, 32 on 3 with split-K, 21 with GLU on 2 */
+                            {2560, 1000, 1, R, 8, 1, 5}, {4096, 250, 1, 0, 4, 2, 3}, {2048, 330, 0, R | GL, 8, 1, 2},
                             /* gemma's GeGLU: gated output and gated staging (issue 14) */
-                            {4096, 200, 0, R | GL | GE, 0, 0}, {2048, 74, 0, GL | GE, 2, 2}, {10240, 40, 1, S | GE, 0, 0},
-                            {172, 64, 1, 0, 0, 0},     {4099, 33, 0, 0, 0, 0},   {172, 24, 0, R, 0, 0},
-                            {172, 20, 1, S, 0, 0},     {172, 30, 1, 0, 1, 4},    {4099, 50, 0, R | GL, 2, 2}};
-    const int n_cases = sizeof cases / sizeof cases[0] - (flt ? 0 : 6);
+                            {4096, 200, 0, R | GL | GE, 0, 0, 0}, {2048, 74, 0, GL | GE, 2, 2, 0}, {10240, 40, 1, S | GE, 0, 0, 0},
+                            {172, 64, 1, 0, 0, 0, 0},     {4099, 33, 0, 0, 0, 0, 0},   {172, 24, 0, R, 0, 0, 0},
+                            {172, 20, 1, S, 0, 0, 0},     {172, 30, 1, 0, 1, 4, 0},    {4099, 50, 0, R | GL, 2, 2, 0},
+                            {172, 300, 1, R, 4, 1, 3}};
+    const int n_cases = sizeof cases / sizeof cases[0] - (flt ? 0 : 7);
     double worst = 0;
     for (int i = 0; i < n_cases; i++) {
         const double q = matvec_case(type, cases[i]);
@@ -278,6 +283,62 @@ ZT_TEST(matvec_addnorm_folds_the_post_norm_and_writes_the_residual) {
     ZT_CHECKF(worst <= 1.0, "addnorm: worst |diff|/tol %.3g", worst);
 }
 
+/* The tall kernel (several tiles of rows per block, x staged once) gives every row the bits of a
+ * block per tile; the forward pass's pick (zr_cuf_mv_shape) takes it for a matrix of 32 tiles of
+ * 16 rows per multiprocessor and more (gemma3's 262144-row output), through which the plain,
+ * RMSNORM and ADDNORM (gemma's pending post norm) products stay within matvec_case's bounds. */
+ZT_TEST(matvec_tall_is_bit_equal_and_takes_vocabulary_outputs) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    const uint32_t types[] = {ZR_TYPE_F16, ZR_TYPE_Q8_0, ZR_TYPE_Q4_K, ZR_TYPE_Q6_K};
+    const int n_in = 256, n_out = 16 * 32 * g->k.sm_count + 37, R = ZR_CUF_MV_RMSNORM; /* a partial last tile */
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const uint32_t type = types[t];
+        uint64_t s = 0xfeedull + type;
+        uint8_t *w = random_matrix(type, n_in, n_out, &s);
+        ZT_CHECKF(w != NULL, "the quantizer refused %s", zr_type_name(type));
+        if (!w) return;
+        ZrCuWeight dw = upload_weight(g, type, w, n_in, n_out);
+        const ZrMvShape tall = zr_cuf_mv_shape(&g->k, &dw, R), one = {.groups = tall.groups, .split = tall.split};
+        const int tiles = (n_out / 2 + 1 + tall.groups - 1) / tall.groups;
+        ZT_CHECKF(tall.blocks > 0 && tall.blocks < tiles, "%s [%d x %d]: the pick is %dx%d on %d blocks, not tall",
+                  zr_type_name(type), n_in, n_out, tall.groups, tall.split, tall.blocks);
+        float *x = malloc(sizeof(float) * n_in), *nw = malloc(sizeof(float) * n_in);
+        float *y1 = malloc(sizeof(float) * n_out), *y2 = malloc(sizeof(float) * n_out);
+        for (int i = 0; i < n_in; i++) {
+            x[i] = gpu_rand(&s);
+            nw[i] = 1.0f + 0.2f * gpu_rand(&s);
+        }
+        CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * n_in), dn = gpu_upload(g, nw, sizeof(float) * n_in);
+        CUdeviceptr dy1 = gpu_alloc(g, sizeof(float) * n_out), dy2 = gpu_alloc(g, sizeof(float) * n_out);
+        ZrError e = {0};
+        int rc = zr_cuf_matvec_shaped(&g->l, &g->k, &dw, dx, dy1, 0, dn, 1e-5f, R, one, &e);
+        if (!rc) rc = zr_cuf_matvec_shaped(&g->l, &g->k, &dw, dx, dy2, 0, dn, 1e-5f, R, tall, &e);
+        ZT_CHECKF(!rc, "%s", e.msg);
+        gpu_download(g, y1, dy1, sizeof(float) * n_out);
+        gpu_download(g, y2, dy2, sizeof(float) * n_out);
+        int differ = 0;
+        for (int r = 0; r < n_out; r++) differ += memcmp(&y1[r], &y2[r], sizeof(float)) != 0;
+        ZT_CHECKF(!rc && differ == 0, "%s [%d x %d]: %d rows of the tall kernel (%d blocks) differ from a block per tile",
+                  zr_type_name(type), n_in, n_out, differ, tall.blocks);
+        fprintf(stderr, "  matvec tall %-5s [%d x %d] on %d blocks of %dx%d: %d of %d rows differ from a block per tile\n",
+                zr_type_name(type), n_in, n_out, tall.blocks, tall.groups, tall.split, differ, n_out);
+        const CUdeviceptr bufs[] = {dw.main, dw.side, dx, dn, dy1, dy2};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) gpu_free(g, bufs[i]);
+        free(w), free(x), free(nw), free(y1), free(y2);
+        const MvCase cases[] = {{n_in, n_out, 1, 0, 0, 0, 0}, {n_in, n_out, 0, R, 0, 0, 0}};
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            const double q = matvec_case(type, cases[c]);
+            print_case(type, cases[c], q);
+            ZT_CHECKF(q >= 0 && q <= 1.0, "%s tall: worst |diff|/tol %.3g", zr_type_name(type), q);
+        }
+        const double q = matvec_post_case(type, n_in, n_out, 0);
+        fprintf(stderr, "  matvec addnorm %-5s [%d x %d] (tall): worst |diff|/tol = %.3g\n", zr_type_name(type), n_in,
+                n_out, q);
+        ZT_CHECKF(q >= 0 && q <= 1.0, "%s tall addnorm: worst |diff|/tol %.3g", zr_type_name(type), q);
+    }
+}
+
 #define MATVEC_TEST(T, ID) \
     ZT_TEST(matvec_##T##_matches_cpu_dot_row) { matvec_type(ID); }
 MATVEC_TEST(f32, ZR_TYPE_F32)
@@ -330,7 +391,8 @@ ZT_TEST(dequant_f16_and_embed_match_zr_dequant_row_for_every_type) {
         const int32_t tok[3] = {7, 16, 0};
         CUdeviceptr dt = gpu_upload(g, tok, sizeof tok), de = gpu_alloc(g, sizeof(float) * 3 * n_in);
         ZT_CHECKF(!ZR_LAUNCH(&g->l, &g->k.embed[type], ZR_DIM3((n_in + 255) / 256, 3, 1), ZR_DIM1(256), 0, &e, &dw.main,
-                             &dw.side, &dt, &de, (void *)&n_in, (void *)&n_out, &(CUdeviceptr){0}, &(int){1}),
+                             &dw.side, &dt, &de, (void *)&n_in, (void *)&n_out, &(CUdeviceptr){0}, &(int){1},
+                             &(float){1.0f}),
                   "%s", e.msg);
         gpu_download(g, emb, de, sizeof(float) * 3 * n_in);
         for (int t = 0; t < 3; t++) {
@@ -341,6 +403,19 @@ ZT_TEST(dequant_f16_and_embed_match_zr_dequant_row_for_every_type) {
                 ZT_CHECKF(fabsf(emb[(size_t)t * n_in + i] - ref[i]) <= 1e-6f * amax, "embed %s token %d [%d]: %g vs %g",
                           zr_type_name(type), tok[t], i, emb[(size_t)t * n_in + i], ref[i]);
         }
+        /* gemma's scale in the lookup: each value times it, one rounding (as scale_f32 after it) */
+        const float sc = sqrtf(2560.0f);
+        float *emb_s = malloc(sizeof(float) * 3 * n_in);
+        ZT_CHECKF(!zr_k_embed(&g->l, &g->k, &dw, dt, de, n_in, n_out, 3, sc, &e), "%s", e.msg);
+        gpu_download(g, emb_s, de, sizeof(float) * 3 * n_in);
+        int scaled_off = 0;
+        for (int i = 0; i < 3 * n_in; i++) {
+            const float want = emb[i] * sc;
+            scaled_off += memcmp(&emb_s[i], &want, sizeof want) != 0;
+        }
+        ZT_CHECKF(scaled_off == 0, "embed %s times %g: %d values are not the unscaled row times the scale", zr_type_name(type),
+                  (double)sc, scaled_off);
+        free(emb_s);
         gpu_free(g, dt);
         gpu_free(g, de);
         gpu_free(g, dw.main);
@@ -549,8 +624,9 @@ typedef struct DecodeExtras {
  *   q as it rotated it, over the rows the window keeps and with the soft-cap, |diff| <= 2e-6 +
  *   1e-5 |ref| (norms or cap: 4e-6 + 2e-5 |ref|), and the split path's output within the same;
  * - the chunk counters are zero afterwards, and a second launch gives the same bits.
- * Cache rows past pos hold NaN (a read of them poisons the output), as do the output and the
- * partials before the launch. Raises *worst to this case's worst |diff| / tol. */
+ * Cache rows past pos hold NaN (a read of them poisons the output), as do, with a window, the
+ * rows before it (a local layer reads only its window, however long the context), and the output
+ * and the partials before the launch. Raises *worst to this case's worst |diff| / tol. */
 static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, int n_ctx, int chunk, int pos,
                         DecodeExtras x, double *worst) {
     GpuEnv *g = gpu_env();
@@ -568,8 +644,9 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
     int32_t count[64];
     for (int i = 0; i < qkv_dim; i++) qkv[i] = 2.0f * gpu_rand(&s);
     for (int i = 0; i < hd; i++) qn[i] = 1.0f + 0.5f * gpu_rand(&s), kn[i] = 1.0f + 0.5f * gpu_rand(&s);
+    const int first = x.window > 0 && pos + 1 > x.window ? pos + 1 - x.window : 0; /* the window's first row */
     for (size_t i = 0; i < cache; i++) {
-        const bool used = (int)(i / kv_dim) < pos;
+        const bool used = (int)(i / kv_dim) < pos && (int)(i / kv_dim) >= first;
         kc[i] = used ? gpu_rand(&s) : NAN;
         vc[i] = used ? gpu_rand(&s) : NAN;
     }
@@ -625,7 +702,6 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
     }
     ZT_CHECKF(bad == 0, "pos %d: %zu cache values differ from rope_kv_f32's cache", pos, bad);
     /* reference: double precision over the cache rope_kv_f32 wrote, q as it rotated it */
-    const int first = x.window > 0 && pos + 1 > x.window ? pos + 1 - x.window : 0;
     const double at = x.norm || x.cap > 0 ? 4e-6 : 2e-6, rt = x.norm || x.cap > 0 ? 2e-5 : 1e-5;
     double wq = 0;
     for (int h = 0; h < n_head; h++) {
@@ -716,6 +792,7 @@ ZT_TEST(attention_decode_fused_window_softcap_and_head_norms_match_the_split_pat
     decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.window = 40, .norm = true});  /* gemma3 local */
     decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.norm = true});                /* gemma3 global */
     decode_positions_x(8, 4, 256, 256, 1, 600, 128, (DecodeExtras){.window = 200});               /* several chunks left behind */
+    decode_positions_x(8, 4, 256, 256, 1, 2000, 128, (DecodeExtras){.window = 200, .norm = true}); /* 16 chunks, 3 blocks per head */
     decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.window = 48, .cap = 0.5f});   /* gemma2 local, a cap that bites */
     decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.cap = 5.0f});                 /* gemma2 global, a mild cap */
     decode_positions_x(4, 2, 128, 128, 1, 700, 256, (DecodeExtras){.window = 300, .cap = 3.0f, .norm = true});
