@@ -108,6 +108,9 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
     if ((rc = zr_cuf_dalloc(f, &M->ff, sizeof(float) * (size_t)n_used * M->ff_stride, "expert activations", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->gate_up, sizeof(float) * (size_t)n_used * 2 * n_ff, "expert gate|up", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->out, sizeof(float) * (size_t)n_used * f->n_embd, "expert outputs", err))) return rc;
+    /* at most one row-group block per output row */
+    if ((rc = zr_cuf_dalloc(f, &M->done, sizeof(uint32_t) * (size_t)f->n_embd, "expert mix counts", err))) return rc;
+    if ((rc = zr_cuda_memset8(f->cuda, M->done, 0, sizeof(uint32_t) * (size_t)f->n_embd, err))) return rc;
     /* a graph recorded before any token must not route on garbage */
     if ((rc = zr_cuda_memset8(f->cuda, M->ids, 0, sizeof(int32_t) * (size_t)n_used, err))) return rc;
     return zr_cuda_memset8(f->cuda, M->weights, 0, sizeof(float) * (size_t)n_used, err);
@@ -120,38 +123,41 @@ int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, Zr
     int rc;
     /* the router on the normed row */
     if ((rc = zr_cuf_matvec(f->launcher, f->k, &E->router, x, M->logits, 0, norm_w, eps, ZR_CUF_MV_RMSNORM, err))) return rc;
-    if ((rc = zr_k_moe_route(f->launcher, f->k, M->logits, E->n_expert, E->n_used, M->ids, M->weights, 1, err))) return rc;
     if (!f->k->has_mv_id[E->gu.type] || !f->k->has_mv_id[E->down.type] || (E->up.main && !f->k->has_mv_id[E->up.type]))
         return zr_err(err, ZR_E_UNSUPPORTED, "no expert matrix-vector kernel for type %s", zr_type_name(E->gu.type));
+    /* the routing in the first gate|up launch (its blocks route for themselves), or apart for more than 32 chosen or 256 experts */
+    const bool fused = E->n_used <= 32 && E->n_expert <= 256;
+    const ZrMvIdFuse route = {.logits = M->logits, .n_expert = E->n_expert, .weights = M->weights};
+    const ZrMvIdFuse mix = {.weights = M->weights, .mix_x = x, .done = M->done};
+    if (!fused && (rc = zr_k_moe_route(f->launcher, f->k, M->logits, E->n_expert, E->n_used, M->ids, M->weights, 1, err))) return rc;
     if (E->up.main) { /* split gate and up: each into its half of gate_up, SwiGLU as down reads it */
         const ZrCuWeight *gu[2] = {&E->gu, &E->up};
         for (int h = 0; h < 2; h++) {
             const ZrCuWeight one = {.type = gu[h]->type, .n_in = gu[h]->n_in, .n_out = E->n_ff};
             if ((rc = zr_k_matvec_id(f->launcher, &f->k->mv_id[gu[h]->type], zr_cuf_mv_rows_per_warp(gu[h]->type), gu[h], E->n_ff, M->ids,
                                      E->n_used, x, 0, M->gate_up + (CUdeviceptr)h * E->n_ff * sizeof(float), 2 * E->n_ff, norm_w, eps,
-                                     ZR_CUF_MV_RMSNORM, zr_cuf_mv_shape(f->k, &one, ZR_CUF_MV_RMSNORM), err)))
+                                     ZR_CUF_MV_RMSNORM, zr_cuf_mv_shape(f->k, &one, ZR_CUF_MV_RMSNORM), fused && h == 0 ? &route : NULL,
+                                     err)))
                 return rc;
         }
+        /* down of each chosen expert on its SwiGLU, mixed into the residual */
         const ZrCuWeight one_down = {.type = E->down.type, .n_in = E->down.n_in, .n_out = f->n_embd};
-        if ((rc = zr_k_matvec_id(f->launcher, &f->k->mv_id[E->down.type], zr_cuf_mv_rows_per_warp(E->down.type), &E->down, f->n_embd,
-                                 M->ids, E->n_used, M->gate_up, 2 * E->n_ff, M->out, f->n_embd, 0, 0.0f, ZR_CUF_MV_SWIGLU,
-                                 zr_cuf_mv_shape(f->k, &one_down, ZR_CUF_MV_SWIGLU), err)))
-            return rc;
-        return zr_k_moe_combine(f->launcher, f->k, M->out, M->weights, E->n_used, x, f->n_embd, 1, err);
+        return zr_k_matvec_id(f->launcher, &f->k->mv_id[E->down.type], zr_cuf_mv_rows_per_warp(E->down.type), &E->down, f->n_embd,
+                              M->ids, E->n_used, M->gate_up, 2 * E->n_ff, M->out, f->n_embd, 0, 0.0f, ZR_CUF_MV_SWIGLU,
+                              zr_cuf_mv_shape(f->k, &one_down, ZR_CUF_MV_SWIGLU), &mix, err);
     }
     /* silu(gate) * up of each chosen expert, on the normed row (the norm fused again: one row) */
     const ZrCuWeight one_gu = {.type = E->gu.type, .n_in = E->gu.n_in, .n_out = 2 * E->n_ff};
     const int glu = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU;
     if ((rc = zr_k_matvec_id(f->launcher, &f->k->mv_id[E->gu.type], zr_cuf_mv_rows_per_warp(E->gu.type), &E->gu, 2 * E->n_ff, M->ids,
-                             E->n_used, x, 0, M->ff, M->ff_stride, norm_w, eps, glu, zr_cuf_mv_shape(f->k, &one_gu, glu), err)))
+                             E->n_used, x, 0, M->ff, M->ff_stride, norm_w, eps, glu, zr_cuf_mv_shape(f->k, &one_gu, glu),
+                             fused ? &route : NULL, err)))
         return rc;
-    /* down of each chosen expert on its own activations */
+    /* down of each chosen expert on its own activations, mixed into the residual */
     const ZrCuWeight one_down = {.type = E->down.type, .n_in = E->down.n_in, .n_out = f->n_embd};
-    if ((rc = zr_k_matvec_id(f->launcher, &f->k->mv_id[E->down.type], zr_cuf_mv_rows_per_warp(E->down.type), &E->down, f->n_embd,
-                             M->ids, E->n_used, M->ff, M->ff_stride, M->out, f->n_embd, 0, 0.0f, ZR_CUF_MV_PLAIN,
-                             zr_cuf_mv_shape(f->k, &one_down, ZR_CUF_MV_PLAIN), err)))
-        return rc;
-    return zr_k_moe_combine(f->launcher, f->k, M->out, M->weights, E->n_used, x, f->n_embd, 1, err);
+    return zr_k_matvec_id(f->launcher, &f->k->mv_id[E->down.type], zr_cuf_mv_rows_per_warp(E->down.type), &E->down, f->n_embd, M->ids,
+                          E->n_used, M->ff, M->ff_stride, M->out, f->n_embd, 0, 0.0f, ZR_CUF_MV_PLAIN,
+                          zr_cuf_mv_shape(f->k, &one_down, ZR_CUF_MV_PLAIN), &mix, err);
 }
 
 /* ---- prefill ---- */

@@ -1,10 +1,12 @@
 /* The mixture-of-experts FFN on the GPU (issue 15). Per MoE layer the router, the experts' gate
  * and up (stacked per expert: its gate rows, then its up rows, so one GLU launch computes
- * silu(gate) * up of every chosen expert) and down on the device; a decode step's FFN is five
+ * silu(gate) * up of every chosen expert) and down on the device; a decode step's FFN is three
  * launches that read the chosen experts from device memory (router matvec with the FFN norm
- * fused, moe_route_f32 writing ids and weights, matvec_id GLU, matvec_id down, moe_combine_f32
- * into the residual): the same launches every token, so the recorded graph serves every token
- * and nothing goes to the host.
+ * fused; matvec_id GLU whose blocks route for themselves and write ids and weights; matvec_id
+ * down whose last block per row group mixes the slots into the residual, cu/moe_matvec.cu): the
+ * same launches every token, so the recorded graph serves every token and nothing goes to the
+ * host. (Five before: moe_route_f32 and moe_combine_f32 launched apart; moe_route_f32 still
+ * routes apart for more than 32 chosen experts, and for the prefill.)
  *
  * The prefill groups a chunk's tokens by expert: the router for every row (an F32 GEMM for an
  * F32 router), moe_route_f32 over the rows, the ids to the host once per layer and chunk, then
@@ -35,6 +37,7 @@ typedef struct ZrCuMoe {
     CUdeviceptr ff;             /* f32 [max n_used][ff_stride] silu(gate) * up of each chosen expert */
     CUdeviceptr gate_up;        /* f32 [max n_used][2 n_ff]: gate | up of each chosen expert, for split gate and up */
     CUdeviceptr out;            /* f32 [max n_used][n_embd] each chosen expert's output */
+    CUdeviceptr done;           /* u32 [n_embd] the down launch's per-block counts of its mix (cu/moe_matvec.cu), 0 between launches */
     /* the prefill's, for ZR_CUF_UBATCH rows (UB) */
     CUdeviceptr p_logits;       /* f32 [UB][max n_expert] */
     CUdeviceptr p_ids;          /* i32 [UB][max n_used] */
