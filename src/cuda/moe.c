@@ -20,7 +20,7 @@ int zr_cuf_moe_upload_layer(ZrCuForward *f, ZrCuUpload *u, int il, ZrError *err)
     if (split && F->n_ff_expert % 4) /* slots of gate | up rows stay 16-byte aligned for the down's SwiGLU input */
         return zr_err(err, ZR_E_UNSUPPORTED, "%s and %s: gate and up of different types (%s, %s) with experts %d wide (not a multiple of 4) are not supported on the GPU",
                       L->gate_exps.name, L->up_exps.name, zr_type_name(L->gate_exps.type), zr_type_name(L->up_exps.type), F->n_ff_expert);
-    if (F->n_ff_expert > m->hp.n_ff) /* the prefill's expert activations use the dense FFN's buffers */
+    if (F->n_ff_expert > m->hp.n_ff) /* the prefill dequantizes experts into the F16 weight buffer, sized by n_ff */
         return zr_err(err, ZR_E_UNSUPPORTED, "%s: experts %d wide, wider than feed_forward_length %d (not supported on the GPU)",
                       L->down_exps.name, F->n_ff_expert, m->hp.n_ff);
     E->n_expert = F->n_expert;
@@ -99,8 +99,12 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
     if ((rc = zr_cuf_dalloc(f, &M->p_weights, fl * slots, "expert weights (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_idx, sizeof(int32_t) * slots, "expert rows (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_slot, sizeof(int32_t) * slots, "expert slots (prefill)", err))) return rc;
-    if ((rc = zr_cuf_dalloc(f, &M->p_x, fl * UB * e, "expert inputs (prefill)", err))) return rc;
-    if ((rc = zr_cuf_dalloc(f, &M->p_y, fl * UB * e, "expert outputs (prefill)", err))) return rc;
+    const size_t ffs = (size_t)n_ff, wide = e > ffs ? e : ffs;
+    if ((rc = zr_cuf_dalloc(f, &M->p_x, fl * slots * e, "expert inputs (prefill)", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->p_xh, 2 * slots * wide, "expert f16 inputs (prefill)", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->p_gu, fl * slots * 2 * ffs, "expert gate|up (prefill)", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->p_ff, fl * slots * ffs, "expert activations (prefill)", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->p_y, fl * slots * e, "expert outputs (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_out, fl * slots * e, "expert outputs by slot (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->logits, sizeof(float) * (size_t)n_expert, "router logits", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->ids, sizeof(int32_t) * (size_t)n_used, "expert ids", err))) return rc;
@@ -163,92 +167,107 @@ int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, Zr
 /* ---- prefill ---- */
 
 /* y[rows][ldy] = X[rows][n_in] W[row0 .. row0 + n_rows)^T through cuBLASLt: forward.c's gemm for a
- * row range of a stacked matrix. x32: the F32 input (F32 weights); otherwise its F16 copy must be
- * in f->xh. */
-static int rows_gemm(ZrCuForward *f, const ZrCuWeight *w, int row0, int n_rows, int rows, CUdeviceptr x32, CUdeviceptr y, int ldy,
-                     ZrError *err) {
-    const size_t rb = zr_cuw_main_row_bytes(w->type, w->n_in);
-    ZrGemm g = {.trans_a = 1, .trans_b = 0, .n = (uint64_t)rows, .k = (uint64_t)w->n_in, .type_b = CUDA_R_16F, .b = f->xh,
-                .ldb = w->n_in, .type_d = CUDA_R_32F, .ldd = ldy, .alpha = 1.0f, .beta = 0.0f, .workspace = f->lt_ws,
-                .workspace_bytes = f->lt_ws_bytes};
-    if (w->type == ZR_TYPE_F32 || w->type == ZR_TYPE_F16) {
-        g.m = (uint64_t)n_rows;
-        g.a = w->main + (CUdeviceptr)row0 * rb;
-        g.type_a = w->type == ZR_TYPE_F32 ? CUDA_R_32F : CUDA_R_16F;
-        g.lda = (int64_t)(rb / (w->type == ZR_TYPE_F32 ? 4 : 2));
-        if (w->type == ZR_TYPE_F32) {
-            g.type_b = CUDA_R_32F;
-            g.b = x32;
-        }
-        g.d = y;
-        return zr_cublaslt_gemm(f->lt, f->cuda->stream, &g, err);
-    }
-    const int slice = (int)(f->wbuf_elems / (size_t)w->n_in);
-    for (int r0 = 0; r0 < n_rows; r0 += slice) {
-        const int nr = n_rows - r0 < slice ? n_rows - r0 : slice;
-        int rc = zr_k_dequant_f16(f->launcher, f->k, w, f->wbuf, row0 + r0, nr, err);
-        if (rc) return rc;
-        g.m = (uint64_t)nr;
-        g.a = f->wbuf;
-        g.type_a = CUDA_R_16F;
-        g.lda = w->n_in;
-        g.d = y + (CUdeviceptr)r0 * sizeof(float);
-        if ((rc = zr_cublaslt_gemm(f->lt, f->cuda->stream, &g, err))) return rc;
-    }
-    return ZR_OK;
+ * row range of a stacked matrix, with an F16 operand x16 (F16 and quantized weights; quantized
+ * ones must be dequantized into f->wbuf first: a is then the F16 rows) or the F32 x32 (F32 weights). */
+static int rows_gemm(ZrCuForward *f, const ZrCuWeight *w, CUdeviceptr a, int n_rows, int rows, CUdeviceptr x32, CUdeviceptr x16,
+                     CUdeviceptr y, int ldy, ZrError *err) {
+    const bool f32 = w->type == ZR_TYPE_F32, dense = f32 || w->type == ZR_TYPE_F16;
+    const ZrGemm g = {.trans_a = 1, .trans_b = 0, .m = (uint64_t)n_rows, .n = (uint64_t)rows, .k = (uint64_t)w->n_in, .a = a,
+                      .type_a = f32 ? CUDA_R_32F : CUDA_R_16F,
+                      .lda = dense ? (int64_t)(zr_cuw_main_row_bytes(w->type, w->n_in) / (f32 ? 4 : 2)) : w->n_in,
+                      .type_b = f32 ? CUDA_R_32F : CUDA_R_16F, .b = f32 ? x32 : x16, .ldb = w->n_in, .d = y, .type_d = CUDA_R_32F,
+                      .ldd = ldy, .alpha = 1.0f, .beta = 0.0f, .workspace = f->lt_ws, .workspace_bytes = f->lt_ws_bytes};
+    return zr_cublaslt_gemm(f->lt, f->cuda->stream, &g, err);
 }
 
-/* The F16 copy of x [rows][n] in f->xh when w reads F16. */
-static int f16_operand(ZrCuForward *f, const ZrCuWeight *w, CUdeviceptr x, int n, int rows, ZrError *err) {
-    return w->type == ZR_TYPE_F32 ? ZR_OK : zr_k_convert(f->launcher, f->k, x, f->xh, n, rows, err);
+/* Every chosen expert's rows of the stacked w (rpe rows per expert) times its rows of the grouped
+ * operand (x32 / x16 [n k][n_in], expert e's at h_start[e]) into y [n k][ldy]: one GEMM per chosen
+ * expert. Quantized experts are dequantized to F16 a run at a time: consecutive experts from a
+ * chosen one up to the last chosen one that fits f->wbuf (the unchosen between them too: a
+ * launch costs more than their rows), so a 512-token chunk, where nearly every expert is chosen,
+ * dequantizes a layer's experts in a few launches instead of one per expert. */
+static int experts_gemm(ZrCuForward *f, const ZrCuMoeLayer *E, const ZrCuWeight *w, int rpe, CUdeviceptr x32, CUdeviceptr x16,
+                        CUdeviceptr y, int ldy, ZrError *err) {
+    const ZrCuMoe *M = f->moe;
+    const bool dense = w->type == ZR_TYPE_F32 || w->type == ZR_TYPE_F16;
+    const size_t rb = zr_cuw_main_row_bytes(w->type, w->n_in), in32 = (size_t)w->n_in * sizeof(float), in16 = (size_t)w->n_in * 2;
+    const int fit = (int)(f->wbuf_elems / ((size_t)rpe * (size_t)w->n_in)); /* experts per dequantization (>= 1: wbuf holds 2 n_ff rows) */
+    int rc;
+    for (int e0 = 0; e0 < E->n_expert;) {
+        if (M->h_start[e0 + 1] == M->h_start[e0]) {
+            e0++;
+            continue;
+        }
+        int e1 = e0 + 1; /* the run [e0, e1): ends after its last chosen expert */
+        for (int e = e0 + 1; e < E->n_expert && e < e0 + fit; e++)
+            if (M->h_start[e + 1] > M->h_start[e]) e1 = e + 1;
+        if (!dense && (rc = zr_k_dequant_f16(f->launcher, f->k, w, f->wbuf, e0 * rpe, (e1 - e0) * rpe, err))) return rc;
+        for (int e = e0; e < e1; e++) {
+            const int at = M->h_start[e], cnt = M->h_start[e + 1] - at;
+            if (!cnt) continue;
+            const CUdeviceptr a = dense ? w->main + (CUdeviceptr)e * rpe * rb : f->wbuf + (CUdeviceptr)(e - e0) * rpe * in16;
+            if ((rc = rows_gemm(f, w, a, rpe, cnt, x32 + (CUdeviceptr)at * in32, x16 + (CUdeviceptr)at * in16,
+                                y + (CUdeviceptr)at * ldy * sizeof(float), ldy, err)))
+                return rc;
+        }
+        e0 = e1;
+    }
+    return ZR_OK;
 }
 
 int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrError *err) {
     ZrCuMoe *M = f->moe;
     const ZrCuMoeLayer *E = &M->layers[il];
-    const int k = E->n_used, ne = E->n_expert, ff = E->n_ff, d = f->n_embd;
+    const int k = E->n_used, ne = E->n_expert, ff = E->n_ff, d = f->n_embd, nk = n * k;
     int rc;
     /* the router on every normed row, then the routing */
     if ((rc = zr_k_rmsnorm(f->launcher, f->k, f->x, d, norm_w, f->xn, d, d, f->m->hp.rms_eps, 1, n, err))) return rc;
-    if ((rc = f16_operand(f, &E->router, f->xn, d, n, err))) return rc;
-    if ((rc = rows_gemm(f, &E->router, 0, ne, n, f->xn, M->p_logits, ne, err))) return rc;
+    if (E->router.type != ZR_TYPE_F32 && (rc = zr_k_convert(f->launcher, f->k, f->xn, f->xh, d, n, err))) return rc;
+    if (E->router.type == ZR_TYPE_F32 || E->router.type == ZR_TYPE_F16) {
+        if ((rc = rows_gemm(f, &E->router, E->router.main, ne, n, f->xn, f->xh, M->p_logits, ne, err))) return rc;
+    } else {
+        if ((size_t)ne * (size_t)d > f->wbuf_elems)
+            return zr_err(err, ZR_E_UNSUPPORTED, "cuda moe prefill: a %s router of %d x %d does not fit the F16 weight buffer",
+                          zr_type_name(E->router.type), ne, d);
+        if ((rc = zr_k_dequant_f16(f->launcher, f->k, &E->router, f->wbuf, 0, ne, err))) return rc;
+        if ((rc = rows_gemm(f, &E->router, f->wbuf, ne, n, f->xn, f->xh, M->p_logits, ne, err))) return rc;
+    }
     if ((rc = zr_k_moe_route(f->launcher, f->k, M->p_logits, ne, k, M->p_ids, M->p_weights, n, err))) return rc;
-    /* the ids to the host once; the rows grouped by expert (counting sort: rows in order within an expert) */
-    if ((rc = zr_cuda_d2h(f->cuda, M->h_ids, M->p_ids, sizeof(int32_t) * (size_t)n * k, err))) return rc;
+    /* the ids to the host once; the slots grouped by expert (counting sort: rows in order within an expert) */
+    if ((rc = zr_cuda_d2h(f->cuda, M->h_ids, M->p_ids, sizeof(int32_t) * (size_t)nk, err))) return rc;
     if ((rc = zr_cuda_sync(f->cuda, err))) return rc;
     memset(M->h_start, 0, sizeof(int32_t) * (size_t)(ne + 1));
-    for (int s = 0; s < n * k; s++) {
+    for (int s = 0; s < nk; s++) {
         const int e = M->h_ids[s];
         if (e < 0 || e >= ne) return zr_err(err, ZR_E_INTERNAL, "cuda moe prefill: layer %d: expert id %d of %d", il, e, ne);
         M->h_start[e + 1]++;
     }
     for (int e = 0; e < ne; e++) M->h_start[e + 1] += M->h_start[e];
-    for (int s = 0; s < n * k; s++) {
+    for (int s = 0; s < nk; s++) {
         const int e = M->h_ids[s], at = M->h_start[e]++;
         M->h_idx[at] = s / k;
         M->h_slot[at] = s;
     }
     for (int e = ne; e > 0; e--) M->h_start[e] = M->h_start[e - 1]; /* back to the starts */
     M->h_start[0] = 0;
-    if ((rc = zr_cuda_h2d(f->cuda, M->p_idx, M->h_idx, sizeof(int32_t) * (size_t)n * k, err))) return rc;
-    if ((rc = zr_cuda_h2d(f->cuda, M->p_slot, M->h_slot, sizeof(int32_t) * (size_t)n * k, err))) return rc;
-    /* each chosen expert once over its rows */
-    const bool down_f16 = E->down.type != ZR_TYPE_F32;
-    for (int e = 0; e < ne; e++) {
-        const int at = M->h_start[e], cnt = M->h_start[e + 1] - at;
-        if (!cnt) continue;
-        const CUdeviceptr idx = M->p_idx + (CUdeviceptr)at * sizeof(int32_t), slot = M->p_slot + (CUdeviceptr)at * sizeof(int32_t);
-        if ((rc = zr_k_moe_gather(f->launcher, f->k, f->xn, idx, M->p_x, d, cnt, err))) return rc;
-        if ((rc = f16_operand(f, E->up.main && E->up.type != ZR_TYPE_F32 ? &E->up : &E->gu, M->p_x, d, cnt, err))) return rc;
-        if (E->up.main) { /* split: gate into the first half of each gu row, up into the second */
-            if ((rc = rows_gemm(f, &E->gu, e * ff, ff, cnt, M->p_x, f->gu, 2 * ff, err))) return rc;
-            if ((rc = rows_gemm(f, &E->up, e * ff, ff, cnt, M->p_x, f->gu + (CUdeviceptr)ff * sizeof(float), 2 * ff, err))) return rc;
-        } else if ((rc = rows_gemm(f, &E->gu, e * 2 * ff, 2 * ff, cnt, M->p_x, f->gu, 2 * ff, err))) {
-            return rc;
-        }
-        if ((rc = zr_k_swiglu(f->launcher, f->k, down_f16, f->gu, 2 * ff, down_f16 ? f->xh : f->ff, ff, cnt, err))) return rc;
-        if ((rc = rows_gemm(f, &E->down, e * d, d, cnt, f->ff, M->p_y, d, err))) return rc;
-        if ((rc = zr_k_moe_scatter(f->launcher, f->k, M->p_y, slot, M->p_out, d, cnt, err))) return rc;
+    if ((rc = zr_cuda_h2d(f->cuda, M->p_idx, M->h_idx, sizeof(int32_t) * (size_t)nk, err))) return rc;
+    if ((rc = zr_cuda_h2d(f->cuda, M->p_slot, M->h_slot, sizeof(int32_t) * (size_t)nk, err))) return rc;
+    /* every slot's normed row in the grouped order, once (and its F16 copy once) */
+    if ((rc = zr_k_moe_gather(f->launcher, f->k, f->xn, M->p_idx, M->p_x, d, nk, err))) return rc;
+    const bool gu_f16 = E->gu.type != ZR_TYPE_F32 || (E->up.main && E->up.type != ZR_TYPE_F32);
+    if (gu_f16 && (rc = zr_k_convert(f->launcher, f->k, M->p_x, M->p_xh, d, nk, err))) return rc;
+    /* gate|up of every slot: one GEMM per chosen expert (split gate and up: into the halves of each row) */
+    if (E->up.main) {
+        if ((rc = experts_gemm(f, E, &E->gu, ff, M->p_x, M->p_xh, M->p_gu, 2 * ff, err))) return rc;
+        if ((rc = experts_gemm(f, E, &E->up, ff, M->p_x, M->p_xh, M->p_gu + (CUdeviceptr)ff * sizeof(float), 2 * ff, err))) return rc;
+    } else if ((rc = experts_gemm(f, E, &E->gu, 2 * ff, M->p_x, M->p_xh, M->p_gu, 2 * ff, err))) {
+        return rc;
     }
+    /* SwiGLU of every slot at once, then down: one GEMM per chosen expert */
+    const bool down_f16 = E->down.type != ZR_TYPE_F32;
+    if ((rc = zr_k_swiglu(f->launcher, f->k, down_f16, M->p_gu, 2 * ff, down_f16 ? M->p_xh : M->p_ff, ff, nk, err))) return rc;
+    if ((rc = experts_gemm(f, E, &E->down, d, M->p_ff, M->p_xh, M->p_y, d, err))) return rc;
+    /* the outputs back to their slots, mixed as in the decode */
+    if ((rc = zr_k_moe_scatter(f->launcher, f->k, M->p_y, M->p_slot, M->p_out, d, nk, err))) return rc;
     return zr_k_moe_combine(f->launcher, f->k, M->p_out, M->p_weights, k, f->x, d, n, err);
 }

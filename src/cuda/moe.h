@@ -10,12 +10,16 @@
  *
  * The prefill groups a chunk's tokens by expert: the router for every row (an F32 GEMM for an
  * F32 router), moe_route_f32 over the rows, the ids to the host once per layer and chunk, then
- * per chosen expert its rows gathered, gate|up and down through the prefill's cuBLASLt path
- * (the expert's rows of the stacked matrices dequantized to F16, as every prefill weight) and
- * the outputs scattered back to their tokens' slots, mixed as in the decode. One GEMM per expert
- * and matrix rather than a grouped or batched GEMM: the experts' weights must be dequantized to
- * F16 anyway, one expert at a time into the one dequantization buffer, and cuBLASLt has no
- * grouped GEMM over operands that do not exist yet. */
+ * every slot's row gathered in expert order and converted to F16 once, gate|up as one cuBLASLt
+ * GEMM per chosen expert on its run of gathered rows, SwiGLU of every slot at once, down the same
+ * way, the outputs scattered back to their slots at once and mixed as in the decode. Quantized
+ * experts are dequantized to F16 (as every prefill weight) a run of consecutive experts per
+ * launch, as many as the F16 weight buffer holds. So a layer's MoE costs the ~2 GEMMs per chosen
+ * expert plus ~10 launches (before: 8 launches per chosen expert: gather, convert, dequant,
+ * GEMM, SwiGLU, dequant, GEMM, scatter; a 512-token chunk of a 128-expert model chooses nearly
+ * every expert). One GEMM per expert rather than a grouped or batched GEMM: cuBLASLt has no
+ * grouped GEMM, and a strided batch over every expert padded to the largest group is the next
+ * step (it needs the batch attributes in cuda/cublaslt.c). */
 #pragma once
 #include "cuda/forward.h"
 
@@ -43,8 +47,11 @@ typedef struct ZrCuMoe {
     CUdeviceptr p_ids;          /* i32 [UB][max n_used] */
     CUdeviceptr p_weights;      /* f32 [UB][max n_used] */
     CUdeviceptr p_idx, p_slot;  /* i32 [UB max n_used]: rows and their slots (row n_used + j), grouped by expert */
-    CUdeviceptr p_x;            /* f32 [UB][n_embd] one expert's rows of xn */
-    CUdeviceptr p_y;            /* f32 [UB][n_embd] one expert's outputs */
+    CUdeviceptr p_x;            /* f32 [UB max n_used][n_embd] every slot's normed row, grouped by expert (h_idx order) */
+    CUdeviceptr p_xh;           /* f16 [UB max n_used][max(n_embd, n_ff)] its F16 copy, then the slots' SwiGLU for down */
+    CUdeviceptr p_gu;           /* f32 [UB max n_used][2 n_ff] gate | up of every slot, grouped */
+    CUdeviceptr p_ff;           /* f32 [UB max n_used][n_ff] the slots' SwiGLU (F32 down experts) */
+    CUdeviceptr p_y;            /* f32 [UB max n_used][n_embd] the slots' expert outputs, grouped */
     CUdeviceptr p_out;          /* f32 [UB][max n_used][n_embd] every row's experts' outputs, in the order chosen */
     int32_t *h_ids;             /* host [UB max n_used] */
     int32_t *h_idx, *h_slot;    /* host [UB max n_used] */
