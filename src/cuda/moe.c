@@ -166,6 +166,8 @@ int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, Zr
 
 /* ---- prefill ---- */
 
+#define ROWS_MAX 65535 /* rows per launch of the per-row kernels (grid.y): a chunk has up to UB x n_used slots */
+
 /* y[rows][ldy] = X[rows][n_in] W[row0 .. row0 + n_rows)^T through cuBLASLt: forward.c's gemm for a
  * row range of a stacked matrix, with an F16 operand x16 (F16 and quantized weights; quantized
  * ones must be dequantized into f->wbuf first: a is then the F16 rows) or the F32 x32 (F32 weights). */
@@ -191,8 +193,10 @@ static int experts_gemm(ZrCuForward *f, const ZrCuMoeLayer *E, const ZrCuWeight 
     const ZrCuMoe *M = f->moe;
     const bool dense = w->type == ZR_TYPE_F32 || w->type == ZR_TYPE_F16;
     const size_t rb = zr_cuw_main_row_bytes(w->type, w->n_in), in32 = (size_t)w->n_in * sizeof(float), in16 = (size_t)w->n_in * 2;
-    const int fit = (int)(f->wbuf_elems / ((size_t)rpe * (size_t)w->n_in)); /* experts per dequantization (>= 1: wbuf holds 2 n_ff rows) */
+    const int fit = (int)(f->wbuf_elems / ((size_t)rpe * (size_t)w->n_in)); /* experts per dequantization */
     int rc;
+    if (!dense && fit < 1) /* not expected: the buffer holds n_embd x 2 n_ff values, and experts are at most n_ff wide */
+        return zr_err(err, ZR_E_INTERNAL, "cuda moe prefill: an expert of %d x %d does not fit the F16 weight buffer", rpe, w->n_in);
     for (int e0 = 0; e0 < E->n_expert;) {
         if (M->h_start[e0 + 1] == M->h_start[e0]) {
             e0++;
@@ -253,9 +257,13 @@ int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrErro
     if ((rc = zr_cuda_h2d(f->cuda, M->p_idx, M->h_idx, sizeof(int32_t) * (size_t)nk, err))) return rc;
     if ((rc = zr_cuda_h2d(f->cuda, M->p_slot, M->h_slot, sizeof(int32_t) * (size_t)nk, err))) return rc;
     /* every slot's normed row in the grouped order, once (and its F16 copy once) */
-    if ((rc = zr_k_moe_gather(f->launcher, f->k, f->xn, M->p_idx, M->p_x, d, nk, err))) return rc;
     const bool gu_f16 = E->gu.type != ZR_TYPE_F32 || (E->up.main && E->up.type != ZR_TYPE_F32);
-    if (gu_f16 && (rc = zr_k_convert(f->launcher, f->k, M->p_x, M->p_xh, d, nk, err))) return rc;
+    for (int r0 = 0; r0 < nk; r0 += ROWS_MAX) {
+        const int nr = nk - r0 < ROWS_MAX ? nk - r0 : ROWS_MAX;
+        const CUdeviceptr xr = M->p_x + (CUdeviceptr)r0 * d * sizeof(float);
+        if ((rc = zr_k_moe_gather(f->launcher, f->k, f->xn, M->p_idx + (CUdeviceptr)r0 * sizeof(int32_t), xr, d, nr, err))) return rc;
+        if (gu_f16 && (rc = zr_k_convert(f->launcher, f->k, xr, M->p_xh + (CUdeviceptr)r0 * d * 2, d, nr, err))) return rc;
+    }
     /* gate|up of every slot: one GEMM per chosen expert (split gate and up: into the halves of each row) */
     if (E->up.main) {
         if ((rc = experts_gemm(f, E, &E->gu, ff, M->p_x, M->p_xh, M->p_gu, 2 * ff, err))) return rc;
@@ -263,11 +271,22 @@ int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrErro
     } else if ((rc = experts_gemm(f, E, &E->gu, 2 * ff, M->p_x, M->p_xh, M->p_gu, 2 * ff, err))) {
         return rc;
     }
-    /* SwiGLU of every slot at once, then down: one GEMM per chosen expert */
+    /* SwiGLU of every slot, then down: one GEMM per chosen expert */
     const bool down_f16 = E->down.type != ZR_TYPE_F32;
-    if ((rc = zr_k_swiglu(f->launcher, f->k, down_f16, M->p_gu, 2 * ff, down_f16 ? M->p_xh : M->p_ff, ff, nk, err))) return rc;
+    const CUdeviceptr act = down_f16 ? M->p_xh : M->p_ff;
+    for (int r0 = 0; r0 < nk; r0 += ROWS_MAX) {
+        const int nr = nk - r0 < ROWS_MAX ? nk - r0 : ROWS_MAX;
+        if ((rc = zr_k_swiglu(f->launcher, f->k, down_f16, M->p_gu + (CUdeviceptr)r0 * 2 * ff * sizeof(float), 2 * ff,
+                              act + (CUdeviceptr)r0 * ff * (down_f16 ? 2 : sizeof(float)), ff, nr, err)))
+            return rc;
+    }
     if ((rc = experts_gemm(f, E, &E->down, d, M->p_ff, M->p_xh, M->p_y, d, err))) return rc;
     /* the outputs back to their slots, mixed as in the decode */
-    if ((rc = zr_k_moe_scatter(f->launcher, f->k, M->p_y, M->p_slot, M->p_out, d, nk, err))) return rc;
+    for (int r0 = 0; r0 < nk; r0 += ROWS_MAX) {
+        const int nr = nk - r0 < ROWS_MAX ? nk - r0 : ROWS_MAX;
+        if ((rc = zr_k_moe_scatter(f->launcher, f->k, M->p_y + (CUdeviceptr)r0 * d * sizeof(float), M->p_slot + (CUdeviceptr)r0 * sizeof(int32_t),
+                                   M->p_out, d, nr, err)))
+            return rc;
+    }
     return zr_k_moe_combine(f->launcher, f->k, M->p_out, M->p_weights, k, f->x, d, n, err);
 }
