@@ -38,11 +38,12 @@ ZR_KERNEL void __launch_bounds__(256)
 }
 
 // moe_scatter_f32: out[slot[i]][0..n) = src[i][0..n) for i < rows (an expert's outputs put back
-// into their tokens' slots: slot = token * n_used + j). grid (ceil(n/256), rows), block 256.
+// into their tokens' slots: slot = token * n_used + j; slot < 0: a padding row, not copied).
+// grid (ceil(n/256), rows), block 256.
 ZR_KERNEL void __launch_bounds__(256)
     moe_scatter_f32(const float *__restrict__ src, const int *__restrict__ slot, float *__restrict__ out, int n) {
     zr_grid_enter();
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    out[(size_t)slot[blockIdx.y] * n + i] = src[(size_t)blockIdx.y * n + i];
+    const int i = blockIdx.x * blockDim.x + threadIdx.x, s = slot[blockIdx.y];
+    if (i >= n || s < 0) return;
+    out[(size_t)s * n + i] = src[(size_t)blockIdx.y * n + i];
 }

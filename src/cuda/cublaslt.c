@@ -50,6 +50,7 @@ int zr_cublaslt_open(ZrCublasLt *lt, ZrError *err) {
         {"cublasLtMatmulDescSetAttribute", (void **)&lt->desc_set, false},
         {"cublasLtMatrixLayoutCreate", (void **)&lt->layout_create, false},
         {"cublasLtMatrixLayoutDestroy", (void **)&lt->layout_destroy, false},
+        {"cublasLtMatrixLayoutSetAttribute", (void **)&lt->layout_set, true},
         {"cublasLtMatmulPreferenceCreate", (void **)&lt->pref_create, false},
         {"cublasLtMatmulPreferenceDestroy", (void **)&lt->pref_destroy, false},
         {"cublasLtMatmulPreferenceSetAttribute", (void **)&lt->pref_set, false},
@@ -157,6 +158,20 @@ static int plan_make(const ZrCublasLt *lt, const ZrGemm *g, ZrLtPlan *p, ZrError
     LT_TRY(lt, err, lt->layout_create(&p->lb, g->type_b, g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n, g->ldb),
            "layout B");
     LT_TRY(lt, err, lt->layout_create(&p->ld, g->type_d, g->m, g->n, g->ldd), "layout D");
+    if (g->batch > 1) {
+        const int32_t nb = g->batch;
+        if (!lt->layout_set) {
+            rc = zr_err(err, ZR_E_UNSUPPORTED, "cuBLASLt: no cublasLtMatrixLayoutSetAttribute for a batched GEMM");
+            goto done;
+        }
+        cublasLtMatrixLayout_t ls[3] = {p->la, p->lb, p->ld};
+        const int64_t strides[3] = {g->stride_a, g->stride_b, g->stride_d};
+        for (int i = 0; i < 3; i++) {
+            LT_TRY(lt, err, lt->layout_set(ls[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &nb, sizeof nb), "set BATCH_COUNT");
+            LT_TRY(lt, err, lt->layout_set(ls[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[i], sizeof strides[i]),
+                   "set STRIDED_BATCH_OFFSET");
+        }
+    }
     LT_TRY(lt, err, lt->pref_create(&pref), "MatmulPreferenceCreate");
     LT_TRY(lt, err, lt->pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws), "set workspace");
     cublasLtMatmulHeuristicResult_t h;
@@ -177,8 +192,10 @@ done:
 }
 
 static ZrLtShape shape_of(const ZrGemm *g) {
+    const bool batched = g->batch > 1;
     return (ZrLtShape){g->trans_a, g->trans_b, (int64_t)g->m, (int64_t)g->n, (int64_t)g->k, g->type_a, g->lda,
-                       g->type_b, g->ldb, g->type_d, g->ldd, (int64_t)g->workspace_bytes};
+                       g->type_b, g->ldb, g->type_d, g->ldd, (int64_t)g->workspace_bytes, batched ? g->batch : 1,
+                       batched ? g->stride_a : 0, batched ? g->stride_b : 0, batched ? g->stride_d : 0};
 }
 
 /* g's plan: found, or made and added. */

@@ -84,22 +84,28 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
     }
     /* the host arrays of the prefill's grouping, in the same allocation as f->moe */
     const size_t UB = ZR_CUF_UBATCH, head = sizeof *f->moe + sizeof(ZrCuMoeLayer) * (size_t)f->m->hp.n_layer;
-    const size_t slots = UB * (size_t)n_used, host = sizeof(int32_t) * (3 * slots + (size_t)n_expert + 1);
+    const size_t slots = UB * (size_t)n_used, padded = UB * (size_t)n_expert;
+    const size_t host = sizeof(int32_t) * (slots + 2 * padded + (size_t)n_expert + 1);
     ZrCuMoe *M = realloc(f->moe, head + host);
     if (!M) return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory");
     f->moe = M;
     M->h_ids = (int32_t *)((char *)M + head);
     M->h_idx = M->h_ids + slots;
-    M->h_slot = M->h_idx + slots;
-    M->h_start = M->h_slot + slots;
+    M->h_slot = M->h_idx + padded;
+    M->h_start = M->h_slot + padded;
     M->ff_stride = (n_ff + 3) & ~3;
     const size_t e = (size_t)f->n_embd, fl = sizeof(float);
     if ((rc = zr_cuf_dalloc(f, &M->p_logits, fl * UB * (size_t)n_expert, "router logits (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_ids, sizeof(int32_t) * slots, "expert ids (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_weights, fl * slots, "expert weights (prefill)", err))) return rc;
-    if ((rc = zr_cuf_dalloc(f, &M->p_idx, sizeof(int32_t) * slots, "expert rows (prefill)", err))) return rc;
-    if ((rc = zr_cuf_dalloc(f, &M->p_slot, sizeof(int32_t) * slots, "expert slots (prefill)", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->p_idx, sizeof(int32_t) * padded, "expert rows (prefill)", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->p_slot, sizeof(int32_t) * padded, "expert slots (prefill)", err))) return rc;
     const size_t ffs = (size_t)n_ff, wide = e > ffs ? e : ffs;
+    /* the experts' F16 copies: every expert of the widest matrix (2 n_ff x n_embd), at most
+     * 128 Mi values (256 MiB), at least one expert */
+    const size_t per = 2 * ffs * e, cap = (size_t)128 << 20;
+    M->wq_elems = (size_t)n_expert * per < cap ? (size_t)n_expert * per : per > cap ? per : cap;
+    if ((rc = zr_cuf_dalloc(f, &M->p_wq, 2 * M->wq_elems, "expert f16 weights (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_x, fl * slots * e, "expert inputs (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_xh, 2 * slots * wide, "expert f16 inputs (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_gu, fl * slots * 2 * ffs, "expert gate|up (prefill)", err))) return rc;
@@ -166,57 +172,51 @@ int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, Zr
 
 /* ---- prefill ---- */
 
-#define ROWS_MAX 65535 /* rows per launch of the per-row kernels (grid.y): a chunk has up to UB x n_used slots */
+#define ROWS_MAX 65535 /* rows per launch of the per-row kernels (grid.y): a run's padded rows are at most this many */
+#define RUN_MAX 32     /* experts per run (one batched GEMM per matrix) */
 
-/* y[rows][ldy] = X[rows][n_in] W[row0 .. row0 + n_rows)^T through cuBLASLt: forward.c's gemm for a
- * row range of a stacked matrix, with an F16 operand x16 (F16 and quantized weights; quantized
- * ones must be dequantized into f->wbuf first: a is then the F16 rows) or the F32 x32 (F32 weights). */
-static int rows_gemm(ZrCuForward *f, const ZrCuWeight *w, CUdeviceptr a, int n_rows, int rows, CUdeviceptr x32, CUdeviceptr x16,
-                     CUdeviceptr y, int ldy, ZrError *err) {
+/* Y = X W^T through cuBLASLt for `batch` experts of a run at once (forward.c's gemm, strided
+ * batched): expert i's n_rows rows at a + i n_rows rows (its F16 copy, or the weight itself when
+ * F32/F16), its rows of x at i rows_in rows of x32 (F32 weights) or x16, its outputs at y + i
+ * rows_in rows of ldy. rows_in: each expert's rows of the run's padded layout. */
+static int run_gemm(ZrCuForward *f, const ZrCuWeight *w, CUdeviceptr a, int n_rows, int batch, int rows_in, CUdeviceptr x32,
+                    CUdeviceptr x16, CUdeviceptr y, int ldy, ZrError *err) {
     const bool f32 = w->type == ZR_TYPE_F32, dense = f32 || w->type == ZR_TYPE_F16;
-    const ZrGemm g = {.trans_a = 1, .trans_b = 0, .m = (uint64_t)n_rows, .n = (uint64_t)rows, .k = (uint64_t)w->n_in, .a = a,
-                      .type_a = f32 ? CUDA_R_32F : CUDA_R_16F,
-                      .lda = dense ? (int64_t)(zr_cuw_main_row_bytes(w->type, w->n_in) / (f32 ? 4 : 2)) : w->n_in,
-                      .type_b = f32 ? CUDA_R_32F : CUDA_R_16F, .b = f32 ? x32 : x16, .ldb = w->n_in, .d = y, .type_d = CUDA_R_32F,
-                      .ldd = ldy, .alpha = 1.0f, .beta = 0.0f, .workspace = f->lt_ws, .workspace_bytes = f->lt_ws_bytes};
-    return zr_cublaslt_gemm(f->lt, f->cuda->stream, &g, err);
-}
-
-/* Every chosen expert's rows of the stacked w (rpe rows per expert) times its rows of the grouped
- * operand (x32 / x16 [n k][n_in], expert e's at h_start[e]) into y [n k][ldy]: one GEMM per chosen
- * expert. Quantized experts are dequantized to F16 a run at a time: consecutive experts from a
- * chosen one up to the last chosen one that fits f->wbuf (the unchosen between them too: a
- * launch costs more than their rows), so a 512-token chunk, where nearly every expert is chosen,
- * dequantizes a layer's experts in a few launches instead of one per expert. */
-static int experts_gemm(ZrCuForward *f, const ZrCuMoeLayer *E, const ZrCuWeight *w, int rpe, CUdeviceptr x32, CUdeviceptr x16,
-                        CUdeviceptr y, int ldy, ZrError *err) {
-    const ZrCuMoe *M = f->moe;
-    const bool dense = w->type == ZR_TYPE_F32 || w->type == ZR_TYPE_F16;
-    const size_t rb = zr_cuw_main_row_bytes(w->type, w->n_in), in32 = (size_t)w->n_in * sizeof(float), in16 = (size_t)w->n_in * 2;
-    const int fit = (int)(f->wbuf_elems / ((size_t)rpe * (size_t)w->n_in)); /* experts per dequantization */
-    int rc;
-    if (!dense && fit < 1) /* not expected: the buffer holds n_embd x 2 n_ff values, and experts are at most n_ff wide */
-        return zr_err(err, ZR_E_INTERNAL, "cuda moe prefill: an expert of %d x %d does not fit the F16 weight buffer", rpe, w->n_in);
-    for (int e0 = 0; e0 < E->n_expert;) {
-        if (M->h_start[e0 + 1] == M->h_start[e0]) {
-            e0++;
-            continue;
-        }
-        int e1 = e0 + 1; /* the run [e0, e1): ends after its last chosen expert */
-        for (int e = e0 + 1; e < E->n_expert && e < e0 + fit; e++)
-            if (M->h_start[e + 1] > M->h_start[e]) e1 = e + 1;
-        if (!dense && (rc = zr_k_dequant_f16(f->launcher, f->k, w, f->wbuf, e0 * rpe, (e1 - e0) * rpe, err))) return rc;
-        for (int e = e0; e < e1; e++) {
-            const int at = M->h_start[e], cnt = M->h_start[e + 1] - at;
-            if (!cnt) continue;
-            const CUdeviceptr a = dense ? w->main + (CUdeviceptr)e * rpe * rb : f->wbuf + (CUdeviceptr)(e - e0) * rpe * in16;
-            if ((rc = rows_gemm(f, w, a, rpe, cnt, x32 + (CUdeviceptr)at * in32, x16 + (CUdeviceptr)at * in16,
-                                y + (CUdeviceptr)at * ldy * sizeof(float), ldy, err)))
-                return rc;
-        }
-        e0 = e1;
+    const int64_t lda = dense ? (int64_t)(zr_cuw_main_row_bytes(w->type, w->n_in) / (f32 ? 4 : 2)) : w->n_in;
+    ZrGemm g = {.trans_a = 1, .trans_b = 0, .m = (uint64_t)n_rows, .n = (uint64_t)rows_in, .k = (uint64_t)w->n_in, .a = a,
+                .type_a = f32 ? CUDA_R_32F : CUDA_R_16F, .lda = lda, .type_b = f32 ? CUDA_R_32F : CUDA_R_16F, .b = f32 ? x32 : x16,
+                .ldb = w->n_in, .d = y, .type_d = CUDA_R_32F, .ldd = ldy, .alpha = 1.0f, .beta = 0.0f, .workspace = f->lt_ws,
+                .workspace_bytes = f->lt_ws_bytes, .batch = batch, .stride_a = lda * n_rows,
+                .stride_b = (int64_t)rows_in * w->n_in, .stride_d = (int64_t)rows_in * ldy};
+    ZrCuMoe *M = f->moe;
+    if (batch > 1 && !M->no_batch) {
+        ZrError e1 = {0};
+        if (!zr_cublaslt_gemm(f->lt, f->cuda->stream, &g, &e1)) return ZR_OK;
+        M->no_batch = true; /* one GEMM per expert from now on (the same results) */
+    }
+    const size_t eb = f32 ? 4 : 2;
+    g.batch = 1;
+    for (int i = 0; i < batch; i++) {
+        g.a = a + (CUdeviceptr)(i * g.stride_a) * eb;
+        g.b = (f32 ? x32 : x16) + (CUdeviceptr)(i * g.stride_b) * eb;
+        g.d = y + (CUdeviceptr)(i * g.stride_d) * sizeof(float);
+        int rc = zr_cublaslt_gemm(f->lt, f->cuda->stream, &g, err);
+        if (rc) return rc;
     }
     return ZR_OK;
+}
+
+/* A run's expert matrices of w (rpe rows per expert, experts e0 .. e0 + len) times their rows of
+ * the run's operand (c rows per expert) into y: dequantized to F16 in one launch first unless F32/F16. */
+static int run_matrix(ZrCuForward *f, const ZrCuWeight *w, int rpe, int e0, int len, int c, CUdeviceptr x32, CUdeviceptr x16,
+                      CUdeviceptr y, int ldy, ZrError *err) {
+    const bool dense = w->type == ZR_TYPE_F32 || w->type == ZR_TYPE_F16;
+    const ZrCuMoe *M = f->moe;
+    if (dense)
+        return run_gemm(f, w, w->main + (CUdeviceptr)e0 * rpe * zr_cuw_main_row_bytes(w->type, w->n_in), rpe, len, c, x32, x16, y, ldy,
+                        err);
+    int rc = zr_k_dequant_f16(f->launcher, f->k, w, M->p_wq, e0 * rpe, len * rpe, err);
+    return rc ? rc : run_gemm(f, w, M->p_wq, rpe, len, c, x32, x16, y, ldy, err);
 }
 
 int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrError *err) {
@@ -228,65 +228,83 @@ int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrErro
     if ((rc = zr_k_rmsnorm(f->launcher, f->k, f->x, d, norm_w, f->xn, d, d, f->m->hp.rms_eps, 1, n, err))) return rc;
     if (E->router.type != ZR_TYPE_F32 && (rc = zr_k_convert(f->launcher, f->k, f->xn, f->xh, d, n, err))) return rc;
     if (E->router.type == ZR_TYPE_F32 || E->router.type == ZR_TYPE_F16) {
-        if ((rc = rows_gemm(f, &E->router, E->router.main, ne, n, f->xn, f->xh, M->p_logits, ne, err))) return rc;
+        if ((rc = run_gemm(f, &E->router, E->router.main, ne, 1, n, f->xn, f->xh, M->p_logits, ne, err))) return rc;
     } else {
-        if ((size_t)ne * (size_t)d > f->wbuf_elems)
+        if ((size_t)ne * (size_t)d > M->wq_elems)
             return zr_err(err, ZR_E_UNSUPPORTED, "cuda moe prefill: a %s router of %d x %d does not fit the F16 weight buffer",
                           zr_type_name(E->router.type), ne, d);
-        if ((rc = zr_k_dequant_f16(f->launcher, f->k, &E->router, f->wbuf, 0, ne, err))) return rc;
-        if ((rc = rows_gemm(f, &E->router, f->wbuf, ne, n, f->xn, f->xh, M->p_logits, ne, err))) return rc;
+        if ((rc = zr_k_dequant_f16(f->launcher, f->k, &E->router, M->p_wq, 0, ne, err))) return rc;
+        if ((rc = run_gemm(f, &E->router, M->p_wq, ne, 1, n, f->xn, f->xh, M->p_logits, ne, err))) return rc;
     }
     if ((rc = zr_k_moe_route(f->launcher, f->k, M->p_logits, ne, k, M->p_ids, M->p_weights, n, err))) return rc;
-    /* the ids to the host once; the slots grouped by expert (counting sort: rows in order within an expert) */
+    /* the ids to the host once; each expert's count of slots */
     if ((rc = zr_cuda_d2h(f->cuda, M->h_ids, M->p_ids, sizeof(int32_t) * (size_t)nk, err))) return rc;
     if ((rc = zr_cuda_sync(f->cuda, err))) return rc;
-    memset(M->h_start, 0, sizeof(int32_t) * (size_t)(ne + 1));
+    int32_t *cnt = M->h_start; /* [ne + 1]: counts, then each expert's next padded row */
+    memset(cnt, 0, sizeof(int32_t) * (size_t)(ne + 1));
     for (int s = 0; s < nk; s++) {
         const int e = M->h_ids[s];
         if (e < 0 || e >= ne) return zr_err(err, ZR_E_INTERNAL, "cuda moe prefill: layer %d: expert id %d of %d", il, e, ne);
-        M->h_start[e + 1]++;
+        cnt[e]++;
     }
-    for (int e = 0; e < ne; e++) M->h_start[e + 1] += M->h_start[e];
-    for (int s = 0; s < nk; s++) {
-        const int e = M->h_ids[s], at = M->h_start[e]++;
+    /* Runs of consecutive experts, one batched GEMM per matrix and run: a run starts at a chosen
+     * expert and takes the next ones while their F16 copies fit p_wq and the run's padded rows
+     * (its experts x its largest count, rounded up to 16 so that few GEMM shapes occur) fit the
+     * slot buffers; in the padded layout each expert of a run has that many rows, the unused ones
+     * a copy of row 0 that nothing reads back (slot -1). */
+    const bool split = E->up.main != 0;
+    const int rpe_gu = split ? ff : 2 * ff;
+    size_t per = 0; /* the most F16 values an expert's matrix of this layer needs */
+    if (E->gu.type != ZR_TYPE_F32 && E->gu.type != ZR_TYPE_F16) per = (size_t)rpe_gu * d;
+    if (split && E->up.type != ZR_TYPE_F32 && E->up.type != ZR_TYPE_F16 && (size_t)ff * d > per) per = (size_t)ff * d;
+    if (E->down.type != ZR_TYPE_F32 && E->down.type != ZR_TYPE_F16 && (size_t)ff * d > per) per = (size_t)ff * d;
+    /* at most RUN_MAX experts a run: enough GEMM blocks to fill the GPU (a 1536-row expert is 12
+     * tiles of 128 rows: 384 blocks), and test_moe_cuda's 64- and 128-expert models take several runs */
+    const int fit0 = per ? (int)(M->wq_elems / per) : ne, fit = fit0 < RUN_MAX ? fit0 : RUN_MAX, cap = ZR_CUF_UBATCH * k < ROWS_MAX ? ZR_CUF_UBATCH * k : ROWS_MAX;
+    if (fit < 1) return zr_err(err, ZR_E_INTERNAL, "cuda moe prefill: an expert of %zu values does not fit the F16 weight buffer", per);
+    enum { MAX_RUNS = 1024 };
+    int run_e0[MAX_RUNS], run_len[MAX_RUNS], run_c[MAX_RUNS], run_base[MAX_RUNS], n_runs = 0, rows = 0;
+    for (int e0 = 0; e0 < ne;) {
+        if (!cnt[e0]) {
+            e0++;
+            continue;
+        }
+        int len = 1, c = (cnt[e0] + 15) & ~15;
+        for (int e = e0 + 1; e < ne && e - e0 < fit; e++) {
+            const int c2 = cnt[e] > c ? (cnt[e] + 15) & ~15 : c;
+            if ((e - e0 + 1) * c2 > cap) break;
+            if (cnt[e]) len = e - e0 + 1, c = c2;
+        }
+        run_e0[n_runs] = e0, run_len[n_runs] = len, run_c[n_runs] = c, run_base[n_runs] = rows;
+        for (int e = e0; e < e0 + len; e++) cnt[e] = rows + (e - e0) * c; /* now: its first padded row */
+        for (int i = rows; i < rows + len * c; i++) M->h_idx[i] = 0, M->h_slot[i] = -1;
+        rows += len * c;
+        n_runs++;
+        e0 += len;
+    }
+    for (int s = 0; s < nk; s++) { /* each slot at its expert's next padded row (rows in order within an expert) */
+        const int at = cnt[M->h_ids[s]]++;
         M->h_idx[at] = s / k;
         M->h_slot[at] = s;
     }
-    for (int e = ne; e > 0; e--) M->h_start[e] = M->h_start[e - 1]; /* back to the starts */
-    M->h_start[0] = 0;
-    if ((rc = zr_cuda_h2d(f->cuda, M->p_idx, M->h_idx, sizeof(int32_t) * (size_t)nk, err))) return rc;
-    if ((rc = zr_cuda_h2d(f->cuda, M->p_slot, M->h_slot, sizeof(int32_t) * (size_t)nk, err))) return rc;
-    /* every slot's normed row in the grouped order, once (and its F16 copy once) */
-    const bool gu_f16 = E->gu.type != ZR_TYPE_F32 || (E->up.main && E->up.type != ZR_TYPE_F32);
-    for (int r0 = 0; r0 < nk; r0 += ROWS_MAX) {
-        const int nr = nk - r0 < ROWS_MAX ? nk - r0 : ROWS_MAX;
-        const CUdeviceptr xr = M->p_x + (CUdeviceptr)r0 * d * sizeof(float);
-        if ((rc = zr_k_moe_gather(f->launcher, f->k, f->xn, M->p_idx + (CUdeviceptr)r0 * sizeof(int32_t), xr, d, nr, err))) return rc;
-        if (gu_f16 && (rc = zr_k_convert(f->launcher, f->k, xr, M->p_xh + (CUdeviceptr)r0 * d * 2, d, nr, err))) return rc;
-    }
-    /* gate|up of every slot: one GEMM per chosen expert (split gate and up: into the halves of each row) */
-    if (E->up.main) {
-        if ((rc = experts_gemm(f, E, &E->gu, ff, M->p_x, M->p_xh, M->p_gu, 2 * ff, err))) return rc;
-        if ((rc = experts_gemm(f, E, &E->up, ff, M->p_x, M->p_xh, M->p_gu + (CUdeviceptr)ff * sizeof(float), 2 * ff, err))) return rc;
-    } else if ((rc = experts_gemm(f, E, &E->gu, 2 * ff, M->p_x, M->p_xh, M->p_gu, 2 * ff, err))) {
-        return rc;
-    }
-    /* SwiGLU of every slot, then down: one GEMM per chosen expert */
+    if ((rc = zr_cuda_h2d(f->cuda, M->p_idx, M->h_idx, sizeof(int32_t) * (size_t)rows, err))) return rc;
+    if ((rc = zr_cuda_h2d(f->cuda, M->p_slot, M->h_slot, sizeof(int32_t) * (size_t)rows, err))) return rc;
+    const bool gu_f16 = E->gu.type != ZR_TYPE_F32 || (split && E->up.type != ZR_TYPE_F32);
     const bool down_f16 = E->down.type != ZR_TYPE_F32;
-    const CUdeviceptr act = down_f16 ? M->p_xh : M->p_ff;
-    for (int r0 = 0; r0 < nk; r0 += ROWS_MAX) {
-        const int nr = nk - r0 < ROWS_MAX ? nk - r0 : ROWS_MAX;
-        if ((rc = zr_k_swiglu(f->launcher, f->k, down_f16, M->p_gu + (CUdeviceptr)r0 * 2 * ff * sizeof(float), 2 * ff,
-                              act + (CUdeviceptr)r0 * ff * (down_f16 ? 2 : sizeof(float)), ff, nr, err)))
+    for (int r = 0; r < n_runs; r++) {
+        const int e0 = run_e0[r], len = run_len[r], c = run_c[r], base = run_base[r], nr_run = len * c;
+        const CUdeviceptr idx = M->p_idx + (CUdeviceptr)base * sizeof(int32_t), slot = M->p_slot + (CUdeviceptr)base * sizeof(int32_t);
+        /* the run's rows of xn (and their F16 copy) */
+        if ((rc = zr_k_moe_gather(f->launcher, f->k, f->xn, idx, M->p_x, d, nr_run, err))) return rc;
+        if (gu_f16 && (rc = zr_k_convert(f->launcher, f->k, M->p_x, M->p_xh, d, nr_run, err))) return rc;
+        /* gate|up (split: gate into the first half of each row, up into the second) */
+        if ((rc = run_matrix(f, &E->gu, rpe_gu, e0, len, c, M->p_x, M->p_xh, M->p_gu, 2 * ff, err))) return rc;
+        if (split && (rc = run_matrix(f, &E->up, ff, e0, len, c, M->p_x, M->p_xh, M->p_gu + (CUdeviceptr)ff * sizeof(float), 2 * ff, err)))
             return rc;
-    }
-    if ((rc = experts_gemm(f, E, &E->down, d, M->p_ff, M->p_xh, M->p_y, d, err))) return rc;
-    /* the outputs back to their slots, mixed as in the decode */
-    for (int r0 = 0; r0 < nk; r0 += ROWS_MAX) {
-        const int nr = nk - r0 < ROWS_MAX ? nk - r0 : ROWS_MAX;
-        if ((rc = zr_k_moe_scatter(f->launcher, f->k, M->p_y + (CUdeviceptr)r0 * d * sizeof(float), M->p_slot + (CUdeviceptr)r0 * sizeof(int32_t),
-                                   M->p_out, d, nr, err)))
-            return rc;
+        /* SwiGLU, down, and the outputs to their slots */
+        if ((rc = zr_k_swiglu(f->launcher, f->k, down_f16, M->p_gu, 2 * ff, down_f16 ? M->p_xh : M->p_ff, ff, nr_run, err))) return rc;
+        if ((rc = run_matrix(f, &E->down, d, e0, len, c, M->p_ff, M->p_xh, M->p_y, d, err))) return rc;
+        if ((rc = zr_k_moe_scatter(f->launcher, f->k, M->p_y, slot, M->p_out, d, nr_run, err))) return rc;
     }
     return zr_k_moe_combine(f->launcher, f->k, M->p_out, M->p_weights, k, f->x, d, n, err);
 }

@@ -10,16 +10,14 @@
  *
  * The prefill groups a chunk's tokens by expert: the router for every row (an F32 GEMM for an
  * F32 router), moe_route_f32 over the rows, the ids to the host once per layer and chunk, then
- * every slot's row gathered in expert order and converted to F16 once, gate|up as one cuBLASLt
- * GEMM per chosen expert on its run of gathered rows, SwiGLU of every slot at once, down the same
- * way, the outputs scattered back to their slots at once and mixed as in the decode. Quantized
- * experts are dequantized to F16 (as every prefill weight) a run of consecutive experts per
- * launch, as many as the F16 weight buffer holds. So a layer's MoE costs the ~2 GEMMs per chosen
- * expert plus ~10 launches (before: 8 launches per chosen expert: gather, convert, dequant,
- * GEMM, SwiGLU, dequant, GEMM, scatter; a 512-token chunk of a 128-expert model chooses nearly
- * every expert). One GEMM per expert rather than a grouped or batched GEMM: cuBLASLt has no
- * grouped GEMM, and a strided batch over every expert padded to the largest group is the next
- * step (it needs the batch attributes in cuda/cublaslt.c). */
+ * runs of consecutive experts (as many as p_wq holds the F16 copies of, and whose slots padded
+ * to the run's largest count fit the slot buffers): per run the rows gathered and converted to
+ * F16, its experts dequantized in one launch, gate|up as one strided-batched cuBLASLt GEMM over
+ * the run's experts (each expert's rows padded to the same count: cuBLASLt has no grouped GEMM,
+ * and the padding costs tensor-core time, not weight reads), SwiGLU, down the same way, and the
+ * outputs scattered to their slots; then the slots mixed as in the decode. A 512-token chunk of
+ * a 128-expert, top-8 model is ~4 runs, ~9 launches each (before: 8 launches per chosen
+ * expert, ~1000 a layer, and 2 GEMMs of ~32 tokens per expert, each using a few SMs). */
 #pragma once
 #include "cuda/forward.h"
 
@@ -46,16 +44,20 @@ typedef struct ZrCuMoe {
     CUdeviceptr p_logits;       /* f32 [UB][max n_expert] */
     CUdeviceptr p_ids;          /* i32 [UB][max n_used] */
     CUdeviceptr p_weights;      /* f32 [UB][max n_used] */
-    CUdeviceptr p_idx, p_slot;  /* i32 [UB max n_used]: rows and their slots (row n_used + j), grouped by expert */
-    CUdeviceptr p_x;            /* f32 [UB max n_used][n_embd] every slot's normed row, grouped by expert (h_idx order) */
-    CUdeviceptr p_xh;           /* f16 [UB max n_used][max(n_embd, n_ff)] its F16 copy, then the slots' SwiGLU for down */
-    CUdeviceptr p_gu;           /* f32 [UB max n_used][2 n_ff] gate | up of every slot, grouped */
-    CUdeviceptr p_ff;           /* f32 [UB max n_used][n_ff] the slots' SwiGLU (F32 down experts) */
-    CUdeviceptr p_y;            /* f32 [UB max n_used][n_embd] the slots' expert outputs, grouped */
+    CUdeviceptr p_idx, p_slot;  /* i32 [max n_expert UB]: the padded layout's rows of xn and their slots (row n_used + j; -1: padding) */
+    /* one run of experts at a time, in the padded layout (at most UB max n_used rows) */
+    CUdeviceptr p_x;            /* f32 [UB max n_used][n_embd] the run's rows of the normed input */
+    CUdeviceptr p_xh;           /* f16 [UB max n_used][max(n_embd, n_ff)] their F16 copy, then their SwiGLU for down */
+    CUdeviceptr p_gu;           /* f32 [UB max n_used][2 n_ff] gate | up */
+    CUdeviceptr p_ff;           /* f32 [UB max n_used][n_ff] SwiGLU (F32 down experts) */
+    CUdeviceptr p_y;            /* f32 [UB max n_used][n_embd] the experts' outputs */
     CUdeviceptr p_out;          /* f32 [UB][max n_used][n_embd] every row's experts' outputs, in the order chosen */
     int32_t *h_ids;             /* host [UB max n_used] */
-    int32_t *h_idx, *h_slot;    /* host [UB max n_used] */
-    int32_t *h_start;           /* host [max n_expert + 1]: expert e's rows are h_idx[h_start[e] .. h_start[e + 1]) */
+    int32_t *h_idx, *h_slot;    /* host [max n_expert UB] */
+    int32_t *h_start;           /* host [max n_expert + 1]: each expert's count of slots, then its next padded row */
+    CUdeviceptr p_wq;           /* f16 [wq_elems] a run of experts' F16 copies (prefill) */
+    size_t wq_elems;
+    bool no_batch;              /* a batched GEMM failed once: one GEMM per expert from then on */
     ZrCuMoeLayer layers[];      /* [n_layer] */
 } ZrCuMoe;
 
