@@ -192,11 +192,12 @@ ZT_TEST(matvec_id_computes_the_chosen_experts_rows_of_every_type) {
 }
 
 /* moe_route_f32 chooses the CPU reference's experts in its order, with its weights (to float
- * rounding), for rows of random logits of 8 to 256 experts; moe_combine_f32 mixes as the CPU. */
+ * rounding), for rows of random logits of 5 to 1024 experts; moe_combine_f32 mixes as the CPU. */
 ZT_TEST(route_and_combine_match_the_cpu_reference) {
     GpuEnv *g = gpu_env();
     if (!g) return;
-    static const int shapes[][2] = {{8, 2}, {16, 4}, {64, 8}, {128, 8}, {256, 1}, {5, 5}};
+    /* every register count of cu/moe_topk.cuh (1 to 32 experts a lane), and more than 32 chosen (their p through memory) */
+    static const int shapes[][2] = {{8, 2}, {16, 4}, {64, 8}, {128, 8}, {256, 1}, {5, 5}, {512, 16}, {1024, 8}, {300, 40}};
     enum { ROWS = 33, N = 300 };
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int ne = shapes[si][0], k = shapes[si][1];
