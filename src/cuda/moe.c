@@ -5,6 +5,8 @@
 
 #include "cuda/upload.h"
 
+#define RUN_MAX 32 /* experts per run of the prefill (one batched GEMM per matrix) */
+
 static int max_int(int a, int b) { return a > b ? a : b; }
 
 int zr_cuf_moe_upload_layer(ZrCuForward *f, ZrCuUpload *u, int il, ZrError *err) {
@@ -101,10 +103,10 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
     if ((rc = zr_cuf_dalloc(f, &M->p_idx, sizeof(int32_t) * padded, "expert rows (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_slot, sizeof(int32_t) * padded, "expert slots (prefill)", err))) return rc;
     const size_t ffs = (size_t)n_ff, wide = e > ffs ? e : ffs;
-    /* the experts' F16 copies: every expert of the widest matrix (2 n_ff x n_embd), at most
-     * 128 Mi values (256 MiB), at least one expert */
-    const size_t per = 2 * ffs * e, cap = (size_t)128 << 20;
-    M->wq_elems = (size_t)n_expert * per < cap ? (size_t)n_expert * per : per > cap ? per : cap;
+    /* the F16 copies of a run's experts: up to RUN_MAX of the widest matrix (2 n_ff x n_embd), at
+     * most 128 Mi values (256 MiB) unless one expert is larger */
+    const size_t per = 2 * ffs * e, cap = (size_t)128 << 20, run = (size_t)(n_expert < RUN_MAX ? n_expert : RUN_MAX) * per;
+    M->wq_elems = run < cap ? run : per > cap ? per : cap;
     if ((rc = zr_cuf_dalloc(f, &M->p_wq, 2 * M->wq_elems, "expert f16 weights (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_x, fl * slots * e, "expert inputs (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_xh, 2 * slots * wide, "expert f16 inputs (prefill)", err))) return rc;
@@ -173,7 +175,6 @@ int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, Zr
 /* ---- prefill ---- */
 
 #define ROWS_MAX 65535 /* rows per launch of the per-row kernels (grid.y): a run's padded rows are at most this many */
-#define RUN_MAX 32     /* experts per run (one batched GEMM per matrix) */
 
 /* Y = X W^T through cuBLASLt for `batch` experts of a run at once (forward.c's gemm, strided
  * batched): expert i's n_rows rows at a + i n_rows rows (its F16 copy, or the weight itself when
