@@ -231,11 +231,11 @@ int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrErro
     if (E->router.type == ZR_TYPE_F32 || E->router.type == ZR_TYPE_F16) {
         if ((rc = run_gemm(f, &E->router, E->router.main, ne, 1, n, f->xn, f->xh, M->p_logits, ne, err))) return rc;
     } else {
-        if ((size_t)ne * (size_t)d > M->wq_elems)
+        if ((size_t)ne * (size_t)d > f->wbuf_elems)
             return zr_err(err, ZR_E_UNSUPPORTED, "cuda moe prefill: a %s router of %d x %d does not fit the F16 weight buffer",
                           zr_type_name(E->router.type), ne, d);
-        if ((rc = zr_k_dequant_f16(f->launcher, f->k, &E->router, M->p_wq, 0, ne, err))) return rc;
-        if ((rc = run_gemm(f, &E->router, M->p_wq, ne, 1, n, f->xn, f->xh, M->p_logits, ne, err))) return rc;
+        if ((rc = zr_k_dequant_f16(f->launcher, f->k, &E->router, f->wbuf, 0, ne, err))) return rc;
+        if ((rc = run_gemm(f, &E->router, f->wbuf, ne, 1, n, f->xn, f->xh, M->p_logits, ne, err))) return rc;
     }
     if ((rc = zr_k_moe_route(f->launcher, f->k, M->p_logits, ne, k, M->p_ids, M->p_weights, n, err))) return rc;
     /* the ids to the host once; each expert's count of slots */
