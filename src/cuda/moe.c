@@ -128,13 +128,27 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
     return zr_cuda_memset8(f->cuda, M->weights, 0, sizeof(float) * (size_t)n_used, err);
 }
 
+/* The router's launch shape: one row group a block, each row split over as many warps as have an
+ * item a lane (at most 16). zr_cuf_mv_shape's pick for a dense matrix (8 row groups a block, rows
+ * split in 2 at most) gives a 128-expert F32 router of 2048 inputs 8 blocks, each streaming 128
+ * KiB in ~8 dependent rounds of loads on 8 of the SMs (7.5 us in the eager profile); this gives it
+ * 64 blocks of one round each. */
+static ZrMvShape router_shape(const ZrCuWeight *w) {
+    const long items = w->n_in / (long)zr_type_info(w->type)->item;
+    int split = 1;
+    while (split < 16 && 64L * split <= items) split *= 2;
+    return (ZrMvShape){.groups = 1, .split = split};
+}
+
 int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, ZrError *err) {
     const ZrCuMoe *M = f->moe;
     const ZrCuMoeLayer *E = &M->layers[il];
     const float eps = f->m->hp.rms_eps;
     int rc;
     /* the router on the normed row */
-    if ((rc = zr_cuf_matvec(f->launcher, f->k, &E->router, x, M->logits, 0, norm_w, eps, ZR_CUF_MV_RMSNORM, err))) return rc;
+    if ((rc = zr_cuf_matvec_shaped(f->launcher, f->k, &E->router, x, M->logits, 0, norm_w, eps, ZR_CUF_MV_RMSNORM,
+                                   router_shape(&E->router), err)))
+        return rc;
     if (!f->k->has_mv_id[E->gu.type] || !f->k->has_mv_id[E->down.type] || (E->up.main && !f->k->has_mv_id[E->up.type]))
         return zr_err(err, ZR_E_UNSUPPORTED, "no expert matrix-vector kernel for type %s", zr_type_name(E->gu.type));
     /* the routing in the first gate|up launch (its blocks route for themselves), or apart for more than 32 chosen or 256 experts */
