@@ -204,19 +204,25 @@ static int run_gemm(ZrCuForward *f, const ZrCuWeight *w, CUdeviceptr a, int n_ro
                 .workspace_bytes = f->lt_ws_bytes, .batch = batch, .stride_a = lda * n_rows,
                 .stride_b = (int64_t)rows_in * w->n_in, .stride_d = (int64_t)rows_in * ldy};
     ZrCuMoe *M = f->moe;
-    if (batch > 1 && !M->no_batch) {
-        ZrError e1 = {0};
-        if (!zr_cublaslt_gemm(f->lt, f->cuda->stream, &g, &e1)) return ZR_OK;
-        M->no_batch = true; /* one GEMM per expert from now on (the same results) */
-    }
     const size_t eb = f32 ? 4 : 2;
-    g.batch = 1;
-    for (int i = 0; i < batch; i++) {
+    const CUdeviceptr b0 = f32 ? x32 : x16;
+    /* batches of powers of two (a run of 13: 8, 4, 1), so that few shapes occur (a prefill warm-up
+     * can list them); one GEMM per expert once a batched GEMM failed */
+    for (int i = 0; i < batch;) {
+        int nb = 1;
+        while (!M->no_batch && 2 * nb <= batch - i) nb *= 2;
+        g.batch = nb;
         g.a = a + (CUdeviceptr)(i * g.stride_a) * eb;
-        g.b = (f32 ? x32 : x16) + (CUdeviceptr)(i * g.stride_b) * eb;
+        g.b = b0 + (CUdeviceptr)(i * g.stride_b) * eb;
         g.d = y + (CUdeviceptr)(i * g.stride_d) * sizeof(float);
-        int rc = zr_cublaslt_gemm(f->lt, f->cuda->stream, &g, err);
+        ZrError e1 = {0};
+        int rc = zr_cublaslt_gemm(f->lt, f->cuda->stream, &g, nb > 1 ? &e1 : err);
+        if (rc && nb > 1) {
+            M->no_batch = true; /* the same results, one expert at a time */
+            continue;
+        }
         if (rc) return rc;
+        i += nb;
     }
     return ZR_OK;
 }
