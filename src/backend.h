@@ -96,6 +96,15 @@ struct ZrBackend {
     void (*destroy)(ZrBackend *be);
 };
 
+/* The CUDA driver and the device's context, opened on a thread of their own (the slowest part of
+ * a start-up, about 0.2 s, and it needs no model): a command starts it before it parses the model
+ * and hands it to zr_cuda_backend_create through ZrBackendOptions.cuda_early. */
+typedef struct ZrCudaEarly ZrCudaEarly;
+/* NULL when no thread can be started (the backend then opens them itself). */
+ZrCudaEarly *zr_cuda_early_start(void);
+/* Joins and closes one that no backend took over; NULL is fine. */
+void zr_cuda_early_drop(ZrCudaEarly *e);
+
 typedef struct ZrBackendOptions {
     int n_ctx;            /* KV cache positions; the commands always give it (zr_backend_default_ctx) */
     int n_threads;        /* CPU; 0 = all cores */
@@ -119,6 +128,10 @@ typedef struct ZrBackendOptions {
      * finished before stay in the cache. NULL = never stops. */
     bool (*stop)(void *ctx);
     void *stop_ctx;
+    /* CUDA: the driver and context opened since zr_cuda_early_start, or NULL (opened at create).
+     * zr_cuda_backend_create takes it over, whether it succeeds or not (the CPU backend drops it);
+     * its failure (no driver, no device) is the backend's. */
+    ZrCudaEarly *cuda_early;
 } ZrBackendOptions;
 
 /* decode_run as forward + zr_sampler_sample on the host (the reference loop; the CPU backend's,

@@ -60,6 +60,41 @@ ZT_TEST(device_cuda_never_falls_back_and_auto_falls_back_only_without_a_gpu) {
     zr_model_free(&m);
 }
 
+/* The driver and context opened early (ZrBackendOptions.cuda_early, beside the model's parse)
+ * change nothing the rule decides: the same backend, or the same reason for the CPU; the CPU
+ * drops one it is given, and one no backend took is dropped. */
+ZT_TEST(a_context_opened_early_opens_the_same_backend_for_the_same_reason) {
+    const char *path = zt_shared("models/stories260K.gguf");
+    if (!path) {
+        zt_skip("no stories260K");
+        return;
+    }
+    ZrModel m;
+    ZrError err = {0}, err2 = {0};
+    ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s", err.msg);
+    const ZrBackendOptions o = {.n_ctx = 16, .n_threads = 1, .verify_graph = 1, .quiet = true};
+    ZrBackend *late = zr_backend_open(ZR_DEVICE_CUDA, &m, &o, NULL, &err);
+    ZrBackendOptions oe = o;
+    oe.cuda_early = zr_cuda_early_start();
+    ZT_CHECK(oe.cuda_early);
+    ZrBackend *early = zr_backend_open(ZR_DEVICE_CUDA, &m, &oe, NULL, &err2);
+    ZT_CHECK(!late == !early);
+    if (!late) ZT_CHECKF(err2.code == err.code && !strcmp(err.msg, err2.msg), "'%s' vs '%s'", err.msg, err2.msg);
+    if (late) late->destroy(late);
+    if (early) early->destroy(early);
+    oe.cuda_early = zr_cuda_early_start();
+    ZrBackend *aut = zr_backend_open(ZR_DEVICE_AUTO, &m, &oe, NULL, &err);
+    ZT_CHECKF(aut && !strcmp(aut->name, late ? "cuda" : "cpu"), "%s", err.msg);
+    if (aut) aut->destroy(aut);
+    oe.cuda_early = zr_cuda_early_start();
+    ZrBackend *cpu = zr_backend_open(ZR_DEVICE_CPU, &m, &oe, NULL, &err);
+    ZT_CHECKF(cpu && !strcmp(cpu->name, "cpu"), "%s", err.msg);
+    if (cpu) cpu->destroy(cpu);
+    zr_cuda_early_drop(zr_cuda_early_start());
+    zr_cuda_early_drop(NULL);
+    zr_model_free(&m);
+}
+
 ZT_TEST(the_environment_is_read_into_values) {
     ZrEnv e;
     ZT_CHECK(setenv("CUDA_GRAPH_ENABLE", "1", 1) == 0 && setenv("ZRUN_FAULT", "graph-launch:3", 1) == 0);

@@ -99,7 +99,7 @@ for line in open(sys.argv[1]):
     if m:
         d = runs[(m[1], m[2])]
         d["upload GB/s"].append(float(m[5])); d["H2D GB/s"].append(float(m[6]))
-        for k, pat in (("context ms", r"driver and context (\d+)"), ("warm-up ms", r"prefill warm-up (\d+)")):
+        for k, pat in (("context ms", r"driver and context (\d+)"), ("warm-up wait ms", r"waiting for the prefill warm-up (\d+)")):
             x = re.search(pat, line)
             if x: d[k].append(float(x[1]))
         continue
@@ -107,7 +107,7 @@ for line in open(sys.argv[1]):
     if m: runs[(m[1], "llama.cpp")]["load ms"].append(float(m[2]) * 1e3); continue
     m = re.match(r"(\S+) llama.cpp warm RESULT .*test=pp5 .*warmup_s=([\d.]+)", line)
     if m: runs[(m[1], "llama.cpp")]["prompt ms"].append(float(m[2]) * 1e3)
-cols = ["load ms", "prompt ms", "first byte ms", "upload GB/s", "H2D GB/s", "context ms", "warm-up ms"]
+cols = ["load ms", "prompt ms", "first byte ms", "upload GB/s", "H2D GB/s", "context ms", "warm-up wait ms"]
 print("| model | build | " + " | ".join(cols) + " |")
 print("|---|---|" + "---:|" * len(cols))
 for (model, b), d in runs.items():

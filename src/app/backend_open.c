@@ -13,7 +13,10 @@ int zr_device_parse(const char *opt, const char *arg, ZrDevice *out, ZrError *er
 
 ZrBackend *zr_backend_open(ZrDevice device, const ZrModel *m, const ZrBackendOptions *o, const char *who,
                            ZrError *err) {
-    if (device == ZR_DEVICE_CPU) return zr_cpu_backend_create(m, o, err);
+    if (device == ZR_DEVICE_CPU) {
+        zr_cuda_early_drop(o->cuda_early);
+        return zr_cpu_backend_create(m, o, err);
+    }
     ZrBackend *be = zr_cuda_backend_create(m, o, err);
     if (be) return be;
     /* the backend's reason may already say "no usable GPU" */

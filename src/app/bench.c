@@ -445,8 +445,13 @@ static int run_test(TestCtx *t, bool pp, int n, const char *mode, bool graph_ask
 static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const char *path, ZrError *err) {
     ZrModel m;
     const double t_file = now_s(); /* load time: the file to a ready backend */
+    /* every model on the backend the first one got */
+    const ZrDevice device = !d->known ? a->device : !strcmp(d->dev.backend, "cuda") ? ZR_DEVICE_CUDA : ZR_DEVICE_CPU;
+    /* the GPU's driver and context open on a thread while the model is read (the first open takes them) */
+    ZrCudaEarly *early = device != ZR_DEVICE_CPU ? zr_cuda_early_start() : NULL;
     int rc = zr_model_load(&m, path, err);
     if (rc) {
+        zr_cuda_early_drop(early);
         if (!strstr(err->msg, path)) zr_err_wrap(err, "%s", path);
         return rc;
     }
@@ -494,11 +499,10 @@ static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const c
     int n_modes = 0;
     if (a->graph != GRAPH_ON) modes[n_modes++] = false;
     if (a->graph != GRAPH_OFF) modes[n_modes++] = true;
-    /* every model on the backend the first one got */
-    const ZrDevice device = !d->known ? a->device : !strcmp(d->dev.backend, "cuda") ? ZR_DEVICE_CUDA : ZR_DEVICE_CPU;
     for (int mi = 0; mi < n_modes && !rc; mi++) {
         ZrBackendOptions o = {.n_ctx = n_ctx, .n_threads = a->n_threads, .graph = modes[mi], .verify_graph = 1,
-                              .profile = a->profile, .fault = a->fault, .quiet = a->quiet};
+                              .profile = a->profile, .fault = a->fault, .quiet = a->quiet, .cuda_early = early};
+        early = NULL; /* the backend's now */
         const double t_open = now_s();
         t.be = zr_backend_open(device, &m, &o, a->quiet ? NULL : "zrun bench", err);
         const double open_s = now_s() - t_open;
@@ -527,6 +531,7 @@ static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const c
         t.be = NULL;
     }
 done:
+    zr_cuda_early_drop(early);
     free(t.logits);
     free(t.prompt);
     free(t.samples);

@@ -360,6 +360,8 @@ int zr_chat_session(const ZrRunSettings *s, const ZrEnv *env) {
     bool none;
     char *first = first_message(s, &none, &err);
     if (!first && !none) goto fail;
+    /* the GPU's driver and context open on a thread while the model and tokenizer are read */
+    if (s->device != ZR_DEVICE_CPU) r->cuda_early = zr_cuda_early_start();
     if (zr_run_load(r, &err)) goto fail;
     if (zr_chat_template_pick(&c.tmpl, s->chat_template, &r->model.gguf, &c.tmpl_how, &err)) {
         if (err.code != ZR_E_USAGE) zr_err_wrap(&err, "%s", s->model);
@@ -391,7 +393,9 @@ int zr_chat_session(const ZrRunSettings *s, const ZrEnv *env) {
         .progress_ctx = &progress,
         .stop = zr_run_stop_cb,
         .stop_ctx = r,
+        .cuda_early = r->cuda_early,
     };
+    r->cuda_early = NULL; /* the backend's now */
     r->sp = s->sampler;
     r->sp.repeat_last_n = s->repeat_last_n < 0 ? r->n_ctx : s->repeat_last_n;
     if (!s->seed_given) r->sp.seed = clock_seed();

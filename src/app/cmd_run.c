@@ -181,6 +181,8 @@ int zr_run_fresh(const ZrRunSettings *s, const ZrEnv *env, int argc, char **argv
     int rc = 1;
     if (!text) goto fail;
     if (s->escape) text_len = zr_cli_unescape(text, text_len);
+    /* the GPU's driver and context open on a thread while the model and tokenizer are read */
+    if (s->device != ZR_DEVICE_CPU) r.cuda_early = zr_cuda_early_start();
     if (zr_run_load(&r, &err) || zr_resume_stat_model(&model_id, s->model, &err)) goto fail;
     r.n_ctx = s->n_ctx ? s->n_ctx : zr_backend_default_ctx(&r.model, 0);
     if (encode_prompt(&r, text, text_len, &err)) goto fail;
@@ -201,7 +203,9 @@ int zr_run_fresh(const ZrRunSettings *s, const ZrEnv *env, int argc, char **argv
         .progress_ctx = &progress,
         .stop = zr_run_stop_cb,
         .stop_ctx = &r,
+        .cuda_early = r.cuda_early,
     };
+    r.cuda_early = NULL; /* the backend's now */
     r.sp = s->sampler;
     r.sp.repeat_last_n = s->repeat_last_n < 0 ? r.n_ctx : s->repeat_last_n;
     if (!s->seed_given) r.sp.seed = clock_seed();

@@ -302,6 +302,7 @@ void zr_run_free(ZrRun *r) {
     free(r->logits);
     zr_sampler_free(r->smp);
     if (r->be) r->be->destroy(r->be);
+    zr_cuda_early_drop(r->cuda_early);
     zr_tokenizer_free(r->tok);
     if (r->model_loaded) zr_model_free(&r->model);
     free(r->ids);

@@ -36,6 +36,8 @@ typedef struct ZrRun {
     bool model_loaded;
     ZrTokenizer *tok;
     ZrBackend *be;
+    ZrCudaEarly *cuda_early; /* the driver and context opening beside the model's parse until the
+                              * backend takes them over (ZrBackendOptions.cuda_early); else NULL */
     ZrSampler *smp;
     ZrSamplerParams sp;  /* as used: seed and repeat_last_n resolved */
     int n_vocab;         /* the model's output rows */

@@ -1,14 +1,11 @@
 #include "cuda/cublaslt.h"
 
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include "cuda/driver.h"
 
 static const char *status_name(const ZrCublasLt *lt, cublasStatus_t s) {
     const char *n = lt->status_name ? lt->status_name(s) : NULL;
@@ -56,6 +53,7 @@ int zr_cublaslt_open(ZrCublasLt *lt, ZrError *err) {
         {"cublasLtMatmulPreferenceSetAttribute", (void **)&lt->pref_set, false},
         {"cublasLtMatmulAlgoGetHeuristic", (void **)&lt->heuristic, false},
         {"cublasLtMatmul", (void **)&lt->matmul, false},
+        {"cublasLtMatmulAlgoCheck", (void **)&lt->algo_check, false},
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         *syms[i].dst = dlsym(lt->lib, syms[i].name);
@@ -84,111 +82,77 @@ static void plan_free(const ZrCublasLt *lt, ZrLtPlan *p) {
     memset(p, 0, sizeof *p);
 }
 
-/* The opening thread: its own ZrCublasLt, handed over whole at the join. */
-struct ZrLtOpener {
-    pthread_t th;
-    const ZrCuDriver *drv;
-    CUcontext ctx;
-    ZrCublasLt lt;
-    int rc;
-    ZrError err;
-};
-
-static void *opener_main(void *arg) {
-    struct ZrLtOpener *o = arg;
-    CUresult r = o->drv->cuCtxSetCurrent(o->ctx);
-    if (r != CUDA_SUCCESS) o->rc = zr_driver_err(o->drv, &o->err, r, "cuBLASLt: cuCtxSetCurrent on its opening thread");
-    else o->rc = zr_cublaslt_open(&o->lt, &o->err);
-    return NULL;
-}
-
-int zr_cublaslt_open_start(ZrCublasLt *lt, const void *drv, CUcontext ctx, ZrError *err) {
-    memset(lt, 0, sizeof *lt);
-    struct ZrLtOpener *o = calloc(1, sizeof *o);
-    if (!o) return zr_err(err, ZR_E_NOMEM, "cuBLASLt: out of host memory");
-    o->drv = drv;
-    o->ctx = ctx;
-    if (pthread_create(&o->th, NULL, opener_main, o)) {
-        free(o);
-        return zr_err(err, ZR_E_NOMEM, "cuBLASLt: cannot start the thread that opens it");
-    }
-    lt->opener = o;
-    return ZR_OK;
-}
-
-int zr_cublaslt_open_wait(ZrCublasLt *lt, ZrError *err) {
-    struct ZrLtOpener *o = lt->opener;
-    if (!o) return ZR_OK;
-    pthread_join(o->th, NULL);
-    const int rc = o->rc;
-    if (rc) {
-        *err = o->err;
-        memset(lt, 0, sizeof *lt);
-    } else {
-        *lt = o->lt; /* its opener is NULL */
-    }
-    free(o);
-    return rc;
-}
-
 void zr_cublaslt_close(ZrCublasLt *lt) {
-    if (lt->opener) {
-        ZrError e = {0};
-        if (zr_cublaslt_open_wait(lt, &e)) return; /* nothing was opened */
-    }
     for (int i = 0; i < lt->n_plans; i++) plan_free(lt, &lt->plans[i]);
     free(lt->plans);
+    free(lt->index);
     if (lt->handle && lt->destroy) lt->destroy(lt->handle);
     if (lt->lib) dlclose(lt->lib);
     memset(lt, 0, sizeof *lt);
 }
 
-/* The descriptors and the heuristic's algorithm for g's shape -> *p. */
-static int plan_make(const ZrCublasLt *lt, const ZrGemm *g, ZrLtPlan *p, ZrError *err) {
+/* The descriptors of shape sh -> *p (no algorithm yet). */
+static int plan_descs(const ZrCublasLt *lt, const ZrLtShape *sh, ZrLtPlan *p, ZrError *err) {
     int rc = ZR_OK;
-    cublasLtMatmulPreference_t pref = NULL;
-    int32_t ta = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    uint64_t ws = g->workspace_bytes;
+    int32_t ta = sh->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = sh->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const uint64_t m = (uint64_t)sh->m, n = (uint64_t)sh->n, k = (uint64_t)sh->k;
     LT_TRY(lt, err, lt->desc_create(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
     LT_TRY(lt, err, lt->desc_set(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "set TRANSA");
     LT_TRY(lt, err, lt->desc_set(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "set TRANSB");
     /* layouts describe the stored matrices: A is m x k, or k x m when transposed */
-    LT_TRY(lt, err, lt->layout_create(&p->la, g->type_a, g->trans_a ? g->k : g->m, g->trans_a ? g->m : g->k, g->lda),
+    LT_TRY(lt, err, lt->layout_create(&p->la, (int)sh->type_a, sh->trans_a ? k : m, sh->trans_a ? m : k, sh->lda),
            "layout A");
-    LT_TRY(lt, err, lt->layout_create(&p->lb, g->type_b, g->trans_b ? g->n : g->k, g->trans_b ? g->k : g->n, g->ldb),
+    LT_TRY(lt, err, lt->layout_create(&p->lb, (int)sh->type_b, sh->trans_b ? n : k, sh->trans_b ? k : n, sh->ldb),
            "layout B");
-    LT_TRY(lt, err, lt->layout_create(&p->ld, g->type_d, g->m, g->n, g->ldd), "layout D");
-    if (g->batch > 1) {
-        const int32_t nb = g->batch;
+    LT_TRY(lt, err, lt->layout_create(&p->ld, (int)sh->type_d, m, n, sh->ldd), "layout D");
+    if (sh->batch > 1) {
+        const int32_t nb = (int32_t)sh->batch;
         if (!lt->layout_set) {
             rc = zr_err(err, ZR_E_UNSUPPORTED, "cuBLASLt: no cublasLtMatrixLayoutSetAttribute for a batched GEMM");
             goto done;
         }
         cublasLtMatrixLayout_t ls[3] = {p->la, p->lb, p->ld};
-        const int64_t strides[3] = {g->stride_a, g->stride_b, g->stride_d};
+        const int64_t strides[3] = {sh->stride_a, sh->stride_b, sh->stride_d};
         for (int i = 0; i < 3; i++) {
             LT_TRY(lt, err, lt->layout_set(ls[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &nb, sizeof nb), "set BATCH_COUNT");
             LT_TRY(lt, err, lt->layout_set(ls[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[i], sizeof strides[i]),
                    "set STRIDED_BATCH_OFFSET");
         }
     }
+done:
+    return rc;
+}
+
+/* The heuristic's algorithm for p's shape -> p->algo. */
+static int plan_heuristic(ZrCublasLt *lt, ZrLtPlan *p, ZrError *err) {
+    int rc = ZR_OK;
+    cublasLtMatmulPreference_t pref = NULL;
+    uint64_t ws = (uint64_t)p->shape.workspace_bytes;
+    const unsigned long long m = (unsigned long long)p->shape.m, n = (unsigned long long)p->shape.n,
+                             k = (unsigned long long)p->shape.k;
+    lt->n_heuristics++;
     LT_TRY(lt, err, lt->pref_create(&pref), "MatmulPreferenceCreate");
     LT_TRY(lt, err, lt->pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws), "set workspace");
     cublasLtMatmulHeuristicResult_t h;
     int found = 0;
     LT_TRY(lt, err, lt->heuristic(lt->handle, p->op, p->la, p->lb, p->ld, p->ld, pref, 1, &h, &found),
-           "no algorithm for m=%llu n=%llu k=%llu", (unsigned long long)g->m, (unsigned long long)g->n,
-           (unsigned long long)g->k);
+           "no algorithm for m=%llu n=%llu k=%llu", m, n, k);
     if (found < 1) {
-        rc = zr_err(err, ZR_E_CUDA, "cuBLASLt: no algorithm for m=%llu n=%llu k=%llu", (unsigned long long)g->m,
-                    (unsigned long long)g->n, (unsigned long long)g->k);
+        rc = zr_err(err, ZR_E_CUDA, "cuBLASLt: no algorithm for m=%llu n=%llu k=%llu", m, n, k);
         goto done;
     }
     p->algo = h.algo;
 done:
     if (pref) lt->pref_destroy(pref);
-    if (rc) plan_free(lt, p);
     return rc;
+}
+
+/* True when algo runs p's shape within its workspace. */
+static bool algo_fits(const ZrCublasLt *lt, const ZrLtPlan *p, const cublasLtMatmulAlgo_t *algo) {
+    cublasLtMatmulHeuristicResult_t r;
+    memset(&r, 0, sizeof r);
+    return lt->algo_check(lt->handle, p->op, p->la, p->lb, p->ld, p->ld, algo, &r) == CUBLAS_STATUS_SUCCESS &&
+           r.workspaceSize <= (size_t)p->shape.workspace_bytes;
 }
 
 static ZrLtShape shape_of(const ZrGemm *g) {
@@ -198,39 +162,96 @@ static ZrLtShape shape_of(const ZrGemm *g) {
                        batched ? g->stride_a : 0, batched ? g->stride_b : 0, batched ? g->stride_d : 0};
 }
 
-/* g's plan: found, or made and added. */
-static int plan_get(ZrCublasLt *lt, const ZrGemm *g, const ZrLtPlan **out, ZrError *err) {
-    const ZrLtShape sh = shape_of(g);
-    for (int i = lt->n_plans - 1; i >= 0; i--)
-        if (!memcmp(&lt->plans[i].shape, &sh, sizeof sh)) {
-            *out = &lt->plans[i];
-            return ZR_OK;
-        }
-    if (lt->n_plans == lt->cap_plans) {
+int64_t zr_cublaslt_bucket(int64_t n) {
+    int64_t b = ZR_LT_BUCKET_MIN;
+    while (b < n) b *= 2;
+    return b;
+}
+
+/* FNV-1a over the shape's bytes (a prefill looks its plan up per GEMM: hundreds per prompt). */
+static uint32_t shape_hash(const ZrLtShape *sh) {
+    const unsigned char *b = (const unsigned char *)sh;
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < sizeof *sh; i++) h = (h ^ b[i]) * 16777619u;
+    return h;
+}
+
+static const ZrLtPlan *plan_find(const ZrCublasLt *lt, const ZrLtShape *sh) {
+    if (!lt->index) return NULL;
+    const uint32_t mask = 2 * (uint32_t)lt->cap_plans - 1;
+    for (uint32_t i = shape_hash(sh) & mask; lt->index[i]; i = (i + 1) & mask)
+        if (!memcmp(&lt->plans[lt->index[i] - 1].shape, sh, sizeof *sh)) return &lt->plans[lt->index[i] - 1];
+    return NULL;
+}
+
+static void index_add(ZrCublasLt *lt, int plan) {
+    const uint32_t mask = 2 * (uint32_t)lt->cap_plans - 1;
+    uint32_t i = shape_hash(&lt->plans[plan].shape) & mask;
+    while (lt->index[i]) i = (i + 1) & mask;
+    lt->index[i] = plan + 1;
+}
+
+/* sh's plan: found, or made (its bucket's first) and added. */
+static int plan_get(ZrCublasLt *lt, const ZrLtShape *sh, const ZrLtPlan **out, ZrError *err) {
+    if ((*out = plan_find(lt, sh))) return ZR_OK;
+    /* the bucket's plan first: its algorithm is this one's */
+    const ZrLtPlan *bucket = NULL;
+    ZrLtShape bs = *sh;
+    bs.n = zr_cublaslt_bucket(sh->n);
+    if (sh->batch > 1) { /* a batch's B and D matrices are n rows apart: the bucket's too */
+        bs.stride_b = bs.n * sh->ldb;
+        bs.stride_d = bs.n * sh->ldd;
+    }
+    int rc;
+    if (bs.n != sh->n && (rc = plan_get(lt, &bs, &bucket, err))) return rc;
+    cublasLtMatmulAlgo_t algo = {{0}};
+    if (bucket) algo = bucket->algo; /* copied: adding a plan may move the array */
+    if (lt->n_plans == lt->cap_plans) { /* twice the plans, and the index again (at most half full) */
         int cap = lt->cap_plans ? 2 * lt->cap_plans : 32;
         ZrLtPlan *p = realloc(lt->plans, sizeof *p * cap);
         if (!p) return zr_err(err, ZR_E_NOMEM, "cuBLASLt: out of host memory");
         lt->plans = p;
+        int32_t *ix = calloc(2 * (size_t)cap, sizeof *ix);
+        if (!ix) return zr_err(err, ZR_E_NOMEM, "cuBLASLt: out of host memory");
+        free(lt->index);
+        lt->index = ix;
         lt->cap_plans = cap;
+        for (int i = 0; i < lt->n_plans; i++) index_add(lt, i);
     }
     ZrLtPlan *p = &lt->plans[lt->n_plans];
     memset(p, 0, sizeof *p);
-    p->shape = sh;
+    p->shape = *sh;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = plan_make(lt, g, p, err);
+    rc = plan_descs(lt, sh, p, err);
+    if (!rc && bucket && algo_fits(lt, p, &algo)) {
+        p->algo = algo;
+    } else if (!rc) {
+        if (bucket) lt->n_fallbacks++;
+        rc = plan_heuristic(lt, p, err);
+    }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     lt->plan_ms += (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    if (rc) return rc;
-    lt->n_plans++;
+    if (rc) {
+        plan_free(lt, p);
+        return rc;
+    }
+    index_add(lt, lt->n_plans++);
     *out = p;
     return ZR_OK;
+}
+
+int zr_cublaslt_plan(ZrCublasLt *lt, const ZrGemm *g, ZrError *err) {
+    const ZrLtPlan *p = NULL;
+    const ZrLtShape sh = shape_of(g);
+    return plan_get(lt, &sh, &p, err);
 }
 
 int zr_cublaslt_gemm(ZrCublasLt *lt, CUstream stream, const ZrGemm *g, ZrError *err) {
     int rc = ZR_OK;
     const ZrLtPlan *p = NULL;
-    if ((rc = plan_get(lt, g, &p, err))) return rc;
+    const ZrLtShape sh = shape_of(g);
+    if ((rc = plan_get(lt, &sh, &p, err))) return rc;
     LT_TRY(lt, err,
            lt->matmul(lt->handle, p->op, &g->alpha, (const void *)(uintptr_t)g->a, p->la, (const void *)(uintptr_t)g->b,
                       p->lb, &g->beta, (const void *)(uintptr_t)g->d, p->ld, (void *)(uintptr_t)g->d, p->ld, &p->algo,

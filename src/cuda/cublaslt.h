@@ -14,7 +14,16 @@ typedef struct ZrLtShape {
     int64_t batch, stride_a, stride_b, stride_d;
 } ZrLtShape;
 
-/* A shape's descriptors and algorithm, made at its first GEMM and kept until close. */
+/* The algorithm of a GEMM is chosen per bucket of its n (the prompt's rows: 1..8, 9..16, 17..32,
+ * .. powers of two), by the heuristic for the bucket's largest n, and reused for every n in it
+ * (checked with cublasLtMatmulAlgoCheck): so a prompt of a new length costs no heuristic and
+ * loads no new kernel once its bucket was warmed (cuda/warm.h), and the buckets are few. */
+#define ZR_LT_BUCKET_MIN 8
+/* The bucket of n: its largest n (ZR_LT_BUCKET_MIN, then powers of two). */
+int64_t zr_cublaslt_bucket(int64_t n);
+
+/* A shape's descriptors and algorithm, made at its first GEMM and kept until close: a bucket's
+ * own (n = the bucket's largest) from the heuristic, any other n's from its bucket's. */
 typedef struct ZrLtPlan {
     ZrLtShape shape;
     cublasLtMatmulDesc_t op;
@@ -41,22 +50,19 @@ typedef struct ZrCublasLt {
     PFN_cublasLtMatmulPreferenceSetAttribute pref_set;
     PFN_cublasLtMatmulAlgoGetHeuristic heuristic;
     PFN_cublasLtMatmul matmul;
+    PFN_cublasLtMatmulAlgoCheck algo_check;
     ZrLtPlan *plans;   /* [n_plans]: one per shape seen (a model's prefill has a handful per prompt length) */
     int n_plans, cap_plans;
-    double plan_ms;    /* host time spent making them (the heuristic's first call initializes it) */
-    struct ZrLtOpener *opener; /* zr_cublaslt_open_start's thread until zr_cublaslt_open_wait, else NULL */
+    int32_t *index;    /* [2 cap_plans] open addressing by the shape's hash: plan + 1, 0 = empty */
+    double plan_ms;    /* host time spent making them (the heuristic's first calls load cuBLASLt's kernels) */
+    int n_heuristics;  /* heuristic calls: one per bucket and shape, plus n_fallbacks */
+    int n_fallbacks;   /* exact n whose bucket's algorithm did not pass the check: chosen for that n alone */
 } ZrCublasLt;
 
 /* Opens the library and creates a handle (needs a current CUDA context: cuBLASLt uses the
- * primary context, which ZrCuda makes current). ZR_E_NODEV when the library is missing. */
+ * primary context, which ZrCuda makes current). ZR_E_NODEV when the library is missing. The
+ * backend opens it on the warm-up's thread (cuda/warm.h) while the weights go up. */
 int zr_cublaslt_open(ZrCublasLt *lt, ZrError *err);
-/* The same, on a thread of its own while the caller goes on (the upload: loading the library
- * and creating the handle take a while and need no weights), in the context ctx of drv (a
- * const ZrCuDriver *). zr_cublaslt_open_wait joins it and returns zr_cublaslt_open's result;
- * until then lt must not be used (zr_cublaslt_close joins it too). ZR_E_NOMEM when no thread
- * can be started. */
-int zr_cublaslt_open_start(ZrCublasLt *lt, const void *drv, CUcontext ctx, ZrError *err);
-int zr_cublaslt_open_wait(ZrCublasLt *lt, ZrError *err);
 void zr_cublaslt_close(ZrCublasLt *lt);
 
 /* D = alpha * op(A) * op(B) + beta * C with C == D, column-major as cuBLAS counts:
@@ -77,6 +83,9 @@ typedef struct ZrGemm {
      * d + i stride_d (strides in elements); 0 or 1: one */
     int batch; int64_t stride_a, stride_b, stride_d;
 } ZrGemm;
-/* The first GEMM of a shape creates its descriptors and asks the heuristic once (ZrLtPlan); later
- * ones of that shape reuse them, so a prompt pays no host set-up per GEMM. */
+/* The first GEMM of a shape creates its descriptors and takes its bucket's algorithm (asking the
+ * heuristic once per bucket: ZrLtPlan); later ones of that shape reuse them, so a prompt pays no
+ * host set-up per GEMM. */
 int zr_cublaslt_gemm(ZrCublasLt *lt, CUstream stream, const ZrGemm *g, ZrError *err);
+/* The plan of g's shape made now, without a GEMM (its pointers are not read). */
+int zr_cublaslt_plan(ZrCublasLt *lt, const ZrGemm *g, ZrError *err);

@@ -252,6 +252,10 @@ typedef cublasStatus_t (*PFN_cublasLtMatmulAlgoGetHeuristic)(
     cublasLtHandle_t h, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
     cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d, cublasLtMatmulPreference_t pref, int requested,
     cublasLtMatmulHeuristicResult_t *results, int *returned);
+typedef cublasStatus_t (*PFN_cublasLtMatmulAlgoCheck)(
+    cublasLtHandle_t h, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+    cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d, const cublasLtMatmulAlgo_t *algo,
+    cublasLtMatmulHeuristicResult_t *result);
 typedef cublasStatus_t (*PFN_cublasLtMatmul)(
     cublasLtHandle_t h, cublasLtMatmulDesc_t op, const void *alpha, const void *A, cublasLtMatrixLayout_t a,
     const void *B, cublasLtMatrixLayout_t b, const void *beta, const void *C, cublasLtMatrixLayout_t c, void *D,

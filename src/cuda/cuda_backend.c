@@ -23,6 +23,7 @@
 #include "cuda/bwprobe.h"
 #include "cuda/cublaslt.h"
 #include "cuda/driver.h"
+#include "cuda/early.h"
 #include "cuda/forward.h"
 #include "cuda/graph.h"
 #include "cuda/launch.h"
@@ -48,6 +49,7 @@ typedef struct CudaBackend {
     bool cuda_open;
     ZrCublasLt lt;
     bool lt_open;
+    ZrCuWarm *warm;   /* the warm-up's thread, from the context's creation to the end of the upload */
     ZrLauncher launcher;
     bool launcher_init;
     ZrProfile prof;
@@ -638,6 +640,12 @@ static int cuda_read_bandwidth(ZrBackend *be, size_t bytes, int reps, ZrBandwidt
 static void cuda_destroy(ZrBackend *be) {
     CudaBackend *c = (CudaBackend *)be;
     if (!c) return;
+    if (c->warm) { /* a failed start-up: its cuBLASLt goes with it */
+        ZrCublasLt lt;
+        ZrError e = {0};
+        if (!zr_cuf_warm_wait(c->warm, &lt, NULL, &e)) zr_cublaslt_close(&lt);
+        c->warm = NULL;
+    }
     if (c->graph_init) zr_graph_decode_free(&c->graph);
     if (c->profiling) {
         ZrError e = {0};
@@ -688,20 +696,28 @@ static double ms_now(void) {
 
 ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err) {
     const ZrHparams *hp = &m->hp;
-    double t[6]; /* start-up phases' ends (ms): start, context, kernels, weights and buffers, cuBLASLt, warm-up */
+    double t[5]; /* start-up phases' ends (ms): start, context, kernels, weights and buffers, the warm-up's end */
     t[0] = ms_now();
     const ZrCuDriver *drv = NULL;
-    if (zr_driver_open(&drv, err)) return NULL;
+    /* the driver and context opened on a thread since the command started it (beside the model's
+     * parse), else here */
+    ZrCuda early;
+    ZrCublasLt early_lt; /* opened there too, or zeroed */
+    double early_ms = 0;
+    const bool have_early = o->cuda_early != NULL;
+    if (have_early ? zr_cuda_early_take(o->cuda_early, &drv, &early, &early_lt, &early_ms, err)
+                   : zr_driver_open(&drv, err))
+        return NULL;
     if (!zr_cuda_have_kernels()) {
         zr_err(err, ZR_E_NODEV, "no usable GPU path: this zrun was built without CUDA kernels (no nvcc at build time)");
-        return NULL;
+        goto fail_early;
     }
     if (o->n_ctx < 1) {
         zr_err(err, ZR_E_USAGE, "cuda backend: a context of %d positions; expected >= 1 (zr_backend_default_ctx)", o->n_ctx);
-        return NULL;
+        goto fail_early;
     }
     const int n_ctx = o->n_ctx;
-    if (zr_model_check_facts(m, err) || refuse_facts(m, err)) return NULL;
+    if (zr_model_check_facts(m, err) || refuse_facts(m, err)) goto fail_early;
     CudaBackend *c = calloc(1, sizeof *c);
     if (!c || !(c->k = calloc(1, sizeof *c->k)) || !(c->hist = calloc(n_ctx, sizeof *c->hist)) ||
         !(c->calls = calloc(n_ctx, sizeof *c->calls))) {
@@ -711,22 +727,25 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         }
         free(c);
         zr_err(err, ZR_E_NOMEM, "cuda backend: out of host memory");
-        return NULL;
+        goto fail_early;
     }
     c->be = (ZrBackend){.name = "cuda", .n_ctx = n_ctx, .forward = cuda_forward,
                         .decode_run = cuda_decode_run, .truncate = cuda_truncate,
                         .stats = cuda_stats, .read_bandwidth = cuda_read_bandwidth, .destroy = cuda_destroy};
     c->m = m;
     c->opt = *o;
+    c->opt.cuda_early = NULL; /* taken */
     c->drv = drv;
-    if (zr_cuda_open(drv, 0, &c->cuda, err)) goto fail;
+    if (have_early) c->cuda = early;
+    else if (zr_cuda_open(drv, 0, &c->cuda, err)) goto fail;
     c->cuda_open = true;
     t[1] = ms_now();
-    /* cuBLASLt opens on a thread of its own while the kernels load and the weights go up: it
-     * needs none of them */
-    if (zr_cublaslt_open_start(&c->lt, drv, c->cuda.ctx, err)) goto fail;
-    c->lt_open = true;
-    if (zr_cuda_load_kernels(&c->cuda, err)) goto fail;
+    /* cuBLASLt opens, and the prefill's GEMMs are planned and run once, on a thread of its own
+     * while the kernels load and the weights go up (cuda/warm.h) */
+    const int wrc0 = zr_cuf_warm_start(&c->warm, drv, c->cuda.ctx, m, n_ctx, have_early ? &early_lt : NULL, err);
+    if (have_early) zr_cublaslt_close(&early_lt); /* not taken over: no thread */
+    if (wrc0) goto fail;
+    if (!c->cuda.mod && zr_cuda_load_kernels(&c->cuda, err)) goto fail; /* the early thread's loaded them */
     int max_n_in = hp->n_embd;
     if (hp->n_ff > max_n_in) max_n_in = hp->n_ff;
     if (hp->n_head * hp->head_dim > max_n_in) max_n_in = hp->n_head * hp->head_dim;
@@ -742,15 +761,17 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         c->launcher.profile = &c->prof;
         c->profiling = true;
     }
-    const ZrCuProgress prog = {o->progress, o->progress_ctx};
+    const ZrCuProgress prog = {o->progress, o->progress_ctx, zr_cuf_warm_buffers, c->warm};
     if (zr_cuf_init(&c->f, m, &c->cuda, &c->launcher, &c->lt, c->k, n_ctx, &prog, err)) goto fail;
     c->f_init = true;
+    if (zr_cuf_warm_copies(&c->f, err)) goto fail; /* while the warm-up's thread finishes */
     t[3] = ms_now();
-    if (zr_cublaslt_open_wait(&c->lt, err)) goto fail;
+    ZrCuWarmStats ws;
+    const int wrc = zr_cuf_warm_wait(c->warm, &c->lt, &ws, err);
+    c->warm = NULL;
+    if (wrc) goto fail;
+    c->lt_open = true;
     t[4] = ms_now();
-    double warm_ms = 0; /* not while profiling: the profile counts only what the user ran */
-    if (!o->profile && zr_cuf_warm(&c->f, &warm_ms, err)) goto fail;
-    t[5] = ms_now();
     wire_io(c);
     c->io.epoch = 1;
     ZrDecodeOptions dopt = {.graph = o->graph, .verify = o->verify_graph, .profile = o->profile,
@@ -765,16 +786,29 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         fprintf(stderr, "zrun: cuda: %s; weights %.1f MiB, KV cache %d tokens\n", desc, c->f.weight_bytes / 1048576.0,
                 n_ctx);
         /* issue 19: where the start-up goes, and the upload against the machine's copy rate */
+        char early_note[128] = "";
+        if (have_early)
+            snprintf(early_note, sizeof early_note,
+                     " (waited for; opened with the kernels and cuBLASLt in %.0f ms on a thread beside the model's parse)",
+                     early_ms);
         fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads, "
-                        "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f, kernels %.0f, weights and "
-                        "buffers %.0f, then waiting for cuBLASLt %.0f, prefill warm-up %.0f (of which %d cuBLASLt plans "
-                        "%.1f)\n",
+                        "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f%s, kernels %.0f, weights and "
+                        "buffers %.0f, then waiting for the prefill warm-up %.0f (on its own thread from the context on: "
+                        "cuBLASLt opened in %.0f ms, %d GEMM plans for prompts of 1..%d tokens made in %.0f ms (%d heuristic "
+                        "calls), %d of them run in %.0f ms)\n",
                 c->f.upload_bytes / 1e9, c->f.upload_s, c->f.upload_s > 0 ? c->f.upload_bytes / 1e9 / c->f.upload_s : 0.0,
-                c->f.upload_h2d_gbps, c->f.upload_threads, c->f.upload_setup_s * 1e3, t[5] - t[0], t[1] - t[0],
-                t[2] - t[1], t[3] - t[2], t[4] - t[3], t[5] - t[4], c->lt.n_plans, c->lt.plan_ms);
+                c->f.upload_h2d_gbps, c->f.upload_threads, c->f.upload_setup_s * 1e3, t[4] - t[0], t[1] - t[0], early_note,
+                t[2] - t[1], t[3] - t[2], t[4] - t[3], ws.open_ms, c->lt.n_plans, ws.max_rows, ws.plan_ms,
+                c->lt.n_heuristics, ws.n_gemms, ws.gemm_ms);
     }
     return &c->be;
 fail:
     cuda_destroy(&c->be);
+    return NULL;
+fail_early:
+    if (have_early) {
+        zr_cublaslt_close(&early_lt);
+        zr_cuda_close(&early);
+    }
     return NULL;
 }

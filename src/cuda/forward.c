@@ -49,10 +49,11 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
 
     int rc;
     f->progress_total = wb;
-    if ((rc = zr_cuf_upload(f, err))) goto fail;
-    if (f->progress.fn) f->progress.fn(f->progress.ctx, wb, wb); /* done == total once, at the end */
     zr_cuf_attn_chunks(n_ctx, &f->chunk_d, &f->n_chunks_d, &f->chunk_p, &f->n_chunks_p);
     if ((rc = zr_cuf_buffers_alloc(f, err))) goto fail;
+    if (f->progress.buffers) f->progress.buffers(f->progress.buffers_ctx, f);
+    if ((rc = zr_cuf_upload(f, err))) goto fail;
+    if (f->progress.fn) f->progress.fn(f->progress.ctx, wb, wb); /* done == total once, at the end */
     if ((rc = zr_cuf_moe_buffers(f, err))) goto fail;
     const size_t UB = ZR_CUF_UBATCH;
     f->d_pos = f->d_tok + 4;
@@ -66,6 +67,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     if ((rc = zr_cuda_sync(cuda, err))) goto fail;
     return ZR_OK;
 fail:
+    if (f->progress.buffers) f->progress.buffers(f->progress.buffers_ctx, NULL); /* they go: nobody may use them */
     zr_cuf_free(f);
     return rc;
 }

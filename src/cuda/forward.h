@@ -44,9 +44,15 @@ typedef struct ZrCuLayer {
 
 /* Told the bytes of weights on the device so far and the total, after each matrix upload (the
  * app draws its load line from it: ZrBackendOptions.progress). */
+struct ZrCuForward;
 typedef struct ZrCuProgress {
     void (*fn)(void *ctx, uint64_t done, uint64_t total);
     void *ctx;
+    /* Told once, when the activation buffers and workspaces exist and before the weights go up
+     * (the prefill's warm-up runs its GEMMs on them meanwhile: cuda/warm.h), and with f NULL
+     * before a failed zr_cuf_init frees them (returning when nothing uses them); NULL = nobody. */
+    void (*buffers)(void *buffers_ctx, const struct ZrCuForward *f);
+    void *buffers_ctx;
 } ZrCuProgress;
 
 typedef struct ZrCuForward {

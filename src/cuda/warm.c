@@ -1,14 +1,343 @@
 #include "cuda/warm.h"
 
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
-int zr_cuf_warm(ZrCuForward *f, double *ms, ZrError *err) {
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    const int32_t zeros[ZR_CUF_WARM_TOKENS] = {0};
-    const int n = f->n_ctx < ZR_CUF_WARM_TOKENS ? f->n_ctx : ZR_CUF_WARM_TOKENS;
-    int rc = n > 1 ? zr_cuf_prefill(f, zeros, n, 0, NULL, false, err) : ZR_OK;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    *ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+#include "cuda/buffers.h"
+
+#define WARM_MAX_POOL ZR_CUF_MAX_BUFFERS
+
+/* One GEMM shape of the prefill (pointers filled at the run) and the rows it may take. */
+typedef struct WarmGemm {
+    ZrGemm g;
+    size_t a_bytes, b_row_bytes; /* A; B per row */
+    int max_rows;
+} WarmGemm;
+
+typedef struct PoolBuf {
+    CUdeviceptr p;
+    size_t bytes;
+} PoolBuf;
+
+struct ZrCuWarm {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const ZrCuDriver *drv;
+    CUcontext ctx;
+    const ZrModel *m;
+    int n_ctx;
+    double t0;
+    /* posted by zr_cuf_warm_buffers (or the wait: none) */
+    bool posted, have_bufs;
+    bool cancel;      /* the buffers go: no GEMM more */
+    bool idle;        /* set by the thread: it launches nothing more and its GEMMs are done */
+    PoolBuf pool[WARM_MAX_POOL]; /* the buffers the GEMMs may use, largest first */
+    int n_pool;
+    CUdeviceptr ws;
+    size_t ws_bytes;
+    /* the thread's */
+    WarmGemm *gemms;
+    int n_gemms, cap_gemms;
+    ZrCublasLt lt;
+    ZrCuWarmStats st;
+    int rc;
+    ZrError err;
+};
+
+static double ms_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int imin(int a, int b) { return a < b ? a : b; }
+
+/* Adds g (rows up to max_rows) unless its shape is listed; then the larger max_rows counts. */
+static int add(ZrCuWarm *w, const WarmGemm *x, ZrError *err) {
+    for (int i = 0; i < w->n_gemms; i++) {
+        WarmGemm *y = &w->gemms[i];
+        if (y->g.m == x->g.m && y->g.k == x->g.k && y->g.type_a == x->g.type_a && y->g.lda == x->g.lda &&
+            y->g.type_b == x->g.type_b && y->g.ldd == x->g.ldd && y->g.beta == x->g.beta) {
+            if (x->max_rows > y->max_rows) y->max_rows = x->max_rows;
+            return ZR_OK;
+        }
+    }
+    if (w->n_gemms == w->cap_gemms) {
+        const int cap = w->cap_gemms ? 2 * w->cap_gemms : 32;
+        WarmGemm *p = realloc(w->gemms, sizeof *p * cap);
+        if (!p) return zr_err(err, ZR_E_NOMEM, "warm-up: out of host memory");
+        w->gemms = p;
+        w->cap_gemms = cap;
+    }
+    w->gemms[w->n_gemms++] = *x;
+    return ZR_OK;
+}
+
+/* The GEMMs of Y[rows][ldy] (+)= X W[n_rows rows]^T for a matrix of type and row length n_in, as
+ * forward.c's gemm (n_rows = the whole matrix) and moe.c's rows_gemm make them: F32/F16 weights
+ * read in place, others dequantized to F16 in slices of the weight buffer. */
+static int add_rows(ZrCuWarm *w, uint32_t type, int n_in, int n_rows, int ldy, float beta, int max_rows, ZrError *err) {
+    const size_t rb = zr_cuw_main_row_bytes(type, n_in);
+    WarmGemm x = {.g = {.trans_a = 1, .trans_b = 0, .k = (uint64_t)n_in, .type_b = CUDA_R_16F, .ldb = n_in,
+                        .type_d = CUDA_R_32F, .ldd = ldy, .alpha = 1.0f, .beta = beta},
+                  .b_row_bytes = (size_t)n_in * 2, .max_rows = max_rows};
+    if (type == ZR_TYPE_F32 || type == ZR_TYPE_F16) {
+        x.g.m = (uint64_t)n_rows;
+        x.g.type_a = type == ZR_TYPE_F32 ? CUDA_R_32F : CUDA_R_16F;
+        x.g.lda = (int64_t)(rb / (type == ZR_TYPE_F32 ? 4 : 2));
+        if (type == ZR_TYPE_F32) {
+            x.g.type_b = CUDA_R_32F;
+            x.b_row_bytes = (size_t)n_in * 4;
+        }
+        x.a_bytes = rb * (size_t)n_rows;
+        return add(w, &x, err);
+    }
+    const int slice = (int)(zr_cuf_wbuf_elems(w->m) / (size_t)n_in);
+    for (int r0 = 0; r0 < n_rows; r0 += slice) {
+        const int nr = imin(n_rows - r0, slice);
+        x.g.m = (uint64_t)nr;
+        x.g.type_a = CUDA_R_16F;
+        x.g.lda = n_in;
+        x.a_bytes = (size_t)nr * n_in * 2;
+        int rc = add(w, &x, err);
+        if (rc) return rc;
+    }
+    return ZR_OK;
+}
+
+/* Runs of consecutive matrices of one type and row length, stacked as the upload stacks them
+ * (upload.c upload_group), each added with its rows. */
+static int add_group(ZrCuWarm *w, const ZrWeight *const *ws, int n, int ldy, float beta, int max_rows, ZrError *err) {
+    for (int i = 0; i < n;) {
+        int k = i + 1, rows = (int)ws[i]->ne1;
+        while (k < n && ws[k]->type == ws[i]->type && ws[k]->ne0 == ws[i]->ne0) rows += (int)ws[k++]->ne1;
+        int rc = add_rows(w, ws[i]->type, (int)ws[i]->ne0, rows, ldy, beta, max_rows, err);
+        if (rc) return rc;
+        i = k;
+    }
+    return ZR_OK;
+}
+
+/* Every GEMM shape of the prefill of m (forward.c zr_cuf_prefill, moe.c zr_cuf_moe_prefill). */
+static int list_gemms(ZrCuWarm *w, int rows, ZrError *err) {
+    const ZrModel *m = w->m;
+    const ZrHparams *hp = &m->hp;
+    const int n_embd = hp->n_embd, q_dim = hp->n_head * hp->head_dim;
+    const int qkv_dim = q_dim + 2 * hp->n_head_kv * hp->head_dim;
+    int rc;
+    for (int il = 0; il < hp->n_layer; il++) {
+        const ZrLayer *L = &m->layers[il];
+        const ZrLayerFacts *F = &L->facts;
+        const ZrWeight *qkv[3] = {&L->wq, &L->wk, &L->wv}, *wo[1] = {&L->wo};
+        if ((rc = add_group(w, qkv, 3, qkv_dim, 0.0f, rows, err))) return rc;
+        if ((rc = add_group(w, wo, 1, n_embd, F->post_attn_norm ? 0.0f : 1.0f, rows, err))) return rc;
+        if (F->n_expert) {
+            const int ff = F->n_ff_expert;
+            if ((rc = add_rows(w, L->ffn_gate_inp.type, n_embd, F->n_expert, F->n_expert, 0.0f, rows, err))) return rc;
+            if (L->gate_exps.type != L->up_exps.type) {
+                if ((rc = add_rows(w, L->gate_exps.type, n_embd, ff, 2 * ff, 0.0f, rows, err)) ||
+                    (rc = add_rows(w, L->up_exps.type, n_embd, ff, 2 * ff, 0.0f, rows, err)))
+                    return rc;
+            } else if ((rc = add_rows(w, L->gate_exps.type, n_embd, 2 * ff, 2 * ff, 0.0f, rows, err))) {
+                return rc;
+            }
+            if ((rc = add_rows(w, L->down_exps.type, ff, n_embd, n_embd, 0.0f, rows, err))) return rc;
+            continue;
+        }
+        const ZrWeight *gu[2] = {&L->w_gate, &L->w_up}, *down[1] = {&L->w_down};
+        if ((rc = add_group(w, gu, 2, 2 * hp->n_ff, 0.0f, rows, err))) return rc;
+        if ((rc = add_group(w, down, 1, n_embd, F->post_ffn_norm ? 0.0f : 1.0f, rows, err))) return rc;
+    }
+    /* the output of zrun eval's all-logits path, ZR_CUF_LOGIT_ROWS rows at a time */
+    const ZrWeight *out[1] = {m->tied_output ? &m->tok_embd : &m->output};
+    return add_group(w, out, 1, hp->n_vocab, 0.0f, imin(rows, ZR_CUF_LOGIT_ROWS), err);
+}
+
+/* The first buffer of the pool with bytes, other than the ones in use (busy, n_busy). */
+static CUdeviceptr pick(const ZrCuWarm *w, size_t bytes, const CUdeviceptr *busy, int n_busy) {
+    for (int i = 0; i < w->n_pool; i++) {
+        bool used = false;
+        for (int j = 0; j < n_busy; j++) used |= busy[j] == w->pool[i].p;
+        if (!used && w->pool[i].bytes >= bytes) return w->pool[i].p;
+    }
+    return 0;
+}
+
+/* Every listed shape for every bucket of its rows: planned, and with a stream run once where the
+ * operands fit (the plans made before are found). */
+static int run_gemms(ZrCuWarm *w, CUstream stream, ZrError *err) {
+    for (int i = 0; i < w->n_gemms; i++) {
+        WarmGemm *x = &w->gemms[i];
+        for (int64_t b = ZR_LT_BUCKET_MIN;; b *= 2) {
+            const int64_t n = b < x->max_rows ? b : x->max_rows; /* the last bucket: as many rows as there can be */
+            ZrGemm g = x->g;
+            g.n = (uint64_t)zr_cublaslt_bucket(n);
+            g.workspace = w->ws;
+            g.workspace_bytes = w->ws_bytes;
+            CUdeviceptr busy[3];
+            busy[0] = g.a = pick(w, x->a_bytes, busy, 0);
+            busy[1] = g.b = pick(w, x->b_row_bytes * g.n, busy, 1);
+            g.d = pick(w, (size_t)g.ldd * g.n * sizeof(float), busy, 2);
+            pthread_mutex_lock(&w->mu);
+            const bool cancel = w->cancel;
+            pthread_mutex_unlock(&w->mu);
+            if (cancel) return ZR_OK;
+            int rc;
+            if (!stream) {
+                rc = zr_cublaslt_plan(&w->lt, &g, err);
+            } else if (g.a && g.b && g.d) {
+                rc = zr_cublaslt_gemm(&w->lt, stream, &g, err);
+                w->st.n_gemms++;
+            } else {
+                w->st.n_planned++;
+                rc = ZR_OK;
+            }
+            if (rc) return rc;
+            if (n >= x->max_rows) break;
+        }
+    }
+    return ZR_OK;
+}
+
+static int warm_main_(ZrCuWarm *w) {
+    const ZrCuDriver *d = w->drv;
+    ZrError *err = &w->err;
+    CUresult r = d->cuCtxSetCurrent(w->ctx);
+    if (r != CUDA_SUCCESS) return zr_driver_err(d, err, r, "warm-up: cuCtxSetCurrent on its thread");
+    int rc = w->lt.handle ? ZR_OK : zr_cublaslt_open(&w->lt, err);
+    if (rc) return rc;
+    w->st.open_ms = ms_now() - w->t0;
+    const int rows = imin(w->n_ctx, ZR_CUF_UBATCH);
+    w->st.max_rows = rows;
+    /* the plans need no buffers: made while the main thread loads the kernels */
+    if ((rc = list_gemms(w, rows, err)) || (rows >= 2 && (rc = run_gemms(w, NULL, err))))
+        return rc ? zr_err_wrap(err, "warming up the prefill at load") : rc;
+    w->st.plan_ms = ms_now() - w->t0 - w->st.open_ms;
+    const double t_wait = ms_now();
+    pthread_mutex_lock(&w->mu);
+    while (!w->posted) pthread_cond_wait(&w->cv, &w->mu);
+    const bool go = w->have_bufs;
+    pthread_mutex_unlock(&w->mu);
+    const double t_go = ms_now();
+    w->st.wait_ms = t_go - t_wait;
+    if (!go || rows < 2) return ZR_OK; /* a prefill has 2 rows or more */
+    CUstream stream = NULL;
+    ZR_CU_TRY(d, err, d->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "warm-up: cuStreamCreate");
+    rc = run_gemms(w, stream, err);
+    r = d->cuStreamSynchronize(stream);
+    if (!rc && r != CUDA_SUCCESS) rc = zr_driver_err(d, err, r, "its GEMMs");
+    d->cuStreamDestroy(stream);
+    w->st.gemm_ms = ms_now() - t_go;
     return rc ? zr_err_wrap(err, "warming up the prefill at load") : ZR_OK;
+}
+
+static void *warm_main(void *arg) {
+    ZrCuWarm *w = arg;
+    w->rc = warm_main_(w);
+    pthread_mutex_lock(&w->mu);
+    w->idle = true;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, const ZrModel *m, int n_ctx,
+                      ZrCublasLt *opened, ZrError *err) {
+    *out = NULL;
+    ZrCuWarm *w = calloc(1, sizeof *w);
+    if (!w) return zr_err(err, ZR_E_NOMEM, "warm-up: out of host memory");
+    if (opened && opened->handle) {
+        w->lt = *opened;
+        memset(opened, 0, sizeof *opened);
+    }
+    w->drv = drv;
+    w->ctx = ctx;
+    w->m = m;
+    w->n_ctx = n_ctx;
+    w->t0 = ms_now();
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    if (pthread_create(&w->th, NULL, warm_main, w)) {
+        zr_cublaslt_close(&w->lt);
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        free(w);
+        return zr_err(err, ZR_E_NOMEM, "warm-up: cannot start its thread");
+    }
+    *out = w;
+    return ZR_OK;
+}
+
+static void post(ZrCuWarm *w, bool have_bufs) {
+    pthread_mutex_lock(&w->mu);
+    if (!w->posted) {
+        w->posted = true;
+        w->have_bufs = have_bufs;
+        pthread_cond_broadcast(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f) {
+    ZrCuWarm *w = warm;
+    if (!f) { /* the buffers go: stop, and wait until the GEMMs launched are done */
+        post(w, false);
+        pthread_mutex_lock(&w->mu);
+        w->cancel = true;
+        while (!w->idle) pthread_cond_wait(&w->cv, &w->mu);
+        pthread_mutex_unlock(&w->mu);
+        return;
+    }
+    ZrCuBuffer t[ZR_CUF_MAX_BUFFERS];
+    const int n = zr_cuf_buffers(f->m, f->n_ctx, t);
+    w->n_pool = 0;
+    for (int i = 0; i < n; i++) {
+        /* not the small ones zr_cuf_init clears after the upload, nor the workspace (the GEMMs' own) */
+        const size_t fld = t[i].field;
+        if (fld == offsetof(ZrCuForward, d_tok) || fld == offsetof(ZrCuForward, d_pick) ||
+            fld == offsetof(ZrCuForward, attn_count) || fld == offsetof(ZrCuForward, lt_ws))
+            continue;
+        PoolBuf b = {*(const CUdeviceptr *)((const char *)f + fld), t[i].bytes};
+        int at = w->n_pool++;
+        while (at > 0 && w->pool[at - 1].bytes < b.bytes) { /* largest first */
+            w->pool[at] = w->pool[at - 1];
+            at--;
+        }
+        w->pool[at] = b;
+    }
+    w->ws = f->lt_ws;
+    w->ws_bytes = f->lt_ws_bytes;
+    post(w, true);
+}
+
+int zr_cuf_warm_wait(ZrCuWarm *w, ZrCublasLt *lt, ZrCuWarmStats *st, ZrError *err) {
+    post(w, false); /* nothing more comes */
+    pthread_join(w->th, NULL);
+    const int rc = w->rc;
+    if (rc) {
+        zr_cublaslt_close(&w->lt);
+        memset(lt, 0, sizeof *lt);
+        *err = w->err;
+    } else {
+        *lt = w->lt;
+    }
+    if (st) *st = w->st;
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w->gemms);
+    free(w);
+    return rc;
+}
+
+int zr_cuf_warm_copies(ZrCuForward *f, ZrError *err) {
+    int32_t v[2] = {0, 0};
+    int rc = zr_cuda_d2h(f->cuda, v, f->d_tok, sizeof v, err);
+    if (!rc) rc = zr_cuda_sync(f->cuda, err);
+    if (!rc) rc = zr_cuda_h2d(f->cuda, f->d_tok, v, sizeof v, err);
+    if (!rc) rc = zr_cuda_sync(f->cuda, err);
+    return rc ? zr_err_wrap(err, "warming up the copies at load") : ZR_OK;
 }

@@ -1,15 +1,47 @@
-/* No cold-start tax on the first prompt (issue 19): at load, one short prefill of zeros runs
- * the prefill path once, so what its first use costs is paid before the first prompt: cuBLASLt's
- * heuristic tables and its GEMM kernels (loaded lazily by the driver, CUDA 12.2+), the GEMM
- * plans of the shapes (cuda/cublaslt.h ZrLtPlan). zrun's own kernels are loaded at load
- * already (cuModuleGetFunction of every kernel, cuda/kreg.c). The cache rows it writes are
- * overwritten by the first prompt before anything reads them: the backend's cache stays empty. */
+/* No cold-start tax on the first prompt, and none on the critical path either (issue 19): a
+ * thread of its own, started as soon as the context exists, opens cuBLASLt (unless the context's
+ * early thread did: cuda/early.h), plans every GEMM shape of the prefill and, once the
+ * activation buffers exist (zr_cuf_init allocates them before the weights go up and tells
+ * ZrCuProgress.buffers), runs each shape once for every bucket of rows up to the longest prompt
+ * chunk (cuda/cublaslt.h ZR_LT_BUCKET_MIN, 16, .., ZR_CUF_UBATCH) on a stream of its own:
+ * cuBLASLt's heuristic and its GEMM kernels (loaded lazily by the driver, CUDA 12.2+) are loaded
+ * while the upload runs. zrun's own
+ * kernels are loaded at load already (cuModuleGetFunction of every kernel, cuda/kreg.c).
+ *
+ * Its GEMMs read and write the activation buffers, the F16 weight buffer and the KV cache,
+ * whatever they hold, never the weights: they need none of the upload, and nothing reads those
+ * buffers before the first prompt, which writes them first. The shapes are listed from the model
+ * as forward.c's gemm and moe.c's rows_gemm make them (test/gpu/test_startup.c: a prompt of any
+ * length after the warm-up asks the heuristic nothing). */
 #pragma once
 #include "cuda/forward.h"
 
-/* A short prompt. cuBLASLt may pick other kernels for other row counts: those are loaded at their
- * first use (test/gpu/test_startup.c times a first 5-token prompt against the next ones). */
-#define ZR_CUF_WARM_TOKENS 8
+typedef struct ZrCuWarm ZrCuWarm;
 
-/* The warm-up prefill at positions 0.. (at most n_ctx of them); *ms: its wall time. */
-int zr_cuf_warm(ZrCuForward *f, double *ms, ZrError *err);
+typedef struct ZrCuWarmStats {
+    double open_ms;  /* cuBLASLt's opening, on the thread (0: opened before it) */
+    double plan_ms;  /* then the plans of every shape and bucket (no buffers needed) */
+    double wait_ms;  /* then waiting for the buffers */
+    double gemm_ms;  /* then the GEMMs, from the buffers' arrival to the stream's end */
+    int n_gemms;     /* GEMMs run: one per shape and bucket */
+    int n_planned;   /* of the plans, those not run (operands larger than every buffer: an F16/F32
+                      * output matrix of zrun eval's all-logits path) */
+    int max_rows;    /* the largest bucket warmed: prompts of 1..max_rows rows per chunk */
+} ZrCuWarmStats;
+
+/* Starts the thread in the context ctx of drv for model m and a context of n_ctx positions.
+ * opened: a cuBLASLt opened already (the context's early thread: cuda/early.h), taken over and
+ * zeroed, or NULL / zeroed: the thread opens one. ZR_E_NOMEM when no thread can be started. */
+int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, const ZrModel *m, int n_ctx,
+                      ZrCublasLt *opened, ZrError *err);
+/* ZrCuProgress.buffers: f's activation buffers and workspaces exist (warm: the ZrCuWarm); f NULL:
+ * they are about to be freed, so no more GEMMs, and it returns once those launched are done. */
+void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f);
+/* Joins the thread (the GEMMs done) and frees w: *lt is the cuBLASLt it opened with the plans
+ * made, or on failure zeroed with err set. Without zr_cuf_warm_buffers the thread only opens. */
+int zr_cuf_warm_wait(ZrCuWarm *w, ZrCublasLt *lt, ZrCuWarmStats *st, ZrError *err);
+
+/* The driver's first pageable copies each way on f's stream (it sets up their staging at first
+ * use, which would be the first prompt's: its token ids up, its logits down), from and to the
+ * decode step's token and position (zeros, which it writes back). Synchronizes. */
+int zr_cuf_warm_copies(ZrCuForward *f, ZrError *err);
