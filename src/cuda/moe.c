@@ -9,6 +9,46 @@
 
 static int max_int(int a, int b) { return a > b ? a : b; }
 
+static bool dense_type(uint32_t t) { return t == ZR_TYPE_F32 || t == ZR_TYPE_F16; }
+
+/* The F16 values of the prefill's expert buffer (p_wq) for model m: up to RUN_MAX experts of the
+ * widest expert matrix (2 n_ff x n_embd), at most 128 Mi values (256 MiB) unless one is larger. */
+static size_t wq_elems_of(const ZrModel *m) {
+    size_t n_expert = 0, n_ff = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const ZrLayerFacts *F = &m->layers[il].facts;
+        if ((size_t)F->n_expert > n_expert) n_expert = (size_t)F->n_expert;
+        if ((size_t)F->n_ff_expert > n_ff) n_ff = (size_t)F->n_ff_expert;
+    }
+    const size_t per = 2 * n_ff * (size_t)m->hp.n_embd, cap = (size_t)128 << 20;
+    const size_t run = (n_expert < RUN_MAX ? n_expert : RUN_MAX) * per;
+    return run < cap ? run : per > cap ? per : cap;
+}
+
+/* The most experts of a run on a layer whose gate|up (split: gate, up; else up_t == ZR_TYPE_COUNT),
+ * down are of these types: RUN_MAX, or fewer when their F16 copies would not fit wq values. */
+static int run_fit(size_t wq, uint32_t gu_t, uint32_t up_t, uint32_t down_t, int ff, int d) {
+    const bool split = up_t != ZR_TYPE_COUNT;
+    size_t per = 0; /* the most F16 values an expert's matrix of this layer needs */
+    if (!dense_type(gu_t)) per = (size_t)(split ? ff : 2 * ff) * d;
+    if (split && !dense_type(up_t) && (size_t)ff * d > per) per = (size_t)ff * d;
+    if (!dense_type(down_t) && (size_t)ff * d > per) per = (size_t)ff * d;
+    const size_t fit = per ? wq / per : RUN_MAX;
+    return fit < RUN_MAX ? (int)fit : RUN_MAX;
+}
+
+int zr_cuf_moe_batch_max(const ZrModel *m, const ZrLayer *L) {
+    const ZrLayerFacts *F = &L->facts;
+    if (!F->n_expert) return 0;
+    const bool split = L->gate_exps.type != L->up_exps.type;
+    int fit = run_fit(wq_elems_of(m), L->gate_exps.type, split ? L->up_exps.type : ZR_TYPE_COUNT, L->down_exps.type,
+                      F->n_ff_expert, m->hp.n_embd);
+    if (fit > F->n_expert) fit = F->n_expert;
+    int b = 1;
+    while (2 * b <= fit) b *= 2;
+    return b;
+}
+
 int zr_cuf_moe_upload_layer(ZrCuForward *f, ZrCuUpload *u, int il, ZrError *err) {
     const ZrModel *m = f->m;
     const ZrLayer *L = &m->layers[il];
@@ -103,10 +143,7 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
     if ((rc = zr_cuf_dalloc(f, &M->p_idx, sizeof(int32_t) * padded, "expert rows (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_slot, sizeof(int32_t) * padded, "expert slots (prefill)", err))) return rc;
     const size_t ffs = (size_t)n_ff, wide = e > ffs ? e : ffs;
-    /* the F16 copies of a run's experts: up to RUN_MAX of the widest matrix (2 n_ff x n_embd), at
-     * most 128 Mi values (256 MiB) unless one expert is larger */
-    const size_t per = 2 * ffs * e, cap = (size_t)128 << 20, run = (size_t)(n_expert < RUN_MAX ? n_expert : RUN_MAX) * per;
-    M->wq_elems = run < cap ? run : per > cap ? per : cap;
+    M->wq_elems = wq_elems_of(f->m);
     if ((rc = zr_cuf_dalloc(f, &M->p_wq, 2 * M->wq_elems, "expert f16 weights (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_x, fl * slots * e, "expert inputs (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_xh, 2 * slots * wide, "expert f16 inputs (prefill)", err))) return rc;
@@ -275,14 +312,11 @@ int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrErro
      * a copy of row 0 that nothing reads back (slot -1). */
     const bool split = E->up.main != 0;
     const int rpe_gu = split ? ff : 2 * ff;
-    size_t per = 0; /* the most F16 values an expert's matrix of this layer needs */
-    if (E->gu.type != ZR_TYPE_F32 && E->gu.type != ZR_TYPE_F16) per = (size_t)rpe_gu * d;
-    if (split && E->up.type != ZR_TYPE_F32 && E->up.type != ZR_TYPE_F16 && (size_t)ff * d > per) per = (size_t)ff * d;
-    if (E->down.type != ZR_TYPE_F32 && E->down.type != ZR_TYPE_F16 && (size_t)ff * d > per) per = (size_t)ff * d;
     /* at most RUN_MAX experts a run: enough GEMM blocks to fill the GPU (a 1536-row expert is 12
      * tiles of 128 rows: 384 blocks), and test_moe_cuda's 64- and 128-expert models take several runs */
-    const int fit0 = per ? (int)(M->wq_elems / per) : ne, fit = fit0 < RUN_MAX ? fit0 : RUN_MAX, cap = ZR_CUF_UBATCH * k < ROWS_MAX ? ZR_CUF_UBATCH * k : ROWS_MAX;
-    if (fit < 1) return zr_err(err, ZR_E_INTERNAL, "cuda moe prefill: an expert of %zu values does not fit the F16 weight buffer", per);
+    const int fit = run_fit(M->wq_elems, E->gu.type, split ? E->up.type : ZR_TYPE_COUNT, E->down.type, ff, d),
+              cap = ZR_CUF_UBATCH * k < ROWS_MAX ? ZR_CUF_UBATCH * k : ROWS_MAX;
+    if (fit < 1) return zr_err(err, ZR_E_INTERNAL, "cuda moe prefill: layer %d: an expert does not fit the F16 weight buffer", il);
     enum { MAX_RUNS = 1024 };
     int run_e0[MAX_RUNS], run_len[MAX_RUNS], run_c[MAX_RUNS], run_base[MAX_RUNS], n_runs = 0, rows = 0;
     for (int e0 = 0; e0 < ne;) {

@@ -67,6 +67,9 @@ typedef struct ZrCuUpload ZrCuUpload; /* cuda/upload.h */
 int zr_cuf_moe_upload_layer(ZrCuForward *f, ZrCuUpload *u, int il, ZrError *err);
 /* The bytes zr_cuf_moe_upload_layer will allocate for layer L (0 for a dense layer). */
 size_t zr_cuf_moe_layer_bytes(const ZrModel *m, const ZrLayer *L);
+/* The most experts one batched GEMM of the prefill takes on layer L of m (a power of two; 0 for a
+ * dense layer): zr_cuf_moe_prefill's GEMMs take 1, 2, 4 .. that many (cuda/warm.c lists them). */
+int zr_cuf_moe_batch_max(const ZrModel *m, const ZrLayer *L);
 /* The workspaces of the MoE FFN (none when the model has no experts). */
 int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err);
 /* x[n_embd] += the MoE FFN of layer il on RMSNorm(x) * norm_w: launches only (the decode step's,
