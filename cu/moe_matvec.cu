@@ -4,11 +4,24 @@
 //
 // W is one expert tensor uploaded as a stacked matrix of n_total rows: expert e's matrix is rows
 // [e n_rows, (e + 1) n_rows) (with GLU: its n_rows/2 gate rows, then its n_rows/2 up rows). Block
-// row (blockIdx.y = slot j < n_used) computes expert ids[j]'s rows on x + j x_stride into
-// y + j y_stride; everything else (modes, split-K, launch shape, shared memory) is
+// row (blockIdx.y = slot j < n_used = gridDim.y) computes expert ids[j]'s rows on x + j x_stride
+// into y + j y_stride; everything else (modes, split-K, launch shape, shared memory) is
 // zr_matvec's: grid (row-group blocks of one expert, n_used). ids are read after the grid
 // wait, so no weight load is issued before the router has written them; an id outside
 // 0..n_total/n_rows-1 is clamped (never read out of bounds).
+//
+// Two fusions take the routing and the mix out of launches of their own (a decode MoE FFN is
+// three launches: router matvec, gate|up, down):
+//  - logits != NULL (the gate|up launch): every block routes for itself (cu/moe_topk.cuh, warp
+//    0, n_used <= 32, n_expert <= 256) from the router's logits [n_expert] instead of reading ids, and block
+//    (0, 0) writes the ids and weights [n_used] for the down launch. The routing costs each block
+//    a few hundred cycles after the logits' load, less than a launch between two kernels.
+//  - mix_x != NULL (the down launch, no GLU): the blocks of one row group (one per slot) count
+//    themselves in done[blockIdx.x] (an atomic add after a fence), and the last of them adds
+//    sum_j weights[j] y[j][row] (slots in order, each product rounded before its add, as
+//    moe_combine_f32) into mix_x[row] and sets the count back to 0 for the next launch: the same
+//    bits as the separate combine, whichever block comes last.
+#include "moe_topk.cuh"
 #include "matvec.cuh"
 
 // The chosen expert's first row and the stacked matrix's row count, for ZrMvExpert::row (set by
@@ -39,12 +52,24 @@ template <class T, int R, int P>
 __device__ __forceinline__ void zr_matvec_id(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                              const float *x, int x_stride, float *y, int y_stride,
                                              const float *__restrict__ norm_w, float eps, int n_in, int n_rows, int mode,
-                                             int split, const int *ids, int n_total) {
+                                             int split, int *ids, int n_total, const float *logits, int n_expert_route,
+                                             float *weights, float *mix_x, unsigned *done) {
+    __shared__ int route_ids[32];
+    __shared__ float route_w[32];
+    __shared__ bool mix_last;
     zr_grid_enter();
-    const int j = blockIdx.y;
+    const int j = blockIdx.y, n_used = gridDim.y;
+    if (logits) {
+        if (threadIdx.x < 32) zr_moe_topk_256(logits, n_expert_route, n_used, route_ids, route_w);
+        __syncthreads();
+        if (blockIdx.x == 0 && j == 0 && threadIdx.x < n_used) {
+            ids[threadIdx.x] = route_ids[threadIdx.x];
+            weights[threadIdx.x] = route_w[threadIdx.x];
+        }
+    }
     if (threadIdx.x == 0) {
         const int n_expert = n_total / n_rows;
-        int e = ids[j];
+        int e = logits ? route_ids[j] : ids[j];
         e = e < 0 ? 0 : e >= n_expert ? n_expert - 1 : e;
         zr_moe_row0 = e * n_rows;
         zr_moe_rows = n_total;
@@ -52,6 +77,23 @@ __device__ __forceinline__ void zr_matvec_id(const uint8_t *__restrict__ w, cons
     __syncthreads();
     zr_matvec<ZrMvExpert<T>, R, P>(w, ws, x + (size_t)j * x_stride, y + (size_t)j * y_stride, nullptr, norm_w, eps, n_in,
                                    n_rows, mode, split, nullptr, nullptr, nullptr);
+    if (!mix_x) return;
+    // this block's rows: zr_matvec's row groups blockIdx.x G .. + G of R rows each
+    const int G = (blockDim.x >> 5) / split, row0 = blockIdx.x * G * R;
+    __threadfence(); // this block's y before its count
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        mix_last = atomicAdd(done + blockIdx.x, 1u) == (unsigned)n_used - 1;
+        if (mix_last) atomicExch(done + blockIdx.x, 0u);
+    }
+    __syncthreads();
+    if (!mix_last) return;
+    __threadfence(); // the other slots' y after their counts
+    for (int r = row0 + threadIdx.x; r < row0 + G * R && r < n_rows; r += blockDim.x) {
+        float acc = __fmul_rn(__ldcg(y + r), __ldcg(weights));
+        for (int s = 1; s < n_used; s++) acc = __fadd_rn(acc, __fmul_rn(__ldcg(y + (size_t)s * y_stride + r), __ldcg(weights + s)));
+        mix_x[r] += acc;
+    }
 }
 
 // The same R, P and register cap as each type's matvec (cu/matvec_float.cu, matvec_q_legacy.cu,
@@ -60,9 +102,10 @@ __device__ __forceinline__ void zr_matvec_id(const uint8_t *__restrict__ w, cons
     ZR_KERNEL void __maxnreg__(NREG)                                                                             \
         NAME(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, const float *x, int x_stride, float *y, \
              int y_stride, const float *__restrict__ norm_w, float eps, int n_in, int n_rows, int mode, int split,  \
-             const int *ids, int n_total) {                                                                      \
+             int *ids, int n_total, const float *logits, int n_expert, float *weights, float *mix_x,             \
+             unsigned *done) {                                                                                   \
         zr_matvec_id<TRAITS, R, P>(w, ws, x, x_stride, y, y_stride, norm_w, eps, n_in, n_rows, mode, split, ids,  \
-                                   n_total);                                                                     \
+                                   n_total, logits, n_expert, weights, mix_x, done);                             \
     }                                                                                                            \
     ZR_KCHECK_FAMILY(mv_id, NAME);
 

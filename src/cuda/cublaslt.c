@@ -47,6 +47,7 @@ int zr_cublaslt_open(ZrCublasLt *lt, ZrError *err) {
         {"cublasLtMatmulDescSetAttribute", (void **)&lt->desc_set, false},
         {"cublasLtMatrixLayoutCreate", (void **)&lt->layout_create, false},
         {"cublasLtMatrixLayoutDestroy", (void **)&lt->layout_destroy, false},
+        {"cublasLtMatrixLayoutSetAttribute", (void **)&lt->layout_set, true},
         {"cublasLtMatmulPreferenceCreate", (void **)&lt->pref_create, false},
         {"cublasLtMatmulPreferenceDestroy", (void **)&lt->pref_destroy, false},
         {"cublasLtMatmulPreferenceSetAttribute", (void **)&lt->pref_set, false},
@@ -104,6 +105,20 @@ static int plan_descs(const ZrCublasLt *lt, const ZrLtShape *sh, ZrLtPlan *p, Zr
     LT_TRY(lt, err, lt->layout_create(&p->lb, (int)sh->type_b, sh->trans_b ? n : k, sh->trans_b ? k : n, sh->ldb),
            "layout B");
     LT_TRY(lt, err, lt->layout_create(&p->ld, (int)sh->type_d, m, n, sh->ldd), "layout D");
+    if (sh->batch > 1) {
+        const int32_t nb = (int32_t)sh->batch;
+        if (!lt->layout_set) {
+            rc = zr_err(err, ZR_E_UNSUPPORTED, "cuBLASLt: no cublasLtMatrixLayoutSetAttribute for a batched GEMM");
+            goto done;
+        }
+        cublasLtMatrixLayout_t ls[3] = {p->la, p->lb, p->ld};
+        const int64_t strides[3] = {sh->stride_a, sh->stride_b, sh->stride_d};
+        for (int i = 0; i < 3; i++) {
+            LT_TRY(lt, err, lt->layout_set(ls[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &nb, sizeof nb), "set BATCH_COUNT");
+            LT_TRY(lt, err, lt->layout_set(ls[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[i], sizeof strides[i]),
+                   "set STRIDED_BATCH_OFFSET");
+        }
+    }
 done:
     return rc;
 }
@@ -141,8 +156,10 @@ static bool algo_fits(const ZrCublasLt *lt, const ZrLtPlan *p, const cublasLtMat
 }
 
 static ZrLtShape shape_of(const ZrGemm *g) {
+    const bool batched = g->batch > 1;
     return (ZrLtShape){g->trans_a, g->trans_b, (int64_t)g->m, (int64_t)g->n, (int64_t)g->k, g->type_a, g->lda,
-                       g->type_b, g->ldb, g->type_d, g->ldd, (int64_t)g->workspace_bytes};
+                       g->type_b, g->ldb, g->type_d, g->ldd, (int64_t)g->workspace_bytes, batched ? g->batch : 1,
+                       batched ? g->stride_a : 0, batched ? g->stride_b : 0, batched ? g->stride_d : 0};
 }
 
 int64_t zr_cublaslt_bucket(int64_t n) {
@@ -181,6 +198,10 @@ static int plan_get(ZrCublasLt *lt, const ZrLtShape *sh, const ZrLtPlan **out, Z
     const ZrLtPlan *bucket = NULL;
     ZrLtShape bs = *sh;
     bs.n = zr_cublaslt_bucket(sh->n);
+    if (sh->batch > 1) { /* a batch's B and D matrices are n rows apart: the bucket's too */
+        bs.stride_b = bs.n * sh->ldb;
+        bs.stride_d = bs.n * sh->ldd;
+    }
     int rc;
     if (bs.n != sh->n && (rc = plan_get(lt, &bs, &bucket, err))) return rc;
     cublasLtMatmulAlgo_t algo = {{0}};

@@ -11,6 +11,7 @@
  * heuristic sees nothing else, so one choice per shape is the choice every call would make. */
 typedef struct ZrLtShape {
     int64_t trans_a, trans_b, m, n, k, type_a, lda, type_b, ldb, type_d, ldd, workspace_bytes;
+    int64_t batch, stride_a, stride_b, stride_d;
 } ZrLtShape;
 
 /* The algorithm of a GEMM is chosen per bucket of its n (the prompt's rows: 1..8, 9..16, 17..32,
@@ -43,6 +44,7 @@ typedef struct ZrCublasLt {
     PFN_cublasLtMatmulDescSetAttribute desc_set;
     PFN_cublasLtMatrixLayoutCreate layout_create;
     PFN_cublasLtMatrixLayoutDestroy layout_destroy;
+    PFN_cublasLtMatrixLayoutSetAttribute layout_set; /* may be NULL: no batched GEMMs */
     PFN_cublasLtMatmulPreferenceCreate pref_create;
     PFN_cublasLtMatmulPreferenceDestroy pref_destroy;
     PFN_cublasLtMatmulPreferenceSetAttribute pref_set;
@@ -77,6 +79,9 @@ typedef struct ZrGemm {
     CUdeviceptr d; int type_d; int64_t ldd;
     float alpha, beta;
     CUdeviceptr workspace; size_t workspace_bytes;
+    /* batch > 1: that many GEMMs of this shape, matrix i at a + i stride_a, b + i stride_b,
+     * d + i stride_d (strides in elements); 0 or 1: one */
+    int batch; int64_t stride_a, stride_b, stride_d;
 } ZrGemm;
 /* The first GEMM of a shape creates its descriptors and takes its bucket's algorithm (asking the
  * heuristic once per bucket: ZrLtPlan); later ones of that shape reuse them, so a prompt pays no

@@ -231,6 +231,7 @@ enum { CUBLAS_COMPUTE_32F = 68 };
 enum { CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14 };            /* cudaDataType */
 enum { CUBLASLT_MATMUL_DESC_TRANSA = 3, CUBLASLT_MATMUL_DESC_TRANSB = 4 }; /* int32 values */
 enum { CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1 };                  /* uint64 value */
+enum { CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6 }; /* int32, int64 (elements) */
 
 typedef cublasStatus_t (*PFN_cublasLtCreate)(cublasLtHandle_t *h);
 typedef cublasStatus_t (*PFN_cublasLtDestroy)(cublasLtHandle_t h);
@@ -243,6 +244,7 @@ typedef cublasStatus_t (*PFN_cublasLtMatmulDescSetAttribute)(cublasLtMatmulDesc_
 typedef cublasStatus_t (*PFN_cublasLtMatrixLayoutCreate)(cublasLtMatrixLayout_t *l, int type, uint64_t rows,
                                                          uint64_t cols, int64_t ld);
 typedef cublasStatus_t (*PFN_cublasLtMatrixLayoutDestroy)(cublasLtMatrixLayout_t l);
+typedef cublasStatus_t (*PFN_cublasLtMatrixLayoutSetAttribute)(cublasLtMatrixLayout_t l, int attr, const void *buf, size_t size);
 typedef cublasStatus_t (*PFN_cublasLtMatmulPreferenceCreate)(cublasLtMatmulPreference_t *p);
 typedef cublasStatus_t (*PFN_cublasLtMatmulPreferenceDestroy)(cublasLtMatmulPreference_t p);
 typedef cublasStatus_t (*PFN_cublasLtMatmulPreferenceSetAttribute)(cublasLtMatmulPreference_t p, int attr,

@@ -156,21 +156,32 @@ int zr_k_rope_scale(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qk
                      &n_head, &n_kv, &head_dim, &rope_dim, &factor, &pos, &kc);
 }
 
+unsigned zr_k_matvec_id_blocks(int rows_per_warp, int n_rows, int mode, ZrMvShape shape) {
+    const int per_warp = mode & ZR_CUF_MV_GLU ? rows_per_warp / 2 : rows_per_warp;
+    const int results = mode & ZR_CUF_MV_GLU ? n_rows / 2 : n_rows;
+    return (unsigned)cdiv(cdiv((size_t)results, (size_t)per_warp), (size_t)shape.groups);
+}
+
 int zr_k_matvec_id(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, int n_rows, CUdeviceptr ids,
                    int n_used, CUdeviceptr x, int x_stride, CUdeviceptr y, int y_stride, CUdeviceptr norm_w, float eps,
-                   int mode, ZrMvShape shape, ZrError *err) {
+                   int mode, ZrMvShape shape, const ZrMvIdFuse *fuse, ZrError *err) {
     const int R = rows_per_warp;
     if (shape.groups < 1 || shape.split < 1 || shape.groups * shape.split * 32 > ZR_CUF_MV_MAX_THREADS || n_rows < 1 ||
         w->n_out % n_rows || n_used < 1 || ((mode & ZR_CUF_MV_GLU) && (R % 2 || n_rows % 2)))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d x %d warps (%d rows each), %d of %d rows per expert, mode %d",
                       kern->name, shape.groups, shape.split, R, n_rows, w->n_out, mode);
-    const int per_warp = mode & ZR_CUF_MV_GLU ? R / 2 : R;
-    const int results = mode & ZR_CUF_MV_GLU ? n_rows / 2 : n_rows;
-    const unsigned groups = cdiv((size_t)results, (size_t)per_warp);
-    return ZR_LAUNCH(l, kern, ZR_DIM3(cdiv(groups, (size_t)shape.groups), (unsigned)n_used, 1),
-                     ZR_DIM1(32 * shape.groups * shape.split), (unsigned)zr_cuf_mv_smem(w->n_in), err, (void *)&w->main,
-                     (void *)&w->side, &x, &x_stride, &y, &y_stride, &norm_w, &eps, (void *)&w->n_in, &n_rows, &mode,
-                     (void *)&shape.split, &ids, (void *)&w->n_out);
+    const ZrMvIdFuse none = {0};
+    if (!fuse) fuse = &none;
+    if (fuse->logits && (n_used > 32 || fuse->n_expert < n_used || fuse->n_expert > 256 || !fuse->weights))
+        return zr_err(err, ZR_E_INTERNAL, "%s: no fused routing of %d of %d experts (at most 32 of 256)", kern->name, n_used, fuse->n_expert);
+    if (fuse->mix_x && ((mode & ZR_CUF_MV_GLU) || !fuse->weights || !fuse->done || fuse->logits))
+        return zr_err(err, ZR_E_INTERNAL, "%s: a fused mix needs plain rows, weights, counts and no routing", kern->name);
+    const unsigned blocks = zr_k_matvec_id_blocks(R, n_rows, mode, shape);
+    return ZR_LAUNCH(l, kern, ZR_DIM3(blocks, (unsigned)n_used, 1), ZR_DIM1(32 * shape.groups * shape.split),
+                     (unsigned)zr_cuf_mv_smem(w->n_in), err, (void *)&w->main, (void *)&w->side, &x, &x_stride, &y, &y_stride,
+                     &norm_w, &eps, (void *)&w->n_in, &n_rows, &mode, (void *)&shape.split, &ids, (void *)&w->n_out,
+                     (void *)&fuse->logits, (void *)&fuse->n_expert, (void *)&fuse->weights, (void *)&fuse->mix_x,
+                     (void *)&fuse->done);
 }
 
 int zr_k_moe_route(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr logits, int n_expert, int n_used, CUdeviceptr ids,

@@ -99,10 +99,20 @@ int zr_k_rope_scale(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qk
 /* mixture of experts (issue 15). matvec_id_<type>: for each slot j < n_used, y + j y_stride =
  * expert ids[j]'s rows of the stacked expert matrix w (n_out = n_rows per expert x experts) times
  * x' of x + j x_stride (modes as zr_k_matvec; GLU: n_rows = 2 x the results); shape as
- * zr_cuf_mv_shape picks for one expert's matrix */
+ * zr_cuf_mv_shape picks for one expert's matrix. fuse (NULL: neither) folds in the routing and
+ * the mix (cu/moe_matvec.cu): */
+typedef struct ZrMvIdFuse {
+    CUdeviceptr logits;  /* f32 [n_expert]: route from these (n_used <= 32, n_expert <= 256) and write ids, weights [n_used]; 0: read ids */
+    int n_expert;
+    CUdeviceptr weights; /* f32 [n_used]: written when routing, read when mixing */
+    CUdeviceptr mix_x;   /* f32 [n_rows]: += sum_j weights[j] y[j] in slot order (no GLU); 0: no mix */
+    CUdeviceptr done;    /* u32 [row-group blocks], zeroed once: each block of the mix leaves its count at 0 */
+} ZrMvIdFuse;
 int zr_k_matvec_id(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, int n_rows, CUdeviceptr ids,
                    int n_used, CUdeviceptr x, int x_stride, CUdeviceptr y, int y_stride, CUdeviceptr norm_w, float eps,
-                   int mode, ZrMvShape shape, ZrError *err);
+                   int mode, ZrMvShape shape, const ZrMvIdFuse *fuse, ZrError *err);
+/* The row-group blocks of a matvec_id launch (the mix's done counts): one expert's launch grid.x. */
+unsigned zr_k_matvec_id_blocks(int rows_per_warp, int n_rows, int mode, ZrMvShape shape);
 /* moe_route_f32: ids, weights [rows][k] from logits [rows][n_expert] (softmax, top k, renormalized) */
 int zr_k_moe_route(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr logits, int n_expert, int n_used, CUdeviceptr ids,
                    CUdeviceptr weights, int rows, ZrError *err);

@@ -1,19 +1,23 @@
 /* The mixture-of-experts FFN on the GPU (issue 15). Per MoE layer the router, the experts' gate
  * and up (stacked per expert: its gate rows, then its up rows, so one GLU launch computes
- * silu(gate) * up of every chosen expert) and down on the device; a decode step's FFN is five
+ * silu(gate) * up of every chosen expert) and down on the device; a decode step's FFN is three
  * launches that read the chosen experts from device memory (router matvec with the FFN norm
- * fused, moe_route_f32 writing ids and weights, matvec_id GLU, matvec_id down, moe_combine_f32
- * into the residual): the same launches every token, so the recorded graph serves every token
- * and nothing goes to the host.
+ * fused; matvec_id GLU whose blocks route for themselves and write ids and weights; matvec_id
+ * down whose last block per row group mixes the slots into the residual, cu/moe_matvec.cu): the
+ * same launches every token, so the recorded graph serves every token and nothing goes to the
+ * host. (Five before: moe_route_f32 and moe_combine_f32 launched apart; moe_route_f32 still
+ * routes apart for more than 32 chosen experts, and for the prefill.)
  *
  * The prefill groups a chunk's tokens by expert: the router for every row (an F32 GEMM for an
  * F32 router), moe_route_f32 over the rows, the ids to the host once per layer and chunk, then
- * per chosen expert its rows gathered, gate|up and down through the prefill's cuBLASLt path
- * (the expert's rows of the stacked matrices dequantized to F16, as every prefill weight) and
- * the outputs scattered back to their tokens' slots, mixed as in the decode. One GEMM per expert
- * and matrix rather than a grouped or batched GEMM: the experts' weights must be dequantized to
- * F16 anyway, one expert at a time into the one dequantization buffer, and cuBLASLt has no
- * grouped GEMM over operands that do not exist yet. */
+ * runs of consecutive experts (as many as p_wq holds the F16 copies of, and whose slots padded
+ * to the run's largest count fit the slot buffers): per run the rows gathered and converted to
+ * F16, its experts dequantized in one launch, gate|up as one strided-batched cuBLASLt GEMM over
+ * the run's experts (each expert's rows padded to the same count: cuBLASLt has no grouped GEMM,
+ * and the padding costs tensor-core time, not weight reads), SwiGLU, down the same way, and the
+ * outputs scattered to their slots; then the slots mixed as in the decode. A 512-token chunk of
+ * a 128-expert, top-8 model is ~4 runs, ~9 launches each (before: 8 launches per chosen
+ * expert, ~1000 a layer, and 2 GEMMs of ~32 tokens per expert, each using a few SMs). */
 #pragma once
 #include "cuda/forward.h"
 
@@ -35,17 +39,25 @@ typedef struct ZrCuMoe {
     CUdeviceptr ff;             /* f32 [max n_used][ff_stride] silu(gate) * up of each chosen expert */
     CUdeviceptr gate_up;        /* f32 [max n_used][2 n_ff]: gate | up of each chosen expert, for split gate and up */
     CUdeviceptr out;            /* f32 [max n_used][n_embd] each chosen expert's output */
+    CUdeviceptr done;           /* u32 [n_embd] the down launch's per-block counts of its mix (cu/moe_matvec.cu), 0 between launches */
     /* the prefill's, for ZR_CUF_UBATCH rows (UB) */
     CUdeviceptr p_logits;       /* f32 [UB][max n_expert] */
     CUdeviceptr p_ids;          /* i32 [UB][max n_used] */
     CUdeviceptr p_weights;      /* f32 [UB][max n_used] */
-    CUdeviceptr p_idx, p_slot;  /* i32 [UB max n_used]: rows and their slots (row n_used + j), grouped by expert */
-    CUdeviceptr p_x;            /* f32 [UB][n_embd] one expert's rows of xn */
-    CUdeviceptr p_y;            /* f32 [UB][n_embd] one expert's outputs */
+    CUdeviceptr p_idx, p_slot;  /* i32 [max n_expert UB]: the padded layout's rows of xn and their slots (row n_used + j; -1: padding) */
+    /* one run of experts at a time, in the padded layout (at most UB max n_used rows) */
+    CUdeviceptr p_x;            /* f32 [UB max n_used][n_embd] the run's rows of the normed input */
+    CUdeviceptr p_xh;           /* f16 [UB max n_used][max(n_embd, n_ff)] their F16 copy, then their SwiGLU for down */
+    CUdeviceptr p_gu;           /* f32 [UB max n_used][2 n_ff] gate | up */
+    CUdeviceptr p_ff;           /* f32 [UB max n_used][n_ff] SwiGLU (F32 down experts) */
+    CUdeviceptr p_y;            /* f32 [UB max n_used][n_embd] the experts' outputs */
     CUdeviceptr p_out;          /* f32 [UB][max n_used][n_embd] every row's experts' outputs, in the order chosen */
     int32_t *h_ids;             /* host [UB max n_used] */
-    int32_t *h_idx, *h_slot;    /* host [UB max n_used] */
-    int32_t *h_start;           /* host [max n_expert + 1]: expert e's rows are h_idx[h_start[e] .. h_start[e + 1]) */
+    int32_t *h_idx, *h_slot;    /* host [max n_expert UB] */
+    int32_t *h_start;           /* host [max n_expert + 1]: each expert's count of slots, then its next padded row */
+    CUdeviceptr p_wq;           /* f16 [wq_elems] a run of experts' F16 copies (prefill) */
+    size_t wq_elems;
+    bool no_batch;              /* a batched GEMM failed once: one GEMM per expert from then on */
     ZrCuMoeLayer layers[];      /* [n_layer] */
 } ZrCuMoe;
 
@@ -55,6 +67,9 @@ typedef struct ZrCuUpload ZrCuUpload; /* cuda/upload.h */
 int zr_cuf_moe_upload_layer(ZrCuForward *f, ZrCuUpload *u, int il, ZrError *err);
 /* The bytes zr_cuf_moe_upload_layer will allocate for layer L (0 for a dense layer). */
 size_t zr_cuf_moe_layer_bytes(const ZrModel *m, const ZrLayer *L);
+/* The most experts one batched GEMM of the prefill takes on layer L of m (a power of two; 0 for a
+ * dense layer): zr_cuf_moe_prefill's GEMMs take 1, 2, 4 .. that many (cuda/warm.c lists them). */
+int zr_cuf_moe_batch_max(const ZrModel *m, const ZrLayer *L);
 /* The workspaces of the MoE FFN (none when the model has no experts). */
 int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err);
 /* x[n_embd] += the MoE FFN of layer il on RMSNorm(x) * norm_w: launches only (the decode step's,

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cuda/buffers.h"
+#include "cuda/moe.h"
 
 #define WARM_MAX_POOL ZR_CUF_MAX_BUFFERS
 
@@ -61,7 +62,8 @@ static int add(ZrCuWarm *w, const WarmGemm *x, ZrError *err) {
     for (int i = 0; i < w->n_gemms; i++) {
         WarmGemm *y = &w->gemms[i];
         if (y->g.m == x->g.m && y->g.k == x->g.k && y->g.type_a == x->g.type_a && y->g.lda == x->g.lda &&
-            y->g.type_b == x->g.type_b && y->g.ldd == x->g.ldd && y->g.beta == x->g.beta) {
+            y->g.type_b == x->g.type_b && y->g.ldd == x->g.ldd && y->g.beta == x->g.beta && y->g.batch == x->g.batch &&
+            y->g.stride_a == x->g.stride_a) {
             if (x->max_rows > y->max_rows) y->max_rows = x->max_rows;
             return ZR_OK;
         }
@@ -109,6 +111,24 @@ static int add_rows(ZrCuWarm *w, uint32_t type, int n_in, int n_rows, int ldy, f
     return ZR_OK;
 }
 
+/* The batched GEMMs of moe.c's run_gemm for experts of type and row length n_in, rpe rows each:
+ * batches of 1, 2, 4 .. nb experts (F32/F16 read in place, others from their F16 copies), each
+ * expert's rows of X and Y n apart (the strides follow the bucket's n at the run). */
+static int add_experts(ZrCuWarm *w, uint32_t type, int n_in, int rpe, int ldy, int nb, int max_rows, ZrError *err) {
+    const bool f32 = type == ZR_TYPE_F32, dense = f32 || type == ZR_TYPE_F16;
+    const int64_t lda = dense ? (int64_t)(zr_cuw_main_row_bytes(type, n_in) / (f32 ? 4 : 2)) : n_in;
+    for (int b = 1; b <= nb; b *= 2) {
+        WarmGemm x = {.g = {.trans_a = 1, .trans_b = 0, .m = (uint64_t)rpe, .k = (uint64_t)n_in, .type_a = f32 ? CUDA_R_32F : CUDA_R_16F,
+                            .lda = lda, .type_b = f32 ? CUDA_R_32F : CUDA_R_16F, .ldb = n_in, .type_d = CUDA_R_32F, .ldd = ldy,
+                            .alpha = 1.0f, .beta = 0.0f, .batch = b, .stride_a = b > 1 ? lda * rpe : 0},
+                      .a_bytes = (size_t)lda * rpe * b * (f32 ? 4 : 2), .b_row_bytes = (size_t)n_in * (f32 ? 4 : 2) * b,
+                      .max_rows = max_rows};
+        int rc = add(w, &x, err);
+        if (rc) return rc;
+    }
+    return ZR_OK;
+}
+
 /* Runs of consecutive matrices of one type and row length, stacked as the upload stacks them
  * (upload.c upload_group), each added with its rows. */
 static int add_group(ZrCuWarm *w, const ZrWeight *const *ws, int n, int ldy, float beta, int max_rows, ZrError *err) {
@@ -138,14 +158,15 @@ static int list_gemms(ZrCuWarm *w, int rows, ZrError *err) {
         if (F->n_expert) {
             const int ff = F->n_ff_expert;
             if ((rc = add_rows(w, L->ffn_gate_inp.type, n_embd, F->n_expert, F->n_expert, 0.0f, rows, err))) return rc;
+            const int nb = zr_cuf_moe_batch_max(m, L);
             if (L->gate_exps.type != L->up_exps.type) {
-                if ((rc = add_rows(w, L->gate_exps.type, n_embd, ff, 2 * ff, 0.0f, rows, err)) ||
-                    (rc = add_rows(w, L->up_exps.type, n_embd, ff, 2 * ff, 0.0f, rows, err)))
+                if ((rc = add_experts(w, L->gate_exps.type, n_embd, ff, 2 * ff, nb, rows, err)) ||
+                    (rc = add_experts(w, L->up_exps.type, n_embd, ff, 2 * ff, nb, rows, err)))
                     return rc;
-            } else if ((rc = add_rows(w, L->gate_exps.type, n_embd, 2 * ff, 2 * ff, 0.0f, rows, err))) {
+            } else if ((rc = add_experts(w, L->gate_exps.type, n_embd, 2 * ff, 2 * ff, nb, rows, err))) {
                 return rc;
             }
-            if ((rc = add_rows(w, L->down_exps.type, ff, n_embd, n_embd, 0.0f, rows, err))) return rc;
+            if ((rc = add_experts(w, L->down_exps.type, ff, n_embd, n_embd, nb, rows, err))) return rc;
             continue;
         }
         const ZrWeight *gu[2] = {&L->w_gate, &L->w_up}, *down[1] = {&L->w_down};
@@ -176,12 +197,16 @@ static int run_gemms(ZrCuWarm *w, CUstream stream, ZrError *err) {
             const int64_t n = b < x->max_rows ? b : x->max_rows; /* the last bucket: as many rows as there can be */
             ZrGemm g = x->g;
             g.n = (uint64_t)zr_cublaslt_bucket(n);
+            if (g.batch > 1) { /* each batch's B and D matrices g.n rows apart */
+                g.stride_b = (int64_t)g.n * g.ldb;
+                g.stride_d = (int64_t)g.n * g.ldd;
+            }
             g.workspace = w->ws;
             g.workspace_bytes = w->ws_bytes;
             CUdeviceptr busy[3];
             busy[0] = g.a = pick(w, x->a_bytes, busy, 0);
             busy[1] = g.b = pick(w, x->b_row_bytes * g.n, busy, 1);
-            g.d = pick(w, (size_t)g.ldd * g.n * sizeof(float), busy, 2);
+            g.d = pick(w, (size_t)g.ldd * g.n * sizeof(float) * (g.batch > 1 ? (size_t)g.batch : 1), busy, 2);
             pthread_mutex_lock(&w->mu);
             const bool cancel = w->cancel;
             pthread_mutex_unlock(&w->mu);

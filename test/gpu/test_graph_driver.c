@@ -134,4 +134,53 @@ ZT_TEST(cublaslt_gemm_matches_the_cpu) {
     zr_cuda_close(&c);
 }
 
+/* A strided batch (the MoE prefill's runs of experts): matrix i of each operand at i strides. */
+ZT_TEST(cublaslt_batched_gemm_matches_the_cpu) {
+    ZrCuda c;
+    int rc = open_gpu(&c);
+    if (rc == 77) return;
+    ZT_CHECK(rc == 0);
+    ZrError err = {0};
+    ZrCublasLt lt;
+    rc = zr_cublaslt_open(&lt, &err);
+    if (rc == ZR_E_NODEV) {
+        zt_skip(err.msg);
+        zr_cuda_close(&c);
+        return;
+    }
+    ZT_CHECKF(rc == 0, "%s", err.msg);
+    enum { NB = 3, NT = 32, NI = 64, NO = 48 };
+    float *w = malloc(NB * NO * NI * sizeof *w), *x = malloc(NB * NT * NI * sizeof *x), *y = malloc(NB * NT * NO * sizeof *y);
+    for (int i = 0; i < NB * NO * NI; i++) w[i] = (float)((i * 7) % 13) * 0.25f - 1.5f;
+    for (int i = 0; i < NB * NT * NI; i++) x[i] = (float)((i * 5) % 11) * 0.125f - 0.5f;
+    CUdeviceptr dw, dx, dy, ws;
+    ZT_CHECK(zr_cuda_alloc(&c, &dw, sizeof(float) * NB * NO * NI, "w", &err) == 0);
+    ZT_CHECK(zr_cuda_alloc(&c, &dx, sizeof(float) * NB * NT * NI, "x", &err) == 0);
+    ZT_CHECK(zr_cuda_alloc(&c, &dy, sizeof(float) * NB * NT * NO, "y", &err) == 0);
+    ZT_CHECK(zr_cuda_alloc(&c, &ws, 4 << 20, "workspace", &err) == 0);
+    ZT_CHECK(zr_cuda_h2d(&c, dw, w, sizeof(float) * NB * NO * NI, &err) == 0);
+    ZT_CHECK(zr_cuda_h2d(&c, dx, x, sizeof(float) * NB * NT * NI, &err) == 0);
+    ZrGemm g = {.trans_a = 1, .trans_b = 0, .m = NO, .n = NT, .k = NI,
+                .a = dw, .type_a = CUDA_R_32F, .lda = NI, .b = dx, .type_b = CUDA_R_32F, .ldb = NI,
+                .d = dy, .type_d = CUDA_R_32F, .ldd = NO, .alpha = 1.0f, .beta = 0.0f,
+                .workspace = ws, .workspace_bytes = 4 << 20, .batch = NB, .stride_a = NO * NI, .stride_b = NT * NI,
+                .stride_d = NT * NO};
+    ZT_CHECKF(zr_cublaslt_gemm(&lt, c.stream, &g, &err) == 0, "%s", err.msg);
+    ZT_CHECK(zr_cuda_d2h(&c, y, dy, sizeof(float) * NB * NT * NO, &err) == 0 && zr_cuda_sync(&c, &err) == 0);
+    int bad = 0;
+    for (int b = 0; b < NB; b++)
+        for (int t = 0; t < NT; t++)
+            for (int o = 0; o < NO; o++) {
+                double ref = 0;
+                for (int i = 0; i < NI; i++) ref += (double)x[(b * NT + t) * NI + i] * w[(b * NO + o) * NI + i];
+                bad += !(fabs(y[(b * NT + t) * NO + o] - ref) <= 1e-3 + 1e-4 * fabs(ref));
+            }
+    fprintf(stderr, "  batched GEMM (%d of %dx%dx%d): %d values off%s\n", NB, NO, NT, NI, bad, bad ? "  FAIL" : "  PASS");
+    ZT_CHECK(bad == 0);
+    zr_cublaslt_close(&lt);
+    free(w); free(x); free(y);
+    zr_cuda_free(&c, dw); zr_cuda_free(&c, dx); zr_cuda_free(&c, dy); zr_cuda_free(&c, ws);
+    zr_cuda_close(&c);
+}
+
 int main(void) { return gpu_main(); }

@@ -147,7 +147,7 @@ ZT_TEST(matvec_id_computes_the_chosen_experts_rows_of_every_type) {
             const int mode = v == 1 ? ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU : v == 2 ? ZR_CUF_MV_SWIGLU : ZR_CUF_MV_PLAIN, results = glu ? ROWS / 2 : ROWS;
             const ZrCuWeight one = {.type = type, .n_in = N_IN, .n_out = ROWS};
             int rc = zr_k_matvec_id(&g->l, &g->k.mv_id[type], zr_cuf_mv_rows_per_warp(type), &dw, ROWS, dids, K, dx, glu ? 0 : 2 * N_IN, dy,
-                                    results, glu ? dg : 0, 1e-5f, mode, zr_cuf_mv_shape(&g->k, &one, mode), &e);
+                                    results, glu ? dg : 0, 1e-5f, mode, zr_cuf_mv_shape(&g->k, &one, mode), NULL, &e);
             ZT_CHECKF(rc == 0, "%s: %s", zr_type_name(type), e.msg);
             gpu_download(g, y, dy, sizeof(float) * K * results);
             if (glu) zr_cpu_rmsnorm(xn, x[0], gw, N_IN, 1e-5f);
@@ -192,11 +192,12 @@ ZT_TEST(matvec_id_computes_the_chosen_experts_rows_of_every_type) {
 }
 
 /* moe_route_f32 chooses the CPU reference's experts in its order, with its weights (to float
- * rounding), for rows of random logits of 8 to 256 experts; moe_combine_f32 mixes as the CPU. */
+ * rounding), for rows of random logits of 5 to 1024 experts; moe_combine_f32 mixes as the CPU. */
 ZT_TEST(route_and_combine_match_the_cpu_reference) {
     GpuEnv *g = gpu_env();
     if (!g) return;
-    static const int shapes[][2] = {{8, 2}, {16, 4}, {64, 8}, {128, 8}, {256, 1}, {5, 5}};
+    /* every register count of cu/moe_topk.cuh (1 to 32 experts a lane), and more than 32 chosen (their p through memory) */
+    static const int shapes[][2] = {{8, 2}, {16, 4}, {64, 8}, {128, 8}, {256, 1}, {5, 5}, {512, 16}, {1024, 8}, {300, 40}};
     enum { ROWS = 33, N = 300 };
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int ne = shapes[si][0], k = shapes[si][1];
@@ -245,6 +246,99 @@ ZT_TEST(route_and_combine_match_the_cpu_reference) {
         gpu_free(g, dout);
         gpu_free(g, dx);
         free(lg), free(probs), free(ids), free(gids), free(w), free(gw), free(out), free(x), free(gx);
+    }
+}
+
+/* The decode's fusions (cu/moe_matvec.cu): a gate|up matvec_id that routes for itself writes the
+ * CPU reference's ids and moe_route_f32's weights bit for bit and the rows of the unfused launch
+ * on those ids bit for bit; a down matvec_id that mixes adds moe_combine_f32's sum (the same
+ * float operations in slot order) into the residual bit for bit, launch after launch (each
+ * launch leaves its per-block counts at 0 for the next: three launches in a row). */
+ZT_TEST(matvec_id_routes_for_itself_and_mixes_into_the_residual) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    static const struct { int ne, k; uint32_t type; } cases[] = {
+        {8, 2, ZR_TYPE_Q4_K}, {128, 8, ZR_TYPE_Q4_K}, {256, 8, ZR_TYPE_Q6_K}, {64, 32, ZR_TYPE_Q8_0}, {5, 5, ZR_TYPE_F32}, {40, 1, ZR_TYPE_Q5_1},
+    };
+    enum { N_IN = 512, ROWS = 100, MIXES = 3 };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int ne = cases[ci].ne, k = cases[ci].k;
+        const uint32_t type = cases[ci].type;
+        uint64_t s = 4242 + ci;
+        uint8_t *w = random_experts(type, N_IN, ROWS * ne, &s);
+        float *lg = malloc(sizeof(float) * ne), *probs = malloc(sizeof(float) * ne), *x = malloc(sizeof(float) * k * 2 * N_IN);
+        float *gw = malloc(sizeof(float) * N_IN), *res = malloc(sizeof(float) * ROWS), *want = malloc(sizeof(float) * ROWS);
+        float *y_ref = malloc(sizeof(float) * k * ROWS), *y = malloc(sizeof(float) * k * ROWS), *wts = malloc(sizeof(float) * k),
+              *wts_ref = malloc(sizeof(float) * k), *wts_cpu = malloc(sizeof(float) * k);
+        int32_t *ids = malloc(sizeof(int32_t) * k), *ids_ref = malloc(sizeof(int32_t) * k), *ids_cpu = malloc(sizeof(int32_t) * k);
+        for (int i = 0; i < ne; i++) lg[i] = 3.0f * gpu_rand(&s);
+        if (ne >= 8) lg[ne - 1] = lg[3]; /* a tie: the lower id first */
+        for (int i = 0; i < k * 2 * N_IN; i++) x[i] = gpu_rand(&s);
+        for (int i = 0; i < N_IN; i++) gw[i] = 1.0f + 0.2f * gpu_rand(&s);
+        for (int i = 0; i < ROWS; i++) res[i] = gpu_rand(&s);
+        zr_cpu_moe_route(lg, probs, ne, k, ids_cpu, wts_cpu);
+        ZrCuWeight dw = upload_stacked(g, type, w, N_IN, ROWS * ne);
+        CUdeviceptr dl = gpu_upload(g, lg, sizeof(float) * ne), dx = gpu_upload(g, x, sizeof(float) * k * 2 * N_IN),
+                    dg = gpu_upload(g, gw, sizeof(float) * N_IN), dres = gpu_upload(g, res, sizeof(float) * ROWS);
+        CUdeviceptr dids_ref = gpu_alloc(g, sizeof(int32_t) * k), dw_ref = gpu_alloc(g, sizeof(float) * k), dids = gpu_alloc(g, sizeof(int32_t) * k),
+                    dwts = gpu_alloc(g, sizeof(float) * k), dy = gpu_alloc(g, sizeof(float) * k * ROWS),
+                    ddone = gpu_upload(g, (uint32_t[ROWS]){0}, sizeof(uint32_t) * ROWS);
+        ZrError e = {0};
+        const int glu = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, R = zr_cuf_mv_rows_per_warp(type);
+        const ZrCuWeight one = {.type = type, .n_in = N_IN, .n_out = ROWS};
+        const ZrKernel *kern = &g->k.mv_id[type];
+        /* the reference: moe_route_f32, then the GLU launch on its ids */
+        ZT_CHECKF(zr_k_moe_route(&g->l, &g->k, dl, ne, k, dids_ref, dw_ref, 1, &e) == 0, "%s", e.msg);
+        ZT_CHECKF(zr_k_matvec_id(&g->l, kern, R, &dw, ROWS, dids_ref, k, dx, 0, dy, ROWS / 2, dg, 1e-5f, glu,
+                                 zr_cuf_mv_shape(&g->k, &one, glu), NULL, &e) == 0, "%s", e.msg);
+        gpu_download(g, y_ref, dy, sizeof(float) * k * ROWS / 2);
+        gpu_download(g, ids_ref, dids_ref, sizeof(int32_t) * k);
+        gpu_download(g, wts_ref, dw_ref, sizeof(float) * k);
+        /* the GLU launch that routes for itself */
+        const ZrMvIdFuse route = {.logits = dl, .n_expert = ne, .weights = dwts};
+        ZT_CHECKF(zr_k_matvec_id(&g->l, kern, R, &dw, ROWS, dids, k, dx, 0, dy, ROWS / 2, dg, 1e-5f, glu, zr_cuf_mv_shape(&g->k, &one, glu),
+                                 &route, &e) == 0, "%s", e.msg);
+        gpu_download(g, y, dy, sizeof(float) * k * ROWS / 2);
+        gpu_download(g, ids, dids, sizeof(int32_t) * k);
+        gpu_download(g, wts, dwts, sizeof(float) * k);
+        const bool route_ok = !memcmp(ids, ids_cpu, sizeof(int32_t) * k) && !memcmp(ids, ids_ref, sizeof(int32_t) * k) &&
+                              !memcmp(wts, wts_ref, sizeof(float) * k) && !memcmp(y, y_ref, sizeof(float) * k * ROWS / 2);
+        /* the plain launch on those ids, then the same launch mixing into the residual, MIXES times */
+        ZT_CHECKF(zr_k_matvec_id(&g->l, kern, R, &dw, ROWS, dids_ref, k, dx, 2 * N_IN, dy, ROWS, 0, 0.0f, ZR_CUF_MV_PLAIN,
+                                 zr_cuf_mv_shape(&g->k, &one, ZR_CUF_MV_PLAIN), NULL, &e) == 0, "%s", e.msg);
+        gpu_download(g, y_ref, dy, sizeof(float) * k * ROWS);
+        const ZrMvIdFuse mix = {.weights = dw_ref, .mix_x = dres, .done = ddone};
+        int mixed_exact = 0;
+        bool y_same = true;
+        for (int t = 0; t < MIXES; t++) {
+            ZT_CHECKF(zr_k_matvec_id(&g->l, kern, R, &dw, ROWS, dids_ref, k, dx, 2 * N_IN, dy, ROWS, 0, 0.0f, ZR_CUF_MV_PLAIN,
+                                     zr_cuf_mv_shape(&g->k, &one, ZR_CUF_MV_PLAIN), &mix, &e) == 0, "%s", e.msg);
+            gpu_download(g, y, dy, sizeof(float) * k * ROWS);
+            y_same = y_same && !memcmp(y, y_ref, sizeof(float) * k * ROWS);
+            for (int r = 0; r < ROWS; r++) { /* moe_combine_f32's arithmetic */
+                float acc = y_ref[r] * wts_ref[0];
+                for (int j = 1; j < k; j++) acc += y_ref[j * ROWS + r] * wts_ref[j];
+                want[r] = res[r] + acc;
+            }
+            gpu_download(g, res, dres, sizeof(float) * ROWS);
+            for (int r = 0; r < ROWS; r++) mixed_exact += !memcmp(&want[r], &res[r], sizeof(float));
+            memcpy(res, want, sizeof(float) * ROWS); /* the next launch's expectation starts from the exact sum */
+        }
+        uint32_t done[ROWS];
+        gpu_download(g, done, ddone, sizeof done);
+        int left = 0;
+        for (int i = 0; i < ROWS; i++) left += done[i] != 0;
+        const bool ok = route_ok && y_same && mixed_exact == MIXES * ROWS && !left;
+        fprintf(stderr, "  fused %-5s %3d experts, %2d used: routing %s; mix %d/%d values exact over %d launches, rows %s, %d counts left%s\n",
+                zr_type_name(type), ne, k, route_ok ? "== moe_route_f32 + matvec_id" : "DIFFERS", mixed_exact, MIXES * ROWS, MIXES,
+                y_same ? "== unmixed" : "DIFFER", left, ok ? "  PASS" : "  FAIL");
+        ZT_CHECK(ok);
+        gpu_free(g, dw.main);
+        if (dw.side) gpu_free(g, dw.side);
+        gpu_free(g, dl), gpu_free(g, dx), gpu_free(g, dg), gpu_free(g, dres), gpu_free(g, dids_ref), gpu_free(g, dw_ref);
+        gpu_free(g, dids), gpu_free(g, dwts), gpu_free(g, dy), gpu_free(g, ddone);
+        free(w), free(lg), free(probs), free(x), free(gw), free(res), free(want), free(y_ref), free(y), free(wts), free(wts_ref);
+        free(wts_cpu), free(ids), free(ids_ref), free(ids_cpu);
     }
 }
 
