@@ -7,7 +7,8 @@
 //     sorts is a prefix of that order holding the CPU's result (top-k: at least k ids; top-p:
 //     its mass reaches top_p with a margin, or it is the whole min-p set, as the CPU's passes);
 //   - the same float operations: zr_exp and zr_tree_sum (src/zr_exp.h) for weights and totals,
-//     and the running sums of top-p and the draw walked by one thread, in order, as the CPU;
+//     and the running sums of top-p and the draw walked by one thread, in order, as the CPU
+//     (their terms, top-p's quotients w / total included, computed in parallel before);
 //   - the same generator: xoshiro256** in the state bytes of zr_sampler_get_state.
 // Integer atomics only (counts, fixed-point masses, gather slots): the gathered order is
 // undone by the sort, so every launch gives the same bits. Launch shapes depend on n only.
@@ -90,6 +91,7 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PREP_THREADS)
                     float pp) {
     zr_grid_enter();
     __shared__ unsigned s_hist[ZR_SAMPLE_PREP_IDS / 32], s_ban[ZR_SAMPLE_PREP_IDS / 32];
+    if (blockIdx.x == 0 && threadIdx.x == 0) sc->t_stage[ZR_SAMPLE_T_PREP] = zr_globaltimer();
     const int base = blockIdx.x * ZR_SAMPLE_PREP_IDS;
     for (int w = threadIdx.x; w < ZR_SAMPLE_PREP_IDS / 32; w += blockDim.x) s_hist[w] = s_ban[w] = 0;
     __syncthreads();
@@ -145,14 +147,18 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PREP_THREADS)
         sc->best_key = key;
         sc->bad = bad == INT_MAX ? -1 : bad;
         sc->prep_done = 0;
+        sc->t_stage[ZR_SAMPLE_T_PREP_END] = zr_globaltimer();
     }
 }
 
 // Level j's threshold below the largest logit (src/cuda/sample_scratch.h), computed the same way
 // wherever a set is counted or gathered.
+// The coarse offsets in constant memory (a local array indexed by a variable lived on the stack,
+// stored again at every use in the count kernel).
+static __constant__ float sample_tail_off[ZR_SAMPLE_TAIL] = ZR_SAMPLE_TAIL_OFFSETS;
+
 __device__ __forceinline__ float sample_thr(int j, float max) {
-    const float tail[ZR_SAMPLE_TAIL] = ZR_SAMPLE_TAIL_OFFSETS;
-    return __fsub_rn(max, j < ZR_SAMPLE_FINE ? (float)j / ZR_SAMPLE_FINE_PER : tail[j - ZR_SAMPLE_FINE]);
+    return __fsub_rn(max, j < ZR_SAMPLE_FINE ? (float)j / ZR_SAMPLE_FINE_PER : sample_tail_off[j - ZR_SAMPLE_FINE]);
 }
 
 // The first level j with l >= sample_thr(j) (thresholds never increase with j), for a finite l <= max.
@@ -193,7 +199,7 @@ __device__ void sample_choose_set(ZrSampleScratch *sc, unsigned *cnt, unsigned l
                                   float max, float floor_l, int mode, int k, float top_p) {
     __shared__ int s_first;
     sample_block_scan(cnt, ZR_SAMPLE_LEVELS);
-    sample_block_scan(mass, ZR_SAMPLE_LEVELS);
+    if (mode == ZR_SAMPLE_TOP_P) sample_block_scan(mass, ZR_SAMPLE_LEVELS); // the only mode that reads masses
     // without min-p the min-p set is every finite logit: the last level
     const unsigned floor_cnt = floor_l > -INFINITY ? cnt[ZR_SAMPLE_LEVELS] : cnt[ZR_SAMPLE_LEVELS - 1];
     if (threadIdx.x == 0) s_first = ZR_SAMPLE_LEVELS - 1;
@@ -234,60 +240,74 @@ __device__ void sample_choose_set(ZrSampleScratch *sc, unsigned *cnt, unsigned l
     sc->set_thr = thr;
 }
 
-// grid ceil(n / ZR_SAMPLE_COUNT_IDS), block ZR_SAMPLE_COUNT_THREADS (the tree needs exactly that
-// shape: a block's chunks, a power of two of them, are a subtree). lmp: logf(min_p), or -inf when min-p is off.
+// grid ceil(n / ZR_SAMPLE_COUNT_IDS), block ZR_SAMPLE_COUNT_THREADS. lmp: logf(min_p), or -inf
+// when min-p is off. Only top-p without top-k reads a total over the vocabulary (top-k's top-p
+// renormalizes over the k, in the pick), so the other modes count levels and no weight at all.
+// A block's ids are ZR_SAMPLE_COUNT_CHUNKS chunks (a power of two: a subtree of zr_tree_sum);
+// their weights are computed by every thread (8 ids each, coalesced) into shared memory, then
+// one thread a chunk adds its chunk left to right.
 ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
     sample_count_f32(const float *__restrict__ work, ZrSampleScratch *sc, int n, int mode, int k, float top_p,
                      float lmp) {
     zr_grid_enter();
+    enum { PER = ZR_SAMPLE_COUNT_IDS / ZR_SAMPLE_COUNT_THREADS };
+    __shared__ double s_w[ZR_SAMPLE_COUNT_CHUNKS][ZR_SUM_CHUNK + 1]; // +1: a chunk a thread, no bank conflicts
     __shared__ double s_sum[ZR_SAMPLE_MAX_BLOCKS];
     __shared__ unsigned s_cnt[ZR_SAMPLE_BINS];
     __shared__ unsigned long long s_mass[ZR_SAMPLE_BINS];
+    if (blockIdx.x == 0 && threadIdx.x == 0) sc->t_stage[ZR_SAMPLE_T_COUNT] = zr_globaltimer();
+    const bool top_p_mode = mode == ZR_SAMPLE_TOP_P;
     const float max = work[argmax_key_id(sc->best_key)];
     const float floor_l = __fadd_rn(max, lmp);
+    const bool min_p_set = mode != ZR_SAMPLE_TOP_K && floor_l > -INFINITY; // only where the choice reads it
     for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) {
         s_cnt[j] = 0;
         s_mass[j] = 0;
     }
-    __syncthreads();
-    const int n_chunks = (n + ZR_SUM_CHUNK - 1) / ZR_SUM_CHUNK;
-    const int g = blockIdx.x * ZR_SAMPLE_COUNT_THREADS + threadIdx.x, first = g * ZR_SUM_CHUNK;
-    double acc = 0.0;
-    for (int e0 = 0; e0 < ZR_SUM_CHUNK && first + e0 < n; e0 += 8) {
-        // eight weights at once (independent), then added in order
-        float l[8];
-        double w[8];
+    const int base = blockIdx.x * ZR_SAMPLE_COUNT_IDS;
+    float l[PER];
 #pragma unroll
-        for (int u = 0; u < 8; u++) l[u] = first + e0 + u < n ? work[first + e0 + u] : -INFINITY;
-#pragma unroll
-        for (int u = 0; u < 8; u++) w[u] = zr_exp(__dsub_rn((double)l[u], (double)max));
-#pragma unroll
-        for (int u = 0; u < 8; u++)
-            if (first + e0 + u < n) acc = e0 + u == 0 ? w[u] : __dadd_rn(acc, w[u]);
-        // only what the mode's choice reads: masses for top-p, the min-p set where min-p is on
-        for (int u = 0; u < 8; u++) {
-            if (!(l[u] > -INFINITY)) continue;
-            const int j = sample_level(l[u], max);
-            atomicAdd(&s_cnt[j], 1u);
-            if (mode == ZR_SAMPLE_TOP_P) atomicAdd(&s_mass[j], (unsigned long long)(w[u] * 0x1.0p32));
-            if (mode != ZR_SAMPLE_TOP_K && floor_l > -INFINITY && l[u] >= floor_l) atomicAdd(&s_cnt[ZR_SAMPLE_LEVELS], 1u);
-        }
+    for (int u = 0; u < PER; u++) {
+        const int i = base + u * ZR_SAMPLE_COUNT_THREADS + threadIdx.x;
+        l[u] = i < n ? work[i] : -INFINITY;
     }
-    s_sum[threadIdx.x] = acc;
-    // the block's subtree of zr_tree_sum over its chunks
-    const int m = min(ZR_SAMPLE_COUNT_THREADS, n_chunks - (int)blockIdx.x * ZR_SAMPLE_COUNT_THREADS);
-    for (int s = 1; s < ZR_SAMPLE_COUNT_THREADS; s *= 2) {
-        __syncthreads();
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < PER; u++) {
+        const int j = u * ZR_SAMPLE_COUNT_THREADS + threadIdx.x;
+        double w = 0.0;
+        if (top_p_mode) s_w[j / ZR_SUM_CHUNK][j % ZR_SUM_CHUNK] = w = zr_exp(__dsub_rn((double)l[u], (double)max));
+        if (!(l[u] > -INFINITY)) continue;
+        const int lv = sample_level(l[u], max);
+        atomicAdd(&s_cnt[lv], 1u);
+        if (top_p_mode) atomicAdd(&s_mass[lv], (unsigned long long)(w * 0x1.0p32));
+        if (min_p_set && l[u] >= floor_l) atomicAdd(&s_cnt[ZR_SAMPLE_LEVELS], 1u);
+    }
+    __syncthreads();
+    const int nb = gridDim.x;
+    if (top_p_mode) {
+        // the block's subtree of zr_tree_sum: its chunks left to right, then the halving rule
+        const int n_chunks = (n + ZR_SUM_CHUNK - 1) / ZR_SUM_CHUNK;
+        const int m = min(ZR_SAMPLE_COUNT_CHUNKS, n_chunks - (int)blockIdx.x * ZR_SAMPLE_COUNT_CHUNKS);
         const int t = threadIdx.x;
-        if (t % (2 * s) == 0 && t + s < m) s_sum[t] = __dadd_rn(s_sum[t], s_sum[t + s]);
+        if (t < m) {
+            const int first = base + t * ZR_SUM_CHUNK;
+            double acc = s_w[t][0];
+            for (int e = 1; e < ZR_SUM_CHUNK && first + e < n; e++) acc = __dadd_rn(acc, s_w[t][e]);
+            s_sum[t] = acc;
+        }
+        for (int s = 1; s < ZR_SAMPLE_COUNT_CHUNKS; s *= 2) {
+            __syncthreads();
+            if (t % (2 * s) == 0 && t + s < m) s_sum[t] = __dadd_rn(s_sum[t], s_sum[t + s]);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) sc->block_sum[blockIdx.x] = s_sum[0];
     }
-    __syncthreads();
     __shared__ bool s_last;
-    if (threadIdx.x == 0) sc->block_sum[blockIdx.x] = s_sum[0];
     for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) {
         if (s_cnt[j]) {
             atomicAdd(&sc->bin_count[j], s_cnt[j]);
-            atomicAdd((unsigned long long *)&sc->bin_mass[j], s_mass[j]);
+            if (top_p_mode) atomicAdd((unsigned long long *)&sc->bin_mass[j], s_mass[j]);
         }
     }
     __threadfence();
@@ -296,33 +316,40 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
     __syncthreads();
     if (!s_last) return;
     __threadfence();
-    // the tree above the blocks: the same halving rule over the block sums
-    const int nb = gridDim.x;
-    for (int b = threadIdx.x; b < nb; b += blockDim.x) s_sum[b] = __ldcg(&sc->block_sum[b]);
-    for (int s = 1; s < nb; s *= 2) {
+    double total = 0.0;
+    if (top_p_mode) {
+        // the tree above the blocks: the same halving rule over the block sums
+        for (int b = threadIdx.x; b < nb; b += blockDim.x) s_sum[b] = __ldcg(&sc->block_sum[b]);
+        for (int s = 1; s < nb; s *= 2) {
+            __syncthreads();
+            for (int t = threadIdx.x; t < nb; t += blockDim.x)
+                if (t % (2 * s) == 0 && t + s < nb) s_sum[t] = __dadd_rn(s_sum[t], s_sum[t + s]);
+        }
         __syncthreads();
-        for (int t = threadIdx.x; t < nb; t += blockDim.x)
-            if (t % (2 * s) == 0 && t + s < nb) s_sum[t] = __dadd_rn(s_sum[t], s_sum[t + s]);
+        total = s_sum[0];
+        if (threadIdx.x == 0) sc->total = total;
     }
-    __syncthreads();
-    if (threadIdx.x == 0) sc->total = s_sum[0];
     for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) { // the other blocks' atomics, in L2
         s_cnt[j] = __ldcg((const unsigned *)&sc->bin_count[j]);
-        s_mass[j] = __ldcg((const unsigned long long *)&sc->bin_mass[j]);
         sc->bin_count[j] = 0; // ready for the next step
-        sc->bin_mass[j] = 0;
+        if (top_p_mode) {
+            s_mass[j] = __ldcg((const unsigned long long *)&sc->bin_mass[j]);
+            sc->bin_mass[j] = 0;
+        }
     }
     __syncthreads();
-    sample_choose_set(sc, s_cnt, s_mass, s_sum[0], max, floor_l, mode, k, top_p);
+    sample_choose_set(sc, s_cnt, s_mass, total, max, floor_l, mode, k, top_p);
     if (threadIdx.x == 0) {
         sc->count_done = 0;
         sc->n_set = 0;
+        sc->t_stage[ZR_SAMPLE_T_COUNT_END] = zr_globaltimer();
     }
 }
 
 // grid ceil(n / ZR_SAMPLE_GATHER_IDS), block 256: the ids of the chosen set, in any order.
 ZR_KERNEL void __launch_bounds__(256) sample_gather_f32(const float *__restrict__ work, ZrSampleScratch *sc, int n) {
     zr_grid_enter();
+    if (blockIdx.x == 0 && threadIdx.x == 0) sc->t_stage[ZR_SAMPLE_T_GATHER] = zr_globaltimer();
     if (sc->set_host) return;
     const float thr = sc->set_thr;
     const int base = blockIdx.x * ZR_SAMPLE_GATHER_IDS;
@@ -358,8 +385,86 @@ __device__ double sample_block_tree(const double *w, int n) {
     return s_total;
 }
 
+// The walk of a running sum by one thread, as the CPU's loop: cum += v[i] in order from 0, and
+// the first i where cum >= goal (the sum's values are the CPU's bits; only the loads are ahead).
+// Returns -1 when no prefix reaches it.
+__device__ __forceinline__ int sample_walk_reach(const double *v, int n, double goal) {
+    double cum = 0.0;
+#pragma unroll 8
+    for (int i = 0; i < n; i++) {
+        cum = __dadd_rn(cum, v[i]);
+        if (cum >= goal) return i;
+    }
+    return -1;
+}
+
+// Sorts the set's keys s_key[0..n0) descending (the total order) with the logits s_l beside
+// them, by the whole block. Keys are distinct (the id is in them). Up to ZR_SAMPLE_RANK_MAX: a
+// rank sort (a key's place is the number of keys above it; g threads a key, g >= 4), which
+// needs no barrier per step; above, a bitonic sort and the logits loaded after it.
+// s_tmp: ZR_SAMPLE_CAP u64 of scratch.
+__device__ void sample_sort_set(const float *__restrict__ work, const ZrSampleScratch *sc, int n0, int mode,
+                                unsigned long long *s_key, unsigned long long *s_tmp, float *s_l) {
+    const int tid = threadIdx.x;
+    int p2 = 1;
+    while (p2 < n0) p2 *= 2;
+    if (n0 <= ZR_SAMPLE_RANK_MAX) {
+        float *s_l_in = s_l + ZR_SAMPLE_RANK_MAX; // the logits in gathered order
+        for (int i = tid; i < n0; i += blockDim.x) {
+            const int id = sc->cand[i];
+            const float v = work[id];
+            s_key[i] = mode == ZR_SAMPLE_ALL ? (0xffffffff00000000ull | (unsigned)~(unsigned)id) : argmax_key(v, id);
+            s_l_in[i] = v;
+        }
+        __syncthreads();
+        const int g = min(32, ZR_SAMPLE_PICK_THREADS / p2); // a power of two dividing 32: groups within warps
+        const int c = tid / g, part = tid % g;
+        const unsigned long long key = c < n0 ? s_key[c] : 0;
+        int rank = 0;
+        if (c < n0)
+            for (int j = part; j < n0; j += g) rank += s_key[j] > key;
+        for (int o = g / 2; o > 0; o >>= 1) rank += __shfl_xor_sync(0xffffffffu, rank, o);
+        if (c < n0 && part == 0) {
+            s_tmp[rank] = key;
+            s_l[rank] = s_l_in[c];
+        }
+        __syncthreads();
+        for (int i = tid; i < n0; i += blockDim.x) s_key[i] = s_tmp[i];
+        __syncthreads();
+        return;
+    }
+    for (int i = tid; i < p2; i += blockDim.x) {
+        unsigned long long key = 0; // below every candidate
+        if (i < n0) {
+            const int id = sc->cand[i];
+            key = mode == ZR_SAMPLE_ALL ? (0xffffffff00000000ull | (unsigned)~(unsigned)id) : argmax_key(work[id], id);
+        }
+        s_key[i] = key;
+    }
+    // bitonic sort, descending: the total order (or ids ascending in ZR_SAMPLE_ALL)
+    for (int size = 2; size <= p2; size *= 2)
+        for (int stride = size / 2; stride > 0; stride /= 2) {
+            __syncthreads();
+            for (int i = tid; i < p2; i += blockDim.x) {
+                const int j = i ^ stride;
+                if (j > i) {
+                    const unsigned long long a = s_key[i], b = s_key[j];
+                    if ((i & size) == 0 ? a < b : a > b) {
+                        s_key[i] = b;
+                        s_key[j] = a;
+                    }
+                }
+            }
+        }
+    __syncthreads();
+    for (int i = tid; i < n0; i += blockDim.x) s_l[i] = work[argmax_key_id(s_key[i])];
+    __syncthreads();
+}
+
 // One block of ZR_SAMPLE_PICK_THREADS, ZR_SAMPLE_PICK_SMEM bytes of dynamic shared memory.
 // temp > 0 unless mode is ZR_SAMPLE_GREEDY; k as the mode needs it; lmp as sample_count_f32.
+// What thread 0 needs at the end (the position, the generator, the history's head) is loaded
+// first, so its latency overlaps the sort.
 ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
     sample_pick_f32(const float *__restrict__ work, ZrSampleState *st, ZrSampleScratch *sc, int *tok_pos,
                     ZrPickRecord *ring, int n_slots, int n, int mode, int k, float top_p, float lmp, float temp) {
@@ -369,6 +474,16 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
     float *s_l = (float *)(s_w + ZR_SAMPLE_CAP);            // [ZR_SAMPLE_CAP]
     __shared__ int s_status, s_token, s_n, s_done;
     const int tid = threadIdx.x;
+    int pos = 0, rn = 0, n_hist = 0, head = 0;
+    unsigned long long rng[4] = {0, 0, 0, 0};
+    if (tid == 0) {
+        sc->t_stage[ZR_SAMPLE_T_PICK] = zr_globaltimer();
+        pos = tok_pos[1];
+        rn = st->repeat_last_n;
+        n_hist = st->n_hist;
+        head = st->hist_head;
+        for (int i = 0; i < 4; i++) rng[i] = st->rng[i];
+    }
     const int best = argmax_key_id(sc->best_key);
     const float max = work[best];
     if (tid == 0) {
@@ -382,55 +497,24 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
         else s_done = 0;
     }
     __syncthreads();
+    bool drew = false;
     if (!s_done) {
         const int n0 = min((int)sc->n_set, ZR_SAMPLE_CAP);
-        int p2 = 1;
-        while (p2 < n0) p2 *= 2;
-        for (int i = tid; i < p2; i += blockDim.x) {
-            unsigned long long key = 0; // below every candidate
-            if (i < n0) {
-                const int id = sc->cand[i];
-                key = mode == ZR_SAMPLE_ALL ? (0xffffffff00000000ull | (unsigned)~(unsigned)id) : argmax_key(work[id], id);
-            }
-            s_key[i] = key;
-        }
-        // bitonic sort, descending: the total order (or ids ascending in ZR_SAMPLE_ALL)
-        for (int size = 2; size <= p2; size *= 2)
-            for (int stride = size / 2; stride > 0; stride /= 2) {
-                __syncthreads();
-                for (int i = tid; i < p2; i += blockDim.x) {
-                    const int j = i ^ stride;
-                    if (j > i) {
-                        const unsigned long long a = s_key[i], b = s_key[j];
-                        if ((i & size) == 0 ? a < b : a > b) {
-                            s_key[i] = b;
-                            s_key[j] = a;
-                        }
-                    }
-                }
-            }
-        __syncthreads();
+        sample_sort_set(work, sc, n0, mode, s_key, (unsigned long long *)s_w, s_l);
+        if (tid == 0) sc->t_stage[ZR_SAMPLE_T_PICK_SORTED] = zr_globaltimer();
         int cnt = mode == ZR_SAMPLE_TOP_K ? min(k, n0) : n0;
-        for (int i = tid; i < cnt; i += blockDim.x) s_l[i] = work[argmax_key_id(s_key[i])];
-        __syncthreads();
         if (mode == ZR_SAMPLE_TOP_P || (mode == ZR_SAMPLE_TOP_K && top_p < 1.0f)) {
             for (int i = tid; i < cnt; i += blockDim.x) s_w[i] = zr_exp(__dsub_rn((double)s_l[i], (double)max));
             __syncthreads();
             // top-p renormalizes over the top-k survivors; without top-k over the whole vocabulary
             const double total = mode == ZR_SAMPLE_TOP_K ? sample_block_tree(s_w, cnt) : sc->total;
+            // the CPU adds w / total in order: the quotients in parallel, only the sum walked
+            for (int i = tid; i < cnt; i += blockDim.x) s_w[i] = __ddiv_rn(s_w[i], total);
+            __syncthreads();
             if (tid == 0) {
-                double cum = 0.0;
-                int reached = 0;
-                for (int i = 0; i < cnt; i++) {
-                    cum = __dadd_rn(cum, __ddiv_rn(s_w[i], total));
-                    if (cum >= (double)top_p) {
-                        s_n = i + 1;
-                        reached = 1;
-                        break;
-                    }
-                }
-                if (!reached) s_n = cnt;
-                if (mode == ZR_SAMPLE_TOP_P && !reached && !sc->set_cut) {
+                const int at = sample_walk_reach(s_w, cnt, (double)top_p);
+                s_n = at >= 0 ? at + 1 : cnt;
+                if (mode == ZR_SAMPLE_TOP_P && at < 0 && !sc->set_cut) {
                     s_status = ZR_PICK_HOST; // the set held less than the CPU's pass: cannot happen
                     s_done = 1;              // with the mass margin, but never guess
                 }
@@ -449,6 +533,7 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
             if (keep) atomicAdd(&s_n, keep);
             __syncthreads();
             cnt = s_n;
+            if (tid == 0) sc->t_stage[ZR_SAMPLE_T_PICK_CUT] = zr_globaltimer();
             if (cnt == 0) {
                 if (tid == 0) s_token = best;
             } else if (cnt == 1) {
@@ -461,15 +546,16 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
                 __syncthreads();
                 const double total = sample_block_tree(s_w, cnt);
                 if (tid == 0) {
-                    unsigned long long rng[4] = {st->rng[0], st->rng[1], st->rng[2], st->rng[3]};
                     const double u = __dmul_rn((double)(sample_xoshiro(rng) >> 11) * 0x1.0p-53, total);
-                    for (int i = 0; i < 4; i++) st->rng[i] = rng[i];
+                    drew = true;
                     double cum = 0.0;
                     int last = 0, pick = -1;
+#pragma unroll 8
                     for (int i = 0; i < cnt; i++) {
-                        if (s_w[i] <= 0.0) continue;
+                        const double w = s_w[i];
+                        if (w <= 0.0) continue;
                         last = i;
-                        cum = __dadd_rn(cum, s_w[i]);
+                        cum = __dadd_rn(cum, w);
                         if (u < cum) {
                             pick = i;
                             break;
@@ -482,23 +568,26 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
     }
     __syncthreads();
     if (tid != 0) return;
-    const int pos = tok_pos[1], status = s_status, token = s_token;
+    const int status = s_status, token = s_token;
     ZrPickRecord *rec = ring + (unsigned)pos % (unsigned)n_slots;
     rec->token = status == ZR_PICK_OK ? token : -1;
     rec->status = status;
     rec->nonfinite_at = sc->bad;
-    for (int i = 0; i < 4; i++) rec->rng[i] = st->rng[i];
+    if (drew)
+        for (int i = 0; i < 4; i++) st->rng[i] = rng[i];
+    for (int i = 0; i < 4; i++) rec->rng[i] = rng[i];
     sc->n_set = 0;
     if (status == ZR_PICK_OK) {
-        const int rn = st->repeat_last_n;
         if (rn > 0) { // zr_sampler_accept
-            st->hist[st->hist_head] = token;
-            st->hist_head = (st->hist_head + 1) % rn;
-            if (st->n_hist < rn) st->n_hist++;
+            st->hist[head] = token;
+            st->hist_head = (head + 1) % rn;
+            if (n_hist < rn) st->n_hist = n_hist + 1;
         }
         tok_pos[0] = token;
         tok_pos[1] = pos + 1;
     }
-    rec->t_end = zr_globaltimer();
+    const unsigned long long t_end = zr_globaltimer();
+    sc->t_stage[ZR_SAMPLE_T_PICK_END] = t_end;
+    rec->t_end = t_end;
     zr_record_publish(rec, pos);
 }
