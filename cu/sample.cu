@@ -92,7 +92,15 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PREP_THREADS)
     zr_grid_enter();
     __shared__ unsigned s_hist[ZR_SAMPLE_PREP_IDS / 32], s_ban[ZR_SAMPLE_PREP_IDS / 32];
     if (blockIdx.x == 0 && threadIdx.x == 0) sc->t_stage[ZR_SAMPLE_T_PREP] = zr_globaltimer();
+    enum { PER = ZR_SAMPLE_PREP_IDS / ZR_SAMPLE_PREP_THREADS };
     const int base = blockIdx.x * ZR_SAMPLE_PREP_IDS;
+    // every load in flight at once, while the maps are built
+    float raws[PER];
+#pragma unroll
+    for (int u = 0; u < PER; u++) {
+        const int i = base + u * ZR_SAMPLE_PREP_THREADS + threadIdx.x;
+        raws[u] = i < n_cand ? logits[i] : -INFINITY;
+    }
     for (int w = threadIdx.x; w < ZR_SAMPLE_PREP_IDS / 32; w += blockDim.x) s_hist[w] = s_ban[w] = 0;
     __syncthreads();
     const int n_hist = pen ? st->n_hist : 0;
@@ -101,11 +109,11 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PREP_THREADS)
     __syncthreads();
     unsigned long long key = 0;
     int bad = INT_MAX;
-#pragma unroll 4
-    for (int u = 0; u < ZR_SAMPLE_PREP_IDS / ZR_SAMPLE_PREP_THREADS; u++) {
+#pragma unroll
+    for (int u = 0; u < PER; u++) {
         const int j = u * ZR_SAMPLE_PREP_THREADS + threadIdx.x, i = base + j;
         if (i >= n) break;
-        const float raw = i < n_cand ? logits[i] : -INFINITY;
+        const float raw = raws[u];
         if (i < n_cand && !isfinite(raw) && i < bad) bad = i;
         float v = isnan(raw) ? -INFINITY : raw;
         const unsigned bit = 1u << (j & 31);
@@ -349,18 +357,29 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
 // grid ceil(n / ZR_SAMPLE_GATHER_IDS), block 256: the ids of the chosen set, in any order.
 ZR_KERNEL void __launch_bounds__(256) sample_gather_f32(const float *__restrict__ work, ZrSampleScratch *sc, int n) {
     zr_grid_enter();
+    enum { PER = ZR_SAMPLE_GATHER_IDS / 256 };
     if (blockIdx.x == 0 && threadIdx.x == 0) sc->t_stage[ZR_SAMPLE_T_GATHER] = zr_globaltimer();
+    const int base = blockIdx.x * ZR_SAMPLE_GATHER_IDS;
+    float l[PER];
+#pragma unroll
+    for (int u = 0; u < PER; u++) {
+        const int i = base + u * 256 + threadIdx.x;
+        l[u] = i < n ? work[i] : -INFINITY;
+    }
     if (sc->set_host) return;
     const float thr = sc->set_thr;
-    const int base = blockIdx.x * ZR_SAMPLE_GATHER_IDS;
-    for (int j = threadIdx.x; j < ZR_SAMPLE_GATHER_IDS; j += blockDim.x) {
-        const int i = base + j;
-        if (i >= n) break;
-        const float l = work[i];
-        if (l >= thr && l > -INFINITY) {
-            const unsigned at = atomicAdd(&sc->n_set, 1u);
-            if (at < ZR_SAMPLE_CAP) sc->cand[at] = i;
-        }
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int u = 0; u < PER; u++) {
+        // one atomic a warp: its lanes' slots follow the warp's base in lane order
+        const bool take = l[u] >= thr && l[u] > -INFINITY;
+        const unsigned mask = __ballot_sync(0xffffffffu, take);
+        if (!mask) continue;
+        const int leader = __ffs(mask) - 1;
+        unsigned at = 0;
+        if (lane == leader) at = atomicAdd(&sc->n_set, (unsigned)__popc(mask));
+        at = __shfl_sync(0xffffffffu, at, leader) + __popc(mask & ((1u << lane) - 1));
+        if (take && at < ZR_SAMPLE_CAP) sc->cand[at] = base + u * 256 + threadIdx.x;
     }
 }
 
