@@ -265,7 +265,7 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
     __shared__ unsigned long long s_mass[ZR_SAMPLE_BINS];
     if (blockIdx.x == 0 && threadIdx.x == 0) sc->t_stage[ZR_SAMPLE_T_COUNT] = zr_globaltimer();
     const bool top_p_mode = mode == ZR_SAMPLE_TOP_P;
-    const float max = work[argmax_key_id(sc->best_key)];
+    const float max = argmax_key_value(sc->best_key); // no second load of work[best]
     const float floor_l = __fadd_rn(max, lmp);
     const bool min_p_set = mode != ZR_SAMPLE_TOP_K && floor_l > -INFINITY; // only where the choice reads it
     for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) {
@@ -379,7 +379,10 @@ ZR_KERNEL void __launch_bounds__(256) sample_gather_f32(const float *__restrict_
         unsigned at = 0;
         if (lane == leader) at = atomicAdd(&sc->n_set, (unsigned)__popc(mask));
         at = __shfl_sync(0xffffffffu, at, leader) + __popc(mask & ((1u << lane) - 1));
-        if (take && at < ZR_SAMPLE_CAP) sc->cand[at] = base + u * 256 + threadIdx.x;
+        if (take && at < ZR_SAMPLE_CAP) {
+            sc->cand[at] = base + u * 256 + threadIdx.x;
+            sc->cand_l[at] = l[u];
+        }
     }
 }
 
@@ -431,7 +434,7 @@ __device__ void sample_sort_set(const float *__restrict__ work, const ZrSampleSc
         float *s_l_in = s_l + ZR_SAMPLE_RANK_MAX; // the logits in gathered order
         for (int i = tid; i < n0; i += blockDim.x) {
             const int id = sc->cand[i];
-            const float v = work[id];
+            const float v = sc->cand_l[i]; // work[id], loaded beside the id
             s_key[i] = mode == ZR_SAMPLE_ALL ? (0xffffffff00000000ull | (unsigned)~(unsigned)id) : argmax_key(v, id);
             s_l_in[i] = v;
         }
@@ -503,8 +506,9 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
         head = st->hist_head;
         for (int i = 0; i < 4; i++) rng[i] = st->rng[i];
     }
-    const int best = argmax_key_id(sc->best_key);
-    const float max = work[best];
+    const unsigned long long best_key = sc->best_key;
+    const int best = argmax_key_id(best_key);
+    const float max = argmax_key_value(best_key); // work[best] (cu/pick.cuh: -0 as +0 changes nothing here)
     if (tid == 0) {
         s_status = ZR_PICK_OK;
         s_token = -1;

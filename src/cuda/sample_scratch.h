@@ -91,4 +91,5 @@ typedef struct ZrSampleScratch {
     /* sample_gather_f32 (reset by sample_pick_f32) */
     uint32_t n_set;
     int32_t cand[ZR_SAMPLE_CAP];
+    float cand_l[ZR_SAMPLE_CAP];          /* work[cand[i]] */
 } ZrSampleScratch;
