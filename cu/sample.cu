@@ -132,31 +132,37 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PREP_THREADS)
         key = k > key ? k : key;
     }
     sample_block_reduce(&key, &bad);
-    __shared__ bool s_last;
     if (threadIdx.x == 0) {
         sc->prep_key[blockIdx.x] = key;
         sc->prep_bad[blockIdx.x] = bad;
-        __threadfence();
-        s_last = atomicAdd(&sc->prep_done, 1u) == gridDim.x - 1;
+        // the stage ends with its last block (stamps only grow: no reset needed)
+        atomicMax((unsigned long long *)&sc->t_stage[ZR_SAMPLE_T_PREP_END], zr_globaltimer());
+    }
+}
+
+// The largest key of work[] and the first non-finite id (or -1) from sample_prep_f32's partials,
+// in every thread: each later kernel reduces them itself (a load round trip, as reading one
+// result would be) instead of the prep's last block (a fence, an atomic and a reduction more).
+__device__ void sample_prep_result(const ZrSampleScratch *sc, int n, unsigned long long *key, int *bad) {
+    __shared__ unsigned long long s_k;
+    __shared__ int s_b;
+    const int nb = (n + ZR_SAMPLE_PREP_IDS - 1) / ZR_SAMPLE_PREP_IDS;
+    unsigned long long k = 0;
+    int m = INT_MAX;
+    for (int b = threadIdx.x; b < nb; b += blockDim.x) {
+        const unsigned long long kb = sc->prep_key[b];
+        const int mb = sc->prep_bad[b];
+        k = kb > k ? kb : k;
+        m = mb < m ? mb : m;
+    }
+    sample_block_reduce(&k, &m);
+    if (threadIdx.x == 0) {
+        s_k = k;
+        s_b = m;
     }
     __syncthreads();
-    if (!s_last) return;
-    __threadfence();
-    key = 0;
-    bad = INT_MAX;
-    for (int b = threadIdx.x; b < (int)gridDim.x; b += blockDim.x) {
-        const unsigned long long k = __ldcg((const unsigned long long *)&sc->prep_key[b]);
-        const int m = __ldcg(&sc->prep_bad[b]);
-        key = k > key ? k : key;
-        bad = m < bad ? m : bad;
-    }
-    sample_block_reduce(&key, &bad);
-    if (threadIdx.x == 0) {
-        sc->best_key = key;
-        sc->bad = bad == INT_MAX ? -1 : bad;
-        sc->prep_done = 0;
-        sc->t_stage[ZR_SAMPLE_T_PREP_END] = zr_globaltimer();
-    }
+    *key = s_k;
+    *bad = s_b == INT_MAX ? -1 : s_b;
 }
 
 // Level j's threshold below the largest logit (src/cuda/sample_scratch.h), computed the same way
@@ -265,7 +271,10 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
     __shared__ unsigned long long s_mass[ZR_SAMPLE_BINS];
     if (blockIdx.x == 0 && threadIdx.x == 0) sc->t_stage[ZR_SAMPLE_T_COUNT] = zr_globaltimer();
     const bool top_p_mode = mode == ZR_SAMPLE_TOP_P;
-    const float max = argmax_key_value(sc->best_key); // no second load of work[best]
+    unsigned long long best_key;
+    int bad;
+    sample_prep_result(sc, n, &best_key, &bad);
+    const float max = argmax_key_value(best_key); // work[best] (cu/pick.cuh: -0 as +0 changes nothing here)
     const float floor_l = __fadd_rn(max, lmp);
     const bool min_p_set = mode != ZR_SAMPLE_TOP_K && floor_l > -INFINITY; // only where the choice reads it
     for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) {
@@ -506,14 +515,16 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
         head = st->hist_head;
         for (int i = 0; i < 4; i++) rng[i] = st->rng[i];
     }
-    const unsigned long long best_key = sc->best_key;
+    unsigned long long best_key;
+    int bad;
+    sample_prep_result(sc, n, &best_key, &bad);
     const int best = argmax_key_id(best_key);
     const float max = argmax_key_value(best_key); // work[best] (cu/pick.cuh: -0 as +0 changes nothing here)
     if (tid == 0) {
         s_status = ZR_PICK_OK;
         s_token = -1;
         s_done = 1;
-        if (sc->bad >= 0) s_status = ZR_PICK_NONFINITE;
+        if (bad >= 0) s_status = ZR_PICK_NONFINITE;
         else if (mode == ZR_SAMPLE_GREEDY) s_token = best;
         else if (max == -INFINITY) s_token = 0; // nothing is possible: src/sampler.c picks 0
         else if (sc->set_host) s_status = ZR_PICK_HOST;
@@ -595,7 +606,7 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
     ZrPickRecord *rec = ring + (unsigned)pos % (unsigned)n_slots;
     rec->token = status == ZR_PICK_OK ? token : -1;
     rec->status = status;
-    rec->nonfinite_at = sc->bad;
+    rec->nonfinite_at = bad;
     if (drew)
         for (int i = 0; i < 4; i++) st->rng[i] = rng[i];
     for (int i = 0; i < 4; i++) rec->rng[i] = rng[i];

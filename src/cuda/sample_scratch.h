@@ -5,14 +5,15 @@
  *
  * The chain, four kernels (two at temperature 0):
  *   sample_prep_f32    every id: the penalized, banned, NaN-as--inf logit into work[n_vocab]
- *                      (the logits themselves are never written: the host may need them), the
- *                      largest of them (argmax key) and the first non-finite raw logit;
+ *                      (the logits themselves are never written: the host may need them), and
+ *                      per block the largest of them (argmax key) and the first non-finite raw
+ *                      logit (count and pick reduce the blocks' partials themselves);
  *   sample_count_f32   every id: the sizes of nested candidate sets {l >= max - off(j)} and of
  *                      the min-p set {l >= floor}, and for top-p without top-k (the only mode
  *                      that reads a total over the vocabulary) zr_tree_sum of zr_exp(l - max)
  *                      and the sets' masses (integers: exact in any order); its last block picks
  *                      the smallest set that holds the result exactly (or ZR_PICK_HOST);
- *   sample_gather_f32  the ids of that set into cand[];
+ *   sample_gather_f32  the ids of that set into cand[], their logits into cand_l[];
  *   sample_pick_f32    one block: sorts the set by the total order (a rank sort up to
  *                      ZR_SAMPLE_RANK_MAX candidates, else bitonic), top-k, top-p, min-p,
  *                      temperature, the draw, as src/sampler.c, then the record, the history and
@@ -74,9 +75,8 @@ enum {
 typedef struct ZrSampleScratch {
     uint64_t t_stage[ZR_SAMPLE_T_COUNT_ALL]; /* the last step's stamps (stages a step skips keep older ones) */
     /* sample_prep_f32 */
-    uint64_t best_key;                    /* the argmax of work[] as an order key (cu/sample.cu) */
-    int32_t bad;                          /* the first id < n_cand whose logit is NaN or +-inf, or -1 */
-    uint32_t prep_done;                   /* blocks finished (the last one resets it) */
+    /* per block (the later kernels reduce them): the argmax of its ids of work[] as an order key
+     * (cu/pick.cuh), and its first id < n_cand whose logit is NaN or +-inf (INT32_MAX: none) */
     uint64_t prep_key[ZR_SAMPLE_MAX_BLOCKS];
     int32_t prep_bad[ZR_SAMPLE_MAX_BLOCKS];
     /* sample_count_f32 */
