@@ -273,16 +273,7 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
     __shared__ unsigned long long s_mass[ZR_SAMPLE_BINS];
     if (blockIdx.x == 0 && threadIdx.x == 0) sc->t_stage[ZR_SAMPLE_T_COUNT] = zr_globaltimer();
     const bool top_p_mode = mode == ZR_SAMPLE_TOP_P;
-    unsigned long long best_key;
-    int bad;
-    sample_prep_result(sc, n, &best_key, &bad);
-    const float max = argmax_key_value(best_key); // work[best] (cu/pick.cuh: -0 as +0 changes nothing here)
-    const float floor_l = __fadd_rn(max, lmp);
-    const bool min_p_set = mode != ZR_SAMPLE_TOP_K && floor_l > -INFINITY; // only where the choice reads it
-    for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) {
-        s_cnt[j] = 0;
-        s_mass[j] = 0;
-    }
+    // the block's logits in flight while the maximum is reduced
     const int base = blockIdx.x * ZR_SAMPLE_COUNT_IDS;
     float l[PER];
 #pragma unroll
@@ -290,6 +281,16 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
         const int i = base + u * ZR_SAMPLE_COUNT_THREADS + threadIdx.x;
         l[u] = i < n ? work[i] : -INFINITY;
     }
+    for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) {
+        s_cnt[j] = 0;
+        s_mass[j] = 0;
+    }
+    unsigned long long best_key;
+    int bad;
+    sample_prep_result(sc, n, &best_key, &bad);
+    const float max = argmax_key_value(best_key); // work[best] (cu/pick.cuh: -0 as +0 changes nothing here)
+    const float floor_l = __fadd_rn(max, lmp);
+    const bool min_p_set = mode != ZR_SAMPLE_TOP_K && floor_l > -INFINITY; // only where the choice reads it
     __syncthreads();
 #pragma unroll
     for (int u = 0; u < PER; u++) {
@@ -517,6 +518,10 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
         head = st->hist_head;
         for (int i = 0; i < 4; i++) rng[i] = st->rng[i];
     }
+    // what count and gather left, loaded beside the prep's partials (one round trip for both)
+    const int set_host = sc->set_host, set_cut = sc->set_cut;
+    const double vocab_total = sc->total; // top-p without top-k
+    const int n0 = min((int)sc->n_set, ZR_SAMPLE_CAP);
     unsigned long long best_key;
     int bad;
     sample_prep_result(sc, n, &best_key, &bad);
@@ -529,13 +534,12 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
         if (bad >= 0) s_status = ZR_PICK_NONFINITE;
         else if (mode == ZR_SAMPLE_GREEDY) s_token = best;
         else if (max == -INFINITY) s_token = 0; // nothing is possible: src/sampler.c picks 0
-        else if (sc->set_host) s_status = ZR_PICK_HOST;
+        else if (set_host) s_status = ZR_PICK_HOST;
         else s_done = 0;
     }
     __syncthreads();
     bool drew = false;
     if (!s_done) {
-        const int n0 = min((int)sc->n_set, ZR_SAMPLE_CAP);
         sample_sort_set(work, sc, n0, mode, s_key, (unsigned long long *)s_w, s_l);
         if (tid == 0) sc->t_stage[ZR_SAMPLE_T_PICK_SORTED] = zr_globaltimer();
         int cnt = mode == ZR_SAMPLE_TOP_K ? min(k, n0) : n0;
@@ -543,14 +547,14 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
             for (int i = tid; i < cnt; i += blockDim.x) s_w[i] = zr_exp(__dsub_rn((double)s_l[i], (double)max));
             __syncthreads();
             // top-p renormalizes over the top-k survivors; without top-k over the whole vocabulary
-            const double total = mode == ZR_SAMPLE_TOP_K ? sample_block_tree(s_w, cnt) : sc->total;
+            const double total = mode == ZR_SAMPLE_TOP_K ? sample_block_tree(s_w, cnt) : vocab_total;
             // the CPU adds w / total in order: the quotients in parallel, only the sum walked
             for (int i = tid; i < cnt; i += blockDim.x) s_w[i] = __ddiv_rn(s_w[i], total);
             __syncthreads();
             if (tid == 0) {
                 const int at = sample_walk_reach(s_w, cnt, (double)top_p);
                 s_n = at >= 0 ? at + 1 : cnt;
-                if (mode == ZR_SAMPLE_TOP_P && at < 0 && !sc->set_cut) {
+                if (mode == ZR_SAMPLE_TOP_P && at < 0 && !set_cut) {
                     s_status = ZR_PICK_HOST; // the set held less than the CPU's pass: cannot happen
                     s_done = 1;              // with the mass margin, but never guess
                 }
