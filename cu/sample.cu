@@ -206,13 +206,14 @@ template <class T> __device__ void sample_block_scan(T *v, int n) {
     __syncthreads();
 }
 
-// The set the pick sorts, chosen by the last block of sample_count_f32 from the per-level counts
-// and masses (cnt, mass: [ZR_SAMPLE_BINS], per level, then the min-p set), with the whole block.
+// The set the pick sorts, chosen by every block of sample_gather_f32 (the same in each) from the
+// per-level counts and masses (cnt, mass: [ZR_SAMPLE_BINS], per level, then the min-p set, in
+// shared memory), with the whole block; thread 0 writes the choice to *host, *cut, *thr.
 // As the CPU's passes: top-k, the first level holding k ids; top-p, the first level whose mass
 // surely reaches top_p (a margin far above the rounding of the running sum), or the min-p set
 // once a level reaches the min-p floor; and a set past ZR_SAMPLE_CAP is ZR_PICK_HOST.
-__device__ void sample_choose_set(ZrSampleScratch *sc, unsigned *cnt, unsigned long long *mass, double total,
-                                  float max, float floor_l, int mode, int k, float top_p) {
+__device__ void sample_choose_set(unsigned *cnt, unsigned long long *mass, double total, float max, float floor_l,
+                                  int mode, int k, float top_p, int *host_out, int *cut_out, float *thr_out) {
     __shared__ int s_first;
     sample_block_scan(cnt, ZR_SAMPLE_LEVELS);
     if (mode == ZR_SAMPLE_TOP_P) sample_block_scan(mass, ZR_SAMPLE_LEVELS); // the only mode that reads masses
@@ -251,9 +252,9 @@ __device__ void sample_choose_set(ZrSampleScratch *sc, unsigned *cnt, unsigned l
         host = 0; // its mass reaches top_p
         thr = t;
     }
-    sc->set_host = host;
-    sc->set_cut = cut;
-    sc->set_thr = thr;
+    *host_out = host;
+    *cut_out = cut;
+    *thr_out = thr;
 }
 
 // grid ceil(n / ZR_SAMPLE_COUNT_IDS), block ZR_SAMPLE_COUNT_THREADS. lmp: logf(min_p), or -inf
@@ -268,7 +269,7 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
     zr_grid_enter();
     enum { PER = ZR_SAMPLE_COUNT_IDS / ZR_SAMPLE_COUNT_THREADS };
     __shared__ double s_w[ZR_SAMPLE_COUNT_CHUNKS][ZR_SUM_CHUNK + 1]; // +1: a chunk a thread, no bank conflicts
-    __shared__ double s_sum[ZR_SAMPLE_MAX_BLOCKS];
+    __shared__ double s_sum[ZR_SAMPLE_COUNT_CHUNKS];
     __shared__ unsigned s_cnt[ZR_SAMPLE_BINS];
     __shared__ unsigned long long s_mass[ZR_SAMPLE_BINS];
     if (blockIdx.x == 0 && threadIdx.x == 0) sc->t_stage[ZR_SAMPLE_T_COUNT] = zr_globaltimer();
@@ -304,7 +305,6 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
         if (min_p_set && l[u] >= floor_l) atomicAdd(&s_cnt[ZR_SAMPLE_LEVELS], 1u);
     }
     __syncthreads();
-    const int nb = gridDim.x;
     if (top_p_mode) {
         // the block's subtree of zr_tree_sum: its chunks left to right, then the halving rule
         const int n_chunks = (n + ZR_SUM_CHUNK - 1) / ZR_SUM_CHUNK;
@@ -323,23 +323,57 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
         __syncthreads();
         if (threadIdx.x == 0) sc->block_sum[blockIdx.x] = s_sum[0];
     }
-    __shared__ bool s_last;
     for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) {
         if (s_cnt[j]) {
             atomicAdd(&sc->bin_count[j], s_cnt[j]);
             if (top_p_mode) atomicAdd((unsigned long long *)&sc->bin_mass[j], s_mass[j]);
         }
     }
-    __threadfence();
+    // the stage ends with its last block (stamps only grow: no reset needed)
     __syncthreads();
-    if (threadIdx.x == 0) s_last = atomicAdd(&sc->count_done, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!s_last) return;
-    __threadfence();
+    if (threadIdx.x == 0) atomicMax((unsigned long long *)&sc->t_stage[ZR_SAMPLE_T_COUNT_END], zr_globaltimer());
+}
+
+// grid ceil(n / ZR_SAMPLE_GATHER_IDS), block ZR_SAMPLE_COUNT_THREADS: the ids of the chosen set and
+// their logits, in any order. Every block chooses the set itself from sample_count_f32's bins
+// (the same bits in each, so the same set; block 0 writes the choice and top-p's total for the
+// pick): no last block of the count kernel between the two (a fence, an atomic and a round trip).
+// mode, k, top_p, lmp as sample_count_f32.
+ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
+    sample_gather_f32(const float *__restrict__ work, ZrSampleScratch *sc, int n, int mode, int k, float top_p,
+                      float lmp) {
+    zr_grid_enter();
+    enum { PER = ZR_SAMPLE_GATHER_IDS / ZR_SAMPLE_COUNT_THREADS };
+    __shared__ unsigned s_cnt[ZR_SAMPLE_BINS];
+    __shared__ unsigned long long s_mass[ZR_SAMPLE_BINS];
+    __shared__ double s_sum[ZR_SAMPLE_MAX_BLOCKS];
+    __shared__ int s_host, s_cut;
+    __shared__ float s_thr;
+    if (blockIdx.x == 0 && threadIdx.x == 0) sc->t_stage[ZR_SAMPLE_T_GATHER] = zr_globaltimer();
+    const bool top_p_mode = mode == ZR_SAMPLE_TOP_P;
+    const int base = blockIdx.x * ZR_SAMPLE_GATHER_IDS;
+    float l[PER];
+#pragma unroll
+    for (int u = 0; u < PER; u++) {
+        const int i = base + u * ZR_SAMPLE_COUNT_THREADS + threadIdx.x;
+        l[u] = i < n ? work[i] : -INFINITY;
+    }
+    // the count's atomics and block sums, from L2
+    const int nb = (n + ZR_SAMPLE_COUNT_IDS - 1) / ZR_SAMPLE_COUNT_IDS;
+    for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) {
+        s_cnt[j] = __ldcg((const unsigned *)&sc->bin_count[j]);
+        s_mass[j] = top_p_mode ? __ldcg((const unsigned long long *)&sc->bin_mass[j]) : 0;
+    }
+    if (top_p_mode)
+        for (int b = threadIdx.x; b < nb; b += blockDim.x) s_sum[b] = __ldcg(&sc->block_sum[b]);
+    unsigned long long best_key;
+    int bad;
+    sample_prep_result(sc, n, &best_key, &bad); // ends with a barrier: the loads above are in place
+    const float max = argmax_key_value(best_key);
+    const float floor_l = __fadd_rn(max, lmp);
     double total = 0.0;
     if (top_p_mode) {
-        // the tree above the blocks: the same halving rule over the block sums
-        for (int b = threadIdx.x; b < nb; b += blockDim.x) s_sum[b] = __ldcg(&sc->block_sum[b]);
+        // the tree above the count's blocks: the halving rule over the block sums
         for (int s = 1; s < nb; s *= 2) {
             __syncthreads();
             for (int t = threadIdx.x; t < nb; t += blockDim.x)
@@ -347,39 +381,17 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
         }
         __syncthreads();
         total = s_sum[0];
-        if (threadIdx.x == 0) sc->total = total;
     }
-    for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) { // the other blocks' atomics, in L2
-        s_cnt[j] = __ldcg((const unsigned *)&sc->bin_count[j]);
-        sc->bin_count[j] = 0; // ready for the next step
-        if (top_p_mode) {
-            s_mass[j] = __ldcg((const unsigned long long *)&sc->bin_mass[j]);
-            sc->bin_mass[j] = 0;
-        }
-    }
+    sample_choose_set(s_cnt, s_mass, total, max, floor_l, mode, k, top_p, &s_host, &s_cut, &s_thr);
     __syncthreads();
-    sample_choose_set(sc, s_cnt, s_mass, total, max, floor_l, mode, k, top_p);
-    if (threadIdx.x == 0) {
-        sc->count_done = 0;
-        sc->n_set = 0;
-        sc->t_stage[ZR_SAMPLE_T_COUNT_END] = zr_globaltimer();
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        sc->set_host = s_host;
+        sc->set_cut = s_cut;
+        sc->set_thr = s_thr;
+        if (top_p_mode) sc->total = total;
     }
-}
-
-// grid ceil(n / ZR_SAMPLE_GATHER_IDS), block 256: the ids of the chosen set, in any order.
-ZR_KERNEL void __launch_bounds__(256) sample_gather_f32(const float *__restrict__ work, ZrSampleScratch *sc, int n) {
-    zr_grid_enter();
-    enum { PER = ZR_SAMPLE_GATHER_IDS / 256 };
-    if (blockIdx.x == 0 && threadIdx.x == 0) sc->t_stage[ZR_SAMPLE_T_GATHER] = zr_globaltimer();
-    const int base = blockIdx.x * ZR_SAMPLE_GATHER_IDS;
-    float l[PER];
-#pragma unroll
-    for (int u = 0; u < PER; u++) {
-        const int i = base + u * 256 + threadIdx.x;
-        l[u] = i < n ? work[i] : -INFINITY;
-    }
-    if (sc->set_host) return;
-    const float thr = sc->set_thr;
+    if (s_host) return;
+    const float thr = s_thr;
     const int lane = threadIdx.x & 31;
 #pragma unroll
     for (int u = 0; u < PER; u++) {
@@ -392,7 +404,7 @@ ZR_KERNEL void __launch_bounds__(256) sample_gather_f32(const float *__restrict_
         if (lane == leader) at = atomicAdd(&sc->n_set, (unsigned)__popc(mask));
         at = __shfl_sync(0xffffffffu, at, leader) + __popc(mask & ((1u << lane) - 1));
         if (take && at < ZR_SAMPLE_CAP) {
-            sc->cand[at] = base + u * 256 + threadIdx.x;
+            sc->cand[at] = base + u * ZR_SAMPLE_COUNT_THREADS + threadIdx.x;
             sc->cand_l[at] = l[u];
         }
     }
@@ -605,6 +617,11 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
                 }
             }
         }
+    }
+    // the count's bins, ready for the next step (every gather block has read them)
+    for (int j = tid; j < ZR_SAMPLE_BINS; j += blockDim.x) {
+        sc->bin_count[j] = 0;
+        sc->bin_mass[j] = 0;
     }
     __syncthreads();
     if (tid != 0) return;

@@ -1,19 +1,21 @@
 /* The sampling chain's working memory on the device (ZrSampleDev.scratch), in plain C that
  * cu/sample.cu includes too: the host sizes and zeroes it (src/cuda/sample.c), the kernels
- * use it, and each kernel leaves the counters it uses back at zero, so nothing is reset
- * between two steps by the host.
+ * use it, and the pick leaves the counters back at zero (the count's bins, the gathered set's
+ * size), so nothing is reset between two steps by the host.
  *
  * The chain, four kernels (two at temperature 0):
  *   sample_prep_f32    every id: the penalized, banned, NaN-as--inf logit into work[n_vocab]
  *                      (the logits themselves are never written: the host may need them), and
  *                      per block the largest of them (argmax key) and the first non-finite raw
- *                      logit (count and pick reduce the blocks' partials themselves);
+ *                      logit (count, gather and pick reduce the blocks' partials themselves);
  *   sample_count_f32   every id: the sizes of nested candidate sets {l >= max - off(j)} and of
  *                      the min-p set {l >= floor}, and for top-p without top-k (the only mode
  *                      that reads a total over the vocabulary) zr_tree_sum of zr_exp(l - max)
- *                      and the sets' masses (integers: exact in any order); its last block picks
- *                      the smallest set that holds the result exactly (or ZR_PICK_HOST);
- *   sample_gather_f32  the ids of that set into cand[], their logits into cand_l[];
+ *                      and the sets' masses (integers: exact in any order), per block into
+ *                      global bins and block sums;
+ *   sample_gather_f32  every block picks from the bins the smallest set that holds the result
+ *                      exactly (or ZR_PICK_HOST), the same in each, then gathers its ids of that
+ *                      set into cand[], their logits into cand_l[];
  *   sample_pick_f32    one block: sorts the set by the total order (a rank sort up to
  *                      ZR_SAMPLE_RANK_MAX candidates, else bitonic), top-k, top-p, min-p,
  *                      temperature, the draw, as src/sampler.c, then the record, the history and
@@ -80,15 +82,14 @@ typedef struct ZrSampleScratch {
     uint64_t prep_key[ZR_SAMPLE_MAX_BLOCKS];
     int32_t prep_bad[ZR_SAMPLE_MAX_BLOCKS];
     /* sample_count_f32 */
-    double total;                         /* zr_tree_sum of zr_exp(work[i] - max) over every id (top-p only) */
     double block_sum[ZR_SAMPLE_MAX_BLOCKS];
     uint64_t bin_mass[ZR_SAMPLE_BINS];    /* zr_exp(l - max) in units of 2^-32, truncated: a lower bound (top-p only) */
     uint32_t bin_count[ZR_SAMPLE_BINS];   /* a level's bin holds the ids of that level not in the one before */
-    uint32_t count_done;
+    /* sample_gather_f32 (its block 0; n_set and cand by every block; n_set reset by sample_pick_f32) */
+    double total;                         /* zr_tree_sum of zr_exp(work[i] - max) over every id (top-p only) */
     int32_t set_host;                     /* 1: no set fits, the step is ZR_PICK_HOST */
     int32_t set_cut;                      /* 1: the set is the whole min-p set (top-p needs no wider one) */
     float set_thr;                        /* the set: work[i] >= set_thr and > -inf */
-    /* sample_gather_f32 (reset by sample_pick_f32) */
     uint32_t n_set;
     int32_t cand[ZR_SAMPLE_CAP];
     float cand_l[ZR_SAMPLE_CAP];          /* work[cand[i]] */
