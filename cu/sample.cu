@@ -457,8 +457,8 @@ __device__ void sample_sort_set(const float *__restrict__ work, const ZrSampleSc
     if (n0 <= ZR_SAMPLE_RANK_MAX) {
         float *s_l_in = s_l + ZR_SAMPLE_RANK_MAX; // the logits in gathered order
         for (int i = tid; i < n0; i += blockDim.x) {
-            const int id = sc->cand[i];
-            const float v = sc->cand_l[i]; // work[id], loaded beside the id
+            const int id = __ldcg(&sc->cand[i]); // written by other multiprocessors: from L2
+            const float v = __ldcg(&sc->cand_l[i]); // work[id], loaded beside the id
             s_key[i] = mode == ZR_SAMPLE_ALL ? (0xffffffff00000000ull | (unsigned)~(unsigned)id) : argmax_key(v, id);
             s_l_in[i] = v;
         }
@@ -482,7 +482,7 @@ __device__ void sample_sort_set(const float *__restrict__ work, const ZrSampleSc
     for (int i = tid; i < p2; i += blockDim.x) {
         unsigned long long key = 0; // below every candidate
         if (i < n0) {
-            const int id = sc->cand[i];
+            const int id = __ldcg(&sc->cand[i]);
             key = mode == ZR_SAMPLE_ALL ? (0xffffffff00000000ull | (unsigned)~(unsigned)id) : argmax_key(work[id], id);
         }
         s_key[i] = key;
@@ -533,7 +533,7 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
     // what count and gather left, loaded beside the prep's partials (one round trip for both)
     const int set_host = sc->set_host, set_cut = sc->set_cut;
     const double vocab_total = sc->total; // top-p without top-k
-    const int n0 = min((int)sc->n_set, ZR_SAMPLE_CAP);
+    const int n0 = min((int)__ldcg(&sc->n_set), ZR_SAMPLE_CAP);
     unsigned long long best_key;
     int bad;
     sample_prep_result(sc, n, &best_key, &bad);
