@@ -138,9 +138,9 @@ ZR_KERNEL void __launch_bounds__(ZR_ARGMAX_THREADS) argmax_f32(const float *__re
 ZR_KERNEL void __launch_bounds__(ZR_ARGMAX_THREADS) argmax_pick_f32(const float *__restrict__ logits, int n, ZrPick *pick,
                                                                     int *tok_pos, ZrPickRecord *ring, int n_slots) {
     zr_grid_enter();
+    const int pos = threadIdx.x == 0 ? tok_pos[1] : 0; // loaded now, used after the reduction (last block)
     int token, bad;
     if (!argmax_run(logits, n, pick, &token, &bad)) return;
-    const int pos = tok_pos[1];
     ZrPickRecord *r = ring + (unsigned)pos % (unsigned)n_slots;
     r->token = bad < 0 ? token : -1;
     r->status = bad < 0 ? ZR_PICK_OK : ZR_PICK_NONFINITE;

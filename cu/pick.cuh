@@ -16,6 +16,14 @@ __device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
 // The key's id.
 __device__ __forceinline__ int argmax_key_id(unsigned long long k) { return (int)~(unsigned int)(k & 0xffffffffu); }
 
+// The key's logit: the float it was made of, but -0 comes back +0 (they tie) and NaN -inf. Where
+// the logit only meets subtraction from or comparison with other values (the sampling chain's
+// maximum: l - max, max + log(min_p), max - offset), -0 and +0 give the same bits.
+__device__ __forceinline__ float argmax_key_value(unsigned long long k) {
+    const unsigned int h = (unsigned int)(k >> 32);
+    return __uint_as_float((h & 0x80000000u) ? (h & 0x7fffffffu) : ~h);
+}
+
 // The record's pos, written last, after every other field is visible to the host (a ring in
 // mapped pinned memory): a host that sees pos == the step's position reads a whole record.
 __device__ __forceinline__ void zr_record_publish(ZrPickRecord *r, int pos) {

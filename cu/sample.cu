@@ -7,7 +7,8 @@
 //     sorts is a prefix of that order holding the CPU's result (top-k: at least k ids; top-p:
 //     its mass reaches top_p with a margin, or it is the whole min-p set, as the CPU's passes);
 //   - the same float operations: zr_exp and zr_tree_sum (src/zr_exp.h) for weights and totals,
-//     and the running sums of top-p and the draw walked by one thread, in order, as the CPU;
+//     and the running sums of top-p and the draw walked by one thread, in order, as the CPU
+//     (their terms, top-p's quotients w / total included, computed in parallel before);
 //   - the same generator: xoshiro256** in the state bytes of zr_sampler_get_state.
 // Integer atomics only (counts, fixed-point masses, gather slots): the gathered order is
 // undone by the sort, so every launch gives the same bits. Launch shapes depend on n only.
@@ -90,7 +91,16 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PREP_THREADS)
                     float pp) {
     zr_grid_enter();
     __shared__ unsigned s_hist[ZR_SAMPLE_PREP_IDS / 32], s_ban[ZR_SAMPLE_PREP_IDS / 32];
+    if (blockIdx.x == 0 && threadIdx.x == 0) sc->t_stage[ZR_SAMPLE_T_PREP] = zr_globaltimer();
+    enum { PER = ZR_SAMPLE_PREP_IDS / ZR_SAMPLE_PREP_THREADS };
     const int base = blockIdx.x * ZR_SAMPLE_PREP_IDS;
+    // every load in flight at once, while the maps are built
+    float raws[PER];
+#pragma unroll
+    for (int u = 0; u < PER; u++) {
+        const int i = base + u * ZR_SAMPLE_PREP_THREADS + threadIdx.x;
+        raws[u] = i < n_cand ? logits[i] : -INFINITY;
+    }
     for (int w = threadIdx.x; w < ZR_SAMPLE_PREP_IDS / 32; w += blockDim.x) s_hist[w] = s_ban[w] = 0;
     __syncthreads();
     const int n_hist = pen ? st->n_hist : 0;
@@ -99,11 +109,11 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PREP_THREADS)
     __syncthreads();
     unsigned long long key = 0;
     int bad = INT_MAX;
-#pragma unroll 4
-    for (int u = 0; u < ZR_SAMPLE_PREP_IDS / ZR_SAMPLE_PREP_THREADS; u++) {
+#pragma unroll
+    for (int u = 0; u < PER; u++) {
         const int j = u * ZR_SAMPLE_PREP_THREADS + threadIdx.x, i = base + j;
         if (i >= n) break;
-        const float raw = i < n_cand ? logits[i] : -INFINITY;
+        const float raw = raws[u];
         if (i < n_cand && !isfinite(raw) && i < bad) bad = i;
         float v = isnan(raw) ? -INFINITY : raw;
         const unsigned bit = 1u << (j & 31);
@@ -122,37 +132,49 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PREP_THREADS)
         key = k > key ? k : key;
     }
     sample_block_reduce(&key, &bad);
-    __shared__ bool s_last;
     if (threadIdx.x == 0) {
         sc->prep_key[blockIdx.x] = key;
         sc->prep_bad[blockIdx.x] = bad;
-        __threadfence();
-        s_last = atomicAdd(&sc->prep_done, 1u) == gridDim.x - 1;
+        // the stage ends with its last block (stamps only grow: no reset needed)
+        atomicMax((unsigned long long *)&sc->t_stage[ZR_SAMPLE_T_PREP_END], zr_globaltimer());
+    }
+}
+
+// The largest key of work[] and the first non-finite id (or -1) from sample_prep_f32's partials,
+// in every thread: each later kernel reduces them itself (a load round trip, as reading one
+// result would be) instead of the prep's last block (a fence, an atomic and a reduction more).
+__device__ void sample_prep_result(const ZrSampleScratch *sc, int n, unsigned long long *key, int *bad) {
+    __shared__ unsigned long long s_k;
+    __shared__ int s_b;
+    const int nb = (n + ZR_SAMPLE_PREP_IDS - 1) / ZR_SAMPLE_PREP_IDS;
+    unsigned long long k = 0;
+    int m = INT_MAX;
+    for (int b = threadIdx.x; b < nb; b += blockDim.x) {
+        const unsigned long long kb = sc->prep_key[b];
+        const int mb = sc->prep_bad[b];
+        k = kb > k ? kb : k;
+        m = mb < m ? mb : m;
+    }
+    sample_block_reduce(&k, &m);
+    if (threadIdx.x == 0) {
+        s_k = k;
+        s_b = m;
     }
     __syncthreads();
-    if (!s_last) return;
-    __threadfence();
-    key = 0;
-    bad = INT_MAX;
-    for (int b = threadIdx.x; b < (int)gridDim.x; b += blockDim.x) {
-        const unsigned long long k = __ldcg((const unsigned long long *)&sc->prep_key[b]);
-        const int m = __ldcg(&sc->prep_bad[b]);
-        key = k > key ? k : key;
-        bad = m < bad ? m : bad;
-    }
-    sample_block_reduce(&key, &bad);
-    if (threadIdx.x == 0) {
-        sc->best_key = key;
-        sc->bad = bad == INT_MAX ? -1 : bad;
-        sc->prep_done = 0;
-    }
+    *key = s_k;
+    *bad = s_b == INT_MAX ? -1 : s_b;
 }
 
 // Level j's threshold below the largest logit (src/cuda/sample_scratch.h), computed the same way
 // wherever a set is counted or gathered.
+// The coarse offsets in constant memory (a local array indexed by a variable lived on the stack,
+// stored again at every use in the count kernel).
+static __constant__ float sample_tail_off[ZR_SAMPLE_TAIL] = ZR_SAMPLE_TAIL_OFFSETS;
+
 __device__ __forceinline__ float sample_thr(int j, float max) {
-    const float tail[ZR_SAMPLE_TAIL] = ZR_SAMPLE_TAIL_OFFSETS;
-    return __fsub_rn(max, j < ZR_SAMPLE_FINE ? (float)j / ZR_SAMPLE_FINE_PER : tail[j - ZR_SAMPLE_FINE]);
+    // j / 8 as j * 0.125: the same bits (exact either way), without a division's instruction sequence
+    return __fsub_rn(max, j < ZR_SAMPLE_FINE ? __fmul_rn((float)j, 1.0f / ZR_SAMPLE_FINE_PER)
+                                             : sample_tail_off[j - ZR_SAMPLE_FINE]);
 }
 
 // The first level j with l >= sample_thr(j) (thresholds never increase with j), for a finite l <= max.
@@ -184,16 +206,17 @@ template <class T> __device__ void sample_block_scan(T *v, int n) {
     __syncthreads();
 }
 
-// The set the pick sorts, chosen by the last block of sample_count_f32 from the per-level counts
-// and masses (cnt, mass: [ZR_SAMPLE_BINS], per level, then the min-p set), with the whole block.
+// The set the pick sorts, chosen by every block of sample_gather_f32 (the same in each) from the
+// per-level counts and masses (cnt, mass: [ZR_SAMPLE_BINS], per level, then the min-p set, in
+// shared memory), with the whole block; thread 0 writes the choice to *host, *cut, *thr.
 // As the CPU's passes: top-k, the first level holding k ids; top-p, the first level whose mass
 // surely reaches top_p (a margin far above the rounding of the running sum), or the min-p set
 // once a level reaches the min-p floor; and a set past ZR_SAMPLE_CAP is ZR_PICK_HOST.
-__device__ void sample_choose_set(ZrSampleScratch *sc, unsigned *cnt, unsigned long long *mass, double total,
-                                  float max, float floor_l, int mode, int k, float top_p) {
+__device__ void sample_choose_set(unsigned *cnt, unsigned long long *mass, double total, float max, float floor_l,
+                                  int mode, int k, float top_p, int *host_out, int *cut_out, float *thr_out) {
     __shared__ int s_first;
     sample_block_scan(cnt, ZR_SAMPLE_LEVELS);
-    sample_block_scan(mass, ZR_SAMPLE_LEVELS);
+    if (mode == ZR_SAMPLE_TOP_P) sample_block_scan(mass, ZR_SAMPLE_LEVELS); // the only mode that reads masses
     // without min-p the min-p set is every finite logit: the last level
     const unsigned floor_cnt = floor_l > -INFINITY ? cnt[ZR_SAMPLE_LEVELS] : cnt[ZR_SAMPLE_LEVELS - 1];
     if (threadIdx.x == 0) s_first = ZR_SAMPLE_LEVELS - 1;
@@ -229,110 +252,160 @@ __device__ void sample_choose_set(ZrSampleScratch *sc, unsigned *cnt, unsigned l
         host = 0; // its mass reaches top_p
         thr = t;
     }
-    sc->set_host = host;
-    sc->set_cut = cut;
-    sc->set_thr = thr;
+    *host_out = host;
+    *cut_out = cut;
+    *thr_out = thr;
 }
 
-// grid ceil(n / ZR_SAMPLE_COUNT_IDS), block ZR_SAMPLE_COUNT_THREADS (the tree needs exactly that
-// shape: a block's chunks, a power of two of them, are a subtree). lmp: logf(min_p), or -inf when min-p is off.
+// grid ceil(n / ZR_SAMPLE_COUNT_IDS), block ZR_SAMPLE_COUNT_THREADS. lmp: logf(min_p), or -inf
+// when min-p is off. Only top-p without top-k reads a total over the vocabulary (top-k's top-p
+// renormalizes over the k, in the pick), so the other modes count levels and no weight at all.
+// A block's ids are ZR_SAMPLE_COUNT_CHUNKS chunks (a power of two: a subtree of zr_tree_sum);
+// their weights are computed by every thread (8 ids each, coalesced) into shared memory, then
+// one thread a chunk adds its chunk left to right.
 ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
     sample_count_f32(const float *__restrict__ work, ZrSampleScratch *sc, int n, int mode, int k, float top_p,
                      float lmp) {
     zr_grid_enter();
-    __shared__ double s_sum[ZR_SAMPLE_MAX_BLOCKS];
+    enum { PER = ZR_SAMPLE_COUNT_IDS / ZR_SAMPLE_COUNT_THREADS };
+    __shared__ double s_w[ZR_SAMPLE_COUNT_CHUNKS][ZR_SUM_CHUNK + 1]; // +1: a chunk a thread, no bank conflicts
+    __shared__ double s_sum[ZR_SAMPLE_COUNT_CHUNKS];
     __shared__ unsigned s_cnt[ZR_SAMPLE_BINS];
     __shared__ unsigned long long s_mass[ZR_SAMPLE_BINS];
-    const float max = work[argmax_key_id(sc->best_key)];
-    const float floor_l = __fadd_rn(max, lmp);
+    if (blockIdx.x == 0 && threadIdx.x == 0) sc->t_stage[ZR_SAMPLE_T_COUNT] = zr_globaltimer();
+    const bool top_p_mode = mode == ZR_SAMPLE_TOP_P;
+    // the block's logits in flight while the maximum is reduced
+    const int base = blockIdx.x * ZR_SAMPLE_COUNT_IDS;
+    float l[PER];
+#pragma unroll
+    for (int u = 0; u < PER; u++) {
+        const int i = base + u * ZR_SAMPLE_COUNT_THREADS + threadIdx.x;
+        l[u] = i < n ? work[i] : -INFINITY;
+    }
     for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) {
         s_cnt[j] = 0;
         s_mass[j] = 0;
     }
+    unsigned long long best_key;
+    int bad;
+    sample_prep_result(sc, n, &best_key, &bad);
+    const float max = argmax_key_value(best_key); // work[best] (cu/pick.cuh: -0 as +0 changes nothing here)
+    const float floor_l = __fadd_rn(max, lmp);
+    const bool min_p_set = mode != ZR_SAMPLE_TOP_K && floor_l > -INFINITY; // only where the choice reads it
     __syncthreads();
-    const int n_chunks = (n + ZR_SUM_CHUNK - 1) / ZR_SUM_CHUNK;
-    const int g = blockIdx.x * ZR_SAMPLE_COUNT_THREADS + threadIdx.x, first = g * ZR_SUM_CHUNK;
-    double acc = 0.0;
-    for (int e0 = 0; e0 < ZR_SUM_CHUNK && first + e0 < n; e0 += 8) {
-        // eight weights at once (independent), then added in order
-        float l[8];
-        double w[8];
 #pragma unroll
-        for (int u = 0; u < 8; u++) l[u] = first + e0 + u < n ? work[first + e0 + u] : -INFINITY;
-#pragma unroll
-        for (int u = 0; u < 8; u++) w[u] = zr_exp(__dsub_rn((double)l[u], (double)max));
-#pragma unroll
-        for (int u = 0; u < 8; u++)
-            if (first + e0 + u < n) acc = e0 + u == 0 ? w[u] : __dadd_rn(acc, w[u]);
-        // only what the mode's choice reads: masses for top-p, the min-p set where min-p is on
-        for (int u = 0; u < 8; u++) {
-            if (!(l[u] > -INFINITY)) continue;
-            const int j = sample_level(l[u], max);
-            atomicAdd(&s_cnt[j], 1u);
-            if (mode == ZR_SAMPLE_TOP_P) atomicAdd(&s_mass[j], (unsigned long long)(w[u] * 0x1.0p32));
-            if (mode != ZR_SAMPLE_TOP_K && floor_l > -INFINITY && l[u] >= floor_l) atomicAdd(&s_cnt[ZR_SAMPLE_LEVELS], 1u);
-        }
+    for (int u = 0; u < PER; u++) {
+        const int j = u * ZR_SAMPLE_COUNT_THREADS + threadIdx.x;
+        double w = 0.0;
+        if (top_p_mode) s_w[j / ZR_SUM_CHUNK][j % ZR_SUM_CHUNK] = w = zr_exp(__dsub_rn((double)l[u], (double)max));
+        if (!(l[u] > -INFINITY)) continue;
+        const int lv = sample_level(l[u], max);
+        atomicAdd(&s_cnt[lv], 1u);
+        if (top_p_mode) atomicAdd(&s_mass[lv], (unsigned long long)(w * 0x1.0p32));
+        if (min_p_set && l[u] >= floor_l) atomicAdd(&s_cnt[ZR_SAMPLE_LEVELS], 1u);
     }
-    s_sum[threadIdx.x] = acc;
-    // the block's subtree of zr_tree_sum over its chunks
-    const int m = min(ZR_SAMPLE_COUNT_THREADS, n_chunks - (int)blockIdx.x * ZR_SAMPLE_COUNT_THREADS);
-    for (int s = 1; s < ZR_SAMPLE_COUNT_THREADS; s *= 2) {
-        __syncthreads();
+    __syncthreads();
+    if (top_p_mode) {
+        // the block's subtree of zr_tree_sum: its chunks left to right, then the halving rule
+        const int n_chunks = (n + ZR_SUM_CHUNK - 1) / ZR_SUM_CHUNK;
+        const int m = min(ZR_SAMPLE_COUNT_CHUNKS, n_chunks - (int)blockIdx.x * ZR_SAMPLE_COUNT_CHUNKS);
         const int t = threadIdx.x;
-        if (t % (2 * s) == 0 && t + s < m) s_sum[t] = __dadd_rn(s_sum[t], s_sum[t + s]);
+        if (t < m) {
+            const int first = base + t * ZR_SUM_CHUNK;
+            double acc = s_w[t][0];
+            for (int e = 1; e < ZR_SUM_CHUNK && first + e < n; e++) acc = __dadd_rn(acc, s_w[t][e]);
+            s_sum[t] = acc;
+        }
+        for (int s = 1; s < ZR_SAMPLE_COUNT_CHUNKS; s *= 2) {
+            __syncthreads();
+            if (t % (2 * s) == 0 && t + s < m) s_sum[t] = __dadd_rn(s_sum[t], s_sum[t + s]);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) sc->block_sum[blockIdx.x] = s_sum[0];
     }
-    __syncthreads();
-    __shared__ bool s_last;
-    if (threadIdx.x == 0) sc->block_sum[blockIdx.x] = s_sum[0];
     for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) {
         if (s_cnt[j]) {
             atomicAdd(&sc->bin_count[j], s_cnt[j]);
-            atomicAdd((unsigned long long *)&sc->bin_mass[j], s_mass[j]);
+            if (top_p_mode) atomicAdd((unsigned long long *)&sc->bin_mass[j], s_mass[j]);
         }
     }
-    __threadfence();
+    // the stage ends with its last block (stamps only grow: no reset needed)
     __syncthreads();
-    if (threadIdx.x == 0) s_last = atomicAdd(&sc->count_done, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!s_last) return;
-    __threadfence();
-    // the tree above the blocks: the same halving rule over the block sums
-    const int nb = gridDim.x;
-    for (int b = threadIdx.x; b < nb; b += blockDim.x) s_sum[b] = __ldcg(&sc->block_sum[b]);
-    for (int s = 1; s < nb; s *= 2) {
-        __syncthreads();
-        for (int t = threadIdx.x; t < nb; t += blockDim.x)
-            if (t % (2 * s) == 0 && t + s < nb) s_sum[t] = __dadd_rn(s_sum[t], s_sum[t + s]);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) sc->total = s_sum[0];
-    for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) { // the other blocks' atomics, in L2
-        s_cnt[j] = __ldcg((const unsigned *)&sc->bin_count[j]);
-        s_mass[j] = __ldcg((const unsigned long long *)&sc->bin_mass[j]);
-        sc->bin_count[j] = 0; // ready for the next step
-        sc->bin_mass[j] = 0;
-    }
-    __syncthreads();
-    sample_choose_set(sc, s_cnt, s_mass, s_sum[0], max, floor_l, mode, k, top_p);
-    if (threadIdx.x == 0) {
-        sc->count_done = 0;
-        sc->n_set = 0;
-    }
+    if (threadIdx.x == 0) atomicMax((unsigned long long *)&sc->t_stage[ZR_SAMPLE_T_COUNT_END], zr_globaltimer());
 }
 
-// grid ceil(n / ZR_SAMPLE_GATHER_IDS), block 256: the ids of the chosen set, in any order.
-ZR_KERNEL void __launch_bounds__(256) sample_gather_f32(const float *__restrict__ work, ZrSampleScratch *sc, int n) {
+// grid ceil(n / ZR_SAMPLE_GATHER_IDS), block ZR_SAMPLE_COUNT_THREADS: the ids of the chosen set and
+// their logits, in any order. Every block chooses the set itself from sample_count_f32's bins
+// (the same bits in each, so the same set; block 0 writes the choice and top-p's total for the
+// pick): no last block of the count kernel between the two (a fence, an atomic and a round trip).
+// mode, k, top_p, lmp as sample_count_f32.
+ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
+    sample_gather_f32(const float *__restrict__ work, ZrSampleScratch *sc, int n, int mode, int k, float top_p,
+                      float lmp) {
     zr_grid_enter();
-    if (sc->set_host) return;
-    const float thr = sc->set_thr;
+    enum { PER = ZR_SAMPLE_GATHER_IDS / ZR_SAMPLE_COUNT_THREADS };
+    __shared__ unsigned s_cnt[ZR_SAMPLE_BINS];
+    __shared__ unsigned long long s_mass[ZR_SAMPLE_BINS];
+    __shared__ double s_sum[ZR_SAMPLE_MAX_BLOCKS];
+    __shared__ int s_host, s_cut;
+    __shared__ float s_thr;
+    if (blockIdx.x == 0 && threadIdx.x == 0) sc->t_stage[ZR_SAMPLE_T_GATHER] = zr_globaltimer();
+    const bool top_p_mode = mode == ZR_SAMPLE_TOP_P;
     const int base = blockIdx.x * ZR_SAMPLE_GATHER_IDS;
-    for (int j = threadIdx.x; j < ZR_SAMPLE_GATHER_IDS; j += blockDim.x) {
-        const int i = base + j;
-        if (i >= n) break;
-        const float l = work[i];
-        if (l >= thr && l > -INFINITY) {
-            const unsigned at = atomicAdd(&sc->n_set, 1u);
-            if (at < ZR_SAMPLE_CAP) sc->cand[at] = i;
+    float l[PER];
+#pragma unroll
+    for (int u = 0; u < PER; u++) {
+        const int i = base + u * ZR_SAMPLE_COUNT_THREADS + threadIdx.x;
+        l[u] = i < n ? work[i] : -INFINITY;
+    }
+    // the count's atomics and block sums, from L2
+    const int nb = (n + ZR_SAMPLE_COUNT_IDS - 1) / ZR_SAMPLE_COUNT_IDS;
+    for (int j = threadIdx.x; j < ZR_SAMPLE_BINS; j += blockDim.x) {
+        s_cnt[j] = __ldcg((const unsigned *)&sc->bin_count[j]);
+        s_mass[j] = top_p_mode ? __ldcg((const unsigned long long *)&sc->bin_mass[j]) : 0;
+    }
+    if (top_p_mode)
+        for (int b = threadIdx.x; b < nb; b += blockDim.x) s_sum[b] = __ldcg(&sc->block_sum[b]);
+    unsigned long long best_key;
+    int bad;
+    sample_prep_result(sc, n, &best_key, &bad); // ends with a barrier: the loads above are in place
+    const float max = argmax_key_value(best_key);
+    const float floor_l = __fadd_rn(max, lmp);
+    double total = 0.0;
+    if (top_p_mode) {
+        // the tree above the count's blocks: the halving rule over the block sums
+        for (int s = 1; s < nb; s *= 2) {
+            __syncthreads();
+            for (int t = threadIdx.x; t < nb; t += blockDim.x)
+                if (t % (2 * s) == 0 && t + s < nb) s_sum[t] = __dadd_rn(s_sum[t], s_sum[t + s]);
+        }
+        __syncthreads();
+        total = s_sum[0];
+    }
+    sample_choose_set(s_cnt, s_mass, total, max, floor_l, mode, k, top_p, &s_host, &s_cut, &s_thr);
+    __syncthreads();
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        sc->set_host = s_host;
+        sc->set_cut = s_cut;
+        sc->set_thr = s_thr;
+        if (top_p_mode) sc->total = total;
+    }
+    if (s_host) return;
+    const float thr = s_thr;
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int u = 0; u < PER; u++) {
+        // one atomic a warp: its lanes' slots follow the warp's base in lane order
+        const bool take = l[u] >= thr && l[u] > -INFINITY;
+        const unsigned mask = __ballot_sync(0xffffffffu, take);
+        if (!mask) continue;
+        const int leader = __ffs(mask) - 1;
+        unsigned at = 0;
+        if (lane == leader) at = atomicAdd(&sc->n_set, (unsigned)__popc(mask));
+        at = __shfl_sync(0xffffffffu, at, leader) + __popc(mask & ((1u << lane) - 1));
+        if (take && at < ZR_SAMPLE_CAP) {
+            sc->cand[at] = base + u * ZR_SAMPLE_COUNT_THREADS + threadIdx.x;
+            sc->cand_l[at] = l[u];
         }
     }
 }
@@ -358,8 +431,86 @@ __device__ double sample_block_tree(const double *w, int n) {
     return s_total;
 }
 
+// The walk of a running sum by one thread, as the CPU's loop: cum += v[i] in order from 0, and
+// the first i where cum >= goal (the sum's values are the CPU's bits; only the loads are ahead).
+// Returns -1 when no prefix reaches it.
+__device__ __forceinline__ int sample_walk_reach(const double *v, int n, double goal) {
+    double cum = 0.0;
+#pragma unroll 8
+    for (int i = 0; i < n; i++) {
+        cum = __dadd_rn(cum, v[i]);
+        if (cum >= goal) return i;
+    }
+    return -1;
+}
+
+// Sorts the set's keys s_key[0..n0) descending (the total order) with the logits s_l beside
+// them, by the whole block. Keys are distinct (the id is in them). Up to ZR_SAMPLE_RANK_MAX: a
+// rank sort (a key's place is the number of keys above it; g threads a key, g >= 4), which
+// needs no barrier per step; above, a bitonic sort and the logits loaded after it.
+// s_tmp: ZR_SAMPLE_CAP u64 of scratch.
+__device__ void sample_sort_set(const float *__restrict__ work, const ZrSampleScratch *sc, int n0, int mode,
+                                unsigned long long *s_key, unsigned long long *s_tmp, float *s_l) {
+    const int tid = threadIdx.x;
+    int p2 = 1;
+    while (p2 < n0) p2 *= 2;
+    if (n0 <= ZR_SAMPLE_RANK_MAX) {
+        float *s_l_in = s_l + ZR_SAMPLE_RANK_MAX; // the logits in gathered order
+        for (int i = tid; i < n0; i += blockDim.x) {
+            const int id = __ldcg(&sc->cand[i]); // written by other multiprocessors: from L2
+            const float v = __ldcg(&sc->cand_l[i]); // work[id], loaded beside the id
+            s_key[i] = mode == ZR_SAMPLE_ALL ? (0xffffffff00000000ull | (unsigned)~(unsigned)id) : argmax_key(v, id);
+            s_l_in[i] = v;
+        }
+        __syncthreads();
+        const int g = min(32, ZR_SAMPLE_PICK_THREADS / p2); // a power of two dividing 32: groups within warps
+        const int c = tid / g, part = tid % g;
+        const unsigned long long key = c < n0 ? s_key[c] : 0;
+        int rank = 0;
+        if (c < n0)
+            for (int j = part; j < n0; j += g) rank += s_key[j] > key;
+        for (int o = g / 2; o > 0; o >>= 1) rank += __shfl_xor_sync(0xffffffffu, rank, o);
+        if (c < n0 && part == 0) {
+            s_tmp[rank] = key;
+            s_l[rank] = s_l_in[c];
+        }
+        __syncthreads();
+        for (int i = tid; i < n0; i += blockDim.x) s_key[i] = s_tmp[i];
+        __syncthreads();
+        return;
+    }
+    for (int i = tid; i < p2; i += blockDim.x) {
+        unsigned long long key = 0; // below every candidate
+        if (i < n0) {
+            const int id = __ldcg(&sc->cand[i]);
+            key = mode == ZR_SAMPLE_ALL ? (0xffffffff00000000ull | (unsigned)~(unsigned)id) : argmax_key(work[id], id);
+        }
+        s_key[i] = key;
+    }
+    // bitonic sort, descending: the total order (or ids ascending in ZR_SAMPLE_ALL)
+    for (int size = 2; size <= p2; size *= 2)
+        for (int stride = size / 2; stride > 0; stride /= 2) {
+            __syncthreads();
+            for (int i = tid; i < p2; i += blockDim.x) {
+                const int j = i ^ stride;
+                if (j > i) {
+                    const unsigned long long a = s_key[i], b = s_key[j];
+                    if ((i & size) == 0 ? a < b : a > b) {
+                        s_key[i] = b;
+                        s_key[j] = a;
+                    }
+                }
+            }
+        }
+    __syncthreads();
+    for (int i = tid; i < n0; i += blockDim.x) s_l[i] = work[argmax_key_id(s_key[i])];
+    __syncthreads();
+}
+
 // One block of ZR_SAMPLE_PICK_THREADS, ZR_SAMPLE_PICK_SMEM bytes of dynamic shared memory.
 // temp > 0 unless mode is ZR_SAMPLE_GREEDY; k as the mode needs it; lmp as sample_count_f32.
+// What thread 0 needs at the end (the position, the generator, the history's head) is loaded
+// first, so its latency overlaps the sort.
 ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
     sample_pick_f32(const float *__restrict__ work, ZrSampleState *st, ZrSampleScratch *sc, int *tok_pos,
                     ZrPickRecord *ring, int n_slots, int n, int mode, int k, float top_p, float lmp, float temp) {
@@ -369,68 +520,53 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
     float *s_l = (float *)(s_w + ZR_SAMPLE_CAP);            // [ZR_SAMPLE_CAP]
     __shared__ int s_status, s_token, s_n, s_done;
     const int tid = threadIdx.x;
-    const int best = argmax_key_id(sc->best_key);
-    const float max = work[best];
+    int pos = 0, rn = 0, n_hist = 0, head = 0;
+    unsigned long long rng[4] = {0, 0, 0, 0};
+    if (tid == 0) {
+        sc->t_stage[ZR_SAMPLE_T_PICK] = zr_globaltimer();
+        pos = tok_pos[1];
+        rn = st->repeat_last_n;
+        n_hist = st->n_hist;
+        head = st->hist_head;
+        for (int i = 0; i < 4; i++) rng[i] = st->rng[i];
+    }
+    // what count and gather left, loaded beside the prep's partials (one round trip for both)
+    const int set_host = sc->set_host, set_cut = sc->set_cut;
+    const double vocab_total = sc->total; // top-p without top-k
+    const int n0 = min((int)__ldcg(&sc->n_set), ZR_SAMPLE_CAP);
+    unsigned long long best_key;
+    int bad;
+    sample_prep_result(sc, n, &best_key, &bad);
+    const int best = argmax_key_id(best_key);
+    const float max = argmax_key_value(best_key); // work[best] (cu/pick.cuh: -0 as +0 changes nothing here)
     if (tid == 0) {
         s_status = ZR_PICK_OK;
         s_token = -1;
         s_done = 1;
-        if (sc->bad >= 0) s_status = ZR_PICK_NONFINITE;
+        if (bad >= 0) s_status = ZR_PICK_NONFINITE;
         else if (mode == ZR_SAMPLE_GREEDY) s_token = best;
         else if (max == -INFINITY) s_token = 0; // nothing is possible: src/sampler.c picks 0
-        else if (sc->set_host) s_status = ZR_PICK_HOST;
+        else if (set_host) s_status = ZR_PICK_HOST;
         else s_done = 0;
     }
     __syncthreads();
+    bool drew = false;
     if (!s_done) {
-        const int n0 = min((int)sc->n_set, ZR_SAMPLE_CAP);
-        int p2 = 1;
-        while (p2 < n0) p2 *= 2;
-        for (int i = tid; i < p2; i += blockDim.x) {
-            unsigned long long key = 0; // below every candidate
-            if (i < n0) {
-                const int id = sc->cand[i];
-                key = mode == ZR_SAMPLE_ALL ? (0xffffffff00000000ull | (unsigned)~(unsigned)id) : argmax_key(work[id], id);
-            }
-            s_key[i] = key;
-        }
-        // bitonic sort, descending: the total order (or ids ascending in ZR_SAMPLE_ALL)
-        for (int size = 2; size <= p2; size *= 2)
-            for (int stride = size / 2; stride > 0; stride /= 2) {
-                __syncthreads();
-                for (int i = tid; i < p2; i += blockDim.x) {
-                    const int j = i ^ stride;
-                    if (j > i) {
-                        const unsigned long long a = s_key[i], b = s_key[j];
-                        if ((i & size) == 0 ? a < b : a > b) {
-                            s_key[i] = b;
-                            s_key[j] = a;
-                        }
-                    }
-                }
-            }
-        __syncthreads();
+        sample_sort_set(work, sc, n0, mode, s_key, (unsigned long long *)s_w, s_l);
+        if (tid == 0) sc->t_stage[ZR_SAMPLE_T_PICK_SORTED] = zr_globaltimer();
         int cnt = mode == ZR_SAMPLE_TOP_K ? min(k, n0) : n0;
-        for (int i = tid; i < cnt; i += blockDim.x) s_l[i] = work[argmax_key_id(s_key[i])];
-        __syncthreads();
         if (mode == ZR_SAMPLE_TOP_P || (mode == ZR_SAMPLE_TOP_K && top_p < 1.0f)) {
             for (int i = tid; i < cnt; i += blockDim.x) s_w[i] = zr_exp(__dsub_rn((double)s_l[i], (double)max));
             __syncthreads();
             // top-p renormalizes over the top-k survivors; without top-k over the whole vocabulary
-            const double total = mode == ZR_SAMPLE_TOP_K ? sample_block_tree(s_w, cnt) : sc->total;
+            const double total = mode == ZR_SAMPLE_TOP_K ? sample_block_tree(s_w, cnt) : vocab_total;
+            // the CPU adds w / total in order: the quotients in parallel, only the sum walked
+            for (int i = tid; i < cnt; i += blockDim.x) s_w[i] = __ddiv_rn(s_w[i], total);
+            __syncthreads();
             if (tid == 0) {
-                double cum = 0.0;
-                int reached = 0;
-                for (int i = 0; i < cnt; i++) {
-                    cum = __dadd_rn(cum, __ddiv_rn(s_w[i], total));
-                    if (cum >= (double)top_p) {
-                        s_n = i + 1;
-                        reached = 1;
-                        break;
-                    }
-                }
-                if (!reached) s_n = cnt;
-                if (mode == ZR_SAMPLE_TOP_P && !reached && !sc->set_cut) {
+                const int at = sample_walk_reach(s_w, cnt, (double)top_p);
+                s_n = at >= 0 ? at + 1 : cnt;
+                if (mode == ZR_SAMPLE_TOP_P && at < 0 && !set_cut) {
                     s_status = ZR_PICK_HOST; // the set held less than the CPU's pass: cannot happen
                     s_done = 1;              // with the mass margin, but never guess
                 }
@@ -449,6 +585,7 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
             if (keep) atomicAdd(&s_n, keep);
             __syncthreads();
             cnt = s_n;
+            if (tid == 0) sc->t_stage[ZR_SAMPLE_T_PICK_CUT] = zr_globaltimer();
             if (cnt == 0) {
                 if (tid == 0) s_token = best;
             } else if (cnt == 1) {
@@ -461,15 +598,16 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
                 __syncthreads();
                 const double total = sample_block_tree(s_w, cnt);
                 if (tid == 0) {
-                    unsigned long long rng[4] = {st->rng[0], st->rng[1], st->rng[2], st->rng[3]};
                     const double u = __dmul_rn((double)(sample_xoshiro(rng) >> 11) * 0x1.0p-53, total);
-                    for (int i = 0; i < 4; i++) st->rng[i] = rng[i];
+                    drew = true;
                     double cum = 0.0;
                     int last = 0, pick = -1;
+#pragma unroll 8
                     for (int i = 0; i < cnt; i++) {
-                        if (s_w[i] <= 0.0) continue;
+                        const double w = s_w[i];
+                        if (w <= 0.0) continue;
                         last = i;
-                        cum = __dadd_rn(cum, s_w[i]);
+                        cum = __dadd_rn(cum, w);
                         if (u < cum) {
                             pick = i;
                             break;
@@ -480,25 +618,33 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
             }
         }
     }
+    // the count's bins, ready for the next step (every gather block has read them)
+    for (int j = tid; j < ZR_SAMPLE_BINS; j += blockDim.x) {
+        sc->bin_count[j] = 0;
+        sc->bin_mass[j] = 0;
+    }
     __syncthreads();
     if (tid != 0) return;
-    const int pos = tok_pos[1], status = s_status, token = s_token;
+    const int status = s_status, token = s_token;
     ZrPickRecord *rec = ring + (unsigned)pos % (unsigned)n_slots;
     rec->token = status == ZR_PICK_OK ? token : -1;
     rec->status = status;
-    rec->nonfinite_at = sc->bad;
-    for (int i = 0; i < 4; i++) rec->rng[i] = st->rng[i];
+    rec->nonfinite_at = bad;
+    if (drew)
+        for (int i = 0; i < 4; i++) st->rng[i] = rng[i];
+    for (int i = 0; i < 4; i++) rec->rng[i] = rng[i];
     sc->n_set = 0;
     if (status == ZR_PICK_OK) {
-        const int rn = st->repeat_last_n;
         if (rn > 0) { // zr_sampler_accept
-            st->hist[st->hist_head] = token;
-            st->hist_head = (st->hist_head + 1) % rn;
-            if (st->n_hist < rn) st->n_hist++;
+            st->hist[head] = token;
+            st->hist_head = (head + 1) % rn;
+            if (n_hist < rn) st->n_hist = n_hist + 1;
         }
         tok_pos[0] = token;
         tok_pos[1] = pos + 1;
     }
-    rec->t_end = zr_globaltimer();
+    const unsigned long long t_end = zr_globaltimer();
+    sc->t_stage[ZR_SAMPLE_T_PICK_END] = t_end;
+    rec->t_end = t_end;
     zr_record_publish(rec, pos);
 }

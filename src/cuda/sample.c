@@ -117,8 +117,8 @@ int zr_sample_launch(ZrLauncher *l, const ZrCuKernels *k, const ZrSampleDev *s, 
         if ((rc = ZR_LAUNCH(l, &k->sample_count, ZR_DIM1((unsigned)blocks(n, ZR_SAMPLE_COUNT_IDS)),
                             ZR_DIM1(ZR_SAMPLE_COUNT_THREADS), 0, err, &work, &sc, &n, &mode, &top_k, &top_p, &lmp)))
             return rc;
-        if ((rc = ZR_LAUNCH(l, &k->sample_gather, ZR_DIM1((unsigned)blocks(n, ZR_SAMPLE_GATHER_IDS)), ZR_DIM1(256), 0,
-                            err, &work, &sc, &n)))
+        if ((rc = ZR_LAUNCH(l, &k->sample_gather, ZR_DIM1((unsigned)blocks(n, ZR_SAMPLE_GATHER_IDS)),
+                            ZR_DIM1(ZR_SAMPLE_COUNT_THREADS), 0, err, &work, &sc, &n, &mode, &top_k, &top_p, &lmp)))
             return rc;
     }
     return ZR_LAUNCH(l, &k->sample_pick, ZR_DIM1(1), ZR_DIM1(ZR_SAMPLE_PICK_THREADS), ZR_SAMPLE_PICK_SMEM, err, &work,

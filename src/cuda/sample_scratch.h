@@ -1,20 +1,27 @@
 /* The sampling chain's working memory on the device (ZrSampleDev.scratch), in plain C that
  * cu/sample.cu includes too: the host sizes and zeroes it (src/cuda/sample.c), the kernels
- * use it, and each kernel leaves the counters it uses back at zero, so nothing is reset
- * between two steps by the host.
+ * use it, and the pick leaves the counters back at zero (the count's bins, the gathered set's
+ * size), so nothing is reset between two steps by the host.
  *
  * The chain, four kernels (two at temperature 0):
  *   sample_prep_f32    every id: the penalized, banned, NaN-as--inf logit into work[n_vocab]
- *                      (the logits themselves are never written: the host may need them), the
- *                      largest of them (argmax key) and the first non-finite raw logit;
- *   sample_count_f32   every id: zr_tree_sum of zr_exp(l - max) (top-p's total), and the sizes
- *                      and masses (integers: exact in any order) of nested candidate sets
- *                      {l >= max - off(j)} and of the min-p set {l >= floor}; its last block
- *                      picks the smallest set that holds the result exactly (or ZR_PICK_HOST);
- *   sample_gather_f32  the ids of that set into cand[];
- *   sample_pick_f32    one block: sorts the set by the total order, top-k, top-p, min-p,
+ *                      (the logits themselves are never written: the host may need them), and
+ *                      per block the largest of them (argmax key) and the first non-finite raw
+ *                      logit (count, gather and pick reduce the blocks' partials themselves);
+ *   sample_count_f32   every id: the sizes of nested candidate sets {l >= max - off(j)} and of
+ *                      the min-p set {l >= floor}, and for top-p without top-k (the only mode
+ *                      that reads a total over the vocabulary) zr_tree_sum of zr_exp(l - max)
+ *                      and the sets' masses (integers: exact in any order), per block into
+ *                      global bins and block sums;
+ *   sample_gather_f32  every block picks from the bins the smallest set that holds the result
+ *                      exactly (or ZR_PICK_HOST), the same in each, then gathers its ids of that
+ *                      set into cand[], their logits into cand_l[];
+ *   sample_pick_f32    one block: sorts the set by the total order (a rank sort up to
+ *                      ZR_SAMPLE_RANK_MAX candidates, else bitonic), top-k, top-p, min-p,
  *                      temperature, the draw, as src/sampler.c, then the record, the history and
- *                      tok_pos. */
+ *                      tok_pos.
+ * Each step leaves %globaltimer stamps of its stages in t_stage[ZR_SAMPLE_T_*] (the chain's
+ * timing table in test/gpu/test_sample.c reads them). */
 #pragma once
 #include <stdint.h>
 
@@ -22,10 +29,12 @@
 #define ZR_SAMPLE_MAX_BLOCKS 1024   /* grid of the prep and count kernels at most */
 #define ZR_SAMPLE_PREP_THREADS 256
 #define ZR_SAMPLE_PREP_IDS 2048     /* ids per prep block (8 per thread): 128256 ids fill 63 multiprocessors */
-#define ZR_SAMPLE_COUNT_THREADS 64  /* one chunk of ZR_SUM_CHUNK ids per thread; a power of two (the tree) */
-#define ZR_SAMPLE_COUNT_IDS (ZR_SAMPLE_COUNT_THREADS * 32)
+#define ZR_SAMPLE_COUNT_THREADS 256 /* 8 ids per thread, then one thread per chunk sums it */
+#define ZR_SAMPLE_COUNT_CHUNKS 64   /* chunks of ZR_SUM_CHUNK ids per count block: a power of two (a subtree) */
+#define ZR_SAMPLE_COUNT_IDS (ZR_SAMPLE_COUNT_CHUNKS * 32)
 #define ZR_SAMPLE_GATHER_IDS 2048   /* ids per gather block */
 #define ZR_SAMPLE_PICK_THREADS 1024
+#define ZR_SAMPLE_RANK_MAX 256      /* sets up to this size are rank-sorted (4+ threads a candidate) */
 /* the largest vocabulary the chain takes: every kernel covers it in one grid */
 #define ZR_SAMPLE_MAX_VOCAB (ZR_SAMPLE_MAX_BLOCKS * ZR_SAMPLE_COUNT_IDS)
 /* shared memory of sample_pick_f32: keys (u64), weights (f64) and logits (f32) of ZR_SAMPLE_CAP */
@@ -50,23 +59,38 @@ enum {
     ZR_SAMPLE_ALL = 3,    /* no top-k, no top-p: every logit >= the min-p floor, in id order */
 };
 
+/* The stages' stamps (%globaltimer ns): a kernel's begin is stamped by its block 0 after the
+ * wait for the kernel before it, an end by the block that finishes the kernel's work. */
+enum {
+    ZR_SAMPLE_T_PREP,        /* sample_prep_f32 begins */
+    ZR_SAMPLE_T_PREP_END,    /* its last block has the maximum */
+    ZR_SAMPLE_T_COUNT,       /* sample_count_f32 begins */
+    ZR_SAMPLE_T_COUNT_END,   /* its last block has chosen the set */
+    ZR_SAMPLE_T_GATHER,      /* sample_gather_f32 begins */
+    ZR_SAMPLE_T_PICK,        /* sample_pick_f32 begins */
+    ZR_SAMPLE_T_PICK_SORTED, /* the set is sorted */
+    ZR_SAMPLE_T_PICK_CUT,    /* top-p and min-p have cut it */
+    ZR_SAMPLE_T_PICK_END,    /* the draw, the record, the history and tok_pos are written */
+    ZR_SAMPLE_T_COUNT_ALL
+};
+
 typedef struct ZrSampleScratch {
+    uint64_t t_stage[ZR_SAMPLE_T_COUNT_ALL]; /* the last step's stamps (stages a step skips keep older ones) */
     /* sample_prep_f32 */
-    uint64_t best_key;                    /* the argmax of work[] as an order key (cu/sample.cu) */
-    int32_t bad;                          /* the first id < n_cand whose logit is NaN or +-inf, or -1 */
-    uint32_t prep_done;                   /* blocks finished (the last one resets it) */
+    /* per block (the later kernels reduce them): the argmax of its ids of work[] as an order key
+     * (cu/pick.cuh), and its first id < n_cand whose logit is NaN or +-inf (INT32_MAX: none) */
     uint64_t prep_key[ZR_SAMPLE_MAX_BLOCKS];
     int32_t prep_bad[ZR_SAMPLE_MAX_BLOCKS];
     /* sample_count_f32 */
-    double total;                         /* zr_tree_sum of zr_exp(work[i] - max) over every id */
     double block_sum[ZR_SAMPLE_MAX_BLOCKS];
-    uint64_t bin_mass[ZR_SAMPLE_BINS];    /* zr_exp(l - max) in units of 2^-32, truncated: a lower bound */
+    uint64_t bin_mass[ZR_SAMPLE_BINS];    /* zr_exp(l - max) in units of 2^-32, truncated: a lower bound (top-p only) */
     uint32_t bin_count[ZR_SAMPLE_BINS];   /* a level's bin holds the ids of that level not in the one before */
-    uint32_t count_done;
+    /* sample_gather_f32 (its block 0; n_set and cand by every block; n_set reset by sample_pick_f32) */
+    double total;                         /* zr_tree_sum of zr_exp(work[i] - max) over every id (top-p only) */
     int32_t set_host;                     /* 1: no set fits, the step is ZR_PICK_HOST */
     int32_t set_cut;                      /* 1: the set is the whole min-p set (top-p needs no wider one) */
     float set_thr;                        /* the set: work[i] >= set_thr and > -inf */
-    /* sample_gather_f32 (reset by sample_pick_f32) */
     uint32_t n_set;
     int32_t cand[ZR_SAMPLE_CAP];
+    float cand_l[ZR_SAMPLE_CAP];          /* work[cand[i]] */
 } ZrSampleScratch;

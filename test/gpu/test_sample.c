@@ -5,8 +5,11 @@
  * cannot finish exactly it must say ZR_PICK_HOST and change nothing (the host then samples, as
  * the decode loop does). The greedy tail (cu/argmax.cu argmax_pick_f32) likewise against
  * zr_sampler_argmax. Last, the chain's time per step (median of 200, cuEvents around each step
- * while the stream is kept busy so no host gap counts). */
+ * while the stream is kept busy so no host gap counts), and per stage from the %globaltimer
+ * stamps the kernels leave in the scratch (ZR_SAMPLE_T_*), beside the period of steps queued
+ * back to back as the device sees it (the records' t_end), PDL on as in the decode graph. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -412,6 +415,150 @@ ZT_TEST(time_per_step_of_the_chain_by_setting_and_vocabulary) {
         gpu_free(g, scratch);
         free(v);
     }
+    gpu_free(g, busy);
+    gpu_free(g, sink);
+}
+
+/* ---- time per stage ---- */
+
+static int cmp_u64(const void *a, const void *b) {
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* µs of the median of v[0..n) (ns), or -1 when n is 0. */
+static double median_us(uint64_t *v, int n) {
+    if (n == 0) return -1.0;
+    qsort(v, (size_t)n, sizeof v[0], cmp_u64);
+    return (double)v[n / 2] / 1000.0;
+}
+
+enum { RING_SLOTS = 256, PERIOD_STEPS = 200, STAGE_STEPS = 31 };
+
+/* Median µs between the t_end of consecutive steps of `fn`, PERIOD_STEPS queued back to back
+ * behind a busy kernel (the host queues them all before the first runs): the time a step costs
+ * the device, launch gaps included, events excluded. t->io.ring has RING_SLOTS records. */
+static double device_period(GpuEnv *g, StepFn fn, TimeCtx *t, CUdeviceptr busy, size_t busy_bytes, CUdeviceptr sink) {
+    ZrError e = {0};
+    ZrKernel probe;
+    const size_t sizes[3] = {8, 8, 8};
+    if (zr_cuda_kernel(&g->cuda, "read_bw_probe", sizes, 3, &probe, &e)) return -1.0;
+    int32_t tp[2];
+    gpu_download(g, tp, t->io.tok_pos, sizeof tp);
+    uint64_t n_vec = busy_bytes / 16;
+    for (int r = 0; r < 40; r++)
+        ZR_LAUNCH(&g->l, &probe, ZR_DIM1((unsigned)(g->cuda.props.sm_count * 4)), ZR_DIM1(512), 0, &e, &busy, &n_vec, &sink);
+    for (int i = 0; i < PERIOD_STEPS; i++)
+        if (fn(g, t, &e)) return -1.0;
+    static ZrPickRecord rec[RING_SLOTS];
+    gpu_download(g, rec, t->io.ring, sizeof rec);
+    static uint64_t d[PERIOD_STEPS];
+    int n = 0;
+    for (int i = 0; i + 1 < PERIOD_STEPS; i++) {
+        const ZrPickRecord *a = &rec[(tp[1] + i) % RING_SLOTS], *b = &rec[(tp[1] + i + 1) % RING_SLOTS];
+        if (a->pos == tp[1] + i && b->pos == tp[1] + i + 1 && b->t_end >= a->t_end) d[n++] = b->t_end - a->t_end;
+    }
+    return n == PERIOD_STEPS - 1 ? median_us(d, n) : -1.0; /* a step that did not advance: no period */
+}
+
+/* The columns of the stage table: from one stamp to another. */
+static const struct {
+    const char *name;
+    int from, to;
+} stage_col[] = {
+    {"prep", ZR_SAMPLE_T_PREP, ZR_SAMPLE_T_PREP_END},
+    {">count", ZR_SAMPLE_T_PREP_END, ZR_SAMPLE_T_COUNT},
+    {"count", ZR_SAMPLE_T_COUNT, ZR_SAMPLE_T_COUNT_END},
+    {">gather", ZR_SAMPLE_T_COUNT_END, ZR_SAMPLE_T_GATHER},
+    {"gather>pick", ZR_SAMPLE_T_GATHER, ZR_SAMPLE_T_PICK},
+    {"sort", ZR_SAMPLE_T_PICK, ZR_SAMPLE_T_PICK_SORTED},
+    {"top-p,min-p", ZR_SAMPLE_T_PICK_SORTED, ZR_SAMPLE_T_PICK_CUT},
+    {"draw,record", ZR_SAMPLE_T_PICK_CUT, ZR_SAMPLE_T_PICK_END},
+    {"total", ZR_SAMPLE_T_PREP, ZR_SAMPLE_T_PICK_END},
+};
+#define N_STAGE_COLS ((int)(sizeof stage_col / sizeof stage_col[0]))
+
+/* Prints the median µs of each stage column over STAGE_STEPS steps, each queued behind a short
+ * busy kernel and run alone (stamps zeroed before it, so a stage the step skips shows "-"). */
+static void print_stages(GpuEnv *g, TimeCtx *t, CUdeviceptr busy, CUdeviceptr sink) {
+    ZrError e = {0};
+    ZrKernel probe;
+    const size_t sizes[3] = {8, 8, 8};
+    ZT_CHECKF(!zr_cuda_kernel(&g->cuda, "read_bw_probe", sizes, 3, &probe, &e), "%s", e.msg);
+    static uint64_t d[N_STAGE_COLS][STAGE_STEPS];
+    int n[N_STAGE_COLS] = {0};
+    const CUdeviceptr stamps = t->d->scratch + offsetof(ZrSampleScratch, t_stage);
+    uint64_t n_vec = ((size_t)64 << 20) / 16; /* ~25 µs of reads: the step is queued meanwhile */
+    for (int i = 0; i < STAGE_STEPS; i++) {
+        ZT_CHECK(!zr_cuda_memset8(&g->cuda, stamps, 0, sizeof(uint64_t) * ZR_SAMPLE_T_COUNT_ALL, &e));
+        ZR_LAUNCH(&g->l, &probe, ZR_DIM1((unsigned)(g->cuda.props.sm_count * 4)), ZR_DIM1(512), 0, &e, &busy, &n_vec, &sink);
+        ZT_CHECKF(!zr_sample_launch(&g->l, &g->k, t->d, &t->io, &e), "%s", e.msg);
+        uint64_t ts[ZR_SAMPLE_T_COUNT_ALL];
+        gpu_download(g, ts, stamps, sizeof ts);
+        for (int c = 0; c < N_STAGE_COLS; c++) {
+            const uint64_t a = ts[stage_col[c].from], b = ts[stage_col[c].to];
+            if (a && b && b >= a) d[c][n[c]++] = b - a;
+        }
+    }
+    for (int c = 0; c < N_STAGE_COLS; c++) {
+        const double us = median_us(d[c], n[c]);
+        if (us < 0.0) fprintf(stderr, " %11s", "-");
+        else fprintf(stderr, " %11.2f", us);
+    }
+}
+
+ZT_TEST(time_of_each_stage_of_the_chain_and_of_steps_back_to_back) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    ZrError e = {0};
+    static const int vocab[] = {32000, 128256, 152064, 262144};
+    const size_t busy_bytes = (size_t)1 << 30;
+    CUdeviceptr busy = gpu_alloc(g, busy_bytes), sink = gpu_alloc(g, 4096 * 4);
+    ZT_CHECK(!zr_cuda_memset8(&g->cuda, busy, 1, busy_bytes, &e));
+    const bool sync_each = g->l.sync_each;
+    g->l.sync_each = false;
+    const bool pdl = zr_launcher_set_pdl(&g->l, zr_launch_pdl_supported(&g->cuda));
+    fprintf(stderr, "  µs per stage (median of %d steps, %%globaltimer stamps; PDL %s; peaked logits); 'step' = the\n"
+                    "  period of %d steps queued back to back (records' t_end), the time a step costs the device\n",
+            STAGE_STEPS, pdl ? "on" : "off", PERIOD_STEPS);
+    for (size_t vi = 0; vi < sizeof vocab / sizeof vocab[0]; vi++) {
+        const int nv = vocab[vi];
+        float *v = malloc(sizeof(float) * nv);
+        uint64_t rs = 99;
+        fill(v, nv, L_PEAKED, 0, &rs);
+        CUdeviceptr dl = gpu_upload(g, v, sizeof(float) * nv), dtp = gpu_alloc(g, 8),
+                    dr = gpu_alloc(g, sizeof(ZrPickRecord) * RING_SLOTS), scratch = gpu_alloc(g, ZR_PICK_BYTES);
+        ZT_CHECK(!zr_cuda_memset8(&g->cuda, scratch, 0, ZR_PICK_BYTES, &e) && !zr_cuda_memset8(&g->cuda, dtp, 0, 8, &e) &&
+                 !zr_cuda_memset8(&g->cuda, dr, 0, sizeof(ZrPickRecord) * RING_SLOTS, &e));
+        TimeCtx t = {.io = {.logits = dl, .n_cand = nv, .tok_pos = dtp, .ring = dr, .n_slots = RING_SLOTS},
+                     .scratch = scratch};
+        fprintf(stderr, "  vocab %d\n  %-20s", nv, "setting");
+        for (int c = 0; c < N_STAGE_COLS; c++) fprintf(stderr, " %11s", stage_col[c].name);
+        fprintf(stderr, " %11s\n  %-20s", "step", "greedy (argmax)");
+        for (int c = 0; c < N_STAGE_COLS; c++) fprintf(stderr, " %11s", "-");
+        const double greedy_us = device_period(g, step_greedy, &t, busy, busy_bytes, sink);
+        ZT_CHECK(greedy_us >= 0.0);
+        fprintf(stderr, " %11.2f\n", greedy_us);
+        for (int s = 1; s < S_COUNT; s++) {
+            const ZrSamplerParams p = setting(s);
+            ZrSampleDev d;
+            ZT_CHECKF(!zr_sample_dev_init(&g->cuda, &p, nv, NULL, 0, &d, &e), "%s", e.msg);
+            t.d = &d;
+            fprintf(stderr, "  %-20s", setting_name[s]);
+            print_stages(g, &t, busy, sink);
+            const double us = device_period(g, step_chain, &t, busy, busy_bytes, sink);
+            ZT_CHECK(us >= 0.0);
+            fprintf(stderr, " %11.2f\n", us);
+            zr_sample_dev_free(&g->cuda, &d);
+        }
+        gpu_free(g, dl);
+        gpu_free(g, dtp);
+        gpu_free(g, dr);
+        gpu_free(g, scratch);
+        free(v);
+    }
+    zr_launcher_set_pdl(&g->l, false);
+    g->l.sync_each = sync_each;
     gpu_free(g, busy);
     gpu_free(g, sink);
 }
