@@ -792,7 +792,7 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     const ZrCuProgress prog = {o->progress, o->progress_ctx, zr_cuf_warm_buffers, c->warm};
     if (zr_cuf_init(&c->f, m, &c->cuda, &c->launcher, &c->lt, c->k, n_ctx, &prog, err)) goto fail;
     c->f_init = true;
-    if (zr_cuf_warm_copies(&c->f, err)) goto fail; /* while the warm-up's thread finishes */
+    if (zr_cuf_warm_copies(&c->f, !c->profiling, err)) goto fail; /* while the warm-up's thread finishes */
     t[3] = ms_now();
     ZrCuWarmStats ws;
     const int wrc = zr_cuf_warm_wait(c->warm, &c->lt, &ws, err);

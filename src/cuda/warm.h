@@ -43,5 +43,7 @@ int zr_cuf_warm_wait(ZrCuWarm *w, ZrCublasLt *lt, ZrCuWarmStats *st, ZrError *er
 
 /* The driver's first pageable copies each way on f's stream (it sets up their staging at first
  * use, which would be the first prompt's: its token ids up, its logits down), from and to the
- * decode step's token and position (zeros, which it writes back). Synchronizes. */
-int zr_cuf_warm_copies(ZrCuForward *f, ZrError *err);
+ * decode step's token and position (zeros, which it writes back); then one eager decode step of
+ * token 0 at position 0 when decode_step (not while profiling: it would be counted) (the decode kernels' first launches; it writes the KV rows of position 0,
+ * which the first forward call rewrites). Before any decode tail is set. Synchronizes. */
+int zr_cuf_warm_copies(ZrCuForward *f, bool decode_step, ZrError *err);
