@@ -117,6 +117,8 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_FULL_THREADS)
             nodes[off[L] + j] = v;
         }
     }
+    __threadfence(); // every thread's nodes, before the count that lets the last block read them
+    __syncthreads();
     if (tid == 0) {
         fs->block_count[blockIdx.x] = s_count;
         fs->block_first[blockIdx.x] = s_first;
@@ -134,7 +136,6 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_FULL_THREADS)
             const double a = __ldcg(&nodes[off[L - 1] + 2 * j]);
             nodes[off[L] + j] = 2 * j + 1 < below ? __dadd_rn(a, __ldcg(&nodes[off[L - 1] + 2 * j + 1])) : a;
         }
-        __threadfence_block();
         __syncthreads();
     }
     // every block's candidates
