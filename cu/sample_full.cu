@@ -43,35 +43,58 @@ __device__ __forceinline__ double sample_full_weight(const float *work, int i, f
     return *cand ? zr_exp(__dmul_rn(__dsub_rn((double)l, (double)max), inv_t)) : 0.0;
 }
 
+// Levels 1..lb of block b's subtree by one warp, from its chunk sums in s_node[0..64): level l
+// at s_node[128 - (128 >> l)], node k of it the tree's node (b * 64 >> l) + k at level l, computed
+// where it exists (k below the level's size, off: zr_tree_levels).
+__device__ __forceinline__ void sample_full_block_levels(double *s_node, int b, int lb, const int *off) {
+    const int lane = threadIdx.x & 31;
+    for (int l = 1; l <= lb; l++) {
+        __syncwarp();
+        const int k = lane, j = (b * ZR_SAMPLE_FULL_CHUNKS >> l) + k, below = off[l] - off[l - 1];
+        const double *c = s_node + 2 * ZR_SAMPLE_FULL_CHUNKS - (2 * ZR_SAMPLE_FULL_CHUNKS >> (l - 1));
+        if (k < (ZR_SAMPLE_FULL_CHUNKS >> l) && j < off[l + 1] - off[l])
+            s_node[2 * ZR_SAMPLE_FULL_CHUNKS - (2 * ZR_SAMPLE_FULL_CHUNKS >> l) + k] =
+                2 * j + 1 < below ? __dadd_rn(c[2 * k], c[2 * k + 1]) : c[2 * k];
+    }
+    __syncwarp();
+}
+
 // grid ceil(n / ZR_SAMPLE_FULL_IDS) (<= ZR_SAMPLE_MAX_BLOCKS), block ZR_SAMPLE_FULL_THREADS.
-// work, sc: as sample_prep_f32 leaves them; fs: this kernel's scratch, its tree at
-// ZR_SAMPLE_FULL_NODES_AT; lmp: logf(min_p), or -inf when min-p is off; temp > 0.
+// work, sc: as sample_prep_f32 leaves them; fs: this kernel's scratch (chunk and block sums at
+// ZR_SAMPLE_FULL_NODES_AT); lmp: logf(min_p), or -inf when min-p is off; temp > 0.
+// The tree's levels: 0 (chunks) to lb = min(6, top) inside a block, each block's level-lb node
+// its block sum; above, in the last block. Every node is computed as zr_tree_draw computes it
+// (left + right, or left alone where the right is past its level), so a level recomputed from
+// the one below is the same bits: the descent rebuilds the chosen block's levels in shared memory
+// from its 64 chunk sums instead of storing them all.
 ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_FULL_THREADS)
     sample_full_f32(const float *__restrict__ work, ZrSampleFullState *st, const ZrSampleScratch *sc,
                     ZrSampleFullScratch *fs, int *tok_pos, ZrPickRecord *ring, int n_slots, int n, float lmp,
                     float temp) {
     zr_grid_enter();
-    __shared__ double s_w[ZR_SAMPLE_FULL_CHUNKS * (ZR_SUM_CHUNK + 1)]; // a chunk a row, padded: no bank conflicts
-    __shared__ double s_node[ZR_SAMPLE_FULL_CHUNKS];
+    // the block's weights, a chunk a row, padded (no bank conflicts); in the last block later the
+    // levels above the blocks, then the leaf chunk's weights
+    __shared__ double s_w[ZR_SAMPLE_FULL_CHUNKS * (ZR_SUM_CHUNK + 1)];
+    __shared__ double s_node[2 * ZR_SAMPLE_FULL_CHUNKS]; // a block's levels: level l at 128 - (128 >> l)
     __shared__ int s_count, s_first;
     __shared__ bool s_last;
-    double *nodes = (double *)((char *)fs + ZR_SAMPLE_FULL_NODES_AT);
     const int tid = threadIdx.x;
     const int best = argmax_key_id(sc->best_key);
     const float max = work[best];
     // src/sampler.c: floor_logit = max + logf(min_p) with min-p on, else -inf
     const float floor_l = lmp > -INFINITY ? __fadd_rn(max, lmp) : -INFINITY;
     const double inv_t = __ddiv_rn(1.0, (double)temp);
-    const int m = (n + ZR_SUM_CHUNK - 1) / ZR_SUM_CHUNK;
+    const int m = (n + ZR_SUM_CHUNK - 1) / ZR_SUM_CHUNK, nb = gridDim.x;
+    double *chunk_sum = (double *)((char *)fs + ZR_SAMPLE_FULL_NODES_AT); // [m]
+    double *block_sum = chunk_sum + m;                                    // [nb]
     int off[ZR_TREE_MAX_LEVELS + 1];
-    const int top = zr_tree_levels(m, off) - 1;
+    const int top = zr_tree_levels(m, off) - 1, lb = min(ZR_SAMPLE_FULL_LEVELS, top);
     if (tid == 0) {
         s_count = 0;
         s_first = INT_MAX;
     }
     __syncthreads();
 
-    // the block's weights, coalesced, into s_w by chunk
     const int base = blockIdx.x * ZR_SAMPLE_FULL_IDS;
     int count = 0, first = INT_MAX;
 #pragma unroll 4
@@ -102,24 +125,15 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_FULL_THREADS)
         double acc = w[0];
         for (int e = 1; e < ZR_SUM_CHUNK; e++) acc = __dadd_rn(acc, w[e]);
         s_node[tid] = acc;
-        nodes[off[0] + c0 + tid] = acc;
+        chunk_sum[c0 + tid] = acc;
     }
-    // levels 1..6 of the block's subtree (those below the top)
-    for (int L = 1; L <= ZR_SAMPLE_FULL_LEVELS && L <= top; L++) {
-        __syncthreads();
-        const int j = (c0 >> L) + tid, below = off[L] - off[L - 1];
-        const bool mine = tid < (ZR_SAMPLE_FULL_CHUNKS >> L) && j < off[L + 1] - off[L];
-        double v = 0.0;
-        if (mine) v = 2 * j + 1 < below ? __dadd_rn(s_node[2 * tid], s_node[2 * tid + 1]) : s_node[2 * tid];
-        __syncthreads();
-        if (mine) {
-            s_node[tid] = v;
-            nodes[off[L] + j] = v;
-        }
-    }
-    __threadfence(); // every thread's nodes, before the count that lets the last block read them
+    // levels 1..lb of the block's subtree, the same rule (warp 0)
+    __syncthreads();
+    if (tid < 32) sample_full_block_levels(s_node, blockIdx.x, lb, off);
+    __threadfence(); // every thread's sums, before the count that lets the last block read them
     __syncthreads();
     if (tid == 0) {
+        block_sum[blockIdx.x] = s_node[2 * ZR_SAMPLE_FULL_CHUNKS - (2 * ZR_SAMPLE_FULL_CHUNKS >> lb)];
         fs->block_count[blockIdx.x] = s_count;
         fs->block_first[blockIdx.x] = s_first;
         __threadfence();
@@ -129,25 +143,26 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_FULL_THREADS)
     if (!s_last) return;
     __threadfence();
 
-    // the last block: the levels above the blocks (zr_tree_sum's halving rule, as below)
-    for (int L = ZR_SAMPLE_FULL_LEVELS + 1; L <= top; L++) {
-        const int below = off[L] - off[L - 1];
-        for (int j = tid; j < off[L + 1] - off[L]; j += blockDim.x) {
-            const double a = __ldcg(&nodes[off[L - 1] + 2 * j]);
-            nodes[off[L] + j] = 2 * j + 1 < below ? __dadd_rn(a, __ldcg(&nodes[off[L - 1] + 2 * j + 1])) : a;
-        }
+    // the last block: the levels above the blocks in shared memory, level L at off[L] - off[lb]
+    double *s_up = s_w;
+    for (int b = tid; b < nb; b += blockDim.x) s_up[b] = __ldcg(&block_sum[b]);
+    for (int L = lb + 1; L <= top; L++) {
         __syncthreads();
+        const int below = off[L] - off[L - 1];
+        const double *c = s_up + off[L - 1] - off[lb];
+        for (int j = tid; j < off[L + 1] - off[L]; j += blockDim.x)
+            s_up[off[L] - off[lb] + j] = 2 * j + 1 < below ? __dadd_rn(c[2 * j], c[2 * j + 1]) : c[2 * j];
     }
     // every block's candidates
     count = 0;
     first = INT_MAX;
-    for (int b = tid; b < (int)gridDim.x; b += blockDim.x) {
+    for (int b = tid; b < nb; b += blockDim.x) {
         count += __ldcg(&fs->block_count[b]);
         first = min(first, __ldcg(&fs->block_first[b]));
     }
     count = __reduce_add_sync(0xffffffffu, count);
     first = (int)__reduce_min_sync(0xffffffffu, (unsigned)first);
-    __syncthreads(); // s_count, s_first: read above by thread 0 before the fence
+    __syncthreads(); // s_count, s_first: read above by thread 0; the levels above are done
     if (tid == 0) {
         s_count = 0;
         s_first = INT_MAX;
@@ -160,13 +175,14 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_FULL_THREADS)
     __syncthreads();
     if (tid >= 32) return;
 
-    // warp 0: thread 0 decides and descends, the warp weighs the leaf chunk, thread 0 walks it
-    __shared__ int s_status, s_token, s_chunk;
+    // warp 0: thread 0 decides and descends to a block, the warp rebuilds that block's levels,
+    // thread 0 descends to a chunk, the warp weighs it, thread 0 walks it
+    __shared__ int s_status, s_token, s_at;
     __shared__ double s_u;
     __shared__ unsigned long long s_rng[4];
     if (tid == 0) {
         unsigned long long rng[4] = {st->rng[0], st->rng[1], st->rng[2], st->rng[3]};
-        int status = ZR_PICK_OK, token = -1, chunk = -1;
+        int status = ZR_PICK_OK, token = -1, at = -1;
         double u = 0.0;
         if (sc->bad >= 0) status = ZR_PICK_NONFINITE;
         else if (max == -INFINITY) token = 0; // nothing is possible: src/sampler.c picks 0
@@ -174,30 +190,46 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_FULL_THREADS)
         else if (s_count == 1) token = s_first;
         else {
             const double uniform = (double)(sample_full_xoshiro(rng) >> 11) * 0x1.0p-53;
-            const double total = __ldcg(&nodes[off[top]]);
+            const double total = s_up[off[top] - off[lb]];
             if (!(total > 0.0)) {
                 token = s_first;
             } else {
                 u = __dmul_rn(uniform, total);
                 int j = 0;
-                for (int L = top; L > 0; L--) {
-                    const double *c = nodes + off[L - 1] + 2 * j;
-                    const double l = __ldcg(c), r = 2 * j + 1 < off[L] - off[L - 1] ? __ldcg(c + 1) : 0.0;
-                    j = 2 * j + zr_tree_go_right(&u, l, r);
+                for (int L = top; L > lb; L--) {
+                    const double *c = s_up + off[L - 1] - off[lb] + 2 * j;
+                    j = 2 * j + zr_tree_go_right(&u, c[0], 2 * j + 1 < off[L] - off[L - 1] ? c[1] : 0.0);
                 }
-                chunk = j;
+                at = j; // the block
             }
         }
         s_status = status;
         s_token = token;
-        s_chunk = chunk;
+        s_at = at;
         s_u = u;
         for (int i = 0; i < 4; i++) s_rng[i] = rng[i];
     }
     __syncwarp();
-    const int chunk = s_chunk;
-    if (chunk >= 0) {
-        const int i = chunk * ZR_SUM_CHUNK + tid;
+    const int blk = s_at;
+    if (blk >= 0) {
+        const int cb = blk * ZR_SAMPLE_FULL_CHUNKS;
+        for (int k = tid; k < ZR_SAMPLE_FULL_CHUNKS; k += 32)
+            if (cb + k < m) s_node[k] = __ldcg(&chunk_sum[cb + k]);
+        __syncwarp();
+        sample_full_block_levels(s_node, blk, lb, off);
+        if (tid == 0) {
+            double u = s_u;
+            int j = 0; // within the block, at level l: global node (cb >> l) + j
+            for (int l = lb; l > 0; l--) {
+                const double *c = s_node + 2 * ZR_SAMPLE_FULL_CHUNKS - (2 * ZR_SAMPLE_FULL_CHUNKS >> (l - 1)) + 2 * j;
+                const bool has_r = (cb >> (l - 1)) + 2 * j + 1 < off[l] - off[l - 1];
+                j = 2 * j + zr_tree_go_right(&u, c[0], has_r ? c[1] : 0.0);
+            }
+            s_at = cb + j; // the chunk
+            s_u = u;
+        }
+        __syncwarp();
+        const int chunk = s_at, i = chunk * ZR_SUM_CHUNK + tid;
         bool cand;
         s_w[tid] = i < n ? sample_full_weight(work, i, max, floor_l, inv_t, &cand) : 0.0;
         __syncwarp();

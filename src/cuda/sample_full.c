@@ -12,9 +12,9 @@ bool zr_sample_full_mode(const ZrSamplerParams *p, int n_vocab) {
 }
 
 size_t zr_sample_full_bytes(int n_vocab) {
-    int off[ZR_TREE_MAX_LEVELS + 1];
-    const int nodes = off[zr_tree_levels((n_vocab + ZR_SUM_CHUNK - 1) / ZR_SUM_CHUNK, off)];
-    return ZR_SAMPLE_FULL_NODES_AT + (size_t)nodes * sizeof(double);
+    const size_t chunks = ((size_t)n_vocab + ZR_SUM_CHUNK - 1) / ZR_SUM_CHUNK,
+                 blocks = ((size_t)n_vocab + ZR_SAMPLE_FULL_IDS - 1) / ZR_SAMPLE_FULL_IDS;
+    return ZR_SAMPLE_FULL_NODES_AT + (chunks + blocks) * sizeof(double);
 }
 
 int zr_sample_full_launch(ZrLauncher *l, const ZrCuKernels *k, const ZrSampleDev *s, const ZrPickIO *io,

@@ -4,10 +4,11 @@
  *
  * One kernel, sample_full_f32, after sample_prep_f32 (which leaves work[] and the argmax):
  * every block takes ZR_SAMPLE_FULL_IDS ids = 64 chunks of ZR_SUM_CHUNK, a subtree of zr_tree_sum's
- * tree (src/zr_exp.h zr_tree_levels): it writes the weights' chunk sums and its subtree's levels
- * 1..6 into nodes[], and its candidates' count and first id; the last block to finish adds the
- * levels above the blocks, then descends the tree (one thread), walks the leaf chunk and writes
- * the record, the history and tok_pos as sample_pick_f32. */
+ * tree (src/zr_exp.h zr_tree_levels): it writes its chunk sums (level 0), its subtree's root
+ * (level 6, or the tree's top for a single block) and its candidates' count and first id; the
+ * last block to finish adds the levels above the blocks, then descends the tree (one thread),
+ * rebuilding the chosen block's levels from its chunk sums, walks the leaf chunk and writes the
+ * record, the history and tok_pos as sample_pick_f32. */
 #pragma once
 #include <stdint.h>
 
@@ -22,7 +23,8 @@ typedef struct ZrSampleFullScratch {
     uint32_t done;                           /* blocks finished (the last one resets it) */
     int32_t block_count[ZR_SAMPLE_MAX_BLOCKS]; /* candidates of each block */
     int32_t block_first[ZR_SAMPLE_MAX_BLOCKS]; /* the lowest candidate id of each block, or INT32_MAX */
-    /* then, at ZR_SAMPLE_FULL_NODES_AT, the tree: double [zr_tree_node_count(n_vocab)] */
+    /* then, at ZR_SAMPLE_FULL_NODES_AT: chunk sums double [ceil(n_vocab / 32)], block sums
+     * double [ceil(n_vocab / ZR_SAMPLE_FULL_IDS)] */
 } ZrSampleFullScratch;
 
 #define ZR_SAMPLE_FULL_NODES_AT ((sizeof(ZrSampleFullScratch) + 255) / 256 * 256)
