@@ -28,7 +28,7 @@ struct ZrSampler {
     int32_t *count;       /* [n_vocab] scratch: occurrences of each id in hist (0 between calls) */
     ZrCand *cand;         /* [n_vocab] candidates */
     double *w;            /* [n_vocab] unnormalized probabilities of the candidates */
-    double *sum;          /* [n_vocab] scratch of zr_tree_sum */
+    double *sum;          /* [max(n_vocab, zr_tree_node_count(n_vocab))] scratch of zr_tree_sum and draw_all */
 };
 
 ZrSamplerParams zr_sampler_defaults(void) {
@@ -108,7 +108,9 @@ ZrSampler *zr_sampler_create(const ZrSamplerParams *p, int n_vocab, ZrError *err
     s->n_vocab = n_vocab;
     s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
     s->w = malloc((size_t)n_vocab * sizeof *s->w);
-    s->sum = malloc((size_t)n_vocab * sizeof *s->sum);
+    /* zr_tree_sum's scratch, and the whole tree of draw_all */
+    const int nodes = zr_tree_node_count(n_vocab);
+    s->sum = malloc((size_t)(nodes > n_vocab ? nodes : n_vocab) * sizeof *s->sum);
     s->count = calloc((size_t)n_vocab, sizeof *s->count);
     s->hist = malloc((size_t)(p->repeat_last_n > 0 ? p->repeat_last_n : 1) * sizeof *s->hist);
     if (!s->cand || !s->w || !s->sum || !s->count || !s->hist) goto nomem;
@@ -277,6 +279,28 @@ static int select_top_p(ZrSampler *s, const float *logits, float max, float floo
     return kept;
 }
 
+/* Neither top-k nor top-p: every id with a finite logit >= the min-p floor is a candidate, and the
+ * draw needs no order. It runs over all ids in id order, weight 0 for the others (x + 0 == x):
+ * the total is zr_tree_sum's tree over the n_vocab weights and the draw descends that tree
+ * (zr_tree_draw), a walk the device does the same way in log2(n_vocab / 32) steps
+ * (cu/sample_full.cu). One candidate is picked without a draw; a total of 0 (a +inf maximum
+ * after the penalties) draws, then picks the first candidate. */
+static int32_t draw_all(ZrSampler *s, const float *logits, float max, float floor_logit) {
+    const int nv = s->n_vocab;
+    const double inv_t = 1.0 / (double)s->p.temp;
+    int n = 0, first = 0;
+    for (int i = 0; i < nv; i++) {
+        const float l = clean(logits[i]);
+        const int cand = l > -INFINITY && l >= floor_logit;
+        s->w[i] = cand ? zr_exp(((double)l - (double)max) * inv_t) : 0.0;
+        if (cand && n++ == 0) first = i;
+    }
+    if (n == 0) return argmax(logits, nv);
+    if (n == 1) return first;
+    const int id = zr_tree_draw(s->w, nv, s->sum, rng_uniform(s->rng));
+    return id >= 0 ? id : first;
+}
+
 int32_t zr_sampler_sample(ZrSampler *s, float *logits) {
     apply_penalty(s, logits);
     if (s->p.temp <= 0.0f) return argmax(logits, s->n_vocab);
@@ -300,12 +324,7 @@ int32_t zr_sampler_sample(ZrSampler *s, float *logits) {
     } else if (s->p.top_p < 1.0f) {
         n = select_top_p(s, logits, max, floor_logit, s->p.top_p);
     } else {
-        /* No ordering needed: the draw walks the survivors in id order. */
-        n = 0;
-        for (int i = 0; i < nv; i++) {
-            float l = clean(logits[i]);
-            if (l > -INFINITY && l >= floor_logit) s->cand[n++] = (ZrCand){l, i};
-        }
+        return draw_all(s, logits, max, floor_logit);
     }
     /* min-p on what is left (a no-op where the selection already applied it). */
     int m = 0;

@@ -79,6 +79,52 @@ ZR_EXP_FN double zr_exp(double x) {
     return ZR_DMUL(ZR_DMUL(p, zr_exp_pow2(k + 200)), zr_exp_pow2(-200));
 }
 
+/* The draw over the whole vocabulary (src/sampler.c with neither top-k nor top-p, cu/sample_full.cu)
+ * descends zr_tree_sum's tree, kept whole: level 0 holds the chunk sums c[0..m), level L + 1 the
+ * sums of level L's pairs (2j, 2j + 1), or node 2j alone where 2j + 1 is past the level (the
+ * nodes zr_tree_sum computes, in the same order of additions), up to a level of one node: the
+ * total. Levels are stored one after the other, level L at off[L], off[L + 1] - off[L] nodes.
+ * Sets off[0..levels] and returns the number of levels (m >= 1). */
+#define ZR_TREE_MAX_LEVELS 32
+ZR_EXP_FN int zr_tree_levels(int m, int *off) {
+    int levels = 0, at = 0, size = m;
+    for (;;) {
+        off[levels++] = at;
+        at += size;
+        if (size == 1) break;
+        size = (size + 1) / 2;
+    }
+    off[levels] = at;
+    return levels;
+}
+
+/* One step of the descent, at a node whose children sum to l and r (r = 0 where there is no
+ * right child), with u in the node's own units: right when r > 0 and u >= l, carrying u - l
+ * down; else left with u as it is. So the draw never enters a subtree of weight zero unless the
+ * whole tree is zero (then it ends at chunk 0). Returns 1 for right. */
+ZR_EXP_FN int zr_tree_go_right(double *u, double l, double r) {
+    if (r > 0.0 && !(*u < l)) {
+        *u = ZR_DSUB(*u, l);
+        return 1;
+    }
+    return 0;
+}
+
+/* The walk in the leaf chunk the descent reached, w[0..n) (n <= ZR_SUM_CHUNK): the first i with
+ * u < w[0] + .. + w[i] (summed left to right, zero weights skipped), else (u at or past the
+ * chunk's sum through rounding) the last i with w[i] > 0, else 0. */
+ZR_EXP_FN int zr_tree_leaf(const double *w, int n, double u) {
+    double cum = 0.0;
+    int last = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(w[i] > 0.0)) continue;
+        last = i;
+        cum = ZR_DADD(cum, w[i]);
+        if (u < cum) return i;
+    }
+    return last;
+}
+
 #if !defined(__CUDA_ARCH__)
 /* The host side of the fixed-tree sum; w[0..n) is overwritten (n >= 1). */
 static inline double zr_tree_sum(double *w, int n) {
@@ -92,5 +138,43 @@ static inline double zr_tree_sum(double *w, int n) {
     for (int s = 1; s < m; s *= 2)
         for (int i = 0; i + s < m; i += 2 * s) w[i] = ZR_DADD(w[i], w[i + s]);
     return w[0];
+}
+
+/* The draw over w[0..n) (n >= 1, every w >= 0) by the tree: nodes[] holds at least
+ * zr_tree_node_count(n) doubles (overwritten). u = uniform * total (total: the root, the bits
+ * zr_tree_sum(w, n) returns), then the descent from the root (zr_tree_go_right at every level)
+ * and the walk in the leaf chunk (zr_tree_leaf). Returns the index, or -1 when the total is
+ * not > 0. */
+static inline int zr_tree_node_count(int n) {
+    int off[ZR_TREE_MAX_LEVELS + 1];
+    return off[zr_tree_levels((n + ZR_SUM_CHUNK - 1) / ZR_SUM_CHUNK, off)];
+}
+
+static inline int zr_tree_draw(const double *w, int n, double *nodes, double uniform) {
+    int off[ZR_TREE_MAX_LEVELS + 1];
+    const int m = (n + ZR_SUM_CHUNK - 1) / ZR_SUM_CHUNK, top = zr_tree_levels(m, off) - 1;
+    for (int c = 0; c < m; c++) {
+        const int end = (c + 1) * ZR_SUM_CHUNK < n ? (c + 1) * ZR_SUM_CHUNK : n;
+        double acc = w[c * ZR_SUM_CHUNK];
+        for (int i = c * ZR_SUM_CHUNK + 1; i < end; i++) acc = ZR_DADD(acc, w[i]);
+        nodes[c] = acc;
+    }
+    for (int L = 1; L <= top; L++) {
+        const int below = off[L] - off[L - 1];
+        for (int j = 0; j < off[L + 1] - off[L]; j++) {
+            const double *c = nodes + off[L - 1] + 2 * j;
+            nodes[off[L] + j] = 2 * j + 1 < below ? ZR_DADD(c[0], c[1]) : c[0];
+        }
+    }
+    const double total = nodes[off[top]];
+    if (!(total > 0.0)) return -1;
+    double u = ZR_DMUL(uniform, total);
+    int j = 0;
+    for (int L = top; L > 0; L--) {
+        const double *c = nodes + off[L - 1] + 2 * j;
+        j = 2 * j + zr_tree_go_right(&u, c[0], 2 * j + 1 < off[L] - off[L - 1] ? c[1] : 0.0);
+    }
+    const int first = j * ZR_SUM_CHUNK;
+    return first + zr_tree_leaf(w + first, n - first < ZR_SUM_CHUNK ? n - first : ZR_SUM_CHUNK, u);
 }
 #endif

@@ -494,6 +494,183 @@ ZT_TEST(tree_sum_follows_its_fixed_order_and_differs_from_a_sequential_sum) {
     ZT_CHECK(differs > 0); /* the order matters: a sequential sum is not what the tree computes */
 }
 
+/* ---- the draw over every id (neither top-k nor top-p): a descent of the fixed tree ---- */
+
+/* The tree by its definition, recursively: the node of `span` chunks (a power of two) from chunk
+ * lo sums its halves left + right, or is its left half alone where the right one starts past the
+ * last chunk m. */
+static double node_sum(const double *w, int n, int lo, int span) {
+    const int m = (n + ZR_SUM_CHUNK - 1) / ZR_SUM_CHUNK;
+    if (span == 1) {
+        double acc = w[lo * ZR_SUM_CHUNK];
+        for (int i = lo * ZR_SUM_CHUNK + 1; i < (lo + 1) * ZR_SUM_CHUNK && i < n; i++) acc += w[i];
+        return acc;
+    }
+    const double left = node_sum(w, n, lo, span / 2);
+    return lo + span / 2 < m ? left + node_sum(w, n, lo + span / 2, span / 2) : left;
+}
+
+/* The draw by its definition: at a node, right when the right half has weight and u >= the left
+ * half's sum (u minus that sum carried down), else left; in the chunk, the first id whose running
+ * sum of positive weights passes u, else the chunk's last positive weight. */
+static int draw_by_definition(const double *w, int n, int lo, int span, double u) {
+    const int m = (n + ZR_SUM_CHUNK - 1) / ZR_SUM_CHUNK;
+    if (span == 1) {
+        double cum = 0.0;
+        int last = lo * ZR_SUM_CHUNK;
+        for (int i = lo * ZR_SUM_CHUNK; i < (lo + 1) * ZR_SUM_CHUNK && i < n; i++) {
+            if (w[i] > 0.0) {
+                last = i;
+                cum += w[i];
+                if (u < cum) return i;
+            }
+        }
+        return last;
+    }
+    const double left = node_sum(w, n, lo, span / 2);
+    const double right = lo + span / 2 < m ? node_sum(w, n, lo + span / 2, span / 2) : 0.0;
+    if (right > 0.0 && !(u < left)) return draw_by_definition(w, n, lo + span / 2, span / 2, u - left);
+    return draw_by_definition(w, n, lo, span / 2, u);
+}
+
+static int root_span(int n) {
+    int span = 1;
+    while (span < (n + ZR_SUM_CHUNK - 1) / ZR_SUM_CHUNK) span *= 2;
+    return span;
+}
+
+ZT_TEST(the_tree_descent_lands_where_the_tree_by_its_definition_does) {
+    static double w[70000], nodes[70000];
+    static const int sizes[] = {1, 2, 31, 32, 33, 64, 65, 1000, 2048, 2049, 8193, 69999};
+    static const double edges[] = {0.0, 0x1.fffffffffffffp-1, 0.5, 0x1.0p-53};
+    uint64_t x = 11;
+    int draws = 0, right_edge = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        const int n = sizes[k];
+        for (int shape = 0; shape < 4; shape++) {
+            /* 0: every weight positive; 1: runs of zeros (whole chunks and subtrees among them);
+             * 2: zeros but for the last id; 3: one weight 1, the rest tiny */
+            for (int i = 0; i < n; i++) {
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                const double r = (double)(x >> 11) * 0x1.0p-53;
+                w[i] = zr_exp(-20.0 * r);
+                if (shape == 1 && ((i / 37) % 3 == 1 || (i / 700) % 4 == 2)) w[i] = 0.0;
+                if (shape == 2) w[i] = i == n - 1 ? 0.25 : 0.0;
+                if (shape == 3) w[i] = i == n / 3 ? 1.0 : 1e-300 * r;
+            }
+            const double total = node_sum(w, n, 0, root_span(n));
+            for (int d = 0; d < 64; d++) {
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                const double uniform = d < 4 ? edges[d] : (double)(x >> 11) * 0x1.0p-53;
+                const int got = zr_tree_draw(w, n, nodes, uniform);
+                const int want = draw_by_definition(w, n, 0, root_span(n), uniform * total);
+                ZT_CHECKF(got == want && got >= 0 && got < n && w[got] > 0.0,
+                          "n %d shape %d uniform %a: drew %d, by the definition %d", n, shape, uniform, got, want);
+                right_edge += got == n - 1;
+                draws++;
+            }
+            memcpy(nodes, w, sizeof(double) * n);
+            ZT_CHECKF(total == zr_tree_sum(nodes, n), "n %d: the root is not zr_tree_sum", n);
+        }
+    }
+    ZT_CHECK(draws > 0 && right_edge > 0);
+    for (int i = 0; i < 100; i++) w[i] = 0.0;
+    ZT_CHECK(zr_tree_draw(w, 100, nodes, 0.5) == -1); /* a total of 0 is the caller's to decide */
+}
+
+ZT_TEST(the_tree_steps_never_enter_a_subtree_of_weight_zero) {
+    double u = 2.0;
+    ZT_CHECK(zr_tree_go_right(&u, 1.0, 0.0) == 0 && u == 2.0); /* no right weight: left, u as it is */
+    ZT_CHECK(zr_tree_go_right(&u, 0.0, 1.0) == 1 && u == 2.0); /* no left weight: right */
+    u = 1.0;
+    ZT_CHECK(zr_tree_go_right(&u, 1.0, 3.0) == 1 && u == 0.0); /* u == l goes right */
+    u = 0.75;
+    ZT_CHECK(zr_tree_go_right(&u, 1.0, 3.0) == 0 && u == 0.75);
+    const double leaf[5] = {0.0, 1.0, 0.0, 2.0, 0.0};
+    ZT_CHECK(zr_tree_leaf(leaf, 5, 0.0) == 1);
+    ZT_CHECK(zr_tree_leaf(leaf, 5, 1.0) == 3);
+    ZT_CHECK(zr_tree_leaf(leaf, 5, 3.0) == 3); /* past the chunk's sum: its last positive weight */
+    ZT_CHECK(zr_tree_leaf(leaf, 5, 1e300) == 3);
+}
+
+/* xoshiro256** as src/sampler.c, on the generator read from the state bytes. */
+static uint64_t ref_rotl(uint64_t v, int k) { return (v << k) | (v >> (64 - k)); }
+static double ref_uniform(uint64_t s[4]) {
+    const uint64_t result = ref_rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = ref_rotl(s[3], 45);
+    return (double)(result >> 11) * 0x1.0p-53;
+}
+
+/* The sampler without top-k and top-p by its definition: the candidates (finite, >= the min-p
+ * floor), weights of every id (0 for the others), one candidate taken without a draw, else the
+ * draw by the tree's definition. rng: the generator before the step (advanced by a draw). */
+static int32_t sample_all_by_definition(const float *l, int n, const ZrSamplerParams *p, uint64_t rng[4], double *w) {
+    float max = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (l[i] > max) max = l[i];
+    const float floor_l = p->min_p > 0.0f ? max + logf(p->min_p) : -INFINITY;
+    int count = 0, first = 0;
+    for (int i = 0; i < n; i++) {
+        const bool cand = l[i] > -INFINITY && l[i] >= floor_l;
+        w[i] = cand ? zr_exp(((double)l[i] - (double)max) * (1.0 / (double)p->temp)) : 0.0;
+        if (cand && count++ == 0) first = i;
+    }
+    if (count == 1) return first;
+    const double total = node_sum(w, n, 0, root_span(n));
+    return draw_by_definition(w, n, 0, root_span(n), ref_uniform(rng) * total);
+}
+
+ZT_TEST(sampling_without_top_k_and_top_p_draws_by_the_tree_over_every_id) {
+    enum { NV = 40000 };
+    static float l[NV], buf[NV];
+    static double w[NV];
+    static const int vocab[] = {7, 1000, NV};
+    static const float temps[] = {0.8f, 1.5f, 0.05f};
+    static const float min_ps[] = {0.0f, 0.05f};
+    int checked = 0;
+    for (size_t vi = 0; vi < 3; vi++)
+        for (size_t ti = 0; ti < 3; ti++)
+            for (size_t mi = 0; mi < 2; mi++) {
+                const int n = vocab[vi];
+                ZrSamplerParams p = plain();
+                p.temp = temps[ti];
+                p.min_p = min_ps[mi];
+                p.seed = 100 + vi * 10 + ti * 2 + mi;
+                ZrSampler *s = make(&p, n);
+                ZT_CHECK(s);
+                if (!s) return;
+                unsigned char *state = malloc(zr_sampler_state_size(s));
+                for (int step = 0; step < 40; step++) {
+                    fill_logits(l, n, (uint32_t)(step * 31 + 5));
+                    if (step % 4 == 1) /* ties and -inf */
+                        for (int i = 0; i < n; i++) l[i] = i % 5 == 0 ? -INFINITY : floorf(l[i]);
+                    if (step % 4 == 2) l[(step * 7919) % n] = 1e4f; /* one huge logit */
+                    if (step % 4 == 3) /* one candidate: no draw */
+                        for (int i = 0; i < n; i++) l[i] = i == n / 2 ? l[i] : -INFINITY;
+                    zr_sampler_get_state(s, state);
+                    uint64_t rng[4];
+                    memcpy(rng, state, sizeof rng);
+                    const int32_t want = sample_all_by_definition(l, n, &p, rng, w);
+                    memcpy(buf, l, sizeof(float) * n);
+                    const int32_t got = zr_sampler_sample(s, buf);
+                    zr_sampler_get_state(s, state);
+                    const bool same_rng = !memcmp(state, rng, sizeof rng);
+                    ZT_CHECKF(got == want && same_rng, "vocab %d temp %g min-p %g step %d: %d, by the definition %d%s",
+                              n, (double)p.temp, (double)p.min_p, step, got, want,
+                              same_rng ? "" : " (the generator differs)");
+                    checked++;
+                }
+                free(state);
+                zr_sampler_free(s);
+            }
+    ZT_CHECK(checked == 3 * 3 * 2 * 40);
+}
+
 /* ---- the texts recorded before issue 12 (test/data/sampler_goldens.txt) ---- */
 
 static const char *const golden_args[][2] = {

@@ -30,7 +30,6 @@
 #include "cuda/launch.h"
 #include "cuda/module.h"
 #include "cuda/profile.h"
-#include "cuda/sample_scratch.h"
 #include "cuda/upload.h"
 #include "cuda/warm.h"
 #include "logits_check.h"
@@ -302,10 +301,9 @@ static int step_greedy(CudaBackend *c, int32_t token, int pos, int n_cand, float
     return ZR_OK;
 }
 
-/* The decode loop one step at a time, where profiling times each step or the chain would hand
- * every step to the host anyway (all_host): greedy without banned ids picks on the device with the argmax pick (the token
- * alone comes back); any other sampling brings the logits back each step and samples on the
- * host (counted in host_steps). */
+/* The decode loop one step at a time, where profiling times each step: greedy without banned
+ * ids picks on the device with the argmax pick (the token alone comes back); any other sampling
+ * brings the logits back each step and samples on the host (counted in host_steps). */
 static int run_stepwise(CudaBackend *c, ZrDecodeLoop *L, ZrError *err) {
     ZrBackend *be = &c->be;
     const int n_vocab = c->m->hp.n_vocab;
@@ -348,15 +346,6 @@ static int run_stepwise(CudaBackend *c, ZrDecodeLoop *L, ZrError *err) {
     /* the last step's logits are still in the device buffer: no step was queued after it */
     if ((rc = zr_cuda_d2h(&c->cuda, L->logits, c->f.logits, (size_t)n_vocab * sizeof(float), err))) return rc;
     return zr_cuda_sync(&c->cuda, err);
-}
-
-/* Sampling the device's chain would hand to the host at every step (cuda/sample.h: no top-k, no
- * top-p and no min-p over more ids than the chain sorts): the stepwise loop does it without
- * running the chain first. */
-static bool all_host(const ZrDecodeLoop *L) {
-    const ZrSamplerParams *p = L->sp;
-    return !zr_sampler_is_greedy(p) && p->temp > 0.0f && (p->top_k <= 0 || p->top_k >= L->n_cand) &&
-           p->top_p >= 1.0f && p->min_p <= 0.0f && L->n_cand > ZR_SAMPLE_CAP;
 }
 
 /* The tail a loop needs (greedy without banned ids: the argmax tail; else the chain for its
@@ -447,7 +436,7 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
     if (L->host_pick) return zr_decode_run_host(be, n_vocab, L, err);
     int rc = zr_decode_run_check(be, n_vocab, L, err);
     if (rc) return rc;
-    if (c->opt.profile || all_host(L)) return run_stepwise(c, L, err);
+    if (c->opt.profile) return run_stepwise(c, L, err);
     const int pos0 = L->pos;
     if (pos0 != c->n_past)
         return zr_err(err, ZR_E_INTERNAL, "cuda decode run: position %d given, but %d tokens are in the cache", pos0, c->n_past);

@@ -6,12 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/sample_full.h"
 #include "cuda/sample_scratch.h"
 
 /* The scratch: ZrSampleScratch, then work (f32 [n_vocab]: the logits the chain samples from),
  * then the banned ids (i32 [n_ban]). */
 static size_t work_offset(void) { return (sizeof(ZrSampleScratch) + 255) / 256 * 256; }
 static size_t ban_offset(int n_vocab) { return work_offset() + ((size_t)n_vocab * sizeof(float) + 255) / 256 * 256; }
+/* then, in the mode without top-k and top-p, the draw's scratch (cuda/sample_full.h) */
+static size_t full_offset(int n_vocab, int n_ban) {
+    return ban_offset(n_vocab) + ((size_t)(n_ban > 0 ? n_ban : 1) * sizeof(int32_t) + 255) / 256 * 256;
+}
 
 static int blocks(int n, int per_block) { return (n + per_block - 1) / per_block; }
 
@@ -50,6 +55,7 @@ int zr_sample_dev_init(ZrCuda *cuda, const ZrSamplerParams *p, int n_vocab, cons
     s->n_ban = n_ban;
     s->state_bytes = zr_sampler_state_size(h);
     s->scratch_bytes = ban_offset(n_vocab) + (size_t)(n_ban > 0 ? n_ban : 1) * sizeof(int32_t);
+    if (zr_sample_full_mode(p, n_vocab)) s->scratch_bytes = full_offset(n_vocab, n_ban) + zr_sample_full_bytes(n_vocab);
     void *state = malloc(s->state_bytes);
     s->ban = malloc((size_t)(n_ban > 0 ? n_ban : 1) * sizeof *s->ban);
     int rc = ZR_OK;
@@ -113,6 +119,8 @@ int zr_sample_launch(ZrLauncher *l, const ZrCuKernels *k, const ZrSampleDev *s, 
                         ZR_DIM1(ZR_SAMPLE_PREP_THREADS), 0, err, &logits, &work, &state, &sc, &ban, &n_ban, &n,
                         &n_cand, &pen, &r, &fp, &pp)))
         return rc;
+    if (mode == ZR_SAMPLE_ALL) /* every id a candidate: the tree's draw (cuda/sample_full.h) */
+        return zr_sample_full_launch(l, k, s, io, work, sc, s->scratch + full_offset(n, n_ban), err);
     if (mode != ZR_SAMPLE_GREEDY) {
         if ((rc = ZR_LAUNCH(l, &k->sample_count, ZR_DIM1((unsigned)blocks(n, ZR_SAMPLE_COUNT_IDS)),
                             ZR_DIM1(ZR_SAMPLE_COUNT_THREADS), 0, err, &work, &sc, &n, &mode, &top_k, &top_p, &lmp)))

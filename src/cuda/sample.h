@@ -22,9 +22,10 @@
  * candidates, taken from the first of nested sets {logit >= max - d} (d every eighth of a logit
  * down to 64, then coarse steps) that holds the CPU's result. A step whose set is larger is
  * ZR_PICK_HOST, never a different token: top-k where the ids tied or crowded around the k-th
- * logit pass 4096 (a flat row; one logit thousands above all others), top-p whose prefix needs
- * more than 4096 ids, and no top-k and no top-p with more than 4096 ids above the min-p floor
- * (--top-k 0 --top-p 1 --min-p 0 over a real vocabulary: every step). Vocabularies up to 4M ids. */
+ * logit pass 4096 (a flat row; one logit thousands above all others), and top-p whose prefix
+ * needs more than 4096 ids. With no top-k and no top-p (--top-k 0 --top-p 1) the draw needs no
+ * sort: it descends the fixed sum tree over every id (cuda/sample_full.h, src/sampler.c
+ * draw_all), exact at any vocabulary. Vocabularies up to 2M ids. */
 #pragma once
 #include <stdint.h>
 
