@@ -67,6 +67,9 @@ __device__ __forceinline__ void sample_full_block_levels(double *s_node, int b, 
 // (left + right, or left alone where the right is past its level), so a level recomputed from
 // the one below is the same bits: the descent rebuilds the chosen block's levels in shared memory
 // from its 64 chunk sums instead of storing them all.
+// sample_prep_f32's partials reduced (cu/sample.cu)
+__device__ void sample_prep_result(const ZrSampleScratch *sc, int n, unsigned long long *key, int *bad);
+
 ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_FULL_THREADS)
     sample_full_f32(const float *__restrict__ work, ZrSampleFullState *st, const ZrSampleScratch *sc,
                     ZrSampleFullScratch *fs, int *tok_pos, ZrPickRecord *ring, int n_slots, int n, float lmp,
@@ -79,7 +82,10 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_FULL_THREADS)
     __shared__ int s_count, s_first;
     __shared__ bool s_last;
     const int tid = threadIdx.x;
-    const int best = argmax_key_id(sc->best_key);
+    unsigned long long best_key;
+    int bad; // the first non-finite id, or -1
+    sample_prep_result(sc, n, &best_key, &bad); // every thread (cu/sample.cu)
+    const int best = argmax_key_id(best_key);
     const float max = work[best];
     // src/sampler.c: floor_logit = max + logf(min_p) with min-p on, else -inf
     const float floor_l = lmp > -INFINITY ? __fadd_rn(max, lmp) : -INFINITY;
@@ -184,7 +190,7 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_FULL_THREADS)
         unsigned long long rng[4] = {st->rng[0], st->rng[1], st->rng[2], st->rng[3]};
         int status = ZR_PICK_OK, token = -1, at = -1;
         double u = 0.0;
-        if (sc->bad >= 0) status = ZR_PICK_NONFINITE;
+        if (bad >= 0) status = ZR_PICK_NONFINITE;
         else if (max == -INFINITY) token = 0; // nothing is possible: src/sampler.c picks 0
         else if (s_count == 0) token = best;
         else if (s_count == 1) token = s_first;
@@ -242,7 +248,7 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_FULL_THREADS)
     for (int i = 0; i < 4; i++) st->rng[i] = s_rng[i]; // advanced only by a draw
     rec->token = status == ZR_PICK_OK ? token : -1;
     rec->status = status;
-    rec->nonfinite_at = sc->bad;
+    rec->nonfinite_at = bad;
     for (int i = 0; i < 4; i++) rec->rng[i] = s_rng[i];
     if (status == ZR_PICK_OK) {
         const int rn = st->repeat_last_n;
