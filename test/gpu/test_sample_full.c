@@ -22,11 +22,16 @@ enum {
     L_TIES,    /* 4 distinct values (and a few hundred 3 above): long runs of equal weights */
     L_FLAT,    /* every logit equal */
     L_HUGE,    /* one logit of 1e4: every other weight underflows to 0 */
-    L_HOLES,   /* every other run of 1000 ids at -inf: whole chunks and subtrees of weight 0 */
-    L_ONE,     /* one finite logit: the pick without a draw */
+    L_HOLES,   /* every other run of 1000 ids at -1e30: whole chunks and subtrees of weight 0 */
+    L_ONE,     /* one logit far above the rest (at -1e30): one weight, the others 0 */
     L_KINDS
 };
 static const char *const kind_name[] = {"peaked", "spread", "ties", "flat", "huge", "holes", "one"};
+
+/* Weights of 0 come from logits so far below the maximum that zr_exp underflows to 0 (and below
+ * any min-p floor): a -inf among the candidates is a non-finite logit, which the chain reports
+ * (ZR_PICK_NONFINITE; test_sample.c checks it), as the backend fails such a step. */
+#define HOLE (-1e30f)
 
 static void fill(float *v, int n, int kind, int step, uint64_t *s) {
     for (int i = 0; i < n; i++) {
@@ -36,8 +41,8 @@ static void fill(float *v, int n, int kind, int step, uint64_t *s) {
         case L_SPREAD: v[i] = 10.0f * a; break;
         case L_TIES: v[i] = floorf(4.0f * a) + (i % 200 == 3 ? 3.0f : 0.0f); break;
         case L_FLAT: v[i] = 0.5f; break;
-        case L_HOLES: v[i] = (i / 1000) % 2 ? -INFINITY : 3.0f * a; break;
-        case L_ONE: v[i] = -INFINITY; break;
+        case L_HOLES: v[i] = (i / 1000) % 2 ? HOLE : 3.0f * a; break;
+        case L_ONE: v[i] = HOLE; break;
         default: v[i] = a; break;
         }
     }
