@@ -1,5 +1,5 @@
 // Embedding lookup for every weight type: out[i][:] = dequant(row tok[i] of W[n_embd, n_vocab])
-// * scale (gemma's sqrt(n_embd), one rounding as scale_f32's x *= s; 1: the rows as they are,
+// * scale (gemma's sqrt(n_embd), one rounding: x * s; 1: the rows as they are,
 // bit for bit).
 // Token ids are read from device memory (the decode graph never changes per token); an id
 // outside [0, n_vocab) reads row 0 rather than out of bounds (the host validates ids first).

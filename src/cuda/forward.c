@@ -171,7 +171,7 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
     int rc;
     /* with a tail, the step's start time goes into its record (the idle gap between steps) */
     const CUdeviceptr t_begin0 = f->tail != ZR_TAIL_NONE ? f->tail_io.ring + offsetof(ZrPickRecord, t_begin) : 0;
-    /* gemma's embedding scale in the lookup (one rounding, as scale_f32's; a launch less per step) */
+    /* gemma's embedding scale in the lookup (x * s, one rounding; a launch less per step) */
     if ((rc = zr_k_embed_stamp(f->launcher, f->k, &f->tok_embd, f->d_tok, f->x, f->n_embd, f->n_vocab, 1, hp->embd_scale,
                                t_begin0, f->tail != ZR_TAIL_NONE ? f->tail_io.n_slots : 1, err)))
         return rc;

@@ -130,10 +130,6 @@ int zr_k_convert(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdeviceptr
     return ZR_LAUNCH(l, &k->convert, ZR_DIM3(cdiv(n, 256), rows, 1), ZR_DIM1(256), 0, err, &x, &n, &y, &n, &n);
 }
 
-int zr_k_scale(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, float s, int n, ZrError *err) {
-    return ZR_LAUNCH(l, &k->scale, ZR_DIM1(cdiv(n, 256)), ZR_DIM1(256), 0, err, &x, &s, &n);
-}
-
 int zr_k_softcap(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, float cap, int n, ZrError *err) {
     return ZR_LAUNCH(l, &k->softcap, ZR_DIM1(cdiv(n, 256)), ZR_DIM1(256), 0, err, &x, &cap, &n);
 }

@@ -83,8 +83,7 @@ int zr_k_add_rows(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr y, int stride
                   ZrError *err);
 /* convert_f32_f16: y f16 [rows][n] = x [rows][n] (both contiguous) */
 int zr_k_convert(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdeviceptr y, int n, int rows, ZrError *err);
-/* gemma (issue 14). scale_f32: x[n] *= s; softcap_f32: x[n] = tanh(x / cap) * cap */
-int zr_k_scale(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, float s, int n, ZrError *err);
+/* gemma (issue 14). softcap_f32: x[n] = tanh(x / cap) * cap */
 int zr_k_softcap(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, float cap, int n, ZrError *err);
 /* geglu_f32 (f16 false) / geglu_f32_f16: out[rows][n_ff] = gelu_tanh(gate) * up of gu [rows][stride] */
 int zr_k_geglu(ZrLauncher *l, const ZrCuKernels *k, bool f16, CUdeviceptr gu, int stride, CUdeviceptr out, int n_ff,
