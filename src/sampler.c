@@ -22,7 +22,7 @@ struct ZrSampler {
     ZrSamplerParams p;
     int n_vocab;
     uint64_t rng[4];      /* xoshiro256** state */
-    int32_t *hist;        /* [repeat_last_n] ring buffer of recent tokens */
+    int32_t *hist;        /* [repeat_last_n] ring buffer of recent tokens; 0 past n_hist until it is full */
     int n_hist;           /* tokens in hist (<= repeat_last_n) */
     int hist_head;        /* next write slot */
     int32_t *count;       /* [n_vocab] scratch: occurrences of each id in hist (0 between calls) */
@@ -112,7 +112,8 @@ ZrSampler *zr_sampler_create(const ZrSamplerParams *p, int n_vocab, ZrError *err
     const int nodes = zr_tree_node_count(n_vocab);
     s->sum = malloc((size_t)(nodes > n_vocab ? nodes : n_vocab) * sizeof *s->sum);
     s->count = calloc((size_t)n_vocab, sizeof *s->count);
-    s->hist = malloc((size_t)(p->repeat_last_n > 0 ? p->repeat_last_n : 1) * sizeof *s->hist);
+    /* zeroed: the state bytes include the slots not yet written (zr_sampler_get_state) */
+    s->hist = calloc((size_t)(p->repeat_last_n > 0 ? p->repeat_last_n : 1), sizeof *s->hist);
     if (!s->cand || !s->w || !s->sum || !s->count || !s->hist) goto nomem;
     uint64_t x = p->seed;
     for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);
@@ -354,7 +355,9 @@ int32_t zr_sampler_sample(ZrSampler *s, float *logits) {
 }
 
 /* The state bytes: rng[4] (u64), repeat_last_n, n_hist, hist_head (i32), hist[repeat_last_n]
- * (i32), in this machine's byte order (a state only travels to a process on the same machine). */
+ * (i32), in this machine's byte order (a state only travels to a process on the same machine).
+ * Until the history is full its next slot is n_hist and the slots from there on are 0, so the
+ * bytes follow from the seed and the tokens accepted alone (two runs compare them). */
 size_t zr_sampler_state_size(const ZrSampler *s) {
     return 4 * sizeof(uint64_t) + 3 * sizeof(int32_t) + (size_t)s->p.repeat_last_n * sizeof(int32_t);
 }
@@ -382,9 +385,12 @@ int zr_sampler_set_state(ZrSampler *s, const void *buf, size_t len, ZrError *err
     if (len != zr_sampler_state_size(s))
         return zr_err(err, ZR_E_FORMAT, "sampler state: expected %zu bytes, found %zu", zr_sampler_state_size(s), len);
     const int n = s->p.repeat_last_n;
-    if (head[1] < 0 || head[1] > n || head[2] < 0 || (n > 0 ? head[2] >= n : head[2] != 0))
-        return zr_err(err, ZR_E_FORMAT, "sampler state: history of %d tokens with its next slot at %d: expected 0..%d",
-                      head[1], head[2], n);
+    if (head[1] < 0 || head[1] > n || head[2] < 0 || (n > 0 ? head[2] >= n : head[2] != 0) ||
+        (head[1] < n && head[2] != head[1]))
+        return zr_err(err, ZR_E_FORMAT,
+                      "sampler state: history of %d tokens with its next slot at %d: expected 0..%d tokens, the next "
+                      "slot below %d and equal to the count until the history is full",
+                      head[1], head[2], n, n > 0 ? n : 1);
     uint64_t rng[4];
     memcpy(rng, p, sizeof rng);
     if (!(rng[0] | rng[1] | rng[2] | rng[3]))
@@ -393,5 +399,6 @@ int zr_sampler_set_state(ZrSampler *s, const void *buf, size_t len, ZrError *err
     s->n_hist = head[1];
     s->hist_head = head[2];
     memcpy(s->hist, p + fixed, (size_t)n * sizeof *s->hist);
+    for (int i = head[1]; i < n; i++) s->hist[i] = 0; /* not yet written: whatever the bytes held there */
     return ZR_OK;
 }

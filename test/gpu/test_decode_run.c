@@ -61,10 +61,13 @@ static bool same_as(ZrBackend *be, int n_vocab, const ZtDecode *d, const ZtDecod
     for (int i = 0; i < want->n_tokens && first < 0; i++)
         if (i >= got.n_tokens || got.tokens[i] != want->tokens[i]) first = i;
     const bool state = got.state_len == want->state_len && !memcmp(got.state, want->state, want->state_len);
+    /* which part: the generator (the first 32 bytes: sampler.c) or the counts and history */
+    const bool rng = got.state_len >= 32 && want->state_len >= 32 && !memcmp(got.state, want->state, 32);
     if (first >= 0 || got.n_tokens != want->n_tokens || !state)
         fprintf(stderr, "  %s: %d tokens (host loop %d), first difference at %d (%d vs %d), sampler state %s\n", what,
                 got.n_tokens, want->n_tokens, first, first >= 0 && first < got.n_tokens ? got.tokens[first] : -1,
-                first >= 0 ? want->tokens[first] : -1, state ? "equal" : "DIFFERS");
+                first >= 0 ? want->tokens[first] : -1,
+                state ? "equal" : rng ? "DIFFERS (history)" : "DIFFERS (generator)");
     *host_steps += got.host_steps;
     const bool ok = first < 0 && got.n_tokens == want->n_tokens && state;
     zt_decoded_free(&got);
