@@ -91,6 +91,51 @@ ZT_TEST(synth_q4_k_m_mix_matches_llama_cpp_tensor_for_tensor) {
     ZT_CHECKF(bad == 0, "%d differences from the fixture", bad);
 }
 
+/* The Q3_K_M and Q5_K_M mixes have, tensor for tensor, the types and file type llama.cpp gave the
+ * fixtures of the same shape (embd 256, 2 layers, 4/2 heads, ff 256, vocab 512). */
+ZT_TEST(synth_q3_k_m_and_q5_k_m_mixes_match_llama_cpp_tensor_for_tensor) {
+    NEED_BINARY();
+    static const struct { const char *type, *fixture; uint32_t ftype; } mixes[] = {
+        {"q3_k_m", "fixtures/llama-Q3_K_M.gguf", 12},
+        {"q5_k_m", "fixtures/llama-Q5_K_M.gguf", 17},
+    };
+    for (size_t m = 0; m < sizeof mixes / sizeof *mixes; m++) {
+        const char *ref_path = zt_shared_model(mixes[m].fixture);
+        if (!ref_path) return;
+        char p[4200], args[64];
+        snprintf(args, sizeof args, "--type %s --seed 3", mixes[m].type);
+        ZT_CHECKF(synth("mix.gguf", args, p, sizeof p) == 0, "%s", mixes[m].type);
+        ZrGguf g, ref;
+        ZrError e;
+        if (zr_gguf_open(&g, p, &e) != 0) {
+            ZT_CHECKF(false, "%s", e.msg);
+            return;
+        }
+        if (zr_gguf_open(&ref, ref_path, &e) != 0) {
+            zr_gguf_close(&g);
+            ZT_CHECKF(false, "%s", e.msg);
+            return;
+        }
+        int bad = ref.n_tensors != g.n_tensors;
+        for (uint64_t i = 0; i < ref.n_tensors; i++) {
+            char name[128];
+            snprintf(name, sizeof name, "%.*s", (int)ref.tensors[i].name.len, ref.tensors[i].name.ptr);
+            const ZrGgufTensor *t = zr_gguf_tensor(&g, name);
+            if (!t || t->type != ref.tensors[i].type) {
+                fprintf(stderr, "  %s %s: expected %s, found %s\n", mixes[m].type, name, zr_type_name(ref.tensors[i].type),
+                        t ? zr_type_name(t->type) : "none");
+                bad++;
+            }
+        }
+        uint32_t ft = 0;
+        zr_gguf_get_u32(&g, "general.file_type", &ft, &e);
+        zr_gguf_close(&ref);
+        zr_gguf_close(&g);
+        ZT_CHECKF(ft == mixes[m].ftype, "%s: general.file_type %u", mixes[m].type, ft);
+        ZT_CHECKF(bad == 0, "%s: %d differences from the fixture", mixes[m].type, bad);
+    }
+}
+
 ZT_TEST(synth_writes_every_weight_type_with_fallbacks_for_short_rows) {
     NEED_BINARY();
     static const char *const types[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1",

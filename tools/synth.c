@@ -50,8 +50,10 @@ static const char k_usage[] =
     "                        feed-forward length, as llama.cpp reads it)\n"
     "      --up-type T       the type of ffn_up_exps alone (a mixed quantization; default: --type's)\n"
     "      --tied, --untied  output projection tied to token_embd (no output.weight), or not\n"
-    "      --type T          f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k q4_k_m\n"
-    "                        (default f16; q4_k_m: q4_K with q6_K for output and some attn_v/ffn_down)\n"
+    "      --type T          f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k, or a llama.cpp\n"
+    "                        mix q3_k_m q4_k_m q5_k_m (default f16; q4_k_m: q4_K with q6_K for output and\n"
+    "                        some attn_v/ffn_down; q3_k_m: q3_K, q6_K output, q4_K/q5_K attn_v, attn_output,\n"
+    "                        ffn_down; q5_k_m as q4_k_m around q5_K; q2_k: every matrix q2_K, not a mix)\n"
     "      --seed N          random seed (default 1)\n"
     "      --std S           standard deviation of the weight matrices (default 0.05)\n"
     "  -t, --threads N       worker threads (default: all cores)\n"
@@ -176,11 +178,23 @@ static void gaussian_row(Rng *r, float *dst, int64_t n, float mean, float std) {
 
 /* ---- the tensor list ----------------------------------------------------------------- */
 
-/* A computed weight type by name (q4_k or q4_K), or q4_k_m: Q4_K with llama.cpp's Q4_K_M mix of
- * Q6_K tensors (the one mix synthesized, below). */
-static uint32_t parse_type(const char *s, bool *mix) {
-    *mix = !strcasecmp(s, "q4_k_m");
-    if (*mix) return ZR_TYPE_Q4_K;
+/* The llama.cpp file types synthesized as llama-quantize mixes them (the rules in build_tensors). */
+typedef enum Mix { MIX_NONE, MIX_Q3_K_M, MIX_Q4_K_M, MIX_Q5_K_M } Mix;
+static const struct { const char *name; Mix mix; uint32_t type, ftype; } k_mixes[] = {
+    {"q3_k_m", MIX_Q3_K_M, ZR_TYPE_Q3_K, ZR_FTYPE_Q3_K_M},
+    {"q4_k_m", MIX_Q4_K_M, ZR_TYPE_Q4_K, ZR_FTYPE_Q4_K_M},
+    {"q5_k_m", MIX_Q5_K_M, ZR_TYPE_Q5_K, ZR_FTYPE_Q5_K_M},
+};
+
+/* A computed weight type by name (q4_k or q4_K), or a mix (q4_k_m: Q4_K with llama.cpp's
+ * Q4_K_M choice of Q6_K tensors) and its main type. */
+static uint32_t parse_type(const char *s, Mix *mix) {
+    *mix = MIX_NONE;
+    for (size_t i = 0; i < sizeof k_mixes / sizeof *k_mixes; i++)
+        if (!strcasecmp(s, k_mixes[i].name)) {
+            *mix = k_mixes[i].mix;
+            return k_mixes[i].type;
+        }
     for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
         const ZrTypeInfo *ti = zr_type_info(t);
         if (ti && ti->compute && !strcasecmp(s, ti->name)) return t;
@@ -189,11 +203,30 @@ static uint32_t parse_type(const char *s, bool *mix) {
 }
 
 /* llama.cpp's general.file_type for the whole-file type. */
-static uint32_t file_type(uint32_t type, bool mix) { return mix ? ZR_FTYPE_Q4_K_M : zr_file_type_of(type); }
+static uint32_t file_type(uint32_t type, Mix mix) {
+    for (size_t i = 0; i < sizeof k_mixes / sizeof *k_mixes; i++)
+        if (k_mixes[i].mix == mix) return k_mixes[i].ftype;
+    return zr_file_type_of(type);
+}
 
 /* llama.cpp's Q4_K_M rule for attn_v and ffn_down: more bits in the first and last eighth of
  * the layers and every third one between. */
 static bool use_more_bits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+/* llama.cpp's attn_v (and here Phi-3's attn_qkv) of layer l of n: Q3_K_M's first two Q5_K, the
+ * rest Q4_K; Q4_K_M's and Q5_K_M's Q6_K where use_more_bits. (llama.cpp's bumps for 8-expert
+ * and 70B models are not synthesized.) */
+static uint32_t mix_v_type(Mix mix, uint32_t type, int64_t l, int64_t n) {
+    if (mix == MIX_Q3_K_M) return l < 2 ? ZR_TYPE_Q5_K : ZR_TYPE_Q4_K;
+    return mix != MIX_NONE && use_more_bits(l, n) ? ZR_TYPE_Q6_K : type;
+}
+
+/* llama.cpp's ffn_down: Q3_K_M's first sixteenth Q5_K, the rest Q4_K (any architecture but
+ * Falcon); Q4_K_M's and Q5_K_M's Q6_K where use_more_bits. */
+static uint32_t mix_down_type(Mix mix, uint32_t type, int64_t l, int64_t n) {
+    if (mix == MIX_Q3_K_M) return l < n / 16 ? ZR_TYPE_Q5_K : ZR_TYPE_Q4_K;
+    return mix != MIX_NONE && use_more_bits(l, n) ? ZR_TYPE_Q6_K : type;
+}
 
 /* A type whose block fits the row: K-quants fall back to q8_0 (rows a multiple of 32), and
  * anything to f16 (as llama.cpp does for rows that fit no block). */
@@ -224,12 +257,12 @@ static int add_experts(Tensor *t, int n, const char *name, uint32_t type, int64_
 }
 
 /* llama.cpp's tensor names and GGUF shapes ([ne0 = input dim, ne1 = output dim]). */
-static int build_tensors(Tensor *t, const char *arch, const Shape *s, uint32_t type, bool mix, bool tied, float std,
+static int build_tensors(Tensor *t, const char *arch, const Shape *s, uint32_t type, Mix mix, bool tied, float std,
                          int64_t rope_factors, uint32_t up_type) {
     int n = 0;
     char name[64];
     int64_t q = s->heads * s->head_dim, kv = s->kv_heads * s->head_dim;
-    uint32_t out_type = mix ? ZR_TYPE_Q6_K : type;
+    uint32_t out_type = mix != MIX_NONE ? ZR_TYPE_Q6_K : type; /* every mix's output: Q6_K */
     const bool gemma = !strcmp(arch, "gemma2") || !strcmp(arch, "gemma3"), phi3 = !strcmp(arch, "phi3");
     n = add(t, n, "token_embd.weight", tied ? out_type : type, s->embd, s->vocab, INIT_MATRIX, tied ? 0.25f : 0.5f);
     n = add(t, n, "output_norm.weight", 0, s->embd, 1, INIT_NORM, 0.1f);
@@ -239,15 +272,16 @@ static int build_tensors(Tensor *t, const char *arch, const Shape *s, uint32_t t
         n = add(t, n, "rope_factors_short.weight", 0, rope_factors, 1, INIT_FACTOR, 0.2f);
     }
     for (int64_t l = 0; l < s->layers; l++) {
-        uint32_t more = mix && use_more_bits(l, s->layers) ? ZR_TYPE_Q6_K : type;
+        const uint32_t v_type = mix_v_type(mix, type, l, s->layers), down_type = mix_down_type(mix, type, l, s->layers);
+        const uint32_t o_type = mix == MIX_Q3_K_M ? ZR_TYPE_Q4_K : type; /* llama.cpp's attn_output */
 #define NAME(x) (snprintf(name, sizeof name, "blk.%" PRId64 "." x, l), name)
         n = add(t, n, NAME("attn_norm.weight"), 0, s->embd, 1, INIT_NORM, 0.1f);
         if (phi3) { /* one fused Q|K|V matrix, as llama.cpp's converter writes Phi-3 */
-            n = add(t, n, NAME("attn_qkv.weight"), more, s->embd, q + 2 * kv, INIT_MATRIX, std);
+            n = add(t, n, NAME("attn_qkv.weight"), v_type, s->embd, q + 2 * kv, INIT_MATRIX, std);
         } else {
             n = add(t, n, NAME("attn_q.weight"), type, s->embd, q, INIT_MATRIX, std);
             n = add(t, n, NAME("attn_k.weight"), type, s->embd, kv, INIT_MATRIX, std);
-            n = add(t, n, NAME("attn_v.weight"), more, s->embd, kv, INIT_MATRIX, std);
+            n = add(t, n, NAME("attn_v.weight"), v_type, s->embd, kv, INIT_MATRIX, std);
         }
         if (!strcmp(arch, "qwen2")) {
             n = add(t, n, NAME("attn_q.bias"), 0, q, 1, INIT_BIAS, 0.2f);
@@ -258,7 +292,7 @@ static int build_tensors(Tensor *t, const char *arch, const Shape *s, uint32_t t
             n = add(t, n, NAME("attn_q_norm.weight"), 0, s->head_dim, 1, INIT_NORM, 0.1f);
             n = add(t, n, NAME("attn_k_norm.weight"), 0, s->head_dim, 1, INIT_NORM, 0.1f);
         }
-        n = add(t, n, NAME("attn_output.weight"), type, q, s->embd, INIT_MATRIX, tied ? 5 * std : std);
+        n = add(t, n, NAME("attn_output.weight"), o_type, q, s->embd, INIT_MATRIX, tied ? 5 * std : std);
         if (gemma) n = add(t, n, NAME("post_attention_norm.weight"), 0, s->embd, 1, INIT_NORM, 0.1f);
         n = add(t, n, NAME("ffn_norm.weight"), 0, s->embd, 1, INIT_NORM, 0.1f);
         if (s->experts) { /* the router stays F32 (the converter's and llama-quantize's rule) */
@@ -266,14 +300,14 @@ static int build_tensors(Tensor *t, const char *arch, const Shape *s, uint32_t t
             n = add(t, n, NAME("ffn_gate_inp.weight"), ZR_TYPE_F32, s->embd, ne, INIT_MATRIX, std);
             n = add_experts(t, n, NAME("ffn_gate_exps.weight"), type, s->embd, ff, ne, std);
             n = add_experts(t, n, NAME("ffn_up_exps.weight"), up_type, s->embd, ff, ne, std);
-            n = add_experts(t, n, NAME("ffn_down_exps.weight"), more, ff, s->embd, ne, tied ? 5 * std : std);
+            n = add_experts(t, n, NAME("ffn_down_exps.weight"), down_type, ff, s->embd, ne, tied ? 5 * std : std);
         } else if (phi3) { /* gate rows, then up rows */
             n = add(t, n, NAME("ffn_up.weight"), type, s->embd, 2 * s->ff, INIT_MATRIX, std);
         } else {
             n = add(t, n, NAME("ffn_gate.weight"), type, s->embd, s->ff, INIT_MATRIX, std);
             n = add(t, n, NAME("ffn_up.weight"), type, s->embd, s->ff, INIT_MATRIX, std);
         }
-        if (!s->experts) n = add(t, n, NAME("ffn_down.weight"), more, s->ff, s->embd, INIT_MATRIX, tied ? 5 * std : std);
+        if (!s->experts) n = add(t, n, NAME("ffn_down.weight"), down_type, s->ff, s->embd, INIT_MATRIX, tied ? 5 * std : std);
         if (gemma) n = add(t, n, NAME("post_ffw_norm.weight"), 0, s->embd, 1, INIT_NORM, 0.1f);
 #undef NAME
     }
@@ -591,21 +625,22 @@ int main(int argc, char **argv) {
                         "/%" PRId64 " heads, head-dim %" PRId64 "\n", s.heads, s.kv_heads, s.head_dim);
         return 2;
     }
-    bool mix;
+    Mix mix;
     uint32_t type = parse_type(type_name, &mix);
     if (type == UINT32_MAX) {
         fprintf(stderr, "zrun-synth: --type: expected");
         for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++)
             if (zr_type_kernel_suffix(t)) fprintf(stderr, " %s", zr_type_kernel_suffix(t));
-        fprintf(stderr, " or q4_k_m, found '%s'\n", type_name);
+        for (size_t i = 0; i < sizeof k_mixes / sizeof *k_mixes; i++) fprintf(stderr, " %s", k_mixes[i].name);
+        fprintf(stderr, ", found '%s'\n", type_name);
         return 2;
     }
     uint32_t up_type = type;
     if (up_type_name) {
-        bool up_mix;
+        Mix up_mix;
         up_type = parse_type(up_type_name, &up_mix);
         if (up_type == UINT32_MAX || up_mix || !s.experts) {
-            fprintf(stderr, "zrun-synth: --up-type: expected a type of --type (not q4_k_m) with --experts, found '%s'\n", up_type_name);
+            fprintf(stderr, "zrun-synth: --up-type: expected a type of --type (not a mix) with --experts, found '%s'\n", up_type_name);
             return 2;
         }
     }
