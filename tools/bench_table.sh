@@ -323,7 +323,7 @@ for k, shape, typ, dims in models:
         if ref is not None:
             deltas.append("%+.1f vs Q4_K_M" % (mine - ref))
     print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-        name, dims, "%.2f" % gb if gb else "-",
+        name, dims, ("%.2f" if gb >= 0.1 else "%.4f") % gb if gb else "-",
         ("%.1f ± %.1f" % pon + pct(pon[0], gb)) if pon else "-",
         ("%.1f ± %.1f" % poff + pct(poff[0], gb)) if poff else "-",
         ts(e) + (pct(e["median_ts"], gb) if e else ""),
