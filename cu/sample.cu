@@ -16,32 +16,9 @@
 
 #include "common.cuh"
 #include "pick.cuh"
+#include "sample_state.cuh"
 #include "../src/cuda/sample_scratch.h"
 #include "../src/zr_exp.h"
-
-// The state bytes (src/sampler.c zr_sampler_get_state): rng[4] (u64), repeat_last_n, n_hist,
-// hist_head (i32), hist[repeat_last_n] (i32).
-struct ZrSampleState {
-    unsigned long long rng[4];
-    int repeat_last_n, n_hist, hist_head;
-    int hist[1];
-};
-
-__device__ __forceinline__ unsigned long long sample_rotl(unsigned long long x, int k) {
-    return (x << k) | (x >> (64 - k));
-}
-
-__device__ __forceinline__ unsigned long long sample_xoshiro(unsigned long long s[4]) {
-    const unsigned long long result = sample_rotl(s[1] * 5, 7) * 9;
-    const unsigned long long t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = sample_rotl(s[3], 45);
-    return result;
-}
 
 // max and min of a block's keys / first bad ids, in thread 0 (blockDim.x a multiple of 32, <= 1024).
 __device__ __forceinline__ void sample_block_reduce(unsigned long long *key, int *bad) {
@@ -550,7 +527,6 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
         else s_done = 0;
     }
     __syncthreads();
-    bool drew = false;
     if (!s_done) {
         sample_sort_set(work, sc, n0, mode, s_key, (unsigned long long *)s_w, s_l);
         if (tid == 0) sc->t_stage[ZR_SAMPLE_T_PICK_SORTED] = zr_globaltimer();
@@ -598,8 +574,7 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
                 __syncthreads();
                 const double total = sample_block_tree(s_w, cnt);
                 if (tid == 0) {
-                    const double u = __dmul_rn((double)(sample_xoshiro(rng) >> 11) * 0x1.0p-53, total);
-                    drew = true;
+                    const double u = __dmul_rn(sample_uniform(rng), total);
                     double cum = 0.0;
                     int last = 0, pick = -1;
 #pragma unroll 8
@@ -627,22 +602,8 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
     if (tid != 0) return;
     const int status = s_status, token = s_token;
     ZrPickRecord *rec = ring + (unsigned)pos % (unsigned)n_slots;
-    rec->token = status == ZR_PICK_OK ? token : -1;
-    rec->status = status;
-    rec->nonfinite_at = bad;
-    if (drew)
-        for (int i = 0; i < 4; i++) st->rng[i] = rng[i];
-    for (int i = 0; i < 4; i++) rec->rng[i] = rng[i];
+    sample_step_end(st, rec, tok_pos, pos, status, token, bad, rng, rn, head, n_hist); // rng: as loaded unless a draw advanced it
     sc->n_set = 0;
-    if (status == ZR_PICK_OK) {
-        if (rn > 0) { // zr_sampler_accept
-            st->hist[head] = token;
-            st->hist_head = (head + 1) % rn;
-            if (n_hist < rn) st->n_hist = n_hist + 1;
-        }
-        tok_pos[0] = token;
-        tok_pos[1] = pos + 1;
-    }
     const unsigned long long t_end = zr_globaltimer();
     sc->t_stage[ZR_SAMPLE_T_PICK_END] = t_end;
     rec->t_end = t_end;

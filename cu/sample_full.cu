@@ -7,33 +7,10 @@
 
 #include "common.cuh"
 #include "pick.cuh"
+#include "sample_state.cuh"
 #include "../src/cuda/sample_scratch.h"
 #include "../src/cuda/sample_full_scratch.h"
 #include "../src/zr_exp.h"
-
-// The state bytes (src/sampler.c zr_sampler_get_state), as cu/sample.cu reads them.
-struct ZrSampleFullState {
-    unsigned long long rng[4];
-    int repeat_last_n, n_hist, hist_head;
-    int hist[1];
-};
-
-__device__ __forceinline__ unsigned long long sample_full_rotl(unsigned long long x, int k) {
-    return (x << k) | (x >> (64 - k));
-}
-
-// xoshiro256** (src/sampler.c xoshiro_next).
-__device__ __forceinline__ unsigned long long sample_full_xoshiro(unsigned long long s[4]) {
-    const unsigned long long result = sample_full_rotl(s[1] * 5, 7) * 9;
-    const unsigned long long t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = sample_full_rotl(s[3], 45);
-    return result;
-}
 
 // The weight of id i as src/sampler.c draw_all computes it; *cand: whether i is a candidate.
 __device__ __forceinline__ double sample_full_weight(const float *work, int i, float max, float floor_l,
@@ -71,7 +48,7 @@ __device__ __forceinline__ void sample_full_block_levels(double *s_node, int b, 
 __device__ void sample_prep_result(const ZrSampleScratch *sc, int n, unsigned long long *key, int *bad);
 
 ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_FULL_THREADS)
-    sample_full_f32(const float *__restrict__ work, ZrSampleFullState *st, const ZrSampleScratch *sc,
+    sample_full_f32(const float *__restrict__ work, ZrSampleState *st, const ZrSampleScratch *sc,
                     ZrSampleFullScratch *fs, int *tok_pos, ZrPickRecord *ring, int n_slots, int n, float lmp,
                     float temp) {
     zr_grid_enter();
@@ -195,7 +172,7 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_FULL_THREADS)
         else if (s_count == 0) token = best;
         else if (s_count == 1) token = s_first;
         else {
-            const double uniform = (double)(sample_full_xoshiro(rng) >> 11) * 0x1.0p-53;
+            const double uniform = sample_uniform(rng);
             const double total = s_up[off[top] - off[lb]];
             if (!(total > 0.0)) {
                 token = s_first;
@@ -245,21 +222,8 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_FULL_THREADS)
     if (tid != 0) return;
     const int pos = tok_pos[1], status = s_status, token = s_token;
     ZrPickRecord *rec = ring + (unsigned)pos % (unsigned)n_slots;
-    for (int i = 0; i < 4; i++) st->rng[i] = s_rng[i]; // advanced only by a draw
-    rec->token = status == ZR_PICK_OK ? token : -1;
-    rec->status = status;
-    rec->nonfinite_at = bad;
-    for (int i = 0; i < 4; i++) rec->rng[i] = s_rng[i];
-    if (status == ZR_PICK_OK) {
-        const int rn = st->repeat_last_n;
-        if (rn > 0) { // zr_sampler_accept
-            st->hist[st->hist_head] = token;
-            st->hist_head = (st->hist_head + 1) % rn;
-            if (st->n_hist < rn) st->n_hist++;
-        }
-        tok_pos[0] = token;
-        tok_pos[1] = pos + 1;
-    }
+    // s_rng: advanced only by a draw
+    sample_step_end(st, rec, tok_pos, pos, status, token, bad, s_rng, st->repeat_last_n, st->hist_head, st->n_hist);
     fs->done = 0;
     rec->t_end = zr_globaltimer();
     zr_record_publish(rec, pos);
