@@ -9,6 +9,7 @@
 #include "model.h"
 #include "tokenizer.h"
 #include "zt.h"
+#include "zt_synth.h"
 #include "zt_fixtures.h"
 #include "zt_proc.h"
 
@@ -31,58 +32,12 @@ static const int k_rows[] = {0, 5, 15, 16, 17, 24, 31, 32, 39};
  * rest to ~1e-4 but for single f16 rounding flips (up to 5.7e-4). */
 #define GELU_TABLE_TOL 2e-3
 
-static int synth(const char *name, const char *args, char *path, size_t cap) {
-    const char *exe = getenv("ZRUN_SYNTH");
-    if (!exe) return -1;
-    snprintf(path, cap, "%s/%s", zt_tmpdir(), name);
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' -q -t 2 -o '%s' %s", exe, path, args);
-    ZtProc p = zt_proc_sh(cmd, NULL);
-    if (p.status != 0 && p.err) fputs(p.err, stderr);
-    zt_proc_free(&p);
-    return p.status;
-}
-
-#define NEED_SYNTH()                                                  \
-    do {                                                              \
-        if (!getenv("ZRUN_SYNTH") || !getenv("ZR_SRC")) {             \
-            zt_skip("ZRUN_SYNTH / ZR_SRC not set (run through meson test)"); \
-            return;                                                   \
-        }                                                             \
-    } while (0)
-
-typedef struct Loaded {
-    ZrModel m;
-    ZrBackend *be;
-} Loaded;
-
-static bool load(Loaded *l, const char *path, int n_ctx) {
-    ZrError err;
-    if (zr_model_load(&l->m, path, &err)) {
-        fprintf(stderr, "  %s\n", err.msg);
-        return false;
-    }
-    ZrBackendOptions o = {.n_ctx = n_ctx, .n_threads = 2};
-    l->be = zr_cpu_backend_create(&l->m, &o, &err);
-    if (!l->be) {
-        fprintf(stderr, "  %s\n", err.msg);
-        zr_model_free(&l->m);
-        return false;
-    }
-    return true;
-}
-
-static void unload(Loaded *l) {
-    l->be->destroy(l->be);
-    zr_model_free(&l->m);
-}
-
 /* ---- the facts ---- */
 
 ZT_TEST(gemma2_facts_are_llama_cpps) {
-    NEED_SYNTH();
+    ZT_NEED_SYNTH();
     char p[4096];
-    ZT_CHECK(synth("g2.gguf", "--arch gemma2 --layers 4 --type f32 --window 16", p, sizeof p) == 0);
+    ZT_CHECK(zt_synth("g2.gguf", "--arch gemma2 --layers 4 --type f32 --window 16", 2, p, sizeof p) == 0);
     ZrModel m;
     ZrError err;
     ZT_CHECKF(zr_model_load(&m, p, &err) == 0, "%s", err.msg);
@@ -100,9 +55,9 @@ ZT_TEST(gemma2_facts_are_llama_cpps) {
 }
 
 ZT_TEST(gemma3_has_five_local_layers_per_global_one_with_base_10000_and_no_scaling) {
-    NEED_SYNTH();
+    ZT_NEED_SYNTH();
     char p[4096];
-    ZT_CHECK(synth("g3.gguf", "--arch gemma3 --layers 7 --type f32 --window 16", p, sizeof p) == 0);
+    ZT_CHECK(zt_synth("g3.gguf", "--arch gemma3 --layers 7 --type f32 --window 16", 2, p, sizeof p) == 0);
     ZrModel m;
     ZrError err;
     ZT_CHECKF(zr_model_load(&m, p, &err) == 0, "%s", err.msg);
@@ -121,9 +76,9 @@ ZT_TEST(gemma3_has_five_local_layers_per_global_one_with_base_10000_and_no_scali
 }
 
 ZT_TEST(phi3_fused_tensors_are_bound_as_row_views) {
-    NEED_SYNTH();
+    ZT_NEED_SYNTH();
     char p[4096];
-    ZT_CHECK(synth("p3.gguf", "--arch phi3 --layers 2 --type q8_0 --orig-ctx 256", p, sizeof p) == 0);
+    ZT_CHECK(zt_synth("p3.gguf", "--arch phi3 --layers 2 --type q8_0 --orig-ctx 256", 2, p, sizeof p) == 0);
     ZrModel m;
     ZrError err;
     ZT_CHECKF(zr_model_load(&m, p, &err) == 0, "%s", err.msg);
@@ -147,11 +102,11 @@ ZT_TEST(phi3_fused_tensors_are_bound_as_row_views) {
  * changing token 3 changes positions 3..18 and leaves 19.. bit for bit; a prefill and a decode
  * one token at a time give the same bits past the window. */
 ZT_TEST(a_local_layer_sees_exactly_the_last_window_positions) {
-    NEED_SYNTH();
+    ZT_NEED_SYNTH();
     char p[4096];
-    ZT_CHECK(synth("w.gguf", "--arch gemma3 --layers 1 --type f32 --window 16", p, sizeof p) == 0);
-    Loaded l;
-    ZT_CHECK(load(&l, p, 64));
+    ZT_CHECK(zt_synth("w.gguf", "--arch gemma3 --layers 1 --type f32 --window 16", 2, p, sizeof p) == 0);
+    ZtCpuModel l;
+    ZT_CHECK(zt_cpu_model_load(&l, p, 64));
     ZT_CHECK(l.m.layers[0].facts.window == 16);
     enum { N = 40 };
     static float a[N * V], b[N * V], c[N * V];
@@ -169,7 +124,7 @@ ZT_TEST(a_local_layer_sees_exactly_the_last_window_positions) {
         const bool same = memcmp(a + t * V, b + t * V, sizeof(float) * V) == 0;
         ZT_CHECKF(same == (t >= 19), "position %d: %s", t, same ? "unchanged" : "changed");
     }
-    unload(&l);
+    zt_cpu_model_free(&l);
 }
 
 /* ---- tokenizers ---- */
@@ -223,7 +178,7 @@ static int tokenize_cases(const ZrTokenizer *t, const char *inp_name, const char
  * <|end|>): zrun's ids equal llama.cpp de3ff815's (zfx tokout; the real Phi-3 vocabulary is
  * test_tokenizer's), and the chat tokens that end a turn end generation. */
 ZT_TEST(gemma3_and_phi3_vocabularies_tokenize_as_llama_cpp_and_end_turns) {
-    NEED_SYNTH();
+    ZT_NEED_SYNTH();
     static const struct { const char *arch, *name; const char *eog[3]; } k[] = {
         {"gemma3", "synth-gemma3", {"<end_of_turn>", "</s>", NULL}},
         {"phi3", "synth-phi3", {"<|end|>", "<|endoftext|>", "</s>"}},
@@ -231,7 +186,7 @@ ZT_TEST(gemma3_and_phi3_vocabularies_tokenize_as_llama_cpp_and_end_turns) {
     for (int i = 0; i < 2; i++) {
         char p[4096], args[128], out[128];
         snprintf(args, sizeof args, "--arch %s --layers 1 --type f32", k[i].arch);
-        ZT_CHECK(synth("vocab.gguf", args, p, sizeof p) == 0);
+        ZT_CHECK(zt_synth("vocab.gguf", args, 2, p, sizeof p) == 0);
         ZrGguf g;
         ZrTokenizer *t = NULL;
         ZrError err;
@@ -285,7 +240,7 @@ static const Case k_cases[] = {
 };
 
 ZT_TEST(gemma2_gemma3_phi3_logits_match_llama_cpp) {
-    NEED_SYNTH();
+    ZT_NEED_SYNTH();
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
         const Case *k = &k_cases[i];
         char p[4096], ref_path[4096];
@@ -293,9 +248,9 @@ ZT_TEST(gemma2_gemma3_phi3_logits_match_llama_cpp) {
         size_t n_ref;
         float *ref = zt_read_f32(ref_path, &n_ref);
         ZT_CHECKF(ref && n_ref == (size_t)N_ROWS * V, "%s: %s unreadable or not %d rows", k->name, ref_path, N_ROWS);
-        ZT_CHECK(synth("oracle.gguf", k->args, p, sizeof p) == 0);
-        Loaded l;
-        ZT_CHECK(load(&l, p, N_CTX));
+        ZT_CHECK(zt_synth("oracle.gguf", k->args, 2, p, sizeof p) == 0);
+        ZtCpuModel l;
+        ZT_CHECK(zt_cpu_model_load(&l, p, N_CTX));
         static float all[N_TOK * V], rows[N_ROWS * V];
         ZrError err;
         ZT_CHECKF(l.be->forward(l.be, k_tokens, N_TOK, 0, all, true, &err) == 0, "%s: %s", k->name, err.msg);
@@ -304,7 +259,7 @@ ZT_TEST(gemma2_gemma3_phi3_logits_match_llama_cpp) {
         fprintf(stderr, "  %-15s max|diff|/std %.2e (max|diff| %.2e), argmax %d/%d\n", k->name, d.worst_rel, d.worst_abs, d.argmax_equal, N_ROWS);
         ZT_CHECKF(d.worst_rel <= k->tol, "%s: %.3g > %.3g", k->name, d.worst_rel, k->tol);
         ZT_CHECKF(d.argmax_equal == N_ROWS, "%s: argmax equal at %d of %d rows", k->name, d.argmax_equal, N_ROWS);
-        unload(&l);
+        zt_cpu_model_free(&l);
         free(ref);
     }
 }

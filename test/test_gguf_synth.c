@@ -5,6 +5,7 @@
 #include "gguf.h"
 #include "quant.h"
 #include "zt.h"
+#include "zt_synth.h"
 #include "zt_proc.h"
 
 /* The binary comes from meson test's environment; run by hand without it, the tests skip. */
@@ -17,19 +18,6 @@
     } while (0)
 
 /* Runs zrun-synth with args, writing to tmpdir/name; returns the exit code. */
-static int synth(const char *name, const char *args, char *path, size_t cap) {
-    const char *exe = getenv("ZRUN_SYNTH");
-    if (!exe) return -1;
-    snprintf(path, cap, "%s/%s", zt_tmpdir(), name);
-    char cmd[16384];
-    int n = snprintf(cmd, sizeof cmd, "'%s' -q -o '%s' %s", exe, path, args);
-    if (n < 0 || (size_t)n >= sizeof cmd) return -1;
-    ZtProc p = zt_proc_sh(cmd, NULL);
-    if (p.status != 0 && p.err) fputs(p.err, stderr);
-    zt_proc_free(&p);
-    return p.status;
-}
-
 static bool same_file(const char *a, const char *b) {
     size_t la, lb;
     char *x = zt_read_file(a, &la), *y = zt_read_file(b, &lb);
@@ -42,9 +30,9 @@ static bool same_file(const char *a, const char *b) {
 ZT_TEST(synth_is_deterministic_for_a_seed_and_any_thread_count) {
     NEED_BINARY();
     char a[4200], b[4200], c[4200];
-    ZT_CHECK(synth("d1.gguf", "--type q4_k_m --seed 7 --threads 1", a, sizeof a) == 0);
-    ZT_CHECK(synth("d2.gguf", "--type q4_k_m --seed 7 --threads 3", b, sizeof b) == 0);
-    ZT_CHECK(synth("d3.gguf", "--type q4_k_m --seed 8", c, sizeof c) == 0);
+    ZT_CHECK(zt_synth("d1.gguf", "--type q4_k_m --seed 7 --threads 1", 0, a, sizeof a) == 0);
+    ZT_CHECK(zt_synth("d2.gguf", "--type q4_k_m --seed 7 --threads 3", 0, b, sizeof b) == 0);
+    ZT_CHECK(zt_synth("d3.gguf", "--type q4_k_m --seed 8", 0, c, sizeof c) == 0);
     ZT_CHECK(same_file(a, b));
     ZT_CHECK(!same_file(a, c));
 }
@@ -56,7 +44,7 @@ ZT_TEST(synth_q4_k_m_mix_matches_llama_cpp_tensor_for_tensor) {
     const char *ref_path = zt_shared_model("fixtures/llama-Q4_K_M.gguf");
     if (!ref_path) return;
     char p[4200];
-    ZT_CHECK(synth("mix.gguf", "--type q4_k_m --seed 3", p, sizeof p) == 0);
+    ZT_CHECK(zt_synth("mix.gguf", "--type q4_k_m --seed 3", 0, p, sizeof p) == 0);
     ZrGguf g;
     ZrError e;
     ZT_CHECKF(zr_gguf_open(&g, p, &e) == 0, "%s", e.msg);
@@ -104,7 +92,7 @@ ZT_TEST(synth_q3_k_m_and_q5_k_m_mixes_match_llama_cpp_tensor_for_tensor) {
         if (!ref_path) return;
         char p[4200], args[64];
         snprintf(args, sizeof args, "--type %s --seed 3", mixes[m].type);
-        ZT_CHECKF(synth("mix.gguf", args, p, sizeof p) == 0, "%s", mixes[m].type);
+        ZT_CHECKF(zt_synth("mix.gguf", args, 0, p, sizeof p) == 0, "%s", mixes[m].type);
         ZrGguf g, ref;
         ZrError e;
         if (zr_gguf_open(&g, p, &e) != 0) {
@@ -147,7 +135,7 @@ ZT_TEST(synth_writes_every_weight_type_with_fallbacks_for_short_rows) {
         char p[4200], args[256];
         /* ff 96: ffn_down rows (96) fit no K-quant block: q8_0 instead; embd 256 fits all */
         snprintf(args, sizeof args, "--type %s --layers 1 --ff 96 --vocab 300", types[i]);
-        ZT_CHECKF(synth("types.gguf", args, p, sizeof p) == 0, "%s", types[i]);
+        ZT_CHECKF(zt_synth("types.gguf", args, 0, p, sizeof p) == 0, "%s", types[i]);
         ZrGguf g;
         ZrError e;
         ZT_CHECKF(zr_gguf_open(&g, p, &e) == 0, "%s: %s", types[i], e.msg);
@@ -166,7 +154,7 @@ ZT_TEST(synth_architectures_have_their_own_tensors_and_keys) {
     char p[4200];
     ZrGguf g;
     ZrError e;
-    ZT_CHECK(synth("qwen2.gguf", "--arch qwen2 --type q8_0", p, sizeof p) == 0);
+    ZT_CHECK(zt_synth("qwen2.gguf", "--arch qwen2 --type q8_0", 0, p, sizeof p) == 0);
     ZT_CHECKF(zr_gguf_open(&g, p, &e) == 0, "%s", e.msg);
     const ZrGgufTensor *qb = zr_gguf_tensor(&g, "blk.1.attn_q.bias"), *kb = zr_gguf_tensor(&g, "blk.1.attn_k.bias");
     float theta = 0;
@@ -174,7 +162,7 @@ ZT_TEST(synth_architectures_have_their_own_tensors_and_keys) {
               zr_gguf_get_f32(&g, "qwen2.rope.freq_base", &theta, &e) == 0 && theta == 1e6f && g.n_tensors == 27;
     zr_gguf_close(&g);
     ZT_CHECK(q2);
-    ZT_CHECK(synth("qwen3.gguf", "--arch qwen3 --tied --type q6_k", p, sizeof p) == 0);
+    ZT_CHECK(zt_synth("qwen3.gguf", "--arch qwen3 --tied --type q6_k", 0, p, sizeof p) == 0);
     ZT_CHECKF(zr_gguf_open(&g, p, &e) == 0, "%s", e.msg);
     const ZrGgufTensor *qn = zr_gguf_tensor(&g, "blk.0.attn_q_norm.weight"), *emb = zr_gguf_tensor(&g, "token_embd.weight");
     uint32_t kl = 0;
@@ -182,7 +170,7 @@ ZT_TEST(synth_architectures_have_their_own_tensors_and_keys) {
               zr_gguf_get_u32(&g, "qwen3.attention.key_length", &kl, &e) == 0 && kl == 64 && g.n_tensors == 24;
     zr_gguf_close(&g);
     ZT_CHECK(q3);
-    ZT_CHECK(synth("shape.gguf", "--embd 128 --layers 3 --heads 8 --kv-heads 2 --head-dim 32 --ff 320 --vocab 1000 --ctx 512 --theta 5e5 --eps 1e-6", p, sizeof p) == 0);
+    ZT_CHECK(zt_synth("shape.gguf", "--embd 128 --layers 3 --heads 8 --kv-heads 2 --head-dim 32 --ff 320 --vocab 1000 --ctx 512 --theta 5e5 --eps 1e-6", 0, p, sizeof p) == 0);
     ZT_CHECKF(zr_gguf_open(&g, p, &e) == 0, "%s", e.msg);
     uint32_t ctx = 0, ff = 0, layers = 0, vocab = 0;
     float eps = 0;
@@ -201,7 +189,7 @@ ZT_TEST(synth_architectures_have_their_own_tensors_and_keys) {
 ZT_TEST(synth_weights_have_the_requested_mean_and_deviation) {
     NEED_BINARY();
     char p[4200];
-    ZT_CHECK(synth("stats.gguf", "--type f32 --std 0.02 --seed 11", p, sizeof p) == 0);
+    ZT_CHECK(zt_synth("stats.gguf", "--type f32 --std 0.02 --seed 11", 0, p, sizeof p) == 0);
     ZrGguf g;
     ZrError e;
     ZT_CHECKF(zr_gguf_open(&g, p, &e) == 0, "%s", e.msg);
@@ -230,7 +218,7 @@ ZT_TEST(synth_weights_have_the_requested_mean_and_deviation) {
 ZT_TEST(synth_vocab_is_sentencepiece_style_and_unique) {
     NEED_BINARY();
     char p[4200];
-    ZT_CHECK(synth("vocab.gguf", "--vocab 3000 --layers 1", p, sizeof p) == 0);
+    ZT_CHECK(zt_synth("vocab.gguf", "--vocab 3000 --layers 1", 0, p, sizeof p) == 0);
     ZrGguf g;
     ZrError e;
     ZT_CHECKF(zr_gguf_open(&g, p, &e) == 0, "%s", e.msg);
@@ -266,7 +254,7 @@ ZT_TEST(synth_copies_the_tokenizer_of_a_vocab_file) {
     if (!src) return;
     char p[4200], args[4300];
     snprintf(args, sizeof args, "--vocab '%s' --type q8_0", src);
-    ZT_CHECK(synth("copied.gguf", args, p, sizeof p) == 0);
+    ZT_CHECK(zt_synth("copied.gguf", args, 0, p, sizeof p) == 0);
     ZrGguf a, b;
     ZrError e;
     ZT_CHECK(zr_gguf_open(&a, src, &e) == 0);
@@ -294,11 +282,11 @@ ZT_TEST(synth_copies_the_tokenizer_of_a_vocab_file) {
 ZT_TEST(synth_usage_errors_exit_2) {
     NEED_BINARY();
     char p[4200];
-    ZT_CHECK(synth("u.gguf", "--type q9_9 2>/dev/null", p, sizeof p) == 2);
-    ZT_CHECK(synth("u.gguf", "--arch gpt2 2>/dev/null", p, sizeof p) == 2);
-    ZT_CHECK(synth("u.gguf", "--embd -4 2>/dev/null", p, sizeof p) == 2);
-    ZT_CHECK(synth("u.gguf", "--vocab 100 2>/dev/null", p, sizeof p) == 2);
-    ZT_CHECK(synth("u.gguf", "--heads 4 --kv-heads 3 2>/dev/null", p, sizeof p) == 2);
+    ZT_CHECK(zt_synth("u.gguf", "--type q9_9 2>/dev/null", 0, p, sizeof p) == 2);
+    ZT_CHECK(zt_synth("u.gguf", "--arch gpt2 2>/dev/null", 0, p, sizeof p) == 2);
+    ZT_CHECK(zt_synth("u.gguf", "--embd -4 2>/dev/null", 0, p, sizeof p) == 2);
+    ZT_CHECK(zt_synth("u.gguf", "--vocab 100 2>/dev/null", 0, p, sizeof p) == 2);
+    ZT_CHECK(zt_synth("u.gguf", "--heads 4 --kv-heads 3 2>/dev/null", 0, p, sizeof p) == 2);
 }
 
 int main(void) { return zt_run(); }

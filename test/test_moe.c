@@ -10,6 +10,7 @@
 #include "cpu/moe.h"
 #include "model.h"
 #include "zt.h"
+#include "zt_synth.h"
 #include "zt_fixtures.h"
 #include "zt_proc.h"
 
@@ -24,52 +25,6 @@ static const int k_rows[] = {0, 5, 15, 16, 17, 24, 31, 32, 39};
 #define N_CTX 512 /* the oracle's context */
 /* the bound: max |diff| / row std of llama.cpp's logits */
 #define ORACLE_TOL 1e-4
-
-static int synth(const char *name, const char *args, char *path, size_t cap) {
-    const char *exe = getenv("ZRUN_SYNTH");
-    if (!exe) return -1;
-    snprintf(path, cap, "%s/%s", zt_tmpdir(), name);
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' -q -t 2 -o '%s' %s", exe, path, args);
-    ZtProc p = zt_proc_sh(cmd, NULL);
-    if (p.status != 0 && p.err) fputs(p.err, stderr);
-    zt_proc_free(&p);
-    return p.status;
-}
-
-#define NEED_SYNTH()                                                         \
-    do {                                                                     \
-        if (!getenv("ZRUN_SYNTH") || !getenv("ZR_SRC")) {                    \
-            zt_skip("ZRUN_SYNTH / ZR_SRC not set (run through meson test)"); \
-            return;                                                          \
-        }                                                                    \
-    } while (0)
-
-typedef struct Loaded {
-    ZrModel m;
-    ZrBackend *be;
-} Loaded;
-
-static bool load(Loaded *l, const char *path, int n_ctx) {
-    ZrError err;
-    if (zr_model_load(&l->m, path, &err)) {
-        fprintf(stderr, "  %s\n", err.msg);
-        return false;
-    }
-    ZrBackendOptions o = {.n_ctx = n_ctx, .n_threads = 2};
-    l->be = zr_cpu_backend_create(&l->m, &o, &err);
-    if (!l->be) {
-        fprintf(stderr, "  %s\n", err.msg);
-        zr_model_free(&l->m);
-        return false;
-    }
-    return true;
-}
-
-static void unload(Loaded *l) {
-    l->be->destroy(l->be);
-    zr_model_free(&l->m);
-}
 
 /* ---- the routing ---- */
 
@@ -114,9 +69,9 @@ ZT_TEST(equal_probabilities_choose_the_lowest_ids_and_share_the_weight) {
 /* ---- the facts ---- */
 
 ZT_TEST(qwen3moe_binds_the_router_and_3d_expert_tensors_with_its_expert_width) {
-    NEED_SYNTH();
+    ZT_NEED_SYNTH();
     char p[4096];
-    ZT_CHECK(synth("q.gguf", "--arch qwen3moe --layers 2 --experts 16 --experts-used 4 --ff-expert 64 --type f32", p, sizeof p) == 0);
+    ZT_CHECK(zt_synth("q.gguf", "--arch qwen3moe --layers 2 --experts 16 --experts-used 4 --ff-expert 64 --type f32", 2, p, sizeof p) == 0);
     ZrModel m;
     ZrError err;
     ZT_CHECKF(zr_model_load(&m, p, &err) == 0, "%s", err.msg);
@@ -139,9 +94,9 @@ ZT_TEST(qwen3moe_binds_the_router_and_3d_expert_tensors_with_its_expert_width) {
 }
 
 ZT_TEST(llama_experts_are_ff_wide_and_a_token_reads_only_the_chosen_share) {
-    NEED_SYNTH();
+    ZT_NEED_SYNTH();
     char p[4096];
-    ZT_CHECK(synth("l.gguf", "--arch llama --layers 2 --experts 8 --experts-used 2 --ff 128 --type f32", p, sizeof p) == 0);
+    ZT_CHECK(zt_synth("l.gguf", "--arch llama --layers 2 --experts 8 --experts-used 2 --ff 128 --type f32", 2, p, sizeof p) == 0);
     ZrModel m;
     ZrError err;
     ZT_CHECKF(zr_model_load(&m, p, &err) == 0, "%s", err.msg);
@@ -159,24 +114,24 @@ ZT_TEST(llama_experts_are_ff_wide_and_a_token_reads_only_the_chosen_share) {
 }
 
 ZT_TEST(zrun_synth_refuses_expert_counts_llama_cpp_would_assert_on) {
-    NEED_SYNTH();
+    ZT_NEED_SYNTH();
     char p[4096];
-    ZT_CHECK(synth("bad.gguf", "--arch llama --layers 1 --experts 4 --experts-used 5 --type f32", p, sizeof p) == 2);
-    ZT_CHECK(synth("bad.gguf", "--arch llama --layers 1 --experts 4 --type f32", p, sizeof p) == 2);
-    ZT_CHECK(synth("bad.gguf", "--arch qwen2 --layers 1 --experts 4 --experts-used 2 --type f32", p, sizeof p) == 2);
+    ZT_CHECK(zt_synth("bad.gguf", "--arch llama --layers 1 --experts 4 --experts-used 5 --type f32", 2, p, sizeof p) == 2);
+    ZT_CHECK(zt_synth("bad.gguf", "--arch llama --layers 1 --experts 4 --type f32", 2, p, sizeof p) == 2);
+    ZT_CHECK(zt_synth("bad.gguf", "--arch qwen2 --layers 1 --experts 4 --experts-used 2 --type f32", 2, p, sizeof p) == 2);
 }
 
 /* ---- the forward pass ---- */
 
 ZT_TEST(prefill_and_token_by_token_decode_give_the_same_logits) {
-    NEED_SYNTH();
+    ZT_NEED_SYNTH();
     /* the prefill groups tokens by expert; one token at a time runs each chosen expert alone: a
      * row's dot product gives the same bits either way (cpu/matmul.h) */
     char p[4096];
-    ZT_CHECK(synth("pd.gguf", "--arch qwen3moe --layers 2 --seed 3 --type q8_0", p, sizeof p) == 0);
-    Loaded a, b;
-    ZT_CHECK(load(&a, p, 64));
-    ZT_CHECK(load(&b, p, 64));
+    ZT_CHECK(zt_synth("pd.gguf", "--arch qwen3moe --layers 2 --seed 3 --type q8_0", 2, p, sizeof p) == 0);
+    ZtCpuModel a, b;
+    ZT_CHECK(zt_cpu_model_load(&a, p, 64));
+    ZT_CHECK(zt_cpu_model_load(&b, p, 64));
     enum { N = 24 };
     static float all[N * V], one[V];
     ZrError err;
@@ -185,16 +140,16 @@ ZT_TEST(prefill_and_token_by_token_decode_give_the_same_logits) {
         ZT_CHECKF(b.be->forward(b.be, &k_tokens[t], 1, t, one, false, &err) == 0, "%s", err.msg);
         ZT_CHECKF(memcmp(one, all + t * V, sizeof one) == 0, "token %d: decode logits differ from the prefill's", t);
     }
-    unload(&a);
-    unload(&b);
+    zt_cpu_model_free(&a);
+    zt_cpu_model_free(&b);
 }
 
 ZT_TEST(the_chosen_experts_change_from_token_to_token) {
-    NEED_SYNTH();
+    ZT_NEED_SYNTH();
     char p[4096];
-    ZT_CHECK(synth("ch.gguf", "--arch qwen3moe --layers 2 --seed 3 --type f32", p, sizeof p) == 0);
-    Loaded l;
-    ZT_CHECK(load(&l, p, 64));
+    ZT_CHECK(zt_synth("ch.gguf", "--arch qwen3moe --layers 2 --seed 3 --type f32", 2, p, sizeof p) == 0);
+    ZtCpuModel l;
+    ZT_CHECK(zt_cpu_model_load(&l, p, 64));
     ZT_CHECK(zr_cpu_backend_moe_last(l.be, 0) == NULL); /* before any token */
     static float lg[V];
     ZrError err;
@@ -212,7 +167,7 @@ ZT_TEST(the_chosen_experts_change_from_token_to_token) {
     }
     fprintf(stderr, "  layer 1: %d distinct expert sets (ordered) over %d tokens\n", distinct, N_TOK);
     ZT_CHECK(distinct > N_TOK / 2);
-    unload(&l);
+    zt_cpu_model_free(&l);
 }
 
 /* ---- llama.cpp ---- */
@@ -238,7 +193,7 @@ static const Case k_cases[] = {
 };
 
 ZT_TEST(qwen3moe_and_mixtral_style_llama_logits_match_llama_cpp) {
-    NEED_SYNTH();
+    ZT_NEED_SYNTH();
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
         const Case *k = &k_cases[i];
         char p[4096], ref_path[4096];
@@ -246,9 +201,9 @@ ZT_TEST(qwen3moe_and_mixtral_style_llama_logits_match_llama_cpp) {
         size_t n_ref;
         float *ref = zt_read_f32(ref_path, &n_ref);
         ZT_CHECKF(ref && n_ref == (size_t)N_ROWS * V, "%s: %s unreadable or not %d rows", k->name, ref_path, N_ROWS);
-        ZT_CHECK(synth("oracle.gguf", k->args, p, sizeof p) == 0);
-        Loaded l;
-        ZT_CHECK(load(&l, p, N_CTX));
+        ZT_CHECK(zt_synth("oracle.gguf", k->args, 2, p, sizeof p) == 0);
+        ZtCpuModel l;
+        ZT_CHECK(zt_cpu_model_load(&l, p, N_CTX));
         static float all[N_TOK * V], rows[N_ROWS * V];
         ZrError err;
         ZT_CHECKF(l.be->forward(l.be, k_tokens, N_TOK, 0, all, true, &err) == 0, "%s: %s", k->name, err.msg);
@@ -257,7 +212,7 @@ ZT_TEST(qwen3moe_and_mixtral_style_llama_logits_match_llama_cpp) {
         fprintf(stderr, "  %-18s max|diff|/std %.2e (max|diff| %.2e), argmax %d/%d\n", k->name, d.worst_rel, d.worst_abs, d.argmax_equal, N_ROWS);
         ZT_CHECKF(d.worst_rel <= ORACLE_TOL, "%s: %.3g > %.3g", k->name, d.worst_rel, ORACLE_TOL);
         ZT_CHECKF(d.argmax_equal == N_ROWS, "%s: argmax equal at %d of %d rows", k->name, d.argmax_equal, N_ROWS);
-        unload(&l);
+        zt_cpu_model_free(&l);
         free(ref);
     }
 }
@@ -265,13 +220,13 @@ ZT_TEST(qwen3moe_and_mixtral_style_llama_logits_match_llama_cpp) {
 /* ---- zrun info ---- */
 
 ZT_TEST(info_shows_the_experts_and_a_tokens_share) {
-    NEED_SYNTH();
+    ZT_NEED_SYNTH();
     if (!getenv("ZRUN")) {
         zt_skip("$ZRUN is not set (run through meson test)");
         return;
     }
     char p[4096];
-    ZT_CHECK(synth("i.gguf", "--arch qwen3moe --layers 2 --type f32", p, sizeof p) == 0);
+    ZT_CHECK(zt_synth("i.gguf", "--arch qwen3moe --layers 2 --type f32", 2, p, sizeof p) == 0);
     ZtProc r = zt_proc_zrun(NULL, (const char *const[]){"info", p, NULL}, NULL);
     ZT_CHECKF(r.status == 0, "%s", r.err);
     ZT_CHECKF(strstr(r.out, "expert_count                       16"), "%s", r.out);
@@ -282,13 +237,13 @@ ZT_TEST(info_shows_the_experts_and_a_tokens_share) {
 }
 
 ZT_TEST(bench_counts_the_bytes_of_the_chosen_experts_not_the_file) {
-    NEED_SYNTH();
+    ZT_NEED_SYNTH();
     if (!getenv("ZRUN")) {
         zt_skip("$ZRUN is not set (run through meson test)");
         return;
     }
     char p[4096];
-    ZT_CHECK(synth("b.gguf", "--arch qwen3moe --layers 2 --type f32", p, sizeof p) == 0);
+    ZT_CHECK(zt_synth("b.gguf", "--arch qwen3moe --layers 2 --type f32", 2, p, sizeof p) == 0);
     ZrModel m;
     ZrError err;
     ZT_CHECKF(zr_model_load(&m, p, &err) == 0, "%s", err.msg);

@@ -16,6 +16,7 @@
 #include "gpu_env.h"
 #include "model.h"
 #include "zt.h"
+#include "zt_synth.h"
 #include "zt_decode.h"
 #include "zt_fixtures.h"
 #include "zt_proc.h"
@@ -49,42 +50,7 @@ static const Case k_cases[] = {
 };
 #define N_CASES (sizeof k_cases / sizeof k_cases[0])
 
-static bool synth(const char *args, char *path, size_t cap) {
-    const char *exe = getenv("ZRUN_SYNTH");
-    if (!exe) {
-        fprintf(stderr, "  ZRUN_SYNTH is not set (run through meson test)\n");
-        return false;
-    }
-    snprintf(path, cap, "%s/cuda_arch.gguf", zt_tmpdir());
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' -q -o '%s' %s", exe, path, args);
-    ZtProc p = zt_proc_sh(cmd, NULL);
-    if (p.status != 0 && p.err) fputs(p.err, stderr);
-    const bool ok = p.status == 0;
-    zt_proc_free(&p);
-    return ok;
-}
-
 static bool all_f32(const ZrModel *m) { return m->tok_embd.type == 0 && m->output.type == 0 && m->layers[0].wq.type == 0; }
-
-/* the CPU reference's logits of every position */
-static float *cpu_logits(const ZrModel *m, int n_ctx) {
-    ZrError err = {0};
-    ZrBackendOptions o = {.n_ctx = n_ctx, .n_threads = 4};
-    ZrBackend *be = zr_cpu_backend_create(m, &o, &err);
-    if (!be) {
-        fprintf(stderr, "  cpu backend: %s\n", err.msg);
-        return NULL;
-    }
-    float *lg = malloc(sizeof(float) * N_POS * m->hp.n_vocab);
-    if (be->forward(be, k_tokens, N_POS, 0, lg, true, &err)) {
-        fprintf(stderr, "  cpu forward: %s\n", err.msg);
-        free(lg);
-        lg = NULL;
-    }
-    be->destroy(be);
-    return lg;
-}
 
 ZT_TEST(gemma2_gemma3_phi3_decode_and_prefill_match_the_cpu_past_the_window) {
     if (!gpu_env()) return;
@@ -94,10 +60,10 @@ ZT_TEST(gemma2_gemma3_phi3_decode_and_prefill_match_the_cpu_past_the_window) {
         char path[4200];
         ZrModel m;
         ZrError err = {0};
-        ZT_CHECK(synth(k->args, path, sizeof path));
+        ZT_CHECK(zt_synth("cuda_arch.gguf", k->args, 0, path, sizeof path) == 0);
         ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s: %s", k->name, err.msg);
         const int V = m.hp.n_vocab;
-        float *ref = cpu_logits(&m, k->n_ctx), *lg = malloc(sizeof(float) * N_POS * V);
+        float *ref = zt_cpu_logits(&m, k_tokens, N_POS, k->n_ctx), *lg = malloc(sizeof(float) * N_POS * V);
         ZT_CHECK(ref != NULL);
         ZrBackendOptions o = {.n_ctx = k->n_ctx, .verify_graph = 1, .quiet = true};
         ZrBackend *be = zr_cuda_backend_create(&m, &o, &err);
@@ -138,7 +104,7 @@ ZT_TEST(graph_decode_equals_eager_bit_for_bit_on_gemma2_gemma3_phi3) {
         char path[4200];
         ZrModel m;
         ZrError err = {0};
-        ZT_CHECK(synth(k->args, path, sizeof path));
+        ZT_CHECK(zt_synth("cuda_arch.gguf", k->args, 0, path, sizeof path) == 0);
         ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s: %s", k->name, err.msg);
         const int V = m.hp.n_vocab;
         ZrBackendOptions oe = {.n_ctx = 128, .graph = 0, .quiet = true}, og = {.n_ctx = 128, .graph = 1, .verify_graph = 2, .quiet = true};
@@ -180,7 +146,7 @@ ZT_TEST(greedy_ids_equal_the_cpu_on_gemma2_gemma3_phi3) {
         char path[4200];
         ZrModel m;
         ZrError err = {0};
-        ZT_CHECK(synth(k->args, path, sizeof path));
+        ZT_CHECK(zt_synth("cuda_arch.gguf", k->args, 0, path, sizeof path) == 0);
         ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s: %s", k->name, err.msg);
         ZrBackendOptions oc = {.n_ctx = 128, .n_threads = 4}, og = {.n_ctx = 128, .quiet = true};
         ZrBackend *cb = zr_cpu_backend_create(&m, &oc, &err), *gb = cb ? zr_cuda_backend_create(&m, &og, &err) : NULL;
@@ -225,7 +191,7 @@ ZT_TEST(gemma_decode_past_several_attention_chunks_and_the_window_matches_the_cp
         char path[4200];
         ZrModel m;
         ZrError err = {0};
-        ZT_CHECK(synth(k->args, path, sizeof path));
+        ZT_CHECK(zt_synth("cuda_arch.gguf", k->args, 0, path, sizeof path) == 0);
         ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s: %s", k->name, err.msg);
         const int V = m.hp.n_vocab;
         float *ref = malloc(sizeof(float) * LONG_POS * V), *lg = malloc(sizeof(float) * LONG_POS * V),
@@ -268,7 +234,7 @@ static long step_launches(const char *args) {
     char path[4200];
     ZrModel m;
     ZrError err = {0};
-    if (!synth(args, path, sizeof path) || zr_model_load(&m, path, &err)) return -1;
+    if (zt_synth("cuda_arch.gguf", args, 0, path, sizeof path) != 0 || zr_model_load(&m, path, &err)) return -1;
     ZrBackendOptions og = {.n_ctx = 128, .graph = 1, .quiet = true};
     ZrBackend *gg = zr_cuda_backend_create(&m, &og, &err);
     long n = -1;

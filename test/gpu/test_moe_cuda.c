@@ -23,6 +23,7 @@
 #include "model.h"
 #include "zt_decode.h"
 #include "zt.h"
+#include "zt_synth.h"
 #include "zt_fixtures.h"
 #include "zt_proc.h"
 
@@ -54,42 +55,7 @@ static const Case k_cases[] = {
 };
 #define N_CASES (sizeof k_cases / sizeof k_cases[0])
 
-static bool synth(const char *args, char *path, size_t cap) {
-    const char *exe = getenv("ZRUN_SYNTH");
-    if (!exe) {
-        fprintf(stderr, "  ZRUN_SYNTH is not set (run through meson test)\n");
-        return false;
-    }
-    snprintf(path, cap, "%s/cuda_moe.gguf", zt_tmpdir());
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' -q -o '%s' %s", exe, path, args);
-    ZtProc p = zt_proc_sh(cmd, NULL);
-    if (p.status != 0 && p.err) fputs(p.err, stderr);
-    const bool ok = p.status == 0;
-    zt_proc_free(&p);
-    return ok;
-}
-
 static bool all_f32(const ZrModel *m) { return m->tok_embd.type == 0 && m->output.type == 0 && m->layers[0].wq.type == 0; }
-
-/* the CPU reference's logits of every position */
-static float *cpu_logits(const ZrModel *m, int n_ctx) {
-    ZrError err = {0};
-    ZrBackendOptions o = {.n_ctx = n_ctx, .n_threads = 4};
-    ZrBackend *be = zr_cpu_backend_create(m, &o, &err);
-    if (!be) {
-        fprintf(stderr, "  cpu backend: %s\n", err.msg);
-        return NULL;
-    }
-    float *lg = malloc(sizeof(float) * N_POS * m->hp.n_vocab);
-    if (be->forward(be, k_tokens, N_POS, 0, lg, true, &err)) {
-        fprintf(stderr, "  cpu forward: %s\n", err.msg);
-        free(lg);
-        lg = NULL;
-    }
-    be->destroy(be);
-    return lg;
-}
 
 /* ---- the kernels alone ---- */
 
@@ -352,10 +318,10 @@ ZT_TEST(moe_decode_and_prefill_match_the_cpu) {
         char path[4200];
         ZrModel m;
         ZrError err = {0};
-        ZT_CHECK(synth(k->args, path, sizeof path));
+        ZT_CHECK(zt_synth("cuda_moe.gguf", k->args, 0, path, sizeof path) == 0);
         ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s: %s", k->name, err.msg);
         const int V = m.hp.n_vocab;
-        float *ref = cpu_logits(&m, 128), *lg = malloc(sizeof(float) * N_POS * V);
+        float *ref = zt_cpu_logits(&m, k_tokens, N_POS, 128), *lg = malloc(sizeof(float) * N_POS * V);
         ZT_CHECK(ref != NULL);
         ZrBackendOptions o = {.n_ctx = 128, .verify_graph = 1, .quiet = true};
         ZrBackend *be = zr_cuda_backend_create(&m, &o, &err);
@@ -403,7 +369,7 @@ ZT_TEST(graph_decode_equals_eager_bit_for_bit_while_the_experts_change) {
         char path[4200];
         ZrModel m;
         ZrError err = {0};
-        ZT_CHECK(synth(k->args, path, sizeof path));
+        ZT_CHECK(zt_synth("cuda_moe.gguf", k->args, 0, path, sizeof path) == 0);
         ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s: %s", k->name, err.msg);
         const int V = m.hp.n_vocab, n_ctx = 8 + N_GRAPH + 8, last = m.hp.n_layer - 1, ku = m.layers[last].facts.n_expert_used;
         ZrBackendOptions oe = {.n_ctx = n_ctx, .graph = 0, .quiet = true}, og = {.n_ctx = n_ctx, .graph = 1, .verify_graph = 2, .quiet = true},
@@ -460,7 +426,7 @@ ZT_TEST(greedy_ids_equal_the_cpu_on_moe_models) {
         char path[4200];
         ZrModel m;
         ZrError err = {0};
-        ZT_CHECK(synth(k->args, path, sizeof path));
+        ZT_CHECK(zt_synth("cuda_moe.gguf", k->args, 0, path, sizeof path) == 0);
         ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s: %s", k->name, err.msg);
         ZrBackendOptions oc = {.n_ctx = 128, .n_threads = 4}, og = {.n_ctx = 128, .quiet = true};
         ZrBackend *cb = zr_cpu_backend_create(&m, &oc, &err), *gb = cb ? zr_cuda_backend_create(&m, &og, &err) : NULL;
