@@ -14,7 +14,7 @@
 #include "zt_fixtures.h"
 #include "zt_proc.h"
 
-/* Keep in step with tools/oracle_moe_goldens.sh. */
+/* Keep in step with tools/oracle_goldens.sh (TOKENS, ROWS). */
 static const int32_t k_tokens[] = {2,   71,  294, 436, 413, 394, 35,  133, 63,  256, 392, 233, 244, 336,
                                    197, 406, 110, 51,  252, 17,  460, 430, 202, 224, 314, 393, 395, 45,
                                    88,  301, 19,  477, 150, 222, 9,   380, 265, 128, 499, 64};

@@ -5,25 +5,9 @@
 # so zrun's F32 reference is compared with llama.cpp's math alone. Only the rows of the positions
 # in ROWS are kept (before, at and past the sliding window of 16).
 #   tools/oracle_arch_goldens.sh ZRUN_SYNTH ZFX_DIR     (ZFX_DIR: ../shared/oracle/build.sh DEST)
+# (tools/oracle_goldens.sh makes them, with the tokens and rows test_moe and test_archs read.)
 set -euo pipefail
-synth=$1; zfx_dir=$2
-here=$(cd "$(dirname "$0")/.." && pwd); out=$here/test/data/oracle_archs
-export ZFX_LIBDIR=$zfx_dir/lib/cpu
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-# keep in step with test/test_arch_oracle.c
-TOKENS="2 71 294 436 413 394 35 133 63 256 392 233 244 336 197 406 110 51 252 17 460 430 202 224 314 393 395 45 88 301 19 477 150 222 9 380 265 128 499 64"
-ROWS="0 5 15 16 17 24 31 32 39"
-echo "$TOKENS" > "$work/tokens"
-while read -r name args; do
-  [ -z "$name" ] && continue
-  "$synth" -q -o "$work/m.gguf" $args
-  model=$work/m.gguf
-  case "$args" in *"--type f32"*) ;; *) "$zfx_dir/zfx" dequant "$work/m.gguf" "$work/twin.gguf" >/dev/null; model=$work/twin.gguf ;; esac
-  timeout 300 "$zfx_dir/zfx" eval "$model" "$work/tokens" "$work/all.f32" >/dev/null 2>&1 || { echo "$name: zfx eval failed or hung" >&2; exit 1; }
-  : > "$out/$name.f32"
-  for r in $ROWS; do dd if="$work/all.f32" bs=2048 skip="$r" count=1 status=none >> "$out/$name.f32"; done
-  echo "$name: $(stat -c %s "$out/$name.f32") bytes"
-done <<'CASES'
+exec "$(dirname "$0")/oracle_goldens.sh" "$1" "$2" oracle_archs <<'CASES'
 gemma2-F32 --arch gemma2 --layers 4 --seed 3 --type f32
 gemma2-F16 --arch gemma2 --layers 4 --seed 3 --type f16
 gemma2-Q4_K_M --arch gemma2 --layers 4 --seed 3 --type q4_k_m
