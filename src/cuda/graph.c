@@ -188,6 +188,15 @@ int zr_graph_decode_init(ZrDecodeGraph *g, ZrDecodeIO *io, const ZrDecodeHooks *
     if (g->opt.verify < 0) g->opt.verify = 0;
     g->mode = ZR_DECODE_EAGER;
     g->pdl_off = o->no_pdl;
+    /* the token/position staging now, not on the first step: cuMemHostAlloc took ~1.5 ms of the
+     * first one-token prompt (H100, test_startup); write_inputs allocates it again after a
+     * recovery, and steps go without it (pageable copies) if it cannot be had */
+    if (io->cuda && io->cuda->drv) {
+        ZrError ignored;
+        void *p = NULL;
+        if (zr_cuda_host_alloc(io->cuda, &p, 4 * sizeof(int32_t), "token/position staging", &ignored) == ZR_OK)
+            g->staging = p;
+    }
     if (o->graph) {
         if (o->profile)
             fallback(g, "--profile times every kernel launch, which needs eager decode");
