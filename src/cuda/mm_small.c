@@ -16,13 +16,12 @@ ZrMmShape zr_cuf_mm_shape(int sm_count, int n_in, int n_out, int item, int n) {
     if (units > row_units) units = row_units;
     if (units < 1) units = 1;
     /* split-K while the grid has fewer than 2 blocks per multiprocessor (a 1024-row K or V
-     * projection makes 64 blocks of 16 rows), every lane keeps 2 items of the row and every
-     * lane has an item in each chunk */
+     * projection makes 64 blocks of 16 rows) and every lane keeps an item of each chunk */
     const long groups = ((long)n_out + 1) / 2;
     const long items = item > 0 ? n_in / item : 0, chunk_items = item > 0 ? units * ZR_CUF_MM_UNIT / item : 0;
     int split = 1;
     while (split < ZR_CUF_MM_WARPS && (groups * split + ZR_CUF_MM_WARPS - 1) / ZR_CUF_MM_WARPS < 2L * sm_count &&
-           items >= 64L * 2 * split && chunk_items >= 32L * 2 * split)
+           items >= 64L * split && chunk_items >= 64L * split)
         split *= 2;
     return (ZrMmShape){.groups = ZR_CUF_MM_WARPS / split, .split = split, .chunk = (int)(units * ZR_CUF_MM_UNIT)};
 }
