@@ -48,7 +48,7 @@ int zr_k_dequant_f16(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, C
 int zr_k_matmul_small(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, int ldx, CUdeviceptr y,
                       int ldy, float beta, int n, ZrMmShape s, size_t smem, ZrError *err) {
     if (n < 1 || n > ZR_CUF_MM_COLS || s.groups < 1 || s.split < 1 || s.groups * s.split > 16 || s.chunk < 1 ||
-        s.chunk % ZR_CUF_MM_UNIT || ldx < w->n_in)
+        s.chunk % ZR_CUF_MM_UNIT || ldx < w->n_in || (w->n_in % 4 == 0 && ldx % 4)) /* float4 rows: 16-byte strides */
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d rows, %d x %d warps, chunk %d", kern->name, n, s.groups,
                       s.split, s.chunk);
     const unsigned blocks = cdiv(cdiv((size_t)w->n_out, 2), (size_t)s.groups);

@@ -30,7 +30,8 @@ int zr_k_embed_stamp(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, C
 int zr_k_dequant_f16(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr out, int row0, int n_rows,
                      ZrError *err);
 /* matmul_small_<type>: y[n][ldy] (+ beta y) = x[n][ldx] W^T for n <= ZR_CUF_MM_COLS rows, with
- * shape s and its shared memory smem (zr_cuf_mm_smem); checks the shape */
+ * shape s and its shared memory smem (zr_cuf_mm_smem); checks the shape, and that rows of a
+ * multiple of 4 values come at 16-byte strides (the K-quants' staged sums need the float4 path) */
 int zr_k_matmul_small(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, int ldx, CUdeviceptr y,
                       int ldy, float beta, int n, ZrMmShape s, size_t smem, ZrError *err);
 /* rmsnorm_f32: rows x `pieces` norms of n values: y[r][p n..] = RMSNorm(x[r][p n..]) * w */
