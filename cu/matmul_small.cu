@@ -23,6 +23,7 @@
 #define ZR_MM_COLS 8     // columns at most (src/cuda/mm_small.h ZR_CUF_MM_COLS)
 #define ZR_MM_UNIT 2048  // chunk granularity (src/cuda/mm_small.h ZR_CUF_MM_UNIT)
 #define ZR_MM_MAX_WARPS 16
+#define ZR_MM_STAGE 2  // float4s of x each thread loads per staging round
 
 template <class T, int R>
 __device__ __forceinline__ void zr_mm_small(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
@@ -65,19 +66,25 @@ __device__ __forceinline__ void zr_mm_small(const uint8_t *__restrict__ w, const
             // float4 i of the chunk's columns; the loop bound is the same for the whole warp, so
             // the shuffles of the 16-value sums (ZrMvXsum types: K-quant chunks are 256-multiples,
             // so 4 adjacent lanes hold one 16) run with every lane
+            // (every load of a round is issued before any is used: a few L2 round trips per chunk)
             const int c4 = clen >> 2, tot = n * c4;
-            for (int b = 0; b < tot; b += nthr) {
-                const int i = b + tid, t = i / c4, k = i - t * c4;
-                float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-                if (i < tot) {
-                    v = __ldg((const float4 *)(x + (size_t)t * ldx + c0) + k);
-                    *(float4 *)(xs + t * xst + zr_xpad(4 * k)) = v;
+            for (int b = 0; b < tot; b += ZR_MM_STAGE * nthr) {
+                float4 v[ZR_MM_STAGE];
+#pragma unroll
+                for (int u = 0; u < ZR_MM_STAGE; u++) {
+                    const int i = b + u * nthr + tid, t = i / c4, k = i - t * c4;
+                    v[u] = i < tot ? __ldg((const float4 *)(x + (size_t)t * ldx + c0) + k) : make_float4(0.f, 0.f, 0.f, 0.f);
                 }
-                if (ZrMvXsum<T>::value) {
-                    float s = (v.x + v.y) + (v.z + v.w);
-                    s += __shfl_xor_sync(0xffffffffu, s, 1);
-                    s += __shfl_xor_sync(0xffffffffu, s, 2);
-                    if (i < tot && (k & 3) == 0) xs[t * xst + 36 * (k >> 3) + 32 + ((k >> 2) & 1)] = s;
+#pragma unroll
+                for (int u = 0; u < ZR_MM_STAGE; u++) {
+                    const int i = b + u * nthr + tid, t = i / c4, k = i - t * c4;
+                    if (i < tot) *(float4 *)(xs + t * xst + zr_xpad(4 * k)) = v[u];
+                    if (ZrMvXsum<T>::value) {
+                        float s = (v[u].x + v[u].y) + (v[u].z + v[u].w);
+                        s += __shfl_xor_sync(0xffffffffu, s, 1);
+                        s += __shfl_xor_sync(0xffffffffu, s, 2);
+                        if (i < tot && (k & 3) == 0) xs[t * xst + 36 * (k >> 3) + 32 + ((k >> 2) & 1)] = s;
+                    }
                 }
             }
         } else {
