@@ -1,6 +1,8 @@
 /* The launch shapes of the prefill's small-batch product (src/cuda/mm_small.c), chosen on the
  * host: what the kernel (cu/matmul_small.cu) needs of them holds for every weight type, row
  * count and size, and the shared memory stays within what zrun asks the device for. */
+#include <string.h>
+
 #include "cuda/mm_small.h"
 #include "quant.h"
 #include "zt.h"
@@ -56,6 +58,40 @@ ZT_TEST(short_k_and_v_projections_split_their_rows_to_fill_the_device) {
     /* more rows of x, smaller chunks: 8 rows of 4096 values in 2048-value chunks */
     ZT_CHECK(zr_cuf_mm_shape(132, 4096, 4096, 32, 8).chunk == 2048);
     ZT_CHECK(zr_cuf_mm_shape(132, 4096, 4096, 32, 1).chunk == 4096);
+}
+
+/* The prefill's choice: quantized (and BF16) weights times at most 8 rows, within the shared
+ * memory the kernels were given; F32 and F16 stay cuBLASLt's, and so does every longer prompt. */
+ZT_TEST(the_prefill_takes_the_small_product_for_quantized_weights_and_up_to_8_rows) {
+    ZrCuKernels k;
+    memset(&k, 0, sizeof k);
+    k.sm_count = 132;
+    k.mm_smem = zr_cuf_mm_smem_max();
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) k.has_mm[types[t]] = true;
+    ZrCuWeight w = {.type = ZR_TYPE_Q4_K, .n_in = 4096, .n_out = 4096};
+    for (int n = 1; n <= ZR_CUF_MM_COLS; n++) ZT_CHECKF(zr_cuf_mm_takes(&k, &w, n), "n %d", n);
+    ZT_CHECK(!zr_cuf_mm_takes(&k, &w, 0));
+    ZT_CHECK(!zr_cuf_mm_takes(&k, &w, ZR_CUF_MM_COLS + 1));
+    ZT_CHECK(!zr_cuf_mm_takes(&k, &w, 512));
+    w.type = ZR_TYPE_BF16;
+    ZT_CHECK(zr_cuf_mm_takes(&k, &w, 5));
+    w.type = ZR_TYPE_F16;
+    ZT_CHECK(!zr_cuf_mm_takes(&k, &w, 5));
+    w.type = ZR_TYPE_F32;
+    ZT_CHECK(!zr_cuf_mm_takes(&k, &w, 5));
+    /* a GPU left at 47 KiB: the rows whose staging fits it only */
+    w.type = ZR_TYPE_Q4_0;
+    k.mm_smem = 47 * 1024;
+    ZT_CHECK(zr_cuf_mm_takes(&k, &w, 1));
+    ZT_CHECK(!zr_cuf_mm_takes(&k, &w, ZR_CUF_MM_COLS));
+    for (int n = 1; n <= ZR_CUF_MM_COLS; n++) {
+        const ZrMmShape s = zr_cuf_mm_shape(k.sm_count, w.n_in, w.n_out, 32, n);
+        ZT_CHECKF(zr_cuf_mm_takes(&k, &w, n) == (zr_cuf_mm_smem(s, n) <= k.mm_smem), "n %d", n);
+    }
+    /* no kernel for the type (a build without it): never */
+    k.mm_smem = zr_cuf_mm_smem_max();
+    k.has_mm[ZR_TYPE_Q4_0] = false;
+    ZT_CHECK(!zr_cuf_mm_takes(&k, &w, 1));
 }
 
 int main(void) { return zt_run(); }

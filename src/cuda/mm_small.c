@@ -39,8 +39,11 @@ size_t zr_cuf_mm_smem_max(void) {
 }
 
 bool zr_cuf_mm_takes(const ZrCuKernels *k, const ZrCuWeight *w, int n) {
-    return n >= 1 && n <= ZR_CUF_MM_COLS && w->type < ZR_TYPE_COUNT && w->type != ZR_TYPE_F32 &&
-           w->type != ZR_TYPE_F16 && k->has_mm[w->type];
+    if (n < 1 || n > ZR_CUF_MM_COLS || w->type >= ZR_TYPE_COUNT || w->type == ZR_TYPE_F32 || w->type == ZR_TYPE_F16 ||
+        !k->has_mm[w->type])
+        return false;
+    const ZrMmShape s = zr_cuf_mm_shape(k->sm_count, w->n_in, w->n_out, (int)zr_type_info(w->type)->item, n);
+    return zr_cuf_mm_smem(s, n) <= k->mm_smem;
 }
 
 int zr_cuf_mm_small(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, int ldx, CUdeviceptr y,

@@ -39,8 +39,9 @@ ZrMmShape zr_cuf_mm_shape(int sm_count, int n_in, int n_out, int item, int n);
 size_t zr_cuf_mm_smem(ZrMmShape s, int n);
 /* The most any shape asks for (the kernels' shared memory limit is raised to it at load). */
 size_t zr_cuf_mm_smem_max(void);
-/* True when the prefill computes W times n rows with the small product: n <= ZR_CUF_MM_COLS
- * and W quantized (F32 and F16 weights are cuBLASLt's operands as they are: read once). */
+/* True when the prefill computes W times n rows with the small product: n <= ZR_CUF_MM_COLS,
+ * W quantized (F32 and F16 weights are cuBLASLt's operands as they are: read once) and the
+ * launch's shared memory within k->mm_smem. */
 bool zr_cuf_mm_takes(const ZrCuKernels *k, const ZrCuWeight *w, int n);
 /* Y[n][ldy] (+ beta Y) = X[n][ldx] W^T, x F32 (16-byte aligned rows for the fast staging). */
 int zr_cuf_mm_small(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, int ldx, CUdeviceptr y,
