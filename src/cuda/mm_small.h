@@ -11,10 +11,12 @@
 #include "cuda/weights.h"
 
 /* Rows of X at most (cu/matmul_small.cu ZR_MM_COLS). Why 8: per matrix the F16 path moves
- * the quantized bytes + 2 B per weight written + 2 B read by the GEMM (Q4_K: 0.56 B + 4 B),
- * the small product the quantized bytes once plus n staged rows of x per block from L2; its
- * arithmetic grows with n (T::comp per row), and at n = 8 on Q4_K it is ~8x the decode
- * matvec's, about where the ~8x fewer bytes stop paying. */
+ * the quantized bytes + 2 B per weight written + 2 B read by the GEMM (Q4_K: 0.56 B + 4 B, ~8x),
+ * the small product the quantized bytes once plus n staged rows of x per block from L2; but its
+ * arithmetic and shared-memory reads grow with n (T::comp re-decodes the item for every row),
+ * ~n x the decode matvec's, and its accumulators (n x 2 per lane) with it: 8 keeps them in
+ * registers (no spills, cu/PERF.md) and is estimated to stay under the F16 path's time. Not
+ * yet measured: tools/mm_bench.c times every n against the forward's shapes. */
 #define ZR_CUF_MM_COLS 8
 /* Chunk granularity in values (cu/matmul_small.cu ZR_MM_UNIT): a multiple of every type's
  * 32 items per warp and of the 256-value super-block, so no item crosses a chunk. */
