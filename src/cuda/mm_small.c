@@ -1,6 +1,7 @@
 #include "cuda/mm_small.h"
 
 #include "cuda/klaunch.h"
+#include "cuda/mv_shape.h"
 #include "quant.h"
 
 /* cu/matvec.cuh zr_xpad over a whole chunk (a multiple of 32) */
@@ -50,6 +51,9 @@ int zr_cuf_mm_small(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CU
                     int ldy, float beta, int n, ZrError *err) {
     if (w->type >= ZR_TYPE_COUNT || !k->has_mm[w->type])
         return zr_err(err, ZR_E_UNSUPPORTED, "no small-batch product for type %s", zr_type_name(w->type));
+    /* one row is the decode's matrix-vector product, whose shapes were measured (mv_shape.c) */
+    if (n == 1 && (beta == 0.0f || beta == 1.0f) && k->has_mv[w->type])
+        return zr_cuf_matvec(l, k, w, x, y, beta == 1.0f ? y : 0, 0, 0.0f, ZR_CUF_MV_PLAIN, err);
     const ZrMmShape s = zr_cuf_mm_shape(k->sm_count, w->n_in, w->n_out, (int)zr_type_info(w->type)->item, n);
     return zr_k_matmul_small(l, &k->mm[w->type], w, x, ldx, y, ldy, beta, n, s, zr_cuf_mm_smem(s, n), err);
 }

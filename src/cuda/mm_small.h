@@ -45,6 +45,7 @@ size_t zr_cuf_mm_smem_max(void);
  * W quantized (F32 and F16 weights are cuBLASLt's operands as they are: read once) and the
  * launch's shared memory within k->mm_smem. */
 bool zr_cuf_mm_takes(const ZrCuKernels *k, const ZrCuWeight *w, int n);
-/* Y[n][ldy] (+ beta Y) = X[n][ldx] W^T, x F32 (16-byte aligned rows for the fast staging). */
+/* Y[n][ldy] (+ beta Y) = X[n][ldx] W^T, x F32 (16-byte aligned rows for the fast staging); one
+ * row with beta 0 or 1 is the decode's matrix-vector product (zr_cuf_matvec). */
 int zr_cuf_mm_small(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, int ldx, CUdeviceptr y,
                     int ldy, float beta, int n, ZrError *err);

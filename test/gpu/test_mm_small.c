@@ -146,7 +146,8 @@ static double product_case(const Mat *m, int n, float beta, ZrMmShape shape) {
     return worst;
 }
 
-/* Every n = 1..8, with and without the residual, on the forward pass's shapes. */
+/* Every n = 1..8, with and without the residual, as the forward pass launches them (n = 1: the
+ * decode's matrix-vector product; every_launch_shape_gives_the_product runs the kernel at n = 1). */
 static void type_case(uint32_t type, int n_in, int n_out) {
     Mat m;
     if (!mat_make(&m, type, n_in, n_out)) {
