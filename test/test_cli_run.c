@@ -497,4 +497,32 @@ ZT_TEST(verbose_prints_the_sampling_chain_and_no_progress_line_reaches_a_pipe) {
     run_free(&r);
 }
 
+/* "first token X ms after start (load Y ms, prompt Z ms)": the start is the process's, before
+ * the load, so X covers both and falls inside the process's life as the caller saw it; no
+ * token, no line; not without -v. */
+ZT_TEST(verbose_says_how_long_after_the_start_the_first_token_came) {
+    const char *m = stories();
+    if (!m) return;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    Run r = RUN(NULL, "-m", m, "-p", "Once", "-n", "3", "-v", "--device", "cpu");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double wall = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    const char *l = strstr(r.err, "zrun: first token ");
+    double first = -1, load = -1, prompt = -1;
+    ZT_CHECKF(l && sscanf(l, "zrun: first token %lf ms after start (load %lf ms, prompt %lf ms)", &first, &load,
+                          &prompt) == 3,
+              "%s", r.err);
+    ZT_CHECKF(load >= 0 && prompt >= 0 && first + 0.2 >= load + prompt && first <= wall, "first %g load %g prompt %g wall %g",
+              first, load, prompt, wall);
+    run_free(&r);
+    r = RUN(NULL, "-m", m, "-p", "Once", "-n", "0", "-v", "--device", "cpu");
+    ZT_CHECKF(r.status == 0 && !strstr(r.err, "first token"), "%s", r.err);
+    run_free(&r);
+    r = RUN(NULL, "-m", m, "-p", "Once", "-n", "3", "--device", "cpu");
+    ZT_CHECKF(r.status == 0 && !strstr(r.err, "first token"), "%s", r.err);
+    run_free(&r);
+}
+
 int main(void) { return zt_run(); }

@@ -174,6 +174,7 @@ static int go_on_in_new_process(ZrRun *r, const ZrResumeState *model_id, int arg
 int zr_run_fresh(const ZrRunSettings *s, const ZrEnv *env, int argc, char **argv) {
     ZrRun r;
     zr_run_init(&r, s);
+    r.t_start = env->t_start_ms;
     ZrError err = {0};
     ZrResumeState model_id = {0}; /* the file as loaded: a new process must find the same one */
     size_t text_len = 0;

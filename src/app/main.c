@@ -4,13 +4,17 @@
 
 #include "cmd.h"
 #include "config.h"
+#include "run.h"
 #include "sigbus.h"
 
 int main(int argc, char **argv) {
+    /* the start "first token after start" counts from (zrun -v): before anything else runs */
+    const double t_start = zr_run_now_ms();
     zr_sigbus_install(); /* the model is mmap'ed: a file truncated under zrun is reported, not a silent crash */
     /* the edge: the environment is read here, once, and handed down as values */
     ZrEnv env;
     zr_env_read(&env);
+    env.t_start_ms = t_start;
     if (argc >= 2) {
         const char *c = argv[1];
         if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help")) return zr_print_help(NULL, NULL);

@@ -175,6 +175,7 @@ static bool take_token(ZrRun *r, int32_t id) {
     r->n_gen++;
     size_t n = zr_detok_push(&r->detok, id, r->out, r->out_cap);
     if (zr_run_write(r, r->out, n)) { r->out_failed = true; return false; }
+    if (r->n_gen == 1) r->t_first = zr_run_now_ms();
     if (reverse_prompt_reached(r, r->out, n)) { r->stop = ZR_STOP_REVERSE; return false; }
     /* The sampled token needs a forward pass only if another one is to follow it. */
     if (r->n_predict >= 0 && r->n_gen >= r->n_predict) { r->stop = ZR_STOP_LIMIT; return false; }
@@ -275,6 +276,9 @@ void zr_run_summary(const ZrRun *r, const char *note) {
             rate((double)r->n_prompt, r->prefill_ms));
     fprintf(stderr, "zrun: generated %d tokens, stop: %s; %d decode steps in %.1f ms (%.1f tokens/s)\n", r->n_gen,
             stop_names[r->stop], r->n_decode, r->decode_ms, rate(r->n_decode, r->decode_ms));
+    if (s->verbose && r->t_start > 0 && r->t_first > 0)
+        fprintf(stderr, "zrun: first token %.1f ms after start (load %.1f ms, prompt %.1f ms)\n", r->t_first - r->t_start,
+                r->load_ms, r->prefill_ms);
     if (note) fprintf(stderr, "zrun: %s\n", note);
     if (!strcmp(be->name, "cpu"))
         fprintf(stderr, "zrun: backend cpu (%ld threads), seed %llu\n", n_threads, (unsigned long long)r->sp.seed);

@@ -59,6 +59,8 @@ typedef struct ZrRun {
     uint64_t host_steps; /* decode steps whose token was sampled on the host from logits copied back */
     ZrStop stop;
     double t_load0, load_ms, prefill_ms, decode_ms, t_dec0, lost_at_ms;
+    double t_start;      /* the process's start (ZrEnv.t_start_ms); 0: not this process's (resumed) */
+    double t_first;      /* when the first generated token was written; 0: none yet */
     int32_t *eog;        /* [n_eog] the end-of-generation ids (--ignore-eos masks them) */
     int n_eog;
     char *rev[ZR_MAX_REVERSE]; /* the reverse prompts (-r), escapes processed with -e */

@@ -6,6 +6,7 @@
 
 #include "cuda/attn.h"
 #include "cuda/buffers.h"
+#include "cuda/mm_small.h"
 #include "cuda/moe.h"
 #include "cuda/pick.h"
 #include "cuda/upload.h"
@@ -257,11 +258,12 @@ static int to_f16(ZrCuForward *f, CUdeviceptr x, int n, int rows, ZrError *err) 
     return zr_k_convert(f->launcher, f->k, x, f->xh, n, rows, err);
 }
 
-/* True when no matrix of the group is F32: its GEMMs read only the F16 copy of the input, so
- * the kernel before them may write that copy directly (cu/prefill_f16.cu). */
-static bool f16_input(const ZrCuWeight *ws, int n) {
+/* True when no matrix of the group is F32 or taken by the small product for `rows` rows (both
+ * read the F32 input): its GEMMs read only the F16 copy of the input, so the kernel before them
+ * may write that copy directly (cu/prefill_f16.cu). */
+static bool f16_input(const ZrCuForward *f, const ZrCuWeight *ws, int n, int rows) {
     for (int i = 0; i < n; i++)
-        if (ws[i].type == ZR_TYPE_F32) return false;
+        if (ws[i].type == ZR_TYPE_F32 || zr_cuf_mm_takes(f->k, &ws[i], rows)) return false;
     return true;
 }
 
@@ -274,12 +276,18 @@ static int prefill_norm(ZrCuForward *f, CUdeviceptr w, int rows, bool f16, ZrErr
 }
 
 /* the GEMMs of a group of matrices sharing the input x [rows][n_in]; in_xh: its F16 copy is
- * already in f->xh */
+ * already in f->xh. A quantized matrix times a few rows reads its weights once from the F32 x
+ * (cuda/mm_small.h) instead of going through F16. */
 static int gemm_group(ZrCuForward *f, const ZrCuWeight *ws, int n, const int *off, int rows, CUdeviceptr x,
                       CUdeviceptr y, int ldy, float beta, bool in_xh, ZrError *err) {
     bool converted = in_xh;
     int rc;
     for (int i = 0; i < n; i++) {
+        if (zr_cuf_mm_takes(f->k, &ws[i], rows)) {
+            if ((rc = zr_cuf_mm_small(f->launcher, f->k, &ws[i], x, ws[i].n_in, fptr(y, off[i]), ldy, beta, rows, err)))
+                return rc;
+            continue;
+        }
         if (ws[i].type != ZR_TYPE_F32 && !converted) {
             if ((rc = to_f16(f, x, ws[i].n_in, rows, err))) return rc;
             converted = true;
@@ -301,7 +309,8 @@ int zr_cuf_prefill(ZrCuForward *f, const int32_t *tokens, int n, int pos, float 
     const int zero = 0;
     for (int il = 0; il < hp->n_layer; il++) {
         const ZrCuLayer *G = &f->layers[il];
-        const bool h_qkv = f16_input(G->qkv, G->n_qkv), h_gu = f16_input(G->gu, G->n_gu), h_down = f16_input(&G->down, 1);
+        const bool h_qkv = f16_input(f, G->qkv, G->n_qkv, n), h_gu = f16_input(f, G->gu, G->n_gu, n),
+                   h_down = f16_input(f, &G->down, 1, n);
         if ((rc = prefill_norm(f, G->attn_norm, n, h_qkv, err))) return rc;
         if ((rc = gemm_group(f, G->qkv, G->n_qkv, G->qkv_off, n, f->xn, f->qkv, f->qkv_dim, 0.0f, h_qkv, err))) return rc;
         if (G->bias && (rc = zr_k_add_rows(f->launcher, f->k, f->qkv, f->qkv_dim, G->bias, f->qkv_dim, n, err)))

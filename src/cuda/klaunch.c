@@ -45,6 +45,18 @@ int zr_k_dequant_f16(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, C
                      (void *)&w->side, &out, (void *)&w->n_in, (void *)&w->n_out, &row0, &n_rows);
 }
 
+int zr_k_matmul_small(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, int ldx, CUdeviceptr y,
+                      int ldy, float beta, int n, ZrMmShape s, size_t smem, ZrError *err) {
+    if (n < 1 || n > ZR_CUF_MM_COLS || s.groups < 1 || s.split < 1 || s.groups * s.split > 16 || s.chunk < 1 ||
+        s.chunk % ZR_CUF_MM_UNIT || ldx < w->n_in || (w->n_in % 4 == 0 && ldx % 4)) /* float4 rows: 16-byte strides */
+        return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d rows, %d x %d warps, chunk %d", kern->name, n, s.groups,
+                      s.split, s.chunk);
+    const unsigned blocks = cdiv(cdiv((size_t)w->n_out, 2), (size_t)s.groups);
+    return ZR_LAUNCH(l, kern, ZR_DIM1(blocks), ZR_DIM1(32 * s.groups * s.split), (unsigned)smem, err, (void *)&w->main,
+                     (void *)&w->side, &x, &ldx, &y, &ldy, &beta, (void *)&w->n_in, (void *)&w->n_out, &n,
+                     (void *)&s.split, (void *)&s.chunk);
+}
+
 int zr_k_rmsnorm(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, int xs, CUdeviceptr w, CUdeviceptr y, int ys,
                  int n, float eps, int pieces, int rows, ZrError *err) {
     return ZR_LAUNCH(l, &k->rmsnorm, ZR_DIM3(pieces, rows, 1), ZR_DIM1(256), 0, err, &x, &xs, &w, &y, &ys, &n, &eps);

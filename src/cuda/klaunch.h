@@ -9,6 +9,7 @@
 
 #include "cuda/kreg.h"
 #include "cuda/launch.h"
+#include "cuda/mm_small.h"
 #include "cuda/mv_shape.h"
 #include "cuda/weights.h"
 
@@ -28,6 +29,11 @@ int zr_k_embed_stamp(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, C
 /* dequant_<type>_f16: out f16 [n_rows][n_in] = rows row0.. of W */
 int zr_k_dequant_f16(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr out, int row0, int n_rows,
                      ZrError *err);
+/* matmul_small_<type>: y[n][ldy] (+ beta y) = x[n][ldx] W^T for n <= ZR_CUF_MM_COLS rows, with
+ * shape s and its shared memory smem (zr_cuf_mm_smem); checks the shape, and that rows of a
+ * multiple of 4 values come at 16-byte strides (the K-quants' staged sums need the float4 path) */
+int zr_k_matmul_small(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, int ldx, CUdeviceptr y,
+                      int ldy, float beta, int n, ZrMmShape s, size_t smem, ZrError *err);
 /* rmsnorm_f32: rows x `pieces` norms of n values: y[r][p n..] = RMSNorm(x[r][p n..]) * w */
 int zr_k_rmsnorm(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, int xs, CUdeviceptr w, CUdeviceptr y, int ys,
                  int n, float eps, int pieces, int rows, ZrError *err);

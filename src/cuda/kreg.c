@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda/mm_small.h"
 #include "cuda/mv_shape.h"
 #include "cuda/sample.h"
 #include "quant.h"
@@ -61,6 +62,13 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         if (k->has_mvt[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mvt[t], (int)smem, err))) return rc;
         if (k->has_mv_id[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mv_id[t], (int)smem, err))) return rc;
     }
+    /* the small prefill product stages up to 8 rows of x (cuda/mm_small.h); a GPU that allows
+     * less keeps the default 48 KiB (less its static 1 KiB), and the prefill takes the product
+     * only for the rows that fit it */
+    const size_t mm_smem = zr_cuf_mm_smem_max();
+    k->mm_smem = (int)mm_smem <= c->props.max_smem_optin ? mm_smem : 47 * 1024;
+    for (uint32_t t = 0; t < ZR_TYPE_COUNT && k->mm_smem == mm_smem; t++)
+        if (k->has_mm[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mm[t], (int)mm_smem, err))) return rc;
     if ((rc = zr_sample_kernels_smem(c, k, err))) return rc;
     return ZR_OK;
 }

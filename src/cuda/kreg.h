@@ -19,6 +19,7 @@ typedef struct ZrCuKernels {
 #define ZR_KFIXED(field, name, params) ZrKernel field;
 #include "cu/kernels.def"
     int sm_count; /* the device's multiprocessors (matrix-vector grid shapes) */
+    size_t mm_smem; /* dynamic shared memory the small prefill products may take (cuda/mm_small.h) */
 } ZrCuKernels;
 
 /* Looks up every kernel of ZrCuKernels (and raises the matrix-vector kernels' shared memory
