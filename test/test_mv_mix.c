@@ -147,16 +147,29 @@ ZT_TEST(a_pair_whose_kernel_is_not_loaded_keeps_a_launch_per_matrix) {
     ZT_CHECK(!zr_cuf_mv_mix_plan(&k, w, 2, ZR_CUF_MV_RMSNORM, &m));
 }
 
-/* 14B class (n_embd 5120, 40 heads, 8 KV heads): Q4_K q|k in blocks of 256 threads (no split),
- * the Q6_K v alone split in two (512 threads); in one launch either part would add its RMSNorm
- * sum over another block size, so the group stays two launches. */
+/* 14B class Q4_K_M (n_embd 5120, 40 heads, 8 KV heads): Q4_K q|k in blocks of 256 threads (no
+ * split), the Q6_K v alone split in two (512 threads); Mixtral's Q4_K_M (Q4_K q, Q8_0 k|v) the
+ * same. In one launch either part would add its RMSNorm sum over another block size, so the
+ * group stays two launches. */
 ZT_TEST(parts_whose_own_blocks_differ_in_size_stay_separate_launches) {
     const ZrCuKernels k = kernels(132);
-    const ZrCuWeight w[2] = {mat(ZR_TYPE_Q4_K, 5120, 6144), mat(ZR_TYPE_Q6_K, 5120, 1024)};
-    const ZrMvShape a = zr_cuf_mv_shape(&k, &w[0], ZR_CUF_MV_RMSNORM), b = zr_cuf_mv_shape(&k, &w[1], ZR_CUF_MV_RMSNORM);
-    ZT_CHECKF(a.groups * a.split != b.groups * b.split, "%dx%d vs %dx%d", a.groups, a.split, b.groups, b.split);
+    const ZrCuWeight groups[][2] = {{mat(ZR_TYPE_Q4_K, 5120, 6144), mat(ZR_TYPE_Q6_K, 5120, 1024)},
+                                    {mat(ZR_TYPE_Q4_K, 4096, 4096), mat(ZR_TYPE_Q8_0, 4096, 2048)}};
+    for (int i = 0; i < 2; i++) {
+        const ZrCuWeight *w = groups[i];
+        const ZrMvShape a = zr_cuf_mv_shape(&k, &w[0], ZR_CUF_MV_RMSNORM), b = zr_cuf_mv_shape(&k, &w[1], ZR_CUF_MV_RMSNORM);
+        ZT_CHECKF(a.groups * a.split != b.groups * b.split, "%dx%d vs %dx%d", a.groups, a.split, b.groups, b.split);
+        ZrMvMix m;
+        ZT_CHECK(!zr_cuf_mv_mix_plan(&k, w, 2, ZR_CUF_MV_RMSNORM, &m));
+    }
+}
+
+ZT_TEST(an_8192_wide_layer_splits_both_parts_in_one_launch) {
+    const ZrCuKernels k = kernels(132);
+    const ZrCuWeight w[2] = {mat(ZR_TYPE_Q4_K, 8192, 1280), mat(ZR_TYPE_Q6_K, 8192, 256)};
     ZrMvMix m;
-    ZT_CHECK(!zr_cuf_mv_mix_plan(&k, w, 2, ZR_CUF_MV_RMSNORM, &m));
+    ZT_CHECK(zr_cuf_mv_mix_plan(&k, w, 2, ZR_CUF_MV_RMSNORM, &m));
+    ZT_CHECK(m.threads == 512 && m.split[0] == 2 && m.split[1] == 2);
 }
 
 /* Parts split differently but in blocks of one size (8 groups x 2 and 4 groups x 4 warps) are one
