@@ -1,7 +1,5 @@
 #include "cuda/mv_shape.h"
 
-#include <string.h>
-
 #include "cuda/klaunch.h"
 #include "quant.h"
 
@@ -72,20 +70,22 @@ int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUde
     return zr_cuf_matvec_shaped(l, k, w, x, y, add, norm_w, eps, mode, zr_cuf_mv_shape(k, w, mode), err);
 }
 
-/* cu/kernels.def's ZR_KMIX lines: the kernel suffixes of each pair's two types */
-static const char *const mix_pairs[][2] = {
-#define ZR_KMIX(a, b, params) {#a, #b},
+/* each computed type's id by its kernel suffix (ZR_KSUF_q4_k == ZR_TYPE_Q4_K) */
+enum {
+#define ZR_TYPE(id, E, name, block, bytes, kernel, item, main, side) ZR_KSUF_##kernel = id,
+#include "zr_types.def"
+};
+
+/* cu/kernels.def's ZR_KMIX lines: each pair's two types */
+static const uint32_t mix_pairs[][2] = {
+#define ZR_KMIX(a, b, params) {ZR_KSUF_##a, ZR_KSUF_##b},
 #include "cu/kernels.def"
 };
 
 int zr_cuf_mv_mix_kernel(uint32_t a, uint32_t b, bool *swapped) {
-    const char *sa = zr_type_kernel_suffix(a), *sb = zr_type_kernel_suffix(b);
-    if (!sa || !sb) return -1;
     for (int i = 0; i < ZR_KMIX_COUNT; i++) {
-        const bool ab = !strcmp(mix_pairs[i][0], sa) && !strcmp(mix_pairs[i][1], sb);
-        const bool ba = !strcmp(mix_pairs[i][0], sb) && !strcmp(mix_pairs[i][1], sa);
-        if (ab || ba) {
-            *swapped = ba;
+        if ((mix_pairs[i][0] == a && mix_pairs[i][1] == b) || (mix_pairs[i][0] == b && mix_pairs[i][1] == a)) {
+            *swapped = mix_pairs[i][0] == b;
             return i;
         }
     }
