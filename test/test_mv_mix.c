@@ -94,8 +94,7 @@ ZT_TEST(every_listed_pair_of_a_llama_quantize_mix_is_one_launch) {
     const ZrCuKernels k = kernels(132);
     const uint32_t pairs[][2] = {{ZR_TYPE_Q4_K, ZR_TYPE_Q6_K}, {ZR_TYPE_Q5_K, ZR_TYPE_Q6_K}, {ZR_TYPE_Q3_K, ZR_TYPE_Q4_K},
                                  {ZR_TYPE_Q3_K, ZR_TYPE_Q5_K}, {ZR_TYPE_Q2_K, ZR_TYPE_Q3_K}, {ZR_TYPE_Q2_K, ZR_TYPE_Q4_K},
-                                 {ZR_TYPE_Q2_K, ZR_TYPE_Q5_K}, {ZR_TYPE_Q4_K, ZR_TYPE_Q5_K}, {ZR_TYPE_Q4_K, ZR_TYPE_Q8_0},
-                                 {ZR_TYPE_Q5_0, ZR_TYPE_Q8_0}, {ZR_TYPE_Q5_1, ZR_TYPE_Q8_0}};
+                                 {ZR_TYPE_Q4_K, ZR_TYPE_Q5_K}, {ZR_TYPE_Q5_0, ZR_TYPE_Q8_0}, {ZR_TYPE_Q5_1, ZR_TYPE_Q8_0}};
     ZT_CHECK(sizeof pairs / sizeof pairs[0] == ZR_KMIX_COUNT);
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
         ZrCuWeight w[2];
@@ -148,13 +147,13 @@ ZT_TEST(a_pair_whose_kernel_is_not_loaded_keeps_a_launch_per_matrix) {
 }
 
 /* 14B class Q4_K_M (n_embd 5120, 40 heads, 8 KV heads): Q4_K q|k in blocks of 256 threads (no
- * split), the Q6_K v alone split in two (512 threads); Mixtral's Q4_K_M (Q4_K q, Q8_0 k|v) the
- * same. In one launch either part would add its RMSNorm sum over another block size, so the
- * group stays two launches. */
+ * split), the Q6_K v alone split in two (512 threads); a 70B's Q4_K_M (n_embd 8192, V raised to
+ * Q5_K) the same. In one launch either part would add its RMSNorm sum over another block size, so
+ * the group stays two launches. */
 ZT_TEST(parts_whose_own_blocks_differ_in_size_stay_separate_launches) {
     const ZrCuKernels k = kernels(132);
     const ZrCuWeight groups[][2] = {{mat(ZR_TYPE_Q4_K, 5120, 6144), mat(ZR_TYPE_Q6_K, 5120, 1024)},
-                                    {mat(ZR_TYPE_Q4_K, 4096, 4096), mat(ZR_TYPE_Q8_0, 4096, 2048)}};
+                                    {mat(ZR_TYPE_Q4_K, 8192, 9216), mat(ZR_TYPE_Q5_K, 8192, 1024)}};
     for (int i = 0; i < 2; i++) {
         const ZrCuWeight *w = groups[i];
         const ZrMvShape a = zr_cuf_mv_shape(&k, &w[0], ZR_CUF_MV_RMSNORM), b = zr_cuf_mv_shape(&k, &w[1], ZR_CUF_MV_RMSNORM);
