@@ -11,7 +11,8 @@
  *     zrun-mv-bench [-t f16,q8_0,q4_0,q4_k,q6_k,q4_k_m] [-m 1b,8b,g4b] [-o FILE.csv] [-q]
  * -q: the forward pass's kernel and shape only. q4_k_m: the forward pass's own Q4_K / Q6_K
  * kernels and shapes on the matrices of llama.cpp's Q4_K_M mix (tools/synth.c), each launch as
- * the forward pass makes it (Q|K and V apart in the layers whose V is Q6_K).
+ * the forward pass made it before matvec_mix (Q|K and V apart in the layers whose V is Q6_K), then
+ * Q|K and V in one matvec_mix launch (cu/matvec_mix.cu: the decode step's path since).
  * A shape "GxS/B" is the tall kernel on B blocks (mv_shape.c's pick for vocabulary outputs); the
  * q4_k_m lines time such a pick against a block per tile too.
  * Prints, per model, type and matrix: the forward pass's own shape and the best shape found, in
@@ -61,10 +62,11 @@ static bool listed(const char *list, const char *name) {
 
 static size_t a256(size_t n) { return (n + 255) & ~(size_t)255; }
 
+static double time_recording(ZrCuda *c, ZrLauncher *l, int K, const char *name, ZrError *err);
+
 /* us per launch of the type's kernel with the shape on K rotating copies of the matrix, or < 0 on error */
 static double time_config(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *copies, int n_copies,
                           const Mat *m, ZrMvShape shape, CUdeviceptr x, CUdeviceptr g, CUdeviceptr y, ZrError *err) {
-    const ZrCuDriver *d = c->drv;
     const int K = n_copies * 2 < 16 ? 16 : n_copies * 2 > 256 ? 256 : n_copies * 2;
     zr_launcher_record_begin(l);
     for (int i = 0; i < K; i++) {
@@ -77,6 +79,12 @@ static double time_config(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const 
         }
     }
     zr_launcher_record_end(l);
+    return time_recording(c, l, K, k->mv[copies[0].type].name, err);
+}
+
+/* us per launch of the K launches recorded in l: the median of 5 replays of their graph / K */
+static double time_recording(ZrCuda *c, ZrLauncher *l, int K, const char *name, ZrError *err) {
+    const ZrCuDriver *d = c->drv;
     ZrGraph gr;
     if (zr_graph_build(d, &l->rec, NULL, 0, &gr, err) != CUDA_SUCCESS) return -1;
     if (zr_graph_instantiate(d, &gr, NULL, 0, err) != CUDA_SUCCESS) {
@@ -100,11 +108,44 @@ static double time_config(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const 
     d->cuEventDestroy(e1);
     zr_graph_destroy(d, &gr);
     if (rc) {
-        if (!err->msg[0]) zr_err(err, ZR_E_CUDA, "%s: timing failed", k->mv[copies[0].type].name);
+        if (!err->msg[0]) zr_err(err, ZR_E_CUDA, "%s: timing failed", name);
         return -1;
     }
     qsort(t, 5, sizeof *t, cmpd);
     return t[2];
+}
+
+/* us per launch of Q|K (Q4_K) and V (Q6_K) of one layer in one matvec_mix launch (cu/matvec_mix.cu,
+ * the forward pass's path for them), on rotating copies of the pair; or < 0 on error (-2: the plan
+ * keeps two launches for this shape) */
+static double time_mix(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const Shape *sh, CUdeviceptr pool,
+                       size_t pool_bytes, CUdeviceptr x, CUdeviceptr g, CUdeviceptr y, ZrError *err) {
+    const ZrCuWeight qk = {.type = ZR_TYPE_Q4_K, .n_in = sh->embd, .n_out = sh->q + sh->kv},
+                     v = {.type = ZR_TYPE_Q6_K, .n_in = sh->embd, .n_out = sh->kv};
+    const size_t mq = a256(zr_cuw_main_row_bytes(qk.type, qk.n_in) * (size_t)qk.n_out),
+                 sq = a256(zr_cuw_side_bytes(qk.type, qk.n_in, qk.n_out)),
+                 mv = a256(zr_cuw_main_row_bytes(v.type, v.n_in) * (size_t)v.n_out),
+                 sv = a256(zr_cuw_side_bytes(v.type, v.n_in, v.n_out)), bytes = mq + sq + mv + sv;
+    int n_copies = (int)((((size_t)128 << 20) + bytes - 1) / bytes);
+    if ((size_t)n_copies * bytes > pool_bytes) n_copies = (int)(pool_bytes / bytes);
+    const int K = n_copies * 2 < 16 ? 16 : n_copies * 2 > 256 ? 256 : n_copies * 2, off[2] = {0, qk.n_out};
+    ZrCuWeight w[2] = {qk, v};
+    ZrMvMix plan;
+    if (!zr_cuf_mv_mix_plan(k, w, 2, ZR_CUF_MV_RMSNORM, &plan)) return -2;
+    zr_launcher_record_begin(l);
+    for (int i = 0; i < K; i++) {
+        const CUdeviceptr base = pool + (size_t)(i % n_copies) * bytes;
+        w[0].main = base;
+        w[0].side = base + mq;
+        w[1].main = base + mq + sq;
+        w[1].side = base + mq + sq + mv;
+        if (zr_k_matvec_mix(l, k, &plan, w, off, x, y, 0, g, 1e-5f, ZR_CUF_MV_RMSNORM, NULL, err)) {
+            zr_launcher_record_end(l);
+            return -1;
+        }
+    }
+    zr_launcher_record_end(l);
+    return time_recording(c, l, K, k->mv_mix[plan.kernel].name, err);
 }
 
 /* Q4_K_M (tools/synth.c's mix of llama.cpp's rule): of n layers, those i < n/8, i >= 7n/8 and
@@ -128,7 +169,7 @@ static int kquant_mix(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const Shap
         {{"down", sh->ff, sh->embd, ZR_CUF_MV_PLAIN, 1, more}, K6},
         {{"out", sh->embd, sh->vocab, ZR_CUF_MV_RMSNORM, 0, 1}, K6},
     };
-    double tok = 0, bytes_tok = 0;
+    double tok = 0, bytes_tok = 0, t_apart = 0; /* t_apart: qk + v of one layer, two launches */
     for (size_t mi = 0; mi < sizeof mats / sizeof mats[0]; mi++) {
         const Mat *m = &mats[mi].m;
         const uint32_t type = mats[mi].type;
@@ -170,9 +211,24 @@ static int kquant_mix(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const Shap
         free(copies);
         tok += t * m->per_token;
         bytes_tok += file_bytes * m->per_token;
+        if (!strcmp(m->name, "qk") || !strcmp(m->name, "v")) t_apart += t;
     }
     printf("%-3s q4_k_m per token: matrix-vector %.1f us (%.0f GB/s of file bytes), %d launches\n", sh->name, tok,
            bytes_tok / tok / 1e3, 4 * sh->layers + more + 1);
+    /* the decode step's path for qk and v: one launch (the lines above time them apart) */
+    const double t_mix = time_mix(c, l, k, sh, pool, pool_bytes, x, g, y, err);
+    if (t_mix == -1) return ZR_E_CUDA;
+    if (t_mix > 0) {
+        const double file_bytes = (double)zr_row_bytes(ZR_TYPE_Q4_K, sh->embd) * (sh->q + sh->kv) +
+                                  (double)zr_row_bytes(ZR_TYPE_Q6_K, sh->embd) * sh->kv;
+        printf("%-3s %-6s %-6s %6d %7d | q4_K+q6_K one launch %8.2f us %7.0f GB/s x %d per token\n", sh->name, "q4_k_m",
+               "qk+v", sh->embd, sh->q + 2 * sh->kv, t_mix, file_bytes / t_mix / 1e3, more);
+        if (csv)
+            fprintf(csv, "%s,q4_k_m:mix,qk+v,%d,%d,0,0,%.3f,%.1f,1\n", sh->name, sh->embd, sh->q + 2 * sh->kv, t_mix,
+                    file_bytes / t_mix / 1e3);
+        printf("%-3s q4_k_m per token with qk+v in one launch: matrix-vector %.1f us (qk+v %.2f -> %.2f us a layer), "
+               "%d launches\n", sh->name, tok - more * (t_apart - t_mix), t_apart, t_mix, 4 * sh->layers + 1);
+    }
     fflush(stdout);
     return ZR_OK;
 }

@@ -131,6 +131,26 @@ static int mv_in(ZrCuForward *f, const Resid *r, bool first, const ZrCuWeight *w
     return zr_cuf_matvec_post(f->launcher, f->k, w, r->x, &p, y, norm_w, eps, mode, err);
 }
 
+/* A layer's Q/K/V projections into f->qkv (bias as the addend), norm fused as mv_in's: matrices
+ * of two types in one launch where cuda/mv_shape.h's plan allows (cu/matvec_mix.cu: Q4_K_M's Q4_K
+ * q|k and Q6_K v), else a launch per matrix. */
+static int qkv_in(ZrCuForward *f, const Resid *r, const ZrCuLayer *G, ZrError *err) {
+    const int mode = r->pend_w ? ZR_CUF_MV_ADDNORM : ZR_CUF_MV_RMSNORM;
+    ZrMvMix mix;
+    int rc;
+    if (!zr_cuf_mv_mix_plan(f->k, G->qkv, G->n_qkv, mode, &mix)) {
+        for (int i = 0; i < G->n_qkv; i++)
+            if ((rc = mv_in(f, r, i == 0, &G->qkv[i], G->attn_norm, fptr(f->qkv, G->qkv_off[i]),
+                            G->bias ? fptr(G->bias, G->qkv_off[i]) : 0, 0, err)))
+                return rc;
+        return ZR_OK;
+    }
+    if (r->pend_w && G->bias) return zr_err(err, ZR_E_INTERNAL, "decode: a norm after a block before a projection with a bias");
+    const ZrMvPost p = {.r = f->xn, .post_w = r->pend_w, .x_out = other_row(f, r->x)};
+    return zr_k_matvec_mix(f->launcher, f->k, &mix, G->qkv, G->qkv_off, r->x, f->qkv, G->bias, G->attn_norm,
+                           f->m->hp.rms_eps, mode, r->pend_w ? &p : NULL, err);
+}
+
 static void resid_settle(const ZrCuForward *f, Resid *r) {
     if (!r->pend_w) return;
     r->x = other_row(f, r->x);
@@ -180,10 +200,7 @@ int zr_cuf_decode_step(ZrCuForward *f, ZrError *err) {
         const ZrCuLayer *G = &f->layers[il];
         /* attention block: norm fused into the QKV projection (bias as its addend), rope + KV
          * write + attention (cuda/attn.c), output projection adding into the residual */
-        for (int i = 0; i < G->n_qkv; i++)
-            if ((rc = mv_in(f, &R, i == 0, &G->qkv[i], G->attn_norm, fptr(f->qkv, G->qkv_off[i]),
-                            G->bias ? fptr(G->bias, G->qkv_off[i]) : 0, 0, err)))
-                return rc;
+        if ((rc = qkv_in(f, &R, G, err))) return rc;
         resid_settle(f, &R);
         if ((rc = zr_cuf_attn_decode_layer(f, il, err))) return rc;
         if ((rc = block_out(f, &R, &G->wo, f->att, G->post_attn_norm, ZR_CUF_MV_PLAIN, err))) return rc;

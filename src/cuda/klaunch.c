@@ -213,3 +213,37 @@ int zr_k_moe_scatter(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr src, CUdev
     return ZR_LAUNCH(l, &k->moe_scatter, ZR_DIM3(cdiv((size_t)n, 256), (unsigned)rows, 1), ZR_DIM1(256), 0, err, &src, &slot, &out,
                      &n);
 }
+
+int zr_k_matvec_mix(ZrLauncher *l, const ZrCuKernels *k, const ZrMvMix *mix, const ZrCuWeight *ws, const int *off,
+                    CUdeviceptr x, CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode,
+                    const ZrMvPost *post, ZrError *err) {
+    const ZrMvPost none = {0}, *p = post ? post : &none;
+    if (mix->kernel < 0 || mix->kernel >= ZR_KMIX_COUNT || !k->has_mv_mix[mix->kernel] || mix->n_parts < 1 ||
+        mix->n_parts > ZR_CUF_MV_MIX_PARTS || mix->threads < 32 || mix->threads > ZR_CUF_MV_MAX_THREADS ||
+        (((mode & 3) == ZR_CUF_MV_ADDNORM) != (post != NULL)))
+        return zr_err(err, ZR_E_INTERNAL, "matvec_mix: no launch for %d parts of %d threads, mode %d", mix->n_parts,
+                      mix->threads, mode);
+    /* per part: w, ws, y, add, n_out, split, tiles; the unused parts' are zeros (no block runs them) */
+    CUdeviceptr pw[ZR_CUF_MV_MIX_PARTS] = {0}, pws[ZR_CUF_MV_MIX_PARTS] = {0}, py[ZR_CUF_MV_MIX_PARTS] = {0},
+                padd[ZR_CUF_MV_MIX_PARTS] = {0};
+    int n_out[ZR_CUF_MV_MIX_PARTS] = {0}, split[ZR_CUF_MV_MIX_PARTS] = {1, 1, 1}, tiles[ZR_CUF_MV_MIX_PARTS] = {0};
+    unsigned grid = 0;
+    for (int i = 0; i < mix->n_parts; i++) {
+        if (ws[i].n_in != ws[0].n_in || mix->split[i] < 1 || mix->threads % (32 * mix->split[i]) || mix->tiles[i] < 1)
+            return zr_err(err, ZR_E_INTERNAL, "%s: part %d does not fit the launch", k->mv_mix[mix->kernel].name, i);
+        pw[i] = ws[i].main;
+        pws[i] = ws[i].side;
+        py[i] = y + (size_t)off[i] * sizeof(float);
+        padd[i] = add ? add + (size_t)off[i] * sizeof(float) : 0;
+        n_out[i] = ws[i].n_out;
+        split[i] = mix->split[i];
+        tiles[i] = mix->tiles[i];
+        if ((unsigned)tiles[i] > grid) grid = (unsigned)tiles[i];
+    }
+    int b_mask = (int)mix->b_mask, n_in = ws[0].n_in;
+    return ZR_LAUNCH(l, &k->mv_mix[mix->kernel], ZR_DIM3(grid, (unsigned)mix->n_parts, 1), ZR_DIM1(mix->threads),
+                     (unsigned)zr_cuf_mv_smem(n_in), err, &pw[0], &pws[0], &py[0], &padd[0], &n_out[0], &split[0],
+                     &tiles[0], &pw[1], &pws[1], &py[1], &padd[1], &n_out[1], &split[1], &tiles[1], &pw[2], &pws[2],
+                     &py[2], &padd[2], &n_out[2], &split[2], &tiles[2], &x, &norm_w, &eps, &n_in, &mode,
+                     (void *)&p->r, (void *)&p->post_w, (void *)&p->x_out, &b_mask);
+}

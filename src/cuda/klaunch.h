@@ -129,3 +129,9 @@ int zr_k_moe_gather(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdevice
                     ZrError *err);
 int zr_k_moe_scatter(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr src, CUdeviceptr slot, CUdeviceptr out, int n, int rows,
                      ZrError *err);
+/* matvec_mix_<a>_<b> (cu/matvec_mix.cu): the products of ws[0..mix->n_parts) sharing x in one
+ * launch of zr_cuf_mv_mix_plan's shape: y + off[p] = W_p x' (+ add + off[p]; add 0: none), off in
+ * floats; modes and post as zr_k_matvec's (post->x_out is written once) */
+int zr_k_matvec_mix(ZrLauncher *l, const ZrCuKernels *k, const ZrMvMix *mix, const ZrCuWeight *ws, const int *off,
+                    CUdeviceptr x, CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode,
+                    const ZrMvPost *post, ZrError *err);

@@ -50,6 +50,10 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
 #define ZR_KFIXED(field, name, params) \
     if ((rc = load(c, #name, params, &k->field, err))) return rc;
 #include "cu/kernels.def"
+#define ZR_KMIX(a, b, params)                                                                       \
+    if ((rc = load(c, "matvec_mix_" #a "_" #b, params, &k->mv_mix[ZR_KMIX_##a##_##b], err))) return rc; \
+    k->has_mv_mix[ZR_KMIX_##a##_##b] = true;
+#include "cu/kernels.def"
     /* the matrix-vector kernels stage x in dynamic shared memory: above the default 48 KiB
      * (with the kernel's static reduction arrays on top) they must opt in */
     const size_t smem = zr_cuf_mv_smem(max_n_in);
@@ -69,6 +73,8 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
     k->mm_smem = (int)mm_smem <= c->props.max_smem_optin ? mm_smem : 47 * 1024;
     for (uint32_t t = 0; t < ZR_TYPE_COUNT && k->mm_smem == mm_smem; t++)
         if (k->has_mm[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mm[t], (int)mm_smem, err))) return rc;
+    for (int i = 0; i < ZR_KMIX_COUNT && smem + 1024 > 48 * 1024; i++) /* within the limit: checked above */
+        if ((rc = zr_cuda_kernel_set_smem(c, &k->mv_mix[i], (int)smem, err))) return rc;
     if ((rc = zr_sample_kernels_smem(c, k, err))) return rc;
     return ZR_OK;
 }
@@ -79,6 +85,8 @@ int zr_kreg_load(const ZrCuda *c, const char *name, ZrKernel *out, ZrError *err)
     if (!strcmp(name, #kname)) return load(c, name, params, out, err);
 #define ZR_KAUX(kname, params) \
     if (!strcmp(name, #kname)) return load(c, name, params, out, err);
+#define ZR_KMIX(a, b, params) \
+    if (!strcmp(name, "matvec_mix_" #a "_" #b)) return load(c, name, params, out, err);
 #include "cu/kernels.def"
     for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
         const char *ts = zr_type_kernel_suffix(t);

@@ -9,6 +9,13 @@
 #include "cuda/module.h"
 #include "quant.h"
 
+/* The mixed-type products of cu/kernels.def (ZR_KMIX lines), in its order: ZR_KMIX_q4_k_q6_k, ... */
+enum {
+#define ZR_KMIX(a, b, params) ZR_KMIX_##a##_##b,
+#include "cu/kernels.def"
+    ZR_KMIX_COUNT
+};
+
 /* Every kernel of the forward pass, one field per line of cu/kernels.def: a ZR_KFIXED kernel is
  * a ZrKernel, a ZR_KFAMILY is a ZrKernel per weight type (indexed by ZrType) with has_<field>
  * saying which types have one. */
@@ -20,6 +27,8 @@ typedef struct ZrCuKernels {
 #include "cu/kernels.def"
     int sm_count; /* the device's multiprocessors (matrix-vector grid shapes) */
     size_t mm_smem; /* dynamic shared memory the small prefill products may take (cuda/mm_small.h) */
+    ZrKernel mv_mix[ZR_KMIX_COUNT]; /* ZR_KMIX lines: matvec_mix_<a>_<b> */
+    bool has_mv_mix[ZR_KMIX_COUNT]; /* loaded (tests clear it to force one launch per type) */
 } ZrCuKernels;
 
 /* Looks up every kernel of ZrCuKernels (and raises the matrix-vector kernels' shared memory

@@ -69,3 +69,56 @@ int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUde
         return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
     return zr_cuf_matvec_shaped(l, k, w, x, y, add, norm_w, eps, mode, zr_cuf_mv_shape(k, w, mode), err);
 }
+
+/* each computed type's id by its kernel suffix (ZR_KSUF_q4_k == ZR_TYPE_Q4_K) */
+enum {
+#define ZR_TYPE(id, E, name, block, bytes, kernel, item, main, side) ZR_KSUF_##kernel = id,
+#include "zr_types.def"
+};
+
+/* cu/kernels.def's ZR_KMIX lines: each pair's two types */
+static const uint32_t mix_pairs[][2] = {
+#define ZR_KMIX(a, b, params) {ZR_KSUF_##a, ZR_KSUF_##b},
+#include "cu/kernels.def"
+};
+
+int zr_cuf_mv_mix_kernel(uint32_t a, uint32_t b, bool *swapped) {
+    for (int i = 0; i < ZR_KMIX_COUNT; i++) {
+        if ((mix_pairs[i][0] == a && mix_pairs[i][1] == b) || (mix_pairs[i][0] == b && mix_pairs[i][1] == a)) {
+            *swapped = mix_pairs[i][0] == b;
+            return i;
+        }
+    }
+    return -1;
+}
+
+bool zr_cuf_mv_mix_plan(const ZrCuKernels *k, const ZrCuWeight *ws, int n, int mode, ZrMvMix *out) {
+    if (n < 2 || n > ZR_CUF_MV_MIX_PARTS) return false;
+    uint32_t a = ws[0].type, b = a;
+    for (int i = 1; i < n; i++) {
+        if (ws[i].n_in != ws[0].n_in) return false; /* they must share x */
+        if (ws[i].type == a || ws[i].type == b) continue;
+        if (b != a) return false; /* a third type */
+        b = ws[i].type;
+    }
+    bool swapped = false;
+    const int kern = b != a ? zr_cuf_mv_mix_kernel(a, b, &swapped) : -1;
+    if (kern < 0 || !k->has_mv_mix[kern]) return false;
+    const uint32_t second = swapped ? a : b;
+    ZrMvMix p = {.kernel = kern, .n_parts = n};
+    for (int i = 0; i < n; i++) {
+        const ZrMvShape s = zr_cuf_mv_shape(k, &ws[i], mode);
+        const int threads = 32 * s.groups * s.split;
+        const int R = zr_cuf_mv_rows_per_warp(ws[i].type), glu = (mode & ZR_CUF_MV_GLU) != 0;
+        if (s.blocks > 0 || (i > 0 && threads != p.threads) || (glu && (R % 2 || ws[i].n_out % 2))) return false;
+        /* the tiles of zr_k_matvec's grid for this matrix alone */
+        const long per = glu ? R / 2 : R, results = glu ? ws[i].n_out / 2 : ws[i].n_out;
+        const long groups = (results + per - 1) / per;
+        p.threads = threads;
+        p.split[i] = s.split;
+        p.tiles[i] = (int)((groups + s.groups - 1) / s.groups);
+        if (ws[i].type == second) p.b_mask |= 1u << i;
+    }
+    *out = p;
+    return true;
+}

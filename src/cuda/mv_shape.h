@@ -1,6 +1,7 @@
 /* The decode matrix-vector product y[n_out] = W x' (+ add) of every weight type: how x is read
  * (the mode), and the launch shape the forward pass picks per matrix (measured policy). */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,3 +52,24 @@ int zr_cuf_matvec_post(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w,
 /* The same product with a given shape (tests cover every shape; tools/mv_bench.c times them). */
 int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                          CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err);
+
+/* One launch for the products of n matrices of two weight types sharing x (a layer's Q/K/V in a
+ * llama-quantize mix: Q4_K_M's Q4_K q|k and Q6_K v), cu/matvec_mix.cu: part p (matrix p) runs
+ * zr_cuf_mv_shape's shape of its own matrix, so its outputs equal its own launch's bit for bit.
+ * That needs the same block size for every part (the RMSNorm's sum of squares is added per
+ * thread, then per warp: another block size adds it in another order) and no tall part. */
+#define ZR_CUF_MV_MIX_PARTS 3
+typedef struct ZrMvMix {
+    int kernel;                          /* ZrCuKernels.mv_mix index (ZR_KMIX_<a>_<b>) */
+    int n_parts;
+    int threads;                         /* the block: 32 groups x split of every part's shape */
+    int split[ZR_CUF_MV_MIX_PARTS];      /* each part's split-K */
+    int tiles[ZR_CUF_MV_MIX_PARTS];      /* each part's blocks (its own launch's grid); grid.x: the most */
+    unsigned b_mask;                     /* bit p: part p is of the kernel's second type */
+} ZrMvMix;
+/* The ZR_KMIX line of cu/kernels.def for types a and b in either order (-1: none); *swapped:
+ * b is the line's first type. */
+int zr_cuf_mv_mix_kernel(uint32_t a, uint32_t b, bool *swapped);
+/* Whether the products of ws[0..n) (2..3 matrices, one row length, two types with a loaded
+ * ZR_KMIX kernel) in this mode run as one launch, and how (*out). */
+bool zr_cuf_mv_mix_plan(const ZrCuKernels *k, const ZrCuWeight *ws, int n, int mode, ZrMvMix *out);

@@ -129,8 +129,9 @@ static int upload_matrix(Upload *u, const ZrWeight *const *ws, int n, ZrCuWeight
 }
 
 /* Stacks each run of consecutive matrices sharing type and row length (one launch per run:
- * Q4_K_M's Q|K in Q4_K with V in Q6_K is two launches, not three). off[i] = where output i
- * starts, n_out = the device matrices made. */
+ * Q4_K_M's Q|K in Q4_K with V in Q6_K is two matrices, not three, which the decode step then
+ * computes in one matvec_mix launch: cuda/mv_shape.h). off[i] = where output i starts, n_out =
+ * the device matrices made. */
 static int upload_group(Upload *u, const ZrWeight *const *ws, int n, ZrCuWeight *out, int *n_out, int *off,
                         ZrError *err) {
     ZrCuForward *f = u->f;
