@@ -364,46 +364,70 @@ struct ZrMvQ4K {
     }
 };
 
-// q5_K (ggml's block as is): item = 16 bytes of nibbles laid out as q4_K's, plus the block's
-// 16-byte header and the 16 bytes of fifth bits of the item's half.
+// q5_K (device layout in cu/quant.cuh): q4_K's item (16 bytes of nibbles, the same elements) and
+// one word of the item's fifth bits, plus q4_K's scale word and (d, dmin): 28 B per item and
+// row, 7 registers. The arithmetic is q4_K's: staged sums of x per 16 values for the mins, and
+// each 5-bit q read as a float by one PRMT -- here 0.5 + q/64 (byte q << 2 under 0x3F: the
+// exponent's low bit stays 0, so no constant is ORed in), the fifth bit moved to bit 6 of each
+// byte by one shift and the nibble to bits 2..5 by another.
 struct ZrMvQ5K {
     static constexpr int EPI = 32;
-    struct Row { const uint8_t *p; };
-    struct F { uint4 q, hd, h; };
-    __device__ static Row row(const uint8_t *w, const uint8_t *, int n_in, int, int r) {
-        return {w + (size_t)r * (n_in / 256) * 176};
+    struct Row { const uint8_t *w, *ws; uint32_t g; };  // as q4_K's
+    struct F { uint4 q; uint32_t qh, sm; __half2 dm; };
+    __device__ static Row row(const uint8_t *w, const uint8_t *ws, int n_in, int, int r) {
+        return {w, ws, (uint32_t)r * (uint32_t)(n_in / 256)};
     }
     __device__ static void load(const Row &rw, int it, F &f) {
-        const int sb = it >> 3, j = (it >> 1) & 3, hf = it & 1;
-        const uint8_t *b = rw.p + (size_t)sb * 176;
-        f.hd = zr_ld16(b);
-        f.q = zr_ld16(b + 48 + 32 * j + 16 * hf);
-        f.h = zr_ld16(b + 16 + 16 * hf);
+        const uint32_t sb = rw.g + (it >> 3);
+        const uint8_t *b = rw.w + (size_t)sb * 160, *s = rw.ws + (size_t)sb * 20;
+        f.q = zr_ld16(b + 16 * (it & 7));
+        f.qh = __ldg((const uint32_t *)(b + 128) + (it & 7));
+        f.sm = __ldg((const uint32_t *)s + ((it >> 1) & 3));
+        f.dm = __ldg((const __half2 *)(s + 16));
     }
+    // sum x (0.5 + q/64) = S/2 + (sum x q)/64 with S the staged sum: the offset is at most ~1x
+    // the part kept (q/64 < 0.5), as q4_K's 1 + q/16
     template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        const int sb = it >> 3, j = (it >> 1) & 3, hf = it & 1;
-        const int e0 = 256 * sb + 64 * j + 16 * hf;
-        float xlo[16], xhi[16];
-        zr_x16(xs, e0, xlo);
-        zr_x16(xs, e0 + 32, xhi);
-        const float slo = zr_sum16(xlo), shi = zr_sum16(xhi);
+        // as q4_K's: the 16 values at e0 (and at e0 + 32) do not cross a pad
+        const int e0 = 32 * it - 16 * (it & 1), g0 = e0 >> 5, hf = it & 1;
+        const float *xl = xs + zr_xpad(e0), *xh = xs + zr_xpad(e0 + 32);
+        const float sum_lo = xs[36 * g0 + 32 + hf], sum_hi = xs[36 * g0 + 68 + hf];
+        float slo[R], shi[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) slo[r] = shi[r] = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float4 a = *(const float4 *)(xl + 4 * k), b = *(const float4 *)(xh + 4 * k);
+            const float va[4] = {a.x, a.y, a.z, a.w}, vb[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                const uint32_t h = f[r].qh;
+                // byte i: q << 2 (nibble at bits 2..5, fifth bit at 6; bit 7, the exponent's low
+                // bit under 0x3F, is 0)
+                const uint32_t hk = h >> (2 * k);
+                const uint32_t lo = ((w4 << 2) & 0x3C3C3C3Cu) | ((hk << 6) & 0x40404040u);
+                const uint32_t hi = ((w4 >> 2) & 0x3C3C3C3Cu) | ((hk << 5) & 0x40404040u);
+                float tl = slo[r], th = shi[r];
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    tl = fmaf(va[i], __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), tl);
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    th = fmaf(vb[i], __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), th);
+                slo[r] = tl;
+                shi[r] = th;
+            }
+        }
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            const float2 dm = __half22float2(*(const __half2 *)&f[r].hd.x);
-            float sc0, m0, sc1, m1;
-            zr_scale_min_k4w(2 * j, f[r].hd.y, f[r].hd.z, f[r].hd.w, &sc0, &m0);
-            zr_scale_min_k4w(2 * j + 1, f[r].hd.y, f[r].hd.z, f[r].hd.w, &sc1, &m1);
-            const uint32_t w4[4] = {f[r].q.x, f[r].q.y, f[r].q.z, f[r].q.w};
-            const uint32_t h4[4] = {f[r].h.x, f[r].h.y, f[r].h.z, f[r].h.w};
-            uint32_t lo[4], hi[4];
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                lo[k] = (w4[k] & 0x0F0F0F0Fu) | (((h4[k] >> (2 * j)) & 0x01010101u) << 4);
-                hi[k] = ((w4[k] >> 4) & 0x0F0F0F0Fu) | (((h4[k] >> (2 * j + 1)) & 0x01010101u) << 4);
-            }
-            const float a = dm.x * sc0 * zr_dot16_bytes(lo, xlo, ZR_MAGIC) - dm.y * m0 * slo;
-            const float b = dm.x * sc1 * zr_dot16_bytes(hi, xhi, ZR_MAGIC) - dm.y * m1 * shi;
-            acc[r] += a + b;
+            const float2 dm = __half22float2(f[r].dm);
+            const uint32_t sm = f[r].sm;
+            const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
+            const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
+            // sum x q = 64 (s - S/2): the 64 goes into d (a power of two: exact)
+            acc[r] = fmaf(64.f * dm.x, fmaf(sc0, fmaf(-0.5f, sum_lo, slo[r]), sc1 * fmaf(-0.5f, sum_hi, shi[r])), acc[r]);
+            acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
         }
     }
 };
@@ -485,6 +509,9 @@ template <class T> struct ZrMvXsum {
     static constexpr bool value = false;
 };
 template <> struct ZrMvXsum<ZrMvQ4K> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvXsum<ZrMvQ5K> {
     static constexpr bool value = true;
 };
 

@@ -39,6 +39,19 @@ __device__ __forceinline__ uint8_t zr_k4_min(const uint8_t *s, int j) {
     return j < 4 ? (uint8_t)(s[j + 4] & 63) : (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
 }
 
+// q4_K / q5_K: the side record of a block (d dmin scales[12] ...): 4 words of decoded (scale,
+// scale, min, min) bytes, then (d, dmin)
+__device__ __forceinline__ void zr_k4_side(const uint8_t *blk, uint8_t *sm) {
+    const uint8_t *sc = blk + 4;
+    for (int j = 0; j < 4; j++) {
+        sm[4 * j + 0] = zr_k4_scale(sc, 2 * j);
+        sm[4 * j + 1] = zr_k4_scale(sc, 2 * j + 1);
+        sm[4 * j + 2] = zr_k4_min(sc, 2 * j);
+        sm[4 * j + 3] = zr_k4_min(sc, 2 * j + 1);
+    }
+    zr_cpy(sm + 16, blk, 4);
+}
+
 // q6_K element e (0..255): its low nibble and its high two bits in ggml's ql[128] qh[64]
 __device__ __forceinline__ int zr_q6_lo(const uint8_t *blk, int e) {
     const int h = e >> 7, g4 = (e >> 5) & 3, l = e & 31;
@@ -88,20 +101,27 @@ ZR_KERNEL void __launch_bounds__(256) repack_rows(const uint8_t *src, uint8_t *m
         zr_cpy(m + 112 * b, blk, 110);
         m[112 * b + 110] = m[112 * b + 111] = 0;
         break;
-    case ZR_T_Q4_K: { // 128 B of quants; 4 words of decoded (scale, scale, min, min); (d, dmin)
-        const uint8_t *sc = blk + 4;
-        uint8_t *sm = side + 20 * g;
-        for (int j = 0; j < 4; j++) {
-            sm[4 * j + 0] = zr_k4_scale(sc, 2 * j);
-            sm[4 * j + 1] = zr_k4_scale(sc, 2 * j + 1);
-            sm[4 * j + 2] = zr_k4_min(sc, 2 * j);
-            sm[4 * j + 3] = zr_k4_min(sc, 2 * j + 1);
-        }
-        zr_cpy(sm + 16, blk, 4);
+    case ZR_T_Q4_K: // 128 B of quants; the side record
+        zr_k4_side(blk, side + 20 * g);
         zr_cpy(m + 128 * b, blk + 16, 128);
         break;
+    case ZR_T_Q5_K: { // q4_K's quants and side record; a word of fifth bits per item u: the bit of
+                      // quant byte 4k + i's nibble t (ggml: bit 2(u/2) + t of qh[16(u%2) + 4k + i])
+                      // at bit 2k + t of the word's byte i
+        zr_k4_side(blk, side + 20 * g);
+        uint8_t *q = m + 160 * b;
+        zr_cpy(q, blk + 48, 128);
+#pragma unroll 1
+        for (int u = 0; u < 8; u++)
+            for (int i = 0; i < 4; i++) {
+                int v = 0;
+                for (int k = 0; k < 4; k++)
+                    for (int t = 0; t < 2; t++)
+                        v |= ((blk[16 + 16 * (u & 1) + 4 * k + i] >> (2 * (u >> 1) + t)) & 1) << (2 * k + t);
+                q[128 + 4 * u + i] = (uint8_t)v;
+            }
+        break;
     }
-    case ZR_T_Q5_K: zr_cpy(m + 176 * b, blk, 176); break;
     case ZR_T_Q6_K: { // nib[128]: element 32u + 16t + i's low nibble at bit 4t of byte 16u + i;
                       // hb[64]: its high bits at bit 2*(i>>2) of byte 8u + 4t + (i&3)
         uint8_t *q = m + 192 * b;

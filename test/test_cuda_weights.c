@@ -29,6 +29,16 @@ static float q4_k_elem(const uint8_t *m, const uint8_t *s, int n_in, int r, int 
     return h2f(s + 20 * g + 16) * sm[hi] * q - h2f(s + 20 * g + 18) * sm[2 + hi];
 }
 
+/* q5_K: q4_K's quants and side record; the fifth bit of the element in quant byte 4k + i of item
+ * u = 2j + hf (nibble t) is bit 2k + t of byte i of the word at 128 + 4u */
+static float q5_k_elem(const uint8_t *m, const uint8_t *s, int n_in, int r, int e) {
+    const size_t g = (size_t)r * (n_in / 256) + e / 256;
+    const int i = e % 256, j = i / 64, t = (i / 32) % 2, l = i % 32, u = 2 * j + l / 16, k = (l % 16) / 4;
+    const uint8_t *b = m + 160 * g, *sm = s + 20 * g + 4 * j;
+    const int q = ((b[32 * j + l] >> (4 * t)) & 15) | ((b[128 + 4 * u + l % 4] >> (2 * k + t)) & 1) << 4;
+    return h2f(s + 20 * g + 16) * sm[t] * q - h2f(s + 20 * g + 18) * sm[2 + t];
+}
+
 static float q6_k_elem(const uint8_t *m, const uint8_t *s, int n_in, int r, int e) {
     const size_t g = (size_t)r * (n_in / 256) + e / 256;
     const int i = e % 256, u = i / 32, t = (i / 16) % 2, k = i % 16;
@@ -103,6 +113,47 @@ ZT_TEST(rows_at_odd_addresses_repack_like_aligned_ones) {
 }
 
 ZT_TEST(q4_k_rows_repack_to_quants_and_decoded_scales_and_mins) { check_type(ZR_TYPE_Q4_K, q4_k_elem); }
+ZT_TEST(q5_k_rows_repack_to_quants_fifth_bit_words_and_decoded_scales_and_mins) { check_type(ZR_TYPE_Q5_K, q5_k_elem); }
+/* The matrix-vector kernel's reading of a q5_K item (cu/matvec.cuh ZrMvQ5K::comp), done here on
+ * the same words: quant word k and the item's fifth-bit word h give, per byte, q << 2 for the
+ * low and the high nibbles' elements, and that byte under 0x3F is the float 0.5 + q/64. Every q of
+ * a repacked row must be ggml's (its qs nibble and qh bit, read from the file's block). */
+ZT_TEST(q5_k_items_decode_to_ggml_quants_the_way_the_kernel_reads_them) {
+    const int n_in = 512;
+    uint8_t w[2 * 176], m[2 * 160], s[2 * 20];
+    float x[512];
+    for (int i = 0; i < n_in; i++) x[i] = rnd();
+    ZT_CHECK(zr_quantize_row(ZR_TYPE_Q5_K, x, w, n_in));
+    zr_cuw_repack_row(ZR_TYPE_Q5_K, w, n_in, 0, 1, m, s);
+    int bad = 0, fifth = 0;
+    for (int it = 0; it < n_in / 32; it++) {
+        const int sb = it / 8, u = it % 8, j = u / 2, hf = u % 2;
+        const uint8_t *blk = w + 176 * sb, *item = m + 160 * sb + 16 * u, *hw = m + 160 * sb + 128 + 4 * u;
+        const uint32_t h = (uint32_t)hw[0] | (uint32_t)hw[1] << 8 | (uint32_t)hw[2] << 16 | (uint32_t)hw[3] << 24;
+        for (int k = 0; k < 4; k++) {
+            const uint8_t *p = item + 4 * k;
+            const uint32_t w4 = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+            const uint32_t hk = h >> (2 * k);
+            const uint32_t lo = ((w4 << 2) & 0x3C3C3C3Cu) | ((hk << 6) & 0x40404040u);
+            const uint32_t hi = ((w4 >> 2) & 0x3C3C3C3Cu) | ((hk << 5) & 0x40404040u);
+            for (int i = 0; i < 8; i++) {
+                const int t = i / 4, l = 16 * hf + 4 * k + i % 4; /* t: high nibble */
+                const uint32_t bits = 0x3F000000u | ((((t ? hi : lo) >> (8 * (i % 4))) & 0xFF) << 16);
+                float f;
+                memcpy(&f, &bits, 4);
+                const int got = (int)((f - 0.5f) * 64.0f);
+                const int want = ((blk[48 + 32 * j + l] >> (4 * t)) & 15) | ((blk[16 + l] >> (2 * j + t)) & 1) << 4;
+                fifth += want >> 4;
+                if ((got != want || (f - 0.5f) * 64.0f != (float)got) && bad++ < 5)
+                    ZT_CHECKF(0, "item %d word %d byte %d: the kernel's reading gives %g, ggml's q is %d", it, k, i,
+                              (double)((f - 0.5f) * 64.0f), want);
+            }
+        }
+    }
+    ZT_CHECKF(bad == 0, "%d quants differ", bad);
+    ZT_CHECKF(fifth > 0 && fifth < n_in, "the row sets %d fifth bits of %d: both kinds must occur", fifth, n_in);
+}
+
 ZT_TEST(q6_k_rows_repack_to_nibbles_high_bits_and_scales) { check_type(ZR_TYPE_Q6_K, q6_k_elem); }
 
 int main(void) { return zt_run(); }

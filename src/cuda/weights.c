@@ -29,9 +29,9 @@ static uint8_t k4_min(const uint8_t *s, int j) {
     return j < 4 ? (uint8_t)(s[j + 4] & 63) : (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
 }
 
-/* One ggml q4_K block (d dmin scales[12] qs[128]) as 128 B of quants, 4 words of decoded
- * scale/min bytes and (d, dmin) (cu/quant.cuh). */
-static void repack_q4_k(const uint8_t *blk, uint8_t *m, uint8_t *sm, uint8_t *dm) {
+/* The side record of a q4_K / q5_K block (d dmin scales[12] ...): 4 words of decoded scale/min
+ * bytes, then (d, dmin) (cu/quant.cuh). */
+static void k4_side(const uint8_t *blk, uint8_t *sm) {
     const uint8_t *sc = blk + 4;
     for (int j = 0; j < 4; j++) {
         sm[4 * j + 0] = k4_scale(sc, 2 * j);
@@ -39,8 +39,30 @@ static void repack_q4_k(const uint8_t *blk, uint8_t *m, uint8_t *sm, uint8_t *dm
         sm[4 * j + 2] = k4_min(sc, 2 * j);
         sm[4 * j + 3] = k4_min(sc, 2 * j + 1);
     }
-    memcpy(dm, blk, 4);
+    memcpy(sm + 16, blk, 4);
+}
+
+/* One ggml q4_K block (d dmin scales[12] qs[128]) as 128 B of quants and its side record. */
+static void repack_q4_k(const uint8_t *blk, uint8_t *m, uint8_t *sm) {
+    k4_side(blk, sm);
     memcpy(m, blk + 16, 128);
+}
+
+/* One ggml q5_K block (d dmin scales[12] qh[32] qs[128]) as q4_K's quants and side record, then a
+ * word of fifth bits per 16-byte item u = 2j + hf (cu/quant.cuh): the bit of the element in quant
+ * byte 4k + i of the item (t = 0: its low nibble, 1: its high one) -- ggml's bit 2j + t of
+ * qh[16hf + 4k + i] -- at bit 2k + t of the word's byte i. */
+static void repack_q5_k(const uint8_t *blk, uint8_t *m, uint8_t *sm) {
+    k4_side(blk, sm);
+    memcpy(m, blk + 48, 128);
+    memset(m + 128, 0, 32);
+    for (int u = 0; u < 8; u++)
+        for (int k = 0; k < 4; k++)
+            for (int i = 0; i < 4; i++)
+                for (int t = 0; t < 2; t++) {
+                    const int bit = (blk[16 + 16 * (u & 1) + 4 * k + i] >> (2 * (u >> 1) + t)) & 1;
+                    m[128 + 4 * u + i] |= (uint8_t)(bit << (2 * k + t));
+                }
 }
 
 /* One ggml q6_K block (ql[128] qh[64] scales[16] d) regrouped as nib[128] hb[64] (cu/quant.cuh:
@@ -96,8 +118,8 @@ void zr_cuw_repack_row(uint32_t type, const void *src, int64_t n_in, int64_t r, 
             break;
         case ZR_TYPE_Q2_K: memcpy(m + 80 * b, blk, 80); memcpy(side + 4 * g, blk + 80, 4); break;
         case ZR_TYPE_Q3_K: memcpy(m + 112 * b, blk, 110); memset(m + 112 * b + 110, 0, 2); break;
-        case ZR_TYPE_Q4_K: repack_q4_k(blk, m + 128 * b, side + 20 * g, side + 20 * g + 16); break;
-        case ZR_TYPE_Q5_K: memcpy(m + 176 * b, blk, 176); break;
+        case ZR_TYPE_Q4_K: repack_q4_k(blk, m + 128 * b, side + 20 * g); break;
+        case ZR_TYPE_Q5_K: repack_q5_k(blk, m + 160 * b, side + 20 * g); break;
         case ZR_TYPE_Q6_K: repack_q6_k(blk, m + 192 * b, side + 18 * g, side + 18 * g + 16); break;
         default: break;
         }
