@@ -18,11 +18,16 @@
 //   q5_0   qs[16]                                               u32 qh[N] then half d[N]   (N = n_out*nb)
 //   q5_1   qs[16]                                               u32 qh[N] then half2 dm[N]
 //   q2_K   scales[16] qs[64] (80 B)                             half2 (d, dmin)
-//   q3_K   hmask[32] qs[64] scales[12] d pad[2] (112 B)         -
+//   q3_K   qs[64] hb[32] (96 B, regrouped, below)               int8 sc[16], half d, pad[2] (20 B)
 //   q4_K   qs[128] (128 B, as ggml)                             u32 sm[4], half2 dm (20 B)
 //   q5_K   qs[128] qh[32] (160 B: q4_K's quants, fifth bits)     u32 sm[4], half2 dm (20 B, as q4_K)
 //   q6_K   nib[128] hb[64] (192 B, regrouped, below)            int8 sc[16], half d (18 B)
 //
+// q3_K main: element 64u + 16s + 4k + i of a super-block (u = 0..3: the 16-byte item; s: its
+// 16-value group; k, i = 0..3) has its 2 low bits at bits 2s of qs[16u + 4k + i] and its high bit
+// (ggml's hmask) at bit 4(s&1) + k of hb[8u + 4(s>>1) + i], so an item's high bits are one uint2
+// and ((word >> 2s) & 0x03030303) are the low bits of the 4 bytes of quant word k at group s.
+// side: sc[t] = ggml's 6-bit scale t (elements 16t..16t+15) minus 32, as int8; d as ggml.
 // K-quant side streams are pre-decoded so the matrix-vector kernel reads one small word per
 // item instead of unpacking 6-bit fields of a 16-byte header on every lane (one record per
 // super-block, in row order, so a row's side data starts at one pointer):
@@ -64,15 +69,6 @@ __device__ __forceinline__ uint32_t zr_expand4_bit4(uint32_t bits4) {
 __device__ __forceinline__ float zr_h2f(const __half h) { return __half2float(h); }
 __device__ __forceinline__ float zr_bf2f(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
 __device__ __forceinline__ float zr_ldh(const uint8_t *p) { return __half2float(*(const __half *)p); }
-
-// Q3_K: the 16 6-bit scales (0..63, still biased by 32) as 4 words of bytes.
-__device__ __forceinline__ void zr_q3k_scales(uint32_t a0, uint32_t a1, uint32_t a2, uint32_t s[4]) {
-    const uint32_t k1 = 0x03030303u, k2 = 0x0f0f0f0fu;
-    s[0] = (a0 & k2) | (((a2 >> 0) & k1) << 4);
-    s[1] = (a1 & k2) | (((a2 >> 2) & k1) << 4);
-    s[2] = ((a0 >> 4) & k2) | (((a2 >> 4) & k1) << 4);
-    s[3] = ((a1 >> 4) & k2) | (((a2 >> 6) & k1) << 4);
-}
 
 // Bytes of a row of the main stream (the host's zr_cuw_main_row_bytes). Only the 1-element
 // "blocks" of the float types need the padding to 16 bytes: the others' main bytes per block are
@@ -119,14 +115,11 @@ __device__ __forceinline__ float zr_dq(const uint8_t *__restrict__ w, const uint
         return zr_ldh(ws + 4 * g) * (float)(sc & 0xF) * (float)q - zr_ldh(ws + 4 * g + 2) * (float)(sc >> 4);
     }
     if (TYPE == ZR_T_Q3_K) {
-        const uint8_t *b = row + 112 * sb;
-        const int n = i >> 7, j = (i >> 5) & 3, l = i & 31;
-        uint32_t s[4];
-        zr_q3k_scales(*(const uint32_t *)(b + 96), *(const uint32_t *)(b + 100), *(const uint32_t *)(b + 104), s);
-        const int idx = 8 * n + 2 * j + (l >> 4);
-        const int sc = (int)((s[idx >> 2] >> (8 * (idx & 3))) & 0xFF) - 32;
-        const int q = ((b[32 + 32 * n + l] >> (2 * j)) & 3) - ((b[l] >> (4 * n + j)) & 1 ? 0 : 4);
-        return zr_ldh(b + 108) * (float)sc * (float)q;
+        const uint8_t *b = row + 96 * sb;
+        const int u = i >> 6, s = (i >> 4) & 3, k = (i >> 2) & 3, c = i & 3;
+        const int lo = (b[16 * u + 4 * k + c] >> (2 * s)) & 3;
+        const int q = lo | ((b[64 + 8 * u + 4 * (s >> 1) + c] >> (4 * (s & 1) + k)) & 1) << 2;
+        return zr_ldh(ws + 20 * g + 16) * (float)(int8_t)ws[20 * g + (i >> 4)] * (float)(q - 4);
     }
     if (TYPE == ZR_T_Q4_K) {
         const int j = i >> 6, hi = (i >> 5) & 1, l = i & 31;

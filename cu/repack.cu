@@ -52,6 +52,17 @@ __device__ __forceinline__ void zr_k4_side(const uint8_t *blk, uint8_t *sm) {
     zr_cpy(sm + 16, blk, 4);
 }
 
+// q3_K: scale j (0..15) from ggml's 12 bytes, minus 32
+__device__ __forceinline__ int zr_k3_scale(const uint8_t *s, int j) {
+    const int lo = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4), hi = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
+    return (lo | hi << 4) - 32;
+}
+
+// q2_K / q3_K: the 2 low bits of element e (0..255) from ggml's qs[64]
+__device__ __forceinline__ int zr_k23_q2(const uint8_t *qs, int e) {
+    return (qs[32 * (e >> 7) + (e & 31)] >> (2 * ((e >> 5) & 3))) & 3;
+}
+
 // q6_K element e (0..255): its low nibble and its high two bits in ggml's ql[128] qh[64]
 __device__ __forceinline__ int zr_q6_lo(const uint8_t *blk, int e) {
     const int h = e >> 7, g4 = (e >> 5) & 3, l = e & 31;
@@ -97,10 +108,33 @@ ZR_KERNEL void __launch_bounds__(256) repack_rows(const uint8_t *src, uint8_t *m
         zr_cpy(m + 16 * b, blk + 8, 16);
         break;
     case ZR_T_Q2_K: zr_cpy(m + 80 * b, blk, 80); zr_cpy(side + 4 * g, blk + 80, 4); break;
-    case ZR_T_Q3_K:
-        zr_cpy(m + 112 * b, blk, 110);
-        m[112 * b + 110] = m[112 * b + 111] = 0;
+    case ZR_T_Q3_K: { // element 64u + 16s + 4k + i: low bits at bits 2s of byte 16u + 4k + i, high
+                      // bit at bit 4(s&1) + k of byte 64 + 8u + 4(s>>1) + i; side: int8 scales, d, 0, 0
+        uint8_t *q = m + 96 * b, *sd = side + 20 * g;
+#pragma unroll 1
+        for (int u = 0; u < 4; u++)
+            for (int c = 0; c < 16; c++) { // byte 4k + i of quants, bits of all four s
+                int v = 0;
+                for (int s = 0; s < 4; s++) v |= zr_k23_q2(blk + 32, 64 * u + 16 * s + c) << (2 * s);
+                q[16 * u + c] = (uint8_t)v;
+            }
+#pragma unroll 1
+        for (int u = 0; u < 4; u++)
+            for (int c = 0; c < 8; c++) { // byte 4(s>>1) + i of the high bits
+                const int s1 = c >> 2, i = c & 3;
+                int v = 0;
+                for (int t = 0; t < 2; t++)
+                    for (int k = 0; k < 4; k++) {
+                        const int e = 64 * u + 16 * (2 * s1 + t) + 4 * k + i;
+                        v |= ((blk[e & 31] >> (4 * (e >> 7) + ((e >> 5) & 3))) & 1) << (4 * t + k);
+                    }
+                q[64 + 8 * u + c] = (uint8_t)v;
+            }
+        for (int j = 0; j < 16; j++) sd[j] = (uint8_t)(int8_t)zr_k3_scale(blk + 96, j);
+        zr_cpy(sd + 16, blk + 108, 2);
+        sd[18] = sd[19] = 0;
         break;
+    }
     case ZR_T_Q4_K: // 128 B of quants; the side record
         zr_k4_side(blk, side + 20 * g);
         zr_cpy(m + 128 * b, blk + 16, 128);

@@ -29,6 +29,34 @@ static uint8_t k4_min(const uint8_t *s, int j) {
     return j < 4 ? (uint8_t)(s[j + 4] & 63) : (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
 }
 
+/* q3_K: scale j (0..15) from ggml's 12 bytes, minus 32 (ggml's k3 packing: low nibble in byte
+ * j%8 (high nibble for j >= 8), top two bits at bit 2*(j/4) of byte 8 + j%4). */
+static int k3_scale(const uint8_t *s, int j) {
+    const int lo = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4), hi = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
+    return (lo | hi << 4) - 32;
+}
+
+/* q2_K / q3_K: the 2 low bits of element e (0..255) from ggml's qs[64] (element 128n + 32j + l
+ * at bits 2j of qs[32n + l]). */
+static int k23_q2(const uint8_t *qs, int e) { return (qs[32 * (e >> 7) + (e & 31)] >> (2 * ((e >> 5) & 3))) & 3; }
+
+/* One ggml q3_K block (hmask[32] qs[64] scales[12] d) as 64 B of regrouped 2-bit quants (element
+ * 64u + 16s + 4k + i at bits 2s of byte 16u + 4k + i), 32 B of high bits (its bit at bit 4(s&1) + k
+ * of byte 64 + 8u + 4(s>>1) + i) and the side record: the 16 scales minus 32 as int8, d, 2 zero
+ * bytes (cu/quant.cuh). */
+static void repack_q3_k(const uint8_t *blk, uint8_t *m, uint8_t *sd) {
+    memset(m, 0, 96);
+    for (int e = 0; e < 256; e++) {
+        const int u = e >> 6, s = (e >> 4) & 3, k = (e >> 2) & 3, i = e & 3;
+        const int h = (blk[e & 31] >> (4 * (e >> 7) + ((e >> 5) & 3))) & 1;
+        m[16 * u + 4 * k + i] |= (uint8_t)(k23_q2(blk + 32, e) << (2 * s));
+        m[64 + 8 * u + 4 * (s >> 1) + i] |= (uint8_t)(h << (4 * (s & 1) + k));
+    }
+    for (int j = 0; j < 16; j++) sd[j] = (uint8_t)(int8_t)k3_scale(blk + 96, j);
+    memcpy(sd + 16, blk + 108, 2);
+    sd[18] = sd[19] = 0;
+}
+
 /* The side record of a q4_K / q5_K block (d dmin scales[12] ...): 4 words of decoded scale/min
  * bytes, then (d, dmin) (cu/quant.cuh). */
 static void k4_side(const uint8_t *blk, uint8_t *sm) {
@@ -117,7 +145,7 @@ void zr_cuw_repack_row(uint32_t type, const void *src, int64_t n_in, int64_t r, 
             memcpy(m + 16 * b, blk + 8, 16);
             break;
         case ZR_TYPE_Q2_K: memcpy(m + 80 * b, blk, 80); memcpy(side + 4 * g, blk + 80, 4); break;
-        case ZR_TYPE_Q3_K: memcpy(m + 112 * b, blk, 110); memset(m + 112 * b + 110, 0, 2); break;
+        case ZR_TYPE_Q3_K: repack_q3_k(blk, m + 96 * b, side + 20 * g); break;
         case ZR_TYPE_Q4_K: repack_q4_k(blk, m + 128 * b, side + 20 * g); break;
         case ZR_TYPE_Q5_K: repack_q5_k(blk, m + 160 * b, side + 20 * g); break;
         case ZR_TYPE_Q6_K: repack_q6_k(blk, m + 192 * b, side + 18 * g, side + 18 * g + 16); break;
