@@ -225,46 +225,57 @@ struct ZrMvQ4x {
     }
 };
 
-// q2_K: item = 16 bytes of 2-bit quants (one of 4 per super-block: n = half of 128, lh = which 16
-// of the 32 bytes), i.e. 4 runs of 16 elements at 128n + 32j + 16lh (j = 0..3, bits 2j..2j+1),
-// each run with its own scale index 8n + 2j + lh.
+// q2_K (device layout in cu/quant.cuh): item = the 64 elements 64 it.. of the row: 16 bytes of
+// 2-bit quants placed as q3_K's low bits, the item's 4 scale|min bytes (one word) and (d, dmin):
+// 24 B per item and row, 6 registers (ggml's block as it was: 36 B per item, the header's 16
+// scale bytes loaded by every lane). q is read as the float 0.5 + q/16 as in q3_K: sum x q =
+// 16 T - 8 S against the group's staged sum S, which the mins need anyway.
 struct ZrMvQ2K {
     static constexpr int EPI = 64;
-    struct Row { const uint8_t *p; const __half2 *dm; };
-    struct F { uint4 q, s; float d, dmin; };
+    struct Row { const uint8_t *w, *ws; uint32_t g; };  // as q4_K's
+    struct F { uint4 q; uint32_t sc; __half2 dm; };
     __device__ static Row row(const uint8_t *w, const uint8_t *ws, int n_in, int, int r) {
-        const int nsb = n_in / 256;
-        return {w + (size_t)r * nsb * 80, (const __half2 *)ws + (size_t)r * nsb};
+        return {w, ws, (uint32_t)r * (uint32_t)(n_in / 256)};
     }
     __device__ static void load(const Row &rw, int it, F &f) {
-        const int sb = it >> 2, n = (it >> 1) & 1, lh = it & 1;
-        const uint8_t *b = rw.p + (size_t)sb * 80;
-        f.q = zr_ld16(b + 16 + 32 * n + 16 * lh);
-        f.s = zr_ld16(b);
-        const float2 v = __half22float2(__ldg(rw.dm + sb));
-        f.d = v.x; f.dmin = v.y;
+        const uint32_t sb = rw.g + (it >> 2);
+        const uint8_t *s = rw.ws + (size_t)sb * 20;
+        f.q = zr_ld16(rw.w + (size_t)sb * 64 + 16 * (it & 3));
+        f.sc = __ldg((const uint32_t *)s + (it & 3));
+        f.dm = __ldg((const __half2 *)(s + 16));
     }
     template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        const int sb = it >> 2, n = (it >> 1) & 1, lh = it & 1;
-        const int e0 = 256 * sb + 128 * n + 16 * lh;
+        const float *xp = xs + zr_xpad(64 * it);  // value o < 64 of the item at xp + o + 4 (o >= 32)
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            float xv[16];
-            zr_x16(xs, e0 + 32 * j, xv);
-            const float xsum = zr_sum16(xv);
-            const int idx = 8 * n + 2 * j + lh;  // scale index; word idx>>2 = 2n + (j>>1)
+        for (int s = 0; s < 4; s++) {
+            float t[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) t[r] = 0.f;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const float4 a = *(const float4 *)(xp + 16 * s + 4 * k + 4 * (s >> 1));
+                const float va[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                    // byte i: q << 4 (bits 4..5; bit 7 clear)
+                    const uint32_t q = (2 * s <= 4 ? w4 << (4 - 2 * s) : w4 >> (2 * s - 4)) & 0x30303030u;
+                    float v = t[r];
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        v = fmaf(va[i], __uint_as_float(__byte_perm(q, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), v);
+                    t[r] = v;
+                }
+            }
+            // the staged sum of the group's 16 values: slot s&1 of the pad after its 32
+            const float S = xs[36 * (2 * it + (s >> 1)) + 32 + (s & 1)];
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                const uint32_t q4[4] = {f[r].q.x, f[r].q.y, f[r].q.z, f[r].q.w};
-                uint32_t q[4];
-#pragma unroll
-                for (int k = 0; k < 4; k++) q[k] = (q4[k] >> (2 * j)) & 0x03030303u;
-                const uint32_t sw[4] = {f[r].s.x, f[r].s.y, f[r].s.z, f[r].s.w};
-                const uint32_t word = n ? sw[2 + (j >> 1)] : sw[j >> 1];
-                const uint32_t sc = (word >> (8 * (idx & 3))) & 0xFF;
-                const float s = zr_dot16_bytes(q, xv, ZR_MAGIC);
-                acc[r] = fmaf(f[r].d * (float)(sc & 0xF), s, acc[r]);
-                acc[r] = fmaf(-f[r].dmin * (float)(sc >> 4), xsum, acc[r]);
+                const float2 dm = __half22float2(f[r].dm);
+                const float sc = zr_byte_f(f[r].sc & 0x0F0F0F0Fu, s, ZR_MAGIC);
+                const float m = zr_byte_f((f[r].sc >> 4) & 0x0F0F0F0Fu, s, ZR_MAGIC);
+                acc[r] = fmaf(dm.x * sc, fmaf(16.f, t[r], -8.f * S), acc[r]);
+                acc[r] = fmaf(-dm.y * m, S, acc[r]);
             }
         }
     }
@@ -556,6 +567,9 @@ template <> struct ZrMvXsum<ZrMvQ5K> {
     static constexpr bool value = true;
 };
 template <> struct ZrMvXsum<ZrMvQ3K> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvXsum<ZrMvQ2K> {
     static constexpr bool value = true;
 };
 

@@ -17,7 +17,7 @@
 //   q4_1   qs[16]                                               half2 (d, m)
 //   q5_0   qs[16]                                               u32 qh[N] then half d[N]   (N = n_out*nb)
 //   q5_1   qs[16]                                               u32 qh[N] then half2 dm[N]
-//   q2_K   scales[16] qs[64] (80 B)                             half2 (d, dmin)
+//   q2_K   qs[64] (64 B, regrouped as q3_K's low bits)          scales[16], half2 (d, dmin) (20 B)
 //   q3_K   qs[64] hb[32] (96 B, regrouped, below)               int8 sc[16], half d, pad[2] (20 B)
 //   q4_K   qs[128] (128 B, as ggml)                             u32 sm[4], half2 dm (20 B)
 //   q5_K   qs[128] qh[32] (160 B: q4_K's quants, fifth bits)     u32 sm[4], half2 dm (20 B, as q4_K)
@@ -28,6 +28,8 @@
 // (ggml's hmask) at bit 4(s&1) + k of hb[8u + 4(s>>1) + i], so an item's high bits are one uint2
 // and ((word >> 2s) & 0x03030303) are the low bits of the 4 bytes of quant word k at group s.
 // side: sc[t] = ggml's 6-bit scale t (elements 16t..16t+15) minus 32, as int8; d as ggml.
+// q2_K main: the 2-bit values placed as q3_K's low bits; side: ggml's scales[16] (scale t: low
+// nibble the scale, high nibble the min of elements 16t..16t+15), then (d, dmin).
 // K-quant side streams are pre-decoded so the matrix-vector kernel reads one small word per
 // item instead of unpacking 6-bit fields of a 16-byte header on every lane (one record per
 // super-block, in row order, so a row's side data starts at one pointer):
@@ -108,11 +110,9 @@ __device__ __forceinline__ float zr_dq(const uint8_t *__restrict__ w, const uint
     const int sb = e >> 8, i = e & 255;
     const size_t g = (size_t)r * (n_in / 256) + sb;
     if (TYPE == ZR_T_Q2_K) {
-        const uint8_t *b = row + 80 * sb;
-        const int n = i >> 7, j = (i >> 5) & 3, l = i & 31;
-        const int sc = b[8 * n + 2 * j + (l >> 4)];
-        const int q = (b[16 + 32 * n + l] >> (2 * j)) & 3;
-        return zr_ldh(ws + 4 * g) * (float)(sc & 0xF) * (float)q - zr_ldh(ws + 4 * g + 2) * (float)(sc >> 4);
+        const int q = (row[64 * sb + 16 * (i >> 6) + (i & 15)] >> (2 * ((i >> 4) & 3))) & 3;
+        const int sc = ws[20 * g + (i >> 4)];
+        return zr_ldh(ws + 20 * g + 16) * (float)(sc & 0xF) * (float)q - zr_ldh(ws + 20 * g + 18) * (float)(sc >> 4);
     }
     if (TYPE == ZR_T_Q3_K) {
         const uint8_t *b = row + 96 * sb;

@@ -107,7 +107,19 @@ ZR_KERNEL void __launch_bounds__(256) repack_rows(const uint8_t *src, uint8_t *m
         zr_cpy(side + 4 * Nb + 4 * g, blk, 4);
         zr_cpy(m + 16 * b, blk + 8, 16);
         break;
-    case ZR_T_Q2_K: zr_cpy(m + 80 * b, blk, 80); zr_cpy(side + 4 * g, blk + 80, 4); break;
+    case ZR_T_Q2_K: { // element 64u + 16s + c at bits 2s of byte 16u + c; side: scales, (d, dmin)
+        uint8_t *q = m + 64 * b;
+#pragma unroll 1
+        for (int u = 0; u < 4; u++)
+            for (int c = 0; c < 16; c++) {
+                int v = 0;
+                for (int s = 0; s < 4; s++) v |= zr_k23_q2(blk + 16, 64 * u + 16 * s + c) << (2 * s);
+                q[16 * u + c] = (uint8_t)v;
+            }
+        zr_cpy(side + 20 * g, blk, 16);
+        zr_cpy(side + 20 * g + 16, blk + 80, 4);
+        break;
+    }
     case ZR_T_Q3_K: { // element 64u + 16s + 4k + i: low bits at bits 2s of byte 16u + 4k + i, high
                       // bit at bit 4(s&1) + k of byte 64 + 8u + 4(s>>1) + i; side: int8 scales, d, 0, 0
         uint8_t *q = m + 96 * b, *sd = side + 20 * g;

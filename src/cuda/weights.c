@@ -40,6 +40,15 @@ static int k3_scale(const uint8_t *s, int j) {
  * at bits 2j of qs[32n + l]). */
 static int k23_q2(const uint8_t *qs, int e) { return (qs[32 * (e >> 7) + (e & 31)] >> (2 * ((e >> 5) & 3))) & 3; }
 
+/* One ggml q2_K block (scales[16] qs[64] d dmin) as 64 B of regrouped 2-bit quants (as q3_K's
+ * low bits) and the side record: ggml's 16 scale|min bytes, then (d, dmin) (cu/quant.cuh). */
+static void repack_q2_k(const uint8_t *blk, uint8_t *m, uint8_t *sd) {
+    memset(m, 0, 64);
+    for (int e = 0; e < 256; e++) m[16 * (e >> 6) + (e & 15)] |= (uint8_t)(k23_q2(blk + 16, e) << (2 * ((e >> 4) & 3)));
+    memcpy(sd, blk, 16);
+    memcpy(sd + 16, blk + 80, 4);
+}
+
 /* One ggml q3_K block (hmask[32] qs[64] scales[12] d) as 64 B of regrouped 2-bit quants (element
  * 64u + 16s + 4k + i at bits 2s of byte 16u + 4k + i), 32 B of high bits (its bit at bit 4(s&1) + k
  * of byte 64 + 8u + 4(s>>1) + i) and the side record: the 16 scales minus 32 as int8, d, 2 zero
@@ -144,7 +153,7 @@ void zr_cuw_repack_row(uint32_t type, const void *src, int64_t n_in, int64_t r, 
             memcpy(side + 4 * Nb + 4 * g, blk, 4);
             memcpy(m + 16 * b, blk + 8, 16);
             break;
-        case ZR_TYPE_Q2_K: memcpy(m + 80 * b, blk, 80); memcpy(side + 4 * g, blk + 80, 4); break;
+        case ZR_TYPE_Q2_K: repack_q2_k(blk, m + 64 * b, side + 20 * g); break;
         case ZR_TYPE_Q3_K: repack_q3_k(blk, m + 96 * b, side + 20 * g); break;
         case ZR_TYPE_Q4_K: repack_q4_k(blk, m + 128 * b, side + 20 * g); break;
         case ZR_TYPE_Q5_K: repack_q5_k(blk, m + 160 * b, side + 20 * g); break;
