@@ -35,13 +35,6 @@ __device__ __forceinline__ void zr_x16(const float *xs, int e, float v[16]) {
     }
 }
 
-__device__ __forceinline__ float zr_sum16(const float v[16]) {
-    float s = 0.f;
-#pragma unroll
-    for (int k = 0; k < 16; k++) s += v[k];
-    return s;
-}
-
 // sum_k x[k] * (byte k of the 4 words) - off*... : bytes are values with the offset folded in.
 __device__ __forceinline__ float zr_dot16_bytes(const uint32_t q[4], const float x[16], float off) {
     float s = 0.f;
