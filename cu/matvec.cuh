@@ -35,13 +35,6 @@ __device__ __forceinline__ void zr_x16(const float *xs, int e, float v[16]) {
     }
 }
 
-__device__ __forceinline__ float zr_sum16(const float v[16]) {
-    float s = 0.f;
-#pragma unroll
-    for (int k = 0; k < 16; k++) s += v[k];
-    return s;
-}
-
 // sum_k x[k] * (byte k of the 4 words) - off*... : bytes are values with the offset folded in.
 __device__ __forceinline__ float zr_dot16_bytes(const uint32_t q[4], const float x[16], float off) {
     float s = 0.f;
@@ -225,73 +218,125 @@ struct ZrMvQ4x {
     }
 };
 
-// q2_K / q3_K: item = 16 bytes of 2-bit quants (one of 4 per super-block: n = half of 128, lh =
-// which 16 of the 32 bytes), i.e. 4 runs of 16 elements at 128n + 32j + 16lh (j = 0..3, bits
-// 2j..2j+1), each run with its own scale index 8n + 2j + lh.
-template <int TYPE>
-struct ZrMvQ23K {
+// q2_K (device layout in cu/quant.cuh): item = the 64 elements 64 it.. of the row: 16 bytes of
+// 2-bit quants placed as q3_K's low bits, the item's 4 scale|min bytes (one word) and (d, dmin):
+// 24 B per item and row, 6 registers (ggml's block as it was: 36 B per item, the header's 16
+// scale bytes loaded by every lane). q is read as the float 0.5 + q/16 as in q3_K: sum x q =
+// 16 T - 8 S against the group's staged sum S, which the mins need anyway.
+struct ZrMvQ2K {
     static constexpr int EPI = 64;
-    static constexpr int SB = TYPE == ZR_T_Q2_K ? 80 : 112;
-    struct Row { const uint8_t *p; const __half2 *dm; };
-    struct F { uint4 q, h, s; float d, dmin; };
+    struct Row { const uint8_t *w, *ws; uint32_t g; };  // as q4_K's
+    struct F { uint4 q; uint32_t sc; __half2 dm; };
     __device__ static Row row(const uint8_t *w, const uint8_t *ws, int n_in, int, int r) {
-        const int nsb = n_in / 256;
-        return {w + (size_t)r * nsb * SB, (const __half2 *)ws + (size_t)r * nsb};
+        return {w, ws, (uint32_t)r * (uint32_t)(n_in / 256)};
     }
     __device__ static void load(const Row &rw, int it, F &f) {
-        const int sb = it >> 2, n = (it >> 1) & 1, lh = it & 1;
-        const uint8_t *b = rw.p + (size_t)sb * SB;
-        if (TYPE == ZR_T_Q2_K) {
-            f.q = zr_ld16(b + 16 + 32 * n + 16 * lh);
-            f.s = zr_ld16(b);
-            const float2 v = __half22float2(__ldg(rw.dm + sb));
-            f.d = v.x; f.dmin = v.y;
-            f.h = make_uint4(0, 0, 0, 0);
-        } else {
-            f.q = zr_ld16(b + 32 + 32 * n + 16 * lh);
-            f.h = zr_ld16(b + 16 * lh);
-            f.s = zr_ld16(b + 96);
-            f.d = f.dmin = 0.f;
-        }
+        const uint32_t sb = rw.g + (it >> 2);
+        const uint8_t *s = rw.ws + (size_t)sb * 20;
+        f.q = zr_ld16(rw.w + (size_t)sb * 64 + 16 * (it & 3));
+        f.sc = __ldg((const uint32_t *)s + (it & 3));
+        f.dm = __ldg((const __half2 *)(s + 16));
     }
     template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        const int sb = it >> 2, n = (it >> 1) & 1, lh = it & 1;
-        const int e0 = 256 * sb + 128 * n + 16 * lh;
+        const float *xp = xs + zr_xpad(64 * it);  // value o < 64 of the item at xp + o + 4 (o >= 32)
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            float xv[16];
-            zr_x16(xs, e0 + 32 * j, xv);
-            const float xsum = TYPE == ZR_T_Q2_K ? zr_sum16(xv) : 0.f;
-            const int idx = 8 * n + 2 * j + lh;  // scale index; word idx>>2 = 2n + (j>>1)
+        for (int s = 0; s < 4; s++) {
+            float t[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) t[r] = 0.f;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const float4 a = *(const float4 *)(xp + 16 * s + 4 * k + 4 * (s >> 1));
+                const float va[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                    // byte i: q << 4 (bits 4..5; bit 7 clear)
+                    const uint32_t q = (2 * s <= 4 ? w4 << (4 - 2 * s) : w4 >> (2 * s - 4)) & 0x30303030u;
+                    float v = t[r];
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        v = fmaf(va[i], __uint_as_float(__byte_perm(q, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), v);
+                    t[r] = v;
+                }
+            }
+            // the staged sum of the group's 16 values: slot s&1 of the pad after its 32
+            const float S = xs[36 * (2 * it + (s >> 1)) + 32 + (s & 1)];
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                const uint32_t q4[4] = {f[r].q.x, f[r].q.y, f[r].q.z, f[r].q.w};
-                uint32_t q[4];
-                if (TYPE == ZR_T_Q2_K) {
-#pragma unroll
-                    for (int k = 0; k < 4; k++) q[k] = (q4[k] >> (2 * j)) & 0x03030303u;
-                    const uint32_t sw[4] = {f[r].s.x, f[r].s.y, f[r].s.z, f[r].s.w};
-                    const uint32_t word = n ? sw[2 + (j >> 1)] : sw[j >> 1];
-                    const uint32_t sc = (word >> (8 * (idx & 3))) & 0xFF;
-                    const float s = zr_dot16_bytes(q, xv, ZR_MAGIC);
-                    acc[r] = fmaf(f[r].d * (float)(sc & 0xF), s, acc[r]);
-                    acc[r] = fmaf(-f[r].dmin * (float)(sc >> 4), xsum, acc[r]);
-                } else {
-                    const uint32_t h4[4] = {f[r].h.x, f[r].h.y, f[r].h.z, f[r].h.w};
-#pragma unroll
-                    for (int k = 0; k < 4; k++)
-                        q[k] = ((q4[k] >> (2 * j)) & 0x03030303u) | (((h4[k] >> (4 * n + j)) & 0x01010101u) << 2);
-                    uint32_t s4[4];
-                    zr_q3k_scales(f[r].s.x, f[r].s.y, f[r].s.z, s4);
-                    const uint32_t word = n ? s4[2 + (j >> 1)] : s4[j >> 1];
-                    const int sc = (int)((word >> (8 * (idx & 3))) & 0xFF) - 32;
-                    const float dd = __half2float(__ushort_as_half((unsigned short)(f[r].s.w & 0xFFFF)));
-                    acc[r] = fmaf(dd * (float)sc, zr_dot16_bytes(q, xv, ZR_MAGIC + 4.f), acc[r]);
-                }
+                const float2 dm = __half22float2(f[r].dm);
+                const float sc = zr_byte_f(f[r].sc & 0x0F0F0F0Fu, s, ZR_MAGIC);
+                const float m = zr_byte_f((f[r].sc >> 4) & 0x0F0F0F0Fu, s, ZR_MAGIC);
+                acc[r] = fmaf(dm.x * sc, fmaf(16.f, t[r], -8.f * S), acc[r]);
+                acc[r] = fmaf(-dm.y * m, S, acc[r]);
             }
         }
     }
 };
+
+// q3_K (device layout in cu/quant.cuh): item = the 64 elements 64 it.. of the row: 16 bytes of
+// low bits (group s = 0..3 of 16 values at bits 2s), 8 bytes of their high bits, the item's 4
+// int8 scales (one word) and d: 30 B per item and row, 8 registers (ggml's block as it was: 48 B,
+// and all 16 scales decoded per item and row). Each 3-bit q is read as the float 0.5 + q/16 by
+// one PRMT (byte q << 4 under 0x3F), so a weight costs PRMT + FFMA: sum x (q - 4) = 16 T - 12 S
+// with T the sum of the floats and S the group's staged sum of x (zr_mv_stage_x<true>).
+struct ZrMvQ3K {
+    static constexpr int EPI = 64;
+    struct Row { const uint8_t *w, *ws; uint32_t g; };  // as q4_K's
+    struct F { uint4 q; uint2 h; uint32_t sc; __half d; };
+    __device__ static Row row(const uint8_t *w, const uint8_t *ws, int n_in, int, int r) {
+        return {w, ws, (uint32_t)r * (uint32_t)(n_in / 256)};
+    }
+    __device__ static void load(const Row &rw, int it, F &f) {
+        const uint32_t sb = rw.g + (it >> 2);
+        const uint8_t *b = rw.w + (size_t)sb * 96, *s = rw.ws + (size_t)sb * 20;
+        f.q = zr_ld16(b + 16 * (it & 3));
+        f.h = __ldg((const uint2 *)(b + 64) + (it & 3));
+        f.sc = __ldg((const uint32_t *)s + (it & 3));
+        f.d = __ldg((const __half *)(s + 16));
+    }
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        const float *xp = xs + zr_xpad(64 * it);  // value o < 64 of the item at xp + o + 4 (o >= 32)
+#pragma unroll
+        for (int s = 0; s < 4; s++) {
+            float t[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) t[r] = 0.f;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const float4 a = *(const float4 *)(xp + 16 * s + 4 * k + 4 * (s >> 1));
+                const float va[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                    const uint32_t hw = s < 2 ? f[r].h.x : f[r].h.y;
+                    const int hb = 4 * (s & 1) + k;  // the high bits' place in each byte of hw
+                    // byte i: q << 4 (low bits at 4..5, high bit at 6, bit 7 clear)
+                    const uint32_t q = ((2 * s <= 4 ? w4 << (4 - 2 * s) : w4 >> (2 * s - 4)) & 0x30303030u) |
+                                       ((hb <= 6 ? hw << (6 - hb) : hw >> (hb - 6)) & 0x40404040u);
+                    float v = t[r];
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        v = fmaf(va[i], __uint_as_float(__byte_perm(q, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), v);
+                    t[r] = v;
+                }
+            }
+            // the staged sum of the group's 16 values: slot s&1 of the pad after its 32
+            const float S = xs[36 * (2 * it + (s >> 1)) + 32 + (s & 1)];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const float sc = zr_byte_f(f[r].sc ^ 0x80808080u, s, ZR_MAGIC + 128.f);
+                acc[r] = fmaf(__half2float(f[r].d) * sc, fmaf(16.f, t[r], -12.f * S), acc[r]);
+            }
+        }
+    }
+};
+
+// the traits of q2_K and q3_K by type id
+template <int TYPE> struct ZrMvQ23KOf;
+template <> struct ZrMvQ23KOf<ZR_T_Q2_K> { using T = ZrMvQ2K; };
+template <> struct ZrMvQ23KOf<ZR_T_Q3_K> { using T = ZrMvQ3K; };
+template <int TYPE> using ZrMvQ23K = typename ZrMvQ23KOf<TYPE>::T;
 
 // q4_K (device layout in cu/quant.cuh): item = 16 bytes of nibbles, one of 8 per super-block:
 // chunk j = u/2 of 64 elements, half hf = u%2; low nibbles are elements 64j + 16hf + l (sub-block
@@ -364,46 +409,70 @@ struct ZrMvQ4K {
     }
 };
 
-// q5_K (ggml's block as is): item = 16 bytes of nibbles laid out as q4_K's, plus the block's
-// 16-byte header and the 16 bytes of fifth bits of the item's half.
+// q5_K (device layout in cu/quant.cuh): q4_K's item (16 bytes of nibbles, the same elements) and
+// one word of the item's fifth bits, plus q4_K's scale word and (d, dmin): 28 B per item and
+// row, 7 registers. The arithmetic is q4_K's: staged sums of x per 16 values for the mins, and
+// each 5-bit q read as a float by one PRMT -- here 0.5 + q/64 (byte q << 2 under 0x3F: the
+// exponent's low bit stays 0, so no constant is ORed in), the fifth bit moved to bit 6 of each
+// byte by one shift and the nibble to bits 2..5 by another.
 struct ZrMvQ5K {
     static constexpr int EPI = 32;
-    struct Row { const uint8_t *p; };
-    struct F { uint4 q, hd, h; };
-    __device__ static Row row(const uint8_t *w, const uint8_t *, int n_in, int, int r) {
-        return {w + (size_t)r * (n_in / 256) * 176};
+    struct Row { const uint8_t *w, *ws; uint32_t g; };  // as q4_K's
+    struct F { uint4 q; uint32_t qh, sm; __half2 dm; };
+    __device__ static Row row(const uint8_t *w, const uint8_t *ws, int n_in, int, int r) {
+        return {w, ws, (uint32_t)r * (uint32_t)(n_in / 256)};
     }
     __device__ static void load(const Row &rw, int it, F &f) {
-        const int sb = it >> 3, j = (it >> 1) & 3, hf = it & 1;
-        const uint8_t *b = rw.p + (size_t)sb * 176;
-        f.hd = zr_ld16(b);
-        f.q = zr_ld16(b + 48 + 32 * j + 16 * hf);
-        f.h = zr_ld16(b + 16 + 16 * hf);
+        const uint32_t sb = rw.g + (it >> 3);
+        const uint8_t *b = rw.w + (size_t)sb * 160, *s = rw.ws + (size_t)sb * 20;
+        f.q = zr_ld16(b + 16 * (it & 7));
+        f.qh = __ldg((const uint32_t *)(b + 128) + (it & 7));
+        f.sm = __ldg((const uint32_t *)s + ((it >> 1) & 3));
+        f.dm = __ldg((const __half2 *)(s + 16));
     }
+    // sum x (0.5 + q/64) = S/2 + (sum x q)/64 with S the staged sum: the offset is at most ~1x
+    // the part kept (q/64 < 0.5), as q4_K's 1 + q/16
     template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        const int sb = it >> 3, j = (it >> 1) & 3, hf = it & 1;
-        const int e0 = 256 * sb + 64 * j + 16 * hf;
-        float xlo[16], xhi[16];
-        zr_x16(xs, e0, xlo);
-        zr_x16(xs, e0 + 32, xhi);
-        const float slo = zr_sum16(xlo), shi = zr_sum16(xhi);
+        // as q4_K's: the 16 values at e0 (and at e0 + 32) do not cross a pad
+        const int e0 = 32 * it - 16 * (it & 1), g0 = e0 >> 5, hf = it & 1;
+        const float *xl = xs + zr_xpad(e0), *xh = xs + zr_xpad(e0 + 32);
+        const float sum_lo = xs[36 * g0 + 32 + hf], sum_hi = xs[36 * g0 + 68 + hf];
+        float slo[R], shi[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) slo[r] = shi[r] = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float4 a = *(const float4 *)(xl + 4 * k), b = *(const float4 *)(xh + 4 * k);
+            const float va[4] = {a.x, a.y, a.z, a.w}, vb[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                const uint32_t h = f[r].qh;
+                // byte i: q << 2 (nibble at bits 2..5, fifth bit at 6; bit 7, the exponent's low
+                // bit under 0x3F, is 0)
+                const uint32_t hk = h >> (2 * k);
+                const uint32_t lo = ((w4 << 2) & 0x3C3C3C3Cu) | ((hk << 6) & 0x40404040u);
+                const uint32_t hi = ((w4 >> 2) & 0x3C3C3C3Cu) | ((hk << 5) & 0x40404040u);
+                float tl = slo[r], th = shi[r];
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    tl = fmaf(va[i], __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), tl);
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    th = fmaf(vb[i], __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), th);
+                slo[r] = tl;
+                shi[r] = th;
+            }
+        }
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            const float2 dm = __half22float2(*(const __half2 *)&f[r].hd.x);
-            float sc0, m0, sc1, m1;
-            zr_scale_min_k4w(2 * j, f[r].hd.y, f[r].hd.z, f[r].hd.w, &sc0, &m0);
-            zr_scale_min_k4w(2 * j + 1, f[r].hd.y, f[r].hd.z, f[r].hd.w, &sc1, &m1);
-            const uint32_t w4[4] = {f[r].q.x, f[r].q.y, f[r].q.z, f[r].q.w};
-            const uint32_t h4[4] = {f[r].h.x, f[r].h.y, f[r].h.z, f[r].h.w};
-            uint32_t lo[4], hi[4];
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                lo[k] = (w4[k] & 0x0F0F0F0Fu) | (((h4[k] >> (2 * j)) & 0x01010101u) << 4);
-                hi[k] = ((w4[k] >> 4) & 0x0F0F0F0Fu) | (((h4[k] >> (2 * j + 1)) & 0x01010101u) << 4);
-            }
-            const float a = dm.x * sc0 * zr_dot16_bytes(lo, xlo, ZR_MAGIC) - dm.y * m0 * slo;
-            const float b = dm.x * sc1 * zr_dot16_bytes(hi, xhi, ZR_MAGIC) - dm.y * m1 * shi;
-            acc[r] += a + b;
+            const float2 dm = __half22float2(f[r].dm);
+            const uint32_t sm = f[r].sm;
+            const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
+            const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
+            // sum x q = 64 (s - S/2): the 64 goes into d (a power of two: exact)
+            acc[r] = fmaf(64.f * dm.x, fmaf(sc0, fmaf(-0.5f, sum_lo, slo[r]), sc1 * fmaf(-0.5f, sum_hi, shi[r])), acc[r]);
+            acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
         }
     }
 };
@@ -485,6 +554,15 @@ template <class T> struct ZrMvXsum {
     static constexpr bool value = false;
 };
 template <> struct ZrMvXsum<ZrMvQ4K> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvXsum<ZrMvQ5K> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvXsum<ZrMvQ3K> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvXsum<ZrMvQ2K> {
     static constexpr bool value = true;
 };
 

@@ -1,11 +1,12 @@
 // Decode matrix-vector products for the 256-element super-block K-quants (Q2_K .. Q6_K).
 // (rows per warp R, pipeline stages P, register cap): the host mirrors R in mv_shape.c
 // (zr_cuf_mv_rows_per_warp). Q4_K / Q6_K: R=2 P=2 at 64 registers (61 / 63 used, no spills;
-// 32 warps per SM as Q4_0's), measured in cu/PERF.md (kquant).
+// 32 warps per SM as Q4_0's), measured in cu/PERF.md (kquant); Q2_K / Q3_K / Q5_K the same since
+// their repacked layouts (cu/PERF.md session 5; they ran at 128 before).
 #include "matvec.cuh"
 
-ZR_MATVEC(matvec_q2_k, ZrMvQ23K<ZR_T_Q2_K>, 2, 2, 128)
-ZR_MATVEC(matvec_q3_k, ZrMvQ23K<ZR_T_Q3_K>, 2, 2, 128)
+ZR_MATVEC(matvec_q2_k, ZrMvQ23K<ZR_T_Q2_K>, 2, 2, 64)  // 64 registers, no spills
+ZR_MATVEC(matvec_q3_k, ZrMvQ23K<ZR_T_Q3_K>, 2, 2, 64)  // 64 registers, no spills (_tall: 4 B)
 ZR_MATVEC(matvec_q4_k, ZrMvQ4K, 2, 2, 64)  // the xf arithmetic: H100 8B Q4_K_M 327.0 -> 337.4 t/s
-ZR_MATVEC(matvec_q5_k, ZrMvQ5K, 2, 2, 128)
+ZR_MATVEC(matvec_q5_k, ZrMvQ5K, 2, 2, 64)  // 64 registers, no spills (the _tall one spills 8 B)
 ZR_MATVEC(matvec_q6_k, ZrMvQ6K, 2, 2, 64)

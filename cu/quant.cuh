@@ -17,17 +17,29 @@
 //   q4_1   qs[16]                                               half2 (d, m)
 //   q5_0   qs[16]                                               u32 qh[N] then half d[N]   (N = n_out*nb)
 //   q5_1   qs[16]                                               u32 qh[N] then half2 dm[N]
-//   q2_K   scales[16] qs[64] (80 B)                             half2 (d, dmin)
-//   q3_K   hmask[32] qs[64] scales[12] d pad[2] (112 B)         -
+//   q2_K   qs[64] (64 B, regrouped as q3_K's low bits)          scales[16], half2 (d, dmin) (20 B)
+//   q3_K   qs[64] hb[32] (96 B, regrouped, below)               int8 sc[16], half d, pad[2] (20 B)
 //   q4_K   qs[128] (128 B, as ggml)                             u32 sm[4], half2 dm (20 B)
-//   q5_K   d dmin scales[12] qh[32] qs[128] (176 B, as ggml)    -
+//   q5_K   qs[128] qh[32] (160 B: q4_K's quants, fifth bits)     u32 sm[4], half2 dm (20 B, as q4_K)
 //   q6_K   nib[128] hb[64] (192 B, regrouped, below)            int8 sc[16], half d (18 B)
 //
+// q3_K main: element 64u + 16s + 4k + i of a super-block (u = 0..3: the 16-byte item; s: its
+// 16-value group; k, i = 0..3) has its 2 low bits at bits 2s of qs[16u + 4k + i] and its high bit
+// (ggml's hmask) at bit 4(s&1) + k of hb[8u + 4(s>>1) + i], so an item's high bits are one uint2
+// and ((word >> 2s) & 0x03030303) are the low bits of the 4 bytes of quant word k at group s.
+// side: sc[t] = ggml's 6-bit scale t (elements 16t..16t+15) minus 32, as int8; d as ggml.
+// q2_K main: the 2-bit values placed as q3_K's low bits; side: ggml's scales[16] (scale t: low
+// nibble the scale, high nibble the min of elements 16t..16t+15), then (d, dmin).
 // K-quant side streams are pre-decoded so the matrix-vector kernel reads one small word per
 // item instead of unpacking 6-bit fields of a 16-byte header on every lane (one record per
 // super-block, in row order, so a row's side data starts at one pointer):
 //   q4_K  sm[j] = bytes (sc[2j], sc[2j+1], m[2j], m[2j+1]) of the 6-bit scales and mins of the
 //         64 values 64j.. (j = 0..3); dm = (d, dmin). 20 B per super-block (ggml: 16).
+//   q5_K  main: qs[128] as q4_K's (item u = 2j + hf: bytes 16u.., low nibbles the elements 64j +
+//         16hf + l, high 64j + 32 + 16hf + l), then qh[32] = a 32-bit word per item u whose
+//         byte i holds at bit 2k + t the fifth bit of quant byte 4k + i's nibble t (t = 0: low)
+//         -- so (word << (6 - 2k)) & 0x40404040 puts the low nibbles' fifth bits of quant word k
+//         at bit 6 of each byte (the high ones: shifted by 5 - 2k). side as q4_K's.
 //   q6_K  the 6-bit value of element e = 32u + 16t + i (u = 0..7, t = 0/1, i = 0..15) of a
 //         super-block: low nibble in nib[16u + i] (t = 0: bits 0..3, t = 1: bits 4..7), its two
 //         high bits in the 32-bit word hb[8u + 4t ..] at bits 8*(i&3) + 2*(i>>2) .. +1 -- so
@@ -59,39 +71,6 @@ __device__ __forceinline__ uint32_t zr_expand4_bit4(uint32_t bits4) {
 __device__ __forceinline__ float zr_h2f(const __half h) { return __half2float(h); }
 __device__ __forceinline__ float zr_bf2f(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
 __device__ __forceinline__ float zr_ldh(const uint8_t *p) { return __half2float(*(const __half *)p); }
-
-// Q4_K / Q5_K: 6-bit scale and min of sub-block s (0..7) from the 12 scale bytes.
-__device__ __forceinline__ void zr_scale_min_k4(int s, const uint8_t *q, float *sc, float *m) {
-    if (s < 4) {
-        *sc = (float)(q[s] & 63);
-        *m = (float)(q[s + 4] & 63);
-    } else {
-        *sc = (float)((q[s + 4] & 0xF) | ((q[s - 4] >> 6) << 4));
-        *m = (float)((q[s + 4] >> 4) | ((q[s] >> 6) << 4));
-    }
-}
-
-// The same from the scale bytes held in three words (b0..3, b4..7, b8..11): no byte array, so
-// a run-time s does not send anything to local memory.
-__device__ __forceinline__ void zr_scale_min_k4w(int s, uint32_t y, uint32_t z, uint32_t w, float *sc, float *m) {
-    if (s < 4) {
-        *sc = (float)((y >> (8 * s)) & 63);
-        *m = (float)((z >> (8 * s)) & 63);
-    } else {
-        const int t = 8 * (s - 4);
-        *sc = (float)(((w >> t) & 0xF) | (((y >> (t + 6)) & 3) << 4));
-        *m = (float)(((w >> (t + 4)) & 0xF) | (((z >> (t + 6)) & 3) << 4));
-    }
-}
-
-// Q3_K: the 16 6-bit scales (0..63, still biased by 32) as 4 words of bytes.
-__device__ __forceinline__ void zr_q3k_scales(uint32_t a0, uint32_t a1, uint32_t a2, uint32_t s[4]) {
-    const uint32_t k1 = 0x03030303u, k2 = 0x0f0f0f0fu;
-    s[0] = (a0 & k2) | (((a2 >> 0) & k1) << 4);
-    s[1] = (a1 & k2) | (((a2 >> 2) & k1) << 4);
-    s[2] = ((a0 >> 4) & k2) | (((a2 >> 4) & k1) << 4);
-    s[3] = ((a1 >> 4) & k2) | (((a2 >> 6) & k1) << 4);
-}
 
 // Bytes of a row of the main stream (the host's zr_cuw_main_row_bytes). Only the 1-element
 // "blocks" of the float types need the padding to 16 bytes: the others' main bytes per block are
@@ -131,21 +110,16 @@ __device__ __forceinline__ float zr_dq(const uint8_t *__restrict__ w, const uint
     const int sb = e >> 8, i = e & 255;
     const size_t g = (size_t)r * (n_in / 256) + sb;
     if (TYPE == ZR_T_Q2_K) {
-        const uint8_t *b = row + 80 * sb;
-        const int n = i >> 7, j = (i >> 5) & 3, l = i & 31;
-        const int sc = b[8 * n + 2 * j + (l >> 4)];
-        const int q = (b[16 + 32 * n + l] >> (2 * j)) & 3;
-        return zr_ldh(ws + 4 * g) * (float)(sc & 0xF) * (float)q - zr_ldh(ws + 4 * g + 2) * (float)(sc >> 4);
+        const int q = (row[64 * sb + 16 * (i >> 6) + (i & 15)] >> (2 * ((i >> 4) & 3))) & 3;
+        const int sc = ws[20 * g + (i >> 4)];
+        return zr_ldh(ws + 20 * g + 16) * (float)(sc & 0xF) * (float)q - zr_ldh(ws + 20 * g + 18) * (float)(sc >> 4);
     }
     if (TYPE == ZR_T_Q3_K) {
-        const uint8_t *b = row + 112 * sb;
-        const int n = i >> 7, j = (i >> 5) & 3, l = i & 31;
-        uint32_t s[4];
-        zr_q3k_scales(*(const uint32_t *)(b + 96), *(const uint32_t *)(b + 100), *(const uint32_t *)(b + 104), s);
-        const int idx = 8 * n + 2 * j + (l >> 4);
-        const int sc = (int)((s[idx >> 2] >> (8 * (idx & 3))) & 0xFF) - 32;
-        const int q = ((b[32 + 32 * n + l] >> (2 * j)) & 3) - ((b[l] >> (4 * n + j)) & 1 ? 0 : 4);
-        return zr_ldh(b + 108) * (float)sc * (float)q;
+        const uint8_t *b = row + 96 * sb;
+        const int u = i >> 6, s = (i >> 4) & 3, k = (i >> 2) & 3, c = i & 3;
+        const int lo = (b[16 * u + 4 * k + c] >> (2 * s)) & 3;
+        const int q = lo | ((b[64 + 8 * u + 4 * (s >> 1) + c] >> (4 * (s & 1) + k)) & 1) << 2;
+        return zr_ldh(ws + 20 * g + 16) * (float)(int8_t)ws[20 * g + (i >> 4)] * (float)(q - 4);
     }
     if (TYPE == ZR_T_Q4_K) {
         const int j = i >> 6, hi = (i >> 5) & 1, l = i & 31;
@@ -156,13 +130,13 @@ __device__ __forceinline__ float zr_dq(const uint8_t *__restrict__ w, const uint
         return dm.x * (float)sm[hi] * (float)q - dm.y * (float)sm[2 + hi];
     }
     if (TYPE == ZR_T_Q5_K) {
-        const uint8_t *b = row + 176 * sb;
-        const int j = i >> 6, hi = (i >> 5) & 1, l = i & 31;
-        float sc, m;
-        zr_scale_min_k4(2 * j + hi, b + 4, &sc, &m);
-        int q = hi ? (b[48 + 32 * j + l] >> 4) : (b[48 + 32 * j + l] & 0xF);
-        q += ((b[16 + l] >> (2 * j + hi)) & 1) << 4;
-        return zr_ldh(b) * sc * (float)q - zr_ldh(b + 2) * m;
+        const int j = i >> 6, hi = (i >> 5) & 1, l = i & 31, u = 2 * j + (l >> 4);
+        const uint8_t *sm = ws + 20 * g + 4 * j, *b = row + 160 * sb;
+        const float2 dm = __half22float2(*(const __half2 *)(ws + 20 * g + 16));
+        const uint8_t qb = b[32 * j + l];
+        int q = hi ? (qb >> 4) : (qb & 0xF);
+        q |= ((b[128 + 4 * u + (l & 3)] >> (2 * ((l >> 2) & 3) + hi)) & 1) << 4;
+        return dm.x * (float)sm[hi] * (float)q - dm.y * (float)sm[2 + hi];
     }
     // Q6_K (regrouped layout above)
     const uint8_t *b = row + 192 * sb;

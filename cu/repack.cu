@@ -39,6 +39,30 @@ __device__ __forceinline__ uint8_t zr_k4_min(const uint8_t *s, int j) {
     return j < 4 ? (uint8_t)(s[j + 4] & 63) : (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
 }
 
+// q4_K / q5_K: the side record of a block (d dmin scales[12] ...): 4 words of decoded (scale,
+// scale, min, min) bytes, then (d, dmin)
+__device__ __forceinline__ void zr_k4_side(const uint8_t *blk, uint8_t *sm) {
+    const uint8_t *sc = blk + 4;
+    for (int j = 0; j < 4; j++) {
+        sm[4 * j + 0] = zr_k4_scale(sc, 2 * j);
+        sm[4 * j + 1] = zr_k4_scale(sc, 2 * j + 1);
+        sm[4 * j + 2] = zr_k4_min(sc, 2 * j);
+        sm[4 * j + 3] = zr_k4_min(sc, 2 * j + 1);
+    }
+    zr_cpy(sm + 16, blk, 4);
+}
+
+// q3_K: scale j (0..15) from ggml's 12 bytes, minus 32
+__device__ __forceinline__ int zr_k3_scale(const uint8_t *s, int j) {
+    const int lo = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4), hi = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3;
+    return (lo | hi << 4) - 32;
+}
+
+// q2_K / q3_K: the 2 low bits of element e (0..255) from ggml's qs[64]
+__device__ __forceinline__ int zr_k23_q2(const uint8_t *qs, int e) {
+    return (qs[32 * (e >> 7) + (e & 31)] >> (2 * ((e >> 5) & 3))) & 3;
+}
+
 // q6_K element e (0..255): its low nibble and its high two bits in ggml's ql[128] qh[64]
 __device__ __forceinline__ int zr_q6_lo(const uint8_t *blk, int e) {
     const int h = e >> 7, g4 = (e >> 5) & 3, l = e & 31;
@@ -83,25 +107,67 @@ ZR_KERNEL void __launch_bounds__(256) repack_rows(const uint8_t *src, uint8_t *m
         zr_cpy(side + 4 * Nb + 4 * g, blk, 4);
         zr_cpy(m + 16 * b, blk + 8, 16);
         break;
-    case ZR_T_Q2_K: zr_cpy(m + 80 * b, blk, 80); zr_cpy(side + 4 * g, blk + 80, 4); break;
-    case ZR_T_Q3_K:
-        zr_cpy(m + 112 * b, blk, 110);
-        m[112 * b + 110] = m[112 * b + 111] = 0;
-        break;
-    case ZR_T_Q4_K: { // 128 B of quants; 4 words of decoded (scale, scale, min, min); (d, dmin)
-        const uint8_t *sc = blk + 4;
-        uint8_t *sm = side + 20 * g;
-        for (int j = 0; j < 4; j++) {
-            sm[4 * j + 0] = zr_k4_scale(sc, 2 * j);
-            sm[4 * j + 1] = zr_k4_scale(sc, 2 * j + 1);
-            sm[4 * j + 2] = zr_k4_min(sc, 2 * j);
-            sm[4 * j + 3] = zr_k4_min(sc, 2 * j + 1);
-        }
-        zr_cpy(sm + 16, blk, 4);
-        zr_cpy(m + 128 * b, blk + 16, 128);
+    case ZR_T_Q2_K: { // element 64u + 16s + c at bits 2s of byte 16u + c; side: scales, (d, dmin)
+        uint8_t *q = m + 64 * b;
+#pragma unroll 1
+        for (int u = 0; u < 4; u++)
+            for (int c = 0; c < 16; c++) {
+                int v = 0;
+                for (int s = 0; s < 4; s++) v |= zr_k23_q2(blk + 16, 64 * u + 16 * s + c) << (2 * s);
+                q[16 * u + c] = (uint8_t)v;
+            }
+        zr_cpy(side + 20 * g, blk, 16);
+        zr_cpy(side + 20 * g + 16, blk + 80, 4);
         break;
     }
-    case ZR_T_Q5_K: zr_cpy(m + 176 * b, blk, 176); break;
+    case ZR_T_Q3_K: { // element 64u + 16s + 4k + i: low bits at bits 2s of byte 16u + 4k + i, high
+                      // bit at bit 4(s&1) + k of byte 64 + 8u + 4(s>>1) + i; side: int8 scales, d, 0, 0
+        uint8_t *q = m + 96 * b, *sd = side + 20 * g;
+#pragma unroll 1
+        for (int u = 0; u < 4; u++)
+            for (int c = 0; c < 16; c++) { // byte 4k + i of quants, bits of all four s
+                int v = 0;
+                for (int s = 0; s < 4; s++) v |= zr_k23_q2(blk + 32, 64 * u + 16 * s + c) << (2 * s);
+                q[16 * u + c] = (uint8_t)v;
+            }
+#pragma unroll 1
+        for (int u = 0; u < 4; u++)
+            for (int c = 0; c < 8; c++) { // byte 4(s>>1) + i of the high bits
+                const int s1 = c >> 2, i = c & 3;
+                int v = 0;
+                for (int t = 0; t < 2; t++)
+                    for (int k = 0; k < 4; k++) {
+                        const int e = 64 * u + 16 * (2 * s1 + t) + 4 * k + i;
+                        v |= ((blk[e & 31] >> (4 * (e >> 7) + ((e >> 5) & 3))) & 1) << (4 * t + k);
+                    }
+                q[64 + 8 * u + c] = (uint8_t)v;
+            }
+        for (int j = 0; j < 16; j++) sd[j] = (uint8_t)(int8_t)zr_k3_scale(blk + 96, j);
+        zr_cpy(sd + 16, blk + 108, 2);
+        sd[18] = sd[19] = 0;
+        break;
+    }
+    case ZR_T_Q4_K: // 128 B of quants; the side record
+        zr_k4_side(blk, side + 20 * g);
+        zr_cpy(m + 128 * b, blk + 16, 128);
+        break;
+    case ZR_T_Q5_K: { // q4_K's quants and side record; a word of fifth bits per item u: the bit of
+                      // quant byte 4k + i's nibble t (ggml: bit 2(u/2) + t of qh[16(u%2) + 4k + i])
+                      // at bit 2k + t of the word's byte i
+        zr_k4_side(blk, side + 20 * g);
+        uint8_t *q = m + 160 * b;
+        zr_cpy(q, blk + 48, 128);
+#pragma unroll 1
+        for (int u = 0; u < 8; u++)
+            for (int i = 0; i < 4; i++) {
+                int v = 0;
+                for (int k = 0; k < 4; k++)
+                    for (int t = 0; t < 2; t++)
+                        v |= ((blk[16 + 16 * (u & 1) + 4 * k + i] >> (2 * (u >> 1) + t)) & 1) << (2 * k + t);
+                q[128 + 4 * u + i] = (uint8_t)v;
+            }
+        break;
+    }
     case ZR_T_Q6_K: { // nib[128]: element 32u + 16t + i's low nibble at bit 4t of byte 16u + i;
                       // hb[64]: its high bits at bit 2*(i>>2) of byte 8u + 4t + (i&3)
         uint8_t *q = m + 192 * b;

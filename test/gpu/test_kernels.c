@@ -267,7 +267,7 @@ static double matvec_post_case(uint32_t type, int n_in, int n_out, int mode) {
 
 ZT_TEST(matvec_addnorm_folds_the_post_norm_and_writes_the_residual) {
     if (!gpu_env()) return;
-    const uint32_t types[] = {ZR_TYPE_F32, ZR_TYPE_F16, ZR_TYPE_Q8_0, ZR_TYPE_Q4_K, ZR_TYPE_Q6_K};
+    const uint32_t types[] = {ZR_TYPE_F32, ZR_TYPE_F16, ZR_TYPE_Q8_0, ZR_TYPE_Q4_K, ZR_TYPE_Q6_K, ZR_TYPE_Q5_K, ZR_TYPE_Q3_K, ZR_TYPE_Q2_K};
     const int GL = ZR_CUF_MV_GLU, GE = ZR_CUF_MV_GELU;
     /* (n_in, n_out, mode): Gemma-3-4B's QKV and gate|up rows (2560), 12B's (3840), a short row */
     const int cases[][3] = {{2560, 300, 0}, {3840, 200, GL | GE}, {2560, 64, GL | GE}, {256, 40, 0}};
@@ -290,7 +290,7 @@ ZT_TEST(matvec_addnorm_folds_the_post_norm_and_writes_the_residual) {
 ZT_TEST(matvec_tall_is_bit_equal_and_takes_vocabulary_outputs) {
     GpuEnv *g = gpu_env();
     if (!g) return;
-    const uint32_t types[] = {ZR_TYPE_F16, ZR_TYPE_Q8_0, ZR_TYPE_Q4_K, ZR_TYPE_Q6_K};
+    const uint32_t types[] = {ZR_TYPE_F16, ZR_TYPE_Q8_0, ZR_TYPE_Q4_K, ZR_TYPE_Q6_K, ZR_TYPE_Q5_K, ZR_TYPE_Q3_K, ZR_TYPE_Q2_K};
     const int n_in = 256, n_out = 16 * 32 * g->k.sm_count + 37, R = ZR_CUF_MV_RMSNORM; /* a partial last tile */
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         const uint32_t type = types[t];
