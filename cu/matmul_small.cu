@@ -6,9 +6,10 @@
 // once (the decode's T::load, cu/matvec.cuh) and applies it to the n staged columns, so the
 // product reads the quantized weights once and each column's x from L2 once per block. Types
 // with T::comp_n (ZrMvCompN: Q8_0, Q4_0/Q4_1/Q5_0/Q5_1, Q4_K, Q5_K, Q6_K) decode each word of
-// the item once for all n columns (the kernel calls one copy of the loop per n = 1..8, so the
-// accumulators and the loops over columns are registers and unrolled); the others call T::comp once per column (each re-decodes the
-// item: n x the decode's arithmetic). Either way a column's arithmetic is T::comp's, in its order.
+// the item once for all n columns (the kernel calls one copy of the loop per n = 1..8: the
+// accumulators in registers, the loops over columns unrolled); the others call T::comp once per
+// column (each re-decodes the item: n x the decode's arithmetic). Either way a column's
+// arithmetic is T::comp's, in its order (test_mm_small: each column equals the decode matvec).
 //
 // x for n columns of a long row does not fit shared memory (n_ff 14336 x 8 x 4 B = 458 KB), so
 // it is staged in chunks of `chunk` values (a multiple of ZR_MM_UNIT, the host's pick): every

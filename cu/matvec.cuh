@@ -513,7 +513,8 @@ struct ZrMvQ4K {
                 const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
                 const uint32_t lo = ((w4 << 3) & 0x78787878u) | 0x80808080u;
 #pragma unroll
-                for (int i = 0; i < 4; i++) wv[r][i] = __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
+                for (int i = 0; i < 4; i++)
+                    wv[r][i] = __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
             }
 #pragma unroll
             for (int t = 0; t < N; t++) {
@@ -529,7 +530,8 @@ struct ZrMvQ4K {
                 const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
                 const uint32_t hi = ((w4 >> 1) & 0x78787878u) | 0x80808080u;
 #pragma unroll
-                for (int i = 0; i < 4; i++) wv[r][i] = __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
+                for (int i = 0; i < 4; i++)
+                    wv[r][i] = __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
             }
 #pragma unroll
             for (int t = 0; t < N; t++) {
@@ -643,7 +645,8 @@ struct ZrMvQ5K {
                 const uint32_t hk = f[r].qh >> (2 * k);
                 const uint32_t lo = ((w4 << 2) & 0x3C3C3C3Cu) | ((hk << 6) & 0x40404040u);
 #pragma unroll
-                for (int i = 0; i < 4; i++) wv[r][i] = __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
+                for (int i = 0; i < 4; i++)
+                    wv[r][i] = __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
             }
 #pragma unroll
             for (int t = 0; t < N; t++) {
@@ -660,7 +663,8 @@ struct ZrMvQ5K {
                 const uint32_t hk = f[r].qh >> (2 * k);
                 const uint32_t hi = ((w4 >> 2) & 0x3C3C3C3Cu) | ((hk << 5) & 0x40404040u);
 #pragma unroll
-                for (int i = 0; i < 4; i++) wv[r][i] = __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
+                for (int i = 0; i < 4; i++)
+                    wv[r][i] = __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
             }
 #pragma unroll
             for (int t = 0; t < N; t++) {
@@ -681,8 +685,8 @@ struct ZrMvQ5K {
 #pragma unroll
             for (int t = 0; t < N; t++) {
                 const float sum_lo = xs[t * xst + 36 * g0 + 32 + hf], sum_hi = xs[t * xst + 36 * g0 + 68 + hf];
-                acc[t][r] = fmaf(64.f * dm.x, fmaf(sc0, fmaf(-0.5f, sum_lo, slo[t][r]), sc1 * fmaf(-0.5f, sum_hi, shi[t][r])),
-                                 acc[t][r]);
+                const float q = fmaf(sc0, fmaf(-0.5f, sum_lo, slo[t][r]), sc1 * fmaf(-0.5f, sum_hi, shi[t][r]));
+                acc[t][r] = fmaf(64.f * dm.x, q, acc[t][r]);
                 acc[t][r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[t][r]);
             }
         }

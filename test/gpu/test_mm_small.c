@@ -230,7 +230,8 @@ ZT_TEST(every_column_equals_the_decode_matvec_of_its_row_bit_for_bit) {
         float *ym = malloc(sizeof(float) * n_out);
         for (int j = 0; j < ZR_CUF_MM_COLS * n_in; j++) x[j] = gpu_rand(&s);
         const CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * ZR_CUF_MM_COLS * n_in),
-                          dy = gpu_alloc(g, sizeof(float) * ZR_CUF_MM_COLS * n_out), dm = gpu_alloc(g, sizeof(float) * n_out);
+                          dy = gpu_alloc(g, sizeof(float) * ZR_CUF_MM_COLS * n_out),
+                          dm = gpu_alloc(g, sizeof(float) * n_out);
         int differ = 0, failed = 0;
         for (int split = 1; split <= 2; split++) {
             /* the matvec of every row of x with the same split */
@@ -260,8 +261,8 @@ ZT_TEST(every_column_equals_the_decode_matvec_of_its_row_bit_for_bit) {
                 for (int j = 0; j < n * n_out; j++)
                     if (!(y[j] == ref[j])) {
                         if (differ++ < 3)
-                            fprintf(stderr, "  %s split %d n %d row %d out %d: %.9g, matvec %.9g\n", zr_type_name(m.type),
-                                    split, n, j / n_out, j % n_out, y[j], ref[j]);
+                            fprintf(stderr, "  %s split %d n %d row %d out %d: %.9g, matvec %.9g\n",
+                                    zr_type_name(m.type), split, n, j / n_out, j % n_out, y[j], ref[j]);
                     }
             }
             free(ref);
