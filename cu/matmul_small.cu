@@ -3,9 +3,13 @@
 //
 // Why: a prompt of a few tokens through dequantize-to-F16 + cuBLASLt moves ~3x the weights'
 // bytes plus the GEMM (src/cuda/forward.c gemm()); here each lane loads an item of R rows
-// once (the decode's T::load, cu/matvec.cuh) and applies it to the n staged columns (T::comp
-// once per column), so the product reads the quantized weights once and each column's x from
-// L2 once per block.
+// once (the decode's T::load, cu/matvec.cuh) and applies it to the n staged columns, so the
+// product reads the quantized weights once and each column's x from L2 once per block. Types
+// with T::comp_n (ZrMvCompN: Q8_0, Q4_0/Q4_1/Q5_0/Q5_1, Q4_K, Q5_K, Q6_K) decode each word of
+// the item once for all n columns (the kernel calls one copy of the loop per n = 1..8: the
+// accumulators in registers, the loops over columns unrolled); the others call T::comp once per
+// column (each re-decodes the item: n x the decode's arithmetic). Either way a column's
+// arithmetic is T::comp's, in its order (test_mm_small: each column equals the decode matvec).
 //
 // x for n columns of a long row does not fit shared memory (n_ff 14336 x 8 x 4 B = 458 KB), so
 // it is staged in chunks of `chunk` values (a multiple of ZR_MM_UNIT, the host's pick): every
@@ -25,14 +29,18 @@
 #define ZR_MM_MAX_WARPS 16
 #define ZR_MM_STAGE 2  // float4s of x each thread loads per staging round
 
-template <class T, int R>
-__device__ __forceinline__ void zr_mm_small(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
-                                            const float *__restrict__ x, int ldx, float *y, int ldy, float beta,
-                                            int n_in, int n_out, int n, int split, int chunk) {
+// N: columns the accumulators hold (n <= N; with T::comp_n exactly N, the caller passes the
+// constant). red_part: [ZR_MM_MAX_WARPS][ZR_MM_COLS * R] shared floats, the kernel's (one array
+// for every N's copy). Not inlined: ptxas then allocates each N's copy on its own (inlined into
+// one kernel, q4_k spilled 160 B; apart, 0-24 B per N: cu/PERF.md); one call per thread.
+template <class T, int R, int N>
+__device__ __noinline__ void zr_mm_small(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
+                                         const float *__restrict__ x, int ldx, float *y, int ldy, float beta,
+                                         int n_in, int n_out, int n, int split, int chunk,
+                                         float (*red_part)[ZR_MM_COLS * R]) {
     static_assert(ZR_MM_UNIT % (32 * T::EPI) == 0 && ZR_MM_UNIT % 256 == 0, "a chunk holds whole items");
-    static_assert(ZR_MM_COLS * R <= 32, "a lane per column and row after the warp sums");
+    static_assert(N <= ZR_MM_COLS && ZR_MM_COLS * R <= 32, "a lane per column and row after the warp sums");
     extern __shared__ float4 zr_mm_smem[];
-    __shared__ float red_part[ZR_MM_MAX_WARPS][ZR_MM_COLS * R];
     float *xs = (float *)zr_mm_smem;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nthr = blockDim.x;
     const int S = split, G = (nthr >> 5) / S;
@@ -46,9 +54,9 @@ __device__ __forceinline__ void zr_mm_small(const uint8_t *__restrict__ w, const
 #pragma unroll
     for (int r = 0; r < R; r++) rw[r] = T::row(w, ws, n_in, n_out, min(row0 + r, n_out - 1));
     typename T::F buf[2][R];
-    float acc[ZR_MM_COLS][R];
+    float acc[N][R];
 #pragma unroll
-    for (int t = 0; t < ZR_MM_COLS; t++)
+    for (int t = 0; t < N; t++)
 #pragma unroll
         for (int r = 0; r < R; r++) acc[t][r] = 0.f;
 
@@ -106,9 +114,13 @@ __device__ __forceinline__ void zr_mm_small(const uint8_t *__restrict__ w, const
 #pragma unroll
                             for (int r = 0; r < R; r++) T::load(rw[r], itn, buf[q ^ 1][r]);
                         }
+                        if constexpr (ZrMvCompN<T>::value) {
+                            T::template comp_n<R, N>(buf[q], itq, xs - zr_xpad(c0), xst, acc);
+                        } else {
 #pragma unroll
-                        for (int t = 0; t < ZR_MM_COLS; t++)
-                            if (t < n) T::template comp<R>(buf[q], itq, xs + t * xst - zr_xpad(c0), acc[t]);
+                            for (int t = 0; t < N; t++)
+                                if (t < n) T::template comp<R>(buf[q], itq, xs + t * xst - zr_xpad(c0), acc[t]);
+                        }
                     }
                 }
             }
@@ -119,7 +131,7 @@ __device__ __forceinline__ void zr_mm_small(const uint8_t *__restrict__ w, const
                     for (int r = 0; r < R; r++) {
                         const float wv = T::elem(rw[r], e);
 #pragma unroll
-                        for (int t = 0; t < ZR_MM_COLS; t++)
+                        for (int t = 0; t < N; t++)
                             if (t < n) acc[t][r] = fmaf(wv, xs[t * xst + zr_xpad(e - c0)], acc[t][r]);
                     }
                 }
@@ -128,7 +140,7 @@ __device__ __forceinline__ void zr_mm_small(const uint8_t *__restrict__ w, const
     }
     float out = 0.f;  // lane t*R + r: column t of row r, this warp's items
 #pragma unroll
-    for (int t = 0; t < ZR_MM_COLS; t++) {
+    for (int t = 0; t < N; t++) {
 #pragma unroll
         for (int r = 0; r < R; r++) {
             if (t < n) {
@@ -152,12 +164,33 @@ __device__ __forceinline__ void zr_mm_small(const uint8_t *__restrict__ w, const
     }
 }
 
+// The kernel's body for n columns: with T::comp_n one copy per n (the accumulators and the
+// decoded words in registers, the loops over columns unrolled), else one for n <= ZR_MM_COLS.
+template <class T, int R>
+__device__ __forceinline__ void zr_mm_small_n(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
+                                              const float *__restrict__ x, int ldx, float *y, int ldy, float beta,
+                                              int n_in, int n_out, int n, int split, int chunk) {
+    __shared__ float red_part[ZR_MM_MAX_WARPS][ZR_MM_COLS * R];
+    if constexpr (ZrMvCompN<T>::value) {
+#define ZR_MM_N(N) \
+    case N: zr_mm_small<T, R, N>(w, ws, x, ldx, y, ldy, beta, n_in, n_out, N, split, chunk, red_part); break
+        switch (n) {
+            ZR_MM_N(1); ZR_MM_N(2); ZR_MM_N(3); ZR_MM_N(4); ZR_MM_N(5); ZR_MM_N(6); ZR_MM_N(7); ZR_MM_N(8);
+        default: break;  // the host never launches more than ZR_MM_COLS columns
+        }
+#undef ZR_MM_N
+    } else {
+        zr_mm_small<T, R, ZR_MM_COLS>(w, ws, x, ldx, y, ldy, beta, n_in, n_out, n, split, chunk, red_part);
+    }
+}
+static_assert(ZR_MM_COLS == 8, "zr_mm_small_n has a case per column count");
+
 // R = 2 rows per warp as the decode's kernels (the traits' registers per item are sized for it)
 #define ZR_MM_SMALL(NAME, TRAITS)                                                                               \
     ZR_KERNEL void __launch_bounds__(32 * ZR_MM_MAX_WARPS)                                                      \
         NAME(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, const float *__restrict__ x, int ldx, \
              float *y, int ldy, float beta, int n_in, int n_out, int n, int split, int chunk) {                  \
-        zr_mm_small<TRAITS, 2>(w, ws, x, ldx, y, ldy, beta, n_in, n_out, n, split, chunk);                      \
+        zr_mm_small_n<TRAITS, 2>(w, ws, x, ldx, y, ldy, beta, n_in, n_out, n, split, chunk);                    \
     }                                                                                                           \
     ZR_KCHECK_FAMILY(mm, NAME);
 

@@ -146,6 +146,39 @@ struct ZrMvQ8_0 {
             acc[r] = fmaf(f[r].d, zr_dot16_bytes(q, xv, ZR_MAGIC + 128.f), acc[r]);
         }
     }
+    // comp<R> for N rows of x at once (the small product, cu/matmul_small.cu): row t's x at
+    // xs + t * xst, each word decoded once for all N; row t's arithmetic is comp's, in its order
+    template <int R, int N>
+    __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
+        float s[N][R];
+#pragma unroll
+        for (int t = 0; t < N; t++)
+#pragma unroll
+            for (int r = 0; r < R; r++) s[t][r] = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            float wv[R][4];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t q = (k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w) ^ 0x80808080u;
+#pragma unroll
+                for (int i = 0; i < 4; i++) wv[r][i] = zr_byte_f(q, i, ZR_MAGIC + 128.f);
+            }
+#pragma unroll
+            for (int t = 0; t < N; t++) {
+                const float4 a = *(const float4 *)(xs + t * xst + zr_xpad(16 * it) + 4 * k);
+                const float va[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+                for (int r = 0; r < R; r++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) s[t][r] = fmaf(va[i], wv[r][i], s[t][r]);
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < N; t++)
+#pragma unroll
+            for (int r = 0; r < R; r++) acc[t][r] = fmaf(f[r].d, s[t][r], acc[t][r]);
+    }
 };
 
 // q4_0 / q4_1 / q5_0 / q5_1: item = one block of 32 (16 bytes of nibbles: byte j holds element j
@@ -215,6 +248,60 @@ struct ZrMvQ4x {
             acc[r] = fmaf(f[r].d, s[r], acc[r]);
             if (has_m) acc[r] = fmaf(f[r].m, xsum, acc[r]);
         }
+    }
+    // comp<R> for N rows of x (row t at xs + t * xst), each word decoded once; comp's order per row
+    template <int R, int N>
+    __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
+        const float off = ZR_MAGIC + (TYPE == ZR_T_Q4_0 ? 8.f : TYPE == ZR_T_Q5_0 ? 16.f : 0.f);
+        const int x0 = zr_xpad(32 * it);
+        float s[N][R], xsum[N];
+#pragma unroll
+        for (int t = 0; t < N; t++) {
+            xsum[t] = 0.f;
+#pragma unroll
+            for (int r = 0; r < R; r++) s[t][r] = 0.f;
+        }
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            float wl[R][4], wh[R][4];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                uint32_t lo = w4 & 0x0F0F0F0Fu, hi = (w4 >> 4) & 0x0F0F0F0Fu;
+                if (has_h) {
+                    lo |= zr_expand4_bit4((f[r].qh >> (4 * k)) & 0xF);
+                    hi |= zr_expand4_bit4((f[r].qh >> (16 + 4 * k)) & 0xF);
+                }
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    wl[r][i] = zr_byte_f(lo, i, off);
+                    wh[r][i] = zr_byte_f(hi, i, off);
+                }
+            }
+#pragma unroll
+            for (int t = 0; t < N; t++) {
+                const float *xp = xs + t * xst + x0;
+                const float4 a = *(const float4 *)(xp + 4 * k), b = *(const float4 *)(xp + 16 + 4 * k);
+                const float xl[4] = {a.x, a.y, a.z, a.w}, xh[4] = {b.x, b.y, b.z, b.w};
+                if (has_m) xsum[t] += (a.x + a.y) + (a.z + a.w) + (b.x + b.y) + (b.z + b.w);
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    float v = s[t][r];
+#pragma unroll
+                    for (int i = 0; i < 4; i++) v = fmaf(xl[i], wl[r][i], v);
+#pragma unroll
+                    for (int i = 0; i < 4; i++) v = fmaf(xh[i], wh[r][i], v);
+                    s[t][r] = v;
+                }
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < N; t++)
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                acc[t][r] = fmaf(f[r].d, s[t][r], acc[t][r]);
+                if (has_m) acc[t][r] = fmaf(f[r].m, xsum[t], acc[t][r]);
+            }
     }
 };
 
@@ -407,6 +494,69 @@ struct ZrMvQ4K {
             acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
         }
     }
+    // comp<R> for N rows of x (row t at xs + t * xst, its own staged sums), each word decoded
+    // once for all N (low nibbles, then high: independent chains); comp's order per row
+    template <int R, int N>
+    __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
+        const int e0 = 32 * it - 16 * (it & 1), g0 = e0 >> 5, hf = it & 1;
+        const int xl0 = zr_xpad(e0), xh0 = zr_xpad(e0 + 32);
+        float slo[N][R], shi[N][R];
+#pragma unroll
+        for (int t = 0; t < N; t++)
+#pragma unroll
+            for (int r = 0; r < R; r++) slo[t][r] = shi[t][r] = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            float wv[R][4];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                const uint32_t lo = ((w4 << 3) & 0x78787878u) | 0x80808080u;
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    wv[r][i] = __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
+            }
+#pragma unroll
+            for (int t = 0; t < N; t++) {
+                const float4 a = *(const float4 *)(xs + t * xst + xl0 + 4 * k);
+                const float va[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+                for (int r = 0; r < R; r++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) slo[t][r] = fmaf(va[i], wv[r][i], slo[t][r]);
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                const uint32_t hi = ((w4 >> 1) & 0x78787878u) | 0x80808080u;
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    wv[r][i] = __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
+            }
+#pragma unroll
+            for (int t = 0; t < N; t++) {
+                const float4 b = *(const float4 *)(xs + t * xst + xh0 + 4 * k);
+                const float vb[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+                for (int r = 0; r < R; r++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) shi[t][r] = fmaf(vb[i], wv[r][i], shi[t][r]);
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float2 dm = __half22float2(f[r].dm);
+            const uint32_t sm = f[r].sm;
+            const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
+            const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
+#pragma unroll
+            for (int t = 0; t < N; t++) {
+                const float sum_lo = xs[t * xst + 36 * g0 + 32 + hf], sum_hi = xs[t * xst + 36 * g0 + 68 + hf];
+                acc[t][r] = fmaf(16.f * dm.x, fmaf(sc0, slo[t][r] - sum_lo, sc1 * (shi[t][r] - sum_hi)), acc[t][r]);
+                acc[t][r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[t][r]);
+            }
+        }
+    }
 };
 
 // q5_K (device layout in cu/quant.cuh): q4_K's item (16 bytes of nibbles, the same elements) and
@@ -475,6 +625,72 @@ struct ZrMvQ5K {
             acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
         }
     }
+    // comp<R> for N rows of x (row t at xs + t * xst, its own staged sums), each word decoded
+    // once for all N (low nibbles, then high: independent chains); comp's order per row
+    template <int R, int N>
+    __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
+        const int e0 = 32 * it - 16 * (it & 1), g0 = e0 >> 5, hf = it & 1;
+        const int xl0 = zr_xpad(e0), xh0 = zr_xpad(e0 + 32);
+        float slo[N][R], shi[N][R];
+#pragma unroll
+        for (int t = 0; t < N; t++)
+#pragma unroll
+            for (int r = 0; r < R; r++) slo[t][r] = shi[t][r] = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            float wv[R][4];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                const uint32_t hk = f[r].qh >> (2 * k);
+                const uint32_t lo = ((w4 << 2) & 0x3C3C3C3Cu) | ((hk << 6) & 0x40404040u);
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    wv[r][i] = __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
+            }
+#pragma unroll
+            for (int t = 0; t < N; t++) {
+                const float4 a = *(const float4 *)(xs + t * xst + xl0 + 4 * k);
+                const float va[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+                for (int r = 0; r < R; r++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) slo[t][r] = fmaf(va[i], wv[r][i], slo[t][r]);
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                const uint32_t hk = f[r].qh >> (2 * k);
+                const uint32_t hi = ((w4 >> 2) & 0x3C3C3C3Cu) | ((hk << 5) & 0x40404040u);
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    wv[r][i] = __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
+            }
+#pragma unroll
+            for (int t = 0; t < N; t++) {
+                const float4 b = *(const float4 *)(xs + t * xst + xh0 + 4 * k);
+                const float vb[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+                for (int r = 0; r < R; r++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) shi[t][r] = fmaf(vb[i], wv[r][i], shi[t][r]);
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float2 dm = __half22float2(f[r].dm);
+            const uint32_t sm = f[r].sm;
+            const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
+            const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
+#pragma unroll
+            for (int t = 0; t < N; t++) {
+                const float sum_lo = xs[t * xst + 36 * g0 + 32 + hf], sum_hi = xs[t * xst + 36 * g0 + 68 + hf];
+                const float q = fmaf(sc0, fmaf(-0.5f, sum_lo, slo[t][r]), sc1 * fmaf(-0.5f, sum_hi, shi[t][r]));
+                acc[t][r] = fmaf(64.f * dm.x, q, acc[t][r]);
+                acc[t][r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[t][r]);
+            }
+        }
+    }
 };
 
 // q6_K (regrouped layout in cu/quant.cuh): item = 32 elements 32 it.. of the row: 16 bytes of
@@ -524,6 +740,60 @@ struct ZrMvQ6K {
             acc[r] = fmaf(__half2float(f[r].d), fmaf(sc0, slo[r], sc1 * shi[r]), acc[r]);
         }
     }
+    // comp<R> for N rows of x (row t at xs + t * xst), each word decoded once for all N (low
+    // nibbles, then high: independent chains); comp's order per row
+    template <int R, int N>
+    __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
+        const int x0 = zr_xpad(32 * it);
+        float slo[N][R], shi[N][R];
+#pragma unroll
+        for (int t = 0; t < N; t++)
+#pragma unroll
+            for (int r = 0; r < R; r++) slo[t][r] = shi[t][r] = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            float wv[R][4];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                const uint32_t lo = (w4 & 0x0F0F0F0Fu) | (((f[r].h.x >> (2 * k)) & 0x03030303u) << 4);
+#pragma unroll
+                for (int i = 0; i < 4; i++) wv[r][i] = zr_byte_f(lo, i, ZR_MAGIC + 32.f);
+            }
+#pragma unroll
+            for (int t = 0; t < N; t++) {
+                const float4 a = *(const float4 *)(xs + t * xst + x0 + 4 * k);
+                const float va[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+                for (int r = 0; r < R; r++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) slo[t][r] = fmaf(va[i], wv[r][i], slo[t][r]);
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                const uint32_t hi = ((w4 >> 4) & 0x0F0F0F0Fu) | (((f[r].h.y >> (2 * k)) & 0x03030303u) << 4);
+#pragma unroll
+                for (int i = 0; i < 4; i++) wv[r][i] = zr_byte_f(hi, i, ZR_MAGIC + 32.f);
+            }
+#pragma unroll
+            for (int t = 0; t < N; t++) {
+                const float4 b = *(const float4 *)(xs + t * xst + x0 + 16 + 4 * k);
+                const float vb[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+                for (int r = 0; r < R; r++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) shi[t][r] = fmaf(vb[i], wv[r][i], shi[t][r]);
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float d = __half2float(f[r].d);
+            const float sc0 = (float)(int8_t)(f[r].sc & 0xFF), sc1 = (float)(int8_t)(f[r].sc >> 8);
+#pragma unroll
+            for (int t = 0; t < N; t++) acc[t][r] = fmaf(d, fmaf(sc0, slo[t][r], sc1 * shi[t][r]), acc[t][r]);
+        }
+    }
 };
 
 // How x reaches the product (mode & ZR_MV_IN): as is, RMS-normalized with a weight (the
@@ -563,6 +833,27 @@ template <> struct ZrMvXsum<ZrMvQ3K> {
     static constexpr bool value = true;
 };
 template <> struct ZrMvXsum<ZrMvQ2K> {
+    static constexpr bool value = true;
+};
+
+// Types with comp_n<R, N> (N rows of x per decoded item: the small product, cu/matmul_small.cu);
+// the others call comp<R> once per row.
+template <class T> struct ZrMvCompN {
+    static constexpr bool value = false;
+};
+template <> struct ZrMvCompN<ZrMvQ8_0> {
+    static constexpr bool value = true;
+};
+template <int TYPE> struct ZrMvCompN<ZrMvQ4x<TYPE>> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvCompN<ZrMvQ4K> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvCompN<ZrMvQ5K> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvCompN<ZrMvQ6K> {
     static constexpr bool value = true;
 };
 

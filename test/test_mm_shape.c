@@ -53,11 +53,30 @@ ZT_TEST(short_k_and_v_projections_split_their_rows_to_fill_the_device) {
     const ZrMmShape s = zr_cuf_mm_shape(132, 4096, 1024, 32, 1);
     ZT_CHECK(s.split > 1);
     ZT_CHECK((1024 / 2 + s.groups - 1) / s.groups >= 132);
+    /* at 5 rows of x the 2048-value chunk's 64 items per row stop it at 2 (zrun-mm-bench: as
+     * fast as any split there) */
+    const ZrMmShape kv = zr_cuf_mm_shape(132, 4096, 1024, 32, 5);
+    ZT_CHECK(kv.groups == 4 && kv.split == 2);
     /* the FFN's 14336 rows fill it unsplit */
     ZT_CHECK(zr_cuf_mm_shape(132, 4096, 14336, 32, 8).split == 1);
     /* more rows of x, smaller chunks: 8 rows of 4096 values in 2048-value chunks */
     ZT_CHECK(zr_cuf_mm_shape(132, 4096, 4096, 32, 8).chunk == 2048);
     ZT_CHECK(zr_cuf_mm_shape(132, 4096, 4096, 32, 1).chunk == 4096);
+}
+
+/* 8B's 4096-row Q, attention output and FFN down make 256 blocks of 8 row groups on an H100's
+ * 132 multiprocessors: unsplit (8 x 1), which zrun-mm-bench measured ~10-25% faster than the
+ * 4 x 2 that a 2-blocks-per-multiprocessor rule gave them (Q6_K wo at n 5: 23.4 us, 30.4 us) */
+ZT_TEST(matrices_of_at_least_one_block_per_multiprocessor_stay_unsplit) {
+    const int mats[][2] = {{4096, 4096}, {14336, 4096}, {4096, 28672}};
+    for (int m = 0; m < 3; m++)
+        for (int n = 2; n <= ZR_CUF_MM_COLS; n++) {
+            const ZrMmShape s = zr_cuf_mm_shape(132, mats[m][0], mats[m][1], 32, n);
+            ZT_CHECKF(s.groups == ZR_CUF_MM_WARPS && s.split == 1, "[%d x %d] n %d: %d x %d", mats[m][0], mats[m][1],
+                      n, s.groups, s.split);
+        }
+    /* Llama-3.2-1B's 2048-row Q at 132: 128 blocks unsplit, fewer than the multiprocessors */
+    ZT_CHECK(zr_cuf_mm_shape(132, 2048, 2048, 32, 5).split == 2);
 }
 
 /* The prefill's choice: quantized (and BF16) weights times at most 8 rows, within the shared

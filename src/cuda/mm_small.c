@@ -16,12 +16,16 @@ ZrMmShape zr_cuf_mm_shape(int sm_count, int n_in, int n_out, int item, int n) {
     long units = per_row / ZR_CUF_MM_UNIT;
     if (units > row_units) units = row_units;
     if (units < 1) units = 1;
-    /* split-K while the grid has fewer than 2 blocks per multiprocessor (a 1024-row K or V
-     * projection makes 64 blocks of 16 rows) and every lane keeps an item of each chunk */
+    /* split-K while the grid has fewer blocks than multiprocessors (a 1024-row K or V projection
+     * makes 64 blocks of 16 rows) and every lane keeps an item of each chunk. Not below 2 blocks
+     * per multiprocessor as the decode: 8B's 4096-row Q, attention output and FFN down (256
+     * blocks on an H100's 132) ran 8 x 1 ~10-25% faster than 4 x 2 (zrun-mm-bench, Q6_K n 5:
+     * wo 23.4 us against 30.4), the split's partial sums and barrier costing more than the
+     * unbalanced last wave */
     const long groups = ((long)n_out + 1) / 2;
     const long items = item > 0 ? n_in / item : 0, chunk_items = item > 0 ? units * ZR_CUF_MM_UNIT / item : 0;
     int split = 1;
-    while (split < ZR_CUF_MM_WARPS && (groups * split + ZR_CUF_MM_WARPS - 1) / ZR_CUF_MM_WARPS < 2L * sm_count &&
+    while (split < ZR_CUF_MM_WARPS && (groups * split + ZR_CUF_MM_WARPS - 1) / ZR_CUF_MM_WARPS < sm_count &&
            items >= 64L * split && chunk_items >= 64L * split)
         split *= 2;
     return (ZrMmShape){.groups = ZR_CUF_MM_WARPS / split, .split = split, .chunk = (int)(units * ZR_CUF_MM_UNIT)};

@@ -13,10 +13,11 @@
 /* Rows of X at most (cu/matmul_small.cu ZR_MM_COLS). Why 8: per matrix the F16 path moves
  * the quantized bytes + 2 B per weight written + 2 B read by the GEMM (Q4_K: 0.56 B + 4 B, ~8x),
  * the small product the quantized bytes once plus n staged rows of x per block from L2; but its
- * arithmetic and shared-memory reads grow with n (T::comp re-decodes the item for every row),
- * ~n x the decode matvec's, and its accumulators (n x 2 per lane) with it: 8 keeps them in
- * registers (no spills, cu/PERF.md) and is estimated to stay under the F16 path's time. Not
- * yet measured: tools/mm_bench.c times every n against the forward's shapes. */
+ * FMAs and shared-memory reads grow with n (and, for types without T::comp_n, the item's
+ * decoding: T::comp per row), and its accumulators (n x 2 per lane) with it: at 8 the comp_n
+ * copies fit 128 registers with at most a few spilled words (Q5_K's 136 B at n = 8 the most,
+ * cu/PERF.md). Measured before comp_n (H100, all-Q6_K 8B): n 1 3.6 ms per prefill, n 5 10.6,
+ * n 8 15.5 (tools/mm_bench.c times every n against every split). */
 #define ZR_CUF_MM_COLS 8
 /* Chunk granularity in values (cu/matmul_small.cu ZR_MM_UNIT): a multiple of every type's
  * 32 items per warp and of the 256-value super-block, so no item crosses a chunk. */

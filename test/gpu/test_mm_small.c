@@ -213,9 +213,117 @@ ZT_TEST(every_launch_shape_gives_the_product) {
     }
 }
 
+/* Each column of the product is the decode's matrix-vector product of that row of x, bit for bit,
+ * when the row lies in one chunk and the split is the matvec's: the lanes then take the same items
+ * in the same order, and T::comp_n (ZrMvCompN types: each item decoded once for all columns)
+ * keeps T::comp's arithmetic per column, as the other types' per-column T::comp does. n = 1..8
+ * (one kernel copy per n), 77 rows (an odd last group), splits 1 and 2. */
+ZT_TEST(every_column_equals_the_decode_matvec_of_its_row_bit_for_bit) {
+    if (!gpu_env()) return;
+    GpuEnv *g = gpu_env();
+    const int n_in = ZR_CUF_MM_UNIT, n_out = 77;
+    for (int i = 0; i < N_TYPES; i++) {
+        Mat m;
+        if (!mat_make(&m, all_types[i], n_in, n_out)) continue;
+        uint64_t s = 0xc0ffeeull + all_types[i];
+        float *x = malloc(sizeof(float) * ZR_CUF_MM_COLS * n_in), *y = malloc(sizeof(float) * ZR_CUF_MM_COLS * n_out);
+        float *ym = malloc(sizeof(float) * n_out);
+        for (int j = 0; j < ZR_CUF_MM_COLS * n_in; j++) x[j] = gpu_rand(&s);
+        const CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * ZR_CUF_MM_COLS * n_in),
+                          dy = gpu_alloc(g, sizeof(float) * ZR_CUF_MM_COLS * n_out),
+                          dm = gpu_alloc(g, sizeof(float) * n_out);
+        int differ = 0, failed = 0;
+        for (int split = 1; split <= 2; split++) {
+            /* the matvec of every row of x with the same split */
+            float *ref = malloc(sizeof(float) * ZR_CUF_MM_COLS * n_out);
+            for (int t = 0; t < ZR_CUF_MM_COLS && !failed; t++) {
+                ZrError e = {0};
+                const ZrMvShape ms = {.groups = 8 / split, .split = split, .blocks = 0};
+                if (zr_cuf_matvec_shaped(&g->l, &g->k, &m.dw, dx + sizeof(float) * (size_t)t * n_in, dm, 0, 0, 0.0f,
+                                         ZR_CUF_MV_PLAIN, ms, &e)) {
+                    fprintf(stderr, "  %s matvec: %s\n", zr_type_name(m.type), e.msg);
+                    failed = 1;
+                    break;
+                }
+                gpu_download(g, ym, dm, sizeof(float) * n_out);
+                memcpy(ref + (size_t)t * n_out, ym, sizeof(float) * n_out);
+            }
+            for (int n = 1; n <= ZR_CUF_MM_COLS && !failed; n++) {
+                ZrError e = {0};
+                const ZrMmShape sh = {.groups = ZR_CUF_MM_WARPS / split, .split = split, .chunk = ZR_CUF_MM_UNIT};
+                if (zr_k_matmul_small(&g->l, &g->k.mm[m.type], &m.dw, dx, n_in, dy, n_out, 0.0f, n, sh,
+                                      zr_cuf_mm_smem(sh, n), &e)) {
+                    fprintf(stderr, "  %s n %d: %s\n", zr_type_name(m.type), n, e.msg);
+                    failed = 1;
+                    break;
+                }
+                gpu_download(g, y, dy, sizeof(float) * (size_t)n * n_out);
+                for (int j = 0; j < n * n_out; j++)
+                    if (!(y[j] == ref[j])) {
+                        if (differ++ < 3)
+                            fprintf(stderr, "  %s split %d n %d row %d out %d: %.9g, matvec %.9g\n",
+                                    zr_type_name(m.type), split, n, j / n_out, j % n_out, y[j], ref[j]);
+                    }
+            }
+            free(ref);
+        }
+        const bool ok = !failed && differ == 0;
+        fprintf(stderr, "  matmul_small %-5s n 1..%d, splits 1 and 2: %d values differ from the matvec%s\n",
+                zr_type_name(m.type), ZR_CUF_MM_COLS, differ, ok ? "  PASS" : "  FAIL");
+        ZT_CHECKF(ok, "%s: %d values differ from the decode matvec%s", zr_type_name(m.type), differ,
+                  failed ? " (a launch failed)" : "");
+        gpu_free(g, dx);
+        gpu_free(g, dy);
+        gpu_free(g, dm);
+        free(x);
+        free(y);
+        free(ym);
+        mat_free(&m);
+    }
+}
+
+/* The forward pass's product of one row is the decode's matvec itself (mm_small.c hands it over):
+ * bit for bit, with and without the residual. */
+ZT_TEST(one_row_is_the_decode_matvec_bit_for_bit) {
+    if (!gpu_env()) return;
+    GpuEnv *g = gpu_env();
+    const uint32_t types[] = {ZR_TYPE_Q4_0, ZR_TYPE_Q8_0, ZR_TYPE_Q4_K, ZR_TYPE_Q6_K};
+    const int n_in = 4096, n_out = 1024;
+    for (int i = 0; i < 4; i++) {
+        Mat m;
+        if (!mat_make(&m, types[i], n_in, n_out)) continue;
+        uint64_t s = 0xbeefull + types[i];
+        float *x = malloc(sizeof(float) * n_in), *y0 = malloc(sizeof(float) * n_out);
+        float *a = malloc(sizeof(float) * n_out), *b = malloc(sizeof(float) * n_out);
+        for (int j = 0; j < n_in; j++) x[j] = gpu_rand(&s);
+        for (int j = 0; j < n_out; j++) y0[j] = gpu_rand(&s);
+        const CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * n_in), da = gpu_upload(g, y0, sizeof(float) * n_out),
+                          db = gpu_upload(g, y0, sizeof(float) * n_out);
+        int differ = 0, rc = 0;
+        for (int beta = 0; beta <= 1 && !rc; beta++) {
+            ZrError e = {0};
+            rc = zr_cuf_mm_small(&g->l, &g->k, &m.dw, dx, n_in, da, n_out, (float)beta, 1, &e) ||
+                 zr_cuf_matvec(&g->l, &g->k, &m.dw, dx, db, beta ? db : 0, 0, 0.0f, ZR_CUF_MV_PLAIN, &e);
+            if (rc) fprintf(stderr, "  %s: %s\n", zr_type_name(m.type), e.msg);
+            gpu_download(g, a, da, sizeof(float) * n_out);
+            gpu_download(g, b, db, sizeof(float) * n_out);
+            for (int j = 0; j < n_out; j++) differ += memcmp(&a[j], &b[j], sizeof(float)) != 0;
+        }
+        fprintf(stderr, "  matmul_small %-5s n 1, beta 0 and 1: %d values differ from the matvec%s\n",
+                zr_type_name(m.type), differ, !rc && !differ ? "  PASS" : "  FAIL");
+        ZT_CHECKF(!rc && !differ, "%s: %d values differ", zr_type_name(m.type), differ);
+        gpu_free(g, dx);
+        gpu_free(g, da);
+        gpu_free(g, db);
+        free(x), free(y0), free(a), free(b);
+        mat_free(&m);
+    }
+}
+
 /* The prefill of n <= 8 tokens (the small product for every quantized matrix) against
  * llama.cpp's exact logits, with test_cuda_backend's prefill tolerance (F16 attention operands
- * remain); every row of the prompt is compared. */
+ * remain); every row of the prompt is compared. Each prompt starts at position 0 of an emptied
+ * cache (truncate), and a forward that fails counts as a failure. */
 ZT_TEST(a_prefill_of_1_to_8_tokens_matches_llama_cpp_exact_logits) {
     if (!gpu_env()) return;
     static ZtFixture fx[ZT_MAX_FIXTURES];
@@ -246,6 +354,7 @@ ZT_TEST(a_prefill_of_1_to_8_tokens_matches_llama_cpp_exact_logits) {
         const int ns[] = {1, 2, 5, ZR_CUF_MM_COLS};
         for (int j = 0; be && j < 4; j++) {
             const int n = ns[j] < n_ids ? ns[j] : n_ids;
+            be->truncate(be, 0);
             const int rc = be->forward(be, ids, n, 0, lg, true, &err);
             if (rc) fprintf(stderr, "  %s: %s\n", fx[i].name, err.msg);
             const ZtLogitsDiff d = zt_compare_logits(lg, exact, n, V);
