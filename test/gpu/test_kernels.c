@@ -14,6 +14,7 @@
 #include "cuda/pick.h"
 #include "cuda/weights.h"
 #include "gpu_env.h"
+#include "gpu_weights.h"
 #include "quant.h"
 #include "sampler.h"
 #include "zt.h"
@@ -21,38 +22,6 @@
 static const uint32_t all_types[] = {ZR_TYPE_F32,  ZR_TYPE_F16,  ZR_TYPE_BF16, ZR_TYPE_Q8_0, ZR_TYPE_Q4_0,
                                      ZR_TYPE_Q4_1, ZR_TYPE_Q5_0, ZR_TYPE_Q5_1, ZR_TYPE_Q2_K, ZR_TYPE_Q3_K,
                                      ZR_TYPE_Q4_K, ZR_TYPE_Q5_K, ZR_TYPE_Q6_K};
-
-/* A random [n_in, n_out] matrix in ggml's layout of `type` (malloc'ed, zr_row_bytes per row). */
-static uint8_t *random_matrix(uint32_t type, int n_in, int n_out, uint64_t *s) {
-    const size_t rb = zr_row_bytes(type, n_in);
-    uint8_t *w = malloc(rb * n_out);
-    float *row = malloc(sizeof(float) * n_in);
-    for (int r = 0; r < n_out; r++) {
-        /* rows with their own scale and an offset, so min/offset terms of the formats matter */
-        const float scale = 0.02f + 0.2f * (gpu_rand(s) + 1.0f), off = 0.3f * scale * gpu_rand(s);
-        for (int i = 0; i < n_in; i++) row[i] = off + scale * gpu_rand(s);
-        if (!zr_quantize_row(type, row, w + rb * r, n_in)) {
-            free(row);
-            free(w);
-            return NULL;
-        }
-    }
-    free(row);
-    return w;
-}
-
-/* Repacks and uploads a ggml-layout matrix. */
-static ZrCuWeight upload_weight(GpuEnv *g, uint32_t type, const uint8_t *w, int n_in, int n_out) {
-    const size_t rb = zr_row_bytes(type, n_in), mb = zr_cuw_main_row_bytes(type, n_in) * n_out,
-                 sb = zr_cuw_side_bytes(type, n_in, n_out);
-    uint8_t *hm = calloc(1, mb), *hs = calloc(1, sb ? sb : 1);
-    for (int r = 0; r < n_out; r++) zr_cuw_repack_row(type, w + rb * r, n_in, r, n_out, hm, hs);
-    ZrCuWeight dw = {.type = type, .n_in = n_in, .n_out = n_out, .main = gpu_upload(g, hm, mb),
-                     .side = sb ? gpu_upload(g, hs, sb) : 0};
-    free(hm);
-    free(hs);
-    return dw;
-}
 
 /* One matrix-vector case: W[n_in, n_out], y += W x' when add, x' by mode (ZR_CUF_MV_*; GLU:
  * y[i] = silu(row i . x') * (row n_out/2 + i . x')); groups == 0: the forward pass's launch
@@ -76,7 +45,7 @@ static double matvec_case(uint32_t type, MvCase c) {
     const int n_in = c.n_in, n_out = c.n_out, in_mode = c.mode & 3;
     const bool glu = (c.mode & ZR_CUF_MV_GLU) != 0, with_add = c.add && !glu, gelu = (c.mode & ZR_CUF_MV_GELU) != 0;
     uint64_t s = 0x1234567ull + type * 7919ull + (uint64_t)n_in * 31 + n_out + c.mode;
-    uint8_t *w = random_matrix(type, n_in, n_out, &s);
+    uint8_t *w = gpu_random_matrix(type, n_in, n_out, &s);
     if (!w) return -1;
     const size_t rb = zr_row_bytes(type, n_in);
     const int nx = in_mode == ZR_CUF_MV_SWIGLU ? 2 * n_in : n_in, ny = glu ? n_out / 2 : n_out;
@@ -100,7 +69,7 @@ static double matvec_case(uint32_t type, MvCase c) {
         for (int i = 0; i < n_in; i++) mag += fabs((double)deq[i] * xr[i]);
         tol[r] = 1e-5 * mag + 1e-5 * fabs(ref[r]);
     }
-    ZrCuWeight dw = upload_weight(g, type, w, n_in, n_out);
+    ZrCuWeight dw = gpu_upload_weight(g, type, w, n_in, n_out);
     CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * nx), dg = gpu_upload(g, gw, sizeof(float) * n_in);
     /* y = W x + y, in place; a GLU output starts as NaN (poison), so an unwritten value fails */
     CUdeviceptr dy = glu ? gpu_alloc(g, sizeof(float) * ny) : gpu_upload(g, add, sizeof(float) * n_out);
@@ -200,7 +169,7 @@ static double matvec_post_case(uint32_t type, int n_in, int n_out, int mode) {
     GpuEnv *g = gpu_env();
     const bool glu = (mode & ZR_CUF_MV_GLU) != 0, gelu = (mode & ZR_CUF_MV_GELU) != 0;
     uint64_t s = 0x7654321ull + type * 131ull + (uint64_t)n_in * 7 + n_out + mode;
-    uint8_t *w = random_matrix(type, n_in, n_out, &s);
+    uint8_t *w = gpu_random_matrix(type, n_in, n_out, &s);
     if (!w) return -1;
     const size_t rb = zr_row_bytes(type, n_in);
     const int ny = glu ? n_out / 2 : n_out;
@@ -226,7 +195,7 @@ static double matvec_post_case(uint32_t type, int n_in, int n_out, int mode) {
         for (int i = 0; i < n_in; i++) mag += fabs((double)deq[i] * xr[i]);
         tol[o] = 1e-5 * mag + 1e-5 * fabs(ref[o]);
     }
-    ZrCuWeight dw = upload_weight(g, type, w, n_in, n_out);
+    ZrCuWeight dw = gpu_upload_weight(g, type, w, n_in, n_out);
     CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * n_in), dr = gpu_upload(g, r, sizeof(float) * n_in);
     CUdeviceptr dpw = gpu_upload(g, pw, sizeof(float) * n_in), dnw = gpu_upload(g, nw, sizeof(float) * n_in);
     CUdeviceptr dy = gpu_alloc(g, sizeof(float) * ny), dxo = gpu_alloc(g, sizeof(float) * n_in);
@@ -295,10 +264,10 @@ ZT_TEST(matvec_tall_is_bit_equal_and_takes_vocabulary_outputs) {
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         const uint32_t type = types[t];
         uint64_t s = 0xfeedull + type;
-        uint8_t *w = random_matrix(type, n_in, n_out, &s);
+        uint8_t *w = gpu_random_matrix(type, n_in, n_out, &s);
         ZT_CHECKF(w != NULL, "the quantizer refused %s", zr_type_name(type));
         if (!w) return;
-        ZrCuWeight dw = upload_weight(g, type, w, n_in, n_out);
+        ZrCuWeight dw = gpu_upload_weight(g, type, w, n_in, n_out);
         const ZrMvShape tall = zr_cuf_mv_shape(&g->k, &dw, R), one = {.groups = tall.groups, .split = tall.split};
         const int tiles = (n_out / 2 + 1 + tall.groups - 1) / tall.groups;
         ZT_CHECKF(tall.blocks > 0 && tall.blocks < tiles, "%s [%d x %d]: the pick is %dx%d on %d blocks, not tall",
@@ -364,10 +333,10 @@ ZT_TEST(dequant_f16_and_embed_match_zr_dequant_row_for_every_type) {
         const bool flt = type == ZR_TYPE_F32 || type == ZR_TYPE_F16 || type == ZR_TYPE_BF16;
         const int n_in = flt ? 172 : 512, n_out = 17, row0 = 3, n_rows = 11;
         uint64_t s = 99 + type;
-        uint8_t *w = random_matrix(type, n_in, n_out, &s);
+        uint8_t *w = gpu_random_matrix(type, n_in, n_out, &s);
         ZT_CHECK(w != NULL);
         const size_t rb = zr_row_bytes(type, n_in);
-        ZrCuWeight dw = upload_weight(g, type, w, n_in, n_out);
+        ZrCuWeight dw = gpu_upload_weight(g, type, w, n_in, n_out);
         float *ref = malloc(sizeof(float) * n_in), *emb = malloc(sizeof(float) * 3 * n_in);
         uint16_t *h = malloc(2 * (size_t)n_rows * n_in);
         ZrError e = {0};

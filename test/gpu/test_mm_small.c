@@ -18,6 +18,7 @@
 #include "cuda/mm_small.h"
 #include "cuda/weights.h"
 #include "gpu_env.h"
+#include "gpu_weights.h"
 #include "model.h"
 #include "quant.h"
 #include "zt_fixtures.h"
@@ -27,37 +28,6 @@ static const uint32_t all_types[] = {ZR_TYPE_F32,  ZR_TYPE_F16,  ZR_TYPE_BF16, Z
                                      ZR_TYPE_Q4_1, ZR_TYPE_Q5_0, ZR_TYPE_Q5_1, ZR_TYPE_Q2_K, ZR_TYPE_Q3_K,
                                      ZR_TYPE_Q4_K, ZR_TYPE_Q5_K, ZR_TYPE_Q6_K};
 #define N_TYPES (int)(sizeof all_types / sizeof all_types[0])
-
-/* A random [n_in, n_out] matrix in ggml's layout (rows with their own scale and offset, so the
- * formats' min and offset terms matter); NULL when the quantizer refuses the type. */
-static uint8_t *random_matrix(uint32_t type, int n_in, int n_out, uint64_t *s) {
-    const size_t rb = zr_row_bytes(type, n_in);
-    uint8_t *w = malloc(rb * n_out);
-    float *row = malloc(sizeof(float) * n_in);
-    for (int r = 0; r < n_out; r++) {
-        const float scale = 0.02f + 0.2f * (gpu_rand(s) + 1.0f), off = 0.3f * scale * gpu_rand(s);
-        for (int i = 0; i < n_in; i++) row[i] = off + scale * gpu_rand(s);
-        if (!zr_quantize_row(type, row, w + rb * r, n_in)) {
-            free(row);
-            free(w);
-            return NULL;
-        }
-    }
-    free(row);
-    return w;
-}
-
-static ZrCuWeight upload_weight(GpuEnv *g, uint32_t type, const uint8_t *w, int n_in, int n_out) {
-    const size_t rb = zr_row_bytes(type, n_in), mb = zr_cuw_main_row_bytes(type, n_in) * n_out,
-                 sb = zr_cuw_side_bytes(type, n_in, n_out);
-    uint8_t *hm = calloc(1, mb), *hs = calloc(1, sb ? sb : 1);
-    for (int r = 0; r < n_out; r++) zr_cuw_repack_row(type, w + rb * r, n_in, r, n_out, hm, hs);
-    ZrCuWeight dw = {.type = type, .n_in = n_in, .n_out = n_out, .main = gpu_upload(g, hm, mb),
-                     .side = sb ? gpu_upload(g, hs, sb) : 0};
-    free(hm);
-    free(hs);
-    return dw;
-}
 
 /* One matrix with its dequantized rows on the host and on the device. */
 typedef struct Mat {
@@ -70,13 +40,13 @@ typedef struct Mat {
 static bool mat_make(Mat *m, uint32_t type, int n_in, int n_out) {
     GpuEnv *g = gpu_env();
     uint64_t s = 0x9e3779b97f4a7c15ull ^ (type * 7919ull + (uint64_t)n_in * 31 + (uint64_t)n_out);
-    uint8_t *w = random_matrix(type, n_in, n_out, &s);
+    uint8_t *w = gpu_random_matrix(type, n_in, n_out, &s);
     if (!w) return false;
     m->type = type, m->n_in = n_in, m->n_out = n_out;
     m->deq = malloc(sizeof(float) * (size_t)n_in * n_out);
     const size_t rb = zr_row_bytes(type, n_in);
     for (int r = 0; r < n_out; r++) zr_dequant_row(type, w + rb * r, m->deq + (size_t)r * n_in, n_in);
-    m->dw = upload_weight(g, type, w, n_in, n_out);
+    m->dw = gpu_upload_weight(g, type, w, n_in, n_out);
     free(w);
     return true;
 }
