@@ -13,16 +13,11 @@
 #include "zt_fixtures.h"
 #include "zt_proc.h"
 
-/* Keep in step with tools/oracle_goldens.sh (TOKENS, ROWS). */
-static const int32_t k_tokens[] = {2,   71,  294, 436, 413, 394, 35,  133, 63,  256, 392, 233, 244, 336,
-                                   197, 406, 110, 51,  252, 17,  460, 430, 202, 224, 314, 393, 395, 45,
-                                   88,  301, 19,  477, 150, 222, 9,   380, 265, 128, 499, 64};
-#define N_TOK ((int)(sizeof k_tokens / sizeof k_tokens[0]))
-/* the rows kept: before, at and past the synthesized window of 16 */
-static const int k_rows[] = {0, 5, 15, 16, 17, 24, 31, 32, 39};
-#define N_ROWS ((int)(sizeof k_rows / sizeof k_rows[0]))
-#define V 512
-#define N_CTX 512 /* the oracle's context (phi3's long factors: 512 > the original context 256) */
+/* the llama.cpp goldens' prompt (zt_synth.h) */
+#define N_TOK ZT_ORACLE_N_TOK
+#define N_ROWS ZT_ORACLE_N_ROWS
+#define V ZT_ORACLE_VOCAB
+#define N_CTX ZT_ORACLE_CTX
 
 /* phi3: exact as the fixtures' F32 bound (test_cpu's EXACT_TOL; measured 1.3e-6) */
 #define EXACT_TOL 3e-5
@@ -111,7 +106,7 @@ ZT_TEST(a_local_layer_sees_exactly_the_last_window_positions) {
     enum { N = 40 };
     static float a[N * V], b[N * V], c[N * V];
     int32_t ids[N];
-    memcpy(ids, k_tokens, sizeof ids);
+    memcpy(ids, zt_oracle_tokens, sizeof ids);
     ZrError err;
     ZT_CHECKF(l.be->forward(l.be, ids, N, 0, a, true, &err) == 0, "%s", err.msg);
     l.be->truncate(l.be, 0);
@@ -243,24 +238,10 @@ ZT_TEST(gemma2_gemma3_phi3_logits_match_llama_cpp) {
     ZT_NEED_SYNTH();
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
         const Case *k = &k_cases[i];
-        char p[4096], ref_path[4096];
-        snprintf(ref_path, sizeof ref_path, "%s/test/data/oracle_archs/%s.f32", getenv("ZR_SRC"), k->name);
-        size_t n_ref;
-        float *ref = zt_read_f32(ref_path, &n_ref);
-        ZT_CHECKF(ref && n_ref == (size_t)N_ROWS * V, "%s: %s unreadable or not %d rows", k->name, ref_path, N_ROWS);
-        ZT_CHECK(zt_synth("oracle.gguf", k->args, 2, p, sizeof p) == 0);
-        ZtCpuModel l;
-        ZT_CHECK(zt_cpu_model_load(&l, p, N_CTX));
-        static float all[N_TOK * V], rows[N_ROWS * V];
-        ZrError err;
-        ZT_CHECKF(l.be->forward(l.be, k_tokens, N_TOK, 0, all, true, &err) == 0, "%s: %s", k->name, err.msg);
-        for (int r = 0; r < N_ROWS; r++) memcpy(rows + r * V, all + k_rows[r] * V, sizeof(float) * V);
-        ZtLogitsDiff d = zt_compare_logits(rows, ref, N_ROWS, V);
-        fprintf(stderr, "  %-15s max|diff|/std %.2e (max|diff| %.2e), argmax %d/%d\n", k->name, d.worst_rel, d.worst_abs, d.argmax_equal, N_ROWS);
+        ZtLogitsDiff d;
+        ZT_CHECKF(zt_oracle_compare("oracle_archs", k->name, k->args, &d), "%s", k->name);
         ZT_CHECKF(d.worst_rel <= k->tol, "%s: %.3g > %.3g", k->name, d.worst_rel, k->tol);
         ZT_CHECKF(d.argmax_equal == N_ROWS, "%s: argmax equal at %d of %d rows", k->name, d.argmax_equal, N_ROWS);
-        zt_cpu_model_free(&l);
-        free(ref);
     }
 }
 

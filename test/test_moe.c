@@ -14,15 +14,11 @@
 #include "zt_fixtures.h"
 #include "zt_proc.h"
 
-/* Keep in step with tools/oracle_goldens.sh (TOKENS, ROWS). */
-static const int32_t k_tokens[] = {2,   71,  294, 436, 413, 394, 35,  133, 63,  256, 392, 233, 244, 336,
-                                   197, 406, 110, 51,  252, 17,  460, 430, 202, 224, 314, 393, 395, 45,
-                                   88,  301, 19,  477, 150, 222, 9,   380, 265, 128, 499, 64};
-#define N_TOK ((int)(sizeof k_tokens / sizeof k_tokens[0]))
-static const int k_rows[] = {0, 5, 15, 16, 17, 24, 31, 32, 39};
-#define N_ROWS ((int)(sizeof k_rows / sizeof k_rows[0]))
-#define V 512
-#define N_CTX 512 /* the oracle's context */
+/* the llama.cpp goldens' prompt (zt_synth.h) */
+#define N_TOK ZT_ORACLE_N_TOK
+#define N_ROWS ZT_ORACLE_N_ROWS
+#define V ZT_ORACLE_VOCAB
+#define N_CTX ZT_ORACLE_CTX
 /* the bound: max |diff| / row std of llama.cpp's logits */
 #define ORACLE_TOL 1e-4
 
@@ -135,9 +131,9 @@ ZT_TEST(prefill_and_token_by_token_decode_give_the_same_logits) {
     enum { N = 24 };
     static float all[N * V], one[V];
     ZrError err;
-    ZT_CHECKF(a.be->forward(a.be, k_tokens, N, 0, all, true, &err) == 0, "%s", err.msg);
+    ZT_CHECKF(a.be->forward(a.be, zt_oracle_tokens, N, 0, all, true, &err) == 0, "%s", err.msg);
     for (int t = 0; t < N; t++) {
-        ZT_CHECKF(b.be->forward(b.be, &k_tokens[t], 1, t, one, false, &err) == 0, "%s", err.msg);
+        ZT_CHECKF(b.be->forward(b.be, &zt_oracle_tokens[t], 1, t, one, false, &err) == 0, "%s", err.msg);
         ZT_CHECKF(memcmp(one, all + t * V, sizeof one) == 0, "token %d: decode logits differ from the prefill's", t);
     }
     zt_cpu_model_free(&a);
@@ -156,7 +152,7 @@ ZT_TEST(the_chosen_experts_change_from_token_to_token) {
     int32_t sets[N_TOK][4];
     int distinct = 0;
     for (int t = 0; t < N_TOK; t++) {
-        ZT_CHECKF(l.be->forward(l.be, &k_tokens[t], 1, t, lg, false, &err) == 0, "%s", err.msg);
+        ZT_CHECKF(l.be->forward(l.be, &zt_oracle_tokens[t], 1, t, lg, false, &err) == 0, "%s", err.msg);
         const int32_t *ids = zr_cpu_backend_moe_last(l.be, 1);
         ZT_CHECK(ids != NULL);
         memcpy(sets[t], ids, sizeof sets[t]);
@@ -196,24 +192,10 @@ ZT_TEST(qwen3moe_and_mixtral_style_llama_logits_match_llama_cpp) {
     ZT_NEED_SYNTH();
     for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
         const Case *k = &k_cases[i];
-        char p[4096], ref_path[4096];
-        snprintf(ref_path, sizeof ref_path, "%s/test/data/oracle_moe/%s.f32", getenv("ZR_SRC"), k->name);
-        size_t n_ref;
-        float *ref = zt_read_f32(ref_path, &n_ref);
-        ZT_CHECKF(ref && n_ref == (size_t)N_ROWS * V, "%s: %s unreadable or not %d rows", k->name, ref_path, N_ROWS);
-        ZT_CHECK(zt_synth("oracle.gguf", k->args, 2, p, sizeof p) == 0);
-        ZtCpuModel l;
-        ZT_CHECK(zt_cpu_model_load(&l, p, N_CTX));
-        static float all[N_TOK * V], rows[N_ROWS * V];
-        ZrError err;
-        ZT_CHECKF(l.be->forward(l.be, k_tokens, N_TOK, 0, all, true, &err) == 0, "%s: %s", k->name, err.msg);
-        for (int r = 0; r < N_ROWS; r++) memcpy(rows + r * V, all + k_rows[r] * V, sizeof(float) * V);
-        ZtLogitsDiff d = zt_compare_logits(rows, ref, N_ROWS, V);
-        fprintf(stderr, "  %-18s max|diff|/std %.2e (max|diff| %.2e), argmax %d/%d\n", k->name, d.worst_rel, d.worst_abs, d.argmax_equal, N_ROWS);
+        ZtLogitsDiff d;
+        ZT_CHECKF(zt_oracle_compare("oracle_moe", k->name, k->args, &d), "%s", k->name);
         ZT_CHECKF(d.worst_rel <= ORACLE_TOL, "%s: %.3g > %.3g", k->name, d.worst_rel, ORACLE_TOL);
         ZT_CHECKF(d.argmax_equal == N_ROWS, "%s: argmax equal at %d of %d rows", k->name, d.argmax_equal, N_ROWS);
-        zt_cpu_model_free(&l);
-        free(ref);
     }
 }
 

@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "zt.h"
 #include "zt_proc.h"
@@ -65,4 +66,43 @@ float *zt_cpu_logits(const ZrModel *m, const int32_t *tokens, int n, int n_ctx) 
     }
     be->destroy(be);
     return lg;
+}
+
+const int32_t zt_oracle_tokens[ZT_ORACLE_N_TOK] = {2,   71,  294, 436, 413, 394, 35,  133, 63,  256,
+                                                   392, 233, 244, 336, 197, 406, 110, 51,  252, 17,
+                                                   460, 430, 202, 224, 314, 393, 395, 45,  88,  301,
+                                                   19,  477, 150, 222, 9,   380, 265, 128, 499, 64};
+const int zt_oracle_rows[ZT_ORACLE_N_ROWS] = {0, 5, 15, 16, 17, 24, 31, 32, 39};
+
+bool zt_oracle_compare(const char *dir, const char *name, const char *args, ZtLogitsDiff *d) {
+    enum { V = ZT_ORACLE_VOCAB, N = ZT_ORACLE_N_TOK, R = ZT_ORACLE_N_ROWS };
+    const char *src = getenv("ZR_SRC");
+    char ref_path[4096], p[4096];
+    snprintf(ref_path, sizeof ref_path, "%s/test/data/%s/%s.f32", src ? src : ".", dir, name);
+    size_t n_ref = 0;
+    float *ref = zt_read_f32(ref_path, &n_ref);
+    if (!ref || n_ref != (size_t)R * V) {
+        fprintf(stderr, "  %s: %s unreadable or not %d rows\n", name, ref_path, R);
+        free(ref);
+        return false;
+    }
+    ZtCpuModel l;
+    if (zt_synth("oracle.gguf", args, 2, p, sizeof p) != 0 || !zt_cpu_model_load(&l, p, ZT_ORACLE_CTX)) {
+        free(ref);
+        return false;
+    }
+    static float all[N * V], rows[R * V];
+    ZrError err;
+    const bool ok = l.be->forward(l.be, zt_oracle_tokens, N, 0, all, true, &err) == 0;
+    if (ok) {
+        for (int r = 0; r < R; r++) memcpy(rows + r * V, all + zt_oracle_rows[r] * V, sizeof(float) * V);
+        *d = zt_compare_logits(rows, ref, R, V);
+        fprintf(stderr, "  %-18s max|diff|/std %.2e (max|diff| %.2e), argmax %d/%d\n", name, d->worst_rel, d->worst_abs,
+                d->argmax_equal, R);
+    } else {
+        fprintf(stderr, "  %s: %s\n", name, err.msg);
+    }
+    zt_cpu_model_free(&l);
+    free(ref);
+    return ok;
 }

@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "model.h"
+#include "zt_fixtures.h"
 
 /* Writes zt_tmpdir()/file with `zrun-synth -q [-t threads] -o PATH args` (threads 0: the tool's
  * default) and puts its path in path[cap]. Returns the tool's exit status: 0 when written, -1
@@ -36,3 +37,19 @@ void zt_cpu_model_free(ZtCpuModel *l);
 /* The CPU reference's logits of every position of tokens[0..n) (n x n_vocab, malloc'ed) with a
  * backend of n_ctx positions and 4 threads, or NULL (said on stderr). */
 float *zt_cpu_logits(const ZrModel *m, const int32_t *tokens, int n, int n_ctx);
+
+/* The prompt of the llama.cpp goldens under test/data/oracle_* (tools/oracle_goldens.sh's TOKENS
+ * and ROWS: keep in step): ZT_ORACLE_N_TOK tokens of a ZT_ORACLE_VOCAB-token vocabulary in a
+ * context of ZT_ORACLE_CTX, and the rows whose logits the goldens keep (before, at and past a
+ * synthesized window of 16). */
+#define ZT_ORACLE_N_TOK 40
+#define ZT_ORACLE_N_ROWS 9
+#define ZT_ORACLE_VOCAB 512
+#define ZT_ORACLE_CTX 512
+extern const int32_t zt_oracle_tokens[ZT_ORACLE_N_TOK];
+extern const int zt_oracle_rows[ZT_ORACLE_N_ROWS];
+
+/* One golden: the model zrun-synth writes with args, its CPU logits over the prompt, the kept rows
+ * against ZR_SRC/test/data/DIR/NAME.f32 into *d (one line on stderr: name, max|diff|/std,
+ * argmax). false (said on stderr) when the golden, the model or the forward pass fails. */
+bool zt_oracle_compare(const char *dir, const char *name, const char *args, ZtLogitsDiff *d);
