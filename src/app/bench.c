@@ -45,6 +45,7 @@
 #include "opt.h"
 #include "quant.h"
 #include "sampler.h"
+#include "zr_clock.h"
 
 #define BENCH_MAX_MODELS 64
 #define BENCH_MAX_TESTS 16
@@ -220,12 +221,6 @@ static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrE
     return ZR_OK;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int default_threads(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : (int)n;
@@ -346,9 +341,9 @@ static int run_once(TestCtx *t, bool pp, int n, double *secs, ZrError *err) {
     be->truncate(be, 0);
     int rc;
     if (pp) {
-        const double t0 = now_s();
+        const double t0 = (zr_clock_ms() / 1e3);
         rc = be->forward(be, t->prompt, n, 0, t->logits, false, err);
-        *secs = now_s() - t0;
+        *secs = (zr_clock_ms() / 1e3) - t0;
         return rc;
     }
     /* a fresh sampler that has seen the one-token prompt */
@@ -359,9 +354,9 @@ static int run_once(TestCtx *t, bool pp, int n, double *secs, ZrError *err) {
                       .logits = t->logits, .host_pick = t->a->host_argmax};
     if (!(rc = be->forward(be, &t->bos, 1, 0, t->logits, false, err))) {
         L.token = zr_decode_pick_host(&L, t->logits, n_vocab);
-        const double t0 = now_s();
+        const double t0 = (zr_clock_ms() / 1e3);
         rc = be->decode_run(be, &L, err);
-        *secs = now_s() - t0;
+        *secs = (zr_clock_ms() / 1e3) - t0;
         t->host_steps = L.host_steps;
     }
     zr_sampler_free(smp);
@@ -373,10 +368,10 @@ static int run_once(TestCtx *t, bool pp, int n, double *secs, ZrError *err) {
 static int first_token(TestCtx *t, double *ms, ZrError *err) {
     ZrBackend *be = t->be;
     const int n = ZR_BENCH_TTFT_TOKENS < be->n_ctx ? ZR_BENCH_TTFT_TOKENS : be->n_ctx;
-    const double t0 = now_s();
+    const double t0 = (zr_clock_ms() / 1e3);
     int rc = be->forward(be, t->prompt, n, 0, t->logits, false, err);
     if (!rc) (void)zr_bench_argmax(t->logits, t->m->hp.n_vocab);
-    *ms = (now_s() - t0) * 1e3;
+    *ms = ((zr_clock_ms() / 1e3) - t0) * 1e3;
     be->truncate(be, 0);
     return rc ? zr_err_wrap(err, "the first prompt (%d tokens)", n) : ZR_OK;
 }
@@ -444,7 +439,7 @@ static int run_test(TestCtx *t, bool pp, int n, const char *mode, bool graph_ask
 
 static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const char *path, ZrError *err) {
     ZrModel m;
-    const double t_file = now_s(); /* load time: the file to a ready backend */
+    const double t_file = (zr_clock_ms() / 1e3); /* load time: the file to a ready backend */
     /* every model on the backend the first one got */
     const ZrDevice device = !d->known ? a->device : !strcmp(d->dev.backend, "cuda") ? ZR_DEVICE_CUDA : ZR_DEVICE_CPU;
     /* the GPU's driver and context open on a thread while the model is read (the first open takes them) */
@@ -455,7 +450,7 @@ static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const c
         if (!strstr(err->msg, path)) zr_err_wrap(err, "%s", path);
         return rc;
     }
-    const double model_s = now_s() - t_file;
+    const double model_s = (zr_clock_ms() / 1e3) - t_file;
     TestCtx t = {.a = a, .dev = &d->dev, .out = out, .m = &m};
     ZrBenchRow *r = &t.row;
     r->model_path = path;
@@ -503,9 +498,9 @@ static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const c
         ZrBackendOptions o = {.n_ctx = n_ctx, .n_threads = a->n_threads, .graph = modes[mi], .verify_graph = 1,
                               .profile = a->profile, .fault = a->fault, .quiet = a->quiet, .cuda_early = early};
         early = NULL; /* the backend's now */
-        const double t_open = now_s();
+        const double t_open = (zr_clock_ms() / 1e3);
         t.be = zr_backend_open(device, &m, &o, a->quiet ? NULL : "zrun bench", err);
-        const double open_s = now_s() - t_open;
+        const double open_s = (zr_clock_ms() / 1e3) - t_open;
         if (!t.be || device_known(a, t.be, d, out, err) || first_token(&t, &r->ttft_ms, err)) {
             rc = err->code ? err->code : ZR_E_INTERNAL;
             zr_err_wrap(err, "%s", path);

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "zr_clock.h"
 
 void zr_bench_cpu_name(char *out, size_t len) {
     char line[512];
@@ -56,15 +57,9 @@ static void *slice_run(void *arg) {
     return NULL;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* One pass of every thread over its slice; seconds of wall time. */
 static int pass(Slice *sl, pthread_t *th, int n_threads, bool fill, double *secs, ZrError *err) {
-    const double t0 = now_s();
+    const double t0 = (zr_clock_ms() / 1e3);
     int started = 0, rc = 0;
     for (; started < n_threads; started++) {
         sl[started].fill = fill;
@@ -74,7 +69,7 @@ static int pass(Slice *sl, pthread_t *th, int n_threads, bool fill, double *secs
         }
     }
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-    *secs = now_s() - t0;
+    *secs = (zr_clock_ms() / 1e3) - t0;
     return rc;
 }
 

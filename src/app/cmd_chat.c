@@ -28,6 +28,7 @@
 #include "conversation.h"
 #include "progress.h"
 #include "run.h"
+#include "zr_clock.h"
 
 #define MAX_STOP_IDS 16
 #define MAX_TURN_LOG 64 /* turns whose prefill count the summary lists */
@@ -166,13 +167,13 @@ static int feed(Chat *c, const char *text, size_t len, bool with_pending, ZrErro
     const int at = r->pos;
     if (extra) r->ids[at] = c->pending;
     memcpy(r->ids + at + extra, ids, n * sizeof *ids);
-    const double t0 = zr_run_now_ms();
+    const double t0 = zr_clock_ms();
     if (r->be->forward(r->be, r->ids + at, (int)total, at, r->logits, false, err)) {
         r->be->truncate(r->be, at);
         rc = err->code;
         goto done;
     }
-    r->prefill_ms += zr_run_now_ms() - t0;
+    r->prefill_ms += zr_clock_ms() - t0;
     for (size_t i = 0; i < total; i++) zr_sampler_accept(r->smp, r->ids[at + i]);
     r->pos = at + (int)total;
     r->n_prompt += (int)total;
@@ -216,7 +217,7 @@ static int reply(Chat *c, ZrError *err) {
     if (c->reply) c->reply[0] = 0;
     zr_detok_init(&r->detok, r->tok);
     int n_gen = 0;
-    const double t0 = zr_run_now_ms();
+    const double t0 = zr_clock_ms();
     int rc = 0;
     for (;;) {
         if (zr_run_take_sigint(r)) { r->stop = ZR_STOP_INTERRUPT; break; }
@@ -243,7 +244,7 @@ static int reply(Chat *c, ZrError *err) {
         if (r->n_predict >= 0 && n_gen >= r->n_predict) { r->stop = ZR_STOP_LIMIT; break; }
         if (n_gen == c->sigint_at) send_sigint(c);
     }
-    r->decode_ms += zr_run_now_ms() - t0;
+    r->decode_ms += zr_clock_ms() - t0;
     if (!rc) {
         size_t n = zr_detok_flush(&r->detok, r->out, r->out_cap);
         rc = print_text(c, r->out, n, err);

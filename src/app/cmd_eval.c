@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "model.h"
 #include "opt.h"
+#include "zr_clock.h"
 
 /* Logits held in memory at once; longer sequences are fed in several forwards. */
 #define EVAL_MAX_LOGITS ((int64_t)64 << 20)
@@ -140,12 +141,6 @@ static bool write_f32le(FILE *f, const float *v, size_t n) {
 #endif
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* Teacher-forced: every token at its position, logits of all positions. */
 static int eval_tokens(ZrBackend *be, const int32_t *ids, int n, int n_vocab, FILE *out, const char *out_path, ZrError *err) {
     int64_t per_call = EVAL_MAX_LOGITS / n_vocab;
@@ -175,7 +170,7 @@ int zr_cmd_eval(int argc, char **argv) {
     ZrModel m;
     ZrBackend *be = NULL;
     FILE *out = NULL;
-    double t0 = now_ms();
+    double t0 = zr_clock_ms();
     if (read_tokens(a.tokens, &ids, &n, &err)) goto fail_ids;
     if (zr_model_load(&m, a.model, &err)) goto fail_ids;
     for (int i = 0; i < n; i++)
@@ -195,7 +190,7 @@ int zr_cmd_eval(int argc, char **argv) {
         zr_err(&err, ZR_E_IO, "%s: cannot create: %s", a.logits, strerror(errno));
         goto fail_backend;
     }
-    double t1 = now_ms();
+    double t1 = zr_clock_ms();
     const char *out_name = to_stdout ? "standard output" : a.logits;
     rc = eval_tokens(be, ids, n, m.hp.n_vocab, out, out_name, &err);
     if ((to_stdout ? fflush(out) : fclose(out)) && !rc)
@@ -205,7 +200,7 @@ int zr_cmd_eval(int argc, char **argv) {
         goto fail_backend;
     }
     fprintf(stderr, "zrun eval: %d tokens x %d logits -> %s (%s backend, load %.1f ms, forward %.1f ms)\n", n, m.hp.n_vocab,
-            out_name, be->name, t1 - t0, now_ms() - t1);
+            out_name, be->name, t1 - t0, zr_clock_ms() - t1);
     be->destroy(be);
     zr_model_free(&m);
     free(ids);

@@ -11,6 +11,7 @@
 #include "fault_lost.h"
 #include "resume.h"
 #include "run.h"
+#include "zr_clock.h"
 
 /* The KV cache again, fed exactly as the first process fed it (the prompt in one call, then one
  * decode step per token, so every entry is bit for bit the same), then the lost step itself: its
@@ -79,9 +80,9 @@ int zr_run_resume(const ZrRunSettings *s, const ZrEnv *env) {
         zr_err_wrap(&err, "resume state");
         goto fail;
     }
-    const double t0 = zr_run_now_ms();
+    const double t0 = zr_clock_ms();
     if (feed_again(&r, &rs, &err)) goto lost_again;
-    const double rebuild_ms = zr_run_now_ms() - t0;
+    const double rebuild_ms = zr_clock_ms() - t0;
     if (zr_run_decode(&r, &err)) {
         if (err.code == ZR_E_CONTEXT_LOST) goto lost_again;
         goto fail;

@@ -18,6 +18,7 @@
 #include "cmd.h"
 #include "resume.h"
 #include "run.h"
+#include "zr_clock.h"
 
 static uint64_t clock_seed(void) {
     struct timespec ts;
@@ -226,14 +227,14 @@ int zr_run_fresh(const ZrRunSettings *s, const ZrEnv *env, int argc, char **argv
         r.stop = ZR_STOP_INTERRUPT;
         goto summary;
     }
-    const double t_pre0 = zr_run_now_ms();
+    const double t_pre0 = zr_clock_ms();
     if (r.be->forward(r.be, r.ids, r.n_prompt, 0, r.logits, false, &err)) {
         if (err.code != ZR_E_INTERRUPTED) goto fail;
-        r.prefill_ms = zr_run_now_ms() - t_pre0; /* Ctrl-C during the prefill */
+        r.prefill_ms = zr_clock_ms() - t_pre0; /* Ctrl-C during the prefill */
         r.stop = ZR_STOP_INTERRUPT;
         goto summary;
     }
-    r.prefill_ms = zr_run_now_ms() - t_pre0;
+    r.prefill_ms = zr_clock_ms() - t_pre0;
     /* Like llama.cpp, the prompt is echoed first (as the user wrote it), so stdout reads as one
      * text; --no-display-prompt leaves only the generated text. --color shows it apart. */
     const bool color = s->color > 0 || (s->color < 0 && env->stdout_tty && !env->no_color);

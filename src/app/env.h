@@ -10,7 +10,7 @@ typedef struct ZrEnv {
     bool stdout_tty;   /* standard output is a terminal (--color auto) */
     bool stdin_tty;    /* standard input is a terminal: the chat edits lines with libedit */
     bool stderr_tty;   /* standard error is a terminal: the load progress line is drawn there */
-    double t_start_ms; /* the process's start: zr_run_now_ms() (CLOCK_MONOTONIC) at the top of main */
+    double t_start_ms; /* the process's start: zr_clock_ms() at the top of main */
 } ZrEnv;
 
 void zr_env_read(ZrEnv *out);

@@ -6,10 +6,11 @@
 #include "config.h"
 #include "run.h"
 #include "sigbus.h"
+#include "zr_clock.h"
 
 int main(int argc, char **argv) {
     /* the start "first token after start" counts from (zrun -v): before anything else runs */
-    const double t_start = zr_run_now_ms();
+    const double t_start = zr_clock_ms();
     zr_sigbus_install(); /* the model is mmap'ed: a file truncated under zrun is reported, not a silent crash */
     /* the edge: the environment is read here, once, and handed down as values */
     ZrEnv env;

@@ -1,16 +1,11 @@
 /* The load progress line (progress.h). */
 #include "progress.h"
+#include "zr_clock.h"
 
 #include <time.h>
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 void zr_progress_init(ZrProgress *p, const char *label, bool on) {
-    *p = (ZrProgress){.out = stderr, .label = label, .on = on, .t0_ms = now_ms()};
+    *p = (ZrProgress){.out = stderr, .label = label, .on = on, .t0_ms = zr_clock_ms()};
 }
 
 void zr_progress_format(char *buf, size_t cap, const char *label, uint64_t done, uint64_t total, double secs) {
@@ -26,7 +21,7 @@ void zr_progress_format(char *buf, size_t cap, const char *label, uint64_t done,
 void zr_progress_cb(void *ctx, uint64_t done, uint64_t total) {
     ZrProgress *p = ctx;
     if (!p || !p->on) return;
-    const double t = now_ms();
+    const double t = zr_clock_ms();
     if (t - p->t0_ms < ZR_PROGRESS_AFTER_MS && done < total) return;
     if (p->drawn && t - p->last_ms < ZR_PROGRESS_EVERY_MS && done < total) return;
     if (!p->drawn && done >= total && t - p->t0_ms < ZR_PROGRESS_AFTER_MS) return; /* too quick to show */

@@ -12,15 +12,10 @@
 #include <unistd.h>
 
 #include "fault_lost.h"
+#include "zr_clock.h"
 
 static const char *const stop_names[] = {"-n limit", "end of generation", "context full", "interrupted",
                                          "reverse prompt"};
-
-double zr_run_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static double rate(double n, double ms) { return ms > 0.0 ? n * 1e3 / ms : 0.0; }
 
@@ -35,7 +30,7 @@ void zr_run_init(ZrRun *r, const ZrRunSettings *s) {
 
 int zr_run_load(ZrRun *r, ZrError *err) {
     const char *path = r->s->model;
-    r->t_load0 = zr_run_now_ms();
+    r->t_load0 = zr_clock_ms();
     if (zr_model_load(&r->model, path, err)) {
         if (!strstr(err->msg, path)) zr_err_wrap(err, "%s", path);
         return err->code;
@@ -106,7 +101,7 @@ bool zr_run_stop_cb(void *ctx) { return zr_run_take_sigint(ctx); }
 int zr_run_start(ZrRun *r, ZrBackend *be, const char *fault, int after_step, ZrError *err) {
     r->be = be;
     if (zr_fault_lost_wrap(&r->be, fault, r->n_prompt, after_step, err)) return err->code;
-    r->load_ms = zr_run_now_ms() - r->t_load0;
+    r->load_ms = zr_clock_ms() - r->t_load0;
     int32_t *grown = realloc(r->ids, (size_t)r->n_ctx * sizeof *grown);
     if (!grown) return zr_err(err, ZR_E_NOMEM, "out of memory for %d token ids", r->n_ctx);
     r->ids = grown;
@@ -175,7 +170,7 @@ static bool take_token(ZrRun *r, int32_t id) {
     r->n_gen++;
     size_t n = zr_detok_push(&r->detok, id, r->out, r->out_cap);
     if (zr_run_write(r, r->out, n)) { r->out_failed = true; return false; }
-    if (r->n_gen == 1) r->t_first = zr_run_now_ms();
+    if (r->n_gen == 1) r->t_first = zr_clock_ms();
     if (reverse_prompt_reached(r, r->out, n)) { r->stop = ZR_STOP_REVERSE; return false; }
     /* The sampled token needs a forward pass only if another one is to follow it. */
     if (r->n_predict >= 0 && r->n_gen >= r->n_predict) { r->stop = ZR_STOP_LIMIT; return false; }
@@ -198,7 +193,7 @@ int zr_run_decode(ZrRun *r, ZrError *err) {
     ZrBackend *be = r->be;
     const int n_vocab = r->n_vocab, n_predict = r->n_predict, n_ctx = r->n_ctx;
     r->out_failed = false;
-    r->t_dec0 = zr_run_now_ms();
+    r->t_dec0 = zr_clock_ms();
     bool go = true;
     if (n_predict >= 0 && r->n_gen >= n_predict) { r->stop = ZR_STOP_LIMIT; go = false; }
     else if (r->pos >= n_ctx) { r->stop = ZR_STOP_CONTEXT; go = false; }
@@ -218,7 +213,7 @@ int zr_run_decode(ZrRun *r, ZrError *err) {
             if (be->decode_run(be, &L, err)) {
                 r->host_steps += L.host_steps;
                 if (err->code == ZR_E_CONTEXT_LOST) {
-                    r->lost_at_ms = zr_run_now_ms();
+                    r->lost_at_ms = zr_clock_ms();
                     r->decode_ms = r->lost_at_ms - r->t_dec0;
                     r->pending = r->cur; /* printed, its step lost */
                 }
@@ -227,7 +222,7 @@ int zr_run_decode(ZrRun *r, ZrError *err) {
             r->host_steps += L.host_steps;
         }
     }
-    r->decode_ms = zr_run_now_ms() - r->t_dec0;
+    r->decode_ms = zr_clock_ms() - r->t_dec0;
     bool out_failed = r->out_failed;
     if (!out_failed) {
         size_t n = zr_detok_flush(&r->detok, r->out, r->out_cap);

@@ -86,7 +86,6 @@ int zr_run_resume(const ZrRunSettings *s, const ZrEnv *env);                    
 /* A conversation (zrun chat, zrun -cnv): s->chat; the exit code. */
 int zr_chat_session(const ZrRunSettings *s, const ZrEnv *env);                     /* cmd_chat.c */
 
-double zr_run_now_ms(void);
 /* Empty, so zr_run_free is safe from here on. */
 void zr_run_init(ZrRun *r, const ZrRunSettings *s);
 /* The model and its tokenizer (-m), checked against each other. */

@@ -1,4 +1,5 @@
 #include "cuda/cublaslt.h"
+#include "zr_clock.h"
 
 #include <dlfcn.h>
 #include <stdbool.h>
@@ -221,8 +222,7 @@ static int plan_get(ZrCublasLt *lt, const ZrLtShape *sh, const ZrLtPlan **out, Z
     ZrLtPlan *p = &lt->plans[lt->n_plans];
     memset(p, 0, sizeof *p);
     p->shape = *sh;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const double t0 = zr_clock_ms();
     rc = plan_descs(lt, sh, p, err);
     if (!rc && bucket && algo_fits(lt, p, &algo)) {
         p->algo = algo;
@@ -230,8 +230,7 @@ static int plan_get(ZrCublasLt *lt, const ZrLtShape *sh, const ZrLtPlan **out, Z
         if (bucket) lt->n_fallbacks++;
         rc = plan_heuristic(lt, p, err);
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    lt->plan_ms += (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    lt->plan_ms += zr_clock_ms() - t0;
     if (rc) {
         plan_free(lt, p);
         return rc;

@@ -34,6 +34,7 @@
 #include "cuda/warm.h"
 #include "logits_check.h"
 #include "sampler.h"
+#include "zr_clock.h"
 
 /* Steps one graph launch runs in the free-running loop: the ~2.5 us a launch leaves the GPU idle
  * (H100, between two replays) is paid once per launch, the steps inside one are joined like the
@@ -698,16 +699,10 @@ static int refuse_facts(const ZrModel *m, ZrError *err) {
     return 0;
 }
 
-static double ms_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err) {
     const ZrHparams *hp = &m->hp;
     double t[5]; /* start-up phases' ends (ms): start, context, kernels, weights and buffers, the warm-up's end */
-    t[0] = ms_now();
+    t[0] = zr_clock_ms();
     const ZrCuDriver *drv = NULL;
     /* the driver and context opened on a thread since the command started it (beside the model's
      * parse), else here */
@@ -756,7 +751,7 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     if (have_early) c->cuda = early;
     else if (zr_cuda_open(drv, 0, &c->cuda, err)) goto fail;
     c->cuda_open = true;
-    t[1] = ms_now();
+    t[1] = zr_clock_ms();
     /* cuBLASLt opens, and the prefill's GEMMs are planned and run once, on a thread of its own
      * while the kernels load and the weights go up (cuda/warm.h) */
     const int wrc0 = zr_cuf_warm_start(&c->warm, drv, c->cuda.ctx, m, n_ctx, have_early ? &early_lt : NULL, err);
@@ -767,7 +762,7 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     if (hp->n_ff > max_n_in) max_n_in = hp->n_ff;
     if (hp->n_head * hp->head_dim > max_n_in) max_n_in = hp->n_head * hp->head_dim;
     if (zr_cuf_kernels_load(&c->cuda, c->k, max_n_in, err)) goto fail;
-    t[2] = ms_now();
+    t[2] = zr_clock_ms();
     zr_launcher_init(&c->launcher, drv, c->cuda.stream);
     /* programmatic dependent launch wherever it is supported (sm_90+, cuLaunchKernelEx): +18%
      * tg128 on the H100 (cu/PERF.md); the decode graph's edges follow the same rule (graph.c) */
@@ -782,13 +777,13 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     if (zr_cuf_init(&c->f, m, &c->cuda, &c->launcher, &c->lt, c->k, n_ctx, &prog, err)) goto fail;
     c->f_init = true;
     if (zr_cuf_warm_copies(&c->f, !c->profiling, err)) goto fail; /* while the warm-up's thread finishes */
-    t[3] = ms_now();
+    t[3] = zr_clock_ms();
     ZrCuWarmStats ws;
     const int wrc = zr_cuf_warm_wait(c->warm, &c->lt, &ws, err);
     c->warm = NULL;
     if (wrc) goto fail;
     c->lt_open = true;
-    t[4] = ms_now();
+    t[4] = zr_clock_ms();
     wire_io(c);
     c->io.epoch = 1;
     ZrDecodeOptions dopt = {.graph = o->graph, .verify = o->verify_graph, .profile = o->profile,

@@ -1,4 +1,5 @@
 #include "cuda/early.h"
+#include "zr_clock.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -16,22 +17,16 @@ struct ZrCudaEarly {
     double ms;
 };
 
-static double ms_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static void *early_main(void *arg) {
     ZrCudaEarly *e = arg;
-    const double t0 = ms_now();
+    const double t0 = zr_clock_ms();
     e->rc = zr_driver_open(&e->drv, &e->err);
     if (!e->rc) e->rc = zr_cuda_open(e->drv, 0, &e->cuda, &e->err);
     /* the kernels and cuBLASLt need no model either (without kernels built in, the backend says so) */
     if (!e->rc && zr_cuda_have_kernels()) e->rc = zr_cuda_load_kernels(&e->cuda, &e->err);
     ZrError lt_err = {0};
     if (!e->rc && zr_cublaslt_open(&e->lt, &lt_err)) memset(&e->lt, 0, sizeof e->lt);
-    e->ms = ms_now() - t0;
+    e->ms = zr_clock_ms() - t0;
     return NULL;
 }
 

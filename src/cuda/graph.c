@@ -7,12 +7,7 @@
 #include <time.h>
 
 #include "cuda/graph_dot.h"
-
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
+#include "zr_clock.h"
 
 /* ---- the graph ---- */
 
@@ -248,16 +243,16 @@ static bool poisons(CUresult r) { return r == CUDA_ERROR_STREAM_CAPTURE_INVALIDA
 /* Builds and instantiates from g->rec with programmatic or plain edges. */
 static CUresult build_once(ZrDecodeGraph *g, int step, bool programmatic, ZrError *err) {
     const ZrCuDriver *d = g->io->cuda->drv;
-    double t0 = now_us();
+    double t0 = (zr_clock_ms() * 1e3);
     CUresult r = zr_graph_build_pdl(d, &g->rec, programmatic, &g->opt.fault, step, &g->graph, err);
     if (r != CUDA_SUCCESS) return r;
-    double t1 = now_us();
+    double t1 = (zr_clock_ms() * 1e3);
     r = zr_graph_instantiate(d, &g->graph, &g->opt.fault, step, err);
     if (r != CUDA_SUCCESS) {
         zr_graph_destroy(d, &g->graph);
         return r;
     }
-    double t2 = now_us();
+    double t2 = (zr_clock_ms() * 1e3);
     g->stats.build_ms = (t1 - t0) / 1e3;
     g->stats.instantiate_ms = (t2 - t1) / 1e3;
     return CUDA_SUCCESS;
@@ -280,7 +275,7 @@ static CUresult build(ZrDecodeGraph *g, int step, ZrError *err) {
     }
     if (r != CUDA_SUCCESS) return r;
     g->stats.multi_steps = 0;
-    const double t_multi = now_us();
+    const double t_multi = (zr_clock_ms() * 1e3);
     if (g->io->ring && g->opt.multi_steps > 1) {
         /* the same launches repeated: no fault of ZRUN_FAULT is injected here (the one-step
          * graph's build took it); a failure leaves one step per launch */
@@ -303,7 +298,7 @@ static CUresult build(ZrDecodeGraph *g, int step, ZrError *err) {
     }
     /* the multi-step graph's build and instantiation are part of the cost too */
     g->stats.graph_build_ms =
-        g->stats.record_ms + g->stats.build_ms + g->stats.instantiate_ms + (now_us() - t_multi) / 1e3;
+        g->stats.record_ms + g->stats.build_ms + g->stats.instantiate_ms + ((zr_clock_ms() * 1e3) - t_multi) / 1e3;
     g->stats.builds++;
     g->stats.pdl = pdl;
     if (g->opt.dot_path) {
@@ -436,7 +431,7 @@ static int issue(ZrDecodeGraph *g, int32_t token, int pos, int step, float *logi
         g->mode = ZR_DECODE_RECORD;
         g->stats.rebuilds++;
     }
-    double t0 = now_us();
+    double t0 = (zr_clock_ms() * 1e3);
     int rc = write_inputs(g, token, pos, err);
     if (rc) return rc;
     bool run_eager = false, timed_eager = g->mode == ZR_DECODE_EAGER;
@@ -444,7 +439,7 @@ static int issue(ZrDecodeGraph *g, int32_t token, int pos, int step, float *logi
         zr_launcher_record_begin(l);
         rc = g->hooks.eager_step(g->hooks.ctx, err);
         zr_launcher_record_end(l);
-        double t1 = now_us();
+        double t1 = (zr_clock_ms() * 1e3);
         if (rc) {
             zr_recording_clear(&l->rec);
             return rc;
@@ -484,7 +479,7 @@ static int issue(ZrDecodeGraph *g, int32_t token, int pos, int step, float *logi
             zr_driver_err(d, &e2, r, "cuGraphLaunch (%zu nodes; injected by ZRUN_FAULT=%s)", g->graph.n_nodes, injected);
         else
             r = zr_graph_launch(d, &g->graph, l->stream, &e2);
-        double t1 = now_us();
+        double t1 = (zr_clock_ms() * 1e3);
         if (r != CUDA_SUCCESS) {
             if (poisons(r)) {
                 *bad = r;
@@ -511,7 +506,7 @@ static int issue(ZrDecodeGraph *g, int32_t token, int pos, int step, float *logi
         bool log_now = g->opt.log_launches && !g->logged; /* eager runs show their launches too */
         if (log_now) zr_launcher_record_begin(l);
         rc = g->hooks.eager_step(g->hooks.ctx, err);
-        double t1 = now_us();
+        double t1 = (zr_clock_ms() * 1e3);
         if (log_now) {
             zr_launcher_record_end(l);
             if (!rc) {
@@ -630,7 +625,7 @@ int zr_graph_decode_issue_n(ZrDecodeGraph *g, int n, CUresult *bad, ZrError *err
     if (n != 1 && n != zr_graph_decode_batch(g))
         return zr_err(err, ZR_E_INTERNAL, "decode graph: %d steps queued in one launch (1 or %d expected)", n,
                       zr_graph_decode_batch(g));
-    const double t0 = now_us();
+    const double t0 = (zr_clock_ms() * 1e3);
     bool eager = g->mode == ZR_DECODE_EAGER;
     if (!eager) {
         const ZrGraph *graph = n > 1 ? &g->multi : &g->graph;
@@ -657,7 +652,7 @@ int zr_graph_decode_issue_n(ZrDecodeGraph *g, int n, CUresult *bad, ZrError *err
             fallback(g, "%s", e2.msg);
             eager = true;
         } else {
-            g->graph_us_sum += now_us() - t0; /* per step: one launch issues n */
+            g->graph_us_sum += (zr_clock_ms() * 1e3) - t0; /* per step: one launch issues n */
             g->graph_timed += (uint64_t)n;
             g->stats.graph_steps += (uint64_t)n;
             if (n > 1) g->stats.multi_launches++;
@@ -666,14 +661,14 @@ int zr_graph_decode_issue_n(ZrDecodeGraph *g, int n, CUresult *bad, ZrError *err
     if (eager) {
         for (int i = 0; i < n; i++) {
             const uint64_t before = l->n_launches;
-            const double t1 = now_us();
+            const double t1 = (zr_clock_ms() * 1e3);
             int rc = g->hooks.eager_step(g->hooks.ctx, err);
             if (rc) {
                 CUresult r = zr_cuda_sync_result(io->cuda);
                 if (zr_driver_error_is_sticky(r)) *bad = r;
                 return rc;
             }
-            g->eager_us_sum += now_us() - t1;
+            g->eager_us_sum += (zr_clock_ms() * 1e3) - t1;
             g->eager_timed++;
             g->stats.eager_steps++;
             g->stats.kernels_per_token = l->n_launches - before;

@@ -9,6 +9,7 @@
 #include "cuda/readahead.h"
 #include "cuda/stage.h"
 #include "quant.h"
+#include "zr_clock.h"
 
 int zr_cuf_dalloc(ZrCuForward *f, CUdeviceptr *out, size_t bytes, const char *what, ZrError *err) {
     if (f->n_allocs == f->cap_allocs) {
@@ -208,23 +209,17 @@ static int upload_ranges(const ZrModel *m, ZrRange **out) {
     return n;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int upload_all(Upload *u, ZrError *err);
 
 int zr_cuf_upload(ZrCuForward *f, ZrError *err) {
-    const double t0 = now_s();
+    const double t0 = (zr_clock_ms() / 1e3);
     Upload u = {.f = f};
     ZrRange *ranges = NULL;
     const int n_ranges = upload_ranges(f->m, &ranges);
     zr_readahead_start(&u.ra, ranges, n_ranges);
     free(ranges);
     int rc = zr_stage_open(&u.st, f->cuda, f->progress_total, 0, err);
-    f->upload_setup_s = now_s() - t0;
+    f->upload_setup_s = (zr_clock_ms() / 1e3) - t0;
     if (!rc) rc = zr_stage_measure_h2d(&u.st, &f->upload_h2d_gbps, err);
     if (!rc) rc = upload_all(&u, err);
     if (!rc) rc = zr_stage_finish(&u.st, err);
@@ -236,7 +231,7 @@ int zr_cuf_upload(ZrCuForward *f, ZrError *err) {
     zr_readahead_stop(&u.ra);
     for (int i = 0; i < u.n_keep; i++) free(u.keep[i]);
     free(u.keep);
-    f->upload_s = now_s() - t0;
+    f->upload_s = (zr_clock_ms() / 1e3) - t0;
     return rc;
 }
 

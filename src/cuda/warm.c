@@ -8,6 +8,7 @@
 
 #include "cuda/buffers.h"
 #include "cuda/moe.h"
+#include "zr_clock.h"
 
 #define WARM_MAX_POOL ZR_CUF_MAX_BUFFERS
 
@@ -48,12 +49,6 @@ struct ZrCuWarm {
     int rc;
     ZrError err;
 };
-
-static double ms_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int imin(int a, int b) { return a < b ? a : b; }
 
@@ -235,19 +230,19 @@ static int warm_main_(ZrCuWarm *w) {
     if (r != CUDA_SUCCESS) return zr_driver_err(d, err, r, "warm-up: cuCtxSetCurrent on its thread");
     int rc = w->lt.handle ? ZR_OK : zr_cublaslt_open(&w->lt, err);
     if (rc) return rc;
-    w->st.open_ms = ms_now() - w->t0;
+    w->st.open_ms = zr_clock_ms() - w->t0;
     const int rows = imin(w->n_ctx, ZR_CUF_UBATCH);
     w->st.max_rows = rows;
     /* the plans need no buffers: made while the main thread loads the kernels */
     if ((rc = list_gemms(w, rows, err)) || (rows >= 2 && (rc = run_gemms(w, NULL, err))))
         return rc ? zr_err_wrap(err, "warming up the prefill at load") : rc;
-    w->st.plan_ms = ms_now() - w->t0 - w->st.open_ms;
-    const double t_wait = ms_now();
+    w->st.plan_ms = zr_clock_ms() - w->t0 - w->st.open_ms;
+    const double t_wait = zr_clock_ms();
     pthread_mutex_lock(&w->mu);
     while (!w->posted) pthread_cond_wait(&w->cv, &w->mu);
     const bool go = w->have_bufs;
     pthread_mutex_unlock(&w->mu);
-    const double t_go = ms_now();
+    const double t_go = zr_clock_ms();
     w->st.wait_ms = t_go - t_wait;
     if (!go || rows < 2) return ZR_OK; /* a prefill has 2 rows or more */
     CUstream stream = NULL;
@@ -256,7 +251,7 @@ static int warm_main_(ZrCuWarm *w) {
     r = d->cuStreamSynchronize(stream);
     if (!rc && r != CUDA_SUCCESS) rc = zr_driver_err(d, err, r, "its GEMMs");
     d->cuStreamDestroy(stream);
-    w->st.gemm_ms = ms_now() - t_go;
+    w->st.gemm_ms = zr_clock_ms() - t_go;
     return rc ? zr_err_wrap(err, "warming up the prefill at load") : ZR_OK;
 }
 
@@ -283,7 +278,7 @@ int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, cons
     w->ctx = ctx;
     w->m = m;
     w->n_ctx = n_ctx;
-    w->t0 = ms_now();
+    w->t0 = zr_clock_ms();
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     if (pthread_create(&w->th, NULL, warm_main, w)) {
