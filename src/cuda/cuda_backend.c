@@ -130,17 +130,24 @@ static void wire_io(CudaBackend *c) {
     }
 }
 
-/* The host sampler's state onto the device (the sampling chain's). */
-static int push_state(CudaBackend *c, const ZrSampler *smp, ZrError *err) {
-    const size_t n = zr_sampler_state_size(smp);
-    if (n > c->state_cap) {
-        uint8_t *p = realloc(c->state_buf, n);
-        if (!p) return zr_err(err, ZR_E_NOMEM, "cuda decode run: out of host memory for a sampler state of %zu bytes", n);
+/* The host sampler's state bytes in c->state_buf (grown as needed), their count in *n. */
+static int host_state(CudaBackend *c, const ZrSampler *smp, size_t *n, ZrError *err) {
+    *n = zr_sampler_state_size(smp);
+    if (*n > c->state_cap) {
+        uint8_t *p = realloc(c->state_buf, *n);
+        if (!p) return zr_err(err, ZR_E_NOMEM, "cuda decode run: out of host memory for a sampler state of %zu bytes", *n);
         c->state_buf = p;
-        c->state_cap = n;
+        c->state_cap = *n;
     }
     zr_sampler_get_state(smp, c->state_buf);
-    return zr_sample_dev_set_state(&c->cuda, &c->sdev, c->state_buf, n, err);
+    return ZR_OK;
+}
+
+/* The host sampler's state onto the device (the sampling chain's). */
+static int push_state(CudaBackend *c, const ZrSampler *smp, ZrError *err) {
+    size_t n;
+    const int rc = host_state(c, smp, &n, err);
+    return rc ? rc : zr_sample_dev_set_state(&c->cuda, &c->sdev, c->state_buf, n, err);
 }
 
 /* The tail's buffers in this context: the ring, the chain's state (for
@@ -378,14 +385,9 @@ static int tail_setup(CudaBackend *c, const ZrDecodeLoop *L, ZrError *err) {
 
 /* The generator in a record into the host sampler (the state's first 32 bytes: sampler.c). */
 static int take_rng(CudaBackend *c, ZrSampler *smp, const uint64_t rng[4], ZrError *err) {
-    const size_t n = zr_sampler_state_size(smp);
-    if (n > c->state_cap) {
-        uint8_t *p = realloc(c->state_buf, n);
-        if (!p) return zr_err(err, ZR_E_NOMEM, "cuda decode run: out of host memory for a sampler state of %zu bytes", n);
-        c->state_buf = p;
-        c->state_cap = n;
-    }
-    zr_sampler_get_state(smp, c->state_buf);
+    size_t n;
+    const int rc = host_state(c, smp, &n, err);
+    if (rc) return rc;
     memcpy(c->state_buf, rng, 4 * sizeof(uint64_t));
     return zr_sampler_set_state(smp, c->state_buf, n, err);
 }
