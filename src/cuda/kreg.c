@@ -70,7 +70,7 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
      * less keeps the default 48 KiB (less its static 1 KiB), and the prefill takes the product
      * only for the rows that fit it */
     const size_t mm_smem = zr_cuf_mm_smem_max();
-    k->mm_smem = (int)mm_smem <= c->props.max_smem_optin ? mm_smem : 47 * 1024;
+    k->mm_smem = zr_cuf_mm_smem_limit(c->props.max_smem_optin);
     for (uint32_t t = 0; t < ZR_TYPE_COUNT && k->mm_smem == mm_smem; t++)
         if (k->has_mm[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mm[t], (int)mm_smem, err))) return rc;
     for (int i = 0; i < ZR_KMIX_COUNT && smem + 1024 > 48 * 1024; i++) /* within the limit: checked above */

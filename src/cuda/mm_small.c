@@ -43,12 +43,22 @@ size_t zr_cuf_mm_smem_max(void) {
     return m;
 }
 
-bool zr_cuf_mm_takes(const ZrCuKernels *k, const ZrCuWeight *w, int n) {
-    if (n < 1 || n > ZR_CUF_MM_COLS || w->type >= ZR_TYPE_COUNT || w->type == ZR_TYPE_F32 || w->type == ZR_TYPE_F16 ||
-        !k->has_mm[w->type])
+size_t zr_cuf_mm_smem_limit(int max_smem_optin) {
+    const size_t m = zr_cuf_mm_smem_max();
+    return max_smem_optin >= 0 && m <= (size_t)max_smem_optin ? m : 47 * 1024;
+}
+
+bool zr_cuf_mm_fits(int sm_count, size_t smem_limit, uint32_t type, int n_in, int n_out, int n) {
+    if (n < 1 || n > ZR_CUF_MM_COLS || type >= ZR_TYPE_COUNT || type == ZR_TYPE_F32 || type == ZR_TYPE_F16 ||
+        !zr_type_kernel_suffix(type))
         return false;
-    const ZrMmShape s = zr_cuf_mm_shape(k->sm_count, w->n_in, w->n_out, (int)zr_type_info(w->type)->item, n);
-    return zr_cuf_mm_smem(s, n) <= k->mm_smem;
+    const ZrMmShape s = zr_cuf_mm_shape(sm_count, n_in, n_out, (int)zr_type_info(type)->item, n);
+    return zr_cuf_mm_smem(s, n) <= smem_limit;
+}
+
+bool zr_cuf_mm_takes(const ZrCuKernels *k, const ZrCuWeight *w, int n) {
+    return w->type < ZR_TYPE_COUNT && k->has_mm[w->type] &&
+           zr_cuf_mm_fits(k->sm_count, k->mm_smem, w->type, w->n_in, w->n_out, n);
 }
 
 int zr_cuf_mm_small(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, int ldx, CUdeviceptr y,

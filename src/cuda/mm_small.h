@@ -42,9 +42,17 @@ ZrMmShape zr_cuf_mm_shape(int sm_count, int n_in, int n_out, int item, int n);
 size_t zr_cuf_mm_smem(ZrMmShape s, int n);
 /* The most any shape asks for (the kernels' shared memory limit is raised to it at load). */
 size_t zr_cuf_mm_smem_max(void);
-/* True when the prefill computes W times n rows with the small product: n <= ZR_CUF_MM_COLS,
- * W quantized (F32 and F16 weights are cuBLASLt's operands as they are: read once) and the
- * launch's shared memory within k->mm_smem. */
+/* The shared memory the small products may take on a GPU that lets a block opt in to
+ * max_smem_optin bytes: zr_cuf_mm_smem_max() where it fits, else the default 47 KiB (the
+ * kernels' limit, cuda/kreg.c; ZrCuKernels.mm_smem). */
+size_t zr_cuf_mm_smem_limit(int max_smem_optin);
+/* True when the prefill computes a matrix of `type` (n_out rows of n_in values) times n rows
+ * with the small product on sm_count multiprocessors whose launches may take smem_limit bytes:
+ * n <= ZR_CUF_MM_COLS, the type quantized or BF16 (F32 and F16 weights are cuBLASLt's operands
+ * as they are: read once) and the launch's shared memory within the limit. Needs no kernels:
+ * the warm-up (cuda/warm.c) asks it before they load. */
+bool zr_cuf_mm_fits(int sm_count, size_t smem_limit, uint32_t type, int n_in, int n_out, int n);
+/* zr_cuf_mm_fits for W on k's GPU, where k has the type's kernel. */
 bool zr_cuf_mm_takes(const ZrCuKernels *k, const ZrCuWeight *w, int n);
 /* Y[n][ldy] (+ beta Y) = X[n][ldx] W^T, x F32 (16-byte aligned rows for the fast staging); one
  * row with beta 0 or 1 is the decode's matrix-vector product (zr_cuf_matvec). */

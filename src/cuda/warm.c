@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cuda/buffers.h"
+#include "cuda/mm_small.h"
 #include "cuda/moe.h"
 #include "zr_clock.h"
 
@@ -17,6 +18,7 @@ typedef struct WarmGemm {
     ZrGemm g;
     size_t a_bytes, b_row_bytes; /* A; B per row */
     int max_rows;
+    int small_rows; /* prompts of 2 .. small_rows rows take the small product (cuda/mm_small.h) */
 } WarmGemm;
 
 typedef struct PoolBuf {
@@ -32,6 +34,8 @@ struct ZrCuWarm {
     CUcontext ctx;
     const ZrModel *m;
     int n_ctx;
+    int sm_count;   /* for the small product's shapes (zr_cuf_mm_fits) */
+    size_t mm_smem; /* its shared memory limit on this GPU */
     double t0;
     /* posted by zr_cuf_warm_buffers (or the wait: none) */
     bool posted, have_bufs;
@@ -60,6 +64,7 @@ static int add(ZrCuWarm *w, const WarmGemm *x, ZrError *err) {
             y->g.type_b == x->g.type_b && y->g.ldd == x->g.ldd && y->g.beta == x->g.beta && y->g.batch == x->g.batch &&
             y->g.stride_a == x->g.stride_a) {
             if (x->max_rows > y->max_rows) y->max_rows = x->max_rows;
+            if (x->small_rows < y->small_rows) y->small_rows = x->small_rows;
             return ZR_OK;
         }
     }
@@ -74,14 +79,26 @@ static int add(ZrCuWarm *w, const WarmGemm *x, ZrError *err) {
     return ZR_OK;
 }
 
+/* The most rows (0 .. ZR_CUF_MM_COLS) up to which forward.c's gemm_group gives a matrix of type,
+ * n_rows x n_in, to the small product instead of cuBLASLt. */
+static int small_rows(const ZrCuWarm *w, uint32_t type, int n_in, int n_rows) {
+    int n = 0;
+    while (n < ZR_CUF_MM_COLS && zr_cuf_mm_fits(w->sm_count, w->mm_smem, type, n_in, n_rows, n + 1)) n++;
+    return n;
+}
+
 /* The GEMMs of Y[rows][ldy] (+)= X W[n_rows rows]^T for a matrix of type and row length n_in, as
  * forward.c's gemm (n_rows = the whole matrix) and moe.c's rows_gemm make them: F32/F16 weights
- * read in place, others dequantized to F16 in slices of the weight buffer. */
-static int add_rows(ZrCuWarm *w, uint32_t type, int n_in, int n_rows, int ldy, float beta, int max_rows, ZrError *err) {
+ * read in place, others dequantized to F16 in slices of the weight buffer. small: the prefill
+ * gives short prompts' products of this matrix to the small product where it fits (forward.c's
+ * gemm_group; not moe.c's router). */
+static int add_rows(ZrCuWarm *w, uint32_t type, int n_in, int n_rows, int ldy, float beta, int max_rows, bool small,
+                    ZrError *err) {
     const size_t rb = zr_cuw_main_row_bytes(type, n_in);
     WarmGemm x = {.g = {.trans_a = 1, .trans_b = 0, .k = (uint64_t)n_in, .type_b = CUDA_R_16F, .ldb = n_in,
                         .type_d = CUDA_R_32F, .ldd = ldy, .alpha = 1.0f, .beta = beta},
-                  .b_row_bytes = (size_t)n_in * 2, .max_rows = max_rows};
+                  .b_row_bytes = (size_t)n_in * 2, .max_rows = max_rows,
+                  .small_rows = small ? small_rows(w, type, n_in, n_rows) : 0};
     if (type == ZR_TYPE_F32 || type == ZR_TYPE_F16) {
         x.g.m = (uint64_t)n_rows;
         x.g.type_a = type == ZR_TYPE_F32 ? CUDA_R_32F : CUDA_R_16F;
@@ -130,7 +147,7 @@ static int add_group(ZrCuWarm *w, const ZrWeight *const *ws, int n, int ldy, flo
     for (int i = 0; i < n;) {
         int k = i + 1, rows = (int)ws[i]->ne1;
         while (k < n && ws[k]->type == ws[i]->type && ws[k]->ne0 == ws[i]->ne0) rows += (int)ws[k++]->ne1;
-        int rc = add_rows(w, ws[i]->type, (int)ws[i]->ne0, rows, ldy, beta, max_rows, err);
+        int rc = add_rows(w, ws[i]->type, (int)ws[i]->ne0, rows, ldy, beta, max_rows, true, err);
         if (rc) return rc;
         i = k;
     }
@@ -152,7 +169,8 @@ static int list_gemms(ZrCuWarm *w, int rows, ZrError *err) {
         if ((rc = add_group(w, wo, 1, n_embd, F->post_attn_norm ? 0.0f : 1.0f, rows, err))) return rc;
         if (F->n_expert) {
             const int ff = F->n_ff_expert;
-            if ((rc = add_rows(w, L->ffn_gate_inp.type, n_embd, F->n_expert, F->n_expert, 0.0f, rows, err))) return rc;
+            if ((rc = add_rows(w, L->ffn_gate_inp.type, n_embd, F->n_expert, F->n_expert, 0.0f, rows, false, err)))
+                return rc;
             const int nb = zr_cuf_moe_batch_max(m, L);
             if (L->gate_exps.type != L->up_exps.type) {
                 if ((rc = add_experts(w, L->gate_exps.type, n_embd, ff, 2 * ff, nb, rows, err)) ||
@@ -183,13 +201,19 @@ static CUdeviceptr pick(const ZrCuWarm *w, size_t bytes, const CUdeviceptr *busy
     return 0;
 }
 
-/* Every listed shape for every bucket of its rows: planned, and with a stream run once where the
- * operands fit (the plans made before are found). */
+/* Every listed shape for every bucket of its rows that a prompt can reach (not those wholly taken
+ * by the small product): planned, and with a stream run once where the operands fit (the plans
+ * made before are found). */
 static int run_gemms(ZrCuWarm *w, CUstream stream, ZrError *err) {
     for (int i = 0; i < w->n_gemms; i++) {
         WarmGemm *x = &w->gemms[i];
         for (int64_t b = ZR_LT_BUCKET_MIN;; b *= 2) {
             const int64_t n = b < x->max_rows ? b : x->max_rows; /* the last bucket: as many rows as there can be */
+            if (n <= x->small_rows) { /* every prompt of this bucket's rows takes the small product */
+                if (!stream) w->st.n_small++;
+                if (n >= x->max_rows) break;
+                continue;
+            }
             ZrGemm g = x->g;
             g.n = (uint64_t)zr_cublaslt_bucket(n);
             if (g.batch > 1) { /* each batch's B and D matrices g.n rows apart */
@@ -265,8 +289,8 @@ static void *warm_main(void *arg) {
     return NULL;
 }
 
-int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, const ZrModel *m, int n_ctx,
-                      ZrCublasLt *opened, ZrError *err) {
+int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int sm_count, int max_smem_optin,
+                      const ZrModel *m, int n_ctx, ZrCublasLt *opened, ZrError *err) {
     *out = NULL;
     ZrCuWarm *w = calloc(1, sizeof *w);
     if (!w) return zr_err(err, ZR_E_NOMEM, "warm-up: out of host memory");
@@ -278,6 +302,8 @@ int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, cons
     w->ctx = ctx;
     w->m = m;
     w->n_ctx = n_ctx;
+    w->sm_count = sm_count > 0 ? sm_count : 1;
+    w->mm_smem = zr_cuf_mm_smem_limit(max_smem_optin);
     w->t0 = zr_clock_ms();
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);

@@ -3,7 +3,8 @@
  * early thread did: cuda/early.h), plans every GEMM shape of the prefill and, once the
  * activation buffers exist (zr_cuf_init allocates them before the weights go up and tells
  * ZrCuProgress.buffers), runs each shape once for every bucket of rows up to the longest prompt
- * chunk (cuda/cublaslt.h ZR_LT_BUCKET_MIN, 16, .., ZR_CUF_UBATCH) on a stream of its own:
+ * chunk (cuda/cublaslt.h ZR_LT_BUCKET_MIN, 16, .., ZR_CUF_UBATCH; not a matrix's buckets whose
+ * prompts all take the small product, cuda/mm_small.h) on a stream of its own:
  * cuBLASLt's heuristic and its GEMM kernels (loaded lazily by the driver, CUDA 12.2+) are loaded
  * while the upload runs. zrun's own
  * kernels are loaded at load already (cuModuleGetFunction of every kernel, cuda/kreg.c).
@@ -27,13 +28,16 @@ typedef struct ZrCuWarmStats {
     int n_planned;   /* of the plans, those not run (operands larger than every buffer: an F16/F32
                       * output matrix of zrun eval's all-logits path) */
     int max_rows;    /* the largest bucket warmed: prompts of 1..max_rows rows per chunk */
+    int n_small;     /* shapes' buckets left out: every prompt of their rows takes the small product */
 } ZrCuWarmStats;
 
-/* Starts the thread in the context ctx of drv for model m and a context of n_ctx positions.
+/* Starts the thread in the context ctx of drv, on a GPU of sm_count multiprocessors whose blocks
+ * may opt in to max_smem_optin bytes of shared memory (which rows the small product takes, left
+ * out of the warm-up: cuda/mm_small.h), for model m and a context of n_ctx positions.
  * opened: a cuBLASLt opened already (the context's early thread: cuda/early.h), taken over and
  * zeroed, or NULL / zeroed: the thread opens one. ZR_E_NOMEM when no thread can be started. */
-int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, const ZrModel *m, int n_ctx,
-                      ZrCublasLt *opened, ZrError *err);
+int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int sm_count, int max_smem_optin,
+                      const ZrModel *m, int n_ctx, ZrCublasLt *opened, ZrError *err);
 /* ZrCuProgress.buffers: f's activation buffers and workspaces exist (warm: the ZrCuWarm); f NULL:
  * they are about to be freed, so no more GEMMs, and it returns once those launched are done. */
 void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f);
