@@ -710,9 +710,9 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
      * parse), else here */
     ZrCuda early;
     ZrCublasLt early_lt; /* opened there too, or zeroed */
-    double early_ms = 0;
+    ZrCudaEarlyTimes early_t = {0};
     const bool have_early = o->cuda_early != NULL;
-    if (have_early ? zr_cuda_early_take(o->cuda_early, &drv, &early, &early_lt, &early_ms, err)
+    if (have_early ? zr_cuda_early_take(o->cuda_early, &drv, &early, &early_lt, &early_t, err)
                    : zr_driver_open(&drv, err))
         return NULL;
     if (!zr_cuda_have_kernels()) {
@@ -801,11 +801,12 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         fprintf(stderr, "zrun: cuda: %s; weights %.1f MiB, KV cache %d tokens\n", desc, c->f.weight_bytes / 1048576.0,
                 n_ctx);
         /* issue 19: where the start-up goes, and the upload against the machine's copy rate */
-        char early_note[128] = "";
+        char early_note[256] = "";
         if (have_early)
             snprintf(early_note, sizeof early_note,
-                     " (waited for; opened with the kernels and cuBLASLt in %.0f ms on a thread beside the model's parse)",
-                     early_ms);
+                     " (waited for; opened with the kernels and cuBLASLt in %.0f ms on a thread beside the model's parse: "
+                     "driver %.0f, context %.0f, kernels %.0f, cuBLASLt %.0f)",
+                     early_t.total, early_t.driver, early_t.context, early_t.kernels, early_t.cublaslt);
         fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads, "
                         "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f%s, kernels %.0f, weights and "
                         "buffers %.0f, then waiting for the prefill warm-up %.0f (on its own thread from the context on: "

@@ -14,19 +14,23 @@ struct ZrCudaEarly {
     ZrCublasLt lt;
     int rc;
     ZrError err;
-    double ms;
+    ZrCudaEarlyTimes t;
 };
 
 static void *early_main(void *arg) {
     ZrCudaEarly *e = arg;
     const double t0 = zr_clock_ms();
     e->rc = zr_driver_open(&e->drv, &e->err);
+    const double t1 = zr_clock_ms();
     if (!e->rc) e->rc = zr_cuda_open(e->drv, 0, &e->cuda, &e->err);
+    const double t2 = zr_clock_ms();
     /* the kernels and cuBLASLt need no model either (without kernels built in, the backend says so) */
     if (!e->rc && zr_cuda_have_kernels()) e->rc = zr_cuda_load_kernels(&e->cuda, &e->err);
+    const double t3 = zr_clock_ms();
     ZrError lt_err = {0};
     if (!e->rc && zr_cublaslt_open(&e->lt, &lt_err)) memset(&e->lt, 0, sizeof e->lt);
-    e->ms = zr_clock_ms() - t0;
+    const double t4 = zr_clock_ms();
+    e->t = (ZrCudaEarlyTimes){t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0};
     return NULL;
 }
 
@@ -47,11 +51,11 @@ ZrCudaEarly *zr_cuda_early_start(void) {
     return e;
 }
 
-int zr_cuda_early_take(ZrCudaEarly *e, const ZrCuDriver **drv, ZrCuda *cuda, ZrCublasLt *lt, double *ms,
+int zr_cuda_early_take(ZrCudaEarly *e, const ZrCuDriver **drv, ZrCuda *cuda, ZrCublasLt *lt, ZrCudaEarlyTimes *t,
                        ZrError *err) {
     pthread_join(e->th, NULL);
     int rc = e->rc;
-    *ms = e->ms;
+    *t = e->t;
     memset(lt, 0, sizeof *lt);
     if (rc) {
         *err = e->err;
@@ -76,9 +80,9 @@ void zr_cuda_early_drop(ZrCudaEarly *e) {
     const ZrCuDriver *drv;
     ZrCuda cuda;
     ZrCublasLt lt;
-    double ms;
+    ZrCudaEarlyTimes t;
     ZrError err = {0};
-    if (!zr_cuda_early_take(e, &drv, &cuda, &lt, &ms, &err)) {
+    if (!zr_cuda_early_take(e, &drv, &cuda, &lt, &t, &err)) {
         zr_cublaslt_close(&lt);
         zr_cuda_close(&cuda);
     }
