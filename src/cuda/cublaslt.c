@@ -240,31 +240,20 @@ static int plan_get(ZrCublasLt *lt, const ZrLtShape *sh, const ZrLtPlan **out, Z
     return ZR_OK;
 }
 
-/* plan_get under lt->mu where set; *out a copy (the array may move once the lock is let go; a
- * plan's descriptors and algorithm never change) */
-static int plan_copy(ZrCublasLt *lt, const ZrLtShape *sh, ZrLtPlan *out, ZrError *err) {
-    if (lt->mu) pthread_mutex_lock(lt->mu);
-    const ZrLtPlan *p = NULL;
-    const int rc = plan_get(lt, sh, &p, err);
-    if (!rc) *out = *p;
-    if (lt->mu) pthread_mutex_unlock(lt->mu);
-    return rc;
-}
-
 int zr_cublaslt_plan(ZrCublasLt *lt, const ZrGemm *g, ZrError *err) {
-    ZrLtPlan p;
+    const ZrLtPlan *p = NULL;
     const ZrLtShape sh = shape_of(g);
-    return plan_copy(lt, &sh, &p, err);
+    return plan_get(lt, &sh, &p, err);
 }
 
 int zr_cublaslt_gemm(ZrCublasLt *lt, CUstream stream, const ZrGemm *g, ZrError *err) {
     int rc = ZR_OK;
-    ZrLtPlan p;
+    const ZrLtPlan *p = NULL;
     const ZrLtShape sh = shape_of(g);
-    if ((rc = plan_copy(lt, &sh, &p, err))) return rc;
+    if ((rc = plan_get(lt, &sh, &p, err))) return rc;
     LT_TRY(lt, err,
-           lt->matmul(lt->handle, p.op, &g->alpha, (const void *)(uintptr_t)g->a, p.la, (const void *)(uintptr_t)g->b,
-                      p.lb, &g->beta, (const void *)(uintptr_t)g->d, p.ld, (void *)(uintptr_t)g->d, p.ld, &p.algo,
+           lt->matmul(lt->handle, p->op, &g->alpha, (const void *)(uintptr_t)g->a, p->la, (const void *)(uintptr_t)g->b,
+                      p->lb, &g->beta, (const void *)(uintptr_t)g->d, p->ld, (void *)(uintptr_t)g->d, p->ld, &p->algo,
                       (void *)(uintptr_t)g->workspace, g->workspace_bytes, stream),
            "cublasLtMatmul m=%llu n=%llu k=%llu", (unsigned long long)g->m, (unsigned long long)g->n,
            (unsigned long long)g->k);

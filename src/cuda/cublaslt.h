@@ -2,7 +2,6 @@
  * one GEMM needs. Used for prefill (M > 1) only: its kernels bypass the launcher, so it must
  * never run inside the recorded decode step. */
 #pragma once
-#include <pthread.h>
 #include <stdint.h>
 
 #include "cuda/cuda_abi.h"
@@ -58,9 +57,6 @@ typedef struct ZrCublasLt {
     double plan_ms;    /* host time spent making them (the heuristic's first calls load cuBLASLt's kernels) */
     int n_heuristics;  /* heuristic calls: one per bucket and shape, plus n_fallbacks */
     int n_fallbacks;   /* exact n whose bucket's algorithm did not pass the check: chosen for that n alone */
-    pthread_mutex_t *mu; /* NULL, or held while the plans are looked up or made: two threads share the handle
-                          * (the warm-up's planner and its runner, cuda/warm.c; cuBLASLt's functions may be
-                          * called from several threads with one handle) */
 } ZrCublasLt;
 
 /* Opens the library and creates a handle (needs a current CUDA context: cuBLASLt uses the

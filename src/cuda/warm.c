@@ -27,9 +27,8 @@ typedef struct PoolBuf {
 } PoolBuf;
 
 struct ZrCuWarm {
-    pthread_t th, runner; /* the planner (the thread started first) and the GEMMs' runner */
+    pthread_t th;
     pthread_mutex_t mu;
-    pthread_mutex_t lt_mu; /* the plans, which the two threads share (ZrCublasLt.mu) */
     pthread_cond_t cv;
     const ZrCuDriver *drv;
     CUcontext ctx;
@@ -51,8 +50,8 @@ struct ZrCuWarm {
     int n_gemms, cap_gemms;
     ZrCublasLt lt;
     ZrCuWarmStats st;
-    int rc, run_rc;
-    ZrError err, run_err;
+    int rc;
+    ZrError err;
 };
 
 static int imin(int a, int b) { return a < b ? a : b; }
@@ -248,43 +247,6 @@ static int run_gemms(ZrCuWarm *w, CUstream stream, ZrError *err) {
     return ZR_OK;
 }
 
-/* Once the buffers are posted: every listed GEMM run once, in the planner's order, behind it (a
- * plan not made yet is made here, under the same lock). Each first run of a cuBLASLt kernel
- * loads it (~3 ms each on an H100), as long as the heuristic's call for the next plan: so the
- * two go side by side instead of one after the other. */
-static int run_all(ZrCuWarm *w, ZrError *err) {
-    const ZrCuDriver *d = w->drv;
-    CUresult r = d->cuCtxSetCurrent(w->ctx);
-    if (r != CUDA_SUCCESS) return zr_driver_err(d, err, r, "warm-up: cuCtxSetCurrent on its runner");
-    const double t_wait = zr_clock_ms();
-    pthread_mutex_lock(&w->mu);
-    while (!w->posted) pthread_cond_wait(&w->cv, &w->mu);
-    const bool go = w->have_bufs;
-    pthread_mutex_unlock(&w->mu);
-    const double t_go = zr_clock_ms();
-    w->st.wait_ms = t_go - t_wait;
-    if (!go) return ZR_OK;
-    CUstream stream = NULL;
-    ZR_CU_TRY(d, err, d->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "warm-up: cuStreamCreate");
-    int rc = run_gemms(w, stream, err);
-    r = d->cuStreamSynchronize(stream);
-    if (!rc && r != CUDA_SUCCESS) rc = zr_driver_err(d, err, r, "its GEMMs");
-    d->cuStreamDestroy(stream);
-    w->st.gemm_ms = zr_clock_ms() - t_go;
-    return rc;
-}
-
-static void *runner_main(void *arg) {
-    ZrCuWarm *w = arg;
-    w->run_rc = run_all(w, &w->run_err);
-    if (w->run_rc) { /* the planner stops too */
-        pthread_mutex_lock(&w->mu);
-        w->cancel = true;
-        pthread_mutex_unlock(&w->mu);
-    }
-    return NULL;
-}
-
 static int warm_main_(ZrCuWarm *w) {
     const ZrCuDriver *d = w->drv;
     ZrError *err = &w->err;
@@ -295,26 +257,25 @@ static int warm_main_(ZrCuWarm *w) {
     w->st.open_ms = zr_clock_ms() - w->t0;
     const int rows = imin(w->n_ctx, ZR_CUF_UBATCH);
     w->st.max_rows = rows;
-    if ((rc = list_gemms(w, rows, err))) return zr_err_wrap(err, "warming up the prefill at load");
-    if (rows < 2) return ZR_OK; /* a prefill has 2 rows or more */
-    /* the plans need no buffers: made from here on (while the main thread loads the kernels and
-     * the weights go up), and the runner follows them once the buffers exist; without a second
-     * thread the GEMMs run after the plans */
-    w->lt.mu = &w->lt_mu;
-    const bool two = pthread_create(&w->runner, NULL, runner_main, w) == 0;
-    if (!two) w->lt.mu = NULL;
-    rc = run_gemms(w, NULL, err);
+    /* the plans need no buffers: made while the main thread loads the kernels */
+    if ((rc = list_gemms(w, rows, err)) || (rows >= 2 && (rc = run_gemms(w, NULL, err))))
+        return rc ? zr_err_wrap(err, "warming up the prefill at load") : rc;
     w->st.plan_ms = zr_clock_ms() - w->t0 - w->st.open_ms;
-    if (two) {
-        pthread_join(w->runner, NULL);
-        w->lt.mu = NULL;
-    } else if (!rc) {
-        w->run_rc = run_all(w, &w->run_err);
-    }
-    if (!rc && w->run_rc) {
-        rc = w->run_rc;
-        *err = w->run_err;
-    }
+    const double t_wait = zr_clock_ms();
+    pthread_mutex_lock(&w->mu);
+    while (!w->posted) pthread_cond_wait(&w->cv, &w->mu);
+    const bool go = w->have_bufs;
+    pthread_mutex_unlock(&w->mu);
+    const double t_go = zr_clock_ms();
+    w->st.wait_ms = t_go - t_wait;
+    if (!go || rows < 2) return ZR_OK; /* a prefill has 2 rows or more */
+    CUstream stream = NULL;
+    ZR_CU_TRY(d, err, d->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "warm-up: cuStreamCreate");
+    rc = run_gemms(w, stream, err);
+    r = d->cuStreamSynchronize(stream);
+    if (!rc && r != CUDA_SUCCESS) rc = zr_driver_err(d, err, r, "its GEMMs");
+    d->cuStreamDestroy(stream);
+    w->st.gemm_ms = zr_clock_ms() - t_go;
     return rc ? zr_err_wrap(err, "warming up the prefill at load") : ZR_OK;
 }
 
@@ -345,12 +306,10 @@ int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int 
     w->mm_smem = zr_cuf_mm_smem_limit(max_smem_optin);
     w->t0 = zr_clock_ms();
     pthread_mutex_init(&w->mu, NULL);
-    pthread_mutex_init(&w->lt_mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     if (pthread_create(&w->th, NULL, warm_main, w)) {
         zr_cublaslt_close(&w->lt);
         pthread_cond_destroy(&w->cv);
-        pthread_mutex_destroy(&w->lt_mu);
         pthread_mutex_destroy(&w->mu);
         free(w);
         return zr_err(err, ZR_E_NOMEM, "warm-up: cannot start its thread");
@@ -414,7 +373,6 @@ int zr_cuf_warm_wait(ZrCuWarm *w, ZrCublasLt *lt, ZrCuWarmStats *st, ZrError *er
     }
     if (st) *st = w->st;
     pthread_cond_destroy(&w->cv);
-    pthread_mutex_destroy(&w->lt_mu);
     pthread_mutex_destroy(&w->mu);
     free(w->gemms);
     free(w);

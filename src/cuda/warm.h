@@ -4,9 +4,9 @@
  * activation buffers exist (zr_cuf_init allocates them before the weights go up and tells
  * ZrCuProgress.buffers), runs each shape once for every bucket of rows up to the longest prompt
  * chunk (cuda/cublaslt.h ZR_LT_BUCKET_MIN, 16, .., ZR_CUF_UBATCH; not a matrix's buckets whose
- * prompts all take the small product, cuda/mm_small.h) on a stream of its own, from a second
- * thread that follows the plans: cuBLASLt's heuristic and its GEMM kernels (loaded lazily by the
- * driver, CUDA 12.2+) are loaded while the upload runs, side by side. zrun's own
+ * prompts all take the small product, cuda/mm_small.h) on a stream of its own:
+ * cuBLASLt's heuristic and its GEMM kernels (loaded lazily by the driver, CUDA 12.2+) are loaded
+ * while the upload runs. zrun's own
  * kernels are loaded at load already (cuModuleGetFunction of every kernel, cuda/kreg.c).
  *
  * Its GEMMs read and write the activation buffers, the F16 weight buffer and the KV cache,
@@ -22,8 +22,8 @@ typedef struct ZrCuWarm ZrCuWarm;
 typedef struct ZrCuWarmStats {
     double open_ms;  /* cuBLASLt's opening, on the thread (0: opened before it) */
     double plan_ms;  /* then the plans of every shape and bucket (no buffers needed) */
-    double wait_ms;  /* the runner's wait for the buffers, beside the plans */
-    double gemm_ms;  /* the runner's GEMMs, behind the plans, from the buffers' arrival to the stream's end */
+    double wait_ms;  /* then waiting for the buffers */
+    double gemm_ms;  /* then the GEMMs, from the buffers' arrival to the stream's end */
     int n_gemms;     /* GEMMs run: one per shape and bucket */
     int n_planned;   /* of the plans, those not run (operands larger than every buffer: an F16/F32
                       * output matrix of zrun eval's all-logits path) */
