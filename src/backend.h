@@ -121,6 +121,9 @@ typedef struct ZrBackendOptions {
     const char *fault;    /* CUDA, tests only: a graph fault to inject (src/cuda/fault.h; the
                            * value of ZRUN_FAULT, which zrun reads at its edge); NULL = none */
     bool quiet;
+    bool all_logits;      /* CUDA: forward() will be asked for every row's logits (zrun eval): the
+                           * start-up warms the output's GEMMs too (cuda/warm.h); others' first such
+                           * call plans them then */
     /* Called now and then while the backend loads or uploads the weights, with the bytes done so
      * far and the total (done == total once, at the end); NULL = nobody listens. The commands
      * draw a progress line from it (src/app/progress.h). The CPU backend reads the weights where

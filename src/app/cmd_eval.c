@@ -180,7 +180,7 @@ int zr_cmd_eval(int argc, char **argv) {
             goto fail_model;
         }
     const ZrBackendOptions o = {.n_ctx = a.n_ctx ? a.n_ctx : zr_backend_default_ctx(&m, n), .n_threads = a.n_threads,
-                                .verify_graph = 1, .quiet = true};
+                                .verify_graph = 1, .quiet = true, .all_logits = true};
     be = zr_backend_open(a.device, &m, &o, "zrun eval", &err);
     if (!be) goto fail_model;
     /* "-": standard output, as llama.cpp tools read "-"; the note below stays on stderr */

@@ -757,7 +757,7 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     /* cuBLASLt opens, and the prefill's GEMMs are planned and run once, on a thread of its own
      * while the kernels load and the weights go up (cuda/warm.h) */
     const int wrc0 = zr_cuf_warm_start(&c->warm, drv, c->cuda.ctx, c->cuda.props.sm_count, c->cuda.props.max_smem_optin,
-                                       m, n_ctx, have_early ? &early_lt : NULL, err);
+                                       m, n_ctx, o->all_logits, have_early ? &early_lt : NULL, err);
     if (have_early) zr_cublaslt_close(&early_lt); /* not taken over: no thread */
     if (wrc0) goto fail;
     if (!c->cuda.mod && zr_cuda_load_kernels(&c->cuda, err)) goto fail; /* the early thread's loaded them */

@@ -34,6 +34,7 @@ struct ZrCuWarm {
     CUcontext ctx;
     const ZrModel *m;
     int n_ctx;
+    bool all_logits; /* the output's GEMMs too */
     int sm_count;   /* for the small product's shapes (zr_cuf_mm_fits) */
     size_t mm_smem; /* its shared memory limit on this GPU */
     double t0;
@@ -186,7 +187,9 @@ static int list_gemms(ZrCuWarm *w, int rows, ZrError *err) {
         if ((rc = add_group(w, gu, 2, 2 * hp->n_ff, 0.0f, rows, err))) return rc;
         if ((rc = add_group(w, down, 1, n_embd, F->post_ffn_norm ? 0.0f : 1.0f, rows, err))) return rc;
     }
-    /* the output of zrun eval's all-logits path, ZR_CUF_LOGIT_ROWS rows at a time */
+    /* the output of zrun eval's all-logits path, ZR_CUF_LOGIT_ROWS rows at a time: only for it
+     * (every bucket of a vocabulary-sized matrix, planned and run, for a command that never asks) */
+    if (!w->all_logits) return ZR_OK;
     const ZrWeight *out[1] = {m->tied_output ? &m->tok_embd : &m->output};
     return add_group(w, out, 1, hp->n_vocab, 0.0f, imin(rows, ZR_CUF_LOGIT_ROWS), err);
 }
@@ -290,7 +293,7 @@ static void *warm_main(void *arg) {
 }
 
 int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int sm_count, int max_smem_optin,
-                      const ZrModel *m, int n_ctx, ZrCublasLt *opened, ZrError *err) {
+                      const ZrModel *m, int n_ctx, bool all_logits, ZrCublasLt *opened, ZrError *err) {
     *out = NULL;
     ZrCuWarm *w = calloc(1, sizeof *w);
     if (!w) return zr_err(err, ZR_E_NOMEM, "warm-up: out of host memory");
@@ -302,6 +305,7 @@ int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int 
     w->ctx = ctx;
     w->m = m;
     w->n_ctx = n_ctx;
+    w->all_logits = all_logits;
     w->sm_count = sm_count > 0 ? sm_count : 1;
     w->mm_smem = zr_cuf_mm_smem_limit(max_smem_optin);
     w->t0 = zr_clock_ms();

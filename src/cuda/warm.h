@@ -33,11 +33,12 @@ typedef struct ZrCuWarmStats {
 
 /* Starts the thread in the context ctx of drv, on a GPU of sm_count multiprocessors whose blocks
  * may opt in to max_smem_optin bytes of shared memory (which rows the small product takes, left
- * out of the warm-up: cuda/mm_small.h), for model m and a context of n_ctx positions.
+ * out of the warm-up: cuda/mm_small.h), for model m and a context of n_ctx positions; all_logits:
+ * the output's GEMMs of the all-logits path too (ZrBackendOptions.all_logits).
  * opened: a cuBLASLt opened already (the context's early thread: cuda/early.h), taken over and
  * zeroed, or NULL / zeroed: the thread opens one. ZR_E_NOMEM when no thread can be started. */
 int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int sm_count, int max_smem_optin,
-                      const ZrModel *m, int n_ctx, ZrCublasLt *opened, ZrError *err);
+                      const ZrModel *m, int n_ctx, bool all_logits, ZrCublasLt *opened, ZrError *err);
 /* ZrCuProgress.buffers: f's activation buffers and workspaces exist (warm: the ZrCuWarm); f NULL:
  * they are about to be freed, so no more GEMMs, and it returns once those launched are done. */
 void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f);

@@ -102,7 +102,7 @@ static bool no_heuristic_after_the_warm_up(GpuEnv *g, const char *name, const ch
     ZrCuForward f;
     ZrCuWarmStats st;
     bool ok = false, f_init = false;
-    if (zr_cuf_warm_start(&w, g->drv, g->cuda.ctx, g->cuda.props.sm_count, g->cuda.props.max_smem_optin, &m, n_ctx, NULL,
+    if (zr_cuf_warm_start(&w, g->drv, g->cuda.ctx, g->cuda.props.sm_count, g->cuda.props.max_smem_optin, &m, n_ctx, true, NULL,
                           &err))
         goto done;
     const ZrCuProgress prog = {NULL, NULL, zr_cuf_warm_buffers, w};
