@@ -24,7 +24,7 @@ static const char *status_name(const ZrCublasLt *lt, cublasStatus_t s) {
         }                                                                                            \
     } while (0)
 
-int zr_cublaslt_load(ZrCublasLt *lt, ZrError *err) {
+int zr_cublaslt_open(ZrCublasLt *lt, ZrError *err) {
     memset(lt, 0, sizeof *lt);
     /* The toolkit's lib64 is not always on the loader path (it is for pip/distro installs). */
     static const char *const names[] = {
@@ -65,10 +65,6 @@ int zr_cublaslt_load(ZrCublasLt *lt, ZrError *err) {
         }
     }
     lt->version = lt->get_version();
-    return ZR_OK;
-}
-
-int zr_cublaslt_create(ZrCublasLt *lt, ZrError *err) {
     cublasStatus_t s = lt->create(&lt->handle);
     if (s != CUBLAS_STATUS_SUCCESS) {
         zr_err(err, ZR_E_CUDA, "cuBLASLt: cublasLtCreate: %s (%d)", status_name(lt, s), s);
@@ -77,11 +73,6 @@ int zr_cublaslt_create(ZrCublasLt *lt, ZrError *err) {
         return ZR_E_CUDA;
     }
     return ZR_OK;
-}
-
-int zr_cublaslt_open(ZrCublasLt *lt, ZrError *err) {
-    int rc = zr_cublaslt_load(lt, err);
-    return rc ? rc : zr_cublaslt_create(lt, err);
 }
 
 static void plan_free(const ZrCublasLt *lt, ZrLtPlan *p) {

@@ -63,11 +63,6 @@ typedef struct ZrCublasLt {
  * primary context, which ZrCuda makes current). ZR_E_NODEV when the library is missing. The
  * backend opens it on the warm-up's thread (cuda/warm.h) while the weights go up. */
 int zr_cublaslt_open(ZrCublasLt *lt, ZrError *err);
-/* zr_cublaslt_open in two: the library and its functions (no CUDA context needed: started beside
- * the driver's, cuda/early.c), then the handle (in the current context). Each closes lt on
- * failure. */
-int zr_cublaslt_load(ZrCublasLt *lt, ZrError *err);
-int zr_cublaslt_create(ZrCublasLt *lt, ZrError *err);
 void zr_cublaslt_close(ZrCublasLt *lt);
 
 /* D = alpha * op(A) * op(B) + beta * C with C == D, column-major as cuBLAS counts:

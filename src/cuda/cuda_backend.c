@@ -801,14 +801,12 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         fprintf(stderr, "zrun: cuda: %s; weights %.1f MiB, KV cache %d tokens\n", desc, c->f.weight_bytes / 1048576.0,
                 n_ctx);
         /* issue 19: where the start-up goes, and the upload against the machine's copy rate */
-        char early_note[320] = "";
+        char early_note[256] = "";
         if (have_early)
             snprintf(early_note, sizeof early_note,
                      " (waited for; opened with the kernels and cuBLASLt in %.0f ms on a thread beside the model's parse: "
-                     "driver %.0f, context %.0f, kernels %.0f, then cuBLASLt %.0f more (its library loaded in %.0f beside "
-                     "the driver, its handle made in %.0f))",
-                     early_t.total, early_t.driver, early_t.context, early_t.kernels, early_t.cublaslt, early_t.lt_load,
-                     early_t.lt_create);
+                     "driver %.0f, context %.0f, kernels %.0f, cuBLASLt %.0f)",
+                     early_t.total, early_t.driver, early_t.context, early_t.kernels, early_t.cublaslt);
         fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads, "
                         "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f%s, kernels %.0f, weights and "
                         "buffers %.0f, then waiting for the prefill warm-up %.0f (on its own thread from the context on: "

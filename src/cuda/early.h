@@ -6,12 +6,9 @@
 #include "cuda/module.h"
 
 /* Where the thread's time went (ms): the driver opened (dlopen libcuda, cuInit), the context,
- * the kernels' module, then the wait for cuBLASLt; total: all four. cuBLASLt opens on a thread
- * of its own from the start: its library (lt_load, beside the driver's), then its handle
- * (lt_create, once the context exists, beside the kernels). */
+ * the kernels' module, cuBLASLt; total: all four. */
 typedef struct ZrCudaEarlyTimes {
     double driver, context, kernels, cublaslt, total;
-    double lt_load, lt_create;
 } ZrCudaEarlyTimes;
 
 /* Joins e and frees it: *drv and *cuda as zr_driver_open and zr_cuda_open(drv, 0) left them on
