@@ -17,6 +17,8 @@
 // super-block for every type, and zr_xpad is shift-invariant for chunk starts that are
 // multiples of 32, so T::comp reads chunk c through xs - zr_xpad(c0) with the global item index.
 // The next chunk's first item is requested before its staging, so that load overlaps it.
+// q4_K and q5_K are staged in item order (ZrMvItemOrder, cu/matvec.cuh): each item's 32 values
+// contiguous, so a warp's float4 reads of x hit distinct banks (the decode's order: 2 passes).
 //
 // Launch (src/cuda/mm_small.c): block 32*G*S threads = G row groups of R rows, each row split
 // over S warps along the chunk's items (partials added in k order through shared memory:
@@ -81,7 +83,8 @@ __device__ __noinline__ void zr_mm_small(const uint8_t *__restrict__ w, const ui
 #pragma unroll
                 for (int u = 0; u < ZR_MM_STAGE; u++) {
                     const int i = b + u * nthr + tid, t = i / c4, k = i - t * c4;
-                    v[u] = i < tot ? __ldg((const float4 *)(x + (size_t)t * ldx + c0) + k) : make_float4(0.f, 0.f, 0.f, 0.f);
+                    const int src = ZrMvItemOrder<T>::value ? zr_mm_item_order4(k) : k;
+                    v[u] = i < tot ? __ldg((const float4 *)(x + (size_t)t * ldx + c0) + src) : make_float4(0.f, 0.f, 0.f, 0.f);
                 }
 #pragma unroll
                 for (int u = 0; u < ZR_MM_STAGE; u++) {
@@ -98,7 +101,8 @@ __device__ __noinline__ void zr_mm_small(const uint8_t *__restrict__ w, const ui
         } else {
             for (int i = tid; i < n * clen; i += nthr) {
                 const int t = i / clen, k = i - t * clen;
-                xs[t * xst + zr_xpad(k)] = x[(size_t)t * ldx + c0 + k];
+                const int src = ZrMvItemOrder<T>::value ? 4 * zr_mm_item_order4(k >> 2) + (k & 3) : k;
+                xs[t * xst + zr_xpad(k)] = x[(size_t)t * ldx + c0 + src];
             }
         }
         __syncthreads();

@@ -494,12 +494,13 @@ struct ZrMvQ4K {
             acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
         }
     }
-    // comp<R> for N rows of x (row t at xs + t * xst, its own staged sums), each word decoded
-    // once for all N (low nibbles, then high: independent chains); comp's order per row
+    // comp<R> for N rows of x (row t at xs + t * xst), each word decoded once for all N (low
+    // nibbles, then high: independent chains); comp's order per row. x is staged in item order
+    // (ZrMvItemOrder: the item's 16 low-nibble values at 36 it, its 16 high at 36 it + 16, their
+    // two sums at 36 it + 32 and 33), so the lanes' float4 reads hit distinct banks
     template <int R, int N>
     __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
-        const int e0 = 32 * it - 16 * (it & 1), g0 = e0 >> 5, hf = it & 1;
-        const int xl0 = zr_xpad(e0), xh0 = zr_xpad(e0 + 32);
+        const int xl0 = 36 * it, xh0 = 36 * it + 16;
         float slo[N][R], shi[N][R];
 #pragma unroll
         for (int t = 0; t < N; t++)
@@ -551,7 +552,8 @@ struct ZrMvQ4K {
             const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
 #pragma unroll
             for (int t = 0; t < N; t++) {
-                const float sum_lo = xs[t * xst + 36 * g0 + 32 + hf], sum_hi = xs[t * xst + 36 * g0 + 68 + hf];
+                const float2 sum = *(const float2 *)(xs + t * xst + 36 * it + 32);  // low, high
+                const float sum_lo = sum.x, sum_hi = sum.y;
                 acc[t][r] = fmaf(16.f * dm.x, fmaf(sc0, slo[t][r] - sum_lo, sc1 * (shi[t][r] - sum_hi)), acc[t][r]);
                 acc[t][r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[t][r]);
             }
@@ -625,12 +627,13 @@ struct ZrMvQ5K {
             acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
         }
     }
-    // comp<R> for N rows of x (row t at xs + t * xst, its own staged sums), each word decoded
-    // once for all N (low nibbles, then high: independent chains); comp's order per row
+    // comp<R> for N rows of x (row t at xs + t * xst), each word decoded once for all N (low
+    // nibbles, then high: independent chains); comp's order per row. x is staged in item order
+    // (ZrMvItemOrder: the item's 16 low-nibble values at 36 it, its 16 high at 36 it + 16, their
+    // two sums at 36 it + 32 and 33), so the lanes' float4 reads hit distinct banks
     template <int R, int N>
     __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
-        const int e0 = 32 * it - 16 * (it & 1), g0 = e0 >> 5, hf = it & 1;
-        const int xl0 = zr_xpad(e0), xh0 = zr_xpad(e0 + 32);
+        const int xl0 = 36 * it, xh0 = 36 * it + 16;
         float slo[N][R], shi[N][R];
 #pragma unroll
         for (int t = 0; t < N; t++)
@@ -684,7 +687,8 @@ struct ZrMvQ5K {
             const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
 #pragma unroll
             for (int t = 0; t < N; t++) {
-                const float sum_lo = xs[t * xst + 36 * g0 + 32 + hf], sum_hi = xs[t * xst + 36 * g0 + 68 + hf];
+                const float2 sum = *(const float2 *)(xs + t * xst + 36 * it + 32);  // low, high
+                const float sum_lo = sum.x, sum_hi = sum.y;
                 const float q = fmaf(sc0, fmaf(-0.5f, sum_lo, slo[t][r]), sc1 * fmaf(-0.5f, sum_hi, shi[t][r]));
                 acc[t][r] = fmaf(64.f * dm.x, q, acc[t][r]);
                 acc[t][r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[t][r]);
@@ -835,6 +839,28 @@ template <> struct ZrMvXsum<ZrMvQ3K> {
 template <> struct ZrMvXsum<ZrMvQ2K> {
     static constexpr bool value = true;
 };
+
+// Types whose comp_n reads x staged in item order (q4_K, q5_K: an item's values are two runs of
+// 16, 32 apart): the small product stages each item's 32 values contiguously, the low run then
+// the high, with their two 16-value sums in the pad after them (zr_mm_item_order4). In the
+// decode's order a warp's items sit 16 and 56 floats apart, so two lanes of every 8 read the same
+// banks (each float4 read took two passes) and the sums' loads four; in item order every item
+// is 36 floats after the last, as q4_0's and q6_K's are: one pass.
+template <class T> struct ZrMvItemOrder {
+    static constexpr bool value = false;
+};
+template <> struct ZrMvItemOrder<ZrMvQ4K> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvItemOrder<ZrMvQ5K> {
+    static constexpr bool value = true;
+};
+
+// Item order within a super-block, in float4s: staged float4 k holds float4 src of the row with
+// bits 2 and 3 swapped (k: 4 float4s of a run, low|high, half hf, chunk j of 64 values; the row:
+// 4 float4s, half hf, low|high, j). Its own inverse; needs runs at 16-value multiples from a
+// super-block start (chunks start at multiples of ZR_MM_UNIT).
+__device__ __forceinline__ int zr_mm_item_order4(int k) { return (k & ~12) | ((k & 4) << 1) | ((k & 8) >> 1); }
 
 // Types with comp_n<R, N> (N rows of x per decoded item: the small product, cu/matmul_small.cu);
 // the others call comp<R> once per row.
