@@ -34,7 +34,7 @@
 // Columns comp_n takes in one pass over an item. Above it the item is decoded twice, for columns
 // 0..3 and then 4..N-1 (a PRMT or two per weight against N FFMAs): a pass keeps 2 x 4 x R partial
 // sums live instead of 2 x N x R. Where that removed most of a spill at the 128-register cap
-// (ptxas sm_90, one pass -> two: q6_K n 8 44 -> 8 B, q5_K n 7 4 -> 0, q4_1 n 7/8 16/24 -> 8/4);
+// (ptxas sm_90, one pass -> two: q6_K n 7/8 4/44 -> 0/8 B, q5_K n 7 4 -> 0, q4_1 n 7/8 16/24 -> 8/4);
 // q4_K (n 8: 8 B either way), q4_0, q8_0, q5_0, q5_1 stay one pass (cu/PERF.md ttft6).
 template <class T> struct ZrMmPass {
     static constexpr int cols = ZR_MM_COLS;
@@ -43,7 +43,7 @@ template <> struct ZrMmPass<ZrMvQ5K> {
     static constexpr int cols = 6;
 };
 template <> struct ZrMmPass<ZrMvQ6K> {
-    static constexpr int cols = 7;
+    static constexpr int cols = 6;
 };
 template <> struct ZrMmPass<ZrMvQ4x<ZR_T_Q4_1>> {
     static constexpr int cols = 6;
