@@ -17,6 +17,8 @@
 // super-block for every type, and zr_xpad is shift-invariant for chunk starts that are
 // multiples of 32, so T::comp reads chunk c through xs - zr_xpad(c0) with the global item index.
 // The next chunk's first item is requested before its staging, so that load overlaps it.
+// q4_K and q5_K are staged in item order (ZrMvItemOrder, cu/matvec.cuh): each item's 32 values
+// contiguous, so a warp's float4 reads of x hit distinct banks (the decode's order: 2 passes).
 //
 // Launch (src/cuda/mm_small.c): block 32*G*S threads = G row groups of R rows, each row split
 // over S warps along the chunk's items (partials added in k order through shared memory:
@@ -28,6 +30,39 @@
 #define ZR_MM_UNIT 2048  // chunk granularity (src/cuda/mm_small.h ZR_CUF_MM_UNIT)
 #define ZR_MM_MAX_WARPS 16
 #define ZR_MM_STAGE 2  // float4s of x each thread loads per staging round
+
+// Columns comp_n takes in one pass over an item. Above it the item is decoded twice, for columns
+// 0..3 and then 4..N-1 (a PRMT or two per weight against N FFMAs): a pass keeps 2 x 4 x R partial
+// sums live instead of 2 x N x R. Where that removed most of a spill at the 128-register cap
+// (ptxas sm_90, one pass -> two: q6_K n 7/8 4/44 -> 0/8 B, q5_K n 7 4 -> 0, q4_1 n 7/8 16/24 -> 8/4);
+// q4_K (n 8: 8 B either way), q4_0, q8_0, q5_0, q5_1 stay one pass (cu/PERF.md ttft6).
+template <class T> struct ZrMmPass {
+    static constexpr int cols = ZR_MM_COLS;
+};
+template <> struct ZrMmPass<ZrMvQ5K> {
+    static constexpr int cols = 6;
+};
+template <> struct ZrMmPass<ZrMvQ6K> {
+    static constexpr int cols = 6;
+};
+template <> struct ZrMmPass<ZrMvQ4x<ZR_T_Q4_1>> {
+    static constexpr int cols = 6;
+};
+
+// f as it is (zero is 0), but not provably so, and after `after` (the first pass's last sum): the
+// second pass decodes the item again, after the first, instead of ptxas keeping the first pass's
+// decoded weights live for it (an empty asm does not stop that: 64-292 B spilled). One LOP3 a word.
+template <class F> __device__ __forceinline__ F zr_mm_opaque(const F &f, uint32_t zero, float after) {
+    static_assert(sizeof(F) % 4 == 0, "an item is whole words");
+    uint32_t u[sizeof(F) / 4];
+    memcpy(u, &f, sizeof(F));
+    const uint32_t z = zero & __float_as_uint(after);
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(F) / 4); i++) u[i] ^= z;
+    F g;
+    memcpy(&g, u, sizeof(F));
+    return g;
+}
 
 // N: columns the accumulators hold (n <= N; with T::comp_n exactly N, the caller passes the
 // constant). red_part: [ZR_MM_MAX_WARPS][ZR_MM_COLS * R] shared floats, the kernel's (one array
@@ -50,6 +85,11 @@ __device__ __noinline__ void zr_mm_small(const uint8_t *__restrict__ w, const ui
     const int xst = zr_xpad(chunk);  // floats per staged column
     const int step = 32 * S;
     const bool vec = (n_in & 3) == 0 && (ldx & 3) == 0;
+    const uint32_t zero = (uint32_t)chunk >> 31;  // 0, which the compiler cannot know (zr_mm_opaque)
+    // float4s of x each thread stages per round (each round waits on L2 once): with comp_n up to
+    // 4 (a 2048-value chunk of n columns at 8 warps: ceil(n / 2) rounds, was n), else ZR_MM_STAGE.
+    // N (2 rounds at every n) spilled more at n 8 (q4_K/q5_K 12 B against 8)
+    constexpr int SG = ZrMvCompN<T>::value && N > ZR_MM_STAGE ? (N < 4 ? N : 4) : ZR_MM_STAGE;
     typename T::Row rw[R];
 #pragma unroll
     for (int r = 0; r < R; r++) rw[r] = T::row(w, ws, n_in, n_out, min(row0 + r, n_out - 1));
@@ -76,15 +116,16 @@ __device__ __noinline__ void zr_mm_small(const uint8_t *__restrict__ w, const ui
             // so 4 adjacent lanes hold one 16) run with every lane
             // (every load of a round is issued before any is used: a few L2 round trips per chunk)
             const int c4 = clen >> 2, tot = n * c4;
-            for (int b = 0; b < tot; b += ZR_MM_STAGE * nthr) {
-                float4 v[ZR_MM_STAGE];
+            for (int b = 0; b < tot; b += SG * nthr) {
+                float4 v[SG];
 #pragma unroll
-                for (int u = 0; u < ZR_MM_STAGE; u++) {
+                for (int u = 0; u < SG; u++) {
                     const int i = b + u * nthr + tid, t = i / c4, k = i - t * c4;
-                    v[u] = i < tot ? __ldg((const float4 *)(x + (size_t)t * ldx + c0) + k) : make_float4(0.f, 0.f, 0.f, 0.f);
+                    const int src = ZrMvItemOrder<T>::value ? zr_mm_item_order4(k) : k;
+                    v[u] = i < tot ? __ldg((const float4 *)(x + (size_t)t * ldx + c0) + src) : make_float4(0.f, 0.f, 0.f, 0.f);
                 }
 #pragma unroll
-                for (int u = 0; u < ZR_MM_STAGE; u++) {
+                for (int u = 0; u < SG; u++) {
                     const int i = b + u * nthr + tid, t = i / c4, k = i - t * c4;
                     if (i < tot) *(float4 *)(xs + t * xst + zr_xpad(4 * k)) = v[u];
                     if (ZrMvXsum<T>::value) {
@@ -98,7 +139,8 @@ __device__ __noinline__ void zr_mm_small(const uint8_t *__restrict__ w, const ui
         } else {
             for (int i = tid; i < n * clen; i += nthr) {
                 const int t = i / clen, k = i - t * clen;
-                xs[t * xst + zr_xpad(k)] = x[(size_t)t * ldx + c0 + k];
+                const int src = ZrMvItemOrder<T>::value ? 4 * zr_mm_item_order4(k >> 2) + (k & 3) : k;
+                xs[t * xst + zr_xpad(k)] = x[(size_t)t * ldx + c0 + src];
             }
         }
         __syncthreads();
@@ -114,7 +156,13 @@ __device__ __noinline__ void zr_mm_small(const uint8_t *__restrict__ w, const ui
 #pragma unroll
                             for (int r = 0; r < R; r++) T::load(rw[r], itn, buf[q ^ 1][r]);
                         }
-                        if constexpr (ZrMvCompN<T>::value) {
+                        if constexpr (ZrMvCompN<T>::value && N > ZrMmPass<T>::cols) {
+                            T::template comp_n<R, N, 0, 4>(buf[q], itq, xs - zr_xpad(c0), xst, acc);
+                            typename T::F f2[R];
+#pragma unroll
+                            for (int r = 0; r < R; r++) f2[r] = zr_mm_opaque(buf[q][r], zero, acc[3][r]);
+                            T::template comp_n<R, N, 4, N>(f2, itq, xs - zr_xpad(c0), xst, acc);
+                        } else if constexpr (ZrMvCompN<T>::value) {
                             T::template comp_n<R, N>(buf[q], itq, xs - zr_xpad(c0), xst, acc);
                         } else {
 #pragma unroll

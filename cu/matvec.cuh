@@ -148,11 +148,11 @@ struct ZrMvQ8_0 {
     }
     // comp<R> for N rows of x at once (the small product, cu/matmul_small.cu): row t's x at
     // xs + t * xst, each word decoded once for all N; row t's arithmetic is comp's, in its order
-    template <int R, int N>
+    template <int R, int N, int T0 = 0, int T1 = N>
     __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
         float s[N][R];
 #pragma unroll
-        for (int t = 0; t < N; t++)
+        for (int t = T0; t < T1; t++)
 #pragma unroll
             for (int r = 0; r < R; r++) s[t][r] = 0.f;
 #pragma unroll
@@ -165,7 +165,7 @@ struct ZrMvQ8_0 {
                 for (int i = 0; i < 4; i++) wv[r][i] = zr_byte_f(q, i, ZR_MAGIC + 128.f);
             }
 #pragma unroll
-            for (int t = 0; t < N; t++) {
+            for (int t = T0; t < T1; t++) {
                 const float4 a = *(const float4 *)(xs + t * xst + zr_xpad(16 * it) + 4 * k);
                 const float va[4] = {a.x, a.y, a.z, a.w};
 #pragma unroll
@@ -175,7 +175,7 @@ struct ZrMvQ8_0 {
             }
         }
 #pragma unroll
-        for (int t = 0; t < N; t++)
+        for (int t = T0; t < T1; t++)
 #pragma unroll
             for (int r = 0; r < R; r++) acc[t][r] = fmaf(f[r].d, s[t][r], acc[t][r]);
     }
@@ -250,13 +250,13 @@ struct ZrMvQ4x {
         }
     }
     // comp<R> for N rows of x (row t at xs + t * xst), each word decoded once; comp's order per row
-    template <int R, int N>
+    template <int R, int N, int T0 = 0, int T1 = N>
     __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
         const float off = ZR_MAGIC + (TYPE == ZR_T_Q4_0 ? 8.f : TYPE == ZR_T_Q5_0 ? 16.f : 0.f);
         const int x0 = zr_xpad(32 * it);
         float s[N][R], xsum[N];
 #pragma unroll
-        for (int t = 0; t < N; t++) {
+        for (int t = T0; t < T1; t++) {
             xsum[t] = 0.f;
 #pragma unroll
             for (int r = 0; r < R; r++) s[t][r] = 0.f;
@@ -279,7 +279,7 @@ struct ZrMvQ4x {
                 }
             }
 #pragma unroll
-            for (int t = 0; t < N; t++) {
+            for (int t = T0; t < T1; t++) {
                 const float *xp = xs + t * xst + x0;
                 const float4 a = *(const float4 *)(xp + 4 * k), b = *(const float4 *)(xp + 16 + 4 * k);
                 const float xl[4] = {a.x, a.y, a.z, a.w}, xh[4] = {b.x, b.y, b.z, b.w};
@@ -296,7 +296,7 @@ struct ZrMvQ4x {
             }
         }
 #pragma unroll
-        for (int t = 0; t < N; t++)
+        for (int t = T0; t < T1; t++)
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 acc[t][r] = fmaf(f[r].d, s[t][r], acc[t][r]);
@@ -494,15 +494,16 @@ struct ZrMvQ4K {
             acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
         }
     }
-    // comp<R> for N rows of x (row t at xs + t * xst, its own staged sums), each word decoded
-    // once for all N (low nibbles, then high: independent chains); comp's order per row
-    template <int R, int N>
+    // comp<R> for N rows of x (row t at xs + t * xst), each word decoded once for all N (low
+    // nibbles, then high: independent chains); comp's order per row. x is staged in item order
+    // (ZrMvItemOrder: the item's 16 low-nibble values at 36 it, its 16 high at 36 it + 16, their
+    // two sums at 36 it + 32 and 33), so the lanes' float4 reads hit distinct banks
+    template <int R, int N, int T0 = 0, int T1 = N>
     __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
-        const int e0 = 32 * it - 16 * (it & 1), g0 = e0 >> 5, hf = it & 1;
-        const int xl0 = zr_xpad(e0), xh0 = zr_xpad(e0 + 32);
+        const int xl0 = 36 * it, xh0 = 36 * it + 16;
         float slo[N][R], shi[N][R];
 #pragma unroll
-        for (int t = 0; t < N; t++)
+        for (int t = T0; t < T1; t++)
 #pragma unroll
             for (int r = 0; r < R; r++) slo[t][r] = shi[t][r] = 0.f;
 #pragma unroll
@@ -517,7 +518,7 @@ struct ZrMvQ4K {
                     wv[r][i] = __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
             }
 #pragma unroll
-            for (int t = 0; t < N; t++) {
+            for (int t = T0; t < T1; t++) {
                 const float4 a = *(const float4 *)(xs + t * xst + xl0 + 4 * k);
                 const float va[4] = {a.x, a.y, a.z, a.w};
 #pragma unroll
@@ -534,7 +535,7 @@ struct ZrMvQ4K {
                     wv[r][i] = __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
             }
 #pragma unroll
-            for (int t = 0; t < N; t++) {
+            for (int t = T0; t < T1; t++) {
                 const float4 b = *(const float4 *)(xs + t * xst + xh0 + 4 * k);
                 const float vb[4] = {b.x, b.y, b.z, b.w};
 #pragma unroll
@@ -550,8 +551,9 @@ struct ZrMvQ4K {
             const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
             const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
 #pragma unroll
-            for (int t = 0; t < N; t++) {
-                const float sum_lo = xs[t * xst + 36 * g0 + 32 + hf], sum_hi = xs[t * xst + 36 * g0 + 68 + hf];
+            for (int t = T0; t < T1; t++) {
+                const float2 sum = *(const float2 *)(xs + t * xst + 36 * it + 32);  // low, high
+                const float sum_lo = sum.x, sum_hi = sum.y;
                 acc[t][r] = fmaf(16.f * dm.x, fmaf(sc0, slo[t][r] - sum_lo, sc1 * (shi[t][r] - sum_hi)), acc[t][r]);
                 acc[t][r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[t][r]);
             }
@@ -625,15 +627,16 @@ struct ZrMvQ5K {
             acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
         }
     }
-    // comp<R> for N rows of x (row t at xs + t * xst, its own staged sums), each word decoded
-    // once for all N (low nibbles, then high: independent chains); comp's order per row
-    template <int R, int N>
+    // comp<R> for N rows of x (row t at xs + t * xst), each word decoded once for all N (low
+    // nibbles, then high: independent chains); comp's order per row. x is staged in item order
+    // (ZrMvItemOrder: the item's 16 low-nibble values at 36 it, its 16 high at 36 it + 16, their
+    // two sums at 36 it + 32 and 33), so the lanes' float4 reads hit distinct banks
+    template <int R, int N, int T0 = 0, int T1 = N>
     __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
-        const int e0 = 32 * it - 16 * (it & 1), g0 = e0 >> 5, hf = it & 1;
-        const int xl0 = zr_xpad(e0), xh0 = zr_xpad(e0 + 32);
+        const int xl0 = 36 * it, xh0 = 36 * it + 16;
         float slo[N][R], shi[N][R];
 #pragma unroll
-        for (int t = 0; t < N; t++)
+        for (int t = T0; t < T1; t++)
 #pragma unroll
             for (int r = 0; r < R; r++) slo[t][r] = shi[t][r] = 0.f;
 #pragma unroll
@@ -649,7 +652,7 @@ struct ZrMvQ5K {
                     wv[r][i] = __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
             }
 #pragma unroll
-            for (int t = 0; t < N; t++) {
+            for (int t = T0; t < T1; t++) {
                 const float4 a = *(const float4 *)(xs + t * xst + xl0 + 4 * k);
                 const float va[4] = {a.x, a.y, a.z, a.w};
 #pragma unroll
@@ -667,7 +670,7 @@ struct ZrMvQ5K {
                     wv[r][i] = __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
             }
 #pragma unroll
-            for (int t = 0; t < N; t++) {
+            for (int t = T0; t < T1; t++) {
                 const float4 b = *(const float4 *)(xs + t * xst + xh0 + 4 * k);
                 const float vb[4] = {b.x, b.y, b.z, b.w};
 #pragma unroll
@@ -683,8 +686,9 @@ struct ZrMvQ5K {
             const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
             const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
 #pragma unroll
-            for (int t = 0; t < N; t++) {
-                const float sum_lo = xs[t * xst + 36 * g0 + 32 + hf], sum_hi = xs[t * xst + 36 * g0 + 68 + hf];
+            for (int t = T0; t < T1; t++) {
+                const float2 sum = *(const float2 *)(xs + t * xst + 36 * it + 32);  // low, high
+                const float sum_lo = sum.x, sum_hi = sum.y;
                 const float q = fmaf(sc0, fmaf(-0.5f, sum_lo, slo[t][r]), sc1 * fmaf(-0.5f, sum_hi, shi[t][r]));
                 acc[t][r] = fmaf(64.f * dm.x, q, acc[t][r]);
                 acc[t][r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[t][r]);
@@ -742,12 +746,12 @@ struct ZrMvQ6K {
     }
     // comp<R> for N rows of x (row t at xs + t * xst), each word decoded once for all N (low
     // nibbles, then high: independent chains); comp's order per row
-    template <int R, int N>
+    template <int R, int N, int T0 = 0, int T1 = N>
     __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
         const int x0 = zr_xpad(32 * it);
         float slo[N][R], shi[N][R];
 #pragma unroll
-        for (int t = 0; t < N; t++)
+        for (int t = T0; t < T1; t++)
 #pragma unroll
             for (int r = 0; r < R; r++) slo[t][r] = shi[t][r] = 0.f;
 #pragma unroll
@@ -761,7 +765,7 @@ struct ZrMvQ6K {
                 for (int i = 0; i < 4; i++) wv[r][i] = zr_byte_f(lo, i, ZR_MAGIC + 32.f);
             }
 #pragma unroll
-            for (int t = 0; t < N; t++) {
+            for (int t = T0; t < T1; t++) {
                 const float4 a = *(const float4 *)(xs + t * xst + x0 + 4 * k);
                 const float va[4] = {a.x, a.y, a.z, a.w};
 #pragma unroll
@@ -777,7 +781,7 @@ struct ZrMvQ6K {
                 for (int i = 0; i < 4; i++) wv[r][i] = zr_byte_f(hi, i, ZR_MAGIC + 32.f);
             }
 #pragma unroll
-            for (int t = 0; t < N; t++) {
+            for (int t = T0; t < T1; t++) {
                 const float4 b = *(const float4 *)(xs + t * xst + x0 + 16 + 4 * k);
                 const float vb[4] = {b.x, b.y, b.z, b.w};
 #pragma unroll
@@ -791,7 +795,7 @@ struct ZrMvQ6K {
             const float d = __half2float(f[r].d);
             const float sc0 = (float)(int8_t)(f[r].sc & 0xFF), sc1 = (float)(int8_t)(f[r].sc >> 8);
 #pragma unroll
-            for (int t = 0; t < N; t++) acc[t][r] = fmaf(d, fmaf(sc0, slo[t][r], sc1 * shi[t][r]), acc[t][r]);
+            for (int t = T0; t < T1; t++) acc[t][r] = fmaf(d, fmaf(sc0, slo[t][r], sc1 * shi[t][r]), acc[t][r]);
         }
     }
 };
@@ -836,8 +840,31 @@ template <> struct ZrMvXsum<ZrMvQ2K> {
     static constexpr bool value = true;
 };
 
+// Types whose comp_n reads x staged in item order (q4_K, q5_K: an item's values are two runs of
+// 16, 32 apart): the small product stages each item's 32 values contiguously, the low run then
+// the high, with their two 16-value sums in the pad after them (zr_mm_item_order4). In the
+// decode's order a warp's items sit 16 and 56 floats apart, so two lanes of every 8 read the same
+// banks (each float4 read took two passes) and the sums' loads four; in item order every item
+// is 36 floats after the last, as q4_0's and q6_K's are: one pass.
+template <class T> struct ZrMvItemOrder {
+    static constexpr bool value = false;
+};
+template <> struct ZrMvItemOrder<ZrMvQ4K> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvItemOrder<ZrMvQ5K> {
+    static constexpr bool value = true;
+};
+
+// Item order within a super-block, in float4s: staged float4 k holds float4 src of the row with
+// bits 2 and 3 swapped (k: 4 float4s of a run, low|high, half hf, chunk j of 64 values; the row:
+// 4 float4s, half hf, low|high, j). Its own inverse; needs runs at 16-value multiples from a
+// super-block start (chunks start at multiples of ZR_MM_UNIT).
+__device__ __forceinline__ int zr_mm_item_order4(int k) { return (k & ~12) | ((k & 4) << 1) | ((k & 8) >> 1); }
+
 // Types with comp_n<R, N> (N rows of x per decoded item: the small product, cu/matmul_small.cu);
-// the others call comp<R> once per row.
+// the others call comp<R> once per row. comp_n<R, N, T0, T1> adds rows T0..T1-1 of x only (the
+// small product may decode an item twice, for rows 0..3 and 4..N-1, to halve the live sums).
 template <class T> struct ZrMvCompN {
     static constexpr bool value = false;
 };

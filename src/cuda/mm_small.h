@@ -15,8 +15,8 @@
  * the small product the quantized bytes once plus n staged rows of x per block from L2; but its
  * FMAs and shared-memory reads grow with n (and, for types without T::comp_n, the item's
  * decoding: T::comp per row), and its accumulators (n x 2 per lane) with it: at 8 the comp_n
- * copies fit 128 registers with at most a few spilled words (Q5_K's 136 B at n = 8 the most,
- * cu/PERF.md). Measured before comp_n (H100, all-Q6_K 8B): n 1 3.6 ms per prefill, n 5 10.6,
+ * copies fit 128 registers with at most a few spilled words (q5_1's 40 B at n = 8 the most, the
+ * K-quants' 8 B at n = 8; cu/PERF.md ttft6). Measured before comp_n (H100, all-Q6_K 8B): n 1 3.6 ms per prefill, n 5 10.6,
  * n 8 15.5 (tools/mm_bench.c times every n against every split). */
 #define ZR_CUF_MM_COLS 8
 /* Chunk granularity in values (cu/matmul_small.cu ZR_MM_UNIT): a multiple of every type's

@@ -184,71 +184,89 @@ ZT_TEST(every_launch_shape_gives_the_product) {
 }
 
 /* Each column of the product is the decode's matrix-vector product of that row of x, bit for bit,
- * when the row lies in one chunk and the split is the matvec's: the lanes then take the same items
- * in the same order, and T::comp_n (ZrMvCompN types: each item decoded once for all columns)
- * keeps T::comp's arithmetic per column, as the other types' per-column T::comp does. n = 1..8
- * (one kernel copy per n), 77 rows (an odd last group), splits 1 and 2. */
+ * when the lanes take the same items in the same order as the matvec's with the same split: within
+ * one chunk, and over several chunks when a chunk's first item (c0 / EPI) is a multiple of the
+ * 32 * split items a warp's lanes step by (every type but q2_K / q3_K, 64 values an item, at
+ * split 2). T::comp_n (ZrMvCompN types: each item decoded once for all columns, in one pass or
+ * two) keeps T::comp's arithmetic per column, as the other types' per-column T::comp does, and
+ * q4_K / q5_K's item-ordered staging moves the same values and 16-value sums. n = 1..8 (one kernel
+ * copy per n), 77 rows (an odd last group), splits 1 and 2, chunks of ZR_CUF_MM_UNIT values.
+ * False (and a line saying which values) when a value differs or a launch fails. */
+static bool columns_equal_the_matvec(uint32_t type, int n_in) {
+    GpuEnv *g = gpu_env();
+    const int n_out = 77;
+    Mat m;
+    if (!mat_make(&m, type, n_in, n_out)) return true; /* the quantizer has no such type */
+    uint64_t s = 0xc0ffeeull + type + (uint64_t)n_in;
+    float *x = malloc(sizeof(float) * ZR_CUF_MM_COLS * n_in), *y = malloc(sizeof(float) * ZR_CUF_MM_COLS * n_out);
+    float *ym = malloc(sizeof(float) * n_out);
+    for (int j = 0; j < ZR_CUF_MM_COLS * n_in; j++) x[j] = gpu_rand(&s);
+    const CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * ZR_CUF_MM_COLS * n_in),
+                      dy = gpu_alloc(g, sizeof(float) * ZR_CUF_MM_COLS * n_out),
+                      dm = gpu_alloc(g, sizeof(float) * n_out);
+    int differ = 0, failed = 0;
+    for (int split = 1; split <= 2; split++) {
+        /* the matvec of every row of x with the same split */
+        float *ref = malloc(sizeof(float) * ZR_CUF_MM_COLS * n_out);
+        for (int t = 0; t < ZR_CUF_MM_COLS && !failed; t++) {
+            ZrError e = {0};
+            const ZrMvShape ms = {.groups = 8 / split, .split = split, .blocks = 0};
+            if (zr_cuf_matvec_shaped(&g->l, &g->k, &m.dw, dx + sizeof(float) * (size_t)t * n_in, dm, 0, 0, 0.0f,
+                                     ZR_CUF_MV_PLAIN, ms, &e)) {
+                fprintf(stderr, "  %s matvec: %s\n", zr_type_name(m.type), e.msg);
+                failed = 1;
+                break;
+            }
+            gpu_download(g, ym, dm, sizeof(float) * n_out);
+            memcpy(ref + (size_t)t * n_out, ym, sizeof(float) * n_out);
+        }
+        for (int n = 1; n <= ZR_CUF_MM_COLS && !failed; n++) {
+            ZrError e = {0};
+            const ZrMmShape sh = {.groups = ZR_CUF_MM_WARPS / split, .split = split, .chunk = ZR_CUF_MM_UNIT};
+            if (zr_k_matmul_small(&g->l, &g->k.mm[m.type], &m.dw, dx, n_in, dy, n_out, 0.0f, n, sh,
+                                  zr_cuf_mm_smem(sh, n), &e)) {
+                fprintf(stderr, "  %s n %d: %s\n", zr_type_name(m.type), n, e.msg);
+                failed = 1;
+                break;
+            }
+            gpu_download(g, y, dy, sizeof(float) * (size_t)n * n_out);
+            for (int j = 0; j < n * n_out; j++)
+                if (!(y[j] == ref[j])) {
+                    if (differ++ < 3)
+                        fprintf(stderr, "  %s split %d n %d row %d out %d: %.9g, matvec %.9g\n",
+                                zr_type_name(m.type), split, n, j / n_out, j % n_out, y[j], ref[j]);
+                }
+        }
+        free(ref);
+    }
+    const bool ok = !failed && differ == 0;
+    fprintf(stderr, "  matmul_small %-5s [%5d] n 1..%d, splits 1 and 2: %d values differ from the matvec%s%s\n",
+            zr_type_name(m.type), n_in, ZR_CUF_MM_COLS, differ, failed ? " (a launch failed)" : "", ok ? "  PASS" : "  FAIL");
+    gpu_free(g, dx);
+    gpu_free(g, dy);
+    gpu_free(g, dm);
+    free(x);
+    free(y);
+    free(ym);
+    mat_free(&m);
+    return ok;
+}
+
 ZT_TEST(every_column_equals_the_decode_matvec_of_its_row_bit_for_bit) {
     if (!gpu_env()) return;
-    GpuEnv *g = gpu_env();
-    const int n_in = ZR_CUF_MM_UNIT, n_out = 77;
+    for (int i = 0; i < N_TYPES; i++)
+        ZT_CHECKF(columns_equal_the_matvec(all_types[i], ZR_CUF_MM_UNIT), "%s: values differ from the decode matvec",
+                  zr_type_name(all_types[i]));
+}
+
+/* Rows of two and a half chunks (5120 values: 2048, 2048, 1024): the items of every chunk after
+ * the first, with q4_K / q5_K's item order restarting at each chunk, in the matvec's order. */
+ZT_TEST(every_column_equals_the_decode_matvec_over_several_chunks) {
+    if (!gpu_env()) return;
     for (int i = 0; i < N_TYPES; i++) {
-        Mat m;
-        if (!mat_make(&m, all_types[i], n_in, n_out)) continue;
-        uint64_t s = 0xc0ffeeull + all_types[i];
-        float *x = malloc(sizeof(float) * ZR_CUF_MM_COLS * n_in), *y = malloc(sizeof(float) * ZR_CUF_MM_COLS * n_out);
-        float *ym = malloc(sizeof(float) * n_out);
-        for (int j = 0; j < ZR_CUF_MM_COLS * n_in; j++) x[j] = gpu_rand(&s);
-        const CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * ZR_CUF_MM_COLS * n_in),
-                          dy = gpu_alloc(g, sizeof(float) * ZR_CUF_MM_COLS * n_out),
-                          dm = gpu_alloc(g, sizeof(float) * n_out);
-        int differ = 0, failed = 0;
-        for (int split = 1; split <= 2; split++) {
-            /* the matvec of every row of x with the same split */
-            float *ref = malloc(sizeof(float) * ZR_CUF_MM_COLS * n_out);
-            for (int t = 0; t < ZR_CUF_MM_COLS && !failed; t++) {
-                ZrError e = {0};
-                const ZrMvShape ms = {.groups = 8 / split, .split = split, .blocks = 0};
-                if (zr_cuf_matvec_shaped(&g->l, &g->k, &m.dw, dx + sizeof(float) * (size_t)t * n_in, dm, 0, 0, 0.0f,
-                                         ZR_CUF_MV_PLAIN, ms, &e)) {
-                    fprintf(stderr, "  %s matvec: %s\n", zr_type_name(m.type), e.msg);
-                    failed = 1;
-                    break;
-                }
-                gpu_download(g, ym, dm, sizeof(float) * n_out);
-                memcpy(ref + (size_t)t * n_out, ym, sizeof(float) * n_out);
-            }
-            for (int n = 1; n <= ZR_CUF_MM_COLS && !failed; n++) {
-                ZrError e = {0};
-                const ZrMmShape sh = {.groups = ZR_CUF_MM_WARPS / split, .split = split, .chunk = ZR_CUF_MM_UNIT};
-                if (zr_k_matmul_small(&g->l, &g->k.mm[m.type], &m.dw, dx, n_in, dy, n_out, 0.0f, n, sh,
-                                      zr_cuf_mm_smem(sh, n), &e)) {
-                    fprintf(stderr, "  %s n %d: %s\n", zr_type_name(m.type), n, e.msg);
-                    failed = 1;
-                    break;
-                }
-                gpu_download(g, y, dy, sizeof(float) * (size_t)n * n_out);
-                for (int j = 0; j < n * n_out; j++)
-                    if (!(y[j] == ref[j])) {
-                        if (differ++ < 3)
-                            fprintf(stderr, "  %s split %d n %d row %d out %d: %.9g, matvec %.9g\n",
-                                    zr_type_name(m.type), split, n, j / n_out, j % n_out, y[j], ref[j]);
-                    }
-            }
-            free(ref);
-        }
-        const bool ok = !failed && differ == 0;
-        fprintf(stderr, "  matmul_small %-5s n 1..%d, splits 1 and 2: %d values differ from the matvec%s\n",
-                zr_type_name(m.type), ZR_CUF_MM_COLS, differ, ok ? "  PASS" : "  FAIL");
-        ZT_CHECKF(ok, "%s: %d values differ from the decode matvec%s", zr_type_name(m.type), differ,
-                  failed ? " (a launch failed)" : "");
-        gpu_free(g, dx);
-        gpu_free(g, dy);
-        gpu_free(g, dm);
-        free(x);
-        free(y);
-        free(ym);
-        mat_free(&m);
+        if (all_types[i] == ZR_TYPE_Q2_K || all_types[i] == ZR_TYPE_Q3_K) continue;
+        ZT_CHECKF(columns_equal_the_matvec(all_types[i], 5 * ZR_CUF_MM_UNIT / 2), "%s: values differ from the decode matvec",
+                  zr_type_name(all_types[i]));
     }
 }
 
