@@ -17,6 +17,7 @@
 #include "cuda/sample.h"
 #include "cuda/sample_scratch.h"
 #include "gpu_env.h"
+#include "gpu_steps.h"
 #include "sampler.h"
 #include "zt.h"
 
@@ -305,56 +306,7 @@ ZT_TEST(the_greedy_tail_writes_the_argmax_record_and_advances_tok_pos) {
 
 /* ---- time per step ---- */
 
-static int cmp_float(const void *a, const void *b) {
-    const float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median µs (-1: it failed) of one step of `launch` over 200 steps queued behind a busy kernel (so the host's
- * launch rate never shows), cuEvents between steps. */
-typedef int (*StepFn)(GpuEnv *g, void *ctx, ZrError *e);
-
-static float time_steps(GpuEnv *g, StepFn fn, void *ctx, CUdeviceptr busy, size_t busy_bytes, CUdeviceptr sink) {
-    enum { N = 200 };
-    const ZrCuDriver *d = g->drv;
-    ZrError e = {0};
-    CUevent ev[N + 1];
-    for (int i = 0; i <= N; i++) d->cuEventCreate(&ev[i], CU_EVENT_DEFAULT);
-    ZrKernel probe;
-    const size_t sizes[3] = {8, 8, 8};
-    if (zr_cuda_kernel(&g->cuda, "read_bw_probe", sizes, 3, &probe, &e)) {
-        fprintf(stderr, "  %s\n", e.msg);
-        return -1.0f;
-    }
-    const bool sync_each = g->l.sync_each;
-    g->l.sync_each = false;
-    uint64_t n_vec = busy_bytes / 16;
-    for (int i = 0; i < 3; i++) fn(g, ctx, &e); /* warm */
-    for (int r = 0; r < 40; r++) /* ~15 ms of reads: the host queues every step meanwhile */
-        ZR_LAUNCH(&g->l, &probe, ZR_DIM1((unsigned)(g->cuda.props.sm_count * 4)), ZR_DIM1(512), 0, &e, &busy, &n_vec, &sink);
-    int rc = 0;
-    for (int i = 0; i < N && !rc; i++) {
-        d->cuEventRecord(ev[i], g->cuda.stream);
-        rc = fn(g, ctx, &e);
-    }
-    d->cuEventRecord(ev[N], g->cuda.stream);
-    d->cuEventSynchronize(ev[N]);
-    g->l.sync_each = sync_each;
-    if (rc) {
-        fprintf(stderr, "  %s\n", e.msg);
-        return -1.0f;
-    }
-    float us[N];
-    for (int i = 0; i < N; i++) {
-        float ms = 0;
-        d->cuEventElapsedTime(&ms, ev[i], ev[i + 1]);
-        us[i] = 1000.0f * ms;
-    }
-    for (int i = 0; i <= N; i++) d->cuEventDestroy(ev[i]);
-    qsort(us, N, sizeof us[0], cmp_float);
-    return us[N / 2];
-}
-
+/* Steps timed by zt_gpu_step_us (test/support/gpu_steps.h). */
 typedef struct TimeCtx {
     const ZrSampleDev *d;
     ZrPickIO io;
@@ -392,7 +344,7 @@ ZT_TEST(time_per_step_of_the_chain_by_setting_and_vocabulary) {
                     dr = gpu_alloc(g, sizeof(ZrPickRecord) * N_SLOTS), scratch = gpu_alloc(g, ZR_PICK_BYTES);
         ZT_CHECK(!zr_cuda_memset8(&g->cuda, scratch, 0, ZR_PICK_BYTES, &e) && !zr_cuda_memset8(&g->cuda, dtp, 0, 8, &e));
         TimeCtx t = {.io = {.logits = dl, .n_cand = nv, .tok_pos = dtp, .ring = dr, .n_slots = N_SLOTS}, .scratch = scratch};
-        const float greedy_us = time_steps(g, step_greedy, &t, busy, busy_bytes, sink);
+        const float greedy_us = zt_gpu_step_us(g, step_greedy, &t, busy, busy_bytes, sink);
         ZT_CHECK(greedy_us >= 0.0f);
         fprintf(stderr, "  %-8d %10.2f", nv, (double)greedy_us);
         for (int s = 1; s < S_COUNT; s++) {
@@ -400,7 +352,7 @@ ZT_TEST(time_per_step_of_the_chain_by_setting_and_vocabulary) {
             ZrSampleDev d;
             ZT_CHECKF(!zr_sample_dev_init(&g->cuda, &p, nv, NULL, 0, &d, &e), "%s", e.msg);
             t.d = &d;
-            const float us = time_steps(g, step_chain, &t, busy, busy_bytes, sink);
+            const float us = zt_gpu_step_us(g, step_chain, &t, busy, busy_bytes, sink);
             zr_sample_dev_free(&g->cuda, &d);
             ZT_CHECK(us >= 0.0f);
             fprintf(stderr, " %18.2f", (double)us);
@@ -435,7 +387,7 @@ enum { RING_SLOTS = 256, PERIOD_STEPS = 200, STAGE_STEPS = 31 };
 /* Median µs between the t_end of consecutive steps of `fn`, PERIOD_STEPS queued back to back
  * behind a busy kernel (the host queues them all before the first runs): the time a step costs
  * the device, launch gaps included, events excluded. t->io.ring has RING_SLOTS records. */
-static double device_period(GpuEnv *g, StepFn fn, TimeCtx *t, CUdeviceptr busy, size_t busy_bytes, CUdeviceptr sink) {
+static double device_period(GpuEnv *g, ZtStepFn fn, TimeCtx *t, CUdeviceptr busy, size_t busy_bytes, CUdeviceptr sink) {
     ZrError e = {0};
     ZrKernel probe;
     const size_t sizes[3] = {8, 8, 8};

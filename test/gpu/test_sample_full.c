@@ -11,6 +11,7 @@
 #include "cuda/sample.h"
 #include "cuda/sample_full.h"
 #include "gpu_env.h"
+#include "gpu_steps.h"
 #include "sampler.h"
 #include "zt.h"
 
@@ -168,53 +169,15 @@ ZT_TEST(the_draw_over_every_id_is_exact_at_small_and_odd_vocabularies) {
 
 /* ---- time per step ---- */
 
-static int cmp_float(const void *a, const void *b) {
-    const float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
+typedef struct FullStep {
+    const ZrSampleDev *d;
+    const ZrPickIO *io;
+} FullStep;
 
-/* Median µs of one zr_sample_launch over 200 queued behind a busy kernel (the host's launch rate
- * never shows), cuEvents between steps; -1 when it failed. */
-static float time_steps(GpuEnv *g, const ZrSampleDev *d, const ZrPickIO *io, CUdeviceptr busy, size_t busy_bytes,
-                        CUdeviceptr sink) {
-    enum { N = 200 };
-    const ZrCuDriver *drv = g->drv;
-    ZrError e = {0};
-    CUevent ev[N + 1];
-    for (int i = 0; i <= N; i++) drv->cuEventCreate(&ev[i], CU_EVENT_DEFAULT);
-    ZrKernel probe;
-    const size_t sizes[3] = {8, 8, 8};
-    if (zr_cuda_kernel(&g->cuda, "read_bw_probe", sizes, 3, &probe, &e)) {
-        fprintf(stderr, "  %s\n", e.msg);
-        return -1.0f;
-    }
-    const bool sync_each = g->l.sync_each;
-    g->l.sync_each = false;
-    uint64_t n_vec = busy_bytes / 16;
-    for (int i = 0; i < 3; i++) zr_sample_launch(&g->l, &g->k, d, io, &e); /* warm */
-    for (int r = 0; r < 40; r++)
-        ZR_LAUNCH(&g->l, &probe, ZR_DIM1((unsigned)(g->cuda.props.sm_count * 4)), ZR_DIM1(512), 0, &e, &busy, &n_vec, &sink);
-    int rc = 0;
-    for (int i = 0; i < N && !rc; i++) {
-        drv->cuEventRecord(ev[i], g->cuda.stream);
-        rc = zr_sample_launch(&g->l, &g->k, d, io, &e);
-    }
-    drv->cuEventRecord(ev[N], g->cuda.stream);
-    drv->cuEventSynchronize(ev[N]);
-    g->l.sync_each = sync_each;
-    if (rc) {
-        fprintf(stderr, "  %s\n", e.msg);
-        return -1.0f;
-    }
-    float us[N];
-    for (int i = 0; i < N; i++) {
-        float ms = 0;
-        drv->cuEventElapsedTime(&ms, ev[i], ev[i + 1]);
-        us[i] = 1000.0f * ms;
-    }
-    for (int i = 0; i <= N; i++) drv->cuEventDestroy(ev[i]);
-    qsort(us, N, sizeof us[0], cmp_float);
-    return us[N / 2];
+/* One draw over every id: the step zt_gpu_step_us times (test/support/gpu_steps.h). */
+static int step_full(GpuEnv *g, void *ctx, ZrError *e) {
+    const FullStep *f = ctx;
+    return zr_sample_launch(&g->l, &g->k, f->d, f->io, e);
 }
 
 ZT_TEST(time_per_step_of_the_draw_over_every_id) {
@@ -241,7 +204,8 @@ ZT_TEST(time_per_step_of_the_draw_over_every_id) {
             const ZrSamplerParams p = full(0.8f, s == 1 ? 0.05f : 0.0f, s == 2, 1);
             ZrSampleDev d;
             ZT_CHECKF(!zr_sample_dev_init(&g->cuda, &p, nv, NULL, 0, &d, &e), "%s", e.msg);
-            const float us = time_steps(g, &d, &io, busy, busy_bytes, sink);
+            FullStep f = {&d, &io};
+            const float us = zt_gpu_step_us(g, step_full, &f, busy, busy_bytes, sink);
             zr_sample_dev_free(&g->cuda, &d);
             ZT_CHECK(us >= 0.0f);
             fprintf(stderr, " %12.2f", (double)us);
