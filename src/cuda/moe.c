@@ -127,7 +127,8 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
     /* the host arrays of the prefill's grouping, in the same allocation as f->moe */
     const size_t UB = ZR_CUF_UBATCH, head = sizeof *f->moe + sizeof(ZrCuMoeLayer) * (size_t)f->m->hp.n_layer;
     const size_t slots = UB * (size_t)n_used, padded = UB * (size_t)n_expert;
-    const size_t host = sizeof(int32_t) * (slots + 2 * padded + (size_t)n_expert + 1);
+    const int tiles_max = (int)(slots / 32) + n_expert;
+    const size_t host = sizeof(int32_t) * (slots + 2 * padded + (size_t)n_expert + 1 + 4 * (size_t)tiles_max);
     ZrCuMoe *M = realloc(f->moe, head + host);
     if (!M) return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory");
     f->moe = M;
@@ -135,6 +136,8 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
     M->h_idx = M->h_ids + slots;
     M->h_slot = M->h_idx + padded;
     M->h_start = M->h_slot + padded;
+    M->h_tiles = M->h_start + n_expert + 1;
+    M->tiles_max = tiles_max;
     M->ff_stride = (n_ff + 3) & ~3;
     const size_t e = (size_t)f->n_embd, fl = sizeof(float);
     if ((rc = zr_cuf_dalloc(f, &M->p_logits, fl * UB * (size_t)n_expert, "router logits (prefill)", err))) return rc;
@@ -142,6 +145,7 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
     if ((rc = zr_cuf_dalloc(f, &M->p_weights, fl * slots, "expert weights (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_idx, sizeof(int32_t) * padded, "expert rows (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_slot, sizeof(int32_t) * padded, "expert slots (prefill)", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->p_tiles, sizeof(int32_t) * 4 * (size_t)tiles_max, "expert tiles (prefill)", err))) return rc;
     const size_t ffs = (size_t)n_ff, wide = e > ffs ? e : ffs;
     M->wq_elems = wq_elems_of(f->m);
     if ((rc = zr_cuf_dalloc(f, &M->p_wq, 2 * M->wq_elems, "expert f16 weights (prefill)", err))) return rc;
@@ -277,6 +281,63 @@ static int run_matrix(ZrCuForward *f, const ZrCuWeight *w, int rpe, int e0, int 
     return rc ? rc : run_gemm(f, w, M->p_wq, rpe, len, c, x32, x16, y, ldy, err);
 }
 
+/* Whether layer E's prefill takes the grouped product: every expert matrix has its kernels and
+ * is not F32 (F32 experts keep their F32 GEMM and its tolerance), rows of a multiple of 64 values
+ * (the kernel's k step), and the chunk's slots fit one launch of the per-row kernels. */
+static bool grouped_fits(const ZrCuForward *f, const ZrCuMoeLayer *E, int nk) {
+    const ZrCuWeight *w[3] = {&E->gu, &E->down, E->up.main ? &E->up : NULL};
+    if (nk > ROWS_MAX) return false;
+    for (int i = 0; i < 3; i++)
+        if (w[i] && (w[i]->type == ZR_TYPE_F32 || !f->k->has_moe_mm[w[i]->type] || w[i]->n_in % 64)) return false;
+    return true;
+}
+
+/* The experts of nk slots (M->h_ids, M->h_start: each expert's count) through the grouped product
+ * (moe.h): f->xh holds the chunk's normed rows in F16. */
+static int prefill_grouped(ZrCuForward *f, const ZrCuMoeLayer *E, int nk, ZrError *err) {
+    ZrCuMoe *M = f->moe;
+    const int k = E->n_used, ne = E->n_expert, ff = E->n_ff, d = f->n_embd;
+    int32_t *cnt = M->h_start;
+    int used = 0, rc;
+    for (int e = 0; e < ne; e++) used += cnt[e] > 0;
+    /* Tiles of 64 rows once the chosen experts average 48 rows or more (Mixtral's 8 of ~128 rows
+     * in a 512-token chunk: each weight tile dequantized half as often), else 32 (Qwen3-30B-A3B's
+     * 128 of ~32 rows: less padding); 64 needs its kernel for every matrix (cuda/kreg.c). */
+    const bool split = E->up.main != 0;
+    int bn = used && nk >= 48 * used ? 64 : 32;
+    if (!f->k->has_moe_mm64[E->gu.type] || !f->k->has_moe_mm64[E->down.type] || (split && !f->k->has_moe_mm64[E->up.type])) bn = 32;
+    int rows = 0, n_tiles = 0;
+    for (int e = 0; e < ne; e++) { /* compact: expert e's rows [rows, rows + cnt[e]), in slot order */
+        for (int t = 0; t < cnt[e]; t += bn) {
+            if (n_tiles == M->tiles_max) return zr_err(err, ZR_E_INTERNAL, "cuda moe prefill: more than %d expert tiles", M->tiles_max);
+            int32_t *T = M->h_tiles + 4 * n_tiles++;
+            T[0] = e, T[1] = rows + t, T[2] = cnt[e] - t < bn ? cnt[e] - t : bn, T[3] = 0;
+        }
+        const int c = cnt[e];
+        cnt[e] = rows; /* now: its next row */
+        rows += c;
+    }
+    for (int s = 0; s < nk; s++) {
+        const int at = cnt[M->h_ids[s]]++;
+        M->h_idx[at] = s / k;
+        M->h_slot[at] = s;
+    }
+    if ((rc = zr_cuda_h2d(f->cuda, M->p_idx, M->h_idx, sizeof(int32_t) * (size_t)nk, err))) return rc;
+    if ((rc = zr_cuda_h2d(f->cuda, M->p_slot, M->h_slot, sizeof(int32_t) * (size_t)nk, err))) return rc;
+    if ((rc = zr_cuda_h2d(f->cuda, M->p_tiles, M->h_tiles, sizeof(int32_t) * 4 * (size_t)n_tiles, err))) return rc;
+    /* gate|up of every slot from its token's normed row (split: gate into the first half of each
+     * row, up into the second) */
+    if ((rc = zr_k_moe_mm(f->launcher, f->k, bn, &E->gu, split ? ff : 2 * ff, f->xh, d, M->p_idx, M->p_gu, 2 * ff, 0, M->p_tiles,
+                          n_tiles, err)))
+        return rc;
+    if (split && (rc = zr_k_moe_mm(f->launcher, f->k, bn, &E->up, ff, f->xh, d, M->p_idx, M->p_gu + (CUdeviceptr)ff * sizeof(float),
+                                   2 * ff, 0, M->p_tiles, n_tiles, err)))
+        return rc;
+    /* SwiGLU in F16, then down into each row's slot */
+    if ((rc = zr_k_swiglu(f->launcher, f->k, true, M->p_gu, 2 * ff, M->p_xh, ff, nk, err))) return rc;
+    return zr_k_moe_mm(f->launcher, f->k, bn, &E->down, d, M->p_xh, ff, 0, M->p_out, d, M->p_slot, M->p_tiles, n_tiles, err);
+}
+
 int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrError *err) {
     ZrCuMoe *M = f->moe;
     const ZrCuMoeLayer *E = &M->layers[il];
@@ -284,7 +345,8 @@ int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrErro
     int rc;
     /* the router on every normed row, then the routing */
     if ((rc = zr_k_rmsnorm(f->launcher, f->k, f->x, d, norm_w, f->xn, d, d, f->m->hp.rms_eps, 1, n, err))) return rc;
-    if (E->router.type != ZR_TYPE_F32 && (rc = zr_k_convert(f->launcher, f->k, f->xn, f->xh, d, n, err))) return rc;
+    const bool grouped = grouped_fits(f, E, nk);
+    if ((E->router.type != ZR_TYPE_F32 || grouped) && (rc = zr_k_convert(f->launcher, f->k, f->xn, f->xh, d, n, err))) return rc;
     if (E->router.type == ZR_TYPE_F32 || E->router.type == ZR_TYPE_F16) {
         if ((rc = run_gemm(f, &E->router, E->router.main, ne, 1, n, f->xn, f->xh, M->p_logits, ne, err))) return rc;
     } else {
@@ -304,6 +366,10 @@ int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrErro
         const int e = M->h_ids[s];
         if (e < 0 || e >= ne) return zr_err(err, ZR_E_INTERNAL, "cuda moe prefill: layer %d: expert id %d of %d", il, e, ne);
         cnt[e]++;
+    }
+    if (grouped) {
+        if ((rc = prefill_grouped(f, E, nk, err))) return rc;
+        return zr_k_moe_combine(f->launcher, f->k, M->p_out, M->p_weights, k, f->x, d, n, err);
     }
     /* Runs of consecutive experts, one batched GEMM per matrix and run: a run starts at a chosen
      * expert and takes the next ones while their F16 copies fit p_wq and the run's padded rows

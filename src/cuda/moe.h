@@ -17,7 +17,13 @@
  * and the padding costs tensor-core time, not weight reads), SwiGLU, down the same way, and the
  * outputs scattered to their slots; then the slots mixed as in the decode. A 512-token chunk of
  * a 128-expert, top-8 model is ~4 runs, ~9 launches each (before: 8 launches per chosen
- * expert, ~1000 a layer, and 2 GEMMs of ~32 tokens per expert, each using a few SMs). */
+ * expert, ~1000 a layer, and 2 GEMMs of ~32 tokens per expert, each using a few SMs).
+ * Where every expert matrix of the layer has the grouped product (cu/moe_mm.cu: any type but
+ * F32, rows of a multiple of 64 values) the runs, their F16 copies and GEMMs are not used: the
+ * slots sorted by expert into one compact layout cut into tiles of 32 or 64 rows of one expert,
+ * then gate|up (or gate, up) one launch over every expert and tile reading the quantized weights
+ * and the rows of the normed input by index, SwiGLU, down one launch writing straight into the
+ * slots, and the mix: ~7 launches a layer, no F16 copy of a weight in global memory. */
 #pragma once
 #include "cuda/forward.h"
 
@@ -55,6 +61,9 @@ typedef struct ZrCuMoe {
     int32_t *h_ids;             /* host [UB max n_used] */
     int32_t *h_idx, *h_slot;    /* host [max n_expert UB] */
     int32_t *h_start;           /* host [max n_expert + 1]: each expert's count of slots, then its next padded row */
+    CUdeviceptr p_tiles;        /* i32 [tiles_max][4] the grouped product's tiles (expert, first row, rows, 0) */
+    int32_t *h_tiles;           /* host [tiles_max][4] */
+    int tiles_max;              /* UB max n_used / 32 + max n_expert: tiles of at most 32 rows of one expert */
     CUdeviceptr p_wq;           /* f16 [wq_elems] a run of experts' F16 copies (prefill) */
     size_t wq_elems;
     bool no_batch;              /* a batched GEMM failed once: one GEMM per expert from then on */

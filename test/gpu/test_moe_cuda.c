@@ -3,8 +3,9 @@
  *
  * Tolerances (worst row of max|gpu - cpu| / std(cpu row), as test_cuda_backend.c):
  *   decode steps (F32 throughout, as the CPU)                                  <= 3e-5
- *   prefill: tokens grouped by expert, the router and every expert through cuBLASLt GEMMs that
- *   multiply F16 operands for F16 / quantized weights                          <= 1e-2
+ *   prefill: tokens grouped by expert, the router through a cuBLASLt GEMM and every expert
+ *   through the grouped product (cu/moe_mm.cu) or cuBLASLt GEMMs, both multiplying F16 operands
+ *   for F16 / quantized weights                                                <= 1e-2
  *   (F32 weights keep F32 operands: <= 3e-5)
  * The graph replays the eager logits bit for bit over 128 greedy steps, while the chosen experts
  * change from token to token (counted on the CPU reference, fed the same tokens). */
@@ -45,6 +46,8 @@ static const Case k_cases[] = {
     {"qwen3moe-Q4_K_M", "--arch qwen3moe --layers 3 --seed 5 --type q4_k_m"},
     {"qwen3moe-wide-F16", "--arch qwen3moe --layers 2 --seed 7 --experts 64 --experts-used 8 --ff-expert 32 --type f16"},
     {"qwen3moe-wide-Q8_0", "--arch qwen3moe --layers 2 --seed 7 --experts 128 --experts-used 8 --ff-expert 64 --type q8_0"},
+    /* the grouped product's Q4_K gate|up and Q6_K / Q4_K down on 64 experts */
+    {"qwen3moe-wide-Q4_K_M", "--arch qwen3moe --layers 2 --seed 7 --experts 64 --experts-used 8 --ff-expert 256 --type q4_k_m"},
     {"llama-moe-F32", "--arch llama --layers 3 --seed 6 --experts 8 --experts-used 2 --type f32"},
     {"llama-moe-Q4_K_M", "--arch llama --layers 3 --seed 6 --experts 8 --experts-used 2 --type q4_k_m"},
     {"llama-moe-Q5_1", "--arch llama --layers 2 --seed 9 --experts 4 --experts-used 2 --type q5_1"},
@@ -306,6 +309,109 @@ ZT_TEST(matvec_id_routes_for_itself_and_mixes_into_the_residual) {
         free(w), free(lg), free(probs), free(x), free(gw), free(res), free(want), free(y_ref), free(y), free(wts), free(wts_ref);
         free(wts_cpu), free(ids), free(ids_ref), free(ids_cpu);
     }
+}
+
+/* ---- the prefill's grouped expert product (cu/moe_mm.cu) ---- */
+
+/* One launch of moe_mm_<type>_n<bn> over n_expert stacked [n_in, rpe] experts with counts[e] rows
+ * each (the compact layout: expert e's rows after expert e - 1's, tiles of bn rows of one expert)
+ * against the dequantized product in double on the same F16 x. gather: row r reads x row
+ * (7 r + 3) % n_x (the gate|up launch's xidx), else row r and writes y row rows - 1 - r (the down
+ * launch's yidx, into the slots). Bound per value: the F16 rounding of the weights (2^-11 of each
+ * |w_k x_k|) and of the F32 sums, 1e-3 sum_k |w_k x_k| + 1e-6; values of y's rows past rpe must keep
+ * their sentinel. Returns the worst |diff| / bound (1e30: a failed launch, a NaN, a stray write). */
+static double grouped_case(GpuEnv *g, uint32_t type, int n_in, int rpe, int bn, const int *counts, int n_expert, bool gather) {
+    uint64_t s = 0x6d6f65ull + type * 131 + (uint64_t)n_in * 7 + (uint64_t)rpe;
+    uint8_t *w = random_experts(type, n_in, rpe * n_expert, &s);
+    const size_t rb = zr_row_bytes(type, n_in);
+    float *deq = malloc(sizeof(float) * (size_t)n_in * rpe * n_expert);
+    for (int r = 0; r < rpe * n_expert; r++) zr_dequant_row(type, w + rb * r, deq + (size_t)r * n_in, n_in);
+    ZrCuWeight dw = upload_stacked(g, type, w, n_in, rpe * n_expert);
+    free(w);
+    int rows = 0, n_tiles = 0;
+    for (int e = 0; e < n_expert; e++) rows += counts[e], n_tiles += (counts[e] + bn - 1) / bn;
+    const int n_x = rows + 5, ldx = n_in + 8, ldy = rpe + 5;
+    uint16_t *xh = malloc(sizeof(uint16_t) * (size_t)n_x * ldx);
+    float *xf = malloc(sizeof(float) * (size_t)n_x * ldx), *y = malloc(sizeof(float) * (size_t)rows * ldy);
+    for (size_t i = 0; i < (size_t)n_x * ldx; i++) xh[i] = zr_f32_to_f16(gpu_rand(&s)), xf[i] = zr_f16_to_f32(xh[i]);
+    const float sentinel = 12345.0f;
+    for (size_t i = 0; i < (size_t)rows * ldy; i++) y[i] = sentinel;
+    int32_t *idx = malloc(sizeof(int32_t) * (size_t)rows), *tiles = malloc(sizeof(int32_t) * 4 * (size_t)n_tiles), *owner = malloc(sizeof(int32_t) * (size_t)rows);
+    for (int r = 0; r < rows; r++) idx[r] = gather ? (7 * r + 3) % n_x : rows - 1 - r;
+    for (int e = 0, r0 = 0, t = 0; e < n_expert; r0 += counts[e], e++)
+        for (int i = 0; i < counts[e]; i += bn, t++) {
+            tiles[4 * t] = e, tiles[4 * t + 1] = r0 + i, tiles[4 * t + 2] = counts[e] - i < bn ? counts[e] - i : bn, tiles[4 * t + 3] = 0;
+            for (int j = 0; j < tiles[4 * t + 2]; j++) owner[r0 + i + j] = e;
+        }
+    CUdeviceptr dx = gpu_upload(g, xh, sizeof(uint16_t) * (size_t)n_x * ldx), dy = gpu_upload(g, y, sizeof(float) * (size_t)rows * ldy);
+    CUdeviceptr didx = gpu_upload(g, idx, sizeof(int32_t) * (size_t)rows), dt = gpu_upload(g, tiles, sizeof(int32_t) * 4 * (size_t)n_tiles);
+    ZrError e = {0};
+    const int rc = zr_k_moe_mm(&g->l, &g->k, bn, &dw, rpe, dx, ldx, gather ? didx : 0, dy, ldy, gather ? 0 : didx, dt, n_tiles, &e);
+    if (rc) fprintf(stderr, "  %s\n", e.msg);
+    double worst = rc ? 1e30 : 0.0;
+    if (!rc) gpu_download(g, y, dy, sizeof(float) * (size_t)rows * ldy);
+    for (int r = 0; r < rows && worst < 1e30; r++) {
+        const float *xr = xf + (size_t)(gather ? idx[r] : r) * ldx, *yr = y + (size_t)(gather ? r : idx[r]) * ldy;
+        for (int o = 0; o < ldy; o++) {
+            if (o >= rpe) {
+                if (yr[o] != sentinel) fprintf(stderr, "  %s row %d: value %d past %d written\n", zr_type_name(type), r, o, rpe), worst = 1e30;
+                continue;
+            }
+            const float *wr = deq + ((size_t)owner[r] * rpe + o) * n_in;
+            double ref = 0.0, mag = 0.0;
+            for (int k = 0; k < n_in; k++) ref += (double)wr[k] * xr[k], mag += fabs((double)wr[k] * xr[k]);
+            const double q = isfinite(yr[o]) ? fabs(yr[o] - ref) / (1e-3 * mag + 1e-6) : 1e30;
+            if (q > worst) {
+                worst = q;
+                if (q > 1.0)
+                    fprintf(stderr, "  %s [%d x %d] bn %d expert %d row %d out %d: gpu %.9g cpu %.9g (mag %.3g)\n", zr_type_name(type), n_in, rpe,
+                            bn, owner[r], r, o, yr[o], ref, mag);
+            }
+        }
+    }
+    gpu_free(g, dw.main);
+    if (dw.side) gpu_free(g, dw.side);
+    gpu_free(g, dx), gpu_free(g, dy), gpu_free(g, didx), gpu_free(g, dt);
+    free(deq), free(xh), free(xf), free(y), free(idx), free(tiles), free(owner);
+    return worst;
+}
+
+/* Rows per expert: none, one, one short of and one past a 32-row tile, two 32-row tiles and a
+ * row, more than two 64-row tiles. */
+static const int k_counts[] = {33, 0, 1, 70, 31, 0, 129};
+#define N_COUNTS (int)(sizeof k_counts / sizeof k_counts[0])
+
+static void grouped_type(uint32_t type, int n_in, int rpe) {
+    GpuEnv *g = gpu_env();
+    double worst = 0.0;
+    for (int bn = 32; bn <= 64; bn *= 2)
+        for (int gather = 0; gather < 2; gather++) {
+            const double q = grouped_case(g, type, n_in, rpe, bn, k_counts, N_COUNTS, gather);
+            if (q > worst) worst = q;
+        }
+    fprintf(stderr, "  moe_mm %-5s [%4d x %4d] tiles of 32 and 64, gathered and scattered: worst |diff|/bound = %.3g%s\n", zr_type_name(type),
+            n_in, rpe, worst, worst <= 1.0 ? "  PASS" : "  FAIL");
+    ZT_CHECKF(worst <= 1.0, "%s [%d x %d]: worst |diff|/bound %.3g", zr_type_name(type), n_in, rpe, worst);
+}
+
+/* Qwen3-30B-A3B's expert shapes in the types of its Q4_K_M and Q8_0 files: gate|up 2048 -> 2 x 768
+ * (Q4_K, Q8_0), down 768 -> 2048 (Q6_K, Q4_K, Q8_0). */
+ZT_TEST(grouped_product_matches_the_cpu_on_qwen3_expert_shapes) {
+    if (!gpu_env()) return;
+    grouped_type(ZR_TYPE_Q4_K, 2048, 1536);
+    grouped_type(ZR_TYPE_Q8_0, 2048, 1536);
+    grouped_type(ZR_TYPE_Q6_K, 768, 2048);
+    grouped_type(ZR_TYPE_Q4_K, 768, 2048);
+    grouped_type(ZR_TYPE_Q8_0, 768, 2048);
+}
+
+/* Every other type (through the element-wise reader), rows a multiple of 64 but not of 128 per
+ * expert's block of outputs (200: the last block's rows past the expert are read, not written). */
+ZT_TEST(grouped_product_matches_the_cpu_for_every_type) {
+    if (!gpu_env()) return;
+    static const uint32_t types[] = {ZR_TYPE_F16,  ZR_TYPE_BF16, ZR_TYPE_Q4_0, ZR_TYPE_Q4_1, ZR_TYPE_Q5_0, ZR_TYPE_Q5_1, ZR_TYPE_Q8_0,
+                                     ZR_TYPE_Q2_K, ZR_TYPE_Q3_K, ZR_TYPE_Q4_K, ZR_TYPE_Q5_K, ZR_TYPE_Q6_K};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) grouped_type(types[i], 512, 200);
 }
 
 /* ---- whole models ---- */
