@@ -281,14 +281,20 @@ static int run_matrix(ZrCuForward *f, const ZrCuWeight *w, int rpe, int e0, int 
     return rc ? rc : run_gemm(f, w, M->p_wq, rpe, len, c, x32, x16, y, ldy, err);
 }
 
-/* Whether layer E's prefill takes the grouped product: every expert matrix has its kernels and
- * is not F32 (F32 experts keep their F32 GEMM and its tolerance), rows of a multiple of 64 values
- * (the kernel's k step), and the chunk's slots fit one launch of the per-row kernels. */
-static bool grouped_fits(const ZrCuForward *f, const ZrCuMoeLayer *E, int nk) {
+bool zr_cuf_moe_grouped(const ZrModel *m, const ZrLayer *L) {
+    const ZrLayerFacts *F = &L->facts;
+    return F->n_expert && L->gate_exps.type != ZR_TYPE_F32 && L->up_exps.type != ZR_TYPE_F32 && L->down_exps.type != ZR_TYPE_F32 &&
+           m->hp.n_embd % 64 == 0 && F->n_ff_expert % 64 == 0 && ZR_CUF_UBATCH * F->n_expert_used <= ROWS_MAX;
+}
+
+/* Whether layer il's prefill takes the grouped product: zr_cuf_moe_grouped, and every expert
+ * matrix has its kernel. */
+static bool grouped_fits(const ZrCuForward *f, int il) {
+    const ZrCuMoeLayer *E = &f->moe->layers[il];
     const ZrCuWeight *w[3] = {&E->gu, &E->down, E->up.main ? &E->up : NULL};
-    if (nk > ROWS_MAX) return false;
+    if (!zr_cuf_moe_grouped(f->m, &f->m->layers[il])) return false;
     for (int i = 0; i < 3; i++)
-        if (w[i] && (w[i]->type == ZR_TYPE_F32 || !f->k->has_moe_mm[w[i]->type] || w[i]->n_in % 64)) return false;
+        if (w[i] && !f->k->has_moe_mm[w[i]->type]) return false;
     return true;
 }
 
@@ -345,7 +351,7 @@ int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrErro
     int rc;
     /* the router on every normed row, then the routing */
     if ((rc = zr_k_rmsnorm(f->launcher, f->k, f->x, d, norm_w, f->xn, d, d, f->m->hp.rms_eps, 1, n, err))) return rc;
-    const bool grouped = grouped_fits(f, E, nk);
+    const bool grouped = grouped_fits(f, il);
     if ((E->router.type != ZR_TYPE_F32 || grouped) && (rc = zr_k_convert(f->launcher, f->k, f->xn, f->xh, d, n, err))) return rc;
     if (E->router.type == ZR_TYPE_F32 || E->router.type == ZR_TYPE_F16) {
         if ((rc = run_gemm(f, &E->router, E->router.main, ne, 1, n, f->xn, f->xh, M->p_logits, ne, err))) return rc;

@@ -79,6 +79,10 @@ size_t zr_cuf_moe_layer_bytes(const ZrModel *m, const ZrLayer *L);
 /* The most experts one batched GEMM of the prefill takes on layer L of m (a power of two; 0 for a
  * dense layer): zr_cuf_moe_prefill's GEMMs take 1, 2, 4 .. that many (cuda/warm.c lists them). */
 int zr_cuf_moe_batch_max(const ZrModel *m, const ZrLayer *L);
+/* Whether the prefill of layer L of m takes the grouped product (moe.h above; the kernels'
+ * presence aside): its experts are not F32, their rows are of a multiple of 64 values, and a
+ * chunk's slots fit one launch of the per-row kernels. Its experts then need no GEMM. */
+bool zr_cuf_moe_grouped(const ZrModel *m, const ZrLayer *L);
 /* The workspaces of the MoE FFN (none when the model has no experts). */
 int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err);
 /* x[n_embd] += the MoE FFN of layer il on RMSNorm(x) * norm_w: launches only (the decode step's,
