@@ -12,7 +12,8 @@
 // (src/cuda/moe.c says the same number). Needs n_in % 64 == 0, ldx % 8 == 0 (16-byte rows of X).
 //
 // Block: 128 weight rows x BN tokens, k in steps of 64. 8 warps as 4 (rows) x 2 (tokens), each
-// warp 32 rows x BN/2 tokens. Per step, double-buffered in shared memory: the raw weight bytes of
+// warp 32 rows x BN/2 tokens: warp column wn takes the groups of 16 tokens wn, wn + 2, .., so a
+// tile of few rows keeps both columns busy, and a warp skips its groups past the tile's rows. Per step, double-buffered in shared memory: the raw weight bytes of
 // step s + 1 are loaded into registers and the token tile copied with cp.async while the mma of
 // step s runs, then the weights are dequantized into the other buffer; one barrier a step.
 // Weight tile: thread t dequantizes 32 values of row t / 2 (the per-type Raw/load/put below:
@@ -200,7 +201,7 @@ __device__ __forceinline__ void zr_moe_mm(const uint8_t *__restrict__ w, const u
                                           int ldx, const int *__restrict__ xidx, float *__restrict__ y, int ldy,
                                           const int *__restrict__ yidx, const int4 *__restrict__ tiles, int n_in, int n_out, int rpe) {
     constexpr int BM = ZR_GM_BM, BK = ZR_GM_BK, LD = ZR_GM_LD;
-    constexpr int WN = BN / 2, NT = WN / 8; // tokens per warp, n8 tiles per warp
+    constexpr int G = BN / 32; // groups of 16 tokens per warp: warp column wn takes groups wn, wn + 2, ..
     constexpr int BCH = BN * BK / 8 / 256;  // 16-byte chunks of the token tile per thread
     extern __shared__ __align__(16) uint8_t zr_gm_smem[];
     __half *sA = (__half *)zr_gm_smem;      // [2][BM][LD]
@@ -223,11 +224,11 @@ __device__ __forceinline__ void zr_moe_mm(const uint8_t *__restrict__ w, const u
     }
     typedef ZrGmA<TYPE> A;
     typename A::Raw raw;
-    float acc[2][NT][4];
+    float acc[2][2 * G][4];
 #pragma unroll
     for (int a = 0; a < 2; a++)
 #pragma unroll
-        for (int b = 0; b < NT; b++)
+        for (int b = 0; b < 2 * G; b++)
 #pragma unroll
             for (int c = 0; c < 4; c++) acc[a][b][c] = 0.0f;
 
@@ -256,22 +257,24 @@ __device__ __forceinline__ void zr_moe_mm(const uint8_t *__restrict__ w, const u
             }
             zr_gm_cp_commit();
         }
-        const __half *ta = sA + cur * BM * LD + (wm * 32) * LD, *tb = sB + cur * BN * LD + (wn * WN) * LD;
+        const __half *ta = sA + cur * BM * LD + (wm * 32) * LD, *tb = sB + cur * BN * LD;
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 16) {
-            uint32_t fa[2][4], fb[NT][2];
+            uint32_t fa[2][4];
 #pragma unroll
             for (int mt = 0; mt < 2; mt++) zr_gm_ldmatrix(fa[mt], ta + (mt * 16 + (lane & 15)) * LD + kk + (lane >> 4) * 8);
 #pragma unroll
-            for (int np = 0; np < NT / 2; np++) {
-                uint32_t r[4];
-                zr_gm_ldmatrix(r, tb + (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * LD + kk + ((lane >> 3) & 1) * 8);
-                fb[2 * np][0] = r[0], fb[2 * np][1] = r[1], fb[2 * np + 1][0] = r[2], fb[2 * np + 1][1] = r[3];
+            for (int j = 0; j < G; j++) {
+                const int g16 = wn + 2 * j; // tokens 16 g16 .. 16 g16 + 15: skipped (warp-uniform) past the tile's rows
+                if (16 * g16 >= nr) continue;
+                uint32_t b[4]; // b[0], b[1]: tokens 16 g16 + 0..7; b[2], b[3]: + 8..15
+                zr_gm_ldmatrix(b, tb + (16 * g16 + (lane & 7) + ((lane >> 4) << 3)) * LD + kk + ((lane >> 3) & 1) * 8);
+#pragma unroll
+                for (int mt = 0; mt < 2; mt++) {
+                    zr_gm_mma(acc[mt][2 * j], fa[mt], b[0], b[1]);
+                    zr_gm_mma(acc[mt][2 * j + 1], fa[mt], b[2], b[3]);
+                }
             }
-#pragma unroll
-            for (int mt = 0; mt < 2; mt++)
-#pragma unroll
-                for (int nt = 0; nt < NT; nt++) zr_gm_mma(acc[mt][nt], fa[mt], fb[nt][0], fb[nt][1]);
         }
         if (more) {
             A::put(raw, w, ws, n_in, n_out, aq, sA + (cur ^ 1) * BM * LD + am * LD);
@@ -281,10 +284,10 @@ __device__ __forceinline__ void zr_moe_mm(const uint8_t *__restrict__ w, const u
     }
     // c0, c1: row lane / 4, tokens 2 (lane % 4) + 0, 1; c2, c3: row + 8
 #pragma unroll
-    for (int nt = 0; nt < NT; nt++)
+    for (int nt = 0; nt < 2 * G; nt++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            const int n = wn * WN + nt * 8 + 2 * (lane & 3) + h;
+            const int n = 16 * (wn + 2 * (nt >> 1)) + 8 * (nt & 1) + 2 * (lane & 3) + h;
             if (n >= nr) continue;
             const int dst = yidx ? yidx[r0 + n] : r0 + n;
             float *yr = y + (size_t)dst * ldy;

@@ -304,13 +304,13 @@ static int prefill_grouped(ZrCuForward *f, const ZrCuMoeLayer *E, int nk, ZrErro
     ZrCuMoe *M = f->moe;
     const int k = E->n_used, ne = E->n_expert, ff = E->n_ff, d = f->n_embd;
     int32_t *cnt = M->h_start;
-    int used = 0, rc;
-    for (int e = 0; e < ne; e++) used += cnt[e] > 0;
-    /* Tiles of 64 rows once the chosen experts average 48 rows or more (Mixtral's 8 of ~128 rows
-     * in a 512-token chunk: each weight tile dequantized half as often), else 32 (Qwen3-30B-A3B's
-     * 128 of ~32 rows: less padding); 64 needs its kernel for every matrix (cuda/kreg.c). */
+    int rc;
+    /* Tiles of 64 rows: an expert's weight tile is dequantized once per 64 of its rows, and the
+     * kernel skips the groups of 16 past a tile's rows (Qwen3-30B-A3B's ~32 rows an expert: one
+     * tile, ~2-3 groups, where tiles of 32 took 1.5 tiles an expert on average); 32 only where a
+     * GPU lacks the 64-row kernels (their shared memory, cuda/kreg.c). */
     const bool split = E->up.main != 0;
-    int bn = used && nk >= 48 * used ? 64 : 32;
+    int bn = 64;
     if (!f->k->has_moe_mm64[E->gu.type] || !f->k->has_moe_mm64[E->down.type] || (split && !f->k->has_moe_mm64[E->up.type])) bn = 32;
     int rows = 0, n_tiles = 0;
     for (int e = 0; e < ne; e++) { /* compact: expert e's rows [rows, rows + cnt[e]), in slot order */

@@ -20,7 +20,7 @@
  * expert, ~1000 a layer, and 2 GEMMs of ~32 tokens per expert, each using a few SMs).
  * Where every expert matrix of the layer has the grouped product (cu/moe_mm.cu: any type but
  * F32, rows of a multiple of 64 values) the runs, their F16 copies and GEMMs are not used: the
- * slots sorted by expert into one compact layout cut into tiles of 32 or 64 rows of one expert,
+ * slots sorted by expert into one compact layout cut into tiles of 64 rows of one expert,
  * then gate|up (or gate, up) one launch over every expert and tile reading the quantized weights
  * and the rows of the normed input by index, SwiGLU, down one launch writing straight into the
  * slots, and the mix: ~7 launches a layer, no F16 copy of a weight in global memory. */
