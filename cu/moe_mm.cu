@@ -4,7 +4,7 @@
 // on the tensor cores (mma.sync m16n8k16, F16 operands, F32 accumulation).
 //
 // moe_mm_<type>_n32 / _n64: tiles [n_tiles][4] i32 = (expert e, first row r0, rows n, 0), each
-// tile n <= BN (32 / 64) consecutive rows of the token layout, all of expert e. W is the stacked
+// tile n <= BN (32 / 64) consecutive rows of the token layout, all of expert e; e < 0: no tile. W is the stacked
 // expert matrix [n_in, n_out] (expert e's rows [e rpe, (e + 1) rpe)). For a tile and output o < rpe:
 //   y[ydst(r)][o] = sum_k W[e rpe + o][k] X[xsrc(r)][k]      r = r0 .. r0 + n - 1
 // with xsrc(r) = xidx ? xidx[r] : r (x: F16 [.][ldx]), ydst(r) = yidx ? yidx[r] : r (y: F32 [.][ldy]).
@@ -209,6 +209,7 @@ __device__ __forceinline__ void zr_moe_mm(const uint8_t *__restrict__ w, const u
     zr_grid_enter();
     const int4 tile = tiles[blockIdx.x];
     const int e = tile.x, r0 = tile.y, nr = tile.z, m0 = blockIdx.y * BM;
+    if (e < 0) return; // past the last tile (moe_group_i32 sizes the grid by a bound)
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wm = warp & 3, wn = warp >> 2;
     // this thread's weight row (past rpe: the expert's last row, not written) and token chunks
     const int am = tid >> 1, aq = tid & 1;

@@ -127,8 +127,7 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
     /* the host arrays of the prefill's grouping, in the same allocation as f->moe */
     const size_t UB = ZR_CUF_UBATCH, head = sizeof *f->moe + sizeof(ZrCuMoeLayer) * (size_t)f->m->hp.n_layer;
     const size_t slots = UB * (size_t)n_used, padded = UB * (size_t)n_expert;
-    const int tiles_max = (int)(slots / 32) + n_expert;
-    const size_t host = sizeof(int32_t) * (slots + 2 * padded + (size_t)n_expert + 1 + 4 * (size_t)tiles_max);
+    const size_t host = sizeof(int32_t) * (slots + 2 * padded + (size_t)n_expert + 1);
     ZrCuMoe *M = realloc(f->moe, head + host);
     if (!M) return zr_err(err, ZR_E_NOMEM, "cuda forward: out of host memory");
     f->moe = M;
@@ -136,8 +135,7 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
     M->h_idx = M->h_ids + slots;
     M->h_slot = M->h_idx + padded;
     M->h_start = M->h_slot + padded;
-    M->h_tiles = M->h_start + n_expert + 1;
-    M->tiles_max = tiles_max;
+    M->tiles_max = (int)(slots / 32) + n_expert;
     M->ff_stride = (n_ff + 3) & ~3;
     const size_t e = (size_t)f->n_embd, fl = sizeof(float);
     if ((rc = zr_cuf_dalloc(f, &M->p_logits, fl * UB * (size_t)n_expert, "router logits (prefill)", err))) return rc;
@@ -145,7 +143,7 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
     if ((rc = zr_cuf_dalloc(f, &M->p_weights, fl * slots, "expert weights (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_idx, sizeof(int32_t) * padded, "expert rows (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_slot, sizeof(int32_t) * padded, "expert slots (prefill)", err))) return rc;
-    if ((rc = zr_cuf_dalloc(f, &M->p_tiles, sizeof(int32_t) * 4 * (size_t)tiles_max, "expert tiles (prefill)", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->p_tiles, sizeof(int32_t) * 4 * (size_t)M->tiles_max, "expert tiles (prefill)", err))) return rc;
     const size_t ffs = (size_t)n_ff, wide = e > ffs ? e : ffs;
     M->wq_elems = wq_elems_of(f->m);
     if ((rc = zr_cuf_dalloc(f, &M->p_wq, 2 * M->wq_elems, "expert f16 weights (prefill)", err))) return rc;
@@ -283,7 +281,7 @@ static int run_matrix(ZrCuForward *f, const ZrCuWeight *w, int rpe, int e0, int 
 
 bool zr_cuf_moe_grouped(const ZrModel *m, const ZrLayer *L) {
     const ZrLayerFacts *F = &L->facts;
-    return F->n_expert && L->gate_exps.type != ZR_TYPE_F32 && L->up_exps.type != ZR_TYPE_F32 && L->down_exps.type != ZR_TYPE_F32 &&
+    return F->n_expert && F->n_expert <= 1024 && L->gate_exps.type != ZR_TYPE_F32 && L->up_exps.type != ZR_TYPE_F32 && L->down_exps.type != ZR_TYPE_F32 &&
            m->hp.n_embd % 64 == 0 && F->n_ff_expert % 64 == 0 && ZR_CUF_UBATCH * F->n_expert_used <= ROWS_MAX;
 }
 
@@ -298,12 +296,11 @@ static bool grouped_fits(const ZrCuForward *f, int il) {
     return true;
 }
 
-/* The experts of nk slots (M->h_ids, M->h_start: each expert's count) through the grouped product
- * (moe.h): f->xh holds the chunk's normed rows in F16. */
+/* The experts of the nk slots of M->p_ids through the grouped product (moe.h), all on the device:
+ * f->xh holds the chunk's normed rows in F16. */
 static int prefill_grouped(ZrCuForward *f, const ZrCuMoeLayer *E, int nk, ZrError *err) {
     ZrCuMoe *M = f->moe;
     const int k = E->n_used, ne = E->n_expert, ff = E->n_ff, d = f->n_embd;
-    int32_t *cnt = M->h_start;
     int rc;
     /* Tiles of 64 rows: an expert's weight tile is dequantized once per 64 of its rows, and the
      * kernel skips the groups of 16 past a tile's rows (Qwen3-30B-A3B's ~32 rows an expert: one
@@ -312,25 +309,11 @@ static int prefill_grouped(ZrCuForward *f, const ZrCuMoeLayer *E, int nk, ZrErro
     const bool split = E->up.main != 0;
     int bn = 64;
     if (!f->k->has_moe_mm64[E->gu.type] || !f->k->has_moe_mm64[E->down.type] || (split && !f->k->has_moe_mm64[E->up.type])) bn = 32;
-    int rows = 0, n_tiles = 0;
-    for (int e = 0; e < ne; e++) { /* compact: expert e's rows [rows, rows + cnt[e]), in slot order */
-        for (int t = 0; t < cnt[e]; t += bn) {
-            if (n_tiles == M->tiles_max) return zr_err(err, ZR_E_INTERNAL, "cuda moe prefill: more than %d expert tiles", M->tiles_max);
-            int32_t *T = M->h_tiles + 4 * n_tiles++;
-            T[0] = e, T[1] = rows + t, T[2] = cnt[e] - t < bn ? cnt[e] - t : bn, T[3] = 0;
-        }
-        const int c = cnt[e];
-        cnt[e] = rows; /* now: its next row */
-        rows += c;
-    }
-    for (int s = 0; s < nk; s++) {
-        const int at = cnt[M->h_ids[s]]++;
-        M->h_idx[at] = s / k;
-        M->h_slot[at] = s;
-    }
-    if ((rc = zr_cuda_h2d(f->cuda, M->p_idx, M->h_idx, sizeof(int32_t) * (size_t)nk, err))) return rc;
-    if ((rc = zr_cuda_h2d(f->cuda, M->p_slot, M->h_slot, sizeof(int32_t) * (size_t)nk, err))) return rc;
-    if ((rc = zr_cuda_h2d(f->cuda, M->p_tiles, M->h_tiles, sizeof(int32_t) * 4 * (size_t)n_tiles, err))) return rc;
+    /* the slots sorted by expert into tiles on the device; the launches take the bound on the
+     * tiles (each expert's rows in whole tiles), and the blocks past the last tile exit */
+    const int n_tiles = nk / bn + ne;
+    if (n_tiles > M->tiles_max) return zr_err(err, ZR_E_INTERNAL, "cuda moe prefill: %d expert tiles, room for %d", n_tiles, M->tiles_max);
+    if ((rc = zr_k_moe_group(f->launcher, f->k, M->p_ids, nk, k, ne, bn, M->p_idx, M->p_slot, M->p_tiles, n_tiles, err))) return rc;
     /* gate|up of every slot from its token's normed row (split: gate into the first half of each
      * row, up into the second) */
     if ((rc = zr_k_moe_mm(f->launcher, f->k, bn, &E->gu, split ? ff : 2 * ff, f->xh, d, M->p_idx, M->p_gu, 2 * ff, 0, M->p_tiles,
@@ -363,6 +346,10 @@ int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrErro
         if ((rc = run_gemm(f, &E->router, f->wbuf, ne, 1, n, f->xn, f->xh, M->p_logits, ne, err))) return rc;
     }
     if ((rc = zr_k_moe_route(f->launcher, f->k, M->p_logits, ne, k, M->p_ids, M->p_weights, n, err))) return rc;
+    if (grouped) {
+        if ((rc = prefill_grouped(f, E, nk, err))) return rc;
+        return zr_k_moe_combine(f->launcher, f->k, M->p_out, M->p_weights, k, f->x, d, n, err);
+    }
     /* the ids to the host once; each expert's count of slots */
     if ((rc = zr_cuda_d2h(f->cuda, M->h_ids, M->p_ids, sizeof(int32_t) * (size_t)nk, err))) return rc;
     if ((rc = zr_cuda_sync(f->cuda, err))) return rc;
@@ -372,10 +359,6 @@ int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrErro
         const int e = M->h_ids[s];
         if (e < 0 || e >= ne) return zr_err(err, ZR_E_INTERNAL, "cuda moe prefill: layer %d: expert id %d of %d", il, e, ne);
         cnt[e]++;
-    }
-    if (grouped) {
-        if ((rc = prefill_grouped(f, E, nk, err))) return rc;
-        return zr_k_moe_combine(f->launcher, f->k, M->p_out, M->p_weights, k, f->x, d, n, err);
     }
     /* Runs of consecutive experts, one batched GEMM per matrix and run: a run starts at a chosen
      * expert and takes the next ones while their F16 copies fit p_wq and the run's padded rows

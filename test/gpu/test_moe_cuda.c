@@ -313,6 +313,58 @@ ZT_TEST(matvec_id_routes_for_itself_and_mixes_into_the_residual) {
 
 /* ---- the prefill's grouped expert product (cu/moe_mm.cu) ---- */
 
+/* moe_group_i32 puts nk slots' rows in expert order (expert e's cnt[e] rows right after e - 1's,
+ * each row's token slot / k and its slot, every slot once) and writes the tile table exactly:
+ * (e, first row, rows) for every bn rows of each expert in order, then (-1, 0, 0, 0) up to the
+ * bound nk / bn + n_expert. Ids skewed (squares of uniforms) so that some experts have no slot and
+ * some more than two tiles; Qwen3-30B-A3B's 128 experts of 8 a token, Mixtral's 8 of 2, 1024
+ * experts, a single slot. */
+ZT_TEST(group_sorts_the_slots_by_expert_into_tiles) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    static const int cases[][4] = {{128, 8, 4096, 64}, {128, 8, 4096, 32}, {8, 2, 1024, 64}, {1024, 4, 2000, 64}, {5, 1, 1, 32}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int ne = cases[c][0], k = cases[c][1], nk = cases[c][2], bn = cases[c][3], tmax = nk / bn + ne;
+        uint64_t s = 0x67726f7570ull + c;
+        int32_t *ids = malloc(sizeof(int32_t) * nk), *idx = malloc(sizeof(int32_t) * nk), *slot = malloc(sizeof(int32_t) * nk);
+        int32_t *tiles = malloc(sizeof(int32_t) * 4 * tmax), *cnt = calloc(ne, sizeof(int32_t)), *seen = calloc(nk, sizeof(int32_t));
+        for (int i = 0; i < nk; i++) {
+            const float u = 0.5f * (gpu_rand(&s) + 1.0f);
+            ids[i] = (int)(u * u * ne) % ne;
+            cnt[ids[i]]++;
+        }
+        CUdeviceptr dids = gpu_upload(g, ids, sizeof(int32_t) * nk), didx = gpu_alloc(g, sizeof(int32_t) * nk);
+        CUdeviceptr dslot = gpu_alloc(g, sizeof(int32_t) * nk), dt = gpu_alloc(g, sizeof(int32_t) * 4 * tmax);
+        ZrError e = {0};
+        const int rc = zr_k_moe_group(&g->l, &g->k, dids, nk, k, ne, bn, didx, dslot, dt, tmax, &e);
+        ZT_CHECKF(rc == 0, "%s", e.msg);
+        gpu_download(g, idx, didx, sizeof(int32_t) * nk);
+        gpu_download(g, slot, dslot, sizeof(int32_t) * nk);
+        gpu_download(g, tiles, dt, sizeof(int32_t) * 4 * tmax);
+        int bad = 0, t = 0, row = 0, empty = 0, big = 0;
+        for (int x = 0; x < ne; x++) {
+            empty += cnt[x] == 0, big += cnt[x] > 2 * bn;
+            for (int i = 0; i < cnt[x]; i += bn, t++) {
+                const int want[4] = {x, row + i, cnt[x] - i < bn ? cnt[x] - i : bn, 0};
+                bad += t >= tmax || memcmp(tiles + 4 * t, want, sizeof want) != 0;
+            }
+            for (int r = row; r < row + cnt[x]; r++) {
+                const int sl = slot[r];
+                const bool ok = sl >= 0 && sl < nk && ids[sl] == x && idx[r] == sl / k && !seen[sl];
+                if (ok) seen[sl] = 1;
+                bad += !ok;
+            }
+            row += cnt[x];
+        }
+        for (; t < tmax; t++) bad += tiles[4 * t] != -1;
+        fprintf(stderr, "  moe_group %4d experts x %d, %4d slots, tiles of %d (%d experts empty, %d over two tiles): %d wrong%s\n", ne, k,
+                nk, bn, empty, big, bad, bad ? "  FAIL" : "  PASS");
+        ZT_CHECKF(bad == 0, "%d experts, %d slots, tiles of %d: %d wrong", ne, nk, bn, bad);
+        gpu_free(g, dids), gpu_free(g, didx), gpu_free(g, dslot), gpu_free(g, dt);
+        free(ids), free(idx), free(slot), free(tiles), free(cnt), free(seen);
+    }
+}
+
 /* One launch of moe_mm_<type>_n<bn> over n_expert stacked [n_in, rpe] experts with counts[e] rows
  * each (the compact layout: expert e's rows after expert e - 1's, tiles of bn rows of one expert)
  * against the dequantized product in double on the same F16 x. gather: row r reads x row
