@@ -17,7 +17,7 @@
 // step s + 1 are loaded into registers and the token tile copied with cp.async while the mma of
 // step s runs, then the weights are dequantized into the other buffer; one barrier a step.
 // Weight tile: thread t dequantizes 32 values of row t / 2 (the per-type Raw/load/put below:
-// Q4_K, Q6_K, Q8_0 read 16-32 bytes at once; the other types element by element with zr_dq).
+// Q4_K, Q5_K, Q6_K, Q8_0, Q4_0 read 16-32 bytes at once; the other types element by element with zr_dq).
 // Rows past rpe read the expert's last row (their outputs are not written); token rows past n are
 // zero (cp.async zero-fill) and not written.
 // Precision: weights as F16 (dequantized in F32, rounded once), X as F16, sums in F32: the
@@ -152,6 +152,74 @@ template <> struct ZrGmA<ZR_T_Q4_K> {
                 zr_gm_put8(row + 32 * h + 16 * q + 8 * c, v);
             }
         }
+    }
+};
+
+// Q5_K: Q4_K's quants and scales (the main row 160 bytes a super-block: qs[128], then qh[32]) and
+// the fifth bits of item u = 2j + q (thread half q's 16 quant bytes): byte i of qh word u holds at
+// bit 2k + t the fifth bit of quant byte 4k + i's nibble t (t = 0: low).
+template <> struct ZrGmA<ZR_T_Q5_K> {
+    struct Raw {
+        uint4 qs;
+        uint32_t qh, sm;
+        __half2 dm;
+    };
+    static __device__ __forceinline__ void load(Raw &raw, const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, int n_in,
+                                                int r, int k0, int q) {
+        const int nb = n_in >> 8, sb = k0 >> 8, j = (k0 >> 6) & 3;
+        const size_t g = (size_t)r * nb + sb;
+        raw.qs = *(const uint4 *)(w + g * 160 + 32 * j + 16 * q);
+        raw.qh = *(const uint32_t *)(w + g * 160 + 128 + 4 * (2 * j + q));
+        raw.sm = *(const uint32_t *)(ws + 20 * g + 4 * j);
+        raw.dm = *(const __half2 *)(ws + 20 * g + 16);
+    }
+    static __device__ __forceinline__ void put(const Raw &raw, const uint8_t *, const uint8_t *, int, int, int q, __half *row) {
+        const float2 dm = __half22float2(raw.dm);
+        const float a0 = dm.x * (float)(raw.sm & 0xFF), a1 = dm.x * (float)((raw.sm >> 8) & 0xFF);
+        const float b0 = dm.y * (float)((raw.sm >> 16) & 0xFF), b1 = dm.y * (float)(raw.sm >> 24);
+        const uint32_t u[4] = {raw.qs.x, raw.qs.y, raw.qs.z, raw.qs.w};
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const float a = h ? a1 : a0, b = h ? b1 : b0;
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+                float v[8];
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    const int k = 2 * c + (i >> 2);
+                    const uint32_t q5 = ((u[k] >> (4 * h)) & 0x0F0F0F0Fu) | (((raw.qh >> (2 * k + h)) & 0x01010101u) << 4);
+                    v[i] = __fmaf_rn(a, zr_byte_f(q5, i & 3, ZR_MAGIC), -b);
+                }
+                zr_gm_put8(row + 32 * h + 16 * q + 8 * c, v);
+            }
+        }
+    }
+};
+
+// Q4_0: block k0 / 32 + q: 16 quant bytes (low nibbles values 0..15, high 16..31) and d.
+template <> struct ZrGmA<ZR_T_Q4_0> {
+    struct Raw {
+        uint4 qs;
+        float d;
+    };
+    static __device__ __forceinline__ void load(Raw &raw, const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, int n_in,
+                                                int r, int k0, int q) {
+        const size_t g = (size_t)r * (n_in >> 5) + (k0 >> 5) + q;
+        raw.qs = *(const uint4 *)(w + g * 16);
+        raw.d = zr_ldh(ws + 2 * g);
+    }
+    static __device__ __forceinline__ void put(const Raw &raw, const uint8_t *, const uint8_t *, int, int, int q, __half *row) {
+        const uint32_t u[4] = {raw.qs.x, raw.qs.y, raw.qs.z, raw.qs.w};
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+                float v[8];
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+                    v[i] = raw.d * zr_byte_f((u[2 * c + (i >> 2)] >> (4 * h)) & 0x0F0F0F0Fu, i & 3, ZR_MAGIC + 8.0f);
+                zr_gm_put8(row + 32 * q + 16 * h + 8 * c, v);
+            }
     }
 };
 
