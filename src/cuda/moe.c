@@ -39,7 +39,7 @@ static int run_fit(size_t wq, uint32_t gu_t, uint32_t up_t, uint32_t down_t, int
 
 int zr_cuf_moe_batch_max(const ZrModel *m, const ZrLayer *L) {
     const ZrLayerFacts *F = &L->facts;
-    if (!F->n_expert) return 0;
+    if (!F->n_expert || zr_cuf_moe_grouped(m, L)) return 0;
     const bool split = L->gate_exps.type != L->up_exps.type;
     int fit = run_fit(wq_elems_of(m), L->gate_exps.type, split ? L->up_exps.type : ZR_TYPE_COUNT, L->down_exps.type,
                       F->n_ff_expert, m->hp.n_embd);

@@ -79,7 +79,8 @@ int zr_cuf_moe_upload_layer(ZrCuForward *f, ZrCuUpload *u, int il, ZrError *err)
 /* The bytes zr_cuf_moe_upload_layer will allocate for layer L (0 for a dense layer). */
 size_t zr_cuf_moe_layer_bytes(const ZrModel *m, const ZrLayer *L);
 /* The most experts one batched GEMM of the prefill takes on layer L of m (a power of two; 0 for a
- * dense layer): zr_cuf_moe_prefill's GEMMs take 1, 2, 4 .. that many (cuda/warm.c lists them). */
+ * dense layer, and for one whose experts take the grouped product: no expert GEMM at all):
+ * zr_cuf_moe_prefill's GEMMs take 1, 2, 4 .. that many (cuda/warm.c lists them). */
 int zr_cuf_moe_batch_max(const ZrModel *m, const ZrLayer *L);
 /* Whether the prefill of layer L of m takes the grouped product (moe.h above; the kernels'
  * presence aside): its experts are not F32, their rows are of a multiple of 64 values, and a

@@ -153,7 +153,6 @@ static int list_gemms(ZrCuWarm *w, int rows, ZrError *err) {
         if (F->n_expert) {
             const int ff = F->n_ff_expert;
             if ((rc = add_rows(w, L->ffn_gate_inp.type, n_embd, F->n_expert, F->n_expert, 0.0f, rows, err))) return rc;
-            if (zr_cuf_moe_grouped(m, L)) continue; /* the experts through moe_mm, no GEMM */
             const int nb = zr_cuf_moe_batch_max(m, L);
             if (L->gate_exps.type != L->up_exps.type) {
                 if ((rc = add_experts(w, L->gate_exps.type, n_embd, ff, 2 * ff, nb, rows, err)) ||
