@@ -365,67 +365,9 @@ ZT_TEST(group_sorts_the_slots_by_expert_into_tiles) {
     }
 }
 
-/* One launch of moe_mm_<type>_n<bn> over n_expert stacked [n_in, rpe] experts with counts[e] rows
- * each (the compact layout: expert e's rows after expert e - 1's, tiles of bn rows of one expert)
- * against the dequantized product in double on the same F16 x. gather: row r reads x row
- * (7 r + 3) % n_x (the gate|up launch's xidx), else row r and writes y row rows - 1 - r (the down
- * launch's yidx, into the slots). Bound per value: the F16 rounding of the weights (2^-11 of each
- * |w_k x_k|) and of the F32 sums, 1e-3 sum_k |w_k x_k| + 1e-6; values of y's rows past rpe must keep
- * their sentinel. Returns the worst |diff| / bound (1e30: a failed launch, a NaN, a stray write). */
-static double grouped_case(GpuEnv *g, uint32_t type, int n_in, int rpe, int bn, const int *counts, int n_expert, bool gather) {
-    uint64_t s = 0x6d6f65ull + type * 131 + (uint64_t)n_in * 7 + (uint64_t)rpe;
-    uint8_t *w = random_experts(type, n_in, rpe * n_expert, &s);
-    const size_t rb = zr_row_bytes(type, n_in);
-    float *deq = malloc(sizeof(float) * (size_t)n_in * rpe * n_expert);
-    for (int r = 0; r < rpe * n_expert; r++) zr_dequant_row(type, w + rb * r, deq + (size_t)r * n_in, n_in);
-    ZrCuWeight dw = upload_stacked(g, type, w, n_in, rpe * n_expert);
-    free(w);
-    int rows = 0, n_tiles = 0;
-    for (int e = 0; e < n_expert; e++) rows += counts[e], n_tiles += (counts[e] + bn - 1) / bn;
-    const int n_x = rows + 5, ldx = n_in + 8, ldy = rpe + 5;
-    uint16_t *xh = malloc(sizeof(uint16_t) * (size_t)n_x * ldx);
-    float *xf = malloc(sizeof(float) * (size_t)n_x * ldx), *y = malloc(sizeof(float) * (size_t)rows * ldy);
-    for (size_t i = 0; i < (size_t)n_x * ldx; i++) xh[i] = zr_f32_to_f16(gpu_rand(&s)), xf[i] = zr_f16_to_f32(xh[i]);
-    const float sentinel = 12345.0f;
-    for (size_t i = 0; i < (size_t)rows * ldy; i++) y[i] = sentinel;
-    int32_t *idx = malloc(sizeof(int32_t) * (size_t)rows), *tiles = malloc(sizeof(int32_t) * 4 * (size_t)n_tiles), *owner = malloc(sizeof(int32_t) * (size_t)rows);
-    for (int r = 0; r < rows; r++) idx[r] = gather ? (7 * r + 3) % n_x : rows - 1 - r;
-    for (int e = 0, r0 = 0, t = 0; e < n_expert; r0 += counts[e], e++)
-        for (int i = 0; i < counts[e]; i += bn, t++) {
-            tiles[4 * t] = e, tiles[4 * t + 1] = r0 + i, tiles[4 * t + 2] = counts[e] - i < bn ? counts[e] - i : bn, tiles[4 * t + 3] = 0;
-            for (int j = 0; j < tiles[4 * t + 2]; j++) owner[r0 + i + j] = e;
-        }
-    CUdeviceptr dx = gpu_upload(g, xh, sizeof(uint16_t) * (size_t)n_x * ldx), dy = gpu_upload(g, y, sizeof(float) * (size_t)rows * ldy);
-    CUdeviceptr didx = gpu_upload(g, idx, sizeof(int32_t) * (size_t)rows), dt = gpu_upload(g, tiles, sizeof(int32_t) * 4 * (size_t)n_tiles);
+static void upload_to(GpuEnv *g, CUdeviceptr dst, const void *src, size_t bytes) {
     ZrError e = {0};
-    const int rc = zr_k_moe_mm(&g->l, &g->k, bn, &dw, rpe, dx, ldx, gather ? didx : 0, dy, ldy, gather ? 0 : didx, dt, n_tiles, &e);
-    if (rc) fprintf(stderr, "  %s\n", e.msg);
-    double worst = rc ? 1e30 : 0.0;
-    if (!rc) gpu_download(g, y, dy, sizeof(float) * (size_t)rows * ldy);
-    for (int r = 0; r < rows && worst < 1e30; r++) {
-        const float *xr = xf + (size_t)(gather ? idx[r] : r) * ldx, *yr = y + (size_t)(gather ? r : idx[r]) * ldy;
-        for (int o = 0; o < ldy; o++) {
-            if (o >= rpe) {
-                if (yr[o] != sentinel) fprintf(stderr, "  %s row %d: value %d past %d written\n", zr_type_name(type), r, o, rpe), worst = 1e30;
-                continue;
-            }
-            const float *wr = deq + ((size_t)owner[r] * rpe + o) * n_in;
-            double ref = 0.0, mag = 0.0;
-            for (int k = 0; k < n_in; k++) ref += (double)wr[k] * xr[k], mag += fabs((double)wr[k] * xr[k]);
-            const double q = isfinite(yr[o]) ? fabs(yr[o] - ref) / (1e-3 * mag + 1e-6) : 1e30;
-            if (q > worst) {
-                worst = q;
-                if (q > 1.0)
-                    fprintf(stderr, "  %s [%d x %d] bn %d expert %d row %d out %d: gpu %.9g cpu %.9g (mag %.3g)\n", zr_type_name(type), n_in, rpe,
-                            bn, owner[r], r, o, yr[o], ref, mag);
-            }
-        }
-    }
-    gpu_free(g, dw.main);
-    if (dw.side) gpu_free(g, dw.side);
-    gpu_free(g, dx), gpu_free(g, dy), gpu_free(g, didx), gpu_free(g, dt);
-    free(deq), free(xh), free(xf), free(y), free(idx), free(tiles), free(owner);
-    return worst;
+    ZT_CHECKF(zr_cuda_h2d(&g->cuda, dst, src, bytes, &e) == 0, "%s", e.msg);
 }
 
 /* Rows per expert: none, one, one short of and one past a 32-row tile, two 32-row tiles and a
@@ -433,17 +375,93 @@ static double grouped_case(GpuEnv *g, uint32_t type, int n_in, int rpe, int bn, 
 static const int k_counts[] = {33, 0, 1, 70, 31, 0, 129};
 #define N_COUNTS (int)(sizeof k_counts / sizeof k_counts[0])
 
+/* moe_mm_<type>_n32 and _n64 over N_COUNTS stacked random [n_in, rpe] experts with k_counts[e]
+ * rows each (the compact layout: expert e's rows after expert e - 1's, tiles of bn rows of one
+ * expert) against the dequantized product in double on the same F16 x. Gathered: row r reads x
+ * row (7 r + 3) % n_x (the gate|up launch's xidx); scattered: row r reads x row r and writes y row
+ * rows - 1 - r (the down launch's yidx, into the slots). Bound per value: the F16 rounding of the
+ * weights (2^-11 of each |w_k x_k|) and of the F32 sums, 1e-3 sum_k |w_k x_k| + 1e-6; values of
+ * y's rows past rpe must keep their sentinel. */
 static void grouped_type(uint32_t type, int n_in, int rpe) {
     GpuEnv *g = gpu_env();
+    const int ne = N_COUNTS;
+    uint64_t s = 0x6d6f65ull + type * 131 + (uint64_t)n_in * 7 + (uint64_t)rpe;
+    uint8_t *w = random_experts(type, n_in, rpe * ne, &s);
+    const size_t rb = zr_row_bytes(type, n_in);
+    float *deq = malloc(sizeof(float) * (size_t)n_in * rpe * ne);
+    for (int r = 0; r < rpe * ne; r++) zr_dequant_row(type, w + rb * r, deq + (size_t)r * n_in, n_in);
+    ZrCuWeight dw = upload_stacked(g, type, w, n_in, rpe * ne);
+    free(w);
+    int rows = 0;
+    for (int e = 0; e < ne; e++) rows += k_counts[e];
+    const int n_x = rows + 5, ldx = n_in + 8, ldy = rpe + 5;
+    uint16_t *xh = malloc(sizeof(uint16_t) * (size_t)n_x * ldx);
+    float *xf = malloc(sizeof(float) * (size_t)n_x * ldx), *y = malloc(sizeof(float) * (size_t)rows * ldy);
+    double *ref = malloc(sizeof(double) * (size_t)rows * rpe), *mag = malloc(sizeof(double) * (size_t)rows * rpe);
+    int32_t *idx = malloc(sizeof(int32_t) * (size_t)rows), *owner = malloc(sizeof(int32_t) * (size_t)rows);
+    int32_t *tiles = malloc(sizeof(int32_t) * 4 * (size_t)rows);
+    for (size_t i = 0; i < (size_t)n_x * ldx; i++) xh[i] = zr_f32_to_f16(gpu_rand(&s)), xf[i] = zr_f16_to_f32(xh[i]);
+    for (int e = 0, r0 = 0; e < ne; r0 += k_counts[e], e++)
+        for (int j = 0; j < k_counts[e]; j++) owner[r0 + j] = e;
+    const float sentinel = 12345.0f;
+    CUdeviceptr dx = gpu_upload(g, xh, sizeof(uint16_t) * (size_t)n_x * ldx), dy = gpu_alloc(g, sizeof(float) * (size_t)rows * ldy);
+    CUdeviceptr didx = gpu_alloc(g, sizeof(int32_t) * (size_t)rows), dt = gpu_alloc(g, sizeof(int32_t) * 4 * (size_t)rows);
     double worst = 0.0;
-    for (int bn = 32; bn <= 64; bn *= 2)
-        for (int gather = 0; gather < 2; gather++) {
-            const double q = grouped_case(g, type, n_in, rpe, bn, k_counts, N_COUNTS, gather);
-            if (q > worst) worst = q;
+    for (int gather = 0; gather < 2; gather++) {
+        for (int r = 0; r < rows; r++) idx[r] = gather ? (7 * r + 3) % n_x : rows - 1 - r;
+        upload_to(g, didx, idx, sizeof(int32_t) * (size_t)rows);
+        for (int r = 0; r < rows; r++) { /* the reference of row r, whichever tile takes it */
+            const float *xr = xf + (size_t)(gather ? idx[r] : r) * ldx;
+            for (int o = 0; o < rpe; o++) {
+                const float *wr = deq + ((size_t)owner[r] * rpe + o) * n_in;
+                double a = 0.0, m = 0.0;
+                for (int k = 0; k < n_in; k++) a += (double)wr[k] * xr[k], m += fabs((double)wr[k] * xr[k]);
+                ref[(size_t)r * rpe + o] = a, mag[(size_t)r * rpe + o] = m;
+            }
         }
+        for (int bn = 32; bn <= 64; bn *= 2) {
+            int n_tiles = 0;
+            for (int e = 0, r0 = 0; e < ne; r0 += k_counts[e], e++)
+                for (int i = 0; i < k_counts[e]; i += bn, n_tiles++) {
+                    int32_t *T = tiles + 4 * n_tiles;
+                    T[0] = e, T[1] = r0 + i, T[2] = k_counts[e] - i < bn ? k_counts[e] - i : bn, T[3] = 0;
+                }
+            for (size_t i = 0; i < (size_t)rows * ldy; i++) y[i] = sentinel;
+            upload_to(g, dy, y, sizeof(float) * (size_t)rows * ldy);
+            upload_to(g, dt, tiles, sizeof(int32_t) * 4 * (size_t)n_tiles);
+            ZrError e = {0};
+            const int rc = zr_k_moe_mm(&g->l, &g->k, bn, &dw, rpe, dx, ldx, gather ? didx : 0, dy, ldy, gather ? 0 : didx, dt, n_tiles, &e);
+            if (rc) {
+                fprintf(stderr, "  %s\n", e.msg);
+                worst = 1e30;
+                continue;
+            }
+            gpu_download(g, y, dy, sizeof(float) * (size_t)rows * ldy);
+            for (int r = 0; r < rows; r++) {
+                const float *yr = y + (size_t)(gather ? r : idx[r]) * ldy;
+                for (int o = 0; o < ldy; o++) {
+                    double q;
+                    if (o >= rpe) {
+                        q = yr[o] == sentinel ? 0.0 : 1e30;
+                    } else {
+                        const double want = ref[(size_t)r * rpe + o], tol = 1e-3 * mag[(size_t)r * rpe + o] + 1e-6;
+                        q = isfinite(yr[o]) ? fabs(yr[o] - want) / tol : 1e30;
+                    }
+                    if (q > 1.0 && worst <= 1.0)
+                        fprintf(stderr, "  %s [%d x %d] bn %d %s expert %d row %d out %d: gpu %.9g cpu %.9g\n", zr_type_name(type), n_in,
+                                rpe, bn, gather ? "gathered" : "scattered", owner[r], r, o, yr[o], o < rpe ? ref[(size_t)r * rpe + o] : sentinel);
+                    if (q > worst) worst = q;
+                }
+            }
+        }
+    }
     fprintf(stderr, "  moe_mm %-5s [%4d x %4d] tiles of 32 and 64, gathered and scattered: worst |diff|/bound = %.3g%s\n", zr_type_name(type),
             n_in, rpe, worst, worst <= 1.0 ? "  PASS" : "  FAIL");
     ZT_CHECKF(worst <= 1.0, "%s [%d x %d]: worst |diff|/bound %.3g", zr_type_name(type), n_in, rpe, worst);
+    gpu_free(g, dw.main);
+    if (dw.side) gpu_free(g, dw.side);
+    gpu_free(g, dx), gpu_free(g, dy), gpu_free(g, didx), gpu_free(g, dt);
+    free(deq), free(xh), free(xf), free(y), free(ref), free(mag), free(idx), free(owner), free(tiles);
 }
 
 /* Qwen3-30B-A3B's expert shapes in the types of its Q4_K_M and Q8_0 files: gate|up 2048 -> 2 x 768
