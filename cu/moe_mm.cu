@@ -17,7 +17,7 @@
 // step s + 1 are loaded into registers and the token tile copied with cp.async while the mma of
 // step s runs, then the weights are dequantized into the other buffer; one barrier a step.
 // Weight tile: thread t dequantizes 32 values of row t / 2 (the per-type Raw/load/put below:
-// Q4_K, Q5_K, Q6_K, Q8_0, Q4_0 read 16-32 bytes at once; the other types element by element with zr_dq).
+// Q2_K..Q6_K, Q8_0, Q4_0 read 16-32 bytes at once; the other types element by element with zr_dq).
 // Rows past rpe read the expert's last row (their outputs are not written); token rows past n are
 // zero (cp.async zero-fill) and not written.
 // Precision: weights as F16 (dequantized in F32, rounded once), X as F16, sums in F32: the
@@ -220,6 +220,84 @@ template <> struct ZrGmA<ZR_T_Q4_0> {
                     v[i] = raw.d * zr_byte_f((u[2 * c + (i >> 2)] >> (4 * h)) & 0x0F0F0F0Fu, i & 3, ZR_MAGIC + 8.0f);
                 zr_gm_put8(row + 32 * q + 16 * h + 8 * c, v);
             }
+    }
+};
+
+// Q3_K and Q2_K: the 64 values k0.. are item u = (k0 % 256) / 64 of super-block k0 / 256, whose 16
+// quant bytes hold at bits 2s the low bits of values 16s + 4k + c (byte 4k + c); thread half q
+// takes the groups s = 2q, 2q + 1: values 32q .. 32q + 31. Q3_K's high bits: bit 4 (s & 1) + k of
+// byte c of hb word 2u + q, scale sc[4u + s] (int8), q - 4; Q2_K: scale byte 4u + s (low nibble the
+// scale, high the min): d sc q - dmin m.
+template <> struct ZrGmA<ZR_T_Q3_K> {
+    struct Raw {
+        uint4 qs;
+        uint32_t hb;
+        float s0, s1; // d sc[4u + 2q], d sc[4u + 2q + 1]
+    };
+    static __device__ __forceinline__ void load(Raw &raw, const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, int n_in,
+                                                int r, int k0, int q) {
+        const int nb = n_in >> 8, sb = k0 >> 8, u = (k0 >> 6) & 3;
+        const size_t g = (size_t)r * nb + sb;
+        raw.qs = *(const uint4 *)(w + g * 96 + 16 * u);
+        raw.hb = *(const uint32_t *)(w + g * 96 + 64 + 8 * u + 4 * q);
+        const float d = zr_ldh(ws + 20 * g + 16);
+        raw.s0 = d * (float)(int8_t)ws[20 * g + 4 * u + 2 * q];
+        raw.s1 = d * (float)(int8_t)ws[20 * g + 4 * u + 2 * q + 1];
+    }
+    static __device__ __forceinline__ void put(const Raw &raw, const uint8_t *, const uint8_t *, int, int, int q, __half *row) {
+        const uint32_t u[4] = {raw.qs.x, raw.qs.y, raw.qs.z, raw.qs.w};
+#pragma unroll
+        for (int t = 0; t < 2; t++) {
+            const int sh = 2 * (2 * q + t); // q is the thread's: a run-time shift
+            const float sc = t ? raw.s1 : raw.s0;
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+                float v[8];
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    const int k = 2 * c + (i >> 2);
+                    const uint32_t qv = ((u[k] >> sh) & 0x03030303u) | (((raw.hb >> (4 * t + k)) & 0x01010101u) << 2);
+                    v[i] = sc * zr_byte_f(qv, i & 3, ZR_MAGIC + 4.0f);
+                }
+                zr_gm_put8(row + 32 * q + 16 * t + 8 * c, v);
+            }
+        }
+    }
+};
+
+template <> struct ZrGmA<ZR_T_Q2_K> {
+    struct Raw {
+        uint4 qs;
+        uint32_t sc; // scale bytes 4u .. 4u + 3
+        __half2 dm;
+    };
+    static __device__ __forceinline__ void load(Raw &raw, const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, int n_in,
+                                                int r, int k0, int q) {
+        const int nb = n_in >> 8, sb = k0 >> 8, u = (k0 >> 6) & 3;
+        const size_t g = (size_t)r * nb + sb;
+        raw.qs = *(const uint4 *)(w + g * 64 + 16 * u);
+        raw.sc = *(const uint32_t *)(ws + 20 * g + 4 * u);
+        raw.dm = *(const __half2 *)(ws + 20 * g + 16);
+    }
+    static __device__ __forceinline__ void put(const Raw &raw, const uint8_t *, const uint8_t *, int, int, int q, __half *row) {
+        const float2 dm = __half22float2(raw.dm);
+        const uint32_t u[4] = {raw.qs.x, raw.qs.y, raw.qs.z, raw.qs.w};
+#pragma unroll
+        for (int t = 0; t < 2; t++) {
+            const int sh = 2 * (2 * q + t);
+            const uint32_t scb = (raw.sc >> (8 * (2 * q + t))) & 0xFF;
+            const float a = dm.x * (float)(scb & 0xF), b = dm.y * (float)(scb >> 4);
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+                float v[8];
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    const uint32_t qv = (u[2 * c + (i >> 2)] >> sh) & 0x03030303u;
+                    v[i] = __fmaf_rn(a, zr_byte_f(qv, i & 3, ZR_MAGIC), -b);
+                }
+                zr_gm_put8(row + 32 * q + 16 * t + 8 * c, v);
+            }
+        }
     }
 };
 
