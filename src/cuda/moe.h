@@ -24,7 +24,7 @@
  * slots by expert into one compact layout cut into tiles of 64 rows of one expert, then gate|up
  * (or gate, up) is one launch over every expert and tile reading the quantized weights and the
  * rows of the normed input by index, SwiGLU, down one launch writing straight into the slots, and
- * the mix: 8 launches a layer (with the norm, convert, router and route), no synchronization, no
+ * the mix: 9 launches a layer (with the norm, convert, router and route), no synchronization, no
  * F16 copy of a weight in global memory. */
 #pragma once
 #include "cuda/forward.h"
