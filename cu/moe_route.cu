@@ -47,3 +47,39 @@ ZR_KERNEL void __launch_bounds__(256)
     if (i >= n || s < 0) return;
     out[(size_t)s * n + i] = src[(size_t)blockIdx.y * n + i];
 }
+
+// moe_group_i32: the prefill's slots grouped by expert for moe_mm (cu/moe_mm.cu), on the device so
+// the prefill needs no host round trip. ids [nk]: slot s (token s / k, its choice s % k) chose
+// expert ids[s] < n_expert. Writes idx[row] = the token and slot[row] = s of a compact layout,
+// expert e's rows right after expert e - 1's (within an expert in any order: moe_mm's value of
+// a row does not depend on where it sits in its tile), and tiles [tiles_max][4] = (e, first row,
+// rows <= bn, 0) for every bn rows of each expert, in expert order, then (-1, 0, 0, 0) up to
+// tiles_max (moe_mm's blocks of those exit). One block of 1024 threads; n_expert <= 1024;
+// tiles_max >= nk / bn + n_expert (the host's bound).
+ZR_KERNEL void __launch_bounds__(1024)
+    moe_group_i32(const int *__restrict__ ids, int nk, int k, int n_expert, int bn, int *__restrict__ idx,
+                  int *__restrict__ slot, int4 *__restrict__ tiles, int tiles_max) {
+    zr_grid_enter();
+    __shared__ int cnt[1024], next[1024], n_tiles;
+    const int tid = threadIdx.x;
+    for (int e = tid; e < n_expert; e += 1024) cnt[e] = 0;
+    __syncthreads();
+    for (int s = tid; s < nk; s += 1024) atomicAdd(&cnt[ids[s]], 1);
+    __syncthreads();
+    if (tid == 0) { // a few hundred experts and tiles: one thread, in order
+        int row = 0, t = 0;
+        for (int e = 0; e < n_expert; e++) {
+            next[e] = row;
+            for (int i = 0; i < cnt[e]; i += bn) tiles[t++] = make_int4(e, row + i, min(bn, cnt[e] - i), 0);
+            row += cnt[e];
+        }
+        n_tiles = t;
+    }
+    __syncthreads();
+    for (int t = n_tiles + tid; t < tiles_max; t += 1024) tiles[t] = make_int4(-1, 0, 0, 0);
+    for (int s = tid; s < nk; s += 1024) {
+        const int at = atomicAdd(&next[ids[s]], 1);
+        idx[at] = s / k;
+        slot[at] = s;
+    }
+}

@@ -214,6 +214,27 @@ int zr_k_moe_scatter(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr src, CUdev
                      &n);
 }
 
+int zr_k_moe_group(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr ids, int nk, int n_used, int n_expert, int bn, CUdeviceptr idx,
+                   CUdeviceptr slot, CUdeviceptr tiles, int tiles_max, ZrError *err) {
+    if (n_expert < 1 || n_expert > 1024 || n_used < 1 || bn < 1 || nk < 1 || tiles_max < nk / bn + n_expert)
+        return zr_err(err, ZR_E_INTERNAL, "moe_group: no launch for %d slots of %d experts, tiles of %d (at most %d)", nk, n_expert, bn,
+                      tiles_max);
+    return ZR_LAUNCH(l, &k->moe_group, ZR_DIM1(1), ZR_DIM1(1024), 0, err, &ids, &nk, &n_used, &n_expert, &bn, &idx, &slot, &tiles,
+                     &tiles_max);
+}
+
+int zr_k_moe_mm(ZrLauncher *l, const ZrCuKernels *k, int bn, const ZrCuWeight *w, int rpe, CUdeviceptr x, int ldx,
+                CUdeviceptr xidx, CUdeviceptr y, int ldy, CUdeviceptr yidx, CUdeviceptr tiles, int n_tiles, ZrError *err) {
+    const bool has = bn == 64 ? k->has_moe_mm64[w->type] : bn == 32 && k->has_moe_mm[w->type];
+    if (!has || w->n_in % 64 || ldx % 8 || rpe < 1 || n_tiles < 1)
+        return zr_err(err, ZR_E_INTERNAL, "moe_mm: no launch for %s, %d tokens a tile, rows of %d values (x stride %d), %d tiles",
+                      zr_type_name(w->type), bn, w->n_in, ldx, n_tiles);
+    const ZrKernel *kern = bn == 64 ? &k->moe_mm64[w->type] : &k->moe_mm[w->type];
+    return ZR_LAUNCH(l, kern, ZR_DIM3((unsigned)n_tiles, cdiv((size_t)rpe, ZR_CUF_MOE_MM_ROWS), 1), ZR_DIM1(256),
+                     ZR_CUF_MOE_MM_SMEM(bn), err, (void *)&w->main, (void *)&w->side, &x, &ldx, &xidx, &y, &ldy, &yidx, &tiles,
+                     (void *)&w->n_in, (void *)&w->n_out, &rpe);
+}
+
 int zr_k_matvec_mix(ZrLauncher *l, const ZrCuKernels *k, const ZrMvMix *mix, const ZrCuWeight *ws, const int *off,
                     CUdeviceptr x, CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode,
                     const ZrMvPost *post, ZrError *err) {

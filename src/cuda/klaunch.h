@@ -129,6 +129,19 @@ int zr_k_moe_gather(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdevice
                     ZrError *err);
 int zr_k_moe_scatter(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr src, CUdeviceptr slot, CUdeviceptr out, int n, int rows,
                      ZrError *err);
+/* moe_group_i32: the nk slots of ids (slot s: token s / k) grouped by expert into idx, slot
+ * (i32 [nk]: each row's token and slot, expert e's rows after e - 1's) and tiles (i32
+ * [tiles_max][4], moe_mm's; (-1, 0, 0, 0) past the last); n_expert <= 1024, tiles_max >= nk / bn
+ * + n_expert (checked) */
+int zr_k_moe_group(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr ids, int nk, int n_used, int n_expert, int bn, CUdeviceptr idx,
+                   CUdeviceptr slot, CUdeviceptr tiles, int tiles_max, ZrError *err);
+/* moe_mm_<type>_n32 / _n64 (cu/moe_mm.cu; bn 32 or 64 tokens a tile): for each of the n_tiles
+ * tiles (i32 [n_tiles][4]: expert e, first row r0, rows n <= bn, 0; e < 0: none) and o < rpe,
+ * y[ydst(r)][o] = sum_k W[e rpe + o][k] x[xsrc(r)][k] for rows r of the tile, xsrc(r) = xidx[r]
+ * (xidx 0: r), ydst(r) = yidx[r] (0: r); x f16 [.][ldx], y f32 [.][ldy]. Checks n_in % 64 == 0,
+ * ldx % 8 == 0 and that the type has the kernel. */
+int zr_k_moe_mm(ZrLauncher *l, const ZrCuKernels *k, int bn, const ZrCuWeight *w, int rpe, CUdeviceptr x, int ldx,
+                CUdeviceptr xidx, CUdeviceptr y, int ldy, CUdeviceptr yidx, CUdeviceptr tiles, int n_tiles, ZrError *err);
 /* matvec_mix_<a>_<b> (cu/matvec_mix.cu): the products of ws[0..mix->n_parts) sharing x in one
  * launch of zr_cuf_mv_mix_plan's shape: y + off[p] = W_p x' (+ add + off[p]; add 0: none), off in
  * floats; modes and post as zr_k_matvec's (post->x_out is written once) */

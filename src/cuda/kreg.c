@@ -75,6 +75,13 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         if (k->has_mm[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mm[t], (int)mm_smem, err))) return rc;
     for (int i = 0; i < ZR_KMIX_COUNT && smem + 1024 > 48 * 1024; i++) /* within the limit: checked above */
         if ((rc = zr_cuda_kernel_set_smem(c, &k->mv_mix[i], (int)smem, err))) return rc;
+    /* the grouped expert product's tiles of 64 tokens take more than 48 KiB (cu/moe_mm.cu); a GPU
+     * that allows less has no such kernels (the prefill then takes tiles of 32) */
+    for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
+        if (!k->has_moe_mm64[t] || ZR_CUF_MOE_MM_SMEM(64) <= 48 * 1024) continue;
+        if (ZR_CUF_MOE_MM_SMEM(64) > c->props.max_smem_optin) k->has_moe_mm64[t] = false;
+        else if ((rc = zr_cuda_kernel_set_smem(c, &k->moe_mm64[t], ZR_CUF_MOE_MM_SMEM(64), err))) return rc;
+    }
     if ((rc = zr_sample_kernels_smem(c, k, err))) return rc;
     return ZR_OK;
 }

@@ -9,6 +9,11 @@
 #include "cuda/module.h"
 #include "quant.h"
 
+/* The grouped expert product's block (cu/moe_mm.cu): weight rows a block, and its dynamic shared
+ * memory for tiles of bn tokens: two buffers of 128 weight rows and bn token rows, 72 halves each. */
+#define ZR_CUF_MOE_MM_ROWS 128
+#define ZR_CUF_MOE_MM_SMEM(bn) ((2 * ZR_CUF_MOE_MM_ROWS + 2 * (bn)) * 72 * 2)
+
 /* The mixed-type products of cu/kernels.def (ZR_KMIX lines), in its order: ZR_KMIX_q4_k_q6_k, ... */
 enum {
 #define ZR_KMIX(a, b, params) ZR_KMIX_##a##_##b,

@@ -39,7 +39,7 @@ static int run_fit(size_t wq, uint32_t gu_t, uint32_t up_t, uint32_t down_t, int
 
 int zr_cuf_moe_batch_max(const ZrModel *m, const ZrLayer *L) {
     const ZrLayerFacts *F = &L->facts;
-    if (!F->n_expert) return 0;
+    if (!F->n_expert || zr_cuf_moe_grouped(m, L)) return 0;
     const bool split = L->gate_exps.type != L->up_exps.type;
     int fit = run_fit(wq_elems_of(m), L->gate_exps.type, split ? L->up_exps.type : ZR_TYPE_COUNT, L->down_exps.type,
                       F->n_ff_expert, m->hp.n_embd);
@@ -135,6 +135,7 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
     M->h_idx = M->h_ids + slots;
     M->h_slot = M->h_idx + padded;
     M->h_start = M->h_slot + padded;
+    M->tiles_max = (int)(slots / 32) + n_expert;
     M->ff_stride = (n_ff + 3) & ~3;
     const size_t e = (size_t)f->n_embd, fl = sizeof(float);
     if ((rc = zr_cuf_dalloc(f, &M->p_logits, fl * UB * (size_t)n_expert, "router logits (prefill)", err))) return rc;
@@ -142,6 +143,7 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
     if ((rc = zr_cuf_dalloc(f, &M->p_weights, fl * slots, "expert weights (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_idx, sizeof(int32_t) * padded, "expert rows (prefill)", err))) return rc;
     if ((rc = zr_cuf_dalloc(f, &M->p_slot, sizeof(int32_t) * padded, "expert slots (prefill)", err))) return rc;
+    if ((rc = zr_cuf_dalloc(f, &M->p_tiles, sizeof(int32_t) * 4 * (size_t)M->tiles_max, "expert tiles (prefill)", err))) return rc;
     const size_t ffs = (size_t)n_ff, wide = e > ffs ? e : ffs;
     M->wq_elems = wq_elems_of(f->m);
     if ((rc = zr_cuf_dalloc(f, &M->p_wq, 2 * M->wq_elems, "expert f16 weights (prefill)", err))) return rc;
@@ -277,6 +279,54 @@ static int run_matrix(ZrCuForward *f, const ZrCuWeight *w, int rpe, int e0, int 
     return rc ? rc : run_gemm(f, w, M->p_wq, rpe, len, c, x32, x16, y, ldy, err);
 }
 
+bool zr_cuf_moe_grouped(const ZrModel *m, const ZrLayer *L) {
+    const ZrLayerFacts *F = &L->facts;
+    return F->n_expert && F->n_expert <= 1024 && L->gate_exps.type != ZR_TYPE_F32 && L->up_exps.type != ZR_TYPE_F32 && L->down_exps.type != ZR_TYPE_F32 &&
+           m->hp.n_embd % 64 == 0 && F->n_ff_expert % 64 == 0 && ZR_CUF_UBATCH * F->n_expert_used <= ROWS_MAX;
+}
+
+/* Whether layer il's prefill takes the grouped product: zr_cuf_moe_grouped, and every expert
+ * matrix has its kernel. */
+static bool grouped_fits(const ZrCuForward *f, int il) {
+    const ZrCuMoeLayer *E = &f->moe->layers[il];
+    const ZrCuWeight *w[3] = {&E->gu, &E->down, E->up.main ? &E->up : NULL};
+    if (!zr_cuf_moe_grouped(f->m, &f->m->layers[il])) return false;
+    for (int i = 0; i < 3; i++)
+        if (w[i] && !f->k->has_moe_mm[w[i]->type]) return false;
+    return true;
+}
+
+/* The experts of the nk slots of M->p_ids through the grouped product (moe.h), all on the device:
+ * f->xh holds the chunk's normed rows in F16. */
+static int prefill_grouped(ZrCuForward *f, const ZrCuMoeLayer *E, int nk, ZrError *err) {
+    ZrCuMoe *M = f->moe;
+    const int k = E->n_used, ne = E->n_expert, ff = E->n_ff, d = f->n_embd;
+    int rc;
+    /* Tiles of 64 rows: an expert's weight tile is dequantized once per 64 of its rows, and the
+     * kernel skips the groups of 16 past a tile's rows (Qwen3-30B-A3B's ~32 rows an expert: one
+     * tile, ~2-3 groups, where tiles of 32 took 1.5 tiles an expert on average); 32 only where a
+     * GPU lacks the 64-row kernels (their shared memory, cuda/kreg.c). */
+    const bool split = E->up.main != 0;
+    int bn = 64;
+    if (!f->k->has_moe_mm64[E->gu.type] || !f->k->has_moe_mm64[E->down.type] || (split && !f->k->has_moe_mm64[E->up.type])) bn = 32;
+    /* the slots sorted by expert into tiles on the device; the launches take the bound on the
+     * tiles (each expert's rows in whole tiles), and the blocks past the last tile exit */
+    const int n_tiles = nk / bn + ne;
+    if (n_tiles > M->tiles_max) return zr_err(err, ZR_E_INTERNAL, "cuda moe prefill: %d expert tiles, room for %d", n_tiles, M->tiles_max);
+    if ((rc = zr_k_moe_group(f->launcher, f->k, M->p_ids, nk, k, ne, bn, M->p_idx, M->p_slot, M->p_tiles, n_tiles, err))) return rc;
+    /* gate|up of every slot from its token's normed row (split: gate into the first half of each
+     * row, up into the second) */
+    if ((rc = zr_k_moe_mm(f->launcher, f->k, bn, &E->gu, split ? ff : 2 * ff, f->xh, d, M->p_idx, M->p_gu, 2 * ff, 0, M->p_tiles,
+                          n_tiles, err)))
+        return rc;
+    if (split && (rc = zr_k_moe_mm(f->launcher, f->k, bn, &E->up, ff, f->xh, d, M->p_idx, M->p_gu + (CUdeviceptr)ff * sizeof(float),
+                                   2 * ff, 0, M->p_tiles, n_tiles, err)))
+        return rc;
+    /* SwiGLU in F16, then down into each row's slot */
+    if ((rc = zr_k_swiglu(f->launcher, f->k, true, M->p_gu, 2 * ff, M->p_xh, ff, nk, err))) return rc;
+    return zr_k_moe_mm(f->launcher, f->k, bn, &E->down, d, M->p_xh, ff, 0, M->p_out, d, M->p_slot, M->p_tiles, n_tiles, err);
+}
+
 int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrError *err) {
     ZrCuMoe *M = f->moe;
     const ZrCuMoeLayer *E = &M->layers[il];
@@ -284,7 +334,8 @@ int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrErro
     int rc;
     /* the router on every normed row, then the routing */
     if ((rc = zr_k_rmsnorm(f->launcher, f->k, f->x, d, norm_w, f->xn, d, d, f->m->hp.rms_eps, 1, n, err))) return rc;
-    if (E->router.type != ZR_TYPE_F32 && (rc = zr_k_convert(f->launcher, f->k, f->xn, f->xh, d, n, err))) return rc;
+    const bool grouped = grouped_fits(f, il);
+    if ((E->router.type != ZR_TYPE_F32 || grouped) && (rc = zr_k_convert(f->launcher, f->k, f->xn, f->xh, d, n, err))) return rc;
     if (E->router.type == ZR_TYPE_F32 || E->router.type == ZR_TYPE_F16) {
         if ((rc = run_gemm(f, &E->router, E->router.main, ne, 1, n, f->xn, f->xh, M->p_logits, ne, err))) return rc;
     } else {
@@ -295,6 +346,10 @@ int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrErro
         if ((rc = run_gemm(f, &E->router, f->wbuf, ne, 1, n, f->xn, f->xh, M->p_logits, ne, err))) return rc;
     }
     if ((rc = zr_k_moe_route(f->launcher, f->k, M->p_logits, ne, k, M->p_ids, M->p_weights, n, err))) return rc;
+    if (grouped) {
+        if ((rc = prefill_grouped(f, E, nk, err))) return rc;
+        return zr_k_moe_combine(f->launcher, f->k, M->p_out, M->p_weights, k, f->x, d, n, err);
+    }
     /* the ids to the host once; each expert's count of slots */
     if ((rc = zr_cuda_d2h(f->cuda, M->h_ids, M->p_ids, sizeof(int32_t) * (size_t)nk, err))) return rc;
     if ((rc = zr_cuda_sync(f->cuda, err))) return rc;

@@ -17,7 +17,15 @@
  * and the padding costs tensor-core time, not weight reads), SwiGLU, down the same way, and the
  * outputs scattered to their slots; then the slots mixed as in the decode. A 512-token chunk of
  * a 128-expert, top-8 model is ~4 runs, ~9 launches each (before: 8 launches per chosen
- * expert, ~1000 a layer, and 2 GEMMs of ~32 tokens per expert, each using a few SMs). */
+ * expert, ~1000 a layer, and 2 GEMMs of ~32 tokens per expert, each using a few SMs).
+ * Where every expert matrix of the layer has the grouped product (zr_cuf_moe_grouped;
+ * cu/moe_mm.cu: any type but F32, rows of a multiple of 64 values) neither the runs, their F16
+ * copies and GEMMs nor the host round trip are used: after the routing moe_group_i32 sorts the
+ * slots by expert into one compact layout cut into tiles of 64 rows of one expert, then gate|up
+ * (or gate, up) is one launch over every expert and tile reading the quantized weights and the
+ * rows of the normed input by index, SwiGLU, down one launch writing straight into the slots, and
+ * the mix: 9 launches a layer (with the norm, convert, router and route), no synchronization, no
+ * F16 copy of a weight in global memory. */
 #pragma once
 #include "cuda/forward.h"
 
@@ -44,7 +52,8 @@ typedef struct ZrCuMoe {
     CUdeviceptr p_logits;       /* f32 [UB][max n_expert] */
     CUdeviceptr p_ids;          /* i32 [UB][max n_used] */
     CUdeviceptr p_weights;      /* f32 [UB][max n_used] */
-    CUdeviceptr p_idx, p_slot;  /* i32 [max n_expert UB]: the padded layout's rows of xn and their slots (row n_used + j; -1: padding) */
+    CUdeviceptr p_idx, p_slot;  /* i32 [max n_expert UB]: the padded layout's rows of xn and their slots (row n_used + j; -1: padding);
+                                 * the grouped product's compact layout in the first n n_used */
     /* one run of experts at a time, in the padded layout (at most UB max n_used rows) */
     CUdeviceptr p_x;            /* f32 [UB max n_used][n_embd] the run's rows of the normed input */
     CUdeviceptr p_xh;           /* f16 [UB max n_used][max(n_embd, n_ff)] their F16 copy, then their SwiGLU for down */
@@ -55,6 +64,8 @@ typedef struct ZrCuMoe {
     int32_t *h_ids;             /* host [UB max n_used] */
     int32_t *h_idx, *h_slot;    /* host [max n_expert UB] */
     int32_t *h_start;           /* host [max n_expert + 1]: each expert's count of slots, then its next padded row */
+    CUdeviceptr p_tiles;        /* i32 [tiles_max][4] the grouped product's tiles (expert, first row, rows, 0; -1: none) */
+    int tiles_max;              /* UB max n_used / 32 + max n_expert: the most tiles of 32 or more rows of one expert */
     CUdeviceptr p_wq;           /* f16 [wq_elems] a run of experts' F16 copies (prefill) */
     size_t wq_elems;
     bool no_batch;              /* a batched GEMM failed once: one GEMM per expert from then on */
@@ -68,13 +79,19 @@ int zr_cuf_moe_upload_layer(ZrCuForward *f, ZrCuUpload *u, int il, ZrError *err)
 /* The bytes zr_cuf_moe_upload_layer will allocate for layer L (0 for a dense layer). */
 size_t zr_cuf_moe_layer_bytes(const ZrModel *m, const ZrLayer *L);
 /* The most experts one batched GEMM of the prefill takes on layer L of m (a power of two; 0 for a
- * dense layer): zr_cuf_moe_prefill's GEMMs take 1, 2, 4 .. that many (cuda/warm.c lists them). */
+ * dense layer, and for one whose experts take the grouped product: no expert GEMM at all):
+ * zr_cuf_moe_prefill's GEMMs take 1, 2, 4 .. that many (cuda/warm.c lists them). */
 int zr_cuf_moe_batch_max(const ZrModel *m, const ZrLayer *L);
+/* Whether the prefill of layer L of m takes the grouped product (moe.h above; the kernels'
+ * presence aside): its experts are not F32, their rows are of a multiple of 64 values, and a
+ * chunk's slots fit one launch of the per-row kernels. Its experts then need no GEMM. */
+bool zr_cuf_moe_grouped(const ZrModel *m, const ZrLayer *L);
 /* The workspaces of the MoE FFN (none when the model has no experts). */
 int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err);
 /* x[n_embd] += the MoE FFN of layer il on RMSNorm(x) * norm_w: launches only (the decode step's,
  * and the prefill's per row). */
 int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, ZrError *err);
 /* f->x[n][n_embd] += the MoE FFN of layer il on each row's RMSNorm(x) * norm_w (n <= ZR_CUF_UBATCH),
- * the rows grouped by expert; one copy of the chosen ids to the host (it synchronizes). */
+ * the rows grouped by expert: on the device where zr_cuf_moe_grouped, else through one copy of the
+ * chosen ids to the host (it synchronizes). */
 int zr_cuf_moe_prefill(ZrCuForward *f, int il, int n, CUdeviceptr norm_w, ZrError *err);

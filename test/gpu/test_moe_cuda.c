@@ -3,8 +3,9 @@
  *
  * Tolerances (worst row of max|gpu - cpu| / std(cpu row), as test_cuda_backend.c):
  *   decode steps (F32 throughout, as the CPU)                                  <= 3e-5
- *   prefill: tokens grouped by expert, the router and every expert through cuBLASLt GEMMs that
- *   multiply F16 operands for F16 / quantized weights                          <= 1e-2
+ *   prefill: tokens grouped by expert, the router through a cuBLASLt GEMM and every expert
+ *   through the grouped product (cu/moe_mm.cu) or cuBLASLt GEMMs, both multiplying F16 operands
+ *   for F16 / quantized weights                                                <= 1e-2
  *   (F32 weights keep F32 operands: <= 3e-5)
  * The graph replays the eager logits bit for bit over 128 greedy steps, while the chosen experts
  * change from token to token (counted on the CPU reference, fed the same tokens). */
@@ -45,6 +46,8 @@ static const Case k_cases[] = {
     {"qwen3moe-Q4_K_M", "--arch qwen3moe --layers 3 --seed 5 --type q4_k_m"},
     {"qwen3moe-wide-F16", "--arch qwen3moe --layers 2 --seed 7 --experts 64 --experts-used 8 --ff-expert 32 --type f16"},
     {"qwen3moe-wide-Q8_0", "--arch qwen3moe --layers 2 --seed 7 --experts 128 --experts-used 8 --ff-expert 64 --type q8_0"},
+    /* the grouped product's Q4_K gate|up and Q6_K / Q4_K down on 64 experts */
+    {"qwen3moe-wide-Q4_K_M", "--arch qwen3moe --layers 2 --seed 7 --experts 64 --experts-used 8 --ff-expert 256 --type q4_k_m"},
     {"llama-moe-F32", "--arch llama --layers 3 --seed 6 --experts 8 --experts-used 2 --type f32"},
     {"llama-moe-Q4_K_M", "--arch llama --layers 3 --seed 6 --experts 8 --experts-used 2 --type q4_k_m"},
     {"llama-moe-Q5_1", "--arch llama --layers 2 --seed 9 --experts 4 --experts-used 2 --type q5_1"},
@@ -306,6 +309,179 @@ ZT_TEST(matvec_id_routes_for_itself_and_mixes_into_the_residual) {
         free(w), free(lg), free(probs), free(x), free(gw), free(res), free(want), free(y_ref), free(y), free(wts), free(wts_ref);
         free(wts_cpu), free(ids), free(ids_ref), free(ids_cpu);
     }
+}
+
+/* ---- the prefill's grouped expert product (cu/moe_mm.cu) ---- */
+
+/* moe_group_i32 puts nk slots' rows in expert order (expert e's cnt[e] rows right after e - 1's,
+ * each row's token slot / k and its slot, every slot once) and writes the tile table exactly:
+ * (e, first row, rows) for every bn rows of each expert in order, then (-1, 0, 0, 0) up to the
+ * bound nk / bn + n_expert. Ids skewed (squares of uniforms) so that some experts have no slot and
+ * some more than two tiles; Qwen3-30B-A3B's 128 experts of 8 a token, Mixtral's 8 of 2, 1024
+ * experts, a single slot. */
+ZT_TEST(group_sorts_the_slots_by_expert_into_tiles) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    static const int cases[][4] = {{128, 8, 4096, 64}, {128, 8, 4096, 32}, {8, 2, 1024, 64}, {1024, 4, 2000, 64}, {5, 1, 1, 32}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int ne = cases[c][0], k = cases[c][1], nk = cases[c][2], bn = cases[c][3], tmax = nk / bn + ne;
+        uint64_t s = 0x67726f7570ull + c;
+        int32_t *ids = malloc(sizeof(int32_t) * nk), *idx = malloc(sizeof(int32_t) * nk), *slot = malloc(sizeof(int32_t) * nk);
+        int32_t *tiles = malloc(sizeof(int32_t) * 4 * tmax), *cnt = calloc(ne, sizeof(int32_t)), *seen = calloc(nk, sizeof(int32_t));
+        for (int i = 0; i < nk; i++) {
+            const float u = 0.5f * (gpu_rand(&s) + 1.0f);
+            ids[i] = (int)(u * u * ne) % ne;
+            cnt[ids[i]]++;
+        }
+        CUdeviceptr dids = gpu_upload(g, ids, sizeof(int32_t) * nk), didx = gpu_alloc(g, sizeof(int32_t) * nk);
+        CUdeviceptr dslot = gpu_alloc(g, sizeof(int32_t) * nk), dt = gpu_alloc(g, sizeof(int32_t) * 4 * tmax);
+        ZrError e = {0};
+        const int rc = zr_k_moe_group(&g->l, &g->k, dids, nk, k, ne, bn, didx, dslot, dt, tmax, &e);
+        ZT_CHECKF(rc == 0, "%s", e.msg);
+        gpu_download(g, idx, didx, sizeof(int32_t) * nk);
+        gpu_download(g, slot, dslot, sizeof(int32_t) * nk);
+        gpu_download(g, tiles, dt, sizeof(int32_t) * 4 * tmax);
+        int bad = 0, t = 0, row = 0, empty = 0, big = 0;
+        for (int x = 0; x < ne; x++) {
+            empty += cnt[x] == 0, big += cnt[x] > 2 * bn;
+            for (int i = 0; i < cnt[x]; i += bn, t++) {
+                const int want[4] = {x, row + i, cnt[x] - i < bn ? cnt[x] - i : bn, 0};
+                bad += t >= tmax || memcmp(tiles + 4 * t, want, sizeof want) != 0;
+            }
+            for (int r = row; r < row + cnt[x]; r++) {
+                const int sl = slot[r];
+                const bool ok = sl >= 0 && sl < nk && ids[sl] == x && idx[r] == sl / k && !seen[sl];
+                if (ok) seen[sl] = 1;
+                bad += !ok;
+            }
+            row += cnt[x];
+        }
+        for (; t < tmax; t++) bad += tiles[4 * t] != -1;
+        fprintf(stderr, "  moe_group %4d experts x %d, %4d slots, tiles of %d (%d experts empty, %d over two tiles): %d wrong%s\n", ne, k,
+                nk, bn, empty, big, bad, bad ? "  FAIL" : "  PASS");
+        ZT_CHECKF(bad == 0, "%d experts, %d slots, tiles of %d: %d wrong", ne, nk, bn, bad);
+        gpu_free(g, dids), gpu_free(g, didx), gpu_free(g, dslot), gpu_free(g, dt);
+        free(ids), free(idx), free(slot), free(tiles), free(cnt), free(seen);
+    }
+}
+
+static void upload_to(GpuEnv *g, CUdeviceptr dst, const void *src, size_t bytes) {
+    ZrError e = {0};
+    ZT_CHECKF(zr_cuda_h2d(&g->cuda, dst, src, bytes, &e) == 0, "%s", e.msg);
+}
+
+/* Rows per expert: none, one, one short of and one past a 32-row tile, two 32-row tiles and a
+ * row, more than two 64-row tiles. */
+static const int k_counts[] = {33, 0, 1, 70, 31, 0, 129};
+#define N_COUNTS (int)(sizeof k_counts / sizeof k_counts[0])
+
+/* moe_mm_<type>_n32 and _n64 over N_COUNTS stacked random [n_in, rpe] experts with k_counts[e]
+ * rows each (the compact layout: expert e's rows after expert e - 1's, tiles of bn rows of one
+ * expert) against the dequantized product in double on the same F16 x. Gathered: row r reads x
+ * row (7 r + 3) % n_x (the gate|up launch's xidx); scattered: row r reads x row r and writes y row
+ * rows - 1 - r (the down launch's yidx, into the slots). Bound per value: the F16 rounding of the
+ * weights (2^-11 of each |w_k x_k|) and of the F32 sums, 1e-3 sum_k |w_k x_k| + 1e-6; values of
+ * y's rows past rpe must keep their sentinel. */
+static void grouped_type(uint32_t type, int n_in, int rpe) {
+    GpuEnv *g = gpu_env();
+    const int ne = N_COUNTS;
+    uint64_t s = 0x6d6f65ull + type * 131 + (uint64_t)n_in * 7 + (uint64_t)rpe;
+    uint8_t *w = random_experts(type, n_in, rpe * ne, &s);
+    const size_t rb = zr_row_bytes(type, n_in);
+    float *deq = malloc(sizeof(float) * (size_t)n_in * rpe * ne);
+    for (int r = 0; r < rpe * ne; r++) zr_dequant_row(type, w + rb * r, deq + (size_t)r * n_in, n_in);
+    ZrCuWeight dw = upload_stacked(g, type, w, n_in, rpe * ne);
+    free(w);
+    int rows = 0;
+    for (int e = 0; e < ne; e++) rows += k_counts[e];
+    const int n_x = rows + 5, ldx = n_in + 8, ldy = rpe + 5;
+    uint16_t *xh = malloc(sizeof(uint16_t) * (size_t)n_x * ldx);
+    float *xf = malloc(sizeof(float) * (size_t)n_x * ldx), *y = malloc(sizeof(float) * (size_t)rows * ldy);
+    double *ref = malloc(sizeof(double) * (size_t)rows * rpe), *mag = malloc(sizeof(double) * (size_t)rows * rpe);
+    int32_t *idx = malloc(sizeof(int32_t) * (size_t)rows), *owner = malloc(sizeof(int32_t) * (size_t)rows);
+    int32_t *tiles = malloc(sizeof(int32_t) * 4 * (size_t)rows);
+    for (size_t i = 0; i < (size_t)n_x * ldx; i++) xh[i] = zr_f32_to_f16(gpu_rand(&s)), xf[i] = zr_f16_to_f32(xh[i]);
+    for (int e = 0, r0 = 0; e < ne; r0 += k_counts[e], e++)
+        for (int j = 0; j < k_counts[e]; j++) owner[r0 + j] = e;
+    const float sentinel = 12345.0f;
+    CUdeviceptr dx = gpu_upload(g, xh, sizeof(uint16_t) * (size_t)n_x * ldx), dy = gpu_alloc(g, sizeof(float) * (size_t)rows * ldy);
+    CUdeviceptr didx = gpu_alloc(g, sizeof(int32_t) * (size_t)rows), dt = gpu_alloc(g, sizeof(int32_t) * 4 * (size_t)rows);
+    double worst = 0.0;
+    for (int gather = 0; gather < 2; gather++) {
+        for (int r = 0; r < rows; r++) idx[r] = gather ? (7 * r + 3) % n_x : rows - 1 - r;
+        upload_to(g, didx, idx, sizeof(int32_t) * (size_t)rows);
+        for (int r = 0; r < rows; r++) { /* the reference of row r, whichever tile takes it */
+            const float *xr = xf + (size_t)(gather ? idx[r] : r) * ldx;
+            for (int o = 0; o < rpe; o++) {
+                const float *wr = deq + ((size_t)owner[r] * rpe + o) * n_in;
+                double a = 0.0, m = 0.0;
+                for (int k = 0; k < n_in; k++) a += (double)wr[k] * xr[k], m += fabs((double)wr[k] * xr[k]);
+                ref[(size_t)r * rpe + o] = a, mag[(size_t)r * rpe + o] = m;
+            }
+        }
+        for (int bn = 32; bn <= 64; bn *= 2) {
+            int n_tiles = 0;
+            for (int e = 0, r0 = 0; e < ne; r0 += k_counts[e], e++)
+                for (int i = 0; i < k_counts[e]; i += bn, n_tiles++) {
+                    int32_t *T = tiles + 4 * n_tiles;
+                    T[0] = e, T[1] = r0 + i, T[2] = k_counts[e] - i < bn ? k_counts[e] - i : bn, T[3] = 0;
+                }
+            for (size_t i = 0; i < (size_t)rows * ldy; i++) y[i] = sentinel;
+            upload_to(g, dy, y, sizeof(float) * (size_t)rows * ldy);
+            upload_to(g, dt, tiles, sizeof(int32_t) * 4 * (size_t)n_tiles);
+            ZrError e = {0};
+            const int rc = zr_k_moe_mm(&g->l, &g->k, bn, &dw, rpe, dx, ldx, gather ? didx : 0, dy, ldy, gather ? 0 : didx, dt, n_tiles, &e);
+            if (rc) {
+                fprintf(stderr, "  %s\n", e.msg);
+                worst = 1e30;
+                continue;
+            }
+            gpu_download(g, y, dy, sizeof(float) * (size_t)rows * ldy);
+            for (int r = 0; r < rows; r++) {
+                const float *yr = y + (size_t)(gather ? r : idx[r]) * ldy;
+                for (int o = 0; o < ldy; o++) {
+                    double q;
+                    if (o >= rpe) {
+                        q = yr[o] == sentinel ? 0.0 : 1e30;
+                    } else {
+                        const double want = ref[(size_t)r * rpe + o], tol = 1e-3 * mag[(size_t)r * rpe + o] + 1e-6;
+                        q = isfinite(yr[o]) ? fabs(yr[o] - want) / tol : 1e30;
+                    }
+                    if (q > 1.0 && worst <= 1.0)
+                        fprintf(stderr, "  %s [%d x %d] bn %d %s expert %d row %d out %d: gpu %.9g cpu %.9g\n", zr_type_name(type), n_in,
+                                rpe, bn, gather ? "gathered" : "scattered", owner[r], r, o, yr[o], o < rpe ? ref[(size_t)r * rpe + o] : sentinel);
+                    if (q > worst) worst = q;
+                }
+            }
+        }
+    }
+    fprintf(stderr, "  moe_mm %-5s [%4d x %4d] tiles of 32 and 64, gathered and scattered: worst |diff|/bound = %.3g%s\n", zr_type_name(type),
+            n_in, rpe, worst, worst <= 1.0 ? "  PASS" : "  FAIL");
+    ZT_CHECKF(worst <= 1.0, "%s [%d x %d]: worst |diff|/bound %.3g", zr_type_name(type), n_in, rpe, worst);
+    gpu_free(g, dw.main);
+    if (dw.side) gpu_free(g, dw.side);
+    gpu_free(g, dx), gpu_free(g, dy), gpu_free(g, didx), gpu_free(g, dt);
+    free(deq), free(xh), free(xf), free(y), free(ref), free(mag), free(idx), free(owner), free(tiles);
+}
+
+/* Qwen3-30B-A3B's expert shapes in the types of its Q4_K_M and Q8_0 files: gate|up 2048 -> 2 x 768
+ * (Q4_K, Q8_0), down 768 -> 2048 (Q6_K, Q4_K, Q8_0). */
+ZT_TEST(grouped_product_matches_the_cpu_on_qwen3_expert_shapes) {
+    if (!gpu_env()) return;
+    grouped_type(ZR_TYPE_Q4_K, 2048, 1536);
+    grouped_type(ZR_TYPE_Q8_0, 2048, 1536);
+    grouped_type(ZR_TYPE_Q6_K, 768, 2048);
+    grouped_type(ZR_TYPE_Q4_K, 768, 2048);
+    grouped_type(ZR_TYPE_Q8_0, 768, 2048);
+}
+
+/* Every other type (through the element-wise reader), rows a multiple of 64 but not of 128 per
+ * expert's block of outputs (200: the last block's rows past the expert are read, not written). */
+ZT_TEST(grouped_product_matches_the_cpu_for_every_type) {
+    if (!gpu_env()) return;
+    static const uint32_t types[] = {ZR_TYPE_F16,  ZR_TYPE_BF16, ZR_TYPE_Q4_0, ZR_TYPE_Q4_1, ZR_TYPE_Q5_0, ZR_TYPE_Q5_1, ZR_TYPE_Q8_0,
+                                     ZR_TYPE_Q2_K, ZR_TYPE_Q3_K, ZR_TYPE_Q4_K, ZR_TYPE_Q5_K, ZR_TYPE_Q6_K};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) grouped_type(types[i], 512, 200);
 }
 
 /* ---- whole models ---- */
