@@ -63,7 +63,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     if ((rc = zr_cuda_memset8(cuda, f->d_tok, 0, 256 + UB * sizeof(int32_t), err))) goto fail;
     if ((rc = zr_cuda_memset8(cuda, f->d_pick, 0, ZR_PICK_BYTES, err))) goto fail; /* its block counter */
     if ((rc = zr_cuda_memset8(cuda, f->attn_count, 0, (size_t)hp->n_head * sizeof(int32_t), err))) goto fail;
-    zr_cuf_attn_fused_chunks(n_ctx, f->chunk_d, &f->chunk_f, &f->n_chunks_f);
+    zr_cuf_attn_fused_chunks(n_ctx, f->chunk_d, f->head_dim, &f->chunk_f, &f->n_chunks_f);
     f->attn_fused = zr_cuf_attn_decode_fits(hp->n_head, hp->n_head_kv, f->head_dim, hp->rope_dim, f->chunk_f);
     if ((rc = zr_cuda_sync(cuda, err))) goto fail;
     return ZR_OK;
