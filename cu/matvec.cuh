@@ -918,18 +918,38 @@ __device__ __forceinline__ float zr_mv_post_inv(const float *__restrict__ post_r
         for (int k0 = 0; k0 < n_ss; k0 += 32 * U) {
             float v[U];
 #pragma unroll
-            for (int j = 0; j < U; j++) {
-                const int k = k0 + 32 * j + lane;
-                v[j] = k < n_ss ? __ldg(ssq + k) : 0.f;
-            }
+            for (int j = 0; j < U; j++) v[j] = __ldg(ssq + min(k0 + 32 * j + lane, n_ss - 1)); // no branch per load
 #pragma unroll
-            for (int j = 0; j < U; j++) s += v[j];
+            for (int j = 0; j < U; j++) s += k0 + 32 * j + lane < n_ss ? v[j] : 0.f;
         }
     } else {
         for (int k = lane; k < n_ss; k += 32) s += __ldg(ssq + k);
     }
     s = zr_warp_sum(s);
     return 1.0f / sqrtf(s / (float)n_in + eps);
+}
+
+// ADDNORM's float4 i: x' = x + r * pinv * pw into x_out (when not null) and ss, x' * u returned.
+__device__ __forceinline__ float4 zr_mv_addnorm4(float4 t, float4 r, float4 pw, float4 u, float pinv, float *x_out, int i,
+                                                 float &ss) {
+    t.x += r.x * pinv * pw.x; t.y += r.y * pinv * pw.y;
+    t.z += r.z * pinv * pw.z; t.w += r.w * pinv * pw.w;
+    if (x_out) *((float4 *)x_out + i) = t;
+    ss = fmaf(t.x, t.x, fmaf(t.y, t.y, fmaf(t.z, t.z, fmaf(t.w, t.w, ss))));
+    t.x *= u.x; t.y *= u.y; t.z *= u.z; t.w *= u.w;
+    return t;
+}
+
+// float4 i of the staged x' into the padded copy xs; XS: and the sums of its 16 values (below).
+template <bool XS>
+__device__ __forceinline__ void zr_mv_put_x4(float *xs, int i, float4 t) {
+    *(float4 *)(xs + zr_xpad(4 * i)) = t;
+    if (XS) {
+        float s = (t.x + t.y) + (t.z + t.w);
+        s += __shfl_xor_sync(0xffffffffu, s, 1);
+        s += __shfl_xor_sync(0xffffffffu, s, 2);
+        if ((i & 3) == 0) xs[36 * (i >> 3) + 32 + ((i >> 2) & 1)] = s;
+    }
 }
 
 // Stages x' (mode & ZR_MV_IN: x, x * norm_w, or SwiGLU of x's two halves) into the padded
@@ -940,9 +960,12 @@ __device__ __forceinline__ float zr_mv_post_inv(const float *__restrict__ post_r
 // the pad after their 32 (pad slot 0: values 0..15, slot 1: 16..31); 4 adjacent threads hold
 // the 16 values (float4 i goes to thread i mod nthr), so 2 shuffles per float4. Needs
 // n_in % 128 == 0, so every shuffle runs with the whole warp (K-quant rows are 256-multiples).
-// ADDNORM: post_r's 1/rms from its producer's n_ss pieces (zr_mv_post_inv), then x' as above in
-// the same pass (one barrier after it, as RMSNORM's). (post_r's and post_w's loads stay in the
-// compute loop: issued with x's they made ptxas spill 4-40 bytes in 9 to 18 matvec kernels.)
+// ADDNORM: post_r's 1/rms from its producer's n_ss pieces (zr_mv_post_inv), then x' in one pass
+// of its own (one barrier after it, as RMSNORM's): a float4 of x, norm_w, post_r and post_w a
+// round (as many registers as the two float4s of x and norm_w of the other modes' rounds; two
+// more float4s of post_r and post_w a round made ptxas spill 4-80 bytes in 18 matvec kernels).
+// The tall kernels (staging once for dozens of tiles) keep the rounds of the other modes with
+// post_r and post_w loaded in their compute half (the pass of their own spilled them).
 template <bool XS = false, bool TALL = false>
 __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, const float *__restrict__ norm_w, float *xs,
                                                int n_in, int in_mode, int tid, int nthr, bool gelu = false,
@@ -954,7 +977,19 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
         pinv = zr_mv_post_inv<!TALL>(post_r, n_in, n_ss, eps);
         if (blockIdx.x != 0) x_out = nullptr;
     }
-    if ((n_in & 3) == 0) {
+    if ((n_in & 3) == 0 && in_mode == ZR_MV_ADDNORM && !TALL) {
+        // a float4 of each of the four vectors a round, the four loads issued before any is
+        // used: one L2 round trip a round (in the loop below, with post_r's and post_w's loads
+        // in the compute half, a round of two float4s took up to three: 2560-wide rows on 256
+        // threads, 5 against 3 here)
+        const int n4 = n_in >> 2;
+#pragma unroll 1
+        for (int i = tid; i < n4; i += nthr) {
+            const float4 xv = __ldg((const float4 *)x + i), u = __ldg((const float4 *)norm_w + i);
+            const float4 r = __ldg((const float4 *)post_r + i), pw = __ldg((const float4 *)post_w + i);
+            zr_mv_put_x4<XS>(xs, i, zr_mv_addnorm4(xv, r, pw, u, pinv, x_out, i, ss));
+        }
+    } else if ((n_in & 3) == 0) {
         const int n4 = n_in >> 2;
         const float4 *x4 = (const float4 *)x;
         const float4 *o4 = in_mode == ZR_MV_SWIGLU ? x4 + n4 : (const float4 *)norm_w;
@@ -976,24 +1011,14 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
                     if (in_mode == ZR_MV_SWIGLU) {
                         t.x = zr_mv_gate(t.x, gelu) * u[b].x; t.y = zr_mv_gate(t.y, gelu) * u[b].y;
                         t.z = zr_mv_gate(t.z, gelu) * u[b].z; t.w = zr_mv_gate(t.w, gelu) * u[b].w;
-                    } else if (in_mode == ZR_MV_ADDNORM) {
+                    } else if (in_mode == ZR_MV_ADDNORM) { // the tall kernels (once a block)
                         const float4 r = __ldg((const float4 *)post_r + i), pw = __ldg((const float4 *)post_w + i);
-                        t.x += r.x * pinv * pw.x; t.y += r.y * pinv * pw.y;
-                        t.z += r.z * pinv * pw.z; t.w += r.w * pinv * pw.w;
-                        if (x_out) *((float4 *)x_out + i) = t;
-                        ss = fmaf(t.x, t.x, fmaf(t.y, t.y, fmaf(t.z, t.z, fmaf(t.w, t.w, ss))));
-                        t.x *= u[b].x; t.y *= u[b].y; t.z *= u[b].z; t.w *= u[b].w;
+                        t = zr_mv_addnorm4(t, r, pw, u[b], pinv, x_out, i, ss);
                     } else if (in_mode == ZR_MV_RMSNORM) {
                         ss = fmaf(t.x, t.x, fmaf(t.y, t.y, fmaf(t.z, t.z, fmaf(t.w, t.w, ss))));
                         t.x *= u[b].x; t.y *= u[b].y; t.z *= u[b].z; t.w *= u[b].w;
                     }
-                    *(float4 *)(xs + zr_xpad(4 * i)) = t;
-                    if (XS) {
-                        float s = (t.x + t.y) + (t.z + t.w);
-                        s += __shfl_xor_sync(0xffffffffu, s, 1);
-                        s += __shfl_xor_sync(0xffffffffu, s, 2);
-                        if ((i & 3) == 0) xs[36 * (i >> 3) + 32 + ((i >> 2) & 1)] = s;
-                    }
+                    zr_mv_put_x4<XS>(xs, i, t);
                 }
             }
         }
