@@ -857,6 +857,11 @@ ZT_TEST(attention_decode_fused_window_softcap_and_head_norms_match_the_split_pat
     decode_positions_x(16, 8, 128, 128, 1, 300, 128, (DecodeExtras){.norm = true});              /* qwen3's norms */
     decode_positions_x(4, 4, 192, 96, 0, 300, 128, (DecodeExtras){.window = 33, .norm = true});   /* 192: half the lanes' second float4 */
     decode_positions_x(4, 2, 256, 256, 1, 1100, 128, (DecodeExtras){.window = 1024, .norm = true}); /* gemma3's window of 1024 */
+    /* heads of 256 on the forward pass's chunks of 64 (one row batch, cuda/attn.c): merges from
+     * position 64, gemma3 global and local (a window of 1024: 17 blocks a head) */
+    decode_positions_x(8, 4, 256, 256, 1, 300, 64, (DecodeExtras){.norm = true});
+    decode_positions_x(8, 4, 256, 256, 1, 1100, 64, (DecodeExtras){.window = 1024, .norm = true});
+    decode_positions_x(8, 4, 256, 256, 1, 300, 64, (DecodeExtras){.window = 40, .cap = 0.5f});
 }
 
 ZT_TEST(attention_decode_fused_refuses_shapes_it_does_not_handle) {
