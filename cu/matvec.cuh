@@ -809,7 +809,14 @@ struct ZrMvQ6K {
 // ZR_MV_ADDNORM: gemma's norm after a block folded into the product that follows it: the
 // residual is x' = x + RMSNorm(post_r) * post_w (the block's output post_r), staged as
 // RMSNorm(x') * norm_w; block 0 also writes x' to x_out (when not null), which must not be x:
-// every block reads x. Both norms use eps.
+// every block reads x. Both norms use eps. post_r's sum of squares is not taken here: the
+// product that wrote post_r left it in pieces after it (ZR_MV_SSQ), post_r[n_in + k] for k <
+// mode >> ZR_MV_NSS_SHIFT, and every warp adds those in one order (zr_mv_post_inv).
+// ZR_MV_SSQ: the product also writes the sum of the squares of its results, one per block, to
+// y[n_res + blockIdx.x] (n_res: its results; a warp's rows added in a warp sum, then the warps
+// in warp order): the pieces ADDNORM reads, so no block of the next product takes that sum
+// over the whole row again. Not in the tall kernels (a sum carried over the tiles made ptxas
+// spill 4-44 more bytes in them; no block output before a post norm is that tall).
 #define ZR_MV_PLAIN 0
 #define ZR_MV_RMSNORM 1
 #define ZR_MV_SWIGLU 2
@@ -817,6 +824,8 @@ struct ZrMvQ6K {
 #define ZR_MV_IN 3
 #define ZR_MV_GLU 4
 #define ZR_MV_GELU 8
+#define ZR_MV_SSQ 16
+#define ZR_MV_NSS_SHIFT 8
 
 // float4s of x each thread stages per round: all of a round's loads are issued before any is
 // used, so staging costs a few L2 round trips, not one per float4.
@@ -892,6 +901,57 @@ __device__ __forceinline__ bool zr_mv_normed(int in_mode) { return in_mode == ZR
 // The gate of a GLU: SiLU, or GELU-tanh with ZR_MV_GELU (gelu true).
 __device__ __forceinline__ float zr_mv_gate(float v, bool gelu) { return gelu ? zr_gelu_tanh(v) : zr_silu(v); }
 
+// ADDNORM's 1/rms of post_r [n_in] from the n_ss sums of squares its producer wrote after it
+// (ZR_MV_SSQ): each lane adds every 32nd piece in index order, then a butterfly, so every warp of
+// every block gets the same bits with no barrier. Gemma-3-4B's producers write 160 pieces (5 a
+// lane), 12B's 240. BATCH: the loads of 8 pieces a lane go out together (one L2 round trip up to
+// 256 pieces); the tall kernels stage once for dozens of tiles and take them one at a time (the
+// batch made ptxas spill in matvec_q6_k_tall, every Q4_K_M vocabulary output). The sums are the
+// same either way.
+template <bool BATCH>
+__device__ __forceinline__ float zr_mv_post_inv(const float *__restrict__ post_r, int n_in, int n_ss, float eps) {
+    const float *ssq = post_r + n_in;
+    const int lane = threadIdx.x & 31;
+    float s = 0.f;
+    if (BATCH) {
+        constexpr int U = 8;
+        for (int k0 = 0; k0 < n_ss; k0 += 32 * U) {
+            float v[U];
+#pragma unroll
+            for (int j = 0; j < U; j++) v[j] = __ldg(ssq + min(k0 + 32 * j + lane, n_ss - 1)); // no branch per load
+#pragma unroll
+            for (int j = 0; j < U; j++) s += k0 + 32 * j + lane < n_ss ? v[j] : 0.f;
+        }
+    } else {
+        for (int k = lane; k < n_ss; k += 32) s += __ldg(ssq + k);
+    }
+    s = zr_warp_sum(s);
+    return 1.0f / sqrtf(s / (float)n_in + eps);
+}
+
+// ADDNORM's float4 i: x' = x + r * pinv * pw into x_out (when not null) and ss, x' * u returned.
+__device__ __forceinline__ float4 zr_mv_addnorm4(float4 t, float4 r, float4 pw, float4 u, float pinv, float *x_out, int i,
+                                                 float &ss) {
+    t.x += r.x * pinv * pw.x; t.y += r.y * pinv * pw.y;
+    t.z += r.z * pinv * pw.z; t.w += r.w * pinv * pw.w;
+    if (x_out) *((float4 *)x_out + i) = t;
+    ss = fmaf(t.x, t.x, fmaf(t.y, t.y, fmaf(t.z, t.z, fmaf(t.w, t.w, ss))));
+    t.x *= u.x; t.y *= u.y; t.z *= u.z; t.w *= u.w;
+    return t;
+}
+
+// float4 i of the staged x' into the padded copy xs; XS: and the sums of its 16 values (below).
+template <bool XS>
+__device__ __forceinline__ void zr_mv_put_x4(float *xs, int i, float4 t) {
+    *(float4 *)(xs + zr_xpad(4 * i)) = t;
+    if (XS) {
+        float s = (t.x + t.y) + (t.z + t.w);
+        s += __shfl_xor_sync(0xffffffffu, s, 1);
+        s += __shfl_xor_sync(0xffffffffu, s, 2);
+        if ((i & 3) == 0) xs[36 * (i >> 3) + 32 + ((i >> 2) & 1)] = s;
+    }
+}
+
 // Stages x' (mode & ZR_MV_IN: x, x * norm_w, or SwiGLU of x's two halves) into the padded
 // shared copy xs (4 floats after every 32) with threads tid of nthr; returns this thread's part
 // of sum(x^2) for RMSNorm (its 1/rms is applied to the results: one number for the whole row).
@@ -900,43 +960,36 @@ __device__ __forceinline__ float zr_mv_gate(float v, bool gelu) { return gelu ? 
 // the pad after their 32 (pad slot 0: values 0..15, slot 1: 16..31); 4 adjacent threads hold
 // the 16 values (float4 i goes to thread i mod nthr), so 2 shuffles per float4. Needs
 // n_in % 128 == 0, so every shuffle runs with the whole warp (K-quant rows are 256-multiples).
-// ADDNORM: post_r's 1/rms first (one block-wide sum, the same in every block; post_r is kept in
-// xs meanwhile, so it is read from L2 once, not twice), then x' as above. (post_w's loads stay
-// in the compute loop: issued with x's they made ptxas spill 4-40 bytes in 9 matvec kernels.)
-template <bool XS = false>
+// ADDNORM: post_r's 1/rms from its producer's n_ss pieces (zr_mv_post_inv), then x' in one pass
+// of its own (one barrier after it, as RMSNORM's): a float4 of x, norm_w, post_r and post_w a
+// round (as many registers as the two float4s of x and norm_w of the other modes' rounds; two
+// more float4s of post_r and post_w a round made ptxas spill 4-80 bytes in 18 matvec kernels).
+// The tall kernels (staging once for dozens of tiles) keep the rounds of the other modes with
+// post_r and post_w loaded in their compute half (the pass of their own spilled them).
+template <bool XS = false, bool TALL = false>
 __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, const float *__restrict__ norm_w, float *xs,
                                                int n_in, int in_mode, int tid, int nthr, bool gelu = false,
                                                const float *__restrict__ post_r = nullptr,
                                                const float *__restrict__ post_w = nullptr, float *x_out = nullptr,
-                                               float eps = 0.f) {
+                                               float eps = 0.f, int n_ss = 0) {
     float ss = 0.f, pinv = 0.f;
     if (in_mode == ZR_MV_ADDNORM) {
-        __shared__ float red_r[ZR_MV_MAX_THREADS / 32];
-        float sr = 0.f;
-        // post_r goes into xs on the way (each thread's own values, read back by the same thread
-        // below), so the staging reads it from L2 once
-        if ((n_in & 3) == 0) {
-            for (int i = tid; i < (n_in >> 2); i += nthr) {
-                const float4 v = __ldg((const float4 *)post_r + i);
-                *(float4 *)(xs + zr_xpad(4 * i)) = v;
-                sr = fmaf(v.x, v.x, fmaf(v.y, v.y, fmaf(v.z, v.z, fmaf(v.w, v.w, sr))));
-            }
-        } else {
-            for (int i = tid; i < n_in; i += nthr) {
-                const float v = post_r[i];
-                xs[zr_xpad(i)] = v;
-                sr = fmaf(v, v, sr);
-            }
-        }
-        sr = zr_warp_sum(sr);
-        if ((tid & 31) == 0) red_r[tid >> 5] = sr;
-        __syncthreads();
-        float tot = 0.f;
-        for (int k = 0; k < (nthr >> 5); k++) tot += red_r[k];
-        pinv = 1.0f / sqrtf(tot / (float)n_in + eps);
+        pinv = zr_mv_post_inv<!TALL>(post_r, n_in, n_ss, eps);
         if (blockIdx.x != 0) x_out = nullptr;
     }
-    if ((n_in & 3) == 0) {
+    if ((n_in & 3) == 0 && in_mode == ZR_MV_ADDNORM && !TALL) {
+        // a float4 of each of the four vectors a round, the four loads issued before any is
+        // used: one L2 round trip a round (in the loop below, with post_r's and post_w's loads
+        // in the compute half, a round of two float4s took up to three: 2560-wide rows on 256
+        // threads, 5 against 3 here)
+        const int n4 = n_in >> 2;
+#pragma unroll 1
+        for (int i = tid; i < n4; i += nthr) {
+            const float4 xv = __ldg((const float4 *)x + i), u = __ldg((const float4 *)norm_w + i);
+            const float4 r = __ldg((const float4 *)post_r + i), pw = __ldg((const float4 *)post_w + i);
+            zr_mv_put_x4<XS>(xs, i, zr_mv_addnorm4(xv, r, pw, u, pinv, x_out, i, ss));
+        }
+    } else if ((n_in & 3) == 0) {
         const int n4 = n_in >> 2;
         const float4 *x4 = (const float4 *)x;
         const float4 *o4 = in_mode == ZR_MV_SWIGLU ? x4 + n4 : (const float4 *)norm_w;
@@ -958,24 +1011,14 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
                     if (in_mode == ZR_MV_SWIGLU) {
                         t.x = zr_mv_gate(t.x, gelu) * u[b].x; t.y = zr_mv_gate(t.y, gelu) * u[b].y;
                         t.z = zr_mv_gate(t.z, gelu) * u[b].z; t.w = zr_mv_gate(t.w, gelu) * u[b].w;
-                    } else if (in_mode == ZR_MV_ADDNORM) {
-                        const float4 r = *(const float4 *)(xs + zr_xpad(4 * i)), pw = __ldg((const float4 *)post_w + i);
-                        t.x += r.x * pinv * pw.x; t.y += r.y * pinv * pw.y;
-                        t.z += r.z * pinv * pw.z; t.w += r.w * pinv * pw.w;
-                        if (x_out) *((float4 *)x_out + i) = t;
-                        ss = fmaf(t.x, t.x, fmaf(t.y, t.y, fmaf(t.z, t.z, fmaf(t.w, t.w, ss))));
-                        t.x *= u[b].x; t.y *= u[b].y; t.z *= u[b].z; t.w *= u[b].w;
+                    } else if (in_mode == ZR_MV_ADDNORM) { // the tall kernels (once a block)
+                        const float4 r = __ldg((const float4 *)post_r + i), pw = __ldg((const float4 *)post_w + i);
+                        t = zr_mv_addnorm4(t, r, pw, u[b], pinv, x_out, i, ss);
                     } else if (in_mode == ZR_MV_RMSNORM) {
                         ss = fmaf(t.x, t.x, fmaf(t.y, t.y, fmaf(t.z, t.z, fmaf(t.w, t.w, ss))));
                         t.x *= u[b].x; t.y *= u[b].y; t.z *= u[b].z; t.w *= u[b].w;
                     }
-                    *(float4 *)(xs + zr_xpad(4 * i)) = t;
-                    if (XS) {
-                        float s = (t.x + t.y) + (t.z + t.w);
-                        s += __shfl_xor_sync(0xffffffffu, s, 1);
-                        s += __shfl_xor_sync(0xffffffffu, s, 2);
-                        if ((i & 3) == 0) xs[36 * (i >> 3) + 32 + ((i >> 2) & 1)] = s;
-                    }
+                    zr_mv_put_x4<XS>(xs, i, t);
                 }
             }
         }
@@ -984,7 +1027,7 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
             float v = x[i];
             if (in_mode == ZR_MV_SWIGLU) v = zr_mv_gate(v, gelu) * x[n_in + i];
             else if (in_mode == ZR_MV_ADDNORM) {
-                v += xs[zr_xpad(i)] * pinv * post_w[i];
+                v += post_r[i] * pinv * post_w[i];
                 if (x_out) x_out[i] = v;
                 ss = fmaf(v, v, ss);
                 v *= norm_w[i];
@@ -1008,7 +1051,9 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
 // the next tile's first items right after it wrote the current one's results: issued before
 // the sums, they made ptxas spill matvec_q6_k_tall under its 64-register cap). A row's
 // arithmetic does not depend on the grid or on TALL.
-template <class T, int R, int P, bool TALL = false>
+// POST false (the expert products, cu/moe_matvec.cu): no ADDNORM and no SSQ compiled in (their
+// code cost matvec_id_q4_1 a spill under its register cap).
+template <class T, int R, int P, bool TALL = false, bool POST = true>
 __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                           const float *__restrict__ x, float *y, const float *add,
                                           const float *__restrict__ norm_w, float eps, int n_in, int n_out, int mode,
@@ -1018,12 +1063,14 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     extern __shared__ float4 zr_mv_smem[];
     __shared__ float red_ss[ZR_MV_MAX_THREADS / 32];     // per-warp sums of squares (RMSNorm)
     __shared__ float red_part[ZR_MV_MAX_THREADS / 32][R]; // per-warp row partials (split-K)
+    __shared__ float red_sq[ZR_MV_MAX_THREADS / 32];      // per-warp sums of squared results (SSQ)
     float *xs = (float *)zr_mv_smem;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nthr = blockDim.x;
     const int S = split, G = (nthr >> 5) / S;
     const int g = warp / S, ks = warp - g * S;
-    const int in_mode = mode & ZR_MV_IN;
+    const int in_mode = !POST && (mode & ZR_MV_IN) == ZR_MV_ADDNORM ? ZR_MV_PLAIN : mode & ZR_MV_IN;
     const bool glu = (mode & ZR_MV_GLU) != 0, gelu = (mode & ZR_MV_GELU) != 0;
+    const bool ssq = POST && !TALL && (mode & ZR_MV_SSQ) != 0;
     constexpr int H = R / 2;
     // output rows: plain rows rg*R + r; GLU: gate rows rg*H + r and up rows n_half + rg*H + r
     const int n_res = glu ? n_out / 2 : n_out;   // results
@@ -1064,8 +1111,9 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     zr_grid_enter_after_loads(w);
     // stage x (padded: 4 floats after every 32) -- gated or times the norm weight on the way in;
     // RMSNorm's 1/rms is applied to the results (it is one number for the whole row)
-    float ss = zr_mv_stage_x<ZrMvXsum<T>::value>(x, norm_w, xs, n_in, in_mode, tid, nthr, gelu, post_r, post_w, x_out,
-                                                 eps);
+    float ss = zr_mv_stage_x<ZrMvXsum<T>::value, TALL>(x, norm_w, xs, n_in, in_mode, tid, nthr, gelu, post_r, post_w,
+                                                       x_out, eps, mode >> ZR_MV_NSS_SHIFT);
+    float wsq = 0.f; // SSQ: the sum of this warp's squared results
     if (zr_mv_normed(in_mode)) {
         ss = zr_warp_sum(ss);
         if (lane == 0) red_ss[warp] = ss;
@@ -1118,22 +1166,36 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
             }
             if (TALL && tile + (int)gridDim.x < n_tiles) __syncthreads();  // read before the next tile writes it
         }
-        if (!TALL && (ks != 0 || !live)) return;
+        if (!TALL && !ssq && (ks != 0 || !live)) return; // (SSQ: every warp reaches the block's sum)
         if (ks == 0 && live) {
             if (zr_mv_normed(in_mode)) {
                 float tot = 0.f;
                 for (int k = 0; k < (nthr >> 5); k++) tot += red_ss[k];
                 out *= 1.0f / sqrtf(tot / (float)n_in + eps);
             }
+            float v = 0.f; // this lane's result as stored (SSQ)
+            bool has = false;
             if (glu) {
                 const float up = __shfl_down_sync(0xffffffffu, out, H);  // lane r < H: its up row's result
-                if (lane < H && res0 + lane < n_res) y[res0 + lane] = zr_mv_gate(out, gelu) * up;
+                has = lane < H && res0 + lane < n_res;
+                if (has) y[res0 + lane] = v = zr_mv_gate(out, gelu) * up;
             } else if (lane < R && res0 + lane < n_out) {
-                y[res0 + lane] = out + (add ? add[res0 + lane] : 0.f);
+                has = true;
+                y[res0 + lane] = v = out + (add ? add[res0 + lane] : 0.f);
             }
+            if (ssq) wsq += zr_warp_sum(has ? __fmul_rn(v, v) : 0.f); // (no fma: a test repeats it on the host)
         }
         if (!TALL) break;
         if (tile + (int)gridDim.x < n_tiles) begin_tile(tile + gridDim.x);
+    }
+    if (ssq) { // block-uniform
+        if (lane == 0) red_sq[warp] = wsq;
+        __syncthreads();
+        if (tid == 0) {
+            float t = 0.f;
+            for (int k = 0; k < (nthr >> 5); k++) t += red_sq[k];
+            y[n_res + blockIdx.x] = t;
+        }
     }
 }
 

@@ -75,8 +75,8 @@ __device__ __forceinline__ void zr_matvec_id(const uint8_t *__restrict__ w, cons
         zr_moe_rows = n_total;
     }
     __syncthreads();
-    zr_matvec<ZrMvExpert<T>, R, P>(w, ws, x + (size_t)j * x_stride, y + (size_t)j * y_stride, nullptr, norm_w, eps, n_in,
-                                   n_rows, mode, split, nullptr, nullptr, nullptr);
+    zr_matvec<ZrMvExpert<T>, R, P, false, false>(w, ws, x + (size_t)j * x_stride, y + (size_t)j * y_stride, nullptr,
+                                                 norm_w, eps, n_in, n_rows, mode, split, nullptr, nullptr, nullptr);
     if (!mix_x) return;
     // this block's rows: zr_matvec's row groups blockIdx.x G .. + G of R rows each
     const int G = (blockDim.x >> 5) / split, row0 = blockIdx.x * G * R;

@@ -20,9 +20,14 @@ void zr_cuf_attn_chunks(int n_ctx, int *chunk_d, int *n_d, int *chunk_p, int *n_
  * batch of loads, so chunks of 128 rows (the split path's chunk_d when larger) leave nothing to
  * merge up to position 127 and few chunks after: at short contexts a merge (fence, atomic,
  * partials) costs more round trips than the block's rows (H100 1B Q4_0 tg128: chunks of 128
- * 1835 t/s, of 64 1790; cu/PERF.md). */
-void zr_cuf_attn_fused_chunks(int n_ctx, int chunk_d, int *chunk, int *n_chunks) {
-    *chunk = 128 < n_ctx ? 128 : n_ctx;
+ * 1835 t/s, of 64 1790; cu/PERF.md). Heads of up to 256 (gemma; attn_decode_f32_d256, two
+ * float4s a lane) take 64 rows a batch: their chunks are 64 rows, so no block waits on a second
+ * batch that it could only request after the first; past position 63 two blocks on two SMs each
+ * read half the rows (a head's 64 rows are 128 KiB of K and V, one SM's share of the bandwidth
+ * for ~1 us) and the merge runs instead of the second batch (cu/PERF.md, gemma6). */
+void zr_cuf_attn_fused_chunks(int n_ctx, int chunk_d, int head_dim, int *chunk, int *n_chunks) {
+    const int batch = head_dim > 128 ? 64 : 128;
+    *chunk = batch < n_ctx ? batch : n_ctx;
     if (*chunk < chunk_d) *chunk = chunk_d;
     *n_chunks = (n_ctx + *chunk - 1) / *chunk;
 }

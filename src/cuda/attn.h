@@ -7,9 +7,10 @@
 
 /* Attention split: decode chunks (chunk_d rows, n_d of them) and prefill chunks (chunk_p, n_p). */
 void zr_cuf_attn_chunks(int n_ctx, int *chunk_d, int *n_d, int *chunk_p, int *n_p);
-/* The fused decode kernel's chunks, never fewer rows than chunk_d (so its partials fit the split
+/* The fused decode kernel's chunks for heads of head_dim values: one batch of a block's loads (128
+ * rows, 64 for heads over 128), never fewer rows than chunk_d (so its partials fit the split
  * path's buffer). */
-void zr_cuf_attn_fused_chunks(int n_ctx, int chunk_d, int *chunk, int *n_chunks);
+void zr_cuf_attn_fused_chunks(int n_ctx, int chunk_d, int head_dim, int *chunk, int *n_chunks);
 
 /* The decode step's attention of layer il: from the QKV projection's output f->qkv (row 0) to
  * f->att, writing the KV cache row at d_pos[0]. */

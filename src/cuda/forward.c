@@ -63,7 +63,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
     if ((rc = zr_cuda_memset8(cuda, f->d_tok, 0, 256 + UB * sizeof(int32_t), err))) goto fail;
     if ((rc = zr_cuda_memset8(cuda, f->d_pick, 0, ZR_PICK_BYTES, err))) goto fail; /* its block counter */
     if ((rc = zr_cuda_memset8(cuda, f->attn_count, 0, (size_t)hp->n_head * sizeof(int32_t), err))) goto fail;
-    zr_cuf_attn_fused_chunks(n_ctx, f->chunk_d, &f->chunk_f, &f->n_chunks_f);
+    zr_cuf_attn_fused_chunks(n_ctx, f->chunk_d, f->head_dim, &f->chunk_f, &f->n_chunks_f);
     f->attn_fused = zr_cuf_attn_decode_fits(hp->n_head, hp->n_head_kv, f->head_dim, hp->rope_dim, f->chunk_f);
     if ((rc = zr_cuda_sync(cuda, err))) goto fail;
     return ZR_OK;
@@ -110,11 +110,14 @@ static int post_norm_add(ZrCuForward *f, CUdeviceptr y, CUdeviceptr norm_w, int 
 }
 
 /* The decode step's residual [n_embd]: row 0 of f->x, or row 1 after a gemma post norm. A block
- * output to be normed after the block (gemma) waits in f->xn with its norm weight pend_w; the
- * next product that norms the residual adds it in (ZR_CUF_MV_ADDNORM) and writes the sum to the
- * other row, which then is the residual: the two post norms of a layer cost no launch. */
+ * output to be normed after the block (gemma) waits in f->xn with its norm weight pend_w and,
+ * right after it (xn[n_embd ..]), the pend_n per-block sums of squares its product wrote
+ * (ZR_CUF_MV_SSQ); the next product that norms the residual adds it in (ZR_CUF_MV_ADDNORM,
+ * taking its RMS from those pieces) and writes the sum to the other row, which then is the
+ * residual: the two post norms of a layer cost no launch. */
 typedef struct Resid {
     CUdeviceptr x, pend_w;
+    int pend_n;
 } Resid;
 
 static CUdeviceptr other_row(const ZrCuForward *f, CUdeviceptr x) { return x == f->x ? fptr(f->x, f->n_embd) : f->x; }
@@ -127,7 +130,7 @@ static int mv_in(ZrCuForward *f, const Resid *r, bool first, const ZrCuWeight *w
     const float eps = f->m->hp.rms_eps;
     if (!r->pend_w) return zr_cuf_matvec(f->launcher, f->k, w, r->x, y, add, norm_w, eps, ZR_CUF_MV_RMSNORM | mode, err);
     if (add) return zr_err(err, ZR_E_INTERNAL, "decode: a norm after a block before a projection with a bias");
-    const ZrMvPost p = {.r = f->xn, .post_w = r->pend_w, .x_out = first ? other_row(f, r->x) : 0};
+    const ZrMvPost p = {.r = f->xn, .post_w = r->pend_w, .x_out = first ? other_row(f, r->x) : 0, .n_ss = r->pend_n};
     return zr_cuf_matvec_post(f->launcher, f->k, w, r->x, &p, y, norm_w, eps, mode, err);
 }
 
@@ -146,7 +149,7 @@ static int qkv_in(ZrCuForward *f, const Resid *r, const ZrCuLayer *G, ZrError *e
         return ZR_OK;
     }
     if (r->pend_w && G->bias) return zr_err(err, ZR_E_INTERNAL, "decode: a norm after a block before a projection with a bias");
-    const ZrMvPost p = {.r = f->xn, .post_w = r->pend_w, .x_out = other_row(f, r->x)};
+    const ZrMvPost p = {.r = f->xn, .post_w = r->pend_w, .x_out = other_row(f, r->x), .n_ss = r->pend_n};
     return zr_k_matvec_mix(f->launcher, f->k, &mix, G->qkv, G->qkv_off, r->x, f->qkv, G->bias, G->attn_norm,
                            f->m->hp.rms_eps, mode, r->pend_w ? &p : NULL, err);
 }
@@ -155,14 +158,23 @@ static void resid_settle(const ZrCuForward *f, Resid *r) {
     if (!r->pend_w) return;
     r->x = other_row(f, r->x);
     r->pend_w = 0;
+    r->pend_n = 0;
 }
 
 /* A block's output projection: into the residual, or with a norm after the block (gemma) into
- * f->xn, pending. */
+ * f->xn, pending, with its per-block sums of squares after it (SSQ: xn has UB rows). */
 static int block_out(ZrCuForward *f, Resid *r, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr post_norm,
                      int mode, ZrError *err) {
     const CUdeviceptr y = post_norm ? f->xn : r->x, add = post_norm ? 0 : r->x;
     r->pend_w = post_norm;
+    r->pend_n = 0;
+    if (post_norm) {
+        mode |= ZR_CUF_MV_SSQ;
+        r->pend_n = (int)zr_cuf_mv_grid(w, mode, zr_cuf_mv_shape(f->k, w, mode));
+        if (w->n_out != f->n_embd || (size_t)r->pend_n > (size_t)(ZR_CUF_UBATCH - 1) * (size_t)f->n_embd)
+            return zr_err(err, ZR_E_INTERNAL, "decode: a post-normed block output of %d rows and %d pieces", w->n_out,
+                          r->pend_n);
+    }
     return zr_cuf_matvec(f->launcher, f->k, w, x, y, add, 0, 0.0f, mode, err);
 }
 

@@ -13,13 +13,12 @@ int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const Zr
     const ZrMvPost none = {0}, *p = post ? post : &none;
     if (shape.groups < 1 || shape.split < 1 || shape.blocks < 0 ||
         shape.groups * shape.split * 32 > ZR_CUF_MV_MAX_THREADS || ((mode & ZR_CUF_MV_GLU) && (R % 2 || w->n_out % 2)) ||
-        (((mode & 3) == ZR_CUF_MV_ADDNORM) != (post != NULL)))
+        (((mode & 3) == ZR_CUF_MV_ADDNORM) != (post != NULL)) || (mode >> ZR_CUF_MV_NSS_SHIFT) != 0 ||
+        (post && (p->n_ss < 1 || p->n_ss > (1 << 20))) || ((mode & ZR_CUF_MV_SSQ) && shape.blocks > 0))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d x %d warps (%d rows each), mode %d", kern->name,
                       shape.groups, shape.split, R, mode);
-    const int per_warp = mode & ZR_CUF_MV_GLU ? R / 2 : R;
-    const int results = mode & ZR_CUF_MV_GLU ? w->n_out / 2 : w->n_out;
-    const unsigned groups = cdiv((size_t)results, (size_t)per_warp), tiles = cdiv(groups, (size_t)shape.groups);
-    const unsigned blocks = shape.blocks > 0 && (unsigned)shape.blocks < tiles ? (unsigned)shape.blocks : tiles;
+    if (post) mode |= p->n_ss << ZR_CUF_MV_NSS_SHIFT; /* the count of r's sum-of-squares pieces */
+    const unsigned blocks = zr_cuf_mv_grid(w, mode, shape);
     return ZR_LAUNCH(l, kern, ZR_DIM1(blocks), ZR_DIM1(32 * shape.groups * shape.split),
                      (unsigned)zr_cuf_mv_smem(w->n_in), err, (void *)&w->main, (void *)&w->side, &x, &y, &add,
                      &norm_w, &eps, (void *)&w->n_in, (void *)&w->n_out, &mode, (void *)&shape.split, (void *)&p->r,
@@ -241,9 +240,11 @@ int zr_k_matvec_mix(ZrLauncher *l, const ZrCuKernels *k, const ZrMvMix *mix, con
     const ZrMvPost none = {0}, *p = post ? post : &none;
     if (mix->kernel < 0 || mix->kernel >= ZR_KMIX_COUNT || !k->has_mv_mix[mix->kernel] || mix->n_parts < 1 ||
         mix->n_parts > ZR_CUF_MV_MIX_PARTS || mix->threads < 32 || mix->threads > ZR_CUF_MV_MAX_THREADS ||
-        (((mode & 3) == ZR_CUF_MV_ADDNORM) != (post != NULL)))
+        (((mode & 3) == ZR_CUF_MV_ADDNORM) != (post != NULL)) || (mode & ZR_CUF_MV_SSQ) ||
+        (mode >> ZR_CUF_MV_NSS_SHIFT) != 0 || (post && (p->n_ss < 1 || p->n_ss > (1 << 20))))
         return zr_err(err, ZR_E_INTERNAL, "matvec_mix: no launch for %d parts of %d threads, mode %d", mix->n_parts,
                       mix->threads, mode);
+    if (post) mode |= p->n_ss << ZR_CUF_MV_NSS_SHIFT; /* the count of r's sum-of-squares pieces */
     /* per part: w, ws, y, add, n_out, split, tiles; the unused parts' are zeros (no block runs them) */
     CUdeviceptr pw[ZR_CUF_MV_MIX_PARTS] = {0}, pws[ZR_CUF_MV_MIX_PARTS] = {0}, py[ZR_CUF_MV_MIX_PARTS] = {0},
                 padd[ZR_CUF_MV_MIX_PARTS] = {0};

@@ -42,6 +42,13 @@ ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
     return (ZrMvShape){.groups = G, .split = split, .blocks = tall ? (int)blocks : 0};
 }
 
+unsigned zr_cuf_mv_grid(const ZrCuWeight *w, int mode, ZrMvShape shape) {
+    const long R = zr_cuf_mv_rows_per_warp(w->type), glu = (mode & ZR_CUF_MV_GLU) != 0;
+    const long per_warp = glu ? R / 2 : R, results = glu ? w->n_out / 2 : w->n_out;
+    const long groups = (results + per_warp - 1) / per_warp, tiles = (groups + shape.groups - 1) / shape.groups;
+    return (unsigned)(shape.blocks > 0 && shape.blocks < tiles ? shape.blocks : tiles);
+}
+
 int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                          CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape, ZrError *err) {
     if (w->type >= ZR_TYPE_COUNT || !k->has_mv[w->type])

@@ -14,13 +14,21 @@
  * gates of SWIGLU and GLU are GELU-tanh instead of SiLU (gemma's GeGLU). ADDNORM: x' =
  * RMSNorm(x + RMSNorm(r) * post_w) * norm_w (ZrMvPost; zr_cuf_matvec_post). */
 enum { ZR_CUF_MV_PLAIN = 0, ZR_CUF_MV_RMSNORM = 1, ZR_CUF_MV_SWIGLU = 2, ZR_CUF_MV_ADDNORM = 3, ZR_CUF_MV_GLU = 4,
-       ZR_CUF_MV_GELU = 8 };
+       ZR_CUF_MV_GELU = 8, ZR_CUF_MV_SSQ = 16 };
+/* SSQ (| any mode; not with the tall kernel): the product also writes the sum of the squares of its results, one float per
+ * block of its launch (zr_cuf_mv_grid of them), after them: y[n_res + b] (n_res = n_out, or
+ * n_out/2 with GLU), so y needs room for them. ADDNORM's launch carries the count of those pieces
+ * in the mode's bits from ZR_CUF_MV_NSS_SHIFT (cu/matvec.cuh ZR_MV_NSS_SHIFT): callers' modes
+ * stay below it. */
+#define ZR_CUF_MV_NSS_SHIFT 8
 
 /* gemma's norm after a block, folded into the product that follows it (ADDNORM): the block's
  * output r [n_in] normed with post_w [n_in] and added to the residual x; x_out (0: not written)
- * receives that sum [n_in] and must not be x. */
+ * receives that sum [n_in] and must not be x. r's sum of squares comes in n_ss pieces after it,
+ * r[n_in .. n_in + n_ss): the SSQ pieces of the product that wrote r (or any split of the sum). */
 typedef struct ZrMvPost {
     CUdeviceptr r, post_w, x_out;
+    int n_ss;
 } ZrMvPost;
 #define ZR_CUF_MV_MAX_THREADS 512 /* cu/matvec.cuh ZR_MV_MAX_THREADS */
 
@@ -38,6 +46,8 @@ int zr_cuf_mv_rows_per_warp(uint32_t type);
 size_t zr_cuf_mv_smem(int n_in);
 /* The shape the forward pass uses for W in this mode on this device. */
 ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
+/* The blocks of the launch of W in this mode with this shape (what an SSQ product writes). */
+unsigned zr_cuf_mv_grid(const ZrCuWeight *w, int mode, ZrMvShape shape);
 
 /* y[n_out] = W x' (+ add[n_out]; add may equal y): the decode matrix-vector launch for any type,
  * where x' = x (PLAIN), RMSNorm(x) * norm_w with eps (RMSNORM), or silu(x[0..n_in)) *

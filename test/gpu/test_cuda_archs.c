@@ -171,7 +171,8 @@ ZT_TEST(greedy_ids_equal_the_cpu_on_gemma2_gemma3_phi3) {
     }
 }
 
-/* Past several chunks of the fused decode attention (n_ctx 512: chunks of 128) and past the
+/* Past several chunks of the fused decode attention (n_ctx 512: chunks of 128, 64 for heads of
+ * 256) and past the
  * window: 300 decode steps on the CUDA backend, eager and graph, against the CPU's logits of
  * every position (one prefill pass), for gemma3 (window 40, q/k norms, heads of 64 and of 256)
  * and gemma2 (window 40, soft-caps that bite). The graph replays the eager logits bit for bit. */

@@ -161,7 +161,8 @@ static void matvec_type(uint32_t type) {
 }
 
 /* ZR_CUF_MV_ADDNORM (gemma's post norm folded into the next product): y = W RMSNorm(x') * norm_w
- * with x' = x + RMSNorm(r) * post_w, which block 0 writes to x_out; the CPU computes x' and the
+ * with x' = x + RMSNorm(r) * post_w, which block 0 writes to x_out (r's sum of squares from the
+ * pieces after it, gpu_upload_post_r's, as a product with SSQ leaves them); the CPU computes x' and the
  * product as rmsnorm_add_f32 + matvec RMSNORM would (the tolerance of matvec_case on y, x'
  * within 1e-5 of its terms: the sums of squares run in another order); x and r untouched. With GLU | GELU: gemma's gate|up. Returns the worst
  * |diff| / tol (> 1 fails), -1 when the quantizer refused the type. */
@@ -196,11 +197,12 @@ static double matvec_post_case(uint32_t type, int n_in, int n_out, int mode) {
         tol[o] = 1e-5 * mag + 1e-5 * fabs(ref[o]);
     }
     ZrCuWeight dw = gpu_upload_weight(g, type, w, n_in, n_out);
-    CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * n_in), dr = gpu_upload(g, r, sizeof(float) * n_in);
+    int n_ss = 0;
+    CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * n_in), dr = gpu_upload_post_r(g, r, n_in, &n_ss);
     CUdeviceptr dpw = gpu_upload(g, pw, sizeof(float) * n_in), dnw = gpu_upload(g, nw, sizeof(float) * n_in);
     CUdeviceptr dy = gpu_alloc(g, sizeof(float) * ny), dxo = gpu_alloc(g, sizeof(float) * n_in);
     ZrError e = {0};
-    const ZrMvPost p = {.r = dr, .post_w = dpw, .x_out = dxo};
+    const ZrMvPost p = {.r = dr, .post_w = dpw, .x_out = dxo, .n_ss = n_ss};
     const int rc = zr_cuf_matvec_post(&g->l, &g->k, &dw, dx, &p, dy, dnw, eps, mode, &e);
     if (rc) fprintf(stderr, "  %s\n", e.msg);
     double worst = rc ? 1e30 : 0.0;
@@ -250,6 +252,91 @@ ZT_TEST(matvec_addnorm_folds_the_post_norm_and_writes_the_residual) {
             if (q > worst) worst = q;
         }
     ZT_CHECKF(worst <= 1.0, "addnorm: worst |diff|/tol %.3g", worst);
+}
+
+/* ZR_CUF_MV_SSQ (the product before a gemma post norm): the results are the bits of the same
+ * product without it, and after them come zr_cuf_mv_grid floats, block b's being the sum of the
+ * squares of the results its warps wrote: per warp (row group) its rows' squares added, then per
+ * block the warps in order. The host repeats that order on the results the
+ * GPU wrote (a warp's squares are one or two nonzero lanes of a butterfly: its sum is exact to
+ * repeat), so the pieces must match bit for bit; nothing past them is written. */
+static int ssq_case(GpuEnv *g, uint32_t type, int n_in, int n_out, int mode, ZrMvShape shape, const char *what) {
+    uint64_t s = 0xabcdefull + type * 31ull + (uint64_t)n_in * 3 + n_out + mode;
+    uint8_t *w = gpu_random_matrix(type, n_in, n_out, &s);
+    if (!w) return -1;
+    ZrCuWeight dw = gpu_upload_weight(g, type, w, n_in, n_out);
+    const bool glu = (mode & ZR_CUF_MV_GLU) != 0;
+    const int nx = (mode & 3) == ZR_CUF_MV_SWIGLU ? 2 * n_in : n_in, n_res = glu ? n_out / 2 : n_out;
+    if (!shape.groups) shape = zr_cuf_mv_shape(&g->k, &dw, mode);
+    const int n_pieces = (int)zr_cuf_mv_grid(&dw, mode, shape), guard = 64;
+    float *x = malloc(sizeof(float) * nx), *nw = malloc(sizeof(float) * n_in);
+    float *y0 = malloc(sizeof(float) * n_res), *y1 = malloc(sizeof(float) * (n_res + n_pieces + guard));
+    for (int i = 0; i < nx; i++) x[i] = gpu_rand(&s);
+    for (int i = 0; i < n_in; i++) nw[i] = 1.0f + 0.2f * gpu_rand(&s);
+    CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * nx), dn = gpu_upload(g, nw, sizeof(float) * n_in);
+    CUdeviceptr dy0 = gpu_alloc(g, sizeof(float) * n_res), dy1 = gpu_alloc(g, sizeof(float) * (n_res + n_pieces + guard));
+    ZrError e = {0};
+    int rc = zr_cuf_matvec_shaped(&g->l, &g->k, &dw, dx, dy0, 0, dn, 1e-5f, mode, shape, &e);
+    if (!rc) rc = zr_cuf_matvec_shaped(&g->l, &g->k, &dw, dx, dy1, 0, dn, 1e-5f, mode | ZR_CUF_MV_SSQ, shape, &e);
+    int bad = 0;
+    if (rc) {
+        fprintf(stderr, "  %s\n", e.msg);
+        bad = 1;
+    } else {
+        gpu_download(g, y0, dy0, sizeof(float) * n_res);
+        gpu_download(g, y1, dy1, sizeof(float) * (n_res + n_pieces + guard));
+        if (memcmp(y0, y1, sizeof(float) * n_res)) bad = 1;
+        const int per = glu ? zr_cuf_mv_rows_per_warp(type) / 2 : zr_cuf_mv_rows_per_warp(type), G = shape.groups;
+        for (int b = 0; b < n_pieces; b++) {
+            float t = 0.f;
+            for (int gi = 0; gi < G; gi++) {
+                float wsq = 0.f;
+                for (int r = 0; r < per; r++) {
+                    const int o = (b * G + gi) * per + r;
+                    if (o < n_res) {
+                        const float sq = y1[o] * y1[o];
+                        wsq += sq;
+                    }
+                }
+                t += wsq;
+            }
+            if (memcmp(&t, &y1[n_res + b], sizeof t)) {
+                if (!bad) fprintf(stderr, "  piece %d of %d: %.9g, the host's %.9g\n", b, n_pieces, y1[n_res + b], t);
+                bad = 1;
+            }
+        }
+        for (int i = 0; i < guard; i++) bad |= !isnan(y1[n_res + n_pieces + i]); /* gpu_alloc's NaN poison */
+    }
+    fprintf(stderr, "  matvec ssq %-5s [%5d x %4d] %s (%dx%d%s, %d pieces): %s\n", zr_type_name(type), n_in, n_out, what,
+            shape.groups, shape.split, shape.blocks ? ", tall" : "", n_pieces, bad ? "FAIL" : "ok");
+    const CUdeviceptr bufs[] = {dw.main, dw.side, dx, dn, dy0, dy1};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) gpu_free(g, bufs[i]);
+    free(w), free(x), free(nw), free(y0), free(y1);
+    return bad;
+}
+
+ZT_TEST(matvec_ssq_writes_each_blocks_sum_of_squares_after_its_results) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    const uint32_t types[] = {ZR_TYPE_F32, ZR_TYPE_F16, ZR_TYPE_Q8_0, ZR_TYPE_Q4_K, ZR_TYPE_Q6_K, ZR_TYPE_Q5_K};
+    const int S = ZR_CUF_MV_SWIGLU, GL = ZR_CUF_MV_GLU, GE = ZR_CUF_MV_GELU;
+    /* Gemma-3-4B's wo and down (GeGLU staged: gate|up as two matrices), 12B's wo, split-K with a
+     * partial last block, GLU, a partial last row group (the tall kernel refuses SSQ) */
+    const struct {
+        int n_in, n_out, mode;
+        ZrMvShape shape;
+        const char *what;
+    } cases[] = {{2048, 2560, 0, {0}, "g3-4b wo"},       {10240, 2560, S | GE, {0}, "g3-4b down"},
+                 {4096, 3840, 0, {0}, "g3-12b wo"},      {4096, 1000, 0, {4, 2, 0}, "split-K"},
+                 {2048, 202, GL, {2, 2, 0}, "glu"},      {2560, 1000, 0, {8, 1, 0}, "partial last warp"}};
+    int failed = 0;
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            const int r = ssq_case(g, types[t], cases[c].n_in, cases[c].n_out, cases[c].mode, cases[c].shape, cases[c].what);
+            ZT_CHECKF(r >= 0, "the quantizer refused %s", zr_type_name(types[t]));
+            failed += r > 0;
+        }
+    ZT_CHECKF(failed == 0, "%d ssq cases differ", failed);
 }
 
 /* The tall kernel (several tiles of rows per block, x staged once) gives every row the bits of a
@@ -770,6 +857,11 @@ ZT_TEST(attention_decode_fused_window_softcap_and_head_norms_match_the_split_pat
     decode_positions_x(16, 8, 128, 128, 1, 300, 128, (DecodeExtras){.norm = true});              /* qwen3's norms */
     decode_positions_x(4, 4, 192, 96, 0, 300, 128, (DecodeExtras){.window = 33, .norm = true});   /* 192: half the lanes' second float4 */
     decode_positions_x(4, 2, 256, 256, 1, 1100, 128, (DecodeExtras){.window = 1024, .norm = true}); /* gemma3's window of 1024 */
+    /* heads of 256 on the forward pass's chunks of 64 (one row batch, cuda/attn.c): merges from
+     * position 64, gemma3 global and local (a window of 1024: 17 blocks a head) */
+    decode_positions_x(8, 4, 256, 256, 1, 300, 64, (DecodeExtras){.norm = true});
+    decode_positions_x(8, 4, 256, 256, 1, 1100, 64, (DecodeExtras){.window = 1024, .norm = true});
+    decode_positions_x(8, 4, 256, 256, 1, 300, 64, (DecodeExtras){.window = 40, .cap = 0.5f});
 }
 
 ZT_TEST(attention_decode_fused_refuses_shapes_it_does_not_handle) {

@@ -91,7 +91,14 @@ static int mix_case(const MixCase *c) {
              c->bias ? "+bias" : "");
     const CUdeviceptr x = random_vec(g, c->n_in, 0.0f, 1.0f, &s), norm_w = random_vec(g, c->n_in, 1.0f, 0.2f, &s);
     const CUdeviceptr bias = c->bias ? random_vec(g, total, 0.0f, 10.0f, &s) : 0;
-    const CUdeviceptr post_r = addnorm ? random_vec(g, c->n_in, 0.0f, 3.0f, &s) : 0;
+    int n_ss = 0;
+    CUdeviceptr post_r = 0;
+    if (addnorm) { /* with its sum of squares in pieces after it (cuda/mv_shape.h ZrMvPost) */
+        float *r = malloc(sizeof(float) * c->n_in);
+        for (int i = 0; i < c->n_in; i++) r[i] = 3.0f * gpu_rand(&s);
+        post_r = gpu_upload_post_r(g, r, c->n_in, &n_ss);
+        free(r);
+    }
     const CUdeviceptr post_w = addnorm ? random_vec(g, c->n_in, 1.0f, 0.2f, &s) : 0;
     /* outputs and residuals start as NaN (gpu_alloc's poison) on both sides */
     const size_t yb = sizeof(float) * (total + GUARD), xb = sizeof(float) * c->n_in;
@@ -103,7 +110,7 @@ static int mix_case(const MixCase *c) {
     const uint64_t l0 = g->l.n_launches;
     for (int p = 0; p < c->n && !rc; p++) {
         const CUdeviceptr y = y_sep + sizeof(float) * off[p], add = bias ? bias + sizeof(float) * off[p] : 0;
-        const ZrMvPost post = {.r = post_r, .post_w = post_w, .x_out = p == 0 ? xo_sep : 0};
+        const ZrMvPost post = {.r = post_r, .post_w = post_w, .x_out = p == 0 ? xo_sep : 0, .n_ss = n_ss};
         rc = addnorm ? zr_cuf_matvec_post(&g->l, &g->k, &w[p], x, &post, y, norm_w, eps, c->mode, &e)
                      : zr_cuf_matvec(&g->l, &g->k, &w[p], x, y, add, norm_w, eps, c->mode, &e);
     }
@@ -118,7 +125,7 @@ static int mix_case(const MixCase *c) {
     }
     const uint64_t l1 = g->l.n_launches;
     if (!rc) {
-        const ZrMvPost post = {.r = post_r, .post_w = post_w, .x_out = xo_mix};
+        const ZrMvPost post = {.r = post_r, .post_w = post_w, .x_out = xo_mix, .n_ss = n_ss};
         rc = zr_k_matvec_mix(&g->l, &g->k, &plan, w, off, x, y_mix, bias, norm_w, eps, c->mode, addnorm ? &post : NULL, &e);
     }
     if (rc && e.msg[0]) fprintf(stderr, "  FAIL %s: %s\n", desc, e.msg);

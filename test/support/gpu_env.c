@@ -3,6 +3,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "zt.h"
 
@@ -76,6 +77,25 @@ CUdeviceptr gpu_upload(GpuEnv *g, const void *src, size_t bytes) {
     if (bytes && zr_cuda_h2d(&g->cuda, p, src, bytes, &e)) die(&e);
     if (zr_cuda_sync(&g->cuda, &e)) die(&e);
     return p;
+}
+
+CUdeviceptr gpu_upload_post_r(GpuEnv *g, const float *r, int n, int *n_ss) {
+    const int pieces = (n + 63) / 64;
+    float *v = malloc(sizeof(float) * ((size_t)n + pieces));
+    if (!v) {
+        fprintf(stderr, "gpu_upload_post_r: out of memory\n");
+        exit(1);
+    }
+    memcpy(v, r, sizeof(float) * n);
+    for (int k = 0; k < pieces; k++) {
+        double s = 0;
+        for (int i = 64 * k; i < n && i < 64 * (k + 1); i++) s += (double)r[i] * r[i];
+        v[n + k] = (float)s;
+    }
+    const CUdeviceptr d = gpu_upload(g, v, sizeof(float) * ((size_t)n + pieces));
+    free(v);
+    *n_ss = pieces;
+    return d;
 }
 
 void gpu_download(GpuEnv *g, void *dst, CUdeviceptr src, size_t bytes) {

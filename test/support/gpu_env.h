@@ -32,5 +32,9 @@ CUdeviceptr gpu_alloc(GpuEnv *g, size_t bytes);
 void gpu_download(GpuEnv *g, void *dst, CUdeviceptr src, size_t bytes);
 void gpu_free(GpuEnv *g, CUdeviceptr p);
 
+/* ADDNORM's block output r [n] as the forward pass leaves it (cuda/mv_shape.h ZrMvPost): r, then
+ * its sum of squares in pieces (here one per 64 values, each summed in double), *n_ss of them. */
+CUdeviceptr gpu_upload_post_r(GpuEnv *g, const float *r, int n, int *n_ss);
+
 /* Deterministic uniform [-1, 1) and normal-ish values. */
 float gpu_rand(uint64_t *s);
