@@ -17,6 +17,7 @@
 // Caches: [n_ctx, n_kv*D] F32 per layer. q row i at q + i*q_stride, head h at +h*D.
 // Needs sm_80+ (mma.sync.m16n8k16 with F16, ldmatrix).
 #include "common.cuh"
+#include "mma.cuh"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #error "attention_prefill.cu needs sm_80 or newer (mma.sync m16n8k16, ldmatrix)"
@@ -25,29 +26,6 @@
 #define ZR_AP_BQ 64      // query rows per block (4 warps x 16)
 #define ZR_AP_BK 64      // keys per shared-memory tile
 #define ZR_AP_THREADS 128
-
-__device__ __forceinline__ uint32_t zr_ap_pack(float lo, float hi) {
-    const __half2 h = __floats2half2_rn(lo, hi);  // .x (low 16 bits) = lo
-    return *(const uint32_t *)&h;
-}
-
-// d[0..3] += A (16x16, row) * B (16x8, col): F16 operands, F32 accumulation.
-__device__ __forceinline__ void zr_ap_mma(float *d, const uint32_t *a, uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Four 8x8 F16 matrices from shared memory, transposed: lane l gives the row address of row
-// l % 8 of matrix l / 8; register j gets, in lane (g = lane/4, c = lane%4), elements
-// (row 2c, col g) and (row 2c+1, col g) of matrix j: the B fragment of a [k][n] row-major tile.
-__device__ __forceinline__ void zr_ap_ldmatrix_t(uint32_t *r, const __half *p) {
-    const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-}
 
 template <int D>
 __device__ __forceinline__ void attn_prefill(const float *__restrict__ q, int q_stride, const float *__restrict__ kc,
@@ -91,10 +69,10 @@ __device__ __forceinline__ void attn_prefill(const float *__restrict__ q, int q_
                 b = *(const float2 *)(qh + d);
                 f = *(const float2 *)(qh + d + 8);
             }
-            qa[kt][0] = zr_ap_pack(a.x * scale_log2, a.y * scale_log2);
-            qa[kt][1] = zr_ap_pack(b.x * scale_log2, b.y * scale_log2);
-            qa[kt][2] = zr_ap_pack(e.x * scale_log2, e.y * scale_log2);
-            qa[kt][3] = zr_ap_pack(f.x * scale_log2, f.y * scale_log2);
+            qa[kt][0] = zr_mma_pack(a.x * scale_log2, a.y * scale_log2);
+            qa[kt][1] = zr_mma_pack(b.x * scale_log2, b.y * scale_log2);
+            qa[kt][2] = zr_mma_pack(e.x * scale_log2, e.y * scale_log2);
+            qa[kt][3] = zr_mma_pack(f.x * scale_log2, f.y * scale_log2);
         }
     }
 
@@ -117,8 +95,8 @@ __device__ __forceinline__ void attn_prefill(const float *__restrict__ q, int q_
                 kv = *(const float4 *)(kbase + (size_t)gk * kv_dim + d);
                 vv = *(const float4 *)(vbase + (size_t)gk * kv_dim + d);
             }
-            *(uint2 *)&ks[key * LD + d] = make_uint2(zr_ap_pack(kv.x, kv.y), zr_ap_pack(kv.z, kv.w));
-            *(uint2 *)&vs[key * LD + d] = make_uint2(zr_ap_pack(vv.x, vv.y), zr_ap_pack(vv.z, vv.w));
+            *(uint2 *)&ks[key * LD + d] = make_uint2(zr_mma_pack(kv.x, kv.y), zr_mma_pack(kv.z, kv.w));
+            *(uint2 *)&vs[key * LD + d] = make_uint2(zr_mma_pack(vv.x, vv.y), zr_mma_pack(vv.z, vv.w));
         }
         __syncthreads();
         if (!warp_live || key0 > wkey_max) continue;  // every key of this tile is after the warp's rows
@@ -131,7 +109,7 @@ __device__ __forceinline__ void attn_prefill(const float *__restrict__ q, int q_
             const __half *kr = ks + (n * 8 + g) * LD + 2 * c;
 #pragma unroll
             for (int kt = 0; kt < KT; kt++)
-                zr_ap_mma(s[n], qa[kt], *(const uint32_t *)(kr + kt * 16), *(const uint32_t *)(kr + kt * 16 + 8));
+                zr_mma_16816(s[n], qa[kt], *(const uint32_t *)(kr + kt * 16), *(const uint32_t *)(kr + kt * 16 + 8));
         }
         if (key0 + ZR_AP_BK - 1 > p0 + wrow) {  // the causal edge crosses this tile
 #pragma unroll
@@ -178,17 +156,17 @@ __device__ __forceinline__ void attn_prefill(const float *__restrict__ q, int q_
         // O += P V: the accumulator layout of S tiles 2j, 2j+1 is the A layout of keys 16j..16j+15
 #pragma unroll
         for (int j = 0; j < ZR_AP_BK / 16; j++) {
-            const uint32_t pa[4] = {zr_ap_pack(s[2 * j][0], s[2 * j][1]), zr_ap_pack(s[2 * j][2], s[2 * j][3]),
-                                    zr_ap_pack(s[2 * j + 1][0], s[2 * j + 1][1]),
-                                    zr_ap_pack(s[2 * j + 1][2], s[2 * j + 1][3])};
+            const uint32_t pa[4] = {zr_mma_pack(s[2 * j][0], s[2 * j][1]), zr_mma_pack(s[2 * j][2], s[2 * j][3]),
+                                    zr_mma_pack(s[2 * j + 1][0], s[2 * j + 1][1]),
+                                    zr_mma_pack(s[2 * j + 1][2], s[2 * j + 1][3])};
             // matrices: keys 16j+0..7 | 16j+8..15, for d n*8.. then (n+1)*8..
             const __half *vr = vs + (j * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + (lane >> 4) * 8;
 #pragma unroll
             for (int n = 0; n < NT; n += 2) {
                 uint32_t b[4];
-                zr_ap_ldmatrix_t(b, vr + n * 8);
-                zr_ap_mma(o[n], pa, b[0], b[1]);
-                zr_ap_mma(o[n + 1], pa, b[2], b[3]);
+                zr_ldmatrix_x4_t(b, vr + n * 8);
+                zr_mma_16816(o[n], pa, b[0], b[1]);
+                zr_mma_16816(o[n + 1], pa, b[2], b[3]);
             }
         }
     }

@@ -24,6 +24,7 @@
 // cuBLASLt path's operands and accumulation.
 // Needs sm_80+ (mma.sync.m16n8k16, ldmatrix, cp.async).
 #include "kernels.cuh"
+#include "mma.cuh"
 #include "quant.cuh"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
@@ -33,26 +34,6 @@
 #define ZR_GM_BM 128 // weight rows per block
 #define ZR_GM_BK 64  // k per step
 #define ZR_GM_LD 72  // halves per shared row: 64 + 8, so ldmatrix's 8 rows hit 8 distinct 16-byte bank groups
-
-__device__ __forceinline__ uint32_t zr_gm_pack(float lo, float hi) {
-    const __half2 h = __floats2half2_rn(lo, hi);
-    return *(const uint32_t *)&h;
-}
-
-__device__ __forceinline__ void zr_gm_mma(float *d, const uint32_t *a, uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Four 8x8 F16 matrices: lane l gives the address of row l % 8 of matrix l / 8.
-__device__ __forceinline__ void zr_gm_ldmatrix(uint32_t *r, const __half *p) {
-    const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(a));
-}
 
 // 16 bytes global -> shared, zero-filled when !valid (src then unread).
 __device__ __forceinline__ void zr_gm_cp16(__half *dst, const __half *src, bool valid) {
@@ -64,7 +45,7 @@ __device__ __forceinline__ void zr_gm_cp_wait() { asm volatile("cp.async.wait_gr
 
 // 8 values -> one 16-byte shared store
 __device__ __forceinline__ void zr_gm_put8(__half *dst, const float *v) {
-    *(uint4 *)dst = make_uint4(zr_gm_pack(v[0], v[1]), zr_gm_pack(v[2], v[3]), zr_gm_pack(v[4], v[5]), zr_gm_pack(v[6], v[7]));
+    *(uint4 *)dst = make_uint4(zr_mma_pack(v[0], v[1]), zr_mma_pack(v[2], v[3]), zr_mma_pack(v[4], v[5]), zr_mma_pack(v[6], v[7]));
 }
 
 // The weight tile's per-type reader: load(r, k0, q) fetches what thread half q (0/1) of row r needs
@@ -84,7 +65,7 @@ template <int TYPE> struct ZrGmA {
             float v[4];
 #pragma unroll
             for (int i = 0; i < 4; i++) v[i] = zr_dq<TYPE>(w, ws, n_in, n_out, raw.r, raw.k0 + 32 * q + 4 * c + i);
-            *(uint2 *)(row + 32 * q + 4 * c) = make_uint2(zr_gm_pack(v[0], v[1]), zr_gm_pack(v[2], v[3]));
+            *(uint2 *)(row + 32 * q + 4 * c) = make_uint2(zr_mma_pack(v[0], v[1]), zr_mma_pack(v[2], v[3]));
         }
     }
 };
@@ -409,17 +390,17 @@ __device__ __forceinline__ void zr_moe_mm(const uint8_t *__restrict__ w, const u
         for (int kk = 0; kk < BK; kk += 16) {
             uint32_t fa[2][4];
 #pragma unroll
-            for (int mt = 0; mt < 2; mt++) zr_gm_ldmatrix(fa[mt], ta + (mt * 16 + (lane & 15)) * LD + kk + (lane >> 4) * 8);
+            for (int mt = 0; mt < 2; mt++) zr_ldmatrix_x4(fa[mt], ta + (mt * 16 + (lane & 15)) * LD + kk + (lane >> 4) * 8);
 #pragma unroll
             for (int j = 0; j < G; j++) {
                 const int g16 = wn + 2 * j; // tokens 16 g16 .. 16 g16 + 15: skipped (warp-uniform) past the tile's rows
                 if (16 * g16 >= nr) continue;
                 uint32_t b[4]; // b[0], b[1]: tokens 16 g16 + 0..7; b[2], b[3]: + 8..15
-                zr_gm_ldmatrix(b, tb + (16 * g16 + (lane & 7) + ((lane >> 4) << 3)) * LD + kk + ((lane >> 3) & 1) * 8);
+                zr_ldmatrix_x4(b, tb + (16 * g16 + (lane & 7) + ((lane >> 4) << 3)) * LD + kk + ((lane >> 3) & 1) * 8);
 #pragma unroll
                 for (int mt = 0; mt < 2; mt++) {
-                    zr_gm_mma(acc[mt][2 * j], fa[mt], b[0], b[1]);
-                    zr_gm_mma(acc[mt][2 * j + 1], fa[mt], b[2], b[3]);
+                    zr_mma_16816(acc[mt][2 * j], fa[mt], b[0], b[1]);
+                    zr_mma_16816(acc[mt][2 * j + 1], fa[mt], b[2], b[3]);
                 }
             }
         }

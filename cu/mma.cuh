@@ -1,0 +1,36 @@
+// Tensor-core pieces shared by the kernels that use mma.sync (attention_prefill.cu, moe_mm.cu):
+// F16 operands from shared memory through ldmatrix, F32 accumulation. Needs sm_80+.
+#pragma once
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+// Two floats as one F16 pair: .x (the low 16 bits) = lo.
+__device__ __forceinline__ uint32_t zr_mma_pack(float lo, float hi) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *(const uint32_t *)&h;
+}
+
+// d[0..3] += A (16x16, row) * B (16x8, col): F16 operands, F32 accumulation.
+__device__ __forceinline__ void zr_mma_16816(float *d, const uint32_t *a, uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Four 8x8 F16 matrices from shared memory: lane l gives the address of row l % 8 of matrix l / 8.
+__device__ __forceinline__ void zr_ldmatrix_x4(uint32_t *r, const __half *p) {
+    const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+// The same, transposed: register j gets, in lane (g = lane/4, c = lane%4), elements (row 2c,
+// col g) and (row 2c+1, col g) of matrix j: the B fragment of a [k][n] row-major tile.
+__device__ __forceinline__ void zr_ldmatrix_x4_t(uint32_t *r, const __half *p) {
+    const uint32_t a = (uint32_t)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
