@@ -235,7 +235,8 @@ static int run_gemms(ZrCuWarm *w, CUstream stream, ZrError *err) {
             if (cancel) return ZR_OK;
             int rc;
             if (!stream) {
-                rc = zr_cublaslt_plan(&w->lt, &g, err);
+                rc = w->lt.handle ? zr_cublaslt_plan(&w->lt, &g, err) : ZR_OK; /* no handle: listed only */
+                w->st.n_listed++;
             } else if (g.a && g.b && g.d) {
                 rc = zr_cublaslt_gemm(&w->lt, stream, &g, err);
                 w->st.n_gemms++;
@@ -330,6 +331,21 @@ static void post(ZrCuWarm *w, bool have_bufs) {
         pthread_cond_broadcast(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);
+}
+
+int zr_cuf_warm_list(const ZrModel *m, int n_ctx, int sm_count, int max_smem_optin, bool all_logits, ZrCuWarmStats *st,
+                     ZrError *err) {
+    ZrCuWarm w = {.m = m, .n_ctx = n_ctx, .sm_count = sm_count > 0 ? sm_count : 1,
+                  .mm_smem = zr_cuf_mm_smem_limit(max_smem_optin), .all_logits = all_logits};
+    pthread_mutex_init(&w.mu, NULL);
+    const int rows = imin(n_ctx, ZR_CUF_UBATCH);
+    w.st.max_rows = rows;
+    int rc = list_gemms(&w, rows, err);
+    if (!rc && rows >= 2) rc = run_gemms(&w, NULL, err);
+    pthread_mutex_destroy(&w.mu);
+    free(w.gemms);
+    *st = w.st;
+    return rc;
 }
 
 void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f) {

@@ -29,6 +29,7 @@ typedef struct ZrCuWarmStats {
                       * output matrix of zrun eval's all-logits path) */
     int max_rows;    /* the largest bucket warmed: prompts of 1..max_rows rows per chunk */
     int n_small;     /* shapes' buckets left out: every prompt of their rows takes the small product */
+    int n_listed;    /* shapes' buckets planned (with the plans found or made by cuBLASLt) */
 } ZrCuWarmStats;
 
 /* Starts the thread in the context ctx of drv, on a GPU of sm_count multiprocessors whose blocks
@@ -39,6 +40,10 @@ typedef struct ZrCuWarmStats {
  * zeroed, or NULL / zeroed: the thread opens one. ZR_E_NOMEM when no thread can be started. */
 int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int sm_count, int max_smem_optin,
                       const ZrModel *m, int n_ctx, bool all_logits, ZrCublasLt *opened, ZrError *err);
+/* The list zr_cuf_warm_start would plan for these arguments, made on the calling thread without a
+ * GPU or cuBLASLt (tests): st's n_listed, n_small and max_rows. */
+int zr_cuf_warm_list(const ZrModel *m, int n_ctx, int sm_count, int max_smem_optin, bool all_logits, ZrCuWarmStats *st,
+                     ZrError *err);
 /* ZrCuProgress.buffers: f's activation buffers and workspaces exist (warm: the ZrCuWarm); f NULL:
  * they are about to be freed, so no more GEMMs, and it returns once those launched are done. */
 void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f);
