@@ -251,6 +251,26 @@ static int run_gemms(ZrCuWarm *w, CUstream stream, ZrError *err) {
     return ZR_OK;
 }
 
+/* What the list depends on besides the model: the GPU's size (the small product's rows) and
+ * whether eval's all-logits GEMMs are wanted. */
+static void setup(ZrCuWarm *w, const ZrModel *m, int n_ctx, int sm_count, int max_smem_optin, bool all_logits) {
+    w->m = m;
+    w->n_ctx = n_ctx;
+    w->all_logits = all_logits;
+    w->sm_count = sm_count > 0 ? sm_count : 1;
+    w->mm_smem = zr_cuf_mm_smem_limit(max_smem_optin);
+}
+
+/* Every shape listed and, for each bucket a prompt can reach, planned (no cuBLASLt handle:
+ * counted only, st.n_listed); the buckets go up to the longest prompt chunk (st.max_rows). */
+static int list_and_plan(ZrCuWarm *w, ZrError *err) {
+    const int rows = imin(w->n_ctx, ZR_CUF_UBATCH);
+    w->st.max_rows = rows;
+    int rc = list_gemms(w, rows, err);
+    if (!rc && rows >= 2) rc = run_gemms(w, NULL, err); /* a prefill has 2 rows or more */
+    return rc;
+}
+
 static int warm_main_(ZrCuWarm *w) {
     const ZrCuDriver *d = w->drv;
     ZrError *err = &w->err;
@@ -259,11 +279,8 @@ static int warm_main_(ZrCuWarm *w) {
     int rc = w->lt.handle ? ZR_OK : zr_cublaslt_open(&w->lt, err);
     if (rc) return rc;
     w->st.open_ms = zr_clock_ms() - w->t0;
-    const int rows = imin(w->n_ctx, ZR_CUF_UBATCH);
-    w->st.max_rows = rows;
     /* the plans need no buffers: made while the main thread loads the kernels */
-    if ((rc = list_gemms(w, rows, err)) || (rows >= 2 && (rc = run_gemms(w, NULL, err))))
-        return rc ? zr_err_wrap(err, "warming up the prefill at load") : rc;
+    if ((rc = list_and_plan(w, err))) return zr_err_wrap(err, "warming up the prefill at load");
     w->st.plan_ms = zr_clock_ms() - w->t0 - w->st.open_ms;
     const double t_wait = zr_clock_ms();
     pthread_mutex_lock(&w->mu);
@@ -272,7 +289,7 @@ static int warm_main_(ZrCuWarm *w) {
     pthread_mutex_unlock(&w->mu);
     const double t_go = zr_clock_ms();
     w->st.wait_ms = t_go - t_wait;
-    if (!go || rows < 2) return ZR_OK; /* a prefill has 2 rows or more */
+    if (!go || w->st.max_rows < 2) return ZR_OK; /* a prefill has 2 rows or more */
     CUstream stream = NULL;
     ZR_CU_TRY(d, err, d->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "warm-up: cuStreamCreate");
     rc = run_gemms(w, stream, err);
@@ -304,11 +321,7 @@ int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int 
     }
     w->drv = drv;
     w->ctx = ctx;
-    w->m = m;
-    w->n_ctx = n_ctx;
-    w->all_logits = all_logits;
-    w->sm_count = sm_count > 0 ? sm_count : 1;
-    w->mm_smem = zr_cuf_mm_smem_limit(max_smem_optin);
+    setup(w, m, n_ctx, sm_count, max_smem_optin, all_logits);
     w->t0 = zr_clock_ms();
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
@@ -335,13 +348,10 @@ static void post(ZrCuWarm *w, bool have_bufs) {
 
 int zr_cuf_warm_list(const ZrModel *m, int n_ctx, int sm_count, int max_smem_optin, bool all_logits, ZrCuWarmStats *st,
                      ZrError *err) {
-    ZrCuWarm w = {.m = m, .n_ctx = n_ctx, .sm_count = sm_count > 0 ? sm_count : 1,
-                  .mm_smem = zr_cuf_mm_smem_limit(max_smem_optin), .all_logits = all_logits};
-    pthread_mutex_init(&w.mu, NULL);
-    const int rows = imin(n_ctx, ZR_CUF_UBATCH);
-    w.st.max_rows = rows;
-    int rc = list_gemms(&w, rows, err);
-    if (!rc && rows >= 2) rc = run_gemms(&w, NULL, err);
+    ZrCuWarm w = {0};
+    setup(&w, m, n_ctx, sm_count, max_smem_optin, all_logits);
+    pthread_mutex_init(&w.mu, NULL); /* run_gemms asks it whether the buffers went */
+    const int rc = list_and_plan(&w, err);
     pthread_mutex_destroy(&w.mu);
     free(w.gemms);
     *st = w.st;
