@@ -107,6 +107,10 @@ ZrCudaEarly *zr_cuda_early_start(void);
 /* Joins and closes one that no backend took over; NULL is fine. */
 void zr_cuda_early_drop(ZrCudaEarly *e);
 
+/* ZrBackendOptions.first_rows besides a prompt's rows (1..) */
+#define ZR_FIRST_ROWS_ALL 0
+#define ZR_FIRST_ROWS_LATER (-1)
+
 typedef struct ZrBackendOptions {
     int n_ctx;            /* KV cache positions; the commands always give it (zr_backend_default_ctx) */
     int n_threads;        /* CPU; 0 = all cores */
@@ -139,6 +143,11 @@ typedef struct ZrBackendOptions {
      * zr_cuda_backend_create takes it over, whether it succeeds or not (the CPU backend drops it);
      * its failure (no driver, no device) is the backend's. */
     ZrCudaEarly *cuda_early;
+    /* CUDA: the rows of the first prompt the command will give (it knows them before the load:
+     * zrun -p), so the load waits only for the cuBLASLt set-up that prompt takes and the rest goes
+     * on beside it (cuda/warm.h); ZR_FIRST_ROWS_ALL (0): wait for all of it (bench, eval, tests);
+     * ZR_FIRST_ROWS_LATER: no prompt yet (the chat), so none. */
+    int first_rows;
 } ZrBackendOptions;
 
 /* decode_run as forward + zr_sampler_sample on the host (the reference loop; the CPU backend's,

@@ -396,6 +396,7 @@ int zr_chat_session(const ZrRunSettings *s, const ZrEnv *env) {
         .stop = zr_run_stop_cb,
         .stop_ctx = r,
         .cuda_early = r->cuda_early,
+        .first_rows = ZR_FIRST_ROWS_LATER, /* the first prompt comes later: the GEMM set-up goes on beside it */
     };
     r->cuda_early = NULL; /* the backend's now */
     r->sp = s->sampler;

@@ -207,6 +207,7 @@ int zr_run_fresh(const ZrRunSettings *s, const ZrEnv *env, int argc, char **argv
         .stop = zr_run_stop_cb,
         .stop_ctx = &r,
         .cuda_early = r.cuda_early,
+        .first_rows = r.n_prompt, /* the load waits only for the GEMM set-up this prompt takes */
     };
     r.cuda_early = NULL; /* the backend's now */
     r.sp = s->sampler;

@@ -102,8 +102,8 @@ static bool no_heuristic_after_the_warm_up(GpuEnv *g, const char *name, const ch
     ZrCuForward f;
     ZrCuWarmStats st;
     bool ok = false, f_init = false;
-    if (zr_cuf_warm_start(&w, g->drv, g->cuda.ctx, g->cuda.props.sm_count, g->cuda.props.max_smem_optin, &m, n_ctx, true, NULL,
-                          &err))
+    if (zr_cuf_warm_start(&w, g->drv, g->cuda.ctx, g->cuda.props.sm_count, g->cuda.props.max_smem_optin, &m, n_ctx, true,
+                          ZR_FIRST_ROWS_ALL, &err))
         goto done;
     const ZrCuProgress prog = {NULL, NULL, zr_cuf_warm_buffers, w};
     const int irc = zr_cuf_init(&f, &m, &g->cuda, &g->l, &lt, &g->k, n_ctx, &prog, &err);
@@ -209,6 +209,56 @@ ZT_TEST(a_context_opened_early_serves_the_backend_bit_for_bit) {
     free(a);
     free(b);
     zr_model_free(&m);
+}
+
+/* The load that waits only for the first prompt's GEMMs (ZrBackendOptions.first_rows: the rest
+ * planned and run beside that prompt, joined by the first prompt that needs cuBLASLt) gives the
+ * logits of the load that waits for all of it, bit for bit: a 5-token prompt (the small
+ * product: no GEMM), a decode step, then a 37-token prompt (the join) and another decode step;
+ * for a first prompt of 5 rows, of 37 (its bucket run before the load is done) and none yet (the
+ * chat). And a backend destroyed while the rest goes on stops it cleanly. */
+ZT_TEST(a_load_that_defers_the_warm_ups_rest_gives_the_same_logits) {
+    if (!gpu_env()) return;
+    static const char *const paths[] = {"fixtures/llama3-Q4_K_M.gguf", "fixtures/llama-F16.gguf"};
+    for (size_t pi = 0; pi < sizeof paths / sizeof paths[0]; pi++) {
+        const char *path = zt_shared_model(paths[pi]);
+        if (!path) return;
+        ZrModel m;
+        ZrError err = {0};
+        ZT_CHECKF(!zr_model_load(&m, path, &err), "%s", err.msg);
+        const int V = m.hp.n_vocab;
+        static const int firsts[] = {ZR_FIRST_ROWS_ALL, 5, 37, ZR_FIRST_ROWS_LATER};
+        enum { NF = sizeof firsts / sizeof firsts[0] };
+        float *out[NF];
+        int32_t ids[40];
+        fill_ids(ids, 40, V);
+        int bad = 0;
+        for (int k = 0; k < NF; k++) {
+            out[k] = malloc(sizeof(float) * 4 * (size_t)V);
+            ZT_CHECK(out[k]);
+            ZrBackendOptions o = {.n_ctx = 256, .verify_graph = 1, .quiet = true, .first_rows = firsts[k]};
+            ZrBackend *be = zr_cuda_backend_create(&m, &o, &err);
+            ZT_CHECKF(be, "%s", err.msg);
+            ZT_CHECKF(!be->forward(be, ids, 5, 0, out[k], false, &err), "%s", err.msg);
+            ZT_CHECKF(!be->forward(be, ids + 5, 1, 5, out[k] + V, false, &err), "%s", err.msg);
+            be->truncate(be, 0);
+            ZT_CHECKF(!be->forward(be, ids, 37, 0, out[k] + 2 * (size_t)V, false, &err), "%s", err.msg);
+            ZT_CHECKF(!be->forward(be, ids + 37, 1, 37, out[k] + 3 * (size_t)V, false, &err), "%s", err.msg);
+            be->destroy(be);
+            const bool same = !memcmp(out[k], out[0], sizeof(float) * 4 * (size_t)V);
+            bad += !same;
+            printf("%s %s, first prompt of %d rows: logits %s\n", same ? "PASS" : "FAIL", paths[pi], firsts[k],
+                   same ? "as the load that waits for every GEMM, bit for bit" : "DIFFER");
+        }
+        for (int k = 0; k < NF; k++) free(out[k]);
+        /* destroyed at once: the rest stops between GEMMs, nothing is left running */
+        ZrBackendOptions o = {.n_ctx = 256, .quiet = true, .first_rows = ZR_FIRST_ROWS_LATER};
+        ZrBackend *be = zr_cuda_backend_create(&m, &o, &err);
+        ZT_CHECKF(be, "%s", err.msg);
+        be->destroy(be);
+        zr_model_free(&m);
+        ZT_CHECKF(bad == 0, "%s: %d deferred loads gave other logits", path, bad);
+    }
 }
 
 int main(void) { return gpu_main(); }
