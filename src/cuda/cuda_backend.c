@@ -618,6 +618,9 @@ static void cuda_stats(const ZrBackend *be, ZrBackendStats *out) {
     const CudaBackend *c = (const CudaBackend *)be;
     ZrDecodeStats st;
     memset(out, 0, sizeof *out);
+    out->gemm_plans = c->lt.n_plans;
+    out->gemm_heuristics = c->lt.n_heuristics;
+    out->gemm_plans_cached = c->lt.n_cached;
     if (!c->graph_init) return;
     zr_graph_decode_stats(&c->graph, &st);
     out->kernels_per_token = st.kernels_per_token;
@@ -701,6 +704,33 @@ static int refuse_facts(const ZrModel *m, ZrError *err) {
     return 0;
 }
 
+/* The plan cache at path for this GPU (the key's library part is filled in once cuBLASLt opens). */
+static ZrCuWarmCache plan_cache(const ZrCudaProps *p, const char *path) {
+    ZrCuWarmCache c = {.path = path,
+                       .key = {.cuda_driver = p->driver_version, .cc_major = p->cc_major, .cc_minor = p->cc_minor,
+                               .sm_count = p->sm_count}};
+    snprintf(c.key.gpu, sizeof c.key.gpu, "%s", p->name);
+    return c;
+}
+
+/* What the plan cache did at load, for the start-up line: "; plans: 0 heuristic calls, 25 from
+ * the plan cache FILE" and its notes. */
+static void plan_cache_note(const CudaBackend *c, const ZrCuWarmStats *ws, char *buf, size_t cap) {
+    const char *path = c->opt.plan_cache;
+    if (!path) {
+        snprintf(buf, cap, "%d heuristic calls; no plan cache", c->lt.n_heuristics);
+        return;
+    }
+    int n = snprintf(buf, cap, "%d heuristic calls, %d from the plan cache %s (%d entries read in %.1f ms", c->lt.n_heuristics,
+                     c->lt.n_cached, path, ws->n_cache_read, ws->cache_load_ms);
+    if (n > 0 && (size_t)n < cap && c->lt.n_cache_refused)
+        n += snprintf(buf + n, cap - (size_t)n, ", %d refused by cuBLASLt's check", c->lt.n_cache_refused);
+    if (n > 0 && (size_t)n < cap && ws->n_cache_written)
+        n += snprintf(buf + n, cap - (size_t)n, "; %d written in %.1f ms", ws->n_cache_written, ws->cache_save_ms);
+    if (n > 0 && (size_t)n < cap && ws->cache_note[0]) n += snprintf(buf + n, cap - (size_t)n, "; %s", ws->cache_note);
+    if (n > 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, ")");
+}
+
 ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err) {
     const ZrHparams *hp = &m->hp;
     double t[5]; /* start-up phases' ends (ms): start, context, kernels, weights and buffers, the warm-up's end */
@@ -756,8 +786,9 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     t[1] = zr_clock_ms();
     /* cuBLASLt opens, and the prefill's GEMMs are planned and run once, on a thread of its own
      * while the kernels load and the weights go up (cuda/warm.h) */
+    const ZrCuWarmCache cache = plan_cache(&c->cuda.props, o->plan_cache);
     const int wrc0 = zr_cuf_warm_start(&c->warm, drv, c->cuda.ctx, c->cuda.props.sm_count, c->cuda.props.max_smem_optin,
-                                       m, n_ctx, o->all_logits, have_early ? &early_lt : NULL, err);
+                                       m, n_ctx, o->all_logits, have_early ? &early_lt : NULL, &cache, err);
     if (have_early) zr_cublaslt_close(&early_lt); /* not taken over: no thread */
     if (wrc0) goto fail;
     if (!c->cuda.mod && zr_cuda_load_kernels(&c->cuda, err)) goto fail; /* the early thread's loaded them */
@@ -807,15 +838,17 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
                      " (waited for; opened with the kernels and cuBLASLt in %.0f ms on a thread beside the model's parse: "
                      "driver %.0f, context %.0f, kernels %.0f, cuBLASLt %.0f)",
                      early_t.total, early_t.driver, early_t.context, early_t.kernels, early_t.cublaslt);
+        char cache_note[1024];
+        plan_cache_note(c, &ws, cache_note, sizeof cache_note);
         fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads, "
                         "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f%s, kernels %.0f, weights and "
                         "buffers %.0f, then waiting for the prefill warm-up %.0f (on its own thread from the context on: "
-                        "cuBLASLt opened in %.0f ms, %d GEMM plans for prompts of 1..%d tokens made in %.0f ms (%d heuristic "
-                        "calls), %d of them run in %.0f ms)\n",
+                        "cuBLASLt opened in %.0f ms, %d GEMM plans for prompts of 1..%d tokens made in %.0f ms (%s), "
+                        "%d of them run in %.0f ms)\n",
                 c->f.upload_bytes / 1e9, c->f.upload_s, c->f.upload_s > 0 ? c->f.upload_bytes / 1e9 / c->f.upload_s : 0.0,
                 c->f.upload_h2d_gbps, c->f.upload_threads, c->f.upload_setup_s * 1e3, t[4] - t[0], t[1] - t[0], early_note,
-                t[2] - t[1], t[3] - t[2], t[4] - t[3], ws.open_ms, c->lt.n_plans, ws.max_rows, ws.plan_ms,
-                c->lt.n_heuristics, ws.n_gemms, ws.gemm_ms);
+                t[2] - t[1], t[3] - t[2], t[4] - t[3], ws.open_ms, c->lt.n_plans, ws.max_rows, ws.plan_ms, cache_note,
+                ws.n_gemms, ws.gemm_ms);
     }
     return &c->be;
 fail:

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -50,6 +51,8 @@ struct ZrCuWarm {
     WarmGemm *gemms;
     int n_gemms, cap_gemms;
     ZrCublasLt lt;
+    char *cache_path; /* the plan cache (ZrCuWarmCache), NULL: none */
+    ZrLtCacheKey cache_key;
     ZrCuWarmStats st;
     int rc;
     ZrError err;
@@ -271,6 +274,28 @@ static int list_and_plan(ZrCuWarm *w, ZrError *err) {
     return rc;
 }
 
+/* The plan cache read into w->lt (cuda/cublaslt.h): a failure is a note, not an error. */
+static void cache_load(ZrCuWarm *w) {
+    const double t0 = zr_clock_ms();
+    ZrError e = {0};
+    if (zr_cublaslt_cache_load(&w->lt, w->cache_path, &w->cache_key, &e))
+        snprintf(w->st.cache_note, sizeof w->st.cache_note, "not read: %.300s", e.msg);
+    w->st.n_cache_read = w->lt.cache.n;
+    w->st.cache_load_ms = zr_clock_ms() - t0;
+}
+
+/* The plans the heuristic made, with the entries read, written back: a failure is a note. */
+static void cache_save(ZrCuWarm *w) {
+    if (!w->lt.n_heuristics) return; /* nothing new */
+    const double t0 = zr_clock_ms();
+    ZrError e = {0};
+    if (zr_cublaslt_cache_save(&w->lt, w->cache_path, &w->cache_key, &w->st.n_cache_written, &e)) {
+        const size_t used = strlen(w->st.cache_note);
+        snprintf(w->st.cache_note + used, sizeof w->st.cache_note - used, "%snot written: %.300s", used ? "; " : "", e.msg);
+    }
+    w->st.cache_save_ms = zr_clock_ms() - t0;
+}
+
 static int warm_main_(ZrCuWarm *w) {
     const ZrCuDriver *d = w->drv;
     ZrError *err = &w->err;
@@ -279,9 +304,11 @@ static int warm_main_(ZrCuWarm *w) {
     int rc = w->lt.handle ? ZR_OK : zr_cublaslt_open(&w->lt, err);
     if (rc) return rc;
     w->st.open_ms = zr_clock_ms() - w->t0;
+    if (w->cache_path) cache_load(w);
     /* the plans need no buffers: made while the main thread loads the kernels */
     if ((rc = list_and_plan(w, err))) return zr_err_wrap(err, "warming up the prefill at load");
     w->st.plan_ms = zr_clock_ms() - w->t0 - w->st.open_ms;
+    if (w->cache_path) cache_save(w);
     const double t_wait = zr_clock_ms();
     pthread_mutex_lock(&w->mu);
     while (!w->posted) pthread_cond_wait(&w->cv, &w->mu);
@@ -311,10 +338,18 @@ static void *warm_main(void *arg) {
 }
 
 int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int sm_count, int max_smem_optin,
-                      const ZrModel *m, int n_ctx, bool all_logits, ZrCublasLt *opened, ZrError *err) {
+                      const ZrModel *m, int n_ctx, bool all_logits, ZrCublasLt *opened, const ZrCuWarmCache *cache,
+                      ZrError *err) {
     *out = NULL;
     ZrCuWarm *w = calloc(1, sizeof *w);
     if (!w) return zr_err(err, ZR_E_NOMEM, "warm-up: out of host memory");
+    if (cache && cache->path) {
+        if (!(w->cache_path = strdup(cache->path))) {
+            free(w);
+            return zr_err(err, ZR_E_NOMEM, "warm-up: out of host memory");
+        }
+        w->cache_key = cache->key;
+    }
     if (opened && opened->handle) {
         w->lt = *opened;
         memset(opened, 0, sizeof *opened);
@@ -329,6 +364,7 @@ int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int 
         zr_cublaslt_close(&w->lt);
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
+        free(w->cache_path);
         free(w);
         return zr_err(err, ZR_E_NOMEM, "warm-up: cannot start its thread");
     }
@@ -405,6 +441,7 @@ int zr_cuf_warm_wait(ZrCuWarm *w, ZrCublasLt *lt, ZrCuWarmStats *st, ZrError *er
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     free(w->gemms);
+    free(w->cache_path);
     free(w);
     return rc;
 }
