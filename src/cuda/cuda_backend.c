@@ -715,8 +715,7 @@ static ZrCuWarmCache plan_cache(const ZrCudaProps *p, const char *path) {
 
 /* What the plan cache did at load, for the start-up line: "; plans: 0 heuristic calls, 25 from
  * the plan cache FILE" and its notes. */
-static void plan_cache_note(const CudaBackend *c, const ZrCuWarmStats *ws, char *buf, size_t cap) {
-    const char *path = c->opt.plan_cache;
+static void plan_cache_note(const CudaBackend *c, const char *path, const ZrCuWarmStats *ws, char *buf, size_t cap) {
     if (!path) {
         snprintf(buf, cap, "%d heuristic calls; no plan cache", c->lt.n_heuristics);
         return;
@@ -777,6 +776,7 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     c->m = m;
     c->opt = *o;
     c->opt.cuda_early = NULL; /* taken */
+    c->opt.plan_cache = NULL; /* the command's string, read during the start-up only */
     c->drv = drv;
     const int graph_steps = o->graph_steps ? o->graph_steps : ZR_GRAPH_STEPS;
     c->run_ahead = 2 * graph_steps > ZR_RUN_AHEAD_MIN ? 2 * graph_steps : ZR_RUN_AHEAD_MIN;
@@ -839,7 +839,7 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
                      "driver %.0f, context %.0f, kernels %.0f, cuBLASLt %.0f)",
                      early_t.total, early_t.driver, early_t.context, early_t.kernels, early_t.cublaslt);
         char cache_note[1024];
-        plan_cache_note(c, &ws, cache_note, sizeof cache_note);
+        plan_cache_note(c, o->plan_cache, &ws, cache_note, sizeof cache_note);
         fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads, "
                         "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f%s, kernels %.0f, weights and "
                         "buffers %.0f, then waiting for the prefill warm-up %.0f (on its own thread from the context on: "

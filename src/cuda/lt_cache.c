@@ -133,7 +133,7 @@ int zr_lt_cache_read(const char *path, const ZrLtCacheKey *key, ZrLtCache *out, 
     out->n = 0;
     /* non-blocking: a FIFO opens at once (and is then refused) instead of waiting for a writer */
     const int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) return zr_err(err, ZR_E_IO, "plan cache %s: %s", path, strerror(errno));
+    if (fd < 0) return zr_err(err, ZR_E_IO, "plan cache %s: %s", path, errno == ENOENT ? "none yet" : strerror(errno));
     struct stat sb;
     int rc = ZR_OK;
     uint8_t *buf = NULL;

@@ -325,4 +325,35 @@ ZT_TEST(a_damaged_plan_cache_still_loads_the_model_with_the_same_logits) {
     zr_model_free(&m);
 }
 
+/* zrun itself, twice with --plan-cache FILE: the second start-up line says its plans came from
+ * the file with no heuristic call, and the text is the same; --no-plan-cache says it has none. */
+ZT_TEST(zrun_says_how_many_plans_came_from_the_plan_cache) {
+    if (!gpu_env()) return;
+    const char *model = zt_shared_model("fixtures/llama3-Q4_K_M.gguf");
+    if (!model) return;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/zrun-plans.bin", zt_tmpdir());
+    unlink(path);
+    const char *const args[] = {"-m", model, "-p", "Once upon a time", "-n", "8", "--temp", "0", "--device", "cuda",
+                                "--plan-cache", path, NULL};
+    ZtProc a = zt_proc_zrun(NULL, args, NULL), b = zt_proc_zrun(NULL, args, NULL);
+    const char *const off[] = {"-m", model, "-p", "Once upon a time", "-n", "8", "--temp", "0", "--device", "cuda",
+                               "--no-plan-cache", NULL};
+    ZtProc c = zt_proc_zrun(NULL, off, NULL);
+    ZT_CHECKF(a.status == 0 && b.status == 0 && c.status == 0, "exit %d %d %d: %s%s%s", a.status, b.status, c.status, a.err,
+              b.err, c.err);
+    const char *first = strstr(a.err, "heuristic calls, 0 from the plan cache");
+    const char *second = strstr(b.err, "(0 heuristic calls, ");
+    const bool ok = first && second && strstr(second, "from the plan cache") && !strstr(b.err, "(0 heuristic calls, 0 from") &&
+                    strstr(c.err, "heuristic calls; no plan cache") && !strcmp(a.out, b.out) && !strcmp(a.out, c.out);
+    printf("%s zrun --plan-cache: first run's line %s; second's %s; the text %s\n", ok ? "PASS" : "FAIL",
+           first ? "reads 0 from the cache" : "WRONG", second ? "reads 0 heuristic calls" : "WRONG",
+           !strcmp(a.out, b.out) ? "the same" : "DIFFERS");
+    if (!ok) fprintf(stderr, "%s\n%s\n%s\n", a.err, b.err, c.err);
+    ZT_CHECK(ok);
+    zt_proc_free(&a);
+    zt_proc_free(&b);
+    zt_proc_free(&c);
+}
+
 int main(void) { return gpu_main(); }
