@@ -43,6 +43,10 @@ static int cmp_entry(const void *a, const void *b) {
                   sizeof ((const ZrLtCacheEntry *)a)->shape);
 }
 
+uint64_t zr_lt_cache_checksum(const void *buf, size_t len) {
+    return len < SUM_BYTES ? 0 : zr_hash_bytes(&SUM_KEY, buf, len - SUM_BYTES);
+}
+
 /* The key's bytes as the file holds them (the name NUL-padded, cut at the field's last byte). */
 static void key_bytes(const ZrLtCacheKey *k, uint8_t *p) {
     put64(p, k->lt_version);
@@ -70,7 +74,7 @@ int zr_lt_cache_parse(const void *buf, size_t len, const ZrLtCacheKey *key, ZrLt
     const size_t want = HEAD_BYTES + (size_t)n * ENTRY_BYTES + SUM_BYTES;
     if (len != want)
         return zr_err(err, ZR_E_FORMAT, "plan cache: %zu bytes, expected %zu for its %u entries", len, want, n);
-    if (get64(p + len - SUM_BYTES) != zr_hash_bytes(&SUM_KEY, p, len - SUM_BYTES))
+    if (get64(p + len - SUM_BYTES) != zr_lt_cache_checksum(p, len))
         return zr_err(err, ZR_E_FORMAT, "plan cache: checksum mismatch (a damaged file)");
     uint8_t kb[KEY_BYTES];
     key_bytes(key, kb);
@@ -122,7 +126,7 @@ int zr_lt_cache_format(const ZrLtCacheKey *key, const ZrLtCacheEntry *e, int n, 
         for (int w = 0; w < ZR_LT_CACHE_SHAPE_WORDS; w++, q += 8) put64(q, (uint64_t)e[i].shape[w]);
         for (int w = 0; w < ZR_LT_CACHE_ALGO_WORDS; w++, q += 8) put64(q, e[i].algo[w]);
     }
-    put64(q, zr_hash_bytes(&SUM_KEY, p, bytes - SUM_BYTES));
+    put64(q, zr_lt_cache_checksum(p, bytes));
     *buf = p;
     *len = bytes;
     return ZR_OK;

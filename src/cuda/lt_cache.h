@@ -66,6 +66,9 @@ int zr_lt_cache_read(const char *path, const ZrLtCacheKey *key, ZrLtCache *out, 
  * ZR_E_IO naming the step that failed. */
 int zr_lt_cache_write(const char *path, const ZrLtCacheKey *key, const ZrLtCacheEntry *e, int n, ZrError *err);
 
+/* The checksum a file of len bytes ends with: of its first len - 8 bytes (the fuzz target forges
+ * sound files with it to reach the entries). */
+uint64_t zr_lt_cache_checksum(const void *buf, size_t len);
 /* The entry of shape, or NULL. */
 const ZrLtCacheEntry *zr_lt_cache_find(const ZrLtCache *c, const int64_t shape[ZR_LT_CACHE_SHAPE_WORDS]);
 /* fresh[n_fresh] first, then old's entries of other shapes, at most ZR_LT_CACHE_MAX in all
