@@ -713,8 +713,8 @@ static ZrCuWarmCache plan_cache(const ZrCudaProps *p, const char *path) {
     return c;
 }
 
-/* What the plan cache did at load, for the start-up line: "; plans: 0 heuristic calls, 25 from
- * the plan cache FILE" and its notes. */
+/* The heuristic calls and what the plan cache did at load, for the start-up line: "0 heuristic
+ * calls, 25 from the plan cache FILE (25 entries read in 0.1 ms)", with its notes. */
 static void plan_cache_note(const CudaBackend *c, const char *path, const ZrCuWarmStats *ws, char *buf, size_t cap) {
     if (!path) {
         snprintf(buf, cap, "%d heuristic calls; no plan cache", c->lt.n_heuristics);
