@@ -28,6 +28,9 @@ typedef struct ZrBackendStats {
                                     * loop: cuda_backend.c ZR_GRAPH_STEPS); 0: no replay yet */
     bool graph_active;             /* decode steps currently replay a graph */
     bool pdl;                      /* decode uses programmatic dependent launch (graph edges or eager launches) */
+    /* CUDA: cuBLASLt's GEMM plans so far (the start-up's warm-up and the prefills'): made, asking
+     * the heuristic, taken from the plan cache (ZrBackendOptions.plan_cache) */
+    int gemm_plans, gemm_heuristics, gemm_plans_cached;
 } ZrBackendStats;
 
 /* A run of decode steps (ZrBackend.decode_run): each step feeds one token and picks the next
@@ -125,6 +128,9 @@ typedef struct ZrBackendOptions {
     const char *fault;    /* CUDA, tests only: a graph fault to inject (src/cuda/fault.h; the
                            * value of ZRUN_FAULT, which zrun reads at its edge); NULL = none */
     bool quiet;
+    const char *plan_cache; /* CUDA: the cuBLASLt plan cache file (cuda/lt_cache.h): read at load so
+                           * that no GEMM shape it holds asks cuBLASLt's heuristic, written when one did;
+                           * NULL = none (the commands' default: $XDG_CACHE_HOME/zrun/cublaslt-plans.bin) */
     bool all_logits;      /* CUDA: forward() will be asked for every row's logits (zrun eval): the
                            * start-up warms the output's GEMMs too (cuda/warm.h); others' first such
                            * call plans them then */

@@ -87,6 +87,7 @@ void zr_cublaslt_close(ZrCublasLt *lt) {
     for (int i = 0; i < lt->n_plans; i++) plan_free(lt, &lt->plans[i]);
     free(lt->plans);
     free(lt->index);
+    zr_lt_cache_free(&lt->cache);
     if (lt->handle && lt->destroy) lt->destroy(lt->handle);
     if (lt->lib) dlclose(lt->lib);
     memset(lt, 0, sizeof *lt);
@@ -226,9 +227,23 @@ static int plan_get(ZrCublasLt *lt, const ZrLtShape *sh, const ZrLtPlan **out, Z
     rc = plan_descs(lt, sh, p, err);
     if (!rc && bucket && algo_fits(lt, p, &algo)) {
         p->algo = algo;
+        p->from = ZR_LT_FROM_BUCKET;
     } else if (!rc) {
         if (bucket) lt->n_fallbacks++;
-        rc = plan_heuristic(lt, p, err);
+        /* an algorithm of its own: the plan cache's if the check takes it, else the heuristic's */
+        int64_t words[ZR_LT_CACHE_SHAPE_WORDS];
+        memcpy(words, sh, sizeof words);
+        const ZrLtCacheEntry *ce = zr_lt_cache_find(&lt->cache, words);
+        if (ce) memcpy(&algo, ce->algo, sizeof algo);
+        if (ce && algo_fits(lt, p, &algo)) {
+            p->algo = algo;
+            p->from = ZR_LT_FROM_CACHE;
+            lt->n_cached++;
+        } else {
+            lt->n_cache_refused += ce != NULL;
+            p->from = ZR_LT_FROM_HEURISTIC;
+            rc = plan_heuristic(lt, p, err);
+        }
     }
     lt->plan_ms += zr_clock_ms() - t0;
     if (rc) {
@@ -258,5 +273,42 @@ int zr_cublaslt_gemm(ZrCublasLt *lt, CUstream stream, const ZrGemm *g, ZrError *
            "cublasLtMatmul m=%llu n=%llu k=%llu", (unsigned long long)g->m, (unsigned long long)g->n,
            (unsigned long long)g->k);
 done:
+    return rc;
+}
+
+int zr_cublaslt_cache_load(ZrCublasLt *lt, const char *path, const ZrLtCacheKey *key, ZrError *err) {
+    ZrLtCacheKey k = *key;
+    k.lt_version = lt->version;
+    ZrLtCache c;
+    const int rc = zr_lt_cache_read(path, &k, &c, err);
+    if (rc) return rc;
+    zr_lt_cache_free(&lt->cache);
+    lt->cache = c;
+    return ZR_OK;
+}
+
+int zr_cublaslt_cache_save(const ZrCublasLt *lt, const char *path, const ZrLtCacheKey *key, int *n_out, ZrError *err) {
+    ZrLtCacheKey k = *key;
+    k.lt_version = lt->version;
+    if (n_out) *n_out = 0;
+    /* the algorithms chosen by the heuristic: a bucket-derived plan's is its bucket's, a cached
+     * one's is in the cache already */
+    ZrLtCacheEntry *fresh = malloc(sizeof *fresh * (size_t)(lt->n_plans ? lt->n_plans : 1));
+    if (!fresh) return zr_err(err, ZR_E_NOMEM, "plan cache: out of host memory for %d entries", lt->n_plans);
+    int n = 0;
+    for (int i = 0; i < lt->n_plans; i++) {
+        const ZrLtPlan *p = &lt->plans[i];
+        if (p->from != ZR_LT_FROM_HEURISTIC) continue;
+        memcpy(fresh[n].shape, &p->shape, sizeof fresh[n].shape);
+        memcpy(fresh[n].algo, &p->algo, sizeof fresh[n].algo);
+        n++;
+    }
+    ZrLtCache all;
+    int rc = zr_lt_cache_merge(&lt->cache, fresh, n, &all, err);
+    free(fresh);
+    if (rc) return rc;
+    rc = zr_lt_cache_write(path, &k, all.e, all.n, err);
+    if (!rc && n_out) *n_out = all.n;
+    zr_lt_cache_free(&all);
     return rc;
 }

@@ -640,6 +640,9 @@ static void cuda_stats(const ZrBackend *be, ZrBackendStats *out) {
     const CudaBackend *c = (const CudaBackend *)be;
     ZrDecodeStats st;
     memset(out, 0, sizeof *out);
+    out->gemm_plans = c->lt.n_plans;
+    out->gemm_heuristics = c->lt.n_heuristics;
+    out->gemm_plans_cached = c->lt.n_cached;
     if (!c->graph_init) return;
     zr_graph_decode_stats(&c->graph, &st);
     out->kernels_per_token = st.kernels_per_token;
@@ -724,6 +727,32 @@ static int refuse_facts(const ZrModel *m, ZrError *err) {
     return 0;
 }
 
+/* The plan cache at path for this GPU (the key's library part is filled in once cuBLASLt opens). */
+static ZrCuWarmCache plan_cache(const ZrCudaProps *p, const char *path) {
+    ZrCuWarmCache c = {.path = path,
+                       .key = {.cuda_driver = p->driver_version, .cc_major = p->cc_major, .cc_minor = p->cc_minor,
+                               .sm_count = p->sm_count}};
+    snprintf(c.key.gpu, sizeof c.key.gpu, "%s", p->name);
+    return c;
+}
+
+/* The heuristic calls and what the plan cache did at load, for the start-up line: "0 heuristic
+ * calls, 25 from the plan cache FILE (25 entries read in 0.1 ms)", with its notes. */
+static void plan_cache_note(const char *path, const ZrCuWarmStats *ws, char *buf, size_t cap) {
+    if (!path) {
+        snprintf(buf, cap, "%d heuristic calls; no plan cache", ws->n_heuristics);
+        return;
+    }
+    int n = snprintf(buf, cap, "%d heuristic calls, %d from the plan cache %s (%d entries read in %.1f ms", ws->n_heuristics,
+                     ws->n_cached, path, ws->n_cache_read, ws->cache_load_ms);
+    if (n > 0 && (size_t)n < cap && ws->n_cache_refused)
+        n += snprintf(buf + n, cap - (size_t)n, ", %d refused by cuBLASLt's check", ws->n_cache_refused);
+    if (n > 0 && (size_t)n < cap && ws->n_cache_written)
+        n += snprintf(buf + n, cap - (size_t)n, "; %d written in %.1f ms", ws->n_cache_written, ws->cache_save_ms);
+    if (n > 0 && (size_t)n < cap && ws->cache_note[0]) n += snprintf(buf + n, cap - (size_t)n, "; %s", ws->cache_note);
+    if (n > 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, ")");
+}
+
 ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err) {
     const ZrHparams *hp = &m->hp;
     double t[5]; /* start-up phases' ends (ms): start, context, kernels, weights and buffers, the warm-up's end */
@@ -771,6 +800,7 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     c->m = m;
     c->opt = *o;
     c->opt.cuda_early = NULL; /* taken: early_th is joined below */
+    c->opt.plan_cache = NULL; /* the command's string, read during the start-up only */
     c->drv = drv;
     const int graph_steps = o->graph_steps ? o->graph_steps : ZR_GRAPH_STEPS;
     c->run_ahead = 2 * graph_steps > ZR_RUN_AHEAD_MIN ? 2 * graph_steps : ZR_RUN_AHEAD_MIN;
@@ -780,8 +810,9 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     t[1] = zr_clock_ms();
     /* cuBLASLt opens, and the prefill's GEMMs are planned and run once, on a thread of its own
      * while the kernels load and the weights go up (cuda/warm.h) */
+    const ZrCuWarmCache cache = plan_cache(&c->cuda.props, o->plan_cache);
     const int wrc0 = zr_cuf_warm_start(&c->warm, drv, c->cuda.ctx, c->cuda.props.sm_count, c->cuda.props.max_smem_optin,
-                                       m, n_ctx, o->all_logits, o->first_rows, err);
+                                       m, n_ctx, o->all_logits, o->first_rows, &cache, err);
     if (wrc0) goto fail;
     if (have_early) { /* the module the early thread loads beside the warm-up's cuBLASLt */
         const int krc = zr_cuda_early_finish(early_th, &c->cuda.mod, &early_t, err);
@@ -838,15 +869,17 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
                      " (waited for; opened on a thread beside the model's parse: driver %.0f, context %.0f, then "
                      "the kernels' module %.0f beside the warm-up's cuBLASLt)",
                      early_t.driver, early_t.context, early_t.kernels);
+        char cache_note[1024];
+        plan_cache_note(o->plan_cache, &ws, cache_note, sizeof cache_note);
         fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads, "
                         "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f%s, kernels %.0f, weights and "
                         "buffers %.0f, then waiting for the prefill warm-up %.0f (on its own thread from the context on: "
-                        "cuBLASLt opened in %.0f ms, %d GEMM plans for prompts of 1..%d tokens made in %.0f ms (%d heuristic "
-                        "calls), %d of them run in %.0f ms once the buffers came, %.0f ms after the plans%s)\n",
+                        "cuBLASLt opened in %.0f ms, %d GEMM plans for prompts of 1..%d tokens made in %.0f ms ("
+                        "%s), %d of them run in %.0f ms once the buffers came, %.0f ms after the plans%s)\n",
                 c->f.upload_bytes / 1e9, c->f.upload_s, c->f.upload_s > 0 ? c->f.upload_bytes / 1e9 / c->f.upload_s : 0.0,
                 c->f.upload_h2d_gbps, c->f.upload_threads, c->f.upload_setup_s * 1e3, t[4] - t[0], t[1] - t[0], early_note,
                 t[2] - t[1], t[3] - t[2], t[4] - t[3], ws.open_ms, ws.n_listed, ws.max_rows, ws.plan_ms,
-                c->warm ? 0 : c->lt.n_heuristics, ws.n_gemms, ws.gemm_ms, ws.wait_ms,
+                cache_note, ws.n_gemms, ws.gemm_ms, ws.wait_ms,
                 !c->warm ? ""
                 : o->first_rows == ZR_FIRST_ROWS_LATER ? "; every GEMM planned and run beside the first prompt"
                 : "; those for the first prompt, the rest planned and run beside it");

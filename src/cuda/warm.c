@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -45,6 +46,7 @@ struct ZrCuWarm {
     bool cancel;      /* the buffers go: no GEMM more */
     bool idle;        /* set by the thread: it launches nothing more and its GEMMs are done */
     bool ready;       /* set by the thread: the first prompt's GEMMs are planned and run */
+    ZrCuWarmStats st_ready; /* st at ready (the thread goes on writing st) */
     PoolBuf pool[WARM_MAX_POOL]; /* the buffers the GEMMs may use, largest first */
     int n_pool;
     CUdeviceptr ws;
@@ -55,6 +57,8 @@ struct ZrCuWarm {
     WarmGemm *gemms;
     int n_gemms, cap_gemms;
     ZrCublasLt lt;
+    char *cache_path; /* the plan cache (ZrCuWarmCache), NULL: none */
+    ZrLtCacheKey cache_key;
     ZrCuWarmStats st;
     int rc;
     ZrError err;
@@ -309,11 +313,32 @@ static int plan(ZrCuWarm *w, Want want, ZrError *err) {
     return w->st.max_rows >= 2 ? run_gemms(w, NULL, want, err) : ZR_OK; /* a prefill has 2 rows or more */
 }
 
-static void set_flag(ZrCuWarm *w, bool *flag) {
-    pthread_mutex_lock(&w->mu);
-    *flag = true;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
+static void lt_counts(ZrCuWarm *w) {
+    w->st.n_heuristics = w->lt.n_heuristics;
+    w->st.n_cached = w->lt.n_cached;
+    w->st.n_cache_refused = w->lt.n_cache_refused;
+}
+
+/* The plan cache read into w->lt (cuda/cublaslt.h): a failure is a note, not an error. */
+static void cache_load(ZrCuWarm *w) {
+    const double t0 = zr_clock_ms();
+    ZrError e = {0};
+    if (zr_cublaslt_cache_load(&w->lt, w->cache_path, &w->cache_key, &e))
+        snprintf(w->st.cache_note, sizeof w->st.cache_note, "not read: %.300s", e.msg);
+    w->st.n_cache_read = w->lt.cache.n;
+    w->st.cache_load_ms = zr_clock_ms() - t0;
+}
+
+/* The plans the heuristic made, with the entries read, written back: a failure is a note. */
+static void cache_save(ZrCuWarm *w) {
+    if (!w->lt.n_heuristics) return; /* nothing new */
+    const double t0 = zr_clock_ms();
+    ZrError e = {0};
+    if (zr_cublaslt_cache_save(&w->lt, w->cache_path, &w->cache_key, &w->st.n_cache_written, &e)) {
+        const size_t used = strlen(w->st.cache_note);
+        snprintf(w->st.cache_note + used, sizeof w->st.cache_note - used, "%snot written: %.300s", used ? "; " : "", e.msg);
+    }
+    w->st.cache_save_ms = zr_clock_ms() - t0;
 }
 
 /* The GEMMs after ready: their plans, and each run once with its output in an allocation of
@@ -324,6 +349,7 @@ static int warm_rest(ZrCuWarm *w, CUstream stream, ZrError *err) {
     const int listed = w->st.n_listed;
     int rc = plan(w, WANT_REST, err);
     w->st.n_rest = w->st.n_listed - listed;
+    if (!rc && w->cache_path) cache_save(w); /* every plan made now */
     if (rc || !stream || !w->st.n_rest) goto done;
     size_t d_bytes = 0;
     for (int i = 0; i < w->n_gemms; i++) {
@@ -357,9 +383,11 @@ static int warm_main_(ZrCuWarm *w) {
     int rc = zr_cublaslt_open(&w->lt, err);
     if (rc) return rc;
     w->st.open_ms = zr_clock_ms() - w->t0;
+    if (w->cache_path) cache_load(w);
     /* the plans need no buffers: made while the main thread loads the kernels */
     if ((rc = plan(w, WANT_FIRST, err))) return zr_err_wrap(err, "warming up the prefill at load");
     w->st.plan_ms = zr_clock_ms() - w->t0 - w->st.open_ms;
+    if (w->cache_path && w->first_rows == ZR_FIRST_ROWS_ALL) cache_save(w); /* else after the rest's plans */
     const double t_wait = zr_clock_ms();
     pthread_mutex_lock(&w->mu);
     while (!w->posted) pthread_cond_wait(&w->cv, &w->mu);
@@ -376,7 +404,12 @@ static int warm_main_(ZrCuWarm *w) {
         if (!rc && r != CUDA_SUCCESS) rc = zr_driver_err(d, err, r, "its GEMMs");
     }
     w->st.gemm_ms = zr_clock_ms() - t_go;
-    set_flag(w, &w->ready); /* the rest (none for ZR_FIRST_ROWS_ALL) beside the first prompt */
+    lt_counts(w);
+    pthread_mutex_lock(&w->mu);
+    w->st_ready = w->st;
+    w->ready = true; /* the rest (none for ZR_FIRST_ROWS_ALL) beside the first prompt */
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
     if (!rc && w->first_rows != ZR_FIRST_ROWS_ALL) rc = warm_rest(w, stream, err);
     if (stream) d->cuStreamDestroy(stream);
     return rc ? zr_err_wrap(err, "warming up the prefill at load") : ZR_OK;
@@ -385,7 +418,9 @@ static int warm_main_(ZrCuWarm *w) {
 static void *warm_main(void *arg) {
     ZrCuWarm *w = arg;
     w->rc = warm_main_(w);
+    lt_counts(w);
     pthread_mutex_lock(&w->mu);
+    if (!w->ready) w->st_ready = w->st;
     w->idle = w->ready = true;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
@@ -393,10 +428,18 @@ static void *warm_main(void *arg) {
 }
 
 int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int sm_count, int max_smem_optin,
-                      const ZrModel *m, int n_ctx, bool all_logits, int first_rows, ZrError *err) {
+                      const ZrModel *m, int n_ctx, bool all_logits, int first_rows, const ZrCuWarmCache *cache,
+                      ZrError *err) {
     *out = NULL;
     ZrCuWarm *w = calloc(1, sizeof *w);
     if (!w) return zr_err(err, ZR_E_NOMEM, "warm-up: out of host memory");
+    if (cache && cache->path) {
+        if (!(w->cache_path = strdup(cache->path))) {
+            free(w);
+            return zr_err(err, ZR_E_NOMEM, "warm-up: out of host memory");
+        }
+        w->cache_key = cache->key;
+    }
     w->drv = drv;
     w->ctx = ctx;
     setup(w, m, n_ctx, sm_count, max_smem_optin, all_logits, first_rows);
@@ -404,6 +447,7 @@ int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int 
     int rc = list(w, err); /* on this thread: the rows no GEMM takes are known at once */
     if (rc) {
         free(w->gemms);
+        free(w->cache_path);
         free(w);
         return zr_err_wrap(err, "warming up the prefill at load");
     }
@@ -413,6 +457,7 @@ int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int 
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
         free(w->gemms);
+        free(w->cache_path);
         free(w);
         return zr_err(err, ZR_E_NOMEM, "warm-up: cannot start its thread");
     }
@@ -424,7 +469,7 @@ bool zr_cuf_warm_ready(ZrCuWarm *w, ZrCuWarmStats *st) {
     pthread_mutex_lock(&w->mu);
     while (!w->ready) pthread_cond_wait(&w->cv, &w->mu);
     const bool idle = w->idle;
-    if (st) *st = w->st;
+    if (st) *st = idle ? w->st : w->st_ready;
     pthread_mutex_unlock(&w->mu);
     return idle;
 }
@@ -501,6 +546,7 @@ int zr_cuf_warm_wait(ZrCuWarm *w, ZrCublasLt *lt, ZrCuWarmStats *st, ZrError *er
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     free(w->gemms);
+    free(w->cache_path);
     free(w);
     return rc;
 }

@@ -38,20 +38,35 @@ typedef struct ZrCuWarmStats {
     int max_rows;    /* the largest bucket warmed: prompts of 1..max_rows rows per chunk */
     int n_small;     /* shapes' buckets left out: every prompt of their rows takes the small product */
     int n_listed;    /* shapes' buckets planned (with the plans found or made by cuBLASLt) */
+    int n_heuristics, n_cached, n_cache_refused; /* cuBLASLt's counts (ZrCublasLt) at ready, and at the end */
     int n_rest;      /* of them, planned after ready (beside the first prompt) */
     int n_rest_run;  /* of those, run */
     double rest_ms;  /* their plans and runs */
+    /* the plan cache (ZrCuWarmCache): read right after cuBLASLt's opening (in plan_ms), written
+     * after the plans when they asked the heuristic anything */
+    int n_cache_read;     /* entries read (0: none, or the file was refused: cache_note) */
+    int n_cache_written;  /* entries written (0: not written) */
+    double cache_load_ms, cache_save_ms;
+    char cache_note[700]; /* why it was not read or not written; "" when it was, or had no need */
 } ZrCuWarmStats;
+
+/* The cuBLASLt plan cache on disk the warm-up reads and writes (cuda/lt_cache.h). */
+typedef struct ZrCuWarmCache {
+    const char *path;  /* the file (copied); NULL: no cache */
+    ZrLtCacheKey key;  /* the GPU's part of its key (lt_version: the library's, filled in) */
+} ZrCuWarmCache;
 
 /* Starts the thread in the context ctx of drv, on a GPU of sm_count multiprocessors whose blocks
  * may opt in to max_smem_optin bytes of shared memory (which rows the small product takes, left
  * out of the warm-up: cuda/mm_small.h), for model m and a context of n_ctx positions; all_logits:
  * the output's GEMMs of the all-logits path too (ZrBackendOptions.all_logits); first_rows:
  * ZrBackendOptions.first_rows (which GEMMs zr_cuf_warm_ready waits for). The thread opens
- * cuBLASLt first (beside the kernels' module: cuda/early.h). ZR_E_NOMEM when no thread can be
- * started. */
+ * cuBLASLt first (beside the kernels' module: cuda/early.h). cache: the plan cache, or NULL:
+ * none (its failures are notes in ZrCuWarmStats, never the warm-up's errors). ZR_E_NOMEM when
+ * no thread can be started. */
 int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int sm_count, int max_smem_optin,
-                      const ZrModel *m, int n_ctx, bool all_logits, int first_rows, ZrError *err);
+                      const ZrModel *m, int n_ctx, bool all_logits, int first_rows, const ZrCuWarmCache *cache,
+                      ZrError *err);
 /* Waits until the GEMMs the first prompt takes are planned and run (or the thread failed): true
  * when the thread is done (join it: zr_cuf_warm_wait), false when the rest goes on. *st: the
  * stats so far (st may be NULL). */
