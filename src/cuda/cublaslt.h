@@ -2,6 +2,7 @@
  * one GEMM needs. Used for prefill (M > 1) only: its kernels bypass the launcher, so it must
  * never run inside the recorded decode step. */
 #pragma once
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cuda/cuda_abi.h"
@@ -68,6 +69,7 @@ typedef struct ZrCublasLt {
                         * the n_fallbacks not served by it */
     int n_fallbacks;   /* exact n whose bucket's algorithm did not pass the check: chosen for that n alone */
     ZrLtCache cache;   /* the plan cache's entries (zr_cublaslt_cache_load), empty without one */
+    bool borrowed;     /* lib is another ZrCublasLt's (zr_cublaslt_fork): not closed with this one */
     int n_cached;      /* plans whose algorithm came from it (each passed cublasLtMatmulAlgoCheck) */
     int n_cache_refused; /* its entries of a shape planned whose algorithm failed the check: the heuristic's instead */
 } ZrCublasLt;
@@ -102,6 +104,14 @@ typedef struct ZrGemm {
 int zr_cublaslt_gemm(ZrCublasLt *lt, CUstream stream, const ZrGemm *g, ZrError *err);
 /* The plan of g's shape made now, without a GEMM (its pointers are not read). */
 int zr_cublaslt_plan(ZrCublasLt *lt, const ZrGemm *g, ZrError *err);
+
+/* A second handle on src's library (which must stay open while dst is: dst borrows it), with no
+ * plans, for another thread: its plan cache is src's entries with the algorithms src's
+ * heuristic chose (so dst's save loses none of them). */
+int zr_cublaslt_fork(const ZrCublasLt *src, ZrCublasLt *dst, ZrError *err);
+/* src's plans of shapes dst has not planned moved into dst (plans are not tied to a handle), its
+ * counts added to dst's; src is closed (zeroed) either way. */
+int zr_cublaslt_adopt(ZrCublasLt *dst, ZrCublasLt *src, ZrError *err);
 
 /* The plan cache on disk (cuda/lt_cache.h). Load: the file at path for key (its lt_version set
  * here to this library's) is what later plans look up before the heuristic, each entry taken

@@ -198,8 +198,8 @@ static int warm_join(CudaBackend *c, ZrError *err) {
     const int rc = zr_cuf_warm_wait(c->warm, &c->lt, &ws, err);
     c->warm = NULL;
     c->join_ms = zr_clock_ms() - t0;
+    c->lt_open = c->lt.handle != NULL;
     if (rc) return rc;
-    c->lt_open = true;
     if (!c->opt.quiet)
         fprintf(stderr, "zrun: cuda: the prefill warm-up's rest (%d GEMM plans, %d run, in %.0f ms beside the first "
                         "prompt) joined: this prompt waited %.1f ms for it\n", ws.n_rest, ws.n_rest_run, ws.rest_ms, c->join_ms);
@@ -289,7 +289,9 @@ static int cuda_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, fl
         /* the row is on the host: checked there */
         return logits ? zr_logits_check(c->m->gguf.path, logits, 1, n_vocab, pos, err) : ZR_OK;
     }
-    if (c->warm && n > c->rows_free && (rc = warm_join(c, err))) return rc;
+    /* a prompt with a GEMM the load did not make ready waits for the warm-up's rest */
+    if (c->warm && n > c->rows_free && !(c->lt_open && zr_cuf_warm_covers(c->warm, n)) && (rc = warm_join(c, err)))
+        return rc;
     for (int c0 = 0; c0 < n; c0 += ZR_CUF_UBATCH) {
         /* Ctrl-C is heard between chunks (each at most a few tens of ms on the GPU); the chunks
          * done so far stay in the cache */
@@ -681,11 +683,11 @@ static void cuda_destroy(ZrBackend *be) {
     CudaBackend *c = (CudaBackend *)be;
     if (!c) return;
     if (c->warm) { /* a failed start-up, or the rest of the warm-up not joined: it stops, its cuBLASLt goes with it */
-        ZrCublasLt lt;
         ZrError e = {0};
         zr_cuf_warm_buffers(c->warm, NULL); /* no GEMM more, those launched done */
-        if (!zr_cuf_warm_wait(c->warm, &lt, NULL, &e)) zr_cublaslt_close(&lt);
+        zr_cuf_warm_wait(c->warm, &c->lt, NULL, &e); /* closed below with the rest */
         c->warm = NULL;
+        c->lt_open = c->lt.handle != NULL;
     }
     if (c->graph_init) zr_graph_decode_free(&c->graph);
     if (c->profiling) {
@@ -842,11 +844,13 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     t[3] = zr_clock_ms();
     ZrCuWarmStats ws;
     c->rows_free = zr_cuf_warm_rows_free(c->warm);
-    if (zr_cuf_warm_ready(c->warm, &ws)) { /* all of it done (or failed): joined now */
+    if (zr_cuf_warm_ready(c->warm, &ws, &c->lt)) { /* all of it done (or failed): joined now */
         const int wrc = zr_cuf_warm_wait(c->warm, &c->lt, &ws, err);
         c->warm = NULL;
+        c->lt_open = c->lt.handle != NULL;
         if (wrc) goto fail;
-        c->lt_open = true;
+    } else {
+        c->lt_open = c->lt.handle != NULL; /* the first prompt's plans (none: it joins the rest) */
     }
     t[4] = zr_clock_ms();
     wire_io(c);

@@ -47,6 +47,8 @@ struct ZrCuWarm {
     bool idle;        /* set by the thread: it launches nothing more and its GEMMs are done */
     bool ready;       /* set by the thread: the first prompt's GEMMs are planned and run */
     ZrCuWarmStats st_ready; /* st at ready (the thread goes on writing st) */
+    ZrCublasLt lt_ready;    /* at ready: the first prompt's plans, for the caller (zr_cuf_warm_ready), while
+                             * the thread goes on with a second handle (zr_cublaslt_fork) */
     PoolBuf pool[WARM_MAX_POOL]; /* the buffers the GEMMs may use, largest first */
     int n_pool;
     CUdeviceptr ws;
@@ -405,9 +407,18 @@ static int warm_main_(ZrCuWarm *w) {
     }
     w->st.gemm_ms = zr_clock_ms() - t_go;
     lt_counts(w);
+    /* the rest (none for ZR_FIRST_ROWS_ALL) beside the first prompt, on a handle of its own: the
+     * caller takes this one with the first prompt's plans (without a second, it waits for the rest) */
+    ZrCublasLt rest;
+    ZrError ferr = {0};
+    const bool fork = !rc && w->first_rows != ZR_FIRST_ROWS_ALL && !zr_cublaslt_fork(&w->lt, &rest, &ferr);
     pthread_mutex_lock(&w->mu);
     w->st_ready = w->st;
-    w->ready = true; /* the rest (none for ZR_FIRST_ROWS_ALL) beside the first prompt */
+    if (fork) {
+        w->lt_ready = w->lt;
+        w->lt = rest;
+    }
+    w->ready = true;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     if (!rc && w->first_rows != ZR_FIRST_ROWS_ALL) rc = warm_rest(w, stream, err);
@@ -465,13 +476,23 @@ int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int 
     return ZR_OK;
 }
 
-bool zr_cuf_warm_ready(ZrCuWarm *w, ZrCuWarmStats *st) {
+bool zr_cuf_warm_ready(ZrCuWarm *w, ZrCuWarmStats *st, ZrCublasLt *lt) {
     pthread_mutex_lock(&w->mu);
     while (!w->ready) pthread_cond_wait(&w->cv, &w->mu);
     const bool idle = w->idle;
     if (st) *st = idle ? w->st : w->st_ready;
+    memset(lt, 0, sizeof *lt);
+    if (!idle && w->lt_ready.handle) { /* the first prompt's plans: the caller's from here on */
+        *lt = w->lt_ready;
+        memset(&w->lt_ready, 0, sizeof w->lt_ready);
+    }
     pthread_mutex_unlock(&w->mu);
     return idle;
+}
+
+bool zr_cuf_warm_covers(const ZrCuWarm *w, int n) {
+    return w->first_rows >= 2 && w->first_rows <= w->st.max_rows && n <= w->first_rows &&
+           zr_cublaslt_bucket(n) == zr_cublaslt_bucket(w->first_rows);
 }
 
 int zr_cuf_warm_rows_free(const ZrCuWarm *w) { return w->rows_free; }
@@ -534,11 +555,17 @@ void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f) {
 int zr_cuf_warm_wait(ZrCuWarm *w, ZrCublasLt *lt, ZrCuWarmStats *st, ZrError *err) {
     post(w, false); /* nothing more comes */
     pthread_join(w->th, NULL);
-    const int rc = w->rc;
-    if (rc) {
+    int rc = w->rc;
+    if (w->lt_ready.handle) { /* the first prompt's handle, not taken: the thread ended before ready was asked */
+        if (lt->handle) zr_cublaslt_close(&w->lt_ready);
+        else *lt = w->lt_ready;
+        memset(&w->lt_ready, 0, sizeof w->lt_ready);
+    }
+    if (rc) { /* a handle the caller has stays the caller's */
         zr_cublaslt_close(&w->lt);
-        memset(lt, 0, sizeof *lt);
         *err = w->err;
+    } else if (lt->handle) { /* the rest's plans join the first prompt's */
+        rc = zr_cublaslt_adopt(lt, &w->lt, err);
     } else {
         *lt = w->lt;
     }

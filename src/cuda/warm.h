@@ -69,8 +69,13 @@ int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int 
                       ZrError *err);
 /* Waits until the GEMMs the first prompt takes are planned and run (or the thread failed): true
  * when the thread is done (join it: zr_cuf_warm_wait), false when the rest goes on. *st: the
- * stats so far (st may be NULL). */
-bool zr_cuf_warm_ready(ZrCuWarm *w, ZrCuWarmStats *st);
+ * stats so far (st may be NULL). *lt: the cuBLASLt with the first prompt's plans, the caller's
+ * from here on (the thread plans and runs the rest on a second handle: zr_cublaslt_fork), or
+ * zeroed (a prompt that needs cuBLASLt then joins the thread first). */
+bool zr_cuf_warm_ready(ZrCuWarm *w, ZrCuWarmStats *st, ZrCublasLt *lt);
+/* Whether a prompt of n rows takes only GEMMs the load made ready (the first prompt's rows'
+ * bucket, n not above them): it needs no join. */
+bool zr_cuf_warm_covers(const ZrCuWarm *w, int n);
 /* Prompts of up to this many rows take no cuBLASLt GEMM (>= 1): a longer one joins the thread
  * first. */
 int zr_cuf_warm_rows_free(const ZrCuWarm *w);
@@ -82,7 +87,9 @@ int zr_cuf_warm_list(const ZrModel *m, int n_ctx, int sm_count, int max_smem_opt
  * they are about to be freed, so no more GEMMs, and it returns once those launched are done. */
 void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f);
 /* Joins the thread (the GEMMs done) and frees w: *lt is the cuBLASLt it opened with the plans
- * made, or on failure zeroed with err set. Without zr_cuf_warm_buffers the thread only opens. */
+ * made (into the one zr_cuf_warm_ready gave, when it gave one: zr_cublaslt_adopt), or on failure
+ * err set (a handle the caller had stays its own; else *lt is zeroed). Without
+ * zr_cuf_warm_buffers the thread only opens. */
 int zr_cuf_warm_wait(ZrCuWarm *w, ZrCublasLt *lt, ZrCuWarmStats *st, ZrError *err);
 
 /* The driver's first pageable copies each way on f's stream (it sets up their staging at first

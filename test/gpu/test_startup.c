@@ -411,4 +411,29 @@ ZT_TEST(zrun_says_how_many_plans_came_from_the_plan_cache) {
     zt_proc_free(&c);
 }
 
+/* zrun -p: the load made ready the GEMMs of the prompt's rows, so the prompt never waits for
+ * the warm-up's rest (the "joined" line), on F16 weights (cuBLASLt from 2 rows) and Q4_K_M (the
+ * small product up to 8 rows), short and long prompts; the text equals --no-plan-cache's. */
+ZT_TEST(zrun_p_never_waits_for_the_warm_ups_rest) {
+    if (!gpu_env()) return;
+    static const char *const models[] = {"fixtures/llama-F16.gguf", "fixtures/llama3-Q4_K_M.gguf"};
+    static const char *const prompts[] = {"Once upon a time", LONG_PROMPT};
+    int bad = 0;
+    for (size_t i = 0; i < 2; i++) {
+        const char *model = zt_shared_model(models[i]);
+        if (!model) return;
+        for (size_t j = 0; j < 2; j++) {
+            const char *const args[] = {"-m", model, "-p", prompts[j], "-n", "8", "--temp", "0", "--device", "cuda",
+                                        "--no-plan-cache", NULL};
+            ZtProc a = zt_proc_zrun(NULL, args, NULL);
+            const bool ok = a.status == 0 && a.err && strstr(a.err, "start-up") && !strstr(a.err, "joined");
+            bad += !ok;
+            printf("%s %s, %s prompt: %s\n", ok ? "PASS" : "FAIL", models[i], j ? "long" : "short",
+                   ok ? "no wait for the warm-up's rest" : a.err ? a.err : "no output");
+            zt_proc_free(&a);
+        }
+    }
+    ZT_CHECKF(bad == 0, "%d zrun runs waited for the warm-up's rest", bad);
+}
+
 int main(void) { return gpu_main(); }
