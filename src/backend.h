@@ -28,6 +28,9 @@ typedef struct ZrBackendStats {
                                     * loop: cuda_backend.c ZR_GRAPH_STEPS); 0: no replay yet */
     bool graph_active;             /* decode steps currently replay a graph */
     bool pdl;                      /* decode uses programmatic dependent launch (graph edges or eager launches) */
+    /* CUDA: cuBLASLt's GEMM plans so far (the start-up's warm-up and the prefills'): made, asking
+     * the heuristic, taken from the plan cache (ZrBackendOptions.plan_cache) */
+    int gemm_plans, gemm_heuristics, gemm_plans_cached;
 } ZrBackendStats;
 
 /* A run of decode steps (ZrBackend.decode_run): each step feeds one token and picks the next
@@ -107,6 +110,10 @@ ZrCudaEarly *zr_cuda_early_start(void);
 /* Joins and closes one that no backend took over; NULL is fine. */
 void zr_cuda_early_drop(ZrCudaEarly *e);
 
+/* ZrBackendOptions.first_rows besides a prompt's rows (1..) */
+#define ZR_FIRST_ROWS_ALL 0
+#define ZR_FIRST_ROWS_LATER (-1)
+
 typedef struct ZrBackendOptions {
     int n_ctx;            /* KV cache positions; the commands always give it (zr_backend_default_ctx) */
     int n_threads;        /* CPU; 0 = all cores */
@@ -121,6 +128,9 @@ typedef struct ZrBackendOptions {
     const char *fault;    /* CUDA, tests only: a graph fault to inject (src/cuda/fault.h; the
                            * value of ZRUN_FAULT, which zrun reads at its edge); NULL = none */
     bool quiet;
+    const char *plan_cache; /* CUDA: the cuBLASLt plan cache file (cuda/lt_cache.h): read at load so
+                           * that no GEMM shape it holds asks cuBLASLt's heuristic, written when one did;
+                           * NULL = none (the commands' default: $XDG_CACHE_HOME/zrun/cublaslt-plans.bin) */
     bool all_logits;      /* CUDA: forward() will be asked for every row's logits (zrun eval): the
                            * start-up warms the output's GEMMs too (cuda/warm.h); others' first such
                            * call plans them then */
@@ -139,6 +149,11 @@ typedef struct ZrBackendOptions {
      * zr_cuda_backend_create takes it over, whether it succeeds or not (the CPU backend drops it);
      * its failure (no driver, no device) is the backend's. */
     ZrCudaEarly *cuda_early;
+    /* CUDA: the rows of the first prompt the command will give (it knows them before the load:
+     * zrun -p), so the load waits only for the cuBLASLt set-up that prompt takes and the rest goes
+     * on beside it (cuda/warm.h); ZR_FIRST_ROWS_ALL (0): wait for all of it (bench, eval, tests);
+     * ZR_FIRST_ROWS_LATER: no prompt yet (the chat), so none. */
+    int first_rows;
 } ZrBackendOptions;
 
 /* decode_run as forward + zr_sampler_sample on the host (the reference loop; the CPU backend's,

@@ -16,9 +16,11 @@
 #include "tokenizer.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hash.h"
 #include "tokenizer_pre.h"
@@ -127,6 +129,47 @@ static const StrMerge *find_str_merge(const ZrTokenizer *t, const char *p, size_
         if (s->id < 0) return NULL;
         const StrMerge *m = &t->str_merge[s->id];
         if (s->tag == tag && m->len == n && memcmp(t->pool + m->off, p, n) == 0) return m;
+    }
+}
+
+/* ---- the load's lookups on the host's cores ------------------------------------------- */
+
+/* fn(ctx, lo, hi) over [0, n) in slices on up to 8 threads (this one among them); small n, or
+ * no thread to be had, on this thread alone. The slices write disjoint parts of what ctx holds. */
+typedef void (*ParFn)(void *ctx, size_t lo, size_t hi);
+typedef struct ParJob {
+    ParFn fn;
+    void *ctx;
+    size_t lo, hi;
+} ParJob;
+
+static void *par_main(void *arg) {
+    ParJob *j = arg;
+    j->fn(j->ctx, j->lo, j->hi);
+    return NULL;
+}
+
+static void par_for(size_t n, ParFn fn, void *ctx) {
+    enum { MAX_THREADS = 8, MIN_SLICE = 8192 };
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t nt = cores > 1 ? (size_t)cores : 1;
+    if (nt > MAX_THREADS) nt = MAX_THREADS;
+    if (nt > n / MIN_SLICE) nt = n / MIN_SLICE;
+    if (nt < 2) {
+        fn(ctx, 0, n);
+        return;
+    }
+    pthread_t th[MAX_THREADS];
+    ParJob job[MAX_THREADS];
+    bool started[MAX_THREADS] = {false};
+    for (size_t i = 0; i < nt; i++) {
+        job[i] = (ParJob){fn, ctx, n * i / nt, n * (i + 1) / nt};
+        if (i > 0) started[i] = pthread_create(&th[i], NULL, par_main, &job[i]) == 0;
+    }
+    fn(ctx, job[0].lo, job[0].hi);
+    for (size_t i = 1; i < nt; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        else fn(ctx, job[i].lo, job[i].hi); /* no thread: this one does it */
     }
 }
 
@@ -806,6 +849,42 @@ static void gpt2_alphabet(ZrTokenizer *t) {
     }
 }
 
+/* A merge's left and right texts' ids and its result's (-1: not a token), by rank. */
+typedef struct MergeLook {
+    const ZrTokenizer *t;
+    const ZrStr *m;
+    int32_t (*ids)[3];
+    uint64_t *home; /* the pair's first slot in t->merge (prefetched before the insert) */
+} MergeLook;
+
+static void merge_look(void *ctx, size_t lo, size_t hi) {
+    MergeLook *L = ctx;
+    const ZrTokenizer *t = L->t;
+    char *tmp = malloc(2 * t->max_len + 2); /* without it the result is looked up from the two halves' texts in place */
+    for (size_t r = lo; r < hi; r++) {
+        const char *s = L->m[r].ptr;
+        const size_t len = (size_t)L->m[r].len;
+        const char *sp = len > 1 ? memchr(s + 1, ' ', len - 1) : NULL;
+        int32_t *out = L->ids[r];
+        out[0] = out[1] = out[2] = -1;
+        if (!sp || sp + 1 == s + len) continue; /* refused by the caller */
+        const size_t nl = (size_t)(sp - s), nr = len - nl - 1;
+        out[0] = find_text(t, s, nl);
+        out[1] = find_text(t, sp + 1, nr);
+        L->home[r] = hash_pair(t, (uint64_t)(uint32_t)out[0] << 32 | (uint32_t)out[1]) & t->merge_mask;
+        if (out[0] >= 0 && out[1] >= 0 && nl + nr <= 2 * t->max_len) {
+            if (tmp) {
+                memcpy(tmp, s, nl);
+                memcpy(tmp + nl, sp + 1, nr);
+                out[2] = find_text(t, tmp, nl + nr);
+            } else {
+                out[2] = -2; /* out of memory: the caller looks it up */
+            }
+        }
+    }
+    free(tmp);
+}
+
 static int load_merges(ZrTokenizer *t, const ZrGguf *g, ZrError *err) {
     const ZrGgufKv *kv;
     int rc = zr_gguf_get_arr(g, "tokenizer.ggml.merges", ZR_GGUF_STRING, &kv, err);
@@ -826,6 +905,17 @@ static int load_merges(ZrTokenizer *t, const ZrGguf *g, ZrError *err) {
     }
     for (uint64_t i = 0; i <= t->merge_mask; i++) t->merge[i].key = UINT64_MAX;
     zr_gguf_arr_strings(kv, m);
+    /* the three texts of every merge looked up on the host's cores (read-only), then added in
+     * rank order here */
+    MergeLook look = {t, m, malloc((nm ? nm : 1) * sizeof *look.ids), calloc(nm ? nm : 1, sizeof *look.home)};
+    if (!look.ids || !look.home) {
+        free(look.ids);
+        free(look.home);
+        free(m);
+        free(tmp);
+        return zr_err(err, ZR_E_NOMEM, "%s: out of memory for %zu merges", g->path, nm);
+    }
+    par_for(nm, merge_look, &look);
     for (size_t r = 0; r < nm; r++) {
         const char *s = m[r].ptr;
         size_t len = (size_t)m[r].len;
@@ -835,18 +925,22 @@ static int load_merges(ZrTokenizer *t, const ZrGguf *g, ZrError *err) {
             /* llama.cpp keeps it as a merge that never matches; it is a broken file */
             rc = zr_err(err, ZR_E_FORMAT, "%s: tokenizer.ggml.merges[%zu]: expected 'LEFT RIGHT' (two non-empty texts split by a space), found '%.*s'",
                         g->path, r, (int)(len > 64 ? 64 : len), s);
+            free(look.ids);
+            free(look.home);
             free(m);
             free(tmp);
             return rc;
         }
-        int32_t a = find_text(t, s, nl), b = find_text(t, sp + 1, nr);
+        enum { AHEAD = 16 }; /* the table is larger than the caches: its slots are fetched ahead */
+        if (r + AHEAD < nm) __builtin_prefetch(&t->merge[look.home[r + AHEAD]]);
+        const int32_t a = look.ids[r][0], b = look.ids[r][1];
         if (a >= 0 && b >= 0) {
             uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-            uint64_t i = hash_pair(t, key) & t->merge_mask;
+            uint64_t i = look.home[r];
             while (t->merge[i].key != UINT64_MAX && t->merge[i].key != key) i = (i + 1) & t->merge_mask;
             if (t->merge[i].key == key) continue; /* the first rank wins, as in llama.cpp */
-            int32_t res = -1;
-            if (nl + nr <= 2 * t->max_len) {
+            int32_t res = look.ids[r][2];
+            if (res == -2) { /* a slice without its buffer */
                 memcpy(tmp, s, nl);
                 memcpy(tmp + nl, sp + 1, nr);
                 res = find_text(t, tmp, nl + nr);
@@ -855,6 +949,8 @@ static int load_merges(ZrTokenizer *t, const ZrGguf *g, ZrError *err) {
         } else {
             /* kept by text (rare: a half that is not a token) */
             if (!reserve((void **)&t->str_merge, &str_cap, t->n_str_merge + 1, sizeof *t->str_merge)) {
+                free(look.ids);
+                free(look.home);
                 free(m);
                 free(tmp);
                 return zr_err(err, ZR_E_NOMEM, "%s: out of memory for merges", g->path);
@@ -864,6 +960,8 @@ static int load_merges(ZrTokenizer *t, const ZrGguf *g, ZrError *err) {
         }
     }
     free(tmp);
+    free(look.ids);
+    free(look.home);
     if (t->n_str_merge) {
         /* copy their texts after the token texts and index them */
         size_t base = 0;
@@ -920,6 +1018,17 @@ static const char *const k_eot_texts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
     "<EOT>", "_<EOT>", "<｜end▁of▁sentence｜>", "<end_of_utterance>",
 };
+
+/* Every token text's hash (h[n_vocab]), by id. */
+typedef struct VocabHash {
+    const ZrTokenizer *t;
+    uint64_t *h;
+} VocabHash;
+
+static void vocab_hash(void *ctx, size_t lo, size_t hi) {
+    VocabHash *v = ctx;
+    for (size_t i = lo; i < hi; i++) v->h[i] = hash_bytes(v->t, v->t->pool + v->t->off[i], v->t->len[i]);
+}
 
 int zr_tokenizer_load(ZrTokenizer **out, const ZrGguf *g, ZrError *err) {
     *out = NULL;
@@ -1025,24 +1134,33 @@ int zr_tokenizer_load(ZrTokenizer **out, const ZrGguf *g, ZrError *err) {
             }
         }
         t->attr[i] = a;
-        /* index the text */
+    }
+    free(strs);
+    /* every text's hash on the host's cores, then indexed here in id order */
+    VocabHash vh = {t, malloc((size_t)nv * sizeof *vh.h)};
+    if (!vh.h) {
+        zr_tokenizer_free(t);
+        return zr_err(err, ZR_E_NOMEM, "%s: out of memory for %d tokens", g->path, nv);
+    }
+    par_for((size_t)nv, vocab_hash, &vh);
+    for (int32_t i = 0; i < nv; i++) {
         const char *s = t->pool + t->off[i];
-        uint64_t h = hash_bytes(t, s, t->len[i]);
+        const uint64_t h = vh.h[i];
         uint32_t k = (uint32_t)h & t->hash_mask;
         for (; t->hash[k].id >= 0; k = (k + 1) & t->hash_mask) {
             int32_t j = t->hash[k].id;
             if (t->len[j] == t->len[i] && memcmp(t->pool + t->off[j], s, t->len[i]) == 0) {
                 int len = (int)(t->len[i] > 64 ? 64 : t->len[i]);
-                free(strs);
                 rc = zr_err(err, ZR_E_FORMAT, "%s: tokenizer.ggml.tokens: '%.*s' is both token %d and %d",
                             g->path, len, s, (int)j, (int)i);
+                free(vh.h);
                 zr_tokenizer_free(t);
                 return rc;
             }
         }
         t->hash[k] = (HashSlot){i, (uint32_t)(h >> 32)};
     }
-    free(strs);
+    free(vh.h);
 
     /* llama.cpp's defaults, then the file's values */
     t->eot = t->eom = t->sep = t->pad = -1;

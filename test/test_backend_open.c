@@ -108,4 +108,29 @@ ZT_TEST(the_environment_is_read_into_values) {
     ZT_CHECK(!e.graph && !e.fault);
 }
 
+/* The plan cache a command gives the CUDA backend: the flag, else XDG_CACHE_HOME (absolute),
+ * else HOME; --no-plan-cache and a place-less environment give none. */
+ZT_TEST(the_plan_cache_is_the_flags_else_under_xdg_cache_home_else_under_home) {
+    char buf[256];
+    ZT_CHECK(!strcmp(zr_backend_plan_cache("p.bin", false, "/x", "/h", buf, sizeof buf), "p.bin"));
+    ZT_CHECK(!zr_backend_plan_cache("p.bin", true, "/x", "/h", buf, sizeof buf));
+    ZT_CHECK(!strcmp(zr_backend_plan_cache(NULL, false, "/x", "/h", buf, sizeof buf), "/x/zrun/cublaslt-plans.bin"));
+    ZT_CHECK(!strcmp(zr_backend_plan_cache(NULL, false, NULL, "/h", buf, sizeof buf), "/h/.cache/zrun/cublaslt-plans.bin"));
+    /* a relative XDG_CACHE_HOME is ignored, as the base directory specification says */
+    ZT_CHECK(!strcmp(zr_backend_plan_cache(NULL, false, "rel", "/h", buf, sizeof buf), "/h/.cache/zrun/cublaslt-plans.bin"));
+    ZT_CHECK(!zr_backend_plan_cache(NULL, false, NULL, NULL, buf, sizeof buf));
+    char tiny[8];
+    ZT_CHECK(!zr_backend_plan_cache(NULL, false, "/x", "/h", tiny, sizeof tiny)); /* cut short: none */
+}
+
+ZT_TEST(the_plan_caches_places_are_read_from_the_environment) {
+    ZrEnv e;
+    ZT_CHECK(setenv("XDG_CACHE_HOME", "/c", 1) == 0 && setenv("HOME", "/home/u", 1) == 0);
+    zr_env_read(&e);
+    ZT_CHECK(e.xdg_cache_home && !strcmp(e.xdg_cache_home, "/c") && e.home && !strcmp(e.home, "/home/u"));
+    ZT_CHECK(setenv("XDG_CACHE_HOME", "", 1) == 0 && unsetenv("HOME") == 0);
+    zr_env_read(&e);
+    ZT_CHECK(!e.xdg_cache_home && !e.home);
+}
+
 int main(void) { return zt_run(); }

@@ -131,7 +131,7 @@ ZT_TEST(every_generation_option_of_the_help_is_accepted_by_the_parser) {
             p = e;
         }
     }
-    ZT_CHECKF(checked == 32, "%d options found in the generation section, expected 32", checked);
+    ZT_CHECKF(checked == 34, "%d options found in the generation section, expected 34", checked);
 }
 
 ZT_TEST(the_llama_cpp_single_dash_options_of_the_help_are_in_the_man_page) {

@@ -51,6 +51,21 @@ ZT_TEST(every_option_reaches_the_settings) {
     ZT_CHECK(!strcmp(s.prompt, "-") && s.graph == 0 && s.device == ZR_DEVICE_CUDA && !s.seed_given);
 }
 
+ZT_TEST(plan_cache_flags_reach_the_settings_and_the_last_wins) {
+    ZrRunSettings s;
+    ZrError err;
+    const char *a[] = {"zrun", "-m", "m", "-p", "x"};
+    ZT_CHECK(parse(&s, &err, ARGC(a), a) == 0 && !s.plan_cache && !s.no_plan_cache);
+    const char *b[] = {"zrun", "-m", "m", "-p", "x", "--plan-cache", "/tmp/p.bin"};
+    ZT_CHECK(parse(&s, &err, ARGC(b), b) == 0 && !strcmp(s.plan_cache, "/tmp/p.bin") && !s.no_plan_cache);
+    const char *c[] = {"zrun", "-m", "m", "-p", "x", "--plan-cache", "/tmp/p.bin", "--no-plan-cache"};
+    ZT_CHECK(parse(&s, &err, ARGC(c), c) == 0 && !s.plan_cache && s.no_plan_cache);
+    const char *d[] = {"zrun", "-m", "m", "-p", "x", "--no-plan-cache", "--plan-cache", "q.bin"};
+    ZT_CHECK(parse(&s, &err, ARGC(d), d) == 0 && !strcmp(s.plan_cache, "q.bin") && !s.no_plan_cache);
+    const char *e[] = {"zrun", "-m", "m", "-p", "x", "--plan-cache", ""};
+    ZT_CHECK(parse(&s, &err, ARGC(e), e) == ZR_E_USAGE && strstr(err.msg, "--plan-cache"));
+}
+
 ZT_TEST(help_needs_nothing_else) {
     ZrRunSettings s;
     ZrError err;

@@ -148,4 +148,75 @@ ZT_TEST(many_shapes_are_each_planned_once) {
     zr_cublaslt_close(&lt);
 }
 
+/* The plan cache (cuda/lt_cache.h): a second process's plans of the shapes a first one saved
+ * take the saved algorithms after the check, and ask the heuristic nothing. */
+static const char *cache_path(const char *name) {
+    static char p[4200];
+    snprintf(p, sizeof p, "%s/%s", zt_tmpdir(), name);
+    return p;
+}
+
+static const ZrLtCacheKey cache_key = {.cuda_driver = 13000, .cc_major = 9, .sm_count = 132, .gpu = "fake"};
+
+/* Buckets 8..512 of m = 64 and m = 96 planned (14 heuristic calls) and saved to path. */
+static int plan_and_save(const char *path) {
+    ZrCublasLt lt = fake();
+    ZrError err = {0};
+    for (uint64_t m = 64; m <= 96; m += 32)
+        for (uint64_t b = 8; b <= 512; b *= 2) {
+            const ZrGemm g = gemm(m, b);
+            if (zr_cublaslt_plan(&lt, &g, &err)) return -1;
+        }
+    int n = 0;
+    const int rc = zr_cublaslt_cache_save(&lt, path, &cache_key, &n, &err);
+    if (rc) fprintf(stderr, "  %s\n", err.msg);
+    zr_cublaslt_close(&lt);
+    return rc ? -1 : n;
+}
+
+ZT_TEST(plans_of_the_shapes_in_a_loaded_cache_ask_the_heuristic_nothing) {
+    const char *path = cache_path("plans.bin");
+    ZT_CHECK(plan_and_save(path) == 14);
+    ZrCublasLt lt = fake();
+    ZrError err = {0};
+    ZT_CHECKF(!zr_cublaslt_cache_load(&lt, path, &cache_key, &err), "%s", err.msg);
+    for (uint64_t n = 1; n <= 512; n++) {
+        ZT_CHECK(algo_for(&lt, 64, n) == zr_cublaslt_bucket((int64_t)n));
+        ZT_CHECK(algo_for(&lt, 96, n) == zr_cublaslt_bucket((int64_t)n));
+    }
+    ZT_CHECK(g_heuristics == 0 && lt.n_heuristics == 0 && lt.n_cached == 14 && lt.n_cache_refused == 0);
+    /* a shape the file does not hold still asks */
+    ZT_CHECK(algo_for(&lt, 128, 5) == 8 && g_heuristics == 1 && lt.n_cached == 14);
+    zr_cublaslt_close(&lt);
+}
+
+ZT_TEST(a_cached_algorithm_that_fails_the_check_is_replaced_by_the_heuristics) {
+    const char *path = cache_path("refused.bin");
+    ZT_CHECK(plan_and_save(path) == 14);
+    ZrCublasLt lt = fake();
+    ZrError err = {0};
+    ZT_CHECKF(!zr_cublaslt_cache_load(&lt, path, &cache_key, &err), "%s", err.msg);
+    g_refuse_n = 64; /* the check refuses every algorithm for n = 64: the cached one of bucket 64 too */
+    ZT_CHECK(algo_for(&lt, 64, 64) == 64);
+    ZT_CHECK(g_heuristics == 1 && lt.n_cache_refused == 1 && lt.n_cached == 0);
+    ZT_CHECK(algo_for(&lt, 64, 8) == 8 && g_heuristics == 1 && lt.n_cached == 1);
+    /* saved again: the new algorithm of bucket 64 with the other 13 entries */
+    int n = 0;
+    ZT_CHECKF(!zr_cublaslt_cache_save(&lt, path, &cache_key, &n, &err), "%s", err.msg);
+    ZT_CHECK(n == 14);
+    zr_cublaslt_close(&lt);
+}
+
+ZT_TEST(a_cache_of_another_gpu_is_not_loaded) {
+    const char *path = cache_path("other.bin");
+    ZT_CHECK(plan_and_save(path) == 14);
+    ZrCublasLt lt = fake();
+    ZrError err = {0};
+    ZrLtCacheKey other = cache_key;
+    other.sm_count = 114;
+    ZT_CHECK(zr_cublaslt_cache_load(&lt, path, &other, &err) == ZR_E_UNSUPPORTED && lt.cache.n == 0);
+    ZT_CHECK(algo_for(&lt, 64, 5) == 8 && g_heuristics == 1 && lt.n_cached == 0);
+    zr_cublaslt_close(&lt);
+}
+
 int main(void) { return zt_run(); }

@@ -14,6 +14,7 @@ set -u
 d=$(cd "$1" && pwd); shared=$(cd "$2" && pwd); tests=${3:-$(cd "$d/gpu" && ls)}
 export ZR_SHARED="$shared" ZR_SRC="$(pwd)" ZR_BUILD="$(mktemp -d)" ZRUN="$d/zrun" ZRUN_SYNTH="$d/tools/zrun-synth" \
   ZRUN_LLAMA2C="$d/tools/zrun-llama2c"
+export XDG_CACHE_HOME="$ZR_BUILD/xdg-cache" # zrun's plan cache (--plan-cache) goes there, not to the home
 log=${LOG:-${OUT:-/tmp}/suite.log}; : > "$log"
 bad=0
 for t in $tests; do

@@ -12,7 +12,9 @@ def main():
     with open(unity, 'w') as f:
         for s in srcs:
             f.write('#include "%s"\n' % os.path.abspath(s))
-    cmd = [nvcc, '--fatbin', '-O3', '-std=c++17', '-lineinfo',
+    # not compressed: the driver loads a compressed image (nvcc's default) in 54-75 ms on an
+    # H100, this one in 17-18 ms (cu/PERF.md, session 7); the binary is 42 MB instead of 7
+    cmd = [nvcc, '--fatbin', '--compress-mode=none', '-O3', '-std=c++17', '-lineinfo',
            '-Xptxas=-warn-spills']
     for a in archs:
         cmd += ['-gencode', 'arch=compute_%s,code=sm_%s' % (a, a)]

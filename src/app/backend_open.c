@@ -1,5 +1,6 @@
 #include "backend_open.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,6 +31,16 @@ ZrBackend *zr_backend_open(ZrDevice device, const ZrModel *m, const ZrBackendOpt
         fprintf(stderr, said ? "%s: %s; running on the CPU\n" : "%s: no usable GPU (%s); running on the CPU\n", who,
                 err->msg);
     return zr_cpu_backend_create(m, o, err);
+}
+
+const char *zr_backend_plan_cache(const char *given, bool off, const char *xdg_cache_home, const char *home, char *buf,
+                                  size_t cap) {
+    if (off) return NULL;
+    if (given) return given;
+    int n = -1;
+    if (xdg_cache_home && xdg_cache_home[0] == '/') n = snprintf(buf, cap, "%s/zrun/cublaslt-plans.bin", xdg_cache_home);
+    else if (home && home[0]) n = snprintf(buf, cap, "%s/.cache/zrun/cublaslt-plans.bin", home);
+    return n > 0 && (size_t)n < cap ? buf : NULL;
 }
 
 int zr_backend_default_ctx(const ZrModel *m, int n_needed) {

@@ -25,6 +25,14 @@ int zr_device_parse(const char *opt, const char *arg, ZrDevice *out, ZrError *er
 ZrBackend *zr_backend_open(ZrDevice device, const ZrModel *m, const ZrBackendOptions *o, const char *who,
                            ZrError *err);
 
+/* The cuBLASLt plan cache file a command gives the CUDA backend (ZrBackendOptions.plan_cache):
+ * NULL when off (--no-plan-cache); given (--plan-cache FILE) when not NULL; else the default,
+ * $XDG_CACHE_HOME/zrun/cublaslt-plans.bin (XDG_CACHE_HOME absolute, as the XDG base directory
+ * specification asks), else $HOME/.cache/zrun/cublaslt-plans.bin, made in buf[cap]; NULL when
+ * neither variable helps (or the path does not fit). */
+const char *zr_backend_plan_cache(const char *given, bool off, const char *xdg_cache_home, const char *home, char *buf,
+                                  size_t cap);
+
 #define ZR_DEFAULT_CTX 4096
 
 /* The context (KV cache positions) when -c is not given. One rule: the tokens the command will

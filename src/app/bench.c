@@ -73,6 +73,8 @@ typedef struct BenchArgs {
     const char *sampling;                 /* its name for the report: greedy, default or the flags */
     bool profile, progress, quiet, help;
     const char *fault;                    /* ZRUN_FAULT's graph fault (the test hook), for every backend */
+    const char *plan_cache;               /* resolved: --plan-cache, --no-plan-cache (NULL) or the default */
+    char plan_cache_buf[4096];            /* the default's path */
     char notes[BENCH_MAX_NOTES][160];     /* llama-bench options accepted that do not apply */
     int n_notes;
 } BenchArgs;
@@ -109,7 +111,8 @@ static int parse_list(const char *opt, const char *arg, int *out, int *n, ZrErro
 
 static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrError *err) {
     enum { O_MODEL = 1, O_PP, O_TG, O_REPS, O_OUTPUT, O_THREADS, O_CTX, O_GRAPH, O_DEVICE, O_WARMUP, O_BW_MIB,
-           O_BW_REPS, O_PROFILE, O_PROGRESS, O_QUIET, O_ARGMAX, O_SAMPLING, O_VERBOSE, O_HELP };
+           O_BW_REPS, O_PROFILE, O_PROGRESS, O_QUIET, O_ARGMAX, O_SAMPLING, O_VERBOSE, O_HELP, O_PLAN_CACHE,
+           O_NO_PLAN_CACHE };
     /* llama-bench's spellings; its -ngl, -fa, -mmp, -b, -ub take a value (or a list) */
     static const ZrOpt opts[] = {
         {O_MODEL, "-m|--model", ZR_OPT_VALUE, NULL},
@@ -127,6 +130,8 @@ static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrE
         {O_PROFILE, "--profile", ZR_OPT_FLAG, NULL},
         {O_PROGRESS, "--progress", ZR_OPT_FLAG, NULL},
         {O_QUIET, "--quiet", ZR_OPT_FLAG, NULL},
+        {O_PLAN_CACHE, "--plan-cache", ZR_OPT_VALUE, NULL},
+        {O_NO_PLAN_CACHE, "--no-plan-cache", ZR_OPT_FLAG, NULL},
         {O_ARGMAX, "--argmax", ZR_OPT_VALUE, NULL},
         {O_SAMPLING, "--sampling", ZR_OPT_VALUE, NULL},
         {O_VERBOSE, "-v|--verbose", ZR_OPT_FLAG, NULL},
@@ -143,6 +148,8 @@ static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrE
                      .device = ZR_DEVICE_AUTO, .bw_mib = 1024, .sampling = "greedy"};
     a->sp = zr_sampler_defaults();
     a->sp.temp = 0.0f;
+    const char *plan_cache = NULL;
+    bool no_plan_cache = false;
     ZrOptReader rd;
     zr_opt_init(&rd, argc, argv);
     for (;;) {
@@ -208,12 +215,19 @@ static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrE
         case O_PROFILE: a->profile = true; break;
         case O_PROGRESS: a->progress = true; break;
         case O_QUIET: a->quiet = true; break;
+        case O_PLAN_CACHE:
+            if (!*v) return usage_error(err, "%s: expected a file name, found ''", name);
+            plan_cache = v, no_plan_cache = false; /* the last of the two wins */
+            break;
+        case O_NO_PLAN_CACHE: no_plan_cache = true, plan_cache = NULL; break;
         case O_VERBOSE: a->progress = true; break; /* llama-bench -v: what happens, as it happens */
         case O_HELP: a->help = true; return ZR_OK;
         default: zr_cli_note_compat(a->notes, &a->n_notes, BENCH_MAX_NOTES, name, v, id); break;
         }
     }
     if (!a->n_models) return usage_error(err, "%s", "no model: -m FILE is required");
+    a->plan_cache = zr_backend_plan_cache(plan_cache, no_plan_cache, env->xdg_cache_home, env->home, a->plan_cache_buf,
+                                          sizeof a->plan_cache_buf);
     bool any = false;
     for (int i = 0; i < a->n_pp; i++) any |= a->pp[i] > 0;
     for (int i = 0; i < a->n_tg; i++) any |= a->tg[i] > 0;
@@ -496,7 +510,8 @@ static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const c
     if (a->graph != GRAPH_OFF) modes[n_modes++] = true;
     for (int mi = 0; mi < n_modes && !rc; mi++) {
         ZrBackendOptions o = {.n_ctx = n_ctx, .n_threads = a->n_threads, .graph = modes[mi], .verify_graph = 1,
-                              .profile = a->profile, .fault = a->fault, .quiet = a->quiet, .cuda_early = early};
+                              .profile = a->profile, .fault = a->fault, .quiet = a->quiet, .plan_cache = a->plan_cache,
+                              .cuda_early = early};
         early = NULL; /* the backend's now */
         const double t_open = (zr_clock_ms() / 1e3);
         t.be = zr_backend_open(device, &m, &o, a->quiet ? NULL : "zrun bench", err);

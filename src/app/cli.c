@@ -179,6 +179,8 @@ enum {
     OPT_NO_CONVERSATION,
     OPT_SINGLE_TURN,
     OPT_CHAT_TEMPLATE,
+    OPT_PLAN_CACHE,
+    OPT_NO_PLAN_CACHE,
 };
 
 static const ZrOpt run_options[] = {
@@ -213,6 +215,8 @@ static const ZrOpt run_options[] = {
     {OPT_GRAPH_DOT, "--graph-dot", ZR_OPT_VALUE, NULL},
     {OPT_GRAPH_STEPS, "--graph-steps", ZR_OPT_VALUE, NULL},
     {OPT_QUIET, "--quiet", ZR_OPT_FLAG, NULL},
+    {OPT_PLAN_CACHE, "--plan-cache", ZR_OPT_VALUE, NULL},
+    {OPT_NO_PLAN_CACHE, "--no-plan-cache", ZR_OPT_FLAG, NULL},
     {OPT_NO_DISPLAY_PROMPT, "--no-display-prompt", ZR_OPT_FLAG, NULL},
     {OPT_HELP, "-h|--help", ZR_OPT_FLAG, NULL},
     /* llama.cpp's, accepted with a note (zr_cli_compat_note) */
@@ -299,6 +303,11 @@ static int parse(ZrRunSettings *s, int argc, char **argv, bool chat, ZrError *er
         case OPT_GRAPH_DOT: s->graph_dot = v; break;
         case OPT_GRAPH_STEPS: rc = zr_cli_int(name, v, 0, 8, &s->graph_steps, err); break;
         case OPT_QUIET: s->quiet = true; break;
+        case OPT_PLAN_CACHE:
+            if (!*v) return zr_err(err, ZR_E_USAGE, "%s: expected a file name, found ''", name);
+            s->plan_cache = v, s->no_plan_cache = false; /* the last of the two wins */
+            break;
+        case OPT_NO_PLAN_CACHE: s->no_plan_cache = true, s->plan_cache = NULL; break;
         case OPT_NO_DISPLAY_PROMPT: s->no_display_prompt = true; break;
         case OPT_HELP: s->help = true; break;
         case OPT_RESUME_FD: rc = zr_cli_int(name, v, 0, INT_MAX, &s->resume_fd, err); break;

@@ -33,6 +33,8 @@ typedef struct ZrRunSettings {
     bool log_launches;
     const char *graph_dot;
     bool quiet;
+    const char *plan_cache;   /* --plan-cache FILE; NULL: the default (zr_backend_plan_cache) */
+    bool no_plan_cache;       /* --no-plan-cache */
     bool ignore_eos;          /* --ignore-eos: end-of-generation tokens are never drawn */
     bool escape;              /* -e: \n, \t, \\, \xNN ... in the prompt and -r are processed */
     int color;                /* --color: 0 off (default), 1 on, -1 auto (a terminal, NO_COLOR unset) */

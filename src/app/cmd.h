@@ -6,11 +6,11 @@
 
 #include "env.h"
 
-/* run and bench take the environment main read (env.h); the others need none of it. */
+/* run, chat, bench and eval take the environment main read (env.h); the others need none of it. */
 int zr_cmd_run(int argc, char **argv, const ZrEnv *env); /* zrun -m FILE -p PROMPT ... (cmd_run.c; resumed: cmd_resume.c) */
 int zr_cmd_info(int argc, char **argv);     /* zrun info FILE               (cmd_info.c) */
 int zr_cmd_tokenize(int argc, char **argv); /* zrun tokenize -m FILE -p TEXT (cmd_tokenize.c) */
-int zr_cmd_eval(int argc, char **argv);     /* zrun eval -m FILE --tokens IDS --logits OUT (cmd_eval.c) */
+int zr_cmd_eval(int argc, char **argv, const ZrEnv *env); /* zrun eval -m FILE --tokens IDS --logits OUT (cmd_eval.c) */
 int zr_cmd_bench(int argc, char **argv, const ZrEnv *env); /* zrun bench -m FILE ... (bench.c) */
 int zr_cmd_template(int argc, char **argv); /* zrun template -m FILE -f CONV.json (cmd_template.c) */
 int zr_cmd_chat(int argc, char **argv, const ZrEnv *env); /* zrun chat -m FILE [-sys TEXT] (cmd_chat.c) */

@@ -380,6 +380,7 @@ int zr_chat_session(const ZrRunSettings *s, const ZrEnv *env) {
 
     ZrProgress progress;
     zr_progress_init(&progress, "zrun: loading", !s->quiet && env->stderr_tty);
+    char plan_cache[4096];
     const ZrBackendOptions bo = {
         .n_ctx = r->n_ctx,
         .n_threads = s->n_threads,
@@ -391,11 +392,14 @@ int zr_chat_session(const ZrRunSettings *s, const ZrEnv *env) {
         .graph_dot = s->graph_dot,
         .fault = fault,
         .quiet = s->quiet,
+        .plan_cache = zr_backend_plan_cache(s->plan_cache, s->no_plan_cache, env->xdg_cache_home, env->home, plan_cache,
+                                            sizeof plan_cache),
         .progress = zr_progress_cb,
         .progress_ctx = &progress,
         .stop = zr_run_stop_cb,
         .stop_ctx = r,
         .cuda_early = r->cuda_early,
+        .first_rows = ZR_FIRST_ROWS_LATER, /* the first prompt comes later: the GEMM set-up goes on beside it */
     };
     r->cuda_early = NULL; /* the backend's now */
     r->sp = s->sampler;

@@ -21,6 +21,8 @@
 
 typedef struct EvalArgs {
     const char *model, *tokens, *logits;
+    const char *plan_cache; /* --plan-cache FILE; NULL: the default */
+    bool no_plan_cache;     /* --no-plan-cache */
     ZrDevice device;
     int n_threads, n_ctx;
 } EvalArgs;
@@ -35,12 +37,13 @@ static int usage_error(const char *msg) {
 
 /* 0, -1 for --help, or 2 after the message. */
 static int parse_args(int argc, char **argv, EvalArgs *a) {
-    enum { O_MODEL = 1, O_TOKENS, O_LOGITS, O_DEVICE, O_THREADS, O_CTX, O_HELP };
+    enum { O_MODEL = 1, O_TOKENS, O_LOGITS, O_DEVICE, O_THREADS, O_CTX, O_HELP, O_PLAN_CACHE, O_NO_PLAN_CACHE };
     static const ZrOpt opts[] = {
         {O_MODEL, "-m|--model", ZR_OPT_VALUE, NULL},     {O_TOKENS, "--tokens", ZR_OPT_VALUE, NULL},
         {O_LOGITS, "--logits", ZR_OPT_VALUE, NULL},      {O_DEVICE, "--device", ZR_OPT_VALUE, NULL},
         {O_THREADS, "-t|--threads", ZR_OPT_VALUE, NULL}, {O_CTX, "-c|--ctx-size", ZR_OPT_VALUE, NULL},
-        {O_HELP, "-h|--help", ZR_OPT_FLAG, NULL},        {0, NULL, 0, NULL},
+        {O_HELP, "-h|--help", ZR_OPT_FLAG, NULL},        {O_PLAN_CACHE, "--plan-cache", ZR_OPT_VALUE, NULL},
+        {O_NO_PLAN_CACHE, "--no-plan-cache", ZR_OPT_FLAG, NULL}, {0, NULL, 0, NULL},
     };
     *a = (EvalArgs){.device = ZR_DEVICE_AUTO};
     ZrOptReader rd;
@@ -64,6 +67,11 @@ static int parse_args(int argc, char **argv, EvalArgs *a) {
         case O_THREADS: rc = zr_cli_int(name, v, 0, 4096, &a->n_threads, &e); break;
         case O_CTX: rc = zr_cli_int(name, v, 1, INT32_MAX, &a->n_ctx, &e); break;
         case O_HELP: return -1;
+        case O_PLAN_CACHE:
+            if (!*v) rc = zr_err(&e, ZR_E_USAGE, "%s: expected a file name, found ''", name);
+            a->plan_cache = v, a->no_plan_cache = false; /* the last of the two wins */
+            break;
+        case O_NO_PLAN_CACHE: a->no_plan_cache = true, a->plan_cache = NULL; break;
         }
         if (rc) return usage_error(e.msg);
     }
@@ -158,7 +166,7 @@ static int eval_tokens(ZrBackend *be, const int32_t *ids, int n, int n_vocab, FI
     return rc;
 }
 
-int zr_cmd_eval(int argc, char **argv) {
+int zr_cmd_eval(int argc, char **argv, const ZrEnv *env) {
     EvalArgs a;
     int rc = parse_args(argc, argv, &a);
     if (rc == -1) return zr_print_help(k_eval_usage, "eval options (zrun eval):");
@@ -179,8 +187,11 @@ int zr_cmd_eval(int argc, char **argv) {
                    m.hp.n_vocab - 1);
             goto fail_model;
         }
+    char plan_cache[4096];
     const ZrBackendOptions o = {.n_ctx = a.n_ctx ? a.n_ctx : zr_backend_default_ctx(&m, n), .n_threads = a.n_threads,
-                                .verify_graph = 1, .quiet = true, .all_logits = true};
+                                .verify_graph = 1, .quiet = true, .all_logits = true,
+                                .plan_cache = zr_backend_plan_cache(a.plan_cache, a.no_plan_cache, env->xdg_cache_home,
+                                                                    env->home, plan_cache, sizeof plan_cache)};
     be = zr_backend_open(a.device, &m, &o, "zrun eval", &err);
     if (!be) goto fail_model;
     /* "-": standard output, as llama.cpp tools read "-"; the note below stays on stderr */

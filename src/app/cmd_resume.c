@@ -54,6 +54,7 @@ int zr_run_resume(const ZrRunSettings *s, const ZrEnv *env) {
     }
     memcpy(r.ids, rs.tokens, (size_t)rs.n_fed * sizeof *r.ids);
 
+    char plan_cache[4096];
     const ZrBackendOptions bo = {
         .n_ctx = r.n_ctx,
         .n_threads = s->n_threads,
@@ -62,6 +63,8 @@ int zr_run_resume(const ZrRunSettings *s, const ZrEnv *env) {
         .graph_steps = s->graph_steps,
         .profile = s->profile,
         .quiet = true, /* the first process said which device it runs on */
+        .plan_cache = zr_backend_plan_cache(s->plan_cache, s->no_plan_cache, env->xdg_cache_home, env->home, plan_cache,
+                                            sizeof plan_cache),
         /* no graph fault, no launch log, no dot file: those were the first process's */
     };
     /* (a resumed run inherits the blocked mask and any pending Ctrl-C across exec) */

@@ -191,6 +191,7 @@ int zr_run_fresh(const ZrRunSettings *s, const ZrEnv *env, int argc, char **argv
 
     ZrProgress progress;
     zr_progress_init(&progress, "zrun: loading", !s->quiet && env->stderr_tty);
+    char plan_cache[4096];
     const ZrBackendOptions bo = {
         .n_ctx = r.n_ctx,
         .n_threads = s->n_threads,
@@ -202,11 +203,14 @@ int zr_run_fresh(const ZrRunSettings *s, const ZrEnv *env, int argc, char **argv
         .graph_dot = s->graph_dot,
         .fault = env->fault,
         .quiet = s->quiet,
+        .plan_cache = zr_backend_plan_cache(s->plan_cache, s->no_plan_cache, env->xdg_cache_home, env->home, plan_cache,
+                                            sizeof plan_cache),
         .progress = zr_progress_cb,
         .progress_ctx = &progress,
         .stop = zr_run_stop_cb,
         .stop_ctx = &r,
         .cuda_early = r.cuda_early,
+        .first_rows = r.n_prompt, /* the load waits only for the GEMM set-up this prompt takes */
     };
     r.cuda_early = NULL; /* the backend's now */
     r.sp = s->sampler;

@@ -14,4 +14,7 @@ void zr_env_read(ZrEnv *out) {
     out->stdout_tty = isatty(STDOUT_FILENO) == 1;
     out->stdin_tty = isatty(STDIN_FILENO) == 1;
     out->stderr_tty = isatty(STDERR_FILENO) == 1;
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    out->xdg_cache_home = xdg && *xdg ? xdg : NULL;
+    out->home = home && *home ? home : NULL;
 }

@@ -11,6 +11,8 @@ typedef struct ZrEnv {
     bool stdin_tty;    /* standard input is a terminal: the chat edits lines with libedit */
     bool stderr_tty;   /* standard error is a terminal: the load progress line is drawn there */
     double t_start_ms; /* the process's start: zr_clock_ms() at the top of main */
+    const char *xdg_cache_home; /* XDG_CACHE_HOME (the plan cache's default place); NULL = unset or empty */
+    const char *home;           /* HOME; NULL = unset or empty */
 } ZrEnv;
 
 void zr_env_read(ZrEnv *out);

@@ -28,7 +28,7 @@ int main(int argc, char **argv) {
         if (!strcmp(c, "chat")) return zr_cmd_chat(argc - 1, argv + 1, &env);
         if (!strcmp(c, "info")) return zr_cmd_info(argc - 1, argv + 1);
         if (!strcmp(c, "tokenize")) return zr_cmd_tokenize(argc - 1, argv + 1);
-        if (!strcmp(c, "eval")) return zr_cmd_eval(argc - 1, argv + 1);
+        if (!strcmp(c, "eval")) return zr_cmd_eval(argc - 1, argv + 1, &env);
         if (!strcmp(c, "bench")) return zr_cmd_bench(argc - 1, argv + 1, &env);
         if (!strcmp(c, "run")) return zr_cmd_run(argc - 1, argv + 1, &env);
     }

@@ -87,8 +87,9 @@ void zr_cublaslt_close(ZrCublasLt *lt) {
     for (int i = 0; i < lt->n_plans; i++) plan_free(lt, &lt->plans[i]);
     free(lt->plans);
     free(lt->index);
+    zr_lt_cache_free(&lt->cache);
     if (lt->handle && lt->destroy) lt->destroy(lt->handle);
-    if (lt->lib) dlclose(lt->lib);
+    if (lt->lib && !lt->borrowed) dlclose(lt->lib);
     memset(lt, 0, sizeof *lt);
 }
 
@@ -192,6 +193,22 @@ static void index_add(ZrCublasLt *lt, int plan) {
     lt->index[i] = plan + 1;
 }
 
+/* Room for one more plan: twice the plans, and the index again (at most half full). */
+static int plan_room(ZrCublasLt *lt, ZrError *err) {
+    if (lt->n_plans < lt->cap_plans) return ZR_OK;
+    const int cap = lt->cap_plans ? 2 * lt->cap_plans : 32;
+    ZrLtPlan *p = realloc(lt->plans, sizeof *p * cap);
+    if (!p) return zr_err(err, ZR_E_NOMEM, "cuBLASLt: out of host memory");
+    lt->plans = p;
+    int32_t *ix = calloc(2 * (size_t)cap, sizeof *ix);
+    if (!ix) return zr_err(err, ZR_E_NOMEM, "cuBLASLt: out of host memory");
+    free(lt->index);
+    lt->index = ix;
+    lt->cap_plans = cap;
+    for (int i = 0; i < lt->n_plans; i++) index_add(lt, i);
+    return ZR_OK;
+}
+
 /* sh's plan: found, or made (its bucket's first) and added. */
 static int plan_get(ZrCublasLt *lt, const ZrLtShape *sh, const ZrLtPlan **out, ZrError *err) {
     if ((*out = plan_find(lt, sh))) return ZR_OK;
@@ -207,18 +224,7 @@ static int plan_get(ZrCublasLt *lt, const ZrLtShape *sh, const ZrLtPlan **out, Z
     if (bs.n != sh->n && (rc = plan_get(lt, &bs, &bucket, err))) return rc;
     cublasLtMatmulAlgo_t algo = {{0}};
     if (bucket) algo = bucket->algo; /* copied: adding a plan may move the array */
-    if (lt->n_plans == lt->cap_plans) { /* twice the plans, and the index again (at most half full) */
-        int cap = lt->cap_plans ? 2 * lt->cap_plans : 32;
-        ZrLtPlan *p = realloc(lt->plans, sizeof *p * cap);
-        if (!p) return zr_err(err, ZR_E_NOMEM, "cuBLASLt: out of host memory");
-        lt->plans = p;
-        int32_t *ix = calloc(2 * (size_t)cap, sizeof *ix);
-        if (!ix) return zr_err(err, ZR_E_NOMEM, "cuBLASLt: out of host memory");
-        free(lt->index);
-        lt->index = ix;
-        lt->cap_plans = cap;
-        for (int i = 0; i < lt->n_plans; i++) index_add(lt, i);
-    }
+    if ((rc = plan_room(lt, err))) return rc;
     ZrLtPlan *p = &lt->plans[lt->n_plans];
     memset(p, 0, sizeof *p);
     p->shape = *sh;
@@ -226,9 +232,23 @@ static int plan_get(ZrCublasLt *lt, const ZrLtShape *sh, const ZrLtPlan **out, Z
     rc = plan_descs(lt, sh, p, err);
     if (!rc && bucket && algo_fits(lt, p, &algo)) {
         p->algo = algo;
+        p->from = ZR_LT_FROM_BUCKET;
     } else if (!rc) {
         if (bucket) lt->n_fallbacks++;
-        rc = plan_heuristic(lt, p, err);
+        /* an algorithm of its own: the plan cache's if the check takes it, else the heuristic's */
+        int64_t words[ZR_LT_CACHE_SHAPE_WORDS];
+        memcpy(words, sh, sizeof words);
+        const ZrLtCacheEntry *ce = zr_lt_cache_find(&lt->cache, words);
+        if (ce) memcpy(&algo, ce->algo, sizeof algo);
+        if (ce && algo_fits(lt, p, &algo)) {
+            p->algo = algo;
+            p->from = ZR_LT_FROM_CACHE;
+            lt->n_cached++;
+        } else {
+            lt->n_cache_refused += ce != NULL;
+            p->from = ZR_LT_FROM_HEURISTIC;
+            rc = plan_heuristic(lt, p, err);
+        }
     }
     lt->plan_ms += zr_clock_ms() - t0;
     if (rc) {
@@ -258,5 +278,90 @@ int zr_cublaslt_gemm(ZrCublasLt *lt, CUstream stream, const ZrGemm *g, ZrError *
            "cublasLtMatmul m=%llu n=%llu k=%llu", (unsigned long long)g->m, (unsigned long long)g->n,
            (unsigned long long)g->k);
 done:
+    return rc;
+}
+
+int zr_cublaslt_cache_load(ZrCublasLt *lt, const char *path, const ZrLtCacheKey *key, ZrError *err) {
+    ZrLtCacheKey k = *key;
+    k.lt_version = lt->version;
+    ZrLtCache c;
+    const int rc = zr_lt_cache_read(path, &k, &c, err);
+    if (rc) return rc;
+    zr_lt_cache_free(&lt->cache);
+    lt->cache = c;
+    return ZR_OK;
+}
+
+/* lt's cache entries with the algorithms its heuristic chose since (a bucket-derived plan's is
+ * its bucket's, a cached one's is in the cache already) -> *all. */
+static int cache_with_fresh(const ZrCublasLt *lt, ZrLtCache *all, ZrError *err) {
+    ZrLtCacheEntry *fresh = malloc(sizeof *fresh * (size_t)(lt->n_plans ? lt->n_plans : 1));
+    if (!fresh) return zr_err(err, ZR_E_NOMEM, "plan cache: out of host memory for %d entries", lt->n_plans);
+    int n = 0;
+    for (int i = 0; i < lt->n_plans; i++) {
+        const ZrLtPlan *p = &lt->plans[i];
+        if (p->from != ZR_LT_FROM_HEURISTIC) continue;
+        memcpy(fresh[n].shape, &p->shape, sizeof fresh[n].shape);
+        memcpy(fresh[n].algo, &p->algo, sizeof fresh[n].algo);
+        n++;
+    }
+    const int rc = zr_lt_cache_merge(&lt->cache, fresh, n, all, err);
+    free(fresh);
+    return rc;
+}
+
+int zr_cublaslt_fork(const ZrCublasLt *src, ZrCublasLt *dst, ZrError *err) {
+    *dst = *src; /* the library's functions and version */
+    dst->borrowed = true;
+    dst->handle = NULL;
+    dst->plans = NULL;
+    dst->index = NULL;
+    dst->n_plans = dst->cap_plans = 0;
+    dst->plan_ms = 0.0;
+    dst->n_heuristics = dst->n_fallbacks = dst->n_cached = dst->n_cache_refused = 0;
+    memset(&dst->cache, 0, sizeof dst->cache);
+    int rc = cache_with_fresh(src, &dst->cache, err);
+    if (rc) {
+        memset(dst, 0, sizeof *dst);
+        return rc;
+    }
+    const cublasStatus_t st = dst->create(&dst->handle);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        rc = zr_err(err, ZR_E_CUDA, "cuBLASLt: cublasLtCreate (a second handle): %s (%d)", status_name(dst, st), st);
+        dst->handle = NULL;
+        zr_cublaslt_close(dst);
+    }
+    return rc;
+}
+
+int zr_cublaslt_adopt(ZrCublasLt *dst, ZrCublasLt *src, ZrError *err) {
+    int rc = ZR_OK;
+    for (int i = 0; i < src->n_plans; i++) {
+        ZrLtPlan *p = &src->plans[i];
+        if (!rc && !plan_find(dst, &p->shape) && !(rc = plan_room(dst, err))) {
+            dst->plans[dst->n_plans] = *p; /* its descriptors move: no handle of their own */
+            index_add(dst, dst->n_plans++);
+            memset(p, 0, sizeof *p);
+        }
+    }
+    dst->plan_ms += src->plan_ms;
+    dst->n_heuristics += src->n_heuristics;
+    dst->n_fallbacks += src->n_fallbacks;
+    dst->n_cached += src->n_cached;
+    dst->n_cache_refused += src->n_cache_refused;
+    zr_cublaslt_close(src); /* the plans not moved (none unless out of memory), its handle */
+    return rc;
+}
+
+int zr_cublaslt_cache_save(const ZrCublasLt *lt, const char *path, const ZrLtCacheKey *key, int *n_out, ZrError *err) {
+    ZrLtCacheKey k = *key;
+    k.lt_version = lt->version;
+    if (n_out) *n_out = 0;
+    ZrLtCache all;
+    int rc = cache_with_fresh(lt, &all, err);
+    if (rc) return rc;
+    rc = zr_lt_cache_write(path, &k, all.e, all.n, err);
+    if (!rc && n_out) *n_out = all.n;
+    zr_lt_cache_free(&all);
     return rc;
 }

@@ -2,9 +2,11 @@
  * one GEMM needs. Used for prefill (M > 1) only: its kernels bypass the launcher, so it must
  * never run inside the recorded decode step. */
 #pragma once
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cuda/cuda_abi.h"
+#include "cuda/lt_cache.h"
 #include "err.h"
 
 /* What a GEMM's algorithm is chosen from (ZrGemm without its pointers and scalars): the
@@ -13,6 +15,9 @@ typedef struct ZrLtShape {
     int64_t trans_a, trans_b, m, n, k, type_a, lda, type_b, ldb, type_d, ldd, workspace_bytes;
     int64_t batch, stride_a, stride_b, stride_d;
 } ZrLtShape;
+/* a plan cache entry (cuda/lt_cache.h) is a shape and an algorithm, word for word */
+_Static_assert(sizeof(ZrLtShape) == sizeof(int64_t) * ZR_LT_CACHE_SHAPE_WORDS, "ZrLtShape: the cache's shape words");
+_Static_assert(sizeof(cublasLtMatmulAlgo_t) == sizeof(uint64_t) * ZR_LT_CACHE_ALGO_WORDS, "the cache's algo words");
 
 /* The algorithm of a GEMM is chosen per bucket of its n (the prompt's rows: 1..8, 9..16, 17..32,
  * .. powers of two), by the heuristic for the bucket's largest n, and reused for every n in it
@@ -22,13 +27,18 @@ typedef struct ZrLtShape {
 /* The bucket of n: its largest n (ZR_LT_BUCKET_MIN, then powers of two). */
 int64_t zr_cublaslt_bucket(int64_t n);
 
+/* Where a plan's algorithm came from. */
+typedef enum ZrLtFrom { ZR_LT_FROM_BUCKET, ZR_LT_FROM_HEURISTIC, ZR_LT_FROM_CACHE } ZrLtFrom;
+
 /* A shape's descriptors and algorithm, made at its first GEMM and kept until close: a bucket's
- * own (n = the bucket's largest) from the heuristic, any other n's from its bucket's. */
+ * own (n = the bucket's largest) from the plan cache or the heuristic, any other n's from its
+ * bucket's. */
 typedef struct ZrLtPlan {
     ZrLtShape shape;
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t la, lb, ld;
     cublasLtMatmulAlgo_t algo;
+    ZrLtFrom from;
 } ZrLtPlan;
 
 typedef struct ZrCublasLt {
@@ -55,8 +65,13 @@ typedef struct ZrCublasLt {
     int n_plans, cap_plans;
     int32_t *index;    /* [2 cap_plans] open addressing by the shape's hash: plan + 1, 0 = empty */
     double plan_ms;    /* host time spent making them (the heuristic's first calls load cuBLASLt's kernels) */
-    int n_heuristics;  /* heuristic calls: one per bucket and shape, plus n_fallbacks */
+    int n_heuristics;  /* heuristic calls: one per bucket and shape not served by the plan cache, plus
+                        * the n_fallbacks not served by it */
     int n_fallbacks;   /* exact n whose bucket's algorithm did not pass the check: chosen for that n alone */
+    ZrLtCache cache;   /* the plan cache's entries (zr_cublaslt_cache_load), empty without one */
+    bool borrowed;     /* lib is another ZrCublasLt's (zr_cublaslt_fork): not closed with this one */
+    int n_cached;      /* plans whose algorithm came from it (each passed cublasLtMatmulAlgoCheck) */
+    int n_cache_refused; /* its entries of a shape planned whose algorithm failed the check: the heuristic's instead */
 } ZrCublasLt;
 
 /* Opens the library and creates a handle (needs a current CUDA context: cuBLASLt uses the
@@ -89,3 +104,22 @@ typedef struct ZrGemm {
 int zr_cublaslt_gemm(ZrCublasLt *lt, CUstream stream, const ZrGemm *g, ZrError *err);
 /* The plan of g's shape made now, without a GEMM (its pointers are not read). */
 int zr_cublaslt_plan(ZrCublasLt *lt, const ZrGemm *g, ZrError *err);
+
+/* A second handle on src's library (which must stay open while dst is: dst borrows it), with no
+ * plans, for another thread: its plan cache is src's entries with the algorithms src's
+ * heuristic chose (so dst's save loses none of them). */
+int zr_cublaslt_fork(const ZrCublasLt *src, ZrCublasLt *dst, ZrError *err);
+/* src's plans of shapes dst has not planned moved into dst (plans are not tied to a handle), its
+ * counts added to dst's; src is closed (zeroed) either way. */
+int zr_cublaslt_adopt(ZrCublasLt *dst, ZrCublasLt *src, ZrError *err);
+
+/* The plan cache on disk (cuda/lt_cache.h). Load: the file at path for key (its lt_version set
+ * here to this library's) is what later plans look up before the heuristic, each entry taken
+ * only after cublasLtMatmulAlgoCheck passes for its shape (n_cached; else the heuristic runs,
+ * n_cache_refused). A file that is missing or refused leaves lt as it was, with err saying why:
+ * an error of the cache, not of the run. */
+int zr_cublaslt_cache_load(ZrCublasLt *lt, const char *path, const ZrLtCacheKey *key, ZrError *err);
+/* Save: the entries loaded and every algorithm the heuristic chose since (bucket plans and
+ * fallbacks), merged (the new first, at most ZR_LT_CACHE_MAX), written to path for key; *n_out
+ * (may be NULL): the entries written. */
+int zr_cublaslt_cache_save(const ZrCublasLt *lt, const char *path, const ZrLtCacheKey *key, int *n_out, ZrError *err);

@@ -56,7 +56,10 @@ typedef struct CudaBackend {
     bool cuda_open;
     ZrCublasLt lt;
     bool lt_open;
-    ZrCuWarm *warm;   /* the warm-up's thread, from the context's creation to the end of the upload */
+    ZrCuWarm *warm;   /* the warm-up's thread, from the context's creation until a prompt needs cuBLASLt
+                       * (or the end): c->lt is its until then (warm_join) */
+    int rows_free;    /* prompts of up to this many rows need no cuBLASLt (zr_cuf_warm_rows_free) */
+    double join_ms;   /* the first prompt that needed cuBLASLt waited this long for the warm-up's rest */
     ZrLauncher launcher;
     bool launcher_init;
     ZrProfile prof;
@@ -186,6 +189,23 @@ static void tail_forget(CudaBackend *c) {
     c->snap_bytes = 0;
 }
 
+/* The warm-up's thread joined (its rest done) and its cuBLASLt taken over: before a prompt that
+ * needs cuBLASLt, and before the context is reset. */
+static int warm_join(CudaBackend *c, ZrError *err) {
+    if (!c->warm) return ZR_OK;
+    const double t0 = zr_clock_ms();
+    ZrCuWarmStats ws;
+    const int rc = zr_cuf_warm_wait(c->warm, &c->lt, &ws, err);
+    c->warm = NULL;
+    c->join_ms = zr_clock_ms() - t0;
+    c->lt_open = c->lt.handle != NULL;
+    if (rc) return rc;
+    if (!c->opt.quiet)
+        fprintf(stderr, "zrun: cuda: the prefill warm-up's rest (%d GEMM plans, %d run, in %.0f ms beside the first "
+                        "prompt) joined: this prompt waited %.1f ms for it\n", ws.n_rest, ws.n_rest_run, ws.rest_ms, c->join_ms);
+    return ZR_OK;
+}
+
 /* The context is poisoned: a new context, the kernels, cuBLASLt, the weights and buffers again,
  * then the first n_past tokens fed again exactly as they were (same chunks, same kernels). */
 static int recover(void *ctx, int n_past, ZrError *err) {
@@ -196,6 +216,7 @@ static int recover(void *ctx, int n_past, ZrError *err) {
     tail_forget(c);
     const ZrTail tail = c->tail;
     c->tail = ZR_TAIL_NONE; /* the re-prefill's decode steps must not advance a sampler */
+    if ((rc = warm_join(c, err))) return rc;
     if (c->lt_open) zr_cublaslt_close(&c->lt);
     c->lt_open = false;
     if ((rc = zr_cuda_reset(&c->cuda, zr_cuda_kernels_image(), err))) return rc;
@@ -268,6 +289,9 @@ static int cuda_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, fl
         /* the row is on the host: checked there */
         return logits ? zr_logits_check(c->m->gguf.path, logits, 1, n_vocab, pos, err) : ZR_OK;
     }
+    /* a prompt with a GEMM the load did not make ready waits for the warm-up's rest */
+    if (c->warm && n > c->rows_free && !(c->lt_open && zr_cuf_warm_covers(c->warm, n)) && (rc = warm_join(c, err)))
+        return rc;
     for (int c0 = 0; c0 < n; c0 += ZR_CUF_UBATCH) {
         /* Ctrl-C is heard between chunks (each at most a few tens of ms on the GPU); the chunks
          * done so far stay in the cache */
@@ -618,6 +642,9 @@ static void cuda_stats(const ZrBackend *be, ZrBackendStats *out) {
     const CudaBackend *c = (const CudaBackend *)be;
     ZrDecodeStats st;
     memset(out, 0, sizeof *out);
+    out->gemm_plans = c->lt.n_plans;
+    out->gemm_heuristics = c->lt.n_heuristics;
+    out->gemm_plans_cached = c->lt.n_cached;
     if (!c->graph_init) return;
     zr_graph_decode_stats(&c->graph, &st);
     out->kernels_per_token = st.kernels_per_token;
@@ -655,11 +682,12 @@ static int cuda_read_bandwidth(ZrBackend *be, size_t bytes, int reps, ZrBandwidt
 static void cuda_destroy(ZrBackend *be) {
     CudaBackend *c = (CudaBackend *)be;
     if (!c) return;
-    if (c->warm) { /* a failed start-up: its cuBLASLt goes with it */
-        ZrCublasLt lt;
+    if (c->warm) { /* a failed start-up, or the rest of the warm-up not joined: it stops, its cuBLASLt goes with it */
         ZrError e = {0};
-        if (!zr_cuf_warm_wait(c->warm, &lt, NULL, &e)) zr_cublaslt_close(&lt);
+        zr_cuf_warm_buffers(c->warm, NULL); /* no GEMM more, those launched done */
+        zr_cuf_warm_wait(c->warm, &c->lt, NULL, &e); /* closed below with the rest */
         c->warm = NULL;
+        c->lt_open = c->lt.handle != NULL;
     }
     if (c->graph_init) zr_graph_decode_free(&c->graph);
     if (c->profiling) {
@@ -701,20 +729,47 @@ static int refuse_facts(const ZrModel *m, ZrError *err) {
     return 0;
 }
 
+/* The plan cache at path for this GPU (the key's library part is filled in once cuBLASLt opens). */
+static ZrCuWarmCache plan_cache(const ZrCudaProps *p, const char *path) {
+    ZrCuWarmCache c = {.path = path,
+                       .key = {.cuda_driver = p->driver_version, .cc_major = p->cc_major, .cc_minor = p->cc_minor,
+                               .sm_count = p->sm_count}};
+    snprintf(c.key.gpu, sizeof c.key.gpu, "%s", p->name);
+    return c;
+}
+
+/* The heuristic calls and what the plan cache did at load, for the start-up line: "0 heuristic
+ * calls, 25 from the plan cache FILE (25 entries read in 0.1 ms)", with its notes. */
+static void plan_cache_note(const char *path, const ZrCuWarmStats *ws, char *buf, size_t cap) {
+    if (!path) {
+        snprintf(buf, cap, "%d heuristic calls; no plan cache", ws->n_heuristics);
+        return;
+    }
+    int n = snprintf(buf, cap, "%d heuristic calls, %d from the plan cache %s (%d entries read in %.1f ms", ws->n_heuristics,
+                     ws->n_cached, path, ws->n_cache_read, ws->cache_load_ms);
+    if (n > 0 && (size_t)n < cap && ws->n_cache_refused)
+        n += snprintf(buf + n, cap - (size_t)n, ", %d refused by cuBLASLt's check", ws->n_cache_refused);
+    if (n > 0 && (size_t)n < cap && ws->n_cache_written)
+        n += snprintf(buf + n, cap - (size_t)n, "; %d written in %.1f ms", ws->n_cache_written, ws->cache_save_ms);
+    if (n > 0 && (size_t)n < cap && ws->cache_note[0]) n += snprintf(buf + n, cap - (size_t)n, "; %s", ws->cache_note);
+    if (n > 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, ")");
+}
+
 ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err) {
     const ZrHparams *hp = &m->hp;
     double t[5]; /* start-up phases' ends (ms): start, context, kernels, weights and buffers, the warm-up's end */
     t[0] = zr_clock_ms();
     const ZrCuDriver *drv = NULL;
     /* the driver and context opened on a thread since the command started it (beside the model's
-     * parse), else here */
+     * parse), which goes on loading the kernels' module into the context; else here */
+    ZrCudaEarly *early_th = o->cuda_early;
     ZrCuda early;
-    ZrCublasLt early_lt; /* opened there too, or zeroed */
     ZrCudaEarlyTimes early_t = {0};
-    const bool have_early = o->cuda_early != NULL;
-    if (have_early ? zr_cuda_early_take(o->cuda_early, &drv, &early, &early_lt, &early_t, err)
-                   : zr_driver_open(&drv, err))
+    const bool have_early = early_th != NULL;
+    if (have_early ? zr_cuda_early_context(early_th, &drv, &early, err) : zr_driver_open(&drv, err)) {
+        if (have_early) zr_cuda_early_finish(early_th, &early.mod, NULL, &(ZrError){0});
         return NULL;
+    }
     if (!zr_cuda_have_kernels()) {
         zr_err(err, ZR_E_NODEV, "no usable GPU path: this zrun was built without CUDA kernels (no nvcc at build time)");
         goto fail_early;
@@ -746,7 +801,8 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
                         .stats = cuda_stats, .read_bandwidth = cuda_read_bandwidth, .destroy = cuda_destroy};
     c->m = m;
     c->opt = *o;
-    c->opt.cuda_early = NULL; /* taken */
+    c->opt.cuda_early = NULL; /* taken: early_th is joined below */
+    c->opt.plan_cache = NULL; /* the command's string, read during the start-up only */
     c->drv = drv;
     const int graph_steps = o->graph_steps ? o->graph_steps : ZR_GRAPH_STEPS;
     c->run_ahead = 2 * graph_steps > ZR_RUN_AHEAD_MIN ? 2 * graph_steps : ZR_RUN_AHEAD_MIN;
@@ -756,11 +812,16 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     t[1] = zr_clock_ms();
     /* cuBLASLt opens, and the prefill's GEMMs are planned and run once, on a thread of its own
      * while the kernels load and the weights go up (cuda/warm.h) */
+    const ZrCuWarmCache cache = plan_cache(&c->cuda.props, o->plan_cache);
     const int wrc0 = zr_cuf_warm_start(&c->warm, drv, c->cuda.ctx, c->cuda.props.sm_count, c->cuda.props.max_smem_optin,
-                                       m, n_ctx, o->all_logits, have_early ? &early_lt : NULL, err);
-    if (have_early) zr_cublaslt_close(&early_lt); /* not taken over: no thread */
+                                       m, n_ctx, o->all_logits, o->first_rows, &cache, err);
     if (wrc0) goto fail;
-    if (!c->cuda.mod && zr_cuda_load_kernels(&c->cuda, err)) goto fail; /* the early thread's loaded them */
+    if (have_early) { /* the module the early thread loads beside the warm-up's cuBLASLt */
+        const int krc = zr_cuda_early_finish(early_th, &c->cuda.mod, &early_t, err);
+        early_th = NULL;
+        if (krc) goto fail;
+    }
+    if (!c->cuda.mod && zr_cuda_load_kernels(&c->cuda, err)) goto fail;
     int max_n_in = hp->n_embd;
     if (hp->n_ff > max_n_in) max_n_in = hp->n_ff;
     if (hp->n_head * hp->head_dim > max_n_in) max_n_in = hp->n_head * hp->head_dim;
@@ -782,10 +843,15 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     if (zr_cuf_warm_copies(&c->f, !c->profiling, err)) goto fail; /* while the warm-up's thread finishes */
     t[3] = zr_clock_ms();
     ZrCuWarmStats ws;
-    const int wrc = zr_cuf_warm_wait(c->warm, &c->lt, &ws, err);
-    c->warm = NULL;
-    if (wrc) goto fail;
-    c->lt_open = true;
+    c->rows_free = zr_cuf_warm_rows_free(c->warm);
+    if (zr_cuf_warm_ready(c->warm, &ws, &c->lt)) { /* all of it done (or failed): joined now */
+        const int wrc = zr_cuf_warm_wait(c->warm, &c->lt, &ws, err);
+        c->warm = NULL;
+        c->lt_open = c->lt.handle != NULL;
+        if (wrc) goto fail;
+    } else {
+        c->lt_open = c->lt.handle != NULL; /* the first prompt's plans (none: it joins the rest) */
+    }
     t[4] = zr_clock_ms();
     wire_io(c);
     c->io.epoch = 1;
@@ -804,26 +870,32 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         char early_note[256] = "";
         if (have_early)
             snprintf(early_note, sizeof early_note,
-                     " (waited for; opened with the kernels and cuBLASLt in %.0f ms on a thread beside the model's parse: "
-                     "driver %.0f, context %.0f, kernels %.0f, cuBLASLt %.0f)",
-                     early_t.total, early_t.driver, early_t.context, early_t.kernels, early_t.cublaslt);
+                     " (waited for; opened on a thread beside the model's parse: driver %.0f, context %.0f, then "
+                     "the kernels' module %.0f beside the warm-up's cuBLASLt)",
+                     early_t.driver, early_t.context, early_t.kernels);
+        char cache_note[1024];
+        plan_cache_note(o->plan_cache, &ws, cache_note, sizeof cache_note);
         fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads, "
                         "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f%s, kernels %.0f, weights and "
                         "buffers %.0f, then waiting for the prefill warm-up %.0f (on its own thread from the context on: "
-                        "cuBLASLt opened in %.0f ms, %d GEMM plans for prompts of 1..%d tokens made in %.0f ms (%d heuristic "
-                        "calls), %d of them run in %.0f ms)\n",
+                        "cuBLASLt opened in %.0f ms, %d GEMM plans for prompts of 1..%d tokens made in %.0f ms ("
+                        "%s), %d of them run in %.0f ms once the buffers came, %.0f ms after the plans%s)\n",
                 c->f.upload_bytes / 1e9, c->f.upload_s, c->f.upload_s > 0 ? c->f.upload_bytes / 1e9 / c->f.upload_s : 0.0,
                 c->f.upload_h2d_gbps, c->f.upload_threads, c->f.upload_setup_s * 1e3, t[4] - t[0], t[1] - t[0], early_note,
-                t[2] - t[1], t[3] - t[2], t[4] - t[3], ws.open_ms, c->lt.n_plans, ws.max_rows, ws.plan_ms,
-                c->lt.n_heuristics, ws.n_gemms, ws.gemm_ms);
+                t[2] - t[1], t[3] - t[2], t[4] - t[3], ws.open_ms, ws.n_listed, ws.max_rows, ws.plan_ms,
+                cache_note, ws.n_gemms, ws.gemm_ms, ws.wait_ms,
+                !c->warm ? ""
+                : o->first_rows == ZR_FIRST_ROWS_LATER ? "; every GEMM planned and run beside the first prompt"
+                : "; those for the first prompt, the rest planned and run beside it");
     }
     return &c->be;
 fail:
+    if (early_th) zr_cuda_early_finish(early_th, &c->cuda.mod, NULL, &(ZrError){0}); /* the module goes with c */
     cuda_destroy(&c->be);
     return NULL;
 fail_early:
     if (have_early) {
-        zr_cublaslt_close(&early_lt);
+        zr_cuda_early_finish(early_th, &early.mod, NULL, &(ZrError){0});
         zr_cuda_close(&early);
     }
     return NULL;

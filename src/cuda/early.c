@@ -7,15 +7,28 @@
 #include <string.h>
 #include <time.h>
 
+/* What the thread has done: the driver and context (or their failure), then the kernels' module. */
+enum { EARLY_RUNNING, EARLY_CONTEXT, EARLY_DONE };
+
 struct ZrCudaEarly {
     pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stage;           /* EARLY_*, under mu */
+    bool handed;         /* the context went to the caller (zr_cuda_early_context): the thread's no more */
     const ZrCuDriver *drv;
-    ZrCuda cuda;
-    ZrCublasLt lt;
-    int rc;
-    ZrError err;
+    ZrCuda cuda;         /* the module is loaded into it after the context is handed over */
+    int rc, rc_kernels;  /* the driver and context's; the module's */
+    ZrError err, err_kernels;
     ZrCudaEarlyTimes t;
 };
+
+static void set_stage(ZrCudaEarly *e, int stage) {
+    pthread_mutex_lock(&e->mu);
+    e->stage = stage;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
 
 static void *early_main(void *arg) {
     ZrCudaEarly *e = arg;
@@ -24,19 +37,35 @@ static void *early_main(void *arg) {
     const double t1 = zr_clock_ms();
     if (!e->rc) e->rc = zr_cuda_open(e->drv, 0, &e->cuda, &e->err);
     const double t2 = zr_clock_ms();
-    /* the kernels and cuBLASLt need no model either (without kernels built in, the backend says so) */
-    if (!e->rc && zr_cuda_have_kernels()) e->rc = zr_cuda_load_kernels(&e->cuda, &e->err);
+    e->t.driver = t1 - t0;
+    e->t.context = t2 - t1;
+    set_stage(e, EARLY_CONTEXT);
+    /* the kernels need no model either (without kernels built in, the backend says so); the
+     * caller uploads into the context meanwhile, and cuBLASLt opens on the warm-up's thread
+     * (cuda/warm.h) */
+    CUmodule mod = NULL;
+    if (!e->rc && zr_cuda_have_kernels()) {
+        ZrCuda tmp = e->cuda; /* the module alone is the thread's: the context may be the caller's now */
+        tmp.mod = NULL;
+        e->rc_kernels = zr_cuda_load_kernels(&tmp, &e->err_kernels);
+        mod = tmp.mod;
+    }
     const double t3 = zr_clock_ms();
-    ZrError lt_err = {0};
-    if (!e->rc && zr_cublaslt_open(&e->lt, &lt_err)) memset(&e->lt, 0, sizeof e->lt);
-    const double t4 = zr_clock_ms();
-    e->t = (ZrCudaEarlyTimes){t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0};
+    pthread_mutex_lock(&e->mu);
+    e->cuda.mod = mod;
+    e->t.kernels = t3 - t2;
+    e->t.total = t3 - t0;
+    e->stage = EARLY_DONE;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
     return NULL;
 }
 
 ZrCudaEarly *zr_cuda_early_start(void) {
     ZrCudaEarly *e = calloc(1, sizeof *e);
     if (!e) return NULL;
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
     /* the thread, and the driver's own threads it starts, with SIGINT blocked: the commands take
      * it on a thread of their own (src/app/run.h), and it must never land on the driver's */
     sigset_t set, old;
@@ -44,6 +73,8 @@ ZrCudaEarly *zr_cuda_early_start(void) {
     sigaddset(&set, SIGINT);
     pthread_sigmask(SIG_BLOCK, &set, &old);
     if (pthread_create(&e->th, NULL, early_main, e)) {
+        pthread_cond_destroy(&e->cv);
+        pthread_mutex_destroy(&e->mu);
         free(e);
         e = NULL;
     }
@@ -51,39 +82,57 @@ ZrCudaEarly *zr_cuda_early_start(void) {
     return e;
 }
 
-int zr_cuda_early_take(ZrCudaEarly *e, const ZrCuDriver **drv, ZrCuda *cuda, ZrCublasLt *lt, ZrCudaEarlyTimes *t,
-                       ZrError *err) {
-    pthread_join(e->th, NULL);
-    int rc = e->rc;
-    *t = e->t;
-    memset(lt, 0, sizeof *lt);
-    if (rc) {
+static void wait_stage(ZrCudaEarly *e, int stage) {
+    pthread_mutex_lock(&e->mu);
+    while (e->stage < stage) pthread_cond_wait(&e->cv, &e->mu);
+    pthread_mutex_unlock(&e->mu);
+}
+
+int zr_cuda_early_context(ZrCudaEarly *e, const ZrCuDriver **drv, ZrCuda *cuda, ZrError *err) {
+    wait_stage(e, EARLY_CONTEXT);
+    if (e->rc) {
         *err = e->err;
-        zr_cuda_close(&e->cuda); /* what opened before the failure */
-    } else {
-        *drv = e->drv;
-        *cuda = e->cuda;
-        *lt = e->lt;
-        const CUresult r = e->drv->cuCtxSetCurrent(cuda->ctx);
-        if (r != CUDA_SUCCESS) {
-            rc = zr_driver_err(e->drv, err, r, "cuCtxSetCurrent (the context opened early)");
-            zr_cublaslt_close(lt);
-            zr_cuda_close(cuda);
-        }
+        return e->rc;
     }
+    const CUresult r = e->drv->cuCtxSetCurrent(e->cuda.ctx);
+    if (r != CUDA_SUCCESS) return zr_driver_err(e->drv, err, r, "cuCtxSetCurrent (the context opened early)");
+    *drv = e->drv;
+    *cuda = e->cuda;
+    cuda->mod = NULL; /* zr_cuda_early_finish gives it */
+    pthread_mutex_lock(&e->mu);
+    e->handed = true;
+    pthread_mutex_unlock(&e->mu);
+    return ZR_OK;
+}
+
+/* Joins the thread and frees e; what it opened is closed unless the context was handed over, and
+ * the module then goes to *mod (NULL: unloaded too). */
+static int finish(ZrCudaEarly *e, CUmodule *mod, ZrCudaEarlyTimes *t, ZrError *err) {
+    pthread_join(e->th, NULL);
+    int rc = ZR_OK;
+    if (t) *t = e->t;
+    if (e->handed && mod) {
+        *mod = e->cuda.mod;
+        if (e->rc_kernels) {
+            *err = e->err_kernels;
+            rc = e->rc_kernels;
+        }
+    } else if (e->handed) {
+        if (e->cuda.mod) e->drv->cuModuleUnload(e->cuda.mod);
+    } else {
+        zr_cuda_close(&e->cuda); /* what opened (before a failure), the module with it */
+    }
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->mu);
     free(e);
     return rc;
 }
 
+int zr_cuda_early_finish(ZrCudaEarly *e, CUmodule *mod, ZrCudaEarlyTimes *t, ZrError *err) {
+    *mod = NULL;
+    return finish(e, mod, t, err);
+}
+
 void zr_cuda_early_drop(ZrCudaEarly *e) {
-    if (!e) return;
-    const ZrCuDriver *drv;
-    ZrCuda cuda;
-    ZrCublasLt lt;
-    ZrCudaEarlyTimes t;
-    ZrError err = {0};
-    if (!zr_cuda_early_take(e, &drv, &cuda, &lt, &t, &err)) {
-        zr_cublaslt_close(&lt);
-        zr_cuda_close(&cuda);
-    }
+    if (e) finish(e, NULL, NULL, NULL);
 }

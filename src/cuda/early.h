@@ -1,19 +1,21 @@
 /* The other half of backend.h's zr_cuda_early_start: the backend takes over what the thread
- * opened. */
+ * opened, the context as soon as it exists and the kernels' module when it is loaded. */
 #pragma once
 #include "backend.h"
-#include "cuda/cublaslt.h"
 #include "cuda/module.h"
 
 /* Where the thread's time went (ms): the driver opened (dlopen libcuda, cuInit), the context,
- * the kernels' module, cuBLASLt; total: all four. */
+ * the kernels' module; total: all three. */
 typedef struct ZrCudaEarlyTimes {
-    double driver, context, kernels, cublaslt, total;
+    double driver, context, kernels, total;
 } ZrCudaEarlyTimes;
 
-/* Joins e and frees it: *drv and *cuda as zr_driver_open and zr_cuda_open(drv, 0) left them on
- * the thread, the kernels loaded (when built in: zr_cuda_load_kernels), the context made current
- * on the calling thread; or their error. *lt: cuBLASLt opened there too, or zeroed when it would
- * not open (the backend opens it again for its error). *t: the thread's times. */
-int zr_cuda_early_take(ZrCudaEarly *e, const ZrCuDriver **drv, ZrCuda *cuda, ZrCublasLt *lt, ZrCudaEarlyTimes *t,
-                       ZrError *err);
+/* Waits until the thread has opened the driver and context (zr_cuda_open(drv, 0)) and makes the
+ * context current on the calling thread: *drv and *cuda are the caller's from here on, without
+ * the module (cuda->mod NULL), which the thread goes on loading into that context; or the error
+ * (nothing handed over). Either way zr_cuda_early_finish (or _drop) must follow. */
+int zr_cuda_early_context(ZrCudaEarly *e, const ZrCuDriver **drv, ZrCuda *cuda, ZrError *err);
+/* Joins the thread and frees e: *mod is the kernels' module (zr_cuda_load_kernels; NULL when
+ * no kernels are built in), or its error; *t the thread's times. After a failed
+ * zr_cuda_early_context it only cleans up (*mod NULL, ZR_OK). */
+int zr_cuda_early_finish(ZrCudaEarly *e, CUmodule *mod, ZrCudaEarlyTimes *t, ZrError *err);

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -35,6 +36,8 @@ struct ZrCuWarm {
     const ZrModel *m;
     int n_ctx;
     bool all_logits; /* the output's GEMMs too */
+    int first_rows;  /* the first prompt's rows: ZR_FIRST_ROWS_ALL, ZR_FIRST_ROWS_LATER or 1.. (zr_cuf_warm_start) */
+    int rows_free;   /* prompts of up to this many rows take no GEMM (the small product or none) */
     int sm_count;   /* for the small product's shapes (zr_cuf_mm_fits) */
     size_t mm_smem; /* its shared memory limit on this GPU */
     double t0;
@@ -42,14 +45,22 @@ struct ZrCuWarm {
     bool posted, have_bufs;
     bool cancel;      /* the buffers go: no GEMM more */
     bool idle;        /* set by the thread: it launches nothing more and its GEMMs are done */
+    bool ready;       /* set by the thread: the first prompt's GEMMs are planned and run */
+    ZrCuWarmStats st_ready; /* st at ready (the thread goes on writing st) */
+    ZrCublasLt lt_ready;    /* at ready: the first prompt's plans, for the caller (zr_cuf_warm_ready), while
+                             * the thread goes on with a second handle (zr_cublaslt_fork) */
     PoolBuf pool[WARM_MAX_POOL]; /* the buffers the GEMMs may use, largest first */
     int n_pool;
     CUdeviceptr ws;
     size_t ws_bytes;
+    CUdeviceptr d_own; /* the outputs of the GEMMs run after ready (the prompts' own buffers are in use then) */
+    size_t d_own_bytes;
     /* the thread's */
     WarmGemm *gemms;
     int n_gemms, cap_gemms;
     ZrCublasLt lt;
+    char *cache_path; /* the plan cache (ZrCuWarmCache), NULL: none */
+    ZrLtCacheKey cache_key;
     ZrCuWarmStats st;
     int rc;
     ZrError err;
@@ -204,31 +215,55 @@ static CUdeviceptr pick(const ZrCuWarm *w, size_t bytes, const CUdeviceptr *busy
     return 0;
 }
 
+/* Which buckets a pass takes: all; those the first prompt needs before the load is done; the rest. */
+typedef enum { WANT_ALL, WANT_FIRST, WANT_REST } Want;
+
+/* Whether the first prompt (w->first_rows) takes x's GEMM of n rows. */
+static bool first_takes(const ZrCuWarm *w, const WarmGemm *x, int64_t n) {
+    if (w->first_rows == ZR_FIRST_ROWS_ALL || w->first_rows > w->st.max_rows) return true; /* chunks: every bucket */
+    return w->first_rows > x->small_rows && w->first_rows >= 2 && zr_cublaslt_bucket(n) == zr_cublaslt_bucket(w->first_rows);
+}
+
+/* x's GEMM of n rows (n = the bucket's largest), with its operands from the pool, or from the own
+ * output buffer (own): *g, or false when they do not fit. */
+static bool gemm_at(const ZrCuWarm *w, const WarmGemm *x, int64_t n, bool own, ZrGemm *g) {
+    *g = x->g;
+    g->n = (uint64_t)zr_cublaslt_bucket(n);
+    if (g->batch > 1) { /* each batch's B and D matrices g.n rows apart */
+        g->stride_b = (int64_t)g->n * g->ldb;
+        g->stride_d = (int64_t)g->n * g->ldd;
+    }
+    g->workspace = w->ws;
+    g->workspace_bytes = w->ws_bytes;
+    const size_t d_bytes = (size_t)g->ldd * g->n * sizeof(float) * (g->batch > 1 ? (size_t)g->batch : 1);
+    CUdeviceptr busy[3];
+    busy[0] = g->a = pick(w, x->a_bytes, busy, 0);
+    busy[1] = g->b = pick(w, x->b_row_bytes * g->n, busy, 1);
+    g->d = own ? (d_bytes <= w->d_own_bytes ? w->d_own : 0) : pick(w, d_bytes, busy, 2);
+    return g->a && g->b && g->d;
+}
+
 /* Every listed shape for every bucket of its rows that a prompt can reach (not those wholly taken
- * by the small product): planned, and with a stream run once where the operands fit (the plans
- * made before are found). */
-static int run_gemms(ZrCuWarm *w, CUstream stream, ZrError *err) {
+ * by the small product) and the pass wants: planned, and with a stream run once where the
+ * operands fit (the plans made before are found); the passes after ready write their outputs to
+ * the own buffer (d_own). */
+static int run_gemms(ZrCuWarm *w, CUstream stream, Want want, ZrError *err) {
     for (int i = 0; i < w->n_gemms; i++) {
         WarmGemm *x = &w->gemms[i];
         for (int64_t b = ZR_LT_BUCKET_MIN;; b *= 2) {
             const int64_t n = b < x->max_rows ? b : x->max_rows; /* the last bucket: as many rows as there can be */
             if (n <= x->small_rows) { /* every prompt of this bucket's rows takes the small product */
-                if (!stream) w->st.n_small++;
+                if (!stream && want != WANT_REST) w->st.n_small++;
                 if (n >= x->max_rows) break;
                 continue;
             }
-            ZrGemm g = x->g;
-            g.n = (uint64_t)zr_cublaslt_bucket(n);
-            if (g.batch > 1) { /* each batch's B and D matrices g.n rows apart */
-                g.stride_b = (int64_t)g.n * g.ldb;
-                g.stride_d = (int64_t)g.n * g.ldd;
+            if (want != WANT_ALL && first_takes(w, x, n) != (want == WANT_FIRST)) {
+                if (n >= x->max_rows) break;
+                continue;
             }
-            g.workspace = w->ws;
-            g.workspace_bytes = w->ws_bytes;
-            CUdeviceptr busy[3];
-            busy[0] = g.a = pick(w, x->a_bytes, busy, 0);
-            busy[1] = g.b = pick(w, x->b_row_bytes * g.n, busy, 1);
-            g.d = pick(w, (size_t)g.ldd * g.n * sizeof(float) * (g.batch > 1 ? (size_t)g.batch : 1), busy, 2);
+            ZrGemm g;
+            const bool fits = stream && gemm_at(w, x, n, want == WANT_REST, &g);
+            if (!stream) gemm_at(w, x, n, false, &g); /* the shape alone */
             pthread_mutex_lock(&w->mu);
             const bool cancel = w->cancel;
             pthread_mutex_unlock(&w->mu);
@@ -237,7 +272,7 @@ static int run_gemms(ZrCuWarm *w, CUstream stream, ZrError *err) {
             if (!stream) {
                 rc = w->lt.handle ? zr_cublaslt_plan(&w->lt, &g, err) : ZR_OK; /* no handle: listed only */
                 w->st.n_listed++;
-            } else if (g.a && g.b && g.d) {
+            } else if (fits) {
                 rc = zr_cublaslt_gemm(&w->lt, stream, &g, err);
                 w->st.n_gemms++;
             } else {
@@ -253,21 +288,92 @@ static int run_gemms(ZrCuWarm *w, CUstream stream, ZrError *err) {
 
 /* What the list depends on besides the model: the GPU's size (the small product's rows) and
  * whether eval's all-logits GEMMs are wanted. */
-static void setup(ZrCuWarm *w, const ZrModel *m, int n_ctx, int sm_count, int max_smem_optin, bool all_logits) {
+static void setup(ZrCuWarm *w, const ZrModel *m, int n_ctx, int sm_count, int max_smem_optin, bool all_logits,
+                  int first_rows) {
     w->m = m;
     w->n_ctx = n_ctx;
     w->all_logits = all_logits;
+    w->first_rows = first_rows;
     w->sm_count = sm_count > 0 ? sm_count : 1;
     w->mm_smem = zr_cuf_mm_smem_limit(max_smem_optin);
 }
 
-/* Every shape listed and, for each bucket a prompt can reach, planned (no cuBLASLt handle:
- * counted only, st.n_listed); the buckets go up to the longest prompt chunk (st.max_rows). */
-static int list_and_plan(ZrCuWarm *w, ZrError *err) {
+/* Every shape listed, up to the longest prompt chunk (st.max_rows), and the rows no GEMM takes. */
+static int list(ZrCuWarm *w, ZrError *err) {
     const int rows = imin(w->n_ctx, ZR_CUF_UBATCH);
     w->st.max_rows = rows;
     int rc = list_gemms(w, rows, err);
-    if (!rc && rows >= 2) rc = run_gemms(w, NULL, err); /* a prefill has 2 rows or more */
+    w->rows_free = rows;
+    for (int i = 0; i < w->n_gemms; i++) w->rows_free = imin(w->rows_free, w->gemms[i].small_rows);
+    if (w->rows_free < 1) w->rows_free = 1; /* one row: the decode step's matrix-vector kernels */
+    return rc;
+}
+
+/* The pass's shapes planned for each bucket a prompt can reach (no cuBLASLt handle: counted
+ * only, st.n_listed). */
+static int plan(ZrCuWarm *w, Want want, ZrError *err) {
+    return w->st.max_rows >= 2 ? run_gemms(w, NULL, want, err) : ZR_OK; /* a prefill has 2 rows or more */
+}
+
+static void lt_counts(ZrCuWarm *w) {
+    w->st.n_heuristics = w->lt.n_heuristics;
+    w->st.n_cached = w->lt.n_cached;
+    w->st.n_cache_refused = w->lt.n_cache_refused;
+}
+
+/* The plan cache read into w->lt (cuda/cublaslt.h): a failure is a note, not an error. */
+static void cache_load(ZrCuWarm *w) {
+    const double t0 = zr_clock_ms();
+    ZrError e = {0};
+    if (zr_cublaslt_cache_load(&w->lt, w->cache_path, &w->cache_key, &e))
+        snprintf(w->st.cache_note, sizeof w->st.cache_note, "not read: %.300s", e.msg);
+    w->st.n_cache_read = w->lt.cache.n;
+    w->st.cache_load_ms = zr_clock_ms() - t0;
+}
+
+/* The plans the heuristic made, with the entries read, written back: a failure is a note. */
+static void cache_save(ZrCuWarm *w) {
+    if (!w->lt.n_heuristics) return; /* nothing new */
+    const double t0 = zr_clock_ms();
+    ZrError e = {0};
+    if (zr_cublaslt_cache_save(&w->lt, w->cache_path, &w->cache_key, &w->st.n_cache_written, &e)) {
+        const size_t used = strlen(w->st.cache_note);
+        snprintf(w->st.cache_note + used, sizeof w->st.cache_note - used, "%snot written: %.300s", used ? "; " : "", e.msg);
+    }
+    w->st.cache_save_ms = zr_clock_ms() - t0;
+}
+
+/* The GEMMs after ready: their plans, and each run once with its output in an allocation of
+ * its own (the prompts run beside them and write the pool). */
+static int warm_rest(ZrCuWarm *w, CUstream stream, ZrError *err) {
+    const ZrCuDriver *d = w->drv;
+    const double t0 = zr_clock_ms();
+    const int listed = w->st.n_listed;
+    int rc = plan(w, WANT_REST, err);
+    w->st.n_rest = w->st.n_listed - listed;
+    if (!rc && w->cache_path) cache_save(w); /* every plan made now */
+    if (rc || !stream || !w->st.n_rest) goto done;
+    size_t d_bytes = 0;
+    for (int i = 0; i < w->n_gemms; i++) {
+        const WarmGemm *x = &w->gemms[i];
+        const size_t b = (size_t)x->g.ldd * (size_t)zr_cublaslt_bucket(x->max_rows) * sizeof(float) *
+                         (x->g.batch > 1 ? (size_t)x->g.batch : 1);
+        if (b > d_bytes) d_bytes = b;
+    }
+    if (d->cuMemAlloc(&w->d_own, d_bytes) != CUDA_SUCCESS) { /* no room: planned only (the first use loads the kernels) */
+        w->d_own = 0;
+        goto done;
+    }
+    w->d_own_bytes = d_bytes;
+    const int ran = w->st.n_gemms;
+    rc = run_gemms(w, stream, WANT_REST, err);
+    const CUresult r = d->cuStreamSynchronize(stream);
+    if (!rc && r != CUDA_SUCCESS) rc = zr_driver_err(d, err, r, "its GEMMs");
+    w->st.n_rest_run = w->st.n_gemms - ran;
+    d->cuMemFree(w->d_own);
+    w->d_own = 0;
+done:
+    w->st.rest_ms = zr_clock_ms() - t0;
     return rc;
 }
 
@@ -276,12 +382,14 @@ static int warm_main_(ZrCuWarm *w) {
     ZrError *err = &w->err;
     CUresult r = d->cuCtxSetCurrent(w->ctx);
     if (r != CUDA_SUCCESS) return zr_driver_err(d, err, r, "warm-up: cuCtxSetCurrent on its thread");
-    int rc = w->lt.handle ? ZR_OK : zr_cublaslt_open(&w->lt, err);
+    int rc = zr_cublaslt_open(&w->lt, err);
     if (rc) return rc;
     w->st.open_ms = zr_clock_ms() - w->t0;
+    if (w->cache_path) cache_load(w);
     /* the plans need no buffers: made while the main thread loads the kernels */
-    if ((rc = list_and_plan(w, err))) return zr_err_wrap(err, "warming up the prefill at load");
+    if ((rc = plan(w, WANT_FIRST, err))) return zr_err_wrap(err, "warming up the prefill at load");
     w->st.plan_ms = zr_clock_ms() - w->t0 - w->st.open_ms;
+    if (w->cache_path && w->first_rows == ZR_FIRST_ROWS_ALL) cache_save(w); /* else after the rest's plans */
     const double t_wait = zr_clock_ms();
     pthread_mutex_lock(&w->mu);
     while (!w->posted) pthread_cond_wait(&w->cv, &w->mu);
@@ -289,52 +397,105 @@ static int warm_main_(ZrCuWarm *w) {
     pthread_mutex_unlock(&w->mu);
     const double t_go = zr_clock_ms();
     w->st.wait_ms = t_go - t_wait;
-    if (!go || w->st.max_rows < 2) return ZR_OK; /* a prefill has 2 rows or more */
     CUstream stream = NULL;
-    ZR_CU_TRY(d, err, d->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "warm-up: cuStreamCreate");
-    rc = run_gemms(w, stream, err);
-    r = d->cuStreamSynchronize(stream);
-    if (!rc && r != CUDA_SUCCESS) rc = zr_driver_err(d, err, r, "its GEMMs");
-    d->cuStreamDestroy(stream);
+    if (go && w->st.max_rows >= 2) /* a prefill has 2 rows or more */
+        ZR_CU_TRY(d, err, d->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "warm-up: cuStreamCreate");
+    if (stream) {
+        rc = run_gemms(w, stream, WANT_FIRST, err);
+        r = d->cuStreamSynchronize(stream);
+        if (!rc && r != CUDA_SUCCESS) rc = zr_driver_err(d, err, r, "its GEMMs");
+    }
     w->st.gemm_ms = zr_clock_ms() - t_go;
+    lt_counts(w);
+    /* the rest (none for ZR_FIRST_ROWS_ALL) beside the first prompt, on a handle of its own: the
+     * caller takes this one with the first prompt's plans (without a second, it waits for the rest) */
+    ZrCublasLt rest;
+    ZrError ferr = {0};
+    const bool fork = !rc && w->first_rows != ZR_FIRST_ROWS_ALL && !zr_cublaslt_fork(&w->lt, &rest, &ferr);
+    pthread_mutex_lock(&w->mu);
+    w->st_ready = w->st;
+    if (fork) {
+        w->lt_ready = w->lt;
+        w->lt = rest;
+    }
+    w->ready = true;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    if (!rc && w->first_rows != ZR_FIRST_ROWS_ALL) rc = warm_rest(w, stream, err);
+    if (stream) d->cuStreamDestroy(stream);
     return rc ? zr_err_wrap(err, "warming up the prefill at load") : ZR_OK;
 }
 
 static void *warm_main(void *arg) {
     ZrCuWarm *w = arg;
     w->rc = warm_main_(w);
+    lt_counts(w);
     pthread_mutex_lock(&w->mu);
-    w->idle = true;
+    if (!w->ready) w->st_ready = w->st;
+    w->idle = w->ready = true;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
 int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int sm_count, int max_smem_optin,
-                      const ZrModel *m, int n_ctx, bool all_logits, ZrCublasLt *opened, ZrError *err) {
+                      const ZrModel *m, int n_ctx, bool all_logits, int first_rows, const ZrCuWarmCache *cache,
+                      ZrError *err) {
     *out = NULL;
     ZrCuWarm *w = calloc(1, sizeof *w);
     if (!w) return zr_err(err, ZR_E_NOMEM, "warm-up: out of host memory");
-    if (opened && opened->handle) {
-        w->lt = *opened;
-        memset(opened, 0, sizeof *opened);
+    if (cache && cache->path) {
+        if (!(w->cache_path = strdup(cache->path))) {
+            free(w);
+            return zr_err(err, ZR_E_NOMEM, "warm-up: out of host memory");
+        }
+        w->cache_key = cache->key;
     }
     w->drv = drv;
     w->ctx = ctx;
-    setup(w, m, n_ctx, sm_count, max_smem_optin, all_logits);
+    setup(w, m, n_ctx, sm_count, max_smem_optin, all_logits, first_rows);
     w->t0 = zr_clock_ms();
+    int rc = list(w, err); /* on this thread: the rows no GEMM takes are known at once */
+    if (rc) {
+        free(w->gemms);
+        free(w->cache_path);
+        free(w);
+        return zr_err_wrap(err, "warming up the prefill at load");
+    }
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     if (pthread_create(&w->th, NULL, warm_main, w)) {
-        zr_cublaslt_close(&w->lt);
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
+        free(w->gemms);
+        free(w->cache_path);
         free(w);
         return zr_err(err, ZR_E_NOMEM, "warm-up: cannot start its thread");
     }
     *out = w;
     return ZR_OK;
 }
+
+bool zr_cuf_warm_ready(ZrCuWarm *w, ZrCuWarmStats *st, ZrCublasLt *lt) {
+    pthread_mutex_lock(&w->mu);
+    while (!w->ready) pthread_cond_wait(&w->cv, &w->mu);
+    const bool idle = w->idle;
+    if (st) *st = idle ? w->st : w->st_ready;
+    memset(lt, 0, sizeof *lt);
+    if (!idle && w->lt_ready.handle) { /* the first prompt's plans: the caller's from here on */
+        *lt = w->lt_ready;
+        memset(&w->lt_ready, 0, sizeof w->lt_ready);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return idle;
+}
+
+bool zr_cuf_warm_covers(const ZrCuWarm *w, int n) {
+    return w->first_rows >= 2 && w->first_rows <= w->st.max_rows && n <= w->first_rows &&
+           zr_cublaslt_bucket(n) == zr_cublaslt_bucket(w->first_rows);
+}
+
+int zr_cuf_warm_rows_free(const ZrCuWarm *w) { return w->rows_free; }
 
 static void post(ZrCuWarm *w, bool have_bufs) {
     pthread_mutex_lock(&w->mu);
@@ -349,9 +510,10 @@ static void post(ZrCuWarm *w, bool have_bufs) {
 int zr_cuf_warm_list(const ZrModel *m, int n_ctx, int sm_count, int max_smem_optin, bool all_logits, ZrCuWarmStats *st,
                      ZrError *err) {
     ZrCuWarm w = {0};
-    setup(&w, m, n_ctx, sm_count, max_smem_optin, all_logits);
+    setup(&w, m, n_ctx, sm_count, max_smem_optin, all_logits, ZR_FIRST_ROWS_ALL);
     pthread_mutex_init(&w.mu, NULL); /* run_gemms asks it whether the buffers went */
-    const int rc = list_and_plan(&w, err);
+    int rc = list(&w, err);
+    if (!rc) rc = plan(&w, WANT_ALL, err);
     pthread_mutex_destroy(&w.mu);
     free(w.gemms);
     *st = w.st;
@@ -393,11 +555,17 @@ void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f) {
 int zr_cuf_warm_wait(ZrCuWarm *w, ZrCublasLt *lt, ZrCuWarmStats *st, ZrError *err) {
     post(w, false); /* nothing more comes */
     pthread_join(w->th, NULL);
-    const int rc = w->rc;
-    if (rc) {
+    int rc = w->rc;
+    if (w->lt_ready.handle) { /* the first prompt's handle, not taken: the thread ended before ready was asked */
+        if (lt->handle) zr_cublaslt_close(&w->lt_ready);
+        else *lt = w->lt_ready;
+        memset(&w->lt_ready, 0, sizeof w->lt_ready);
+    }
+    if (rc) { /* a handle the caller has stays the caller's */
         zr_cublaslt_close(&w->lt);
-        memset(lt, 0, sizeof *lt);
         *err = w->err;
+    } else if (lt->handle) { /* the rest's plans join the first prompt's */
+        rc = zr_cublaslt_adopt(lt, &w->lt, err);
     } else {
         *lt = w->lt;
     }
@@ -405,6 +573,7 @@ int zr_cuf_warm_wait(ZrCuWarm *w, ZrCublasLt *lt, ZrCuWarmStats *st, ZrError *er
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     free(w->gemms);
+    free(w->cache_path);
     free(w);
     return rc;
 }

@@ -1,6 +1,6 @@
 /* No cold-start tax on the first prompt, and none on the critical path either (issue 19): a
- * thread of its own, started as soon as the context exists, opens cuBLASLt (unless the context's
- * early thread did: cuda/early.h), plans every GEMM shape of the prefill and, once the
+ * thread of its own, started as soon as the context exists, opens cuBLASLt (while the early
+ * thread loads the kernels' module: cuda/early.h), plans every GEMM shape of the prefill and, once the
  * activation buffers exist (zr_cuf_init allocates them before the weights go up and tells
  * ZrCuProgress.buffers), runs each shape once for every bucket of rows up to the longest prompt
  * chunk (cuda/cublaslt.h ZR_LT_BUCKET_MIN, 16, .., ZR_CUF_UBATCH; not a matrix's buckets whose
@@ -9,13 +9,21 @@
  * while the upload runs. zrun's own
  * kernels are loaded at load already (cuModuleGetFunction of every kernel, cuda/kreg.c).
  *
- * Its GEMMs read and write the activation buffers, the F16 weight buffer and the KV cache,
- * whatever they hold, never the weights: they need none of the upload, and nothing reads those
- * buffers before the first prompt, which writes them first. The shapes are listed from the model
+ * The load waits only for the GEMMs the first prompt takes (its rows' bucket of the matrices the
+ * small product does not take; all of them for ZR_FIRST_ROWS_ALL, none for a prompt yet unknown); the
+ * thread plans and runs the rest beside the first prompt, and a prompt that needs cuBLASLt joins
+ * it first (zr_cuf_warm_rows_free). Before ready its GEMMs read and write the activation buffers,
+ * the F16 weight buffer and the KV cache, whatever they hold, never the weights: they need none of
+ * the upload, and nothing reads those buffers before the first prompt, which writes them first;
+ * after ready they only read those, and write an allocation of their own. The shapes are listed from the model
  * as forward.c's gemm and moe.c's rows_gemm make them (test/gpu/test_startup.c: a prompt of any
  * length after the warm-up asks the heuristic nothing). */
 #pragma once
+#include <stdbool.h>
+
+#include "backend.h"
 #include "cuda/forward.h"
+
 
 typedef struct ZrCuWarm ZrCuWarm;
 
@@ -30,16 +38,47 @@ typedef struct ZrCuWarmStats {
     int max_rows;    /* the largest bucket warmed: prompts of 1..max_rows rows per chunk */
     int n_small;     /* shapes' buckets left out: every prompt of their rows takes the small product */
     int n_listed;    /* shapes' buckets planned (with the plans found or made by cuBLASLt) */
+    int n_heuristics, n_cached, n_cache_refused; /* cuBLASLt's counts (ZrCublasLt) at ready, and at the end */
+    int n_rest;      /* of them, planned after ready (beside the first prompt) */
+    int n_rest_run;  /* of those, run */
+    double rest_ms;  /* their plans and runs */
+    /* the plan cache (ZrCuWarmCache): read right after cuBLASLt's opening (in plan_ms), written
+     * after the plans when they asked the heuristic anything */
+    int n_cache_read;     /* entries read (0: none, or the file was refused: cache_note) */
+    int n_cache_written;  /* entries written (0: not written) */
+    double cache_load_ms, cache_save_ms;
+    char cache_note[700]; /* why it was not read or not written; "" when it was, or had no need */
 } ZrCuWarmStats;
+
+/* The cuBLASLt plan cache on disk the warm-up reads and writes (cuda/lt_cache.h). */
+typedef struct ZrCuWarmCache {
+    const char *path;  /* the file (copied); NULL: no cache */
+    ZrLtCacheKey key;  /* the GPU's part of its key (lt_version: the library's, filled in) */
+} ZrCuWarmCache;
 
 /* Starts the thread in the context ctx of drv, on a GPU of sm_count multiprocessors whose blocks
  * may opt in to max_smem_optin bytes of shared memory (which rows the small product takes, left
  * out of the warm-up: cuda/mm_small.h), for model m and a context of n_ctx positions; all_logits:
- * the output's GEMMs of the all-logits path too (ZrBackendOptions.all_logits).
- * opened: a cuBLASLt opened already (the context's early thread: cuda/early.h), taken over and
- * zeroed, or NULL / zeroed: the thread opens one. ZR_E_NOMEM when no thread can be started. */
+ * the output's GEMMs of the all-logits path too (ZrBackendOptions.all_logits); first_rows:
+ * ZrBackendOptions.first_rows (which GEMMs zr_cuf_warm_ready waits for). The thread opens
+ * cuBLASLt first (beside the kernels' module: cuda/early.h). cache: the plan cache, or NULL:
+ * none (its failures are notes in ZrCuWarmStats, never the warm-up's errors). ZR_E_NOMEM when
+ * no thread can be started. */
 int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int sm_count, int max_smem_optin,
-                      const ZrModel *m, int n_ctx, bool all_logits, ZrCublasLt *opened, ZrError *err);
+                      const ZrModel *m, int n_ctx, bool all_logits, int first_rows, const ZrCuWarmCache *cache,
+                      ZrError *err);
+/* Waits until the GEMMs the first prompt takes are planned and run (or the thread failed): true
+ * when the thread is done (join it: zr_cuf_warm_wait), false when the rest goes on. *st: the
+ * stats so far (st may be NULL). *lt: the cuBLASLt with the first prompt's plans, the caller's
+ * from here on (the thread plans and runs the rest on a second handle: zr_cublaslt_fork), or
+ * zeroed (a prompt that needs cuBLASLt then joins the thread first). */
+bool zr_cuf_warm_ready(ZrCuWarm *w, ZrCuWarmStats *st, ZrCublasLt *lt);
+/* Whether a prompt of n rows takes only GEMMs the load made ready (the first prompt's rows'
+ * bucket, n not above them): it needs no join. */
+bool zr_cuf_warm_covers(const ZrCuWarm *w, int n);
+/* Prompts of up to this many rows take no cuBLASLt GEMM (>= 1): a longer one joins the thread
+ * first. */
+int zr_cuf_warm_rows_free(const ZrCuWarm *w);
 /* The list zr_cuf_warm_start would plan for these arguments, made on the calling thread without a
  * GPU or cuBLASLt (tests): st's n_listed, n_small and max_rows. */
 int zr_cuf_warm_list(const ZrModel *m, int n_ctx, int sm_count, int max_smem_optin, bool all_logits, ZrCuWarmStats *st,
@@ -48,7 +87,9 @@ int zr_cuf_warm_list(const ZrModel *m, int n_ctx, int sm_count, int max_smem_opt
  * they are about to be freed, so no more GEMMs, and it returns once those launched are done. */
 void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f);
 /* Joins the thread (the GEMMs done) and frees w: *lt is the cuBLASLt it opened with the plans
- * made, or on failure zeroed with err set. Without zr_cuf_warm_buffers the thread only opens. */
+ * made (into the one zr_cuf_warm_ready gave, when it gave one: zr_cublaslt_adopt), or on failure
+ * err set (a handle the caller had stays its own; else *lt is zeroed). Without
+ * zr_cuf_warm_buffers the thread only opens. */
 int zr_cuf_warm_wait(ZrCuWarm *w, ZrCublasLt *lt, ZrCuWarmStats *st, ZrError *err);
 
 /* The driver's first pageable copies each way on f's stream (it sets up their staging at first
