@@ -191,6 +191,25 @@ int zr_k_matvec_id(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const
                      (void *)&fuse->done);
 }
 
+/* matvec_id_mix's block: 8 warps, one output row each (at its 128-register cap, 2 blocks an SM) */
+#define MV_ID_MIX_WARPS 8
+
+bool zr_k_matvec_id_mix_fits(const ZrCuWeight *w, int n_used) {
+    /* every slot's x staged at once within the default 48 KiB (less the kernel's static 256 B),
+     * each slot's copy starting on a pad boundary (n_in % 32), at most 32 slots */
+    return n_used >= 1 && n_used <= 32 && w->n_in % 32 == 0 && zr_cuf_mv_smem(n_used * w->n_in) + 1024 <= 48 * 1024;
+}
+
+int zr_k_matvec_id_mix(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, int n_rows, CUdeviceptr ids, int n_used,
+                       CUdeviceptr x, CUdeviceptr weights, CUdeviceptr mix_x, ZrError *err) {
+    if (!zr_k_matvec_id_mix_fits(w, n_used) || n_rows < 1 || w->n_out % n_rows)
+        return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d slots of %d rows of %d values (%d rows in all)", kern->name, n_used,
+                      n_rows, w->n_in, w->n_out);
+    return ZR_LAUNCH(l, kern, ZR_DIM1((unsigned)cdiv((size_t)n_rows, MV_ID_MIX_WARPS)), ZR_DIM1(32 * MV_ID_MIX_WARPS),
+                     (unsigned)zr_cuf_mv_smem(n_used * w->n_in), err, (void *)&w->main, (void *)&w->side, &x, (void *)&w->n_in,
+                     &n_rows, &ids, &n_used, (void *)&w->n_out, &weights, &mix_x);
+}
+
 int zr_k_moe_route(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr logits, int n_expert, int n_used, CUdeviceptr ids,
                    CUdeviceptr weights, int rows, ZrError *err) {
     return ZR_LAUNCH(l, &k->moe_route, ZR_DIM1((unsigned)rows), ZR_DIM1(32), 0, err, &logits, &n_expert, &n_used, &ids, &weights);

@@ -118,6 +118,13 @@ int zr_k_matvec_id(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const
                    int mode, ZrMvShape shape, const ZrMvIdFuse *fuse, ZrError *err);
 /* The row-group blocks of a matvec_id launch (the mix's done counts): one expert's launch grid.x. */
 unsigned zr_k_matvec_id_blocks(int rows_per_warp, int n_rows, int mode, ZrMvShape shape);
+/* matvec_id_mix_<type> (cu/moe_matvec_mix.cu): mix_x[r] += sum_j weights[j] (W_ids[j] x_j)[r] for r <
+ * n_rows (the rows of one expert of the stacked w), x [n_used][n_in] contiguous, in slot order as
+ * moe_combine_f32; a warp per row over every slot, no per-slot output. Only where
+ * zr_k_matvec_id_mix_fits. */
+bool zr_k_matvec_id_mix_fits(const ZrCuWeight *w, int n_used);
+int zr_k_matvec_id_mix(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, int n_rows, CUdeviceptr ids, int n_used,
+                       CUdeviceptr x, CUdeviceptr weights, CUdeviceptr mix_x, ZrError *err);
 /* moe_route_f32: ids, weights [rows][k] from logits [rows][n_expert] (softmax, top k, renormalized) */
 int zr_k_moe_route(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr logits, int n_expert, int n_used, CUdeviceptr ids,
                    CUdeviceptr weights, int rows, ZrError *err);

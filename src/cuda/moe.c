@@ -218,7 +218,12 @@ int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, Zr
                              E->n_used, x, 0, M->ff, M->ff_stride, norm_w, eps, glu, zr_cuf_mv_shape(f->k, &one_gu, glu),
                              fused ? &route : NULL, err)))
         return rc;
-    /* down of each chosen expert on its own activations, mixed into the residual */
+    /* down of each chosen expert on its own activations, mixed into the residual: a warp per row
+     * over every slot where the slots' activations fit one block's staging (contiguous: ff_stride
+     * is n_ff), else a block per row group and slot whose last block mixes */
+    if (M->ff_stride == E->n_ff && f->k->has_mv_idmix[E->down.type] && zr_k_matvec_id_mix_fits(&E->down, E->n_used))
+        return zr_k_matvec_id_mix(f->launcher, &f->k->mv_idmix[E->down.type], &E->down, f->n_embd, M->ids, E->n_used, M->ff,
+                                  M->weights, x, err);
     const ZrCuWeight one_down = {.type = E->down.type, .n_in = E->down.n_in, .n_out = f->n_embd};
     return zr_k_matvec_id(f->launcher, &f->k->mv_id[E->down.type], zr_cuf_mv_rows_per_warp(E->down.type), &E->down, f->n_embd, M->ids,
                           E->n_used, M->ff, M->ff_stride, M->out, f->n_embd, 0, 0.0f, ZR_CUF_MV_PLAIN,

@@ -370,6 +370,90 @@ static void upload_to(GpuEnv *g, CUdeviceptr dst, const void *src, size_t bytes)
     ZT_CHECKF(zr_cuda_h2d(&g->cuda, dst, src, bytes, &e) == 0, "%s", e.msg);
 }
 
+/* matvec_id_mix_<type> (cu/moe_matvec_mix.cu), the decode's down fused with the mix, for every
+ * type: the residual gains sum_j weights[j] (W_ids[j] x_j)[r] within the CPU's bound (zr_dot_row
+ * per slot, bound as above, times |weights[j]|), the same bits launch after launch from the same
+ * residual, and every row of the residual written. Shapes: Qwen3-30B-A3B's (128 experts, 8 used,
+ * rows of 768: one item a lane and slot, every slot's load in flight at once), more slots than the
+ * kernel keeps in flight (20 of 40), one slot, rows of several steps a lane (2048 values), and an
+ * odd row count (the last block's warps past the rows). Also printed: how many values equal the
+ * unfused path's (matvec_id's rows, then moe_combine_f32's arithmetic) bit for bit. */
+ZT_TEST(matvec_id_mix_adds_the_chosen_experts_rows_into_the_residual) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    static const uint32_t types[] = {ZR_TYPE_F32,  ZR_TYPE_F16,  ZR_TYPE_BF16, ZR_TYPE_Q8_0, ZR_TYPE_Q4_0, ZR_TYPE_Q4_1, ZR_TYPE_Q5_0,
+                                     ZR_TYPE_Q5_1, ZR_TYPE_Q2_K, ZR_TYPE_Q3_K, ZR_TYPE_Q4_K, ZR_TYPE_Q5_K, ZR_TYPE_Q6_K};
+    static const struct { int ne, k, n_in, rows; } shapes[] = {{128, 8, 768, 96}, {40, 20, 256, 64}, {4, 1, 512, 100}, {8, 2, 2048, 37}};
+    int failed = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int ne = shapes[si].ne, k = shapes[si].k, n_in = shapes[si].n_in, rows = shapes[si].rows;
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            const uint32_t type = types[ti];
+            uint64_t s = 9000 + 31 * si + type;
+            uint8_t *w = random_experts(type, n_in, rows * ne, &s);
+            const size_t rb = zr_row_bytes(type, n_in);
+            float *x = malloc(sizeof(float) * k * n_in), *wts = malloc(sizeof(float) * k), *res = malloc(sizeof(float) * rows);
+            float *got = malloc(sizeof(float) * rows), *again = malloc(sizeof(float) * rows), *y = malloc(sizeof(float) * k * rows);
+            float *deq = malloc(sizeof(float) * n_in);
+            int32_t *ids = malloc(sizeof(int32_t) * k);
+            for (int j = 0; j < k; j++) {
+                ids[j] = (j * 7 + (int)si) % ne;
+                wts[j] = 0.05f + 0.5f * (gpu_rand(&s) + 1.0f);
+            }
+            ids[0] = ne - 1; /* the last expert (the clamp's edge) */
+            for (int i = 0; i < k * n_in; i++) x[i] = gpu_rand(&s);
+            for (int r = 0; r < rows; r++) res[r] = gpu_rand(&s);
+            ZrCuWeight dw = upload_stacked(g, type, w, n_in, rows * ne);
+            CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * k * n_in), dids = gpu_upload(g, ids, sizeof(int32_t) * k),
+                        dwts = gpu_upload(g, wts, sizeof(float) * k), dres = gpu_upload(g, res, sizeof(float) * rows),
+                        dy = gpu_alloc(g, sizeof(float) * k * rows);
+            ZrError e = {0};
+            ZT_CHECKF(zr_k_matvec_id_mix_fits(&dw, k), "%s: %d slots of %d values do not fit", zr_type_name(type), k, n_in);
+            const ZrKernel *kern = &g->k.mv_idmix[type];
+            for (int t = 0; t < 2; t++) { /* twice from the same residual */
+                upload_to(g, dres, res, sizeof(float) * rows);
+                ZT_CHECKF(zr_k_matvec_id_mix(&g->l, kern, &dw, rows, dids, k, dx, dwts, dres, &e) == 0, "%s", e.msg);
+                gpu_download(g, t ? again : got, dres, sizeof(float) * rows);
+            }
+            /* the unfused rows: matvec_id on the same ids, each slot its own x */
+            const ZrCuWeight one = {.type = type, .n_in = n_in, .n_out = rows};
+            ZT_CHECKF(zr_k_matvec_id(&g->l, &g->k.mv_id[type], zr_cuf_mv_rows_per_warp(type), &dw, rows, dids, k, dx, n_in, dy, rows, 0, 0.0f,
+                                     ZR_CUF_MV_PLAIN, zr_cuf_mv_shape(&g->k, &one, ZR_CUF_MV_PLAIN), NULL, &e) == 0, "%s", e.msg);
+            gpu_download(g, y, dy, sizeof(float) * k * rows);
+            double worst = 0;
+            int same_unfused = 0;
+            for (int r = 0; r < rows; r++) {
+                double want = res[r], tol = 1e-6 * fabs(res[r]);
+                float acc = y[r] * wts[0];
+                for (int j = 1; j < k; j++) acc += y[j * rows + r] * wts[j];
+                const float unfused = res[r] + acc;
+                same_unfused += !memcmp(&unfused, &got[r], sizeof(float));
+                for (int j = 0; j < k; j++) {
+                    const uint8_t *row = w + rb * ((size_t)ids[j] * rows + r);
+                    const float *xr = x + (size_t)j * n_in;
+                    const double ref = zr_dot_row(type, row, xr, n_in);
+                    zr_dequant_row(type, row, deq, n_in);
+                    double mag = 0;
+                    for (int i = 0; i < n_in; i++) mag += fabs((double)deq[i] * xr[i]);
+                    want += (double)wts[j] * ref;
+                    tol += fabs(wts[j]) * (1e-5 * mag + 1e-5 * fabs(ref));
+                }
+                const double q = isfinite(got[r]) ? fabs(got[r] - want) / tol : 1e30;
+                if (q > worst) worst = q;
+            }
+            const bool same = !memcmp(got, again, sizeof(float) * rows), ok = worst <= 1 && same;
+            fprintf(stderr, "  matvec_id_mix %-5s %3d experts, %2d used, rows of %4d: worst |diff|/bound %.3g, repeat %s, %d/%d == unfused%s\n",
+                    zr_type_name(type), ne, k, n_in, worst, same ? "same bits" : "DIFFERS", same_unfused, rows, ok ? "  PASS" : "  FAIL");
+            failed += !ok;
+            gpu_free(g, dw.main);
+            if (dw.side) gpu_free(g, dw.side);
+            gpu_free(g, dx), gpu_free(g, dids), gpu_free(g, dwts), gpu_free(g, dres), gpu_free(g, dy);
+            free(w), free(x), free(wts), free(res), free(got), free(again), free(y), free(deq), free(ids);
+        }
+    }
+    ZT_CHECKF(failed == 0, "%d type and shape pairs over the bound or not repeatable", failed);
+}
+
 /* Rows per expert: none, one, one short of and one past a 32-row tile, two 32-row tiles and a
  * row, more than two 64-row tiles. */
 static const int k_counts[] = {33, 0, 1, 70, 31, 0, 129};
