@@ -2,7 +2,9 @@
  * and up (stacked per expert: its gate rows, then its up rows, so one GLU launch computes
  * silu(gate) * up of every chosen expert) and down on the device; a decode step's FFN is three
  * launches that read the chosen experts from device memory (router matvec with the FFN norm
- * fused; matvec_id GLU whose blocks route for themselves and write ids and weights; the down
+ * fused; matvec_id GLU whose blocks route for themselves and write ids and weights, as one grid of
+ * at most a wave over every slot's tiles where the slots' results are contiguous (matvec_id_flat,
+ * cu/moe_matvec.cu); the down
  * mixed into the residual: matvec_id_mix, a warp per output row over every slot, where the slots'
  * activations fit one block's shared memory (cu/moe_matvec_mix.cu), else matvec_id whose last
  * block per row group mixes the slots, cu/moe_matvec.cu): the

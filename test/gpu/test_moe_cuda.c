@@ -311,6 +311,83 @@ ZT_TEST(matvec_id_routes_for_itself_and_mixes_into_the_residual) {
     }
 }
 
+/* matvec_id_<type>_flat (cu/moe_matvec.cu), the decode's gate|up as one grid over every slot's
+ * tiles: the same bits as the 2-D launch of the same shape (a row's arithmetic does not depend on
+ * the grid), for every type on 3 of 6 experts and for 1 block (every tile in one block), 7 blocks
+ * (tiles of several slots a block) and a block a tile; and where it routes for itself (the 2-D
+ * launch's routing cases, Qwen3's 128 experts / 8 used among them, 32 of 64 and 1 of 40): the ids
+ * and weights of moe_route_f32 and the rows of the 2-D launch on them, bit for bit. */
+ZT_TEST(matvec_id_flat_equals_the_2d_launch_bit_for_bit) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    static const struct { int ne, k; uint32_t type; bool route; } cases[] = {
+        {6, 3, ZR_TYPE_F32, false},  {6, 3, ZR_TYPE_F16, false},  {6, 3, ZR_TYPE_BF16, false}, {6, 3, ZR_TYPE_Q8_0, false},
+        {6, 3, ZR_TYPE_Q4_0, false}, {6, 3, ZR_TYPE_Q4_1, false}, {6, 3, ZR_TYPE_Q5_0, false}, {6, 3, ZR_TYPE_Q5_1, false},
+        {6, 3, ZR_TYPE_Q2_K, false}, {6, 3, ZR_TYPE_Q3_K, false}, {6, 3, ZR_TYPE_Q4_K, false}, {6, 3, ZR_TYPE_Q5_K, false},
+        {6, 3, ZR_TYPE_Q6_K, false}, {8, 2, ZR_TYPE_Q4_K, true},  {128, 8, ZR_TYPE_Q4_K, true}, {256, 8, ZR_TYPE_Q6_K, true},
+        {64, 32, ZR_TYPE_Q8_0, true}, {5, 5, ZR_TYPE_F32, true},  {40, 1, ZR_TYPE_Q5_1, true},
+    };
+    enum { N_IN = 512, ROWS = 96 };
+    int failed = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int ne = cases[ci].ne, k = cases[ci].k, half = ROWS / 2;
+        const uint32_t type = cases[ci].type;
+        uint64_t s = 5151 + ci;
+        uint8_t *w = random_experts(type, N_IN, ROWS * ne, &s);
+        float *lg = malloc(sizeof(float) * ne), *x = malloc(sizeof(float) * N_IN), *gw = malloc(sizeof(float) * N_IN);
+        float *y_ref = malloc(sizeof(float) * k * half), *y = malloc(sizeof(float) * k * half);
+        float *wts = malloc(sizeof(float) * k), *wts_ref = malloc(sizeof(float) * k);
+        int32_t *ids = malloc(sizeof(int32_t) * k), *ids_ref = malloc(sizeof(int32_t) * k);
+        for (int i = 0; i < ne; i++) lg[i] = 3.0f * gpu_rand(&s);
+        if (ne >= 8) lg[ne - 1] = lg[3]; /* a tie: the lower id first */
+        for (int i = 0; i < N_IN; i++) x[i] = gpu_rand(&s), gw[i] = 1.0f + 0.2f * gpu_rand(&s);
+        for (int j = 0; j < k; j++) ids_ref[j] = (ne - 1 + 4 * j) % ne; /* the last expert first */
+        ZrCuWeight dw = upload_stacked(g, type, w, N_IN, ROWS * ne);
+        CUdeviceptr dl = gpu_upload(g, lg, sizeof(float) * ne), dx = gpu_upload(g, x, sizeof(float) * N_IN),
+                    dg = gpu_upload(g, gw, sizeof(float) * N_IN), dids_ref = gpu_upload(g, ids_ref, sizeof(int32_t) * k),
+                    dw_ref = gpu_alloc(g, sizeof(float) * k), dids = gpu_alloc(g, sizeof(int32_t) * k), dwts = gpu_alloc(g, sizeof(float) * k),
+                    dy = gpu_alloc(g, sizeof(float) * k * half);
+        ZrError e = {0};
+        const int glu = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, R = zr_cuf_mv_rows_per_warp(type);
+        const ZrCuWeight one = {.type = type, .n_in = N_IN, .n_out = ROWS};
+        const ZrMvShape shape = zr_cuf_mv_shape(&g->k, &one, glu);
+        if (cases[ci].route) /* the reference ids: moe_route_f32's */
+            ZT_CHECKF(zr_k_moe_route(&g->l, &g->k, dl, ne, k, dids_ref, dw_ref, 1, &e) == 0, "%s", e.msg);
+        ZT_CHECKF(zr_k_matvec_id(&g->l, &g->k.mv_id[type], R, &dw, ROWS, dids_ref, k, dx, 0, dy, half, dg, 1e-5f, glu, shape, NULL, &e) == 0,
+                  "%s", e.msg);
+        gpu_download(g, y_ref, dy, sizeof(float) * k * half);
+        gpu_download(g, ids_ref, dids_ref, sizeof(int32_t) * k);
+        if (cases[ci].route) gpu_download(g, wts_ref, dw_ref, sizeof(float) * k);
+        const unsigned tiles = zr_k_matvec_id_flat_tiles(R, ROWS, k, shape);
+        const unsigned grids[3] = {1, tiles < 7 ? tiles : 7, tiles};
+        int exact = 0;
+        for (int gi = 0; gi < 3; gi++) {
+            const ZrMvIdFuse route = {.logits = dl, .n_expert = ne, .weights = dwts};
+            ZT_CHECKF(zr_k_matvec_id_flat(&g->l, &g->k.mv_idflat[type], R, &dw, ROWS, cases[ci].route ? dids : dids_ref, k, dx, dy, dg, 1e-5f,
+                                          glu, shape, grids[gi], cases[ci].route ? &route : NULL, &e) == 0,
+                      "%s", e.msg);
+            gpu_download(g, y, dy, sizeof(float) * k * half);
+            bool ok = !memcmp(y, y_ref, sizeof(float) * k * half);
+            if (cases[ci].route) {
+                gpu_download(g, ids, dids, sizeof(int32_t) * k);
+                gpu_download(g, wts, dwts, sizeof(float) * k);
+                ok = ok && !memcmp(ids, ids_ref, sizeof(int32_t) * k) && !memcmp(wts, wts_ref, sizeof(float) * k);
+            }
+            exact += ok;
+        }
+        const bool ok = exact == 3;
+        fprintf(stderr, "  matvec_id_flat %-5s %3d experts, %2d used%s: %u tiles on 1 / %u / %u blocks: %d of 3 == the 2-D launch%s\n",
+                zr_type_name(type), ne, k, cases[ci].route ? ", routing" : "", tiles, grids[1], grids[2], exact, ok ? "  PASS" : "  FAIL");
+        failed += !ok;
+        gpu_free(g, dw.main);
+        if (dw.side) gpu_free(g, dw.side);
+        gpu_free(g, dl), gpu_free(g, dx), gpu_free(g, dg), gpu_free(g, dids_ref), gpu_free(g, dw_ref), gpu_free(g, dids), gpu_free(g, dwts);
+        gpu_free(g, dy);
+        free(w), free(lg), free(x), free(gw), free(y_ref), free(y), free(wts), free(wts_ref), free(ids), free(ids_ref);
+    }
+    ZT_CHECKF(failed == 0, "%d cases differ from the 2-D launch", failed);
+}
+
 /* ---- the prefill's grouped expert product (cu/moe_mm.cu) ---- */
 
 /* moe_group_i32 puts nk slots' rows in expert order (expert e's cnt[e] rows right after e - 1's,
