@@ -57,7 +57,38 @@ __device__ __forceinline__ void zr_matvec_id_mix(const uint8_t *__restrict__ w, 
     zr_mv_stage_x<ZrMvXsum<T>::value>(x, nullptr, xs, n_used * n_in, ZR_MV_PLAIN, tid, nthr);
     __syncthreads();
     if (!live) return;
-    float acc[1] = {0.f}, mix = 0.f;
+    float mix = 0.f;
+    if (steps == 1) {
+        // rows of at most 32 items (Qwen3's down: 24): pair f is slot f. A group of P slots is
+        // computed, then its P warp sums run at once (independent shuffle chains, where one after
+        // the other they were ~8 x 5 dependent shuffles at the end of every warp), then mixed in
+        // slot order: the same operations on the same values as the loop below
+        for (int s0 = 0; s0 < n_used; s0 += P) {
+            float a[P][1];
+#pragma unroll
+            for (int q = 0; q < P; q++) {
+                a[q][0] = 0.f;
+                const int s = s0 + q;
+                if (s < n_used) {
+                    if (s + P - 1 < n_used) load(s + P - 1, buf[(q + P - 1) % P]);
+                    if (lane < items) T::template comp<1>(buf[q], lane, xs + (size_t)s * (n_in >> 5) * 36, a[q]);
+                }
+            }
+#pragma unroll
+            for (int q = 0; q < P; q++) a[q][0] = zr_warp_sum(a[q][0]);
+#pragma unroll
+            for (int q = 0; q < P; q++) {
+                const int s = s0 + q;
+                if (s < n_used) {
+                    const float p = __fmul_rn(a[q][0], wt[s]);
+                    mix = s == 0 ? p : __fadd_rn(mix, p);
+                }
+            }
+        }
+        if (lane == 0) mix_x[row] += mix;
+        return;
+    }
+    float acc[1] = {0.f};
     // unrolled by P so every buffer index is a compile-time constant (cu/matvec.cuh's pipeline)
     for (int f0 = 0; f0 < total; f0 += P) {
 #pragma unroll
