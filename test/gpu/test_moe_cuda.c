@@ -52,6 +52,9 @@ static const Case k_cases[] = {
     {"llama-moe-Q4_K_M", "--arch llama --layers 3 --seed 6 --experts 8 --experts-used 2 --type q4_k_m"},
     {"llama-moe-Q5_1", "--arch llama --layers 2 --seed 9 --experts 4 --experts-used 2 --type q5_1"},
     {"llama-moe-top1-F32", "--arch llama --layers 2 --seed 8 --experts 4 --experts-used 1 --ff-expert 128 --type f32"},
+    /* an expert count and top-k no kernel was tuned for, Q6_K experts: the decode's flat gate|up and
+     * the down fused with the mix (5 slots of rows of 256 values: 8 items a lane) */
+    {"qwen3moe-odd-Q6_K", "--arch qwen3moe --layers 2 --seed 21 --experts 40 --experts-used 5 --ff-expert 256 --type q6_k"},
     /* gate and up experts of different types: launched apart, down reads their SwiGLU */
     {"qwen3moe-mixed-Q4_K", "--arch qwen3moe --layers 2 --seed 12 --type q4_k --up-type q8_0"},
     {"llama-moe-mixed-Q6_K", "--arch llama --layers 2 --seed 13 --experts 8 --experts-used 2 --type q6_k --up-type f16"},
