@@ -96,9 +96,78 @@ __device__ __forceinline__ void zr_matvec_id(const uint8_t *__restrict__ w, cons
     }
 }
 
+// The flat gate|up launch (matvec_id_flat_<type>): the chosen experts' stacked gate|up rows seen
+// as one matrix of n_used n_rows rows, whose results are slot j's n_rows/2 gated outputs one after
+// the other (y's slots n_rows/2 apart), through zr_matvec's TALL loop: a grid of at most one wave,
+// each block routing (or reading the ids) and staging x once for all of its tiles of (slot, row
+// group), and requesting its next tile's items as soon as it has written the current one's. The
+// 2-D launch above gives every (row group, slot) a block: Qwen3-30B-A3B's 96 x 8 = 768 blocks of
+// 256 threads are ~1.5 waves at 32 warps an SM, and the second wave's blocks route and stage again
+// before their first load. x is shared by every slot (the normed row). A row's arithmetic is the
+// 2-D launch's (the same shape for one expert: zr_matvec's rows do not depend on the grid).
+__shared__ int zr_moe_flat_row0[32]; // each slot's first row in the stacked matrix
+__shared__ int zr_moe_flat_half, zr_moe_flat_res; // results per slot (n_rows/2), results in all
+
+template <class T> struct ZrMvExpertFlat {
+    static constexpr int EPI = T::EPI;
+    using Row = typename T::Row;
+    using F = typename T::F;
+    // r < results: result r's gate row, else result r - results' up row; result r is row r % half
+    // of slot r / half's expert
+    __device__ static Row row(const uint8_t *w, const uint8_t *ws, int n_in, int, int r) {
+        const int half = zr_moe_flat_half, n_res = zr_moe_flat_res, up = r >= n_res ? half : 0;
+        if (up) r -= n_res;
+        const int s = r / half;
+        return T::row(w, ws, n_in, zr_moe_rows, zr_moe_flat_row0[s] + up + (r - s * half));
+    }
+    __device__ static void load(const Row &rw, int it, F &f) { T::load(rw, it, f); }
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        T::template comp<R>(f, it, xs, acc);
+    }
+    __device__ static float elem(const Row &rw, int e) { return T::elem(rw, e); }
+};
+template <class T> struct ZrMvXsum<ZrMvExpertFlat<T>> {
+    static constexpr bool value = ZrMvXsum<T>::value;
+};
+
+// mode: GLU (| RMSNORM / GELU); n_used <= 32; logits != NULL: route as matvec_id does (block 0
+// writes the ids and weights).
+template <class T, int R, int P>
+__device__ __forceinline__ void zr_matvec_id_flat(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
+                                                  const float *x, float *y, const float *__restrict__ norm_w, float eps,
+                                                  int n_in, int n_rows, int mode, int split, int *ids, int n_used,
+                                                  int n_total, const float *logits, int n_expert_route, float *weights) {
+    __shared__ int route_ids[32];
+    __shared__ float route_w[32];
+    zr_grid_enter();
+    if (logits) {
+        if (threadIdx.x < 32) zr_moe_topk_256(logits, n_expert_route, n_used, route_ids, route_w);
+        __syncthreads();
+        if (blockIdx.x == 0 && threadIdx.x < n_used) {
+            ids[threadIdx.x] = route_ids[threadIdx.x];
+            weights[threadIdx.x] = route_w[threadIdx.x];
+        }
+    }
+    if (threadIdx.x < n_used) {
+        const int n_expert = n_total / n_rows;
+        int e = logits ? route_ids[threadIdx.x] : ids[threadIdx.x];
+        e = e < 0 ? 0 : e >= n_expert ? n_expert - 1 : e;
+        zr_moe_flat_row0[threadIdx.x] = e * n_rows;
+    }
+    if (threadIdx.x == 0) {
+        zr_moe_rows = n_total;
+        zr_moe_flat_half = n_rows / 2;
+        zr_moe_flat_res = n_used * (n_rows / 2);
+    }
+    __syncthreads();
+    zr_matvec<ZrMvExpertFlat<T>, R, P, true, false>(w, ws, x, y, nullptr, norm_w, eps, n_in, n_used * n_rows, mode, split,
+                                                     nullptr, nullptr, nullptr);
+}
+
 // The same R, P and register cap as each type's matvec (cu/matvec_float.cu, matvec_q_legacy.cu,
-// matvec_q_k.cu).
-#define ZR_MATVEC_ID(NAME, TRAITS, R, P, NREG)                                                                    \
+// matvec_q_k.cu); NAME##_flat: FLAT_NREG, 72 where the TALL loop spilled at 64 (q4_1 12 bytes,
+// q3_k 4, q5_k 8, as their dense _tall kernels'), so none of them spills.
+#define ZR_MATVEC_ID(NAME, TRAITS, R, P, NREG, FLAT_NREG)                                                        \
     ZR_KERNEL void __maxnreg__(NREG)                                                                             \
         NAME(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, const float *x, int x_stride, float *y, \
              int y_stride, const float *__restrict__ norm_w, float eps, int n_in, int n_rows, int mode, int split,  \
@@ -107,18 +176,26 @@ __device__ __forceinline__ void zr_matvec_id(const uint8_t *__restrict__ w, cons
         zr_matvec_id<TRAITS, R, P>(w, ws, x, x_stride, y, y_stride, norm_w, eps, n_in, n_rows, mode, split, ids,  \
                                    n_total, logits, n_expert, weights, mix_x, done);                             \
     }                                                                                                            \
-    ZR_KCHECK_FAMILY(mv_id, NAME);
+    ZR_KCHECK_FAMILY(mv_id, NAME);                                                                               \
+    ZR_KERNEL void __maxnreg__(FLAT_NREG)                                                                        \
+        NAME##_flat(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, const float *x, float *y,        \
+                    const float *__restrict__ norm_w, float eps, int n_in, int n_rows, int mode, int split, int *ids, \
+                    int n_used, int n_total, const float *logits, int n_expert, float *weights) {                  \
+        zr_matvec_id_flat<TRAITS, R, P>(w, ws, x, y, norm_w, eps, n_in, n_rows, mode, split, ids, n_used, n_total, \
+                                        logits, n_expert, weights);                                              \
+    }                                                                                                            \
+    ZR_KCHECK_FAMILY(mv_idflat, NAME##_flat);
 
-ZR_MATVEC_ID(matvec_id_f32, ZrMvF32, 2, 2, 64)
-ZR_MATVEC_ID(matvec_id_f16, ZrMvF16, 2, 2, 64)
-ZR_MATVEC_ID(matvec_id_bf16, ZrMvBF16, 2, 2, 64)
-ZR_MATVEC_ID(matvec_id_q8_0, ZrMvQ8_0, 2, 2, 64)
-ZR_MATVEC_ID(matvec_id_q4_0, ZrMvQ4x<ZR_T_Q4_0>, 2, 2, 64)
-ZR_MATVEC_ID(matvec_id_q4_1, ZrMvQ4x<ZR_T_Q4_1>, 2, 2, 64)
-ZR_MATVEC_ID(matvec_id_q5_0, ZrMvQ4x<ZR_T_Q5_0>, 2, 2, 80)
-ZR_MATVEC_ID(matvec_id_q5_1, ZrMvQ4x<ZR_T_Q5_1>, 2, 2, 128)
-ZR_MATVEC_ID(matvec_id_q2_k, ZrMvQ23K<ZR_T_Q2_K>, 2, 2, 64)
-ZR_MATVEC_ID(matvec_id_q3_k, ZrMvQ23K<ZR_T_Q3_K>, 2, 2, 64)
-ZR_MATVEC_ID(matvec_id_q4_k, ZrMvQ4K, 2, 2, 64)
-ZR_MATVEC_ID(matvec_id_q5_k, ZrMvQ5K, 2, 2, 64)
-ZR_MATVEC_ID(matvec_id_q6_k, ZrMvQ6K, 2, 2, 64)
+ZR_MATVEC_ID(matvec_id_f32, ZrMvF32, 2, 2, 64, 64)
+ZR_MATVEC_ID(matvec_id_f16, ZrMvF16, 2, 2, 64, 64)
+ZR_MATVEC_ID(matvec_id_bf16, ZrMvBF16, 2, 2, 64, 64)
+ZR_MATVEC_ID(matvec_id_q8_0, ZrMvQ8_0, 2, 2, 64, 64)
+ZR_MATVEC_ID(matvec_id_q4_0, ZrMvQ4x<ZR_T_Q4_0>, 2, 2, 64, 64)
+ZR_MATVEC_ID(matvec_id_q4_1, ZrMvQ4x<ZR_T_Q4_1>, 2, 2, 64, 72)
+ZR_MATVEC_ID(matvec_id_q5_0, ZrMvQ4x<ZR_T_Q5_0>, 2, 2, 80, 80)
+ZR_MATVEC_ID(matvec_id_q5_1, ZrMvQ4x<ZR_T_Q5_1>, 2, 2, 128, 128)
+ZR_MATVEC_ID(matvec_id_q2_k, ZrMvQ23K<ZR_T_Q2_K>, 2, 2, 64, 64)
+ZR_MATVEC_ID(matvec_id_q3_k, ZrMvQ23K<ZR_T_Q3_K>, 2, 2, 64, 72)
+ZR_MATVEC_ID(matvec_id_q4_k, ZrMvQ4K, 2, 2, 64, 64)
+ZR_MATVEC_ID(matvec_id_q5_k, ZrMvQ5K, 2, 2, 64, 72)
+ZR_MATVEC_ID(matvec_id_q6_k, ZrMvQ6K, 2, 2, 64, 64)

@@ -14,7 +14,9 @@
 // sum of expf(l - m) over its experts in ascending order then the warp's butterfly, p = expf(l -
 // m) * (1 / sum); the k largest p (equal ones: the lower id first; NaN never chosen, and a round
 // that finds nothing takes expert 0, never past the table) in rounds, the sum of the chosen p in
-// round order, each weight p / max(sum, 2^-14).
+// round order, each weight p / max(sum, 2^-14). On sm_80+ a round's warp-wide pick is two redux
+// instructions (the largest p's bits, then the lowest id holding them) instead of a butterfly of
+// 5 x 2 shuffles: a p chosen is in [0, 1], where the order of the bits is the order of the floats.
 #pragma once
 #include "common.cuh"
 
@@ -46,13 +48,26 @@ __device__ __forceinline__ void zr_moe_topk_n(const float *__restrict__ l, int n
 #pragma unroll
         for (int i = 0; i < NPL; i++)
             if (p[i] > best) best = p[i], bi = i; // ascending i: equal ones keep the lower id
-        int be = bi < NPL ? lane + 32 * bi : n_expert;
+        int be;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+        {   // the warp's (largest p, lowest id) by two warp reductions instead of a 5-step butterfly
+            // of (p, id): a lane's p in [0, 1] as an ordered key (its bits + 1; none found: 0), the
+            // largest key, then the lowest id among the lanes holding it; the same choice and best
+            const unsigned key = bi < NPL ? __float_as_uint(best) + 1u : 0u;
+            const unsigned kmax = __reduce_max_sync(0xffffffffu, key);
+            const unsigned id = __reduce_min_sync(0xffffffffu, key == kmax && kmax ? (unsigned)(lane + 32 * bi) : 0xffffffffu);
+            be = kmax ? (int)id : n_expert;
+            best = kmax ? __uint_as_float(kmax - 1u) : -1.f;
+        }
+#else
+        be = bi < NPL ? lane + 32 * bi : n_expert;
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) {
             const float ob = __shfl_xor_sync(0xffffffffu, best, o);
             const int oe = __shfl_xor_sync(0xffffffffu, be, o);
             if (ob > best || (ob == best && oe < be)) best = ob, be = oe;
         }
+#endif
         if (be >= n_expert) be = 0; // NaN logits choose nothing: expert 0 (the logits check reports them)
 #pragma unroll
         for (int i = 0; i < NPL; i++)

@@ -191,6 +191,50 @@ int zr_k_matvec_id(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const
                      (void *)&fuse->done);
 }
 
+unsigned zr_k_matvec_id_flat_tiles(int rows_per_warp, int n_rows, int n_used, ZrMvShape shape) {
+    /* cu/matvec.cuh's tiles of the GLU matrix of n_used n_rows rows: G row groups of R/2 results */
+    const size_t results = (size_t)n_used * (size_t)(n_rows / 2);
+    return cdiv(cdiv(results, (size_t)(rows_per_warp / 2)), (size_t)shape.groups);
+}
+
+int zr_k_matvec_id_flat(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, int n_rows, CUdeviceptr ids,
+                        int n_used, CUdeviceptr x, CUdeviceptr y, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
+                        unsigned blocks, const ZrMvIdFuse *fuse, ZrError *err) {
+    const int R = rows_per_warp;
+    if (shape.groups < 1 || shape.split < 1 || shape.groups * shape.split * 32 > ZR_CUF_MV_MAX_THREADS || n_rows < 2 || n_rows % 2 ||
+        w->n_out % n_rows || R % 2 || !(mode & ZR_CUF_MV_GLU) || n_used < 1 || n_used > 32 || blocks < 1 ||
+        blocks > zr_k_matvec_id_flat_tiles(R, n_rows, n_used, shape))
+        return zr_err(err, ZR_E_INTERNAL, "%s: no flat launch of %u blocks for %d x %d warps (%d rows each), %d slots of %d of %d rows, mode %d",
+                      kern->name, blocks, shape.groups, shape.split, R, n_used, n_rows, w->n_out, mode);
+    const ZrMvIdFuse none = {0};
+    if (!fuse) fuse = &none;
+    if (fuse->mix_x || (fuse->logits && (fuse->n_expert < n_used || fuse->n_expert > 256 || !fuse->weights)))
+        return zr_err(err, ZR_E_INTERNAL, "%s: no mix, and fused routing of %d of %d experts (at most 32 of 256)", kern->name, n_used,
+                      fuse->n_expert);
+    return ZR_LAUNCH(l, kern, ZR_DIM1(blocks), ZR_DIM1(32 * shape.groups * shape.split), (unsigned)zr_cuf_mv_smem(w->n_in), err,
+                     (void *)&w->main, (void *)&w->side, &x, &y, &norm_w, &eps, (void *)&w->n_in, &n_rows, &mode, (void *)&shape.split,
+                     &ids, &n_used, (void *)&w->n_out, (void *)&fuse->logits, (void *)&fuse->n_expert, (void *)&fuse->weights);
+}
+
+/* matvec_id_mix's block: 8 warps, one output row each (at its 128-register cap, 2 blocks an SM) */
+#define MV_ID_MIX_WARPS 8
+
+bool zr_k_matvec_id_mix_fits(const ZrCuWeight *w, int n_used) {
+    /* every slot's x staged at once within the default 48 KiB (less the kernel's static 256 B),
+     * each slot's copy starting on a pad boundary (n_in % 32), at most 32 slots */
+    return n_used >= 1 && n_used <= 32 && w->n_in % 32 == 0 && zr_cuf_mv_smem(n_used * w->n_in) + 1024 <= 48 * 1024;
+}
+
+int zr_k_matvec_id_mix(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, int n_rows, CUdeviceptr ids, int n_used,
+                       CUdeviceptr x, CUdeviceptr weights, CUdeviceptr mix_x, ZrError *err) {
+    if (!zr_k_matvec_id_mix_fits(w, n_used) || n_rows < 1 || w->n_out % n_rows)
+        return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d slots of %d rows of %d values (%d rows in all)", kern->name, n_used,
+                      n_rows, w->n_in, w->n_out);
+    return ZR_LAUNCH(l, kern, ZR_DIM1((unsigned)cdiv((size_t)n_rows, MV_ID_MIX_WARPS)), ZR_DIM1(32 * MV_ID_MIX_WARPS),
+                     (unsigned)zr_cuf_mv_smem(n_used * w->n_in), err, (void *)&w->main, (void *)&w->side, &x, (void *)&w->n_in,
+                     &n_rows, &ids, &n_used, (void *)&w->n_out, &weights, &mix_x);
+}
+
 int zr_k_moe_route(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr logits, int n_expert, int n_used, CUdeviceptr ids,
                    CUdeviceptr weights, int rows, ZrError *err) {
     return ZR_LAUNCH(l, &k->moe_route, ZR_DIM1((unsigned)rows), ZR_DIM1(32), 0, err, &logits, &n_expert, &n_used, &ids, &weights);

@@ -118,6 +118,21 @@ int zr_k_matvec_id(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const
                    int mode, ZrMvShape shape, const ZrMvIdFuse *fuse, ZrError *err);
 /* The row-group blocks of a matvec_id launch (the mix's done counts): one expert's launch grid.x. */
 unsigned zr_k_matvec_id_blocks(int rows_per_warp, int n_rows, int mode, ZrMvShape shape);
+/* matvec_id_<type>_flat (cu/moe_matvec.cu): matvec_id's GLU launch (x shared by every slot,
+ * fuse->logits as there, no mix) with slot j's n_rows/2 results at y + j n_rows/2, over `blocks`
+ * blocks (at most the tiles: zr_k_matvec_id_flat_tiles) that each take every blocks-th tile of
+ * (slot, row group). */
+unsigned zr_k_matvec_id_flat_tiles(int rows_per_warp, int n_rows, int n_used, ZrMvShape shape);
+int zr_k_matvec_id_flat(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, int n_rows, CUdeviceptr ids,
+                        int n_used, CUdeviceptr x, CUdeviceptr y, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
+                        unsigned blocks, const ZrMvIdFuse *fuse, ZrError *err);
+/* matvec_id_mix_<type> (cu/moe_matvec_mix.cu): mix_x[r] += sum_j weights[j] (W_ids[j] x_j)[r] for r <
+ * n_rows (the rows of one expert of the stacked w), x [n_used][n_in] contiguous, in slot order as
+ * moe_combine_f32; a warp per row over every slot, no per-slot output. Only where
+ * zr_k_matvec_id_mix_fits. */
+bool zr_k_matvec_id_mix_fits(const ZrCuWeight *w, int n_used);
+int zr_k_matvec_id_mix(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, int n_rows, CUdeviceptr ids, int n_used,
+                       CUdeviceptr x, CUdeviceptr weights, CUdeviceptr mix_x, ZrError *err);
 /* moe_route_f32: ids, weights [rows][k] from logits [rows][n_expert] (softmax, top k, renormalized) */
 int zr_k_moe_route(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr logits, int n_expert, int n_used, CUdeviceptr ids,
                    CUdeviceptr weights, int rows, ZrError *err);

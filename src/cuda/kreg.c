@@ -65,6 +65,7 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         if ((rc = zr_cuda_kernel_set_smem(c, &k->mv[t], (int)smem, err))) return rc;
         if (k->has_mvt[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mvt[t], (int)smem, err))) return rc;
         if (k->has_mv_id[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mv_id[t], (int)smem, err))) return rc;
+        if (k->has_mv_idflat[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mv_idflat[t], (int)smem, err))) return rc;
     }
     /* the small prefill product stages up to 8 rows of x (cuda/mm_small.h); a GPU that allows
      * less keeps the default 48 KiB (less its static 1 KiB), and the prefill takes the product

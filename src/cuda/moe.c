@@ -213,12 +213,27 @@ int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, Zr
     }
     /* silu(gate) * up of each chosen expert, on the normed row (the norm fused again: one row) */
     const ZrCuWeight one_gu = {.type = E->gu.type, .n_in = E->gu.n_in, .n_out = 2 * E->n_ff};
-    const int glu = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU;
-    if ((rc = zr_k_matvec_id(f->launcher, &f->k->mv_id[E->gu.type], zr_cuf_mv_rows_per_warp(E->gu.type), &E->gu, 2 * E->n_ff, M->ids,
-                             E->n_used, x, 0, M->ff, M->ff_stride, norm_w, eps, glu, zr_cuf_mv_shape(f->k, &one_gu, glu),
-                             fused ? &route : NULL, err)))
-        return rc;
-    /* down of each chosen expert on its own activations, mixed into the residual */
+    const int glu = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, R = zr_cuf_mv_rows_per_warp(E->gu.type);
+    const ZrMvShape gu_shape = zr_cuf_mv_shape(f->k, &one_gu, glu);
+    if (M->ff_stride == E->n_ff && f->k->has_mv_idflat[E->gu.type] && E->n_used <= 32) {
+        /* every slot's tiles in one grid of at most one wave (blocks of threads at the kernels' 64
+         * registers: 1024 threads an SM), the tiles spread evenly over the blocks */
+        const unsigned tiles = zr_k_matvec_id_flat_tiles(R, 2 * E->n_ff, E->n_used, gu_shape);
+        const unsigned resident = (unsigned)f->k->sm_count * (unsigned)max_int(1, 1024 / (32 * gu_shape.groups * gu_shape.split));
+        const unsigned waves = (tiles + resident - 1) / resident, blocks = (tiles + waves - 1) / waves;
+        rc = zr_k_matvec_id_flat(f->launcher, &f->k->mv_idflat[E->gu.type], R, &E->gu, 2 * E->n_ff, M->ids, E->n_used, x, M->ff, norm_w,
+                                 eps, glu, gu_shape, blocks, fused ? &route : NULL, err);
+    } else {
+        rc = zr_k_matvec_id(f->launcher, &f->k->mv_id[E->gu.type], R, &E->gu, 2 * E->n_ff, M->ids, E->n_used, x, 0, M->ff, M->ff_stride,
+                            norm_w, eps, glu, gu_shape, fused ? &route : NULL, err);
+    }
+    if (rc) return rc;
+    /* down of each chosen expert on its own activations, mixed into the residual: a warp per row
+     * over every slot where the slots' activations fit one block's staging (contiguous: ff_stride
+     * is n_ff), else a block per row group and slot whose last block mixes */
+    if (M->ff_stride == E->n_ff && f->k->has_mv_idmix[E->down.type] && zr_k_matvec_id_mix_fits(&E->down, E->n_used))
+        return zr_k_matvec_id_mix(f->launcher, &f->k->mv_idmix[E->down.type], &E->down, f->n_embd, M->ids, E->n_used, M->ff,
+                                  M->weights, x, err);
     const ZrCuWeight one_down = {.type = E->down.type, .n_in = E->down.n_in, .n_out = f->n_embd};
     return zr_k_matvec_id(f->launcher, &f->k->mv_id[E->down.type], zr_cuf_mv_rows_per_warp(E->down.type), &E->down, f->n_embd, M->ids,
                           E->n_used, M->ff, M->ff_stride, M->out, f->n_embd, 0, 0.0f, ZR_CUF_MV_PLAIN,

@@ -2,8 +2,12 @@
  * and up (stacked per expert: its gate rows, then its up rows, so one GLU launch computes
  * silu(gate) * up of every chosen expert) and down on the device; a decode step's FFN is three
  * launches that read the chosen experts from device memory (router matvec with the FFN norm
- * fused; matvec_id GLU whose blocks route for themselves and write ids and weights; matvec_id
- * down whose last block per row group mixes the slots into the residual, cu/moe_matvec.cu): the
+ * fused; matvec_id GLU whose blocks route for themselves and write ids and weights, as one grid of
+ * at most a wave over every slot's tiles where the slots' results are contiguous (matvec_id_flat,
+ * cu/moe_matvec.cu); the down
+ * mixed into the residual: matvec_id_mix, a warp per output row over every slot, where the slots'
+ * activations fit one block's shared memory (cu/moe_matvec_mix.cu), else matvec_id whose last
+ * block per row group mixes the slots, cu/moe_matvec.cu): the
  * same launches every token, so the recorded graph serves every token and nothing goes to the
  * host. (Five before: moe_route_f32 and moe_combine_f32 launched apart; moe_route_f32 still
  * routes apart for more than 32 chosen experts, and for the prefill.)

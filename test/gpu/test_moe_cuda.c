@@ -52,6 +52,9 @@ static const Case k_cases[] = {
     {"llama-moe-Q4_K_M", "--arch llama --layers 3 --seed 6 --experts 8 --experts-used 2 --type q4_k_m"},
     {"llama-moe-Q5_1", "--arch llama --layers 2 --seed 9 --experts 4 --experts-used 2 --type q5_1"},
     {"llama-moe-top1-F32", "--arch llama --layers 2 --seed 8 --experts 4 --experts-used 1 --ff-expert 128 --type f32"},
+    /* an expert count and top-k no kernel was tuned for, Q6_K experts: the decode's flat gate|up and
+     * the down fused with the mix (5 slots of rows of 256 values: 8 items a lane) */
+    {"qwen3moe-odd-Q6_K", "--arch qwen3moe --layers 2 --seed 21 --experts 40 --experts-used 5 --ff-expert 256 --type q6_k"},
     /* gate and up experts of different types: launched apart, down reads their SwiGLU */
     {"qwen3moe-mixed-Q4_K", "--arch qwen3moe --layers 2 --seed 12 --type q4_k --up-type q8_0"},
     {"llama-moe-mixed-Q6_K", "--arch llama --layers 2 --seed 13 --experts 8 --experts-used 2 --type q6_k --up-type f16"},
@@ -311,6 +314,83 @@ ZT_TEST(matvec_id_routes_for_itself_and_mixes_into_the_residual) {
     }
 }
 
+/* matvec_id_<type>_flat (cu/moe_matvec.cu), the decode's gate|up as one grid over every slot's
+ * tiles: the same bits as the 2-D launch of the same shape (a row's arithmetic does not depend on
+ * the grid), for every type on 3 of 6 experts and for 1 block (every tile in one block), 7 blocks
+ * (tiles of several slots a block) and a block a tile; and where it routes for itself (the 2-D
+ * launch's routing cases, Qwen3's 128 experts / 8 used among them, 32 of 64 and 1 of 40): the ids
+ * and weights of moe_route_f32 and the rows of the 2-D launch on them, bit for bit. */
+ZT_TEST(matvec_id_flat_equals_the_2d_launch_bit_for_bit) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    static const struct { int ne, k; uint32_t type; bool route; } cases[] = {
+        {6, 3, ZR_TYPE_F32, false},  {6, 3, ZR_TYPE_F16, false},  {6, 3, ZR_TYPE_BF16, false}, {6, 3, ZR_TYPE_Q8_0, false},
+        {6, 3, ZR_TYPE_Q4_0, false}, {6, 3, ZR_TYPE_Q4_1, false}, {6, 3, ZR_TYPE_Q5_0, false}, {6, 3, ZR_TYPE_Q5_1, false},
+        {6, 3, ZR_TYPE_Q2_K, false}, {6, 3, ZR_TYPE_Q3_K, false}, {6, 3, ZR_TYPE_Q4_K, false}, {6, 3, ZR_TYPE_Q5_K, false},
+        {6, 3, ZR_TYPE_Q6_K, false}, {8, 2, ZR_TYPE_Q4_K, true},  {128, 8, ZR_TYPE_Q4_K, true}, {256, 8, ZR_TYPE_Q6_K, true},
+        {64, 32, ZR_TYPE_Q8_0, true}, {5, 5, ZR_TYPE_F32, true},  {40, 1, ZR_TYPE_Q5_1, true},
+    };
+    enum { N_IN = 512, ROWS = 96 };
+    int failed = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int ne = cases[ci].ne, k = cases[ci].k, half = ROWS / 2;
+        const uint32_t type = cases[ci].type;
+        uint64_t s = 5151 + ci;
+        uint8_t *w = random_experts(type, N_IN, ROWS * ne, &s);
+        float *lg = malloc(sizeof(float) * ne), *x = malloc(sizeof(float) * N_IN), *gw = malloc(sizeof(float) * N_IN);
+        float *y_ref = malloc(sizeof(float) * k * half), *y = malloc(sizeof(float) * k * half);
+        float *wts = malloc(sizeof(float) * k), *wts_ref = malloc(sizeof(float) * k);
+        int32_t *ids = malloc(sizeof(int32_t) * k), *ids_ref = malloc(sizeof(int32_t) * k);
+        for (int i = 0; i < ne; i++) lg[i] = 3.0f * gpu_rand(&s);
+        if (ne >= 8) lg[ne - 1] = lg[3]; /* a tie: the lower id first */
+        for (int i = 0; i < N_IN; i++) x[i] = gpu_rand(&s), gw[i] = 1.0f + 0.2f * gpu_rand(&s);
+        for (int j = 0; j < k; j++) ids_ref[j] = (ne - 1 + 4 * j) % ne; /* the last expert first */
+        ZrCuWeight dw = upload_stacked(g, type, w, N_IN, ROWS * ne);
+        CUdeviceptr dl = gpu_upload(g, lg, sizeof(float) * ne), dx = gpu_upload(g, x, sizeof(float) * N_IN),
+                    dg = gpu_upload(g, gw, sizeof(float) * N_IN), dids_ref = gpu_upload(g, ids_ref, sizeof(int32_t) * k),
+                    dw_ref = gpu_alloc(g, sizeof(float) * k), dids = gpu_alloc(g, sizeof(int32_t) * k), dwts = gpu_alloc(g, sizeof(float) * k),
+                    dy = gpu_alloc(g, sizeof(float) * k * half);
+        ZrError e = {0};
+        const int glu = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, R = zr_cuf_mv_rows_per_warp(type);
+        const ZrCuWeight one = {.type = type, .n_in = N_IN, .n_out = ROWS};
+        const ZrMvShape shape = zr_cuf_mv_shape(&g->k, &one, glu);
+        if (cases[ci].route) /* the reference ids: moe_route_f32's */
+            ZT_CHECKF(zr_k_moe_route(&g->l, &g->k, dl, ne, k, dids_ref, dw_ref, 1, &e) == 0, "%s", e.msg);
+        ZT_CHECKF(zr_k_matvec_id(&g->l, &g->k.mv_id[type], R, &dw, ROWS, dids_ref, k, dx, 0, dy, half, dg, 1e-5f, glu, shape, NULL, &e) == 0,
+                  "%s", e.msg);
+        gpu_download(g, y_ref, dy, sizeof(float) * k * half);
+        gpu_download(g, ids_ref, dids_ref, sizeof(int32_t) * k);
+        if (cases[ci].route) gpu_download(g, wts_ref, dw_ref, sizeof(float) * k);
+        const unsigned tiles = zr_k_matvec_id_flat_tiles(R, ROWS, k, shape);
+        const unsigned grids[3] = {1, tiles < 7 ? tiles : 7, tiles};
+        int exact = 0;
+        for (int gi = 0; gi < 3; gi++) {
+            const ZrMvIdFuse route = {.logits = dl, .n_expert = ne, .weights = dwts};
+            ZT_CHECKF(zr_k_matvec_id_flat(&g->l, &g->k.mv_idflat[type], R, &dw, ROWS, cases[ci].route ? dids : dids_ref, k, dx, dy, dg, 1e-5f,
+                                          glu, shape, grids[gi], cases[ci].route ? &route : NULL, &e) == 0,
+                      "%s", e.msg);
+            gpu_download(g, y, dy, sizeof(float) * k * half);
+            bool ok = !memcmp(y, y_ref, sizeof(float) * k * half);
+            if (cases[ci].route) {
+                gpu_download(g, ids, dids, sizeof(int32_t) * k);
+                gpu_download(g, wts, dwts, sizeof(float) * k);
+                ok = ok && !memcmp(ids, ids_ref, sizeof(int32_t) * k) && !memcmp(wts, wts_ref, sizeof(float) * k);
+            }
+            exact += ok;
+        }
+        const bool ok = exact == 3;
+        fprintf(stderr, "  matvec_id_flat %-5s %3d experts, %2d used%s: %u tiles on 1 / %u / %u blocks: %d of 3 == the 2-D launch%s\n",
+                zr_type_name(type), ne, k, cases[ci].route ? ", routing" : "", tiles, grids[1], grids[2], exact, ok ? "  PASS" : "  FAIL");
+        failed += !ok;
+        gpu_free(g, dw.main);
+        if (dw.side) gpu_free(g, dw.side);
+        gpu_free(g, dl), gpu_free(g, dx), gpu_free(g, dg), gpu_free(g, dids_ref), gpu_free(g, dw_ref), gpu_free(g, dids), gpu_free(g, dwts);
+        gpu_free(g, dy);
+        free(w), free(lg), free(x), free(gw), free(y_ref), free(y), free(wts), free(wts_ref), free(ids), free(ids_ref);
+    }
+    ZT_CHECKF(failed == 0, "%d cases differ from the 2-D launch", failed);
+}
+
 /* ---- the prefill's grouped expert product (cu/moe_mm.cu) ---- */
 
 /* moe_group_i32 puts nk slots' rows in expert order (expert e's cnt[e] rows right after e - 1's,
@@ -368,6 +448,90 @@ ZT_TEST(group_sorts_the_slots_by_expert_into_tiles) {
 static void upload_to(GpuEnv *g, CUdeviceptr dst, const void *src, size_t bytes) {
     ZrError e = {0};
     ZT_CHECKF(zr_cuda_h2d(&g->cuda, dst, src, bytes, &e) == 0, "%s", e.msg);
+}
+
+/* matvec_id_mix_<type> (cu/moe_matvec_mix.cu), the decode's down fused with the mix, for every
+ * type: the residual gains sum_j weights[j] (W_ids[j] x_j)[r] within the CPU's bound (zr_dot_row
+ * per slot, bound as above, times |weights[j]|), the same bits launch after launch from the same
+ * residual, and every row of the residual written. Shapes: Qwen3-30B-A3B's (128 experts, 8 used,
+ * rows of 768: one item a lane and slot, every slot's load in flight at once), more slots than the
+ * kernel keeps in flight (20 of 40), one slot, rows of several steps a lane (2048 values), and an
+ * odd row count (the last block's warps past the rows). Also printed: how many values equal the
+ * unfused path's (matvec_id's rows, then moe_combine_f32's arithmetic) bit for bit. */
+ZT_TEST(matvec_id_mix_adds_the_chosen_experts_rows_into_the_residual) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    static const uint32_t types[] = {ZR_TYPE_F32,  ZR_TYPE_F16,  ZR_TYPE_BF16, ZR_TYPE_Q8_0, ZR_TYPE_Q4_0, ZR_TYPE_Q4_1, ZR_TYPE_Q5_0,
+                                     ZR_TYPE_Q5_1, ZR_TYPE_Q2_K, ZR_TYPE_Q3_K, ZR_TYPE_Q4_K, ZR_TYPE_Q5_K, ZR_TYPE_Q6_K};
+    static const struct { int ne, k, n_in, rows; } shapes[] = {{128, 8, 768, 96}, {40, 20, 256, 64}, {4, 1, 512, 100}, {8, 2, 2048, 37}};
+    int failed = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int ne = shapes[si].ne, k = shapes[si].k, n_in = shapes[si].n_in, rows = shapes[si].rows;
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            const uint32_t type = types[ti];
+            uint64_t s = 9000 + 31 * si + type;
+            uint8_t *w = random_experts(type, n_in, rows * ne, &s);
+            const size_t rb = zr_row_bytes(type, n_in);
+            float *x = malloc(sizeof(float) * k * n_in), *wts = malloc(sizeof(float) * k), *res = malloc(sizeof(float) * rows);
+            float *got = malloc(sizeof(float) * rows), *again = malloc(sizeof(float) * rows), *y = malloc(sizeof(float) * k * rows);
+            float *deq = malloc(sizeof(float) * n_in);
+            int32_t *ids = malloc(sizeof(int32_t) * k);
+            for (int j = 0; j < k; j++) {
+                ids[j] = (j * 7 + (int)si) % ne;
+                wts[j] = 0.05f + 0.5f * (gpu_rand(&s) + 1.0f);
+            }
+            ids[0] = ne - 1; /* the last expert (the clamp's edge) */
+            for (int i = 0; i < k * n_in; i++) x[i] = gpu_rand(&s);
+            for (int r = 0; r < rows; r++) res[r] = gpu_rand(&s);
+            ZrCuWeight dw = upload_stacked(g, type, w, n_in, rows * ne);
+            CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * k * n_in), dids = gpu_upload(g, ids, sizeof(int32_t) * k),
+                        dwts = gpu_upload(g, wts, sizeof(float) * k), dres = gpu_upload(g, res, sizeof(float) * rows),
+                        dy = gpu_alloc(g, sizeof(float) * k * rows);
+            ZrError e = {0};
+            ZT_CHECKF(zr_k_matvec_id_mix_fits(&dw, k), "%s: %d slots of %d values do not fit", zr_type_name(type), k, n_in);
+            const ZrKernel *kern = &g->k.mv_idmix[type];
+            for (int t = 0; t < 2; t++) { /* twice from the same residual */
+                upload_to(g, dres, res, sizeof(float) * rows);
+                ZT_CHECKF(zr_k_matvec_id_mix(&g->l, kern, &dw, rows, dids, k, dx, dwts, dres, &e) == 0, "%s", e.msg);
+                gpu_download(g, t ? again : got, dres, sizeof(float) * rows);
+            }
+            /* the unfused rows: matvec_id on the same ids, each slot its own x */
+            const ZrCuWeight one = {.type = type, .n_in = n_in, .n_out = rows};
+            ZT_CHECKF(zr_k_matvec_id(&g->l, &g->k.mv_id[type], zr_cuf_mv_rows_per_warp(type), &dw, rows, dids, k, dx, n_in, dy, rows, 0, 0.0f,
+                                     ZR_CUF_MV_PLAIN, zr_cuf_mv_shape(&g->k, &one, ZR_CUF_MV_PLAIN), NULL, &e) == 0, "%s", e.msg);
+            gpu_download(g, y, dy, sizeof(float) * k * rows);
+            double worst = 0;
+            int same_unfused = 0;
+            for (int r = 0; r < rows; r++) {
+                double want = res[r], tol = 1e-6 * fabs(res[r]);
+                float acc = y[r] * wts[0];
+                for (int j = 1; j < k; j++) acc += y[j * rows + r] * wts[j];
+                const float unfused = res[r] + acc;
+                same_unfused += !memcmp(&unfused, &got[r], sizeof(float));
+                for (int j = 0; j < k; j++) {
+                    const uint8_t *row = w + rb * ((size_t)ids[j] * rows + r);
+                    const float *xr = x + (size_t)j * n_in;
+                    const double ref = zr_dot_row(type, row, xr, n_in);
+                    zr_dequant_row(type, row, deq, n_in);
+                    double mag = 0;
+                    for (int i = 0; i < n_in; i++) mag += fabs((double)deq[i] * xr[i]);
+                    want += (double)wts[j] * ref;
+                    tol += fabs(wts[j]) * (1e-5 * mag + 1e-5 * fabs(ref));
+                }
+                const double q = isfinite(got[r]) ? fabs(got[r] - want) / tol : 1e30;
+                if (q > worst) worst = q;
+            }
+            const bool same = !memcmp(got, again, sizeof(float) * rows), ok = worst <= 1 && same;
+            fprintf(stderr, "  matvec_id_mix %-5s %3d experts, %2d used, rows of %4d: worst |diff|/bound %.3g, repeat %s, %d/%d == unfused%s\n",
+                    zr_type_name(type), ne, k, n_in, worst, same ? "same bits" : "DIFFERS", same_unfused, rows, ok ? "  PASS" : "  FAIL");
+            failed += !ok;
+            gpu_free(g, dw.main);
+            if (dw.side) gpu_free(g, dw.side);
+            gpu_free(g, dx), gpu_free(g, dids), gpu_free(g, dwts), gpu_free(g, dres), gpu_free(g, dy);
+            free(w), free(x), free(wts), free(res), free(got), free(again), free(y), free(deq), free(ids);
+        }
+    }
+    ZT_CHECKF(failed == 0, "%d type and shape pairs over the bound or not repeatable", failed);
 }
 
 /* Rows per expert: none, one, one short of and one past a 32-row tile, two 32-row tiles and a
