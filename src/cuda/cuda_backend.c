@@ -201,7 +201,7 @@ static int warm_join(CudaBackend *c, ZrError *err) {
     c->lt_open = c->lt.handle != NULL;
     if (rc) return rc;
     if (!c->opt.quiet)
-        fprintf(stderr, "zrun: cuda: the prefill warm-up's rest (%d GEMM plans, %d run, in %.0f ms beside the first "
+        fprintf(stderr, "zrun: cuda: the prefill warm-up's rest (%d GEMM plans, %d run, in %.0f ms after the first "
                         "prompt) joined: this prompt waited %.1f ms for it\n", ws.n_rest, ws.n_rest_run, ws.rest_ms, c->join_ms);
     return ZR_OK;
 }
@@ -277,9 +277,8 @@ static int accept_call(CudaBackend *c, const int32_t *tokens, int n, int pos, Zr
     return ZR_OK;
 }
 
-static int cuda_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, float *logits, bool all_logits,
-                        ZrError *err) {
-    CudaBackend *c = (CudaBackend *)be;
+static int forward_(CudaBackend *c, const int32_t *tokens, int n, int pos, float *logits, bool all_logits,
+                    ZrError *err) {
     const int n_vocab = c->m->hp.n_vocab;
     int rc = accept_call(c, tokens, n, pos, err);
     if (rc) return rc;
@@ -306,6 +305,14 @@ static int cuda_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, fl
             return rc;
     }
     return ZR_OK;
+}
+
+static int cuda_forward(ZrBackend *be, const int32_t *tokens, int n, int pos, float *logits, bool all_logits,
+                        ZrError *err) {
+    CudaBackend *c = (CudaBackend *)be;
+    const int rc = forward_(c, tokens, n, pos, logits, all_logits, err);
+    if (c->warm) zr_cuf_warm_release(c->warm); /* the first prompt is done: the warm-up's rest may go on */
+    return rc;
 }
 
 /* A decode step of token at pos ending with the greedy pick over logits [0, n_cand) on the
@@ -755,6 +762,34 @@ static void plan_cache_note(const char *path, const ZrCuWarmStats *ws, char *buf
     if (n > 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, ")");
 }
 
+/* The kernels ready for the first launch (ZrCuProgress.kernels): the module the early thread
+ * loads (joined here, once), then every kernel looked up (zr_cuf_kernels_load). */
+typedef struct KernelsReady {
+    CudaBackend *c;
+    ZrCudaEarly **early_th; /* NULL'd when joined */
+    ZrCudaEarlyTimes *early_t;
+    int max_n_in;
+    bool done;
+    double ms; /* spent here: the wait for the module and the lookups */
+} KernelsReady;
+
+static int kernels_ready(void *ctx, ZrError *err) {
+    KernelsReady *kr = ctx;
+    if (kr->done) return ZR_OK;
+    CudaBackend *c = kr->c;
+    const double t0 = zr_clock_ms();
+    if (*kr->early_th) {
+        const int rc = zr_cuda_early_finish(*kr->early_th, &c->cuda.mod, kr->early_t, err);
+        *kr->early_th = NULL;
+        if (rc) return rc;
+    }
+    if (!c->cuda.mod && zr_cuda_load_kernels(&c->cuda, err)) return err->code;
+    const int rc = zr_cuf_kernels_load(&c->cuda, c->k, kr->max_n_in, err);
+    kr->ms = zr_clock_ms() - t0;
+    kr->done = !rc;
+    return rc;
+}
+
 ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err) {
     const ZrHparams *hp = &m->hp;
     double t[5]; /* start-up phases' ends (ms): start, context, kernels, weights and buffers, the warm-up's end */
@@ -816,16 +851,13 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     const int wrc0 = zr_cuf_warm_start(&c->warm, drv, c->cuda.ctx, c->cuda.props.sm_count, c->cuda.props.max_smem_optin,
                                        m, n_ctx, o->all_logits, o->first_rows, &cache, err);
     if (wrc0) goto fail;
-    if (have_early) { /* the module the early thread loads beside the warm-up's cuBLASLt */
-        const int krc = zr_cuda_early_finish(early_th, &c->cuda.mod, &early_t, err);
-        early_th = NULL;
-        if (krc) goto fail;
-    }
-    if (!c->cuda.mod && zr_cuda_load_kernels(&c->cuda, err)) goto fail;
+    /* the kernels (the module the early thread loads beside the warm-up's cuBLASLt, then their
+     * lookups) are waited for at the upload's first repack, after the buffers and the staging
+     * chunks are set up (ZrCuProgress.kernels), or below */
     int max_n_in = hp->n_embd;
     if (hp->n_ff > max_n_in) max_n_in = hp->n_ff;
     if (hp->n_head * hp->head_dim > max_n_in) max_n_in = hp->n_head * hp->head_dim;
-    if (zr_cuf_kernels_load(&c->cuda, c->k, max_n_in, err)) goto fail;
+    KernelsReady kr = {c, &early_th, &early_t, max_n_in, false, 0.0};
     t[2] = zr_clock_ms();
     zr_launcher_init(&c->launcher, drv, c->cuda.stream);
     /* programmatic dependent launch wherever it is supported (sm_90+, cuLaunchKernelEx): +18%
@@ -837,9 +869,10 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         c->launcher.profile = &c->prof;
         c->profiling = true;
     }
-    const ZrCuProgress prog = {o->progress, o->progress_ctx, zr_cuf_warm_buffers, c->warm};
+    const ZrCuProgress prog = {o->progress, o->progress_ctx, zr_cuf_warm_buffers, c->warm, kernels_ready, &kr};
     if (zr_cuf_init(&c->f, m, &c->cuda, &c->launcher, &c->lt, c->k, n_ctx, &prog, err)) goto fail;
     c->f_init = true;
+    if (kernels_ready(&kr, err)) goto fail; /* no repack took them (F32/F16/BF16 weights) */
     if (zr_cuf_warm_copies(&c->f, !c->profiling, err)) goto fail; /* while the warm-up's thread finishes */
     t[3] = zr_clock_ms();
     ZrCuWarmStats ws;
@@ -876,17 +909,17 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         char cache_note[1024];
         plan_cache_note(o->plan_cache, &ws, cache_note, sizeof cache_note);
         fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads, "
-                        "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f%s, kernels %.0f, weights and "
-                        "buffers %.0f, then waiting for the prefill warm-up %.0f (on its own thread from the context on: "
+                        "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f%s, weights and "
+                        "buffers %.0f (of it %.0f for the kernels: the module waited for, their lookups), then waiting for the prefill warm-up %.0f (on its own thread from the context on: "
                         "cuBLASLt opened in %.0f ms, %d GEMM plans for prompts of 1..%d tokens made in %.0f ms ("
                         "%s), %d of them run in %.0f ms once the buffers came, %.0f ms after the plans%s)\n",
                 c->f.upload_bytes / 1e9, c->f.upload_s, c->f.upload_s > 0 ? c->f.upload_bytes / 1e9 / c->f.upload_s : 0.0,
                 c->f.upload_h2d_gbps, c->f.upload_threads, c->f.upload_setup_s * 1e3, t[4] - t[0], t[1] - t[0], early_note,
-                t[2] - t[1], t[3] - t[2], t[4] - t[3], ws.open_ms, ws.n_listed, ws.max_rows, ws.plan_ms,
+                t[3] - t[2], kr.ms, t[4] - t[3], ws.open_ms, ws.n_listed, ws.max_rows, ws.plan_ms,
                 cache_note, ws.n_gemms, ws.gemm_ms, ws.wait_ms,
                 !c->warm ? ""
-                : o->first_rows == ZR_FIRST_ROWS_LATER ? "; every GEMM planned and run beside the first prompt"
-                : "; those for the first prompt, the rest planned and run beside it");
+                : o->first_rows == ZR_FIRST_ROWS_LATER ? "; every GEMM planned and run while no prompt is there"
+                : "; those for the first prompt, the rest planned and run once it is done, beside the decode");
     }
     return &c->be;
 fail:

@@ -53,6 +53,11 @@ typedef struct ZrCuProgress {
      * before a failed zr_cuf_init frees them (returning when nothing uses them); NULL = nobody. */
     void (*buffers)(void *buffers_ctx, const struct ZrCuForward *f);
     void *buffers_ctx;
+    /* Called before the first kernel launch of zr_cuf_init (the upload's first repack): the
+     * kernels' module and f->k ready when it returns (they may load on another thread while the
+     * buffers and the staging chunks are set up); NULL = they are. */
+    int (*kernels)(void *kernels_ctx, ZrError *err);
+    void *kernels_ctx;
 } ZrCuProgress;
 
 typedef struct ZrCuForward {

@@ -139,7 +139,6 @@ int zr_stage_open(ZrStage *s, const ZrCuda *cuda, uint64_t total, int n_threads,
     }
     zr_launcher_init(&s->launcher, d, d->cuStreamWaitEvent ? s->rstream : s->stream);
     s->launcher_init = true;
-    if ((rc = zr_kreg_load(cuda, "repack_rows", &s->repack, err))) goto fail;
     const uint64_t chunks = (total + ZR_STAGE_CHUNK - 1) / ZR_STAGE_CHUNK;
     s->n_buf = chunks < ZR_STAGE_BUFS ? (chunks > 0 ? (int)chunks : 1) : ZR_STAGE_BUFS;
     for (int i = 0; i < s->n_buf; i++) {
@@ -233,6 +232,11 @@ static int send(ZrStage *s, ZrError *err) {
         ZR_CU_TRY(d, err, d->cuEventRecord(s->copied[b], s->stream), "upload: cuEventRecord");
         ZR_CU_TRY(d, err, d->cuStreamWaitEvent(s->rstream, s->copied[b], 0), "upload: cuStreamWaitEvent");
         last = s->rstream;
+    }
+    if (repacks && !s->have_repack) { /* the kernels' module first, if it is still loading */
+        int rc = s->need_kernels ? s->need_kernels(s->need_kernels_ctx, err) : ZR_OK;
+        if (rc || (rc = zr_kreg_load(s->cuda, "repack_rows", &s->repack, err))) return rc;
+        s->have_repack = true;
     }
     for (int i = 0; i < s->n_pieces; i++) {
         ZrStagePiece *p = &s->pieces[i];

@@ -40,7 +40,12 @@ typedef struct ZrStage {
     CUstream stream;                    /* the copies, apart from the compute stream */
     CUstream rstream;                   /* the repacks, so a chunk's repack runs while the next copies */
     ZrLauncher launcher;                /* on rstream */
-    ZrKernel repack;                    /* repack_rows */
+    ZrKernel repack;                    /* repack_rows, looked up before the first repack */
+    bool have_repack;
+    /* called once before that lookup (NULL: the module is loaded): the kernels' module may still
+     * be loading on another thread while the chunks are set up and the first copies go */
+    int (*need_kernels)(void *ctx, ZrError *err);
+    void *need_kernels_ctx;
     bool launcher_init;
     int n_buf;
     uint8_t *host[ZR_STAGE_BUFS];       /* page-locked [ZR_STAGE_CHUNK] */
@@ -57,8 +62,8 @@ typedef struct ZrStage {
     uint64_t bytes;                     /* bytes sent so far */
 } ZrStage;
 
-/* Opens the copy stream, the page-locked and device chunks (at most what `total` bytes need),
- * the repack kernel and n_threads - 1 helper threads (n_threads <= 0: as many as the machine
+/* Opens the copy stream, the page-locked and device chunks (at most what `total` bytes need)
+ * and n_threads - 1 helper threads (the repack kernel is looked up at the first repack) (n_threads <= 0: as many as the machine
  * has cores, at most ZR_STAGE_MAX_THREADS). */
 int zr_stage_open(ZrStage *s, const ZrCuda *cuda, uint64_t total, int n_threads, ZrError *err);
 /* Queues bytes from src (host) to dst (device). */

@@ -219,6 +219,8 @@ int zr_cuf_upload(ZrCuForward *f, ZrError *err) {
     zr_readahead_start(&u.ra, ranges, n_ranges);
     free(ranges);
     int rc = zr_stage_open(&u.st, f->cuda, f->progress_total, 0, err);
+    u.st.need_kernels = f->progress.kernels;
+    u.st.need_kernels_ctx = f->progress.kernels_ctx;
     f->upload_setup_s = (zr_clock_ms() / 1e3) - t0;
     if (!rc) rc = zr_stage_measure_h2d(&u.st, &f->upload_h2d_gbps, err);
     if (!rc) rc = upload_all(&u, err);

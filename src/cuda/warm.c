@@ -46,6 +46,7 @@ struct ZrCuWarm {
     bool cancel;      /* the buffers go: no GEMM more */
     bool idle;        /* set by the thread: it launches nothing more and its GEMMs are done */
     bool ready;       /* set by the thread: the first prompt's GEMMs are planned and run */
+    bool go_rest;     /* the rest may start: the first prompt is done (zr_cuf_warm_release), or none comes */
     ZrCuWarmStats st_ready; /* st at ready (the thread goes on writing st) */
     ZrCublasLt lt_ready;    /* at ready: the first prompt's plans, for the caller (zr_cuf_warm_ready), while
                              * the thread goes on with a second handle (zr_cublaslt_fork) */
@@ -294,6 +295,7 @@ static void setup(ZrCuWarm *w, const ZrModel *m, int n_ctx, int sm_count, int ma
     w->n_ctx = n_ctx;
     w->all_logits = all_logits;
     w->first_rows = first_rows;
+    w->go_rest = first_rows == ZR_FIRST_ROWS_LATER; /* no prompt yet: the rest at once */
     w->sm_count = sm_count > 0 ? sm_count : 1;
     w->mm_smem = zr_cuf_mm_smem_limit(max_smem_optin);
 }
@@ -347,6 +349,11 @@ static void cache_save(ZrCuWarm *w) {
  * its own (the prompts run beside them and write the pool). */
 static int warm_rest(ZrCuWarm *w, CUstream stream, ZrError *err) {
     const ZrCuDriver *d = w->drv;
+    /* not beside the first prompt's own cuBLASLt calls: the library's first uses of kernels
+     * serialize (a 5-token F16 prompt took 14-44 ms instead of 2 beside them, H100) */
+    pthread_mutex_lock(&w->mu);
+    while (!w->go_rest && !w->cancel) pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
     const double t0 = zr_clock_ms();
     const int listed = w->st.n_listed;
     int rc = plan(w, WANT_REST, err);
@@ -407,7 +414,7 @@ static int warm_main_(ZrCuWarm *w) {
     }
     w->st.gemm_ms = zr_clock_ms() - t_go;
     lt_counts(w);
-    /* the rest (none for ZR_FIRST_ROWS_ALL) beside the first prompt, on a handle of its own: the
+    /* the rest (none for ZR_FIRST_ROWS_ALL) after the first prompt, on a handle of its own: the
      * caller takes this one with the first prompt's plans (without a second, it waits for the rest) */
     ZrCublasLt rest;
     ZrError ferr = {0};
@@ -497,6 +504,13 @@ bool zr_cuf_warm_covers(const ZrCuWarm *w, int n) {
 
 int zr_cuf_warm_rows_free(const ZrCuWarm *w) { return w->rows_free; }
 
+void zr_cuf_warm_release(ZrCuWarm *w) {
+    pthread_mutex_lock(&w->mu);
+    w->go_rest = true;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
 static void post(ZrCuWarm *w, bool have_bufs) {
     pthread_mutex_lock(&w->mu);
     if (!w->posted) {
@@ -554,6 +568,7 @@ void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f) {
 
 int zr_cuf_warm_wait(ZrCuWarm *w, ZrCublasLt *lt, ZrCuWarmStats *st, ZrError *err) {
     post(w, false); /* nothing more comes */
+    zr_cuf_warm_release(w);
     pthread_join(w->th, NULL);
     int rc = w->rc;
     if (w->lt_ready.handle) { /* the first prompt's handle, not taken: the thread ended before ready was asked */

@@ -11,7 +11,8 @@
  *
  * The load waits only for the GEMMs the first prompt takes (its rows' bucket of the matrices the
  * small product does not take; all of them for ZR_FIRST_ROWS_ALL, none for a prompt yet unknown); the
- * thread plans and runs the rest beside the first prompt, and a prompt that needs cuBLASLt joins
+ * thread plans and runs the rest once that prompt is done (zr_cuf_warm_release: beside the decode,
+ * not beside the prompt's own cuBLASLt calls), and a prompt that needs cuBLASLt joins
  * it first (zr_cuf_warm_rows_free). Before ready its GEMMs read and write the activation buffers,
  * the F16 weight buffer and the KV cache, whatever they hold, never the weights: they need none of
  * the upload, and nothing reads those buffers before the first prompt, which writes them first;
@@ -39,7 +40,7 @@ typedef struct ZrCuWarmStats {
     int n_small;     /* shapes' buckets left out: every prompt of their rows takes the small product */
     int n_listed;    /* shapes' buckets planned (with the plans found or made by cuBLASLt) */
     int n_heuristics, n_cached, n_cache_refused; /* cuBLASLt's counts (ZrCublasLt) at ready, and at the end */
-    int n_rest;      /* of them, planned after ready (beside the first prompt) */
+    int n_rest;      /* of them, planned after ready (after the first prompt) */
     int n_rest_run;  /* of those, run */
     double rest_ms;  /* their plans and runs */
     /* the plan cache (ZrCuWarmCache): read right after cuBLASLt's opening (in plan_ms), written
@@ -73,6 +74,9 @@ int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int 
  * from here on (the thread plans and runs the rest on a second handle: zr_cublaslt_fork), or
  * zeroed (a prompt that needs cuBLASLt then joins the thread first). */
 bool zr_cuf_warm_ready(ZrCuWarm *w, ZrCuWarmStats *st, ZrCublasLt *lt);
+/* The rest may start (the first prompt is done): until then the thread waits after ready, so
+ * that it does not share cuBLASLt with that prompt (zr_cuf_warm_wait releases it too). */
+void zr_cuf_warm_release(ZrCuWarm *w);
 /* Whether a prompt of n rows takes only GEMMs the load made ready (the first prompt's rows'
  * bucket, n not above them): it needs no join. */
 bool zr_cuf_warm_covers(const ZrCuWarm *w, int n);
