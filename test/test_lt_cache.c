@@ -28,6 +28,16 @@ static ZrLtCacheEntry *entries(int n) {
     return e;
 }
 
+/* n entries (entries(n), *e: the caller's to free) formatted with key(): the bytes (len; NULL: not). */
+static void *formatted(int n, ZrLtCacheEntry **e, size_t *len) {
+    *e = entries(n);
+    const ZrLtCacheKey k = key();
+    ZrError err = {0};
+    void *buf = NULL;
+    if (zr_lt_cache_format(&k, *e, n, &buf, len, &err)) fprintf(stderr, "  zr_lt_cache_format: %s\n", err.msg);
+    return buf; /* NULL on failure */
+}
+
 static char *path_in_tmp(const char *name) {
     static char p[8][4200];
     static int k;
@@ -68,12 +78,12 @@ ZT_TEST(a_cache_of_no_entries_is_a_valid_file) {
 }
 
 ZT_TEST(every_cut_of_the_file_is_refused) {
-    ZrLtCacheEntry *e = entries(3);
     const ZrLtCacheKey k = key();
     ZrError err = {0};
-    void *buf;
+    ZrLtCacheEntry *e;
     size_t len;
-    ZT_CHECK(!zr_lt_cache_format(&k, e, 3, &buf, &len, &err));
+    void *buf = formatted(3, &e, &len);
+    ZT_CHECK(buf);
     for (size_t cut = 0; cut < len; cut++) {
         ZrLtCache c = {0};
         ZT_CHECKF(zr_lt_cache_parse(buf, cut, &k, &c, &err) == ZR_E_FORMAT, "%zu of %zu bytes taken", cut, len);
@@ -84,12 +94,12 @@ ZT_TEST(every_cut_of_the_file_is_refused) {
 }
 
 ZT_TEST(a_flipped_bit_anywhere_is_refused) {
-    ZrLtCacheEntry *e = entries(3);
     const ZrLtCacheKey k = key();
     ZrError err = {0};
-    void *buf;
+    ZrLtCacheEntry *e;
     size_t len;
-    ZT_CHECK(!zr_lt_cache_format(&k, e, 3, &buf, &len, &err));
+    void *buf = formatted(3, &e, &len);
+    ZT_CHECK(buf);
     uint8_t *b = buf;
     for (size_t i = 0; i < len; i++)
         for (int bit = 0; bit < 8; bit += 3) {
@@ -104,12 +114,12 @@ ZT_TEST(a_flipped_bit_anywhere_is_refused) {
 }
 
 ZT_TEST(a_cache_of_another_library_driver_or_gpu_is_refused_by_name) {
-    ZrLtCacheEntry *e = entries(2);
     const ZrLtCacheKey k = key();
     ZrError err = {0};
-    void *buf;
+    ZrLtCacheEntry *e;
     size_t len;
-    ZT_CHECK(!zr_lt_cache_format(&k, e, 2, &buf, &len, &err));
+    void *buf = formatted(2, &e, &len);
+    ZT_CHECK(buf);
     ZrLtCacheKey other[6];
     for (int i = 0; i < 6; i++) other[i] = k;
     other[0].lt_version = 120900;
@@ -129,12 +139,12 @@ ZT_TEST(a_cache_of_another_library_driver_or_gpu_is_refused_by_name) {
 
 /* The header's count says more entries than the file holds or the format allows. */
 ZT_TEST(an_absurd_entry_count_is_refused) {
-    ZrLtCacheEntry *e = entries(1);
     const ZrLtCacheKey k = key();
     ZrError err = {0};
-    void *buf;
+    ZrLtCacheEntry *e;
     size_t len;
-    ZT_CHECK(!zr_lt_cache_format(&k, e, 1, &buf, &len, &err));
+    void *buf = formatted(1, &e, &len);
+    ZT_CHECK(buf);
     static const uint32_t counts[] = {0, 2, ZR_LT_CACHE_MAX + 1, 0x7fffffffu, 0xffffffffu};
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
         uint8_t *b = buf;
