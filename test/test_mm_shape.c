@@ -79,8 +79,8 @@ ZT_TEST(matrices_of_at_least_one_block_per_multiprocessor_stay_unsplit) {
     ZT_CHECK(zr_cuf_mm_shape(132, 2048, 2048, 32, 5).split == 2);
 }
 
-/* The prefill's choice: quantized, BF16 and F16 weights times at most 8 rows, within the shared
- * memory the kernels were given; F32 stays cuBLASLt's, and so does every longer prompt. */
+/* The prefill's choice: quantized (and BF16) weights times at most 8 rows, within the shared
+ * memory the kernels were given; F32 and F16 stay cuBLASLt's, and so does every longer prompt. */
 ZT_TEST(the_prefill_takes_the_small_product_for_quantized_weights_and_up_to_8_rows) {
     ZrCuKernels k;
     memset(&k, 0, sizeof k);
@@ -95,7 +95,7 @@ ZT_TEST(the_prefill_takes_the_small_product_for_quantized_weights_and_up_to_8_ro
     w.type = ZR_TYPE_BF16;
     ZT_CHECK(zr_cuf_mm_takes(&k, &w, 5));
     w.type = ZR_TYPE_F16;
-    ZT_CHECK(zr_cuf_mm_takes(&k, &w, 5));
+    ZT_CHECK(!zr_cuf_mm_takes(&k, &w, 5));
     w.type = ZR_TYPE_F32;
     ZT_CHECK(!zr_cuf_mm_takes(&k, &w, 5));
     /* a GPU left at 47 KiB: the rows whose staging fits it only */

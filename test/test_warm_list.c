@@ -1,6 +1,6 @@
 /* The start-up's warm-up list (src/cuda/warm.c), made on the host without a GPU: every GEMM shape
  * of the prefill for every bucket of prompt rows, but not the buckets whose prompts all take the
- * small product (quantized, BF16 and F16 matrices, 2..8 rows: cuda/mm_small.h), and the output's
+ * small product (quantized and BF16 matrices, 2..8 rows: cuda/mm_small.h), and the output's
  * all-logits GEMMs only when the command asks for every row's logits (zrun eval). The GPU side
  * (no heuristic call after the warm-up, at any prompt length) is test/gpu/test_startup.c. */
 #include <stdbool.h>
@@ -42,22 +42,20 @@ static bool list(const char *name, const char *args, Listed *out) {
     return ok;
 }
 
-ZT_TEST(quantized_bf16_and_f16_models_leave_the_small_products_buckets_out_and_f32_ones_keep_them) {
+ZT_TEST(quantized_models_leave_the_small_products_buckets_out_and_float_ones_keep_them) {
     ZT_NEED_SYNTH();
-    Listed q, b, h, f;
+    Listed q, b, h;
     ZT_CHECK(list("Q4_K", DIMS "--type q4_k", &q));
     ZT_CHECK(list("BF16", DIMS "--type bf16", &b));
     ZT_CHECK(list("F16", DIMS "--type f16", &h));
-    ZT_CHECK(list("F32", DIMS "--type f32", &f));
-    ZT_CHECKF(q.plain.n_small > 0 && b.plain.n_small > 0 && h.plain.n_small > 0,
-              "quantized / BF16 / F16: %d / %d / %d buckets left out", q.plain.n_small, b.plain.n_small, h.plain.n_small);
-    ZT_CHECKF(f.plain.n_small == 0 && f.all.n_small == 0, "F32 weights are cuBLASLt's at every length: %d left out",
-              f.plain.n_small);
+    ZT_CHECKF(q.plain.n_small > 0 && b.plain.n_small > 0, "quantized / BF16: %d / %d buckets left out", q.plain.n_small,
+              b.plain.n_small);
+    ZT_CHECKF(h.plain.n_small == 0 && h.all.n_small == 0, "F16 weights are cuBLASLt's at every length: %d left out",
+              h.plain.n_small);
     /* the same shapes, one bucket fewer each where the small product takes it: 4 shapes, buckets
      * 8 .. 512 */
-    ZT_CHECKF(f.plain.n_listed == 4 * 7 && q.plain.n_small == 4 && q.plain.n_listed == 4 * 6 && h.plain.n_listed == 4 * 6,
-              "F32 %d listed; Q4_K %d listed, %d left out; F16 %d listed", f.plain.n_listed, q.plain.n_listed,
-              q.plain.n_small, h.plain.n_listed);
+    ZT_CHECKF(h.plain.n_listed == 4 * 7 && q.plain.n_small == 4 && q.plain.n_listed == 4 * 6,
+              "F16 %d listed; Q4_K %d listed, %d left out", h.plain.n_listed, q.plain.n_listed, q.plain.n_small);
     ZT_CHECK(q.plain.max_rows == 512);
 }
 
@@ -65,11 +63,11 @@ ZT_TEST(the_outputs_all_logits_gemms_are_listed_only_for_eval) {
     ZT_NEED_SYNTH();
     Listed q, h;
     ZT_CHECK(list("Q4_K", DIMS "--type q4_k", &q));
-    ZT_CHECK(list("F32", DIMS "--type f32", &h));
+    ZT_CHECK(list("F16", DIMS "--type f16", &h));
     /* the output's buckets of 8 .. 64 rows (ZR_CUF_LOGIT_ROWS at a time); the small product takes 8 for Q4_K */
     ZT_CHECKF(q.all.n_listed == q.plain.n_listed + 3 && q.all.n_small == q.plain.n_small + 1,
               "Q4_K: %d listed with eval's logits, %d without", q.all.n_listed, q.plain.n_listed);
-    ZT_CHECKF(h.all.n_listed == h.plain.n_listed + 4, "F32: %d with eval's logits, %d without", h.all.n_listed,
+    ZT_CHECKF(h.all.n_listed == h.plain.n_listed + 4, "F16: %d with eval's logits, %d without", h.all.n_listed,
               h.plain.n_listed);
 }
 

@@ -49,7 +49,7 @@ size_t zr_cuf_mm_smem_limit(int max_smem_optin) {
 }
 
 bool zr_cuf_mm_fits(int sm_count, size_t smem_limit, uint32_t type, int n_in, int n_out, int n) {
-    if (n < 1 || n > ZR_CUF_MM_COLS || type >= ZR_TYPE_COUNT || type == ZR_TYPE_F32 ||
+    if (n < 1 || n > ZR_CUF_MM_COLS || type >= ZR_TYPE_COUNT || type == ZR_TYPE_F32 || type == ZR_TYPE_F16 ||
         !zr_type_kernel_suffix(type))
         return false;
     const ZrMmShape s = zr_cuf_mm_shape(sm_count, n_in, n_out, (int)zr_type_info(type)->item, n);

@@ -48,9 +48,8 @@ size_t zr_cuf_mm_smem_max(void);
 size_t zr_cuf_mm_smem_limit(int max_smem_optin);
 /* True when the prefill computes a matrix of `type` (n_out rows of n_in values) times n rows
  * with the small product on sm_count multiprocessors whose launches may take smem_limit bytes:
- * n <= ZR_CUF_MM_COLS, the type quantized, BF16 or F16 (F16 too: then a short prompt needs no
- * cuBLASLt at all, so the load does not wait for its set-up, cuda/warm.h; F32 weights stay
- * cuBLASLt's operands) and the launch's shared memory within the limit. Needs no kernels:
+ * n <= ZR_CUF_MM_COLS, the type quantized or BF16 (F32 and F16 weights are cuBLASLt's operands
+ * as they are: read once) and the launch's shared memory within the limit. Needs no kernels:
  * the warm-up (cuda/warm.c) asks it before they load. */
 bool zr_cuf_mm_fits(int sm_count, size_t smem_limit, uint32_t type, int n_in, int n_out, int n);
 /* zr_cuf_mm_fits for W on k's GPU, where k has the type's kernel. */
