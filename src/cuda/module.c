@@ -20,6 +20,14 @@ const void *zr_cuda_kernels_image(void) {
 #endif
 }
 
+size_t zr_cuda_kernels_image_size(void) {
+#if ZR_HAVE_KERNELS
+    return zr_kernels_fatbin_size;
+#else
+    return 0;
+#endif
+}
+
 static int read_props(ZrCuda *c, ZrError *err) {
     const ZrCuDriver *d = c->drv;
     ZrCudaProps *p = &c->props;

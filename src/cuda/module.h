@@ -50,8 +50,9 @@ int zr_cuda_load_module(ZrCuda *c, const void *image, ZrError *err);
  * build had no nvcc (config.h ZR_HAVE_KERNELS 0). */
 int zr_cuda_load_kernels(ZrCuda *c, ZrError *err);
 bool zr_cuda_have_kernels(void);
-/* The embedded fatbin (for zr_cuda_reset), or NULL when none was built in. */
+/* The embedded fatbin (for zr_cuda_reset), or NULL when none was built in; its bytes (0: none). */
 const void *zr_cuda_kernels_image(void);
+size_t zr_cuda_kernels_image_size(void);
 /* Unloads the module, destroys the stream, releases the primary context. Safe on a zeroed or
  * poisoned ZrCuda (errors are ignored: this is teardown). */
 void zr_cuda_close(ZrCuda *c);
