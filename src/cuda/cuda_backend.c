@@ -58,8 +58,6 @@ typedef struct CudaBackend {
     bool lt_open;
     ZrCuWarm *warm;   /* the warm-up's thread, from the context's creation until a prompt needs cuBLASLt
                        * (or the end): c->lt is its until then (warm_join) */
-    int rows_free;    /* prompts of up to this many rows need no cuBLASLt (zr_cuf_warm_rows_free) */
-    double join_ms;   /* the first prompt that needed cuBLASLt waited this long for the warm-up's rest */
     ZrLauncher launcher;
     bool launcher_init;
     ZrProfile prof;
@@ -189,6 +187,16 @@ static void tail_forget(CudaBackend *c) {
     c->snap_bytes = 0;
 }
 
+/* Every kernel looked up in the loaded module, the matrix-vector kernels let stage rows as long
+ * as the model's longest input (zr_cuf_kernels_load). */
+static int kernels_lookup(CudaBackend *c, ZrError *err) {
+    const ZrHparams *hp = &c->m->hp;
+    int max_n_in = hp->n_embd;
+    if (hp->n_ff > max_n_in) max_n_in = hp->n_ff;
+    if (hp->n_head * hp->head_dim > max_n_in) max_n_in = hp->n_head * hp->head_dim;
+    return zr_cuf_kernels_load(&c->cuda, c->k, max_n_in, err);
+}
+
 /* The warm-up's thread joined (its rest done) and its cuBLASLt taken over: before a prompt that
  * needs cuBLASLt, and before the context is reset. */
 static int warm_join(CudaBackend *c, ZrError *err) {
@@ -197,12 +205,12 @@ static int warm_join(CudaBackend *c, ZrError *err) {
     ZrCuWarmStats ws;
     const int rc = zr_cuf_warm_wait(c->warm, &c->lt, &ws, err);
     c->warm = NULL;
-    c->join_ms = zr_clock_ms() - t0;
+    const double join_ms = zr_clock_ms() - t0;
     c->lt_open = c->lt.handle != NULL;
     if (rc) return rc;
     if (!c->opt.quiet)
         fprintf(stderr, "zrun: cuda: the prefill warm-up's rest (%d GEMM plans, %d run, in %.0f ms after the first "
-                        "prompt) joined: this prompt waited %.1f ms for it\n", ws.n_rest, ws.n_rest_run, ws.rest_ms, c->join_ms);
+                        "prompt) joined: this prompt waited %.1f ms for it\n", ws.n_rest, ws.n_rest_run, ws.rest_ms, join_ms);
     return ZR_OK;
 }
 
@@ -221,11 +229,7 @@ static int recover(void *ctx, int n_past, ZrError *err) {
     c->lt_open = false;
     if ((rc = zr_cuda_reset(&c->cuda, zr_cuda_kernels_image(), err))) return rc;
     c->launcher.stream = c->cuda.stream;
-    const ZrHparams *hp = &c->m->hp;
-    int max_n_in = hp->n_embd;
-    if (hp->n_ff > max_n_in) max_n_in = hp->n_ff;
-    if (hp->n_head * hp->head_dim > max_n_in) max_n_in = hp->n_head * hp->head_dim;
-    if ((rc = zr_cuf_kernels_load(&c->cuda, c->k, max_n_in, err))) return rc;
+    if ((rc = kernels_lookup(c, err))) return rc;
     if ((rc = zr_cublaslt_open(&c->lt, err))) return rc;
     c->lt_open = true;
     if ((rc = zr_cuf_init(&c->f, c->m, &c->cuda, &c->launcher, &c->lt, c->k, c->be.n_ctx, NULL, err))) return rc;
@@ -289,8 +293,7 @@ static int forward_(CudaBackend *c, const int32_t *tokens, int n, int pos, float
         return logits ? zr_logits_check(c->m->gguf.path, logits, 1, n_vocab, pos, err) : ZR_OK;
     }
     /* a prompt with a GEMM the load did not make ready waits for the warm-up's rest */
-    if (c->warm && n > c->rows_free && !(c->lt_open && zr_cuf_warm_covers(c->warm, n)) && (rc = warm_join(c, err)))
-        return rc;
+    if (c->warm && zr_cuf_warm_joins(c->warm, n, c->lt_open) && (rc = warm_join(c, err))) return rc;
     for (int c0 = 0; c0 < n; c0 += ZR_CUF_UBATCH) {
         /* Ctrl-C is heard between chunks (each at most a few tens of ms on the GPU); the chunks
          * done so far stay in the cache */
@@ -768,7 +771,6 @@ typedef struct KernelsReady {
     CudaBackend *c;
     ZrCudaEarly **early_th; /* NULL'd when joined */
     ZrCudaEarlyTimes *early_t;
-    int max_n_in;
     bool done;
     double ms; /* spent here: the wait for the module and the lookups */
 } KernelsReady;
@@ -784,15 +786,15 @@ static int kernels_ready(void *ctx, ZrError *err) {
         if (rc) return rc;
     }
     if (!c->cuda.mod && zr_cuda_load_kernels(&c->cuda, err)) return err->code;
-    const int rc = zr_cuf_kernels_load(&c->cuda, c->k, kr->max_n_in, err);
+    const int rc = kernels_lookup(c, err);
     kr->ms = zr_clock_ms() - t0;
     kr->done = !rc;
     return rc;
 }
 
 ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, ZrError *err) {
-    const ZrHparams *hp = &m->hp;
-    double t[5]; /* start-up phases' ends (ms): start, context, kernels, weights and buffers, the warm-up's end */
+    double t[5]; /* start-up phases' ends (ms): start, context, the warm-up started, weights and buffers (the kernels
+                  * among them: KernelsReady), the first prompt's warm-up */
     t[0] = zr_clock_ms();
     const ZrCuDriver *drv = NULL;
     /* the driver and context opened on a thread since the command started it (beside the model's
@@ -854,10 +856,7 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     /* the kernels (the module the early thread loads beside the warm-up's cuBLASLt, then their
      * lookups) are waited for at the upload's first repack, after the buffers and the staging
      * chunks are set up (ZrCuProgress.kernels), or below */
-    int max_n_in = hp->n_embd;
-    if (hp->n_ff > max_n_in) max_n_in = hp->n_ff;
-    if (hp->n_head * hp->head_dim > max_n_in) max_n_in = hp->n_head * hp->head_dim;
-    KernelsReady kr = {c, &early_th, &early_t, max_n_in, false, 0.0};
+    KernelsReady kr = {c, &early_th, &early_t, false, 0.0};
     t[2] = zr_clock_ms();
     zr_launcher_init(&c->launcher, drv, c->cuda.stream);
     /* programmatic dependent launch wherever it is supported (sm_90+, cuLaunchKernelEx): +18%
@@ -876,7 +875,6 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     if (zr_cuf_warm_copies(&c->f, !c->profiling, err)) goto fail; /* while the warm-up's thread finishes */
     t[3] = zr_clock_ms();
     ZrCuWarmStats ws;
-    c->rows_free = zr_cuf_warm_rows_free(c->warm);
     if (zr_cuf_warm_ready(c->warm, &ws, &c->lt)) { /* all of it done (or failed): joined now */
         const int wrc = zr_cuf_warm_wait(c->warm, &c->lt, &ws, err);
         c->warm = NULL;

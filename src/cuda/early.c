@@ -54,7 +54,6 @@ static void *early_main(void *arg) {
     pthread_mutex_lock(&e->mu);
     e->cuda.mod = mod;
     e->t.kernels = t3 - t2;
-    e->t.total = t3 - t0;
     e->stage = EARLY_DONE;
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);

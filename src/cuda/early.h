@@ -5,9 +5,9 @@
 #include "cuda/module.h"
 
 /* Where the thread's time went (ms): the driver opened (dlopen libcuda, cuInit), the context,
- * the kernels' module; total: all three. */
+ * the kernels' module. */
 typedef struct ZrCudaEarlyTimes {
-    double driver, context, kernels, total;
+    double driver, context, kernels;
 } ZrCudaEarlyTimes;
 
 /* Waits until the thread has opened the driver and context (zr_cuda_open(drv, 0)) and makes the

@@ -445,6 +445,13 @@ static void *warm_main(void *arg) {
     return NULL;
 }
 
+/* A warm-up whose thread never started, freed. */
+static void unstarted_free(ZrCuWarm *w) {
+    free(w->gemms);
+    free(w->cache_path);
+    free(w);
+}
+
 int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int sm_count, int max_smem_optin,
                       const ZrModel *m, int n_ctx, bool all_logits, int first_rows, const ZrCuWarmCache *cache,
                       ZrError *err) {
@@ -453,7 +460,7 @@ int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int 
     if (!w) return zr_err(err, ZR_E_NOMEM, "warm-up: out of host memory");
     if (cache && cache->path) {
         if (!(w->cache_path = strdup(cache->path))) {
-            free(w);
+            unstarted_free(w);
             return zr_err(err, ZR_E_NOMEM, "warm-up: out of host memory");
         }
         w->cache_key = cache->key;
@@ -462,11 +469,8 @@ int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int 
     w->ctx = ctx;
     setup(w, m, n_ctx, sm_count, max_smem_optin, all_logits, first_rows);
     w->t0 = zr_clock_ms();
-    int rc = list(w, err); /* on this thread: the rows no GEMM takes are known at once */
-    if (rc) {
-        free(w->gemms);
-        free(w->cache_path);
-        free(w);
+    if (list(w, err)) { /* on this thread: the rows no GEMM takes are known at once */
+        unstarted_free(w);
         return zr_err_wrap(err, "warming up the prefill at load");
     }
     pthread_mutex_init(&w->mu, NULL);
@@ -474,9 +478,7 @@ int zr_cuf_warm_start(ZrCuWarm **out, const ZrCuDriver *drv, CUcontext ctx, int 
     if (pthread_create(&w->th, NULL, warm_main, w)) {
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
-        free(w->gemms);
-        free(w->cache_path);
-        free(w);
+        unstarted_free(w);
         return zr_err(err, ZR_E_NOMEM, "warm-up: cannot start its thread");
     }
     *out = w;
@@ -497,12 +499,12 @@ bool zr_cuf_warm_ready(ZrCuWarm *w, ZrCuWarmStats *st, ZrCublasLt *lt) {
     return idle;
 }
 
-bool zr_cuf_warm_covers(const ZrCuWarm *w, int n) {
-    return w->first_rows >= 2 && w->first_rows <= w->st.max_rows && n <= w->first_rows &&
-           zr_cublaslt_bucket(n) == zr_cublaslt_bucket(w->first_rows);
+bool zr_cuf_warm_joins(const ZrCuWarm *w, int n, bool have_first) {
+    if (n <= w->rows_free) return false; /* no GEMM */
+    const bool covered = w->first_rows >= 2 && w->first_rows <= w->st.max_rows && n <= w->first_rows &&
+                         zr_cublaslt_bucket(n) == zr_cublaslt_bucket(w->first_rows);
+    return !(have_first && covered);
 }
-
-int zr_cuf_warm_rows_free(const ZrCuWarm *w) { return w->rows_free; }
 
 void zr_cuf_warm_release(ZrCuWarm *w) {
     pthread_mutex_lock(&w->mu);

@@ -12,8 +12,8 @@
  * The load waits only for the GEMMs the first prompt takes (its rows' bucket of the matrices the
  * small product does not take; all of them for ZR_FIRST_ROWS_ALL, none for a prompt yet unknown); the
  * thread plans and runs the rest once that prompt is done (zr_cuf_warm_release: beside the decode,
- * not beside the prompt's own cuBLASLt calls), and a prompt that needs cuBLASLt joins
- * it first (zr_cuf_warm_rows_free). Before ready its GEMMs read and write the activation buffers,
+ * not beside the prompt's own cuBLASLt calls), and a prompt that needs a GEMM the load did not
+ * make ready joins it first (zr_cuf_warm_joins). Before ready its GEMMs read and write the activation buffers,
  * the F16 weight buffer and the KV cache, whatever they hold, never the weights: they need none of
  * the upload, and nothing reads those buffers before the first prompt, which writes them first;
  * after ready they only read those, and write an allocation of their own. The shapes are listed from the model
@@ -77,12 +77,11 @@ bool zr_cuf_warm_ready(ZrCuWarm *w, ZrCuWarmStats *st, ZrCublasLt *lt);
 /* The rest may start (the first prompt is done): until then the thread waits after ready, so
  * that it does not share cuBLASLt with that prompt (zr_cuf_warm_wait releases it too). */
 void zr_cuf_warm_release(ZrCuWarm *w);
-/* Whether a prompt of n rows takes only GEMMs the load made ready (the first prompt's rows'
- * bucket, n not above them): it needs no join. */
-bool zr_cuf_warm_covers(const ZrCuWarm *w, int n);
-/* Prompts of up to this many rows take no cuBLASLt GEMM (>= 1): a longer one joins the thread
- * first. */
-int zr_cuf_warm_rows_free(const ZrCuWarm *w);
+/* Whether a prompt of n rows must join the thread first: it takes a cuBLASLt GEMM (more rows than
+ * the small product takes) that the load did not make ready for the caller (have_first: it holds
+ * the first prompt's plans from zr_cuf_warm_ready; those cover the first prompt's rows' bucket, n
+ * not above them). */
+bool zr_cuf_warm_joins(const ZrCuWarm *w, int n, bool have_first);
 /* The list zr_cuf_warm_start would plan for these arguments, made on the calling thread without a
  * GPU or cuBLASLt (tests): st's n_listed, n_small and max_rows. */
 int zr_cuf_warm_list(const ZrModel *m, int n_ctx, int sm_count, int max_smem_optin, bool all_logits, ZrCuWarmStats *st,
