@@ -37,7 +37,7 @@ static bool fix_open(Fix *f, int threads) {
     const ZrCuDriver *drv = fake_driver(kernels, 1, false);
     repack_launches = repack_rows_seen = 0;
     if (zr_cuda_open(drv, 0, &f->cuda, &err) || zr_cuda_load_module(&f->cuda, "image", &err) ||
-        zr_stage_open(&f->st, &f->cuda, 1ull << 32, threads, &err)) {
+        zr_stage_open(&f->st, &f->cuda, 1ull << 32, threads, NULL, &err)) {
         fprintf(stderr, "  %s\n", err.msg);
         return false;
     }
@@ -122,6 +122,49 @@ ZT_TEST(many_small_pieces_and_the_stacked_height_of_split_side_streams) {
     ZT_CHECKF(zr_stage_finish(&f.st, &err) == ZR_OK, "%s", err.msg);
     ZT_CHECK(!memcmp(dm, hm, mb) && !memcmp(ds, hs, sb));
     ZT_CHECK(repack_launches == N);
+    fix_close(&f);
+    free(w), free(hm), free(hs), free(dm), free(ds);
+}
+
+/* The kernels' module still loading (kernels_loaded false for the first five chunks): the raw
+ * rows wait in device chunks of their own instead of holding the upload up, the module is waited
+ * for once, and every row still lands where it belongs. */
+static int polls, module_waits;
+static bool fake_loaded(void *ctx) {
+    (void)ctx;
+    return ++polls > 5;
+}
+static int fake_module(void *ctx, ZrError *err) {
+    (void)ctx, (void)err;
+    module_waits++;
+    return ZR_OK;
+}
+
+ZT_TEST(rows_wait_in_device_chunks_of_their_own_while_the_kernels_load) {
+    Fix f;
+    ZT_CHECK(fix_open(&f, 2));
+    f.st.need_kernels = fake_module;
+    f.st.kernels_loaded = fake_loaded;
+    f.st.need_kernels_ctx = &f;
+    polls = module_waits = 0;
+    ZrError err = {0};
+    const uint32_t t = ZR_TYPE_Q4_0;
+    const int n_in = 64, N = 1000; /* a row a piece: a chunk goes every ZR_STAGE_MAX_PIECES rows */
+    const size_t raw = zr_row_bytes(t, n_in), mb = zr_cuw_main_row_bytes(t, n_in) * N, sb = zr_cuw_side_bytes(t, n_in, N);
+    uint8_t *w = random_bytes(raw * N, 5), *hm = calloc(1, mb), *hs = calloc(1, sb), *dm = calloc(1, mb),
+            *ds = calloc(1, sb ? sb : 1);
+    ZT_CHECK(w && hm && dm && ds && (hs || !sb));
+    host_repack(t, w, n_in, N, hm, hs);
+    for (int r = 0; r < N; r++)
+        ZT_CHECK(zr_stage_repack(&f.st, t, w + raw * r, n_in, r, 1, N, (CUdeviceptr)(uintptr_t)dm,
+                                 (CUdeviceptr)(uintptr_t)ds, &err) == ZR_OK);
+    ZT_CHECKF(zr_stage_finish(&f.st, &err) == ZR_OK, "%s", err.msg);
+    ZT_CHECK(!memcmp(dm, hm, mb) && (!sb || !memcmp(ds, hs, sb)));
+    ZT_CHECK(repack_launches == N);
+    /* chunks 1..6 sent before the sixth ask found the module: 6 device chunks, 2 more than the 4 made at open */
+    ZT_CHECKF(f.st.n_dev == 6 && f.st.max_waiting == 6, "%d device chunks, at most %d waiting", f.st.n_dev,
+              f.st.max_waiting);
+    ZT_CHECKF(module_waits == 1, "the module waited for %d times", module_waits);
     fix_close(&f);
     free(w), free(hm), free(hs), free(dm), free(ds);
 }

@@ -163,6 +163,8 @@ typedef CUresult (*PFN_cuMemAlloc_v2)(CUdeviceptr *dptr, size_t bytes);
 typedef CUresult (*PFN_cuMemFree_v2)(CUdeviceptr dptr);
 typedef CUresult (*PFN_cuMemHostAlloc)(void **p, size_t bytes, unsigned int flags);
 typedef CUresult (*PFN_cuMemFreeHost)(void *p);
+typedef CUresult (*PFN_cuMemHostRegister_v2)(void *p, size_t bytes, unsigned int flags);
+typedef CUresult (*PFN_cuMemHostUnregister)(void *p);
 typedef CUresult (*PFN_cuMemcpyHtoDAsync_v2)(CUdeviceptr dst, const void *src, size_t bytes, CUstream s);
 typedef CUresult (*PFN_cuMemcpyDtoHAsync_v2)(void *dst, CUdeviceptr src, size_t bytes, CUstream s);
 typedef CUresult (*PFN_cuMemcpyDtoDAsync_v2)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s);
@@ -176,6 +178,7 @@ typedef CUresult (*PFN_cuEventCreate)(CUevent *e, unsigned int flags);
 typedef CUresult (*PFN_cuEventRecord)(CUevent e, CUstream s);
 typedef CUresult (*PFN_cuStreamWaitEvent)(CUstream s, CUevent e, unsigned int flags);
 typedef CUresult (*PFN_cuEventSynchronize)(CUevent e);
+typedef CUresult (*PFN_cuEventQuery)(CUevent e);
 typedef CUresult (*PFN_cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
 typedef CUresult (*PFN_cuEventDestroy_v2)(CUevent e);
 typedef CUresult (*PFN_cuLaunchKernel)(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,

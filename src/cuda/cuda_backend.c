@@ -12,6 +12,8 @@
  * writes the step's record into a ring of mapped pinned memory and advances tok/pos in place, so
  * the host queues steps ahead with nothing to write between them, waits on one event per step,
  * and hands each token over as its record arrives. */
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +32,7 @@
 #include "cuda/launch.h"
 #include "cuda/module.h"
 #include "cuda/profile.h"
+#include "cuda/stage.h"
 #include "cuda/upload.h"
 #include "cuda/warm.h"
 #include "logits_check.h"
@@ -765,19 +768,34 @@ static void plan_cache_note(const char *path, const ZrCuWarmStats *ws, char *buf
     if (n > 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, ")");
 }
 
-/* The kernels ready for the first launch (ZrCuProgress.kernels): the module the early thread
- * loads (joined here, once), then every kernel looked up (zr_cuf_kernels_load). */
+/* The kernels ready for the first launch: the module the early thread loads (joined once, at
+ * the upload's first repack that finds it loaded, or waited for: ZrCuProgress.module), then
+ * every kernel looked up (zr_cuf_kernels_load, 10-16 ms on the H100) on a thread of their own
+ * beside the rest of the upload, joined after it (kernels_ready). */
 typedef struct KernelsReady {
     CudaBackend *c;
     ZrCudaEarly **early_th; /* NULL'd when joined */
     ZrCudaEarlyTimes *early_t;
-    bool done;
-    double ms; /* spent here: the wait for the module and the lookups */
+    bool module_done, done;
+    pthread_t th;           /* the lookups */
+    bool th_started;
+    int th_rc;
+    ZrError th_err;
+    double ms;              /* the main thread's wait for the module and the lookups */
 } KernelsReady;
 
-static int kernels_ready(void *ctx, ZrError *err) {
+static void *lookups_main(void *arg) {
+    KernelsReady *kr = arg;
+    CudaBackend *c = kr->c;
+    const CUresult r = c->drv->cuCtxSetCurrent(c->cuda.ctx);
+    kr->th_rc = r != CUDA_SUCCESS ? zr_driver_err(c->drv, &kr->th_err, r, "cuCtxSetCurrent (the kernels' lookups)")
+                                  : kernels_lookup(c, &kr->th_err);
+    return NULL;
+}
+
+static int kernels_module(void *ctx, ZrError *err) {
     KernelsReady *kr = ctx;
-    if (kr->done) return ZR_OK;
+    if (kr->module_done) return ZR_OK;
     CudaBackend *c = kr->c;
     const double t0 = zr_clock_ms();
     if (*kr->early_th) {
@@ -786,8 +804,40 @@ static int kernels_ready(void *ctx, ZrError *err) {
         if (rc) return rc;
     }
     if (!c->cuda.mod && zr_cuda_load_kernels(&c->cuda, err)) return err->code;
-    const int rc = kernels_lookup(c, err);
-    kr->ms = zr_clock_ms() - t0;
+    kr->module_done = true;
+    /* SIGINT blocked, as on every thread but the command's own (src/app/run.h); without a
+     * thread the lookups run in kernels_ready */
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    kr->th_started = pthread_create(&kr->th, NULL, lookups_main, kr) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    kr->ms += zr_clock_ms() - t0;
+    return ZR_OK;
+}
+
+static bool kernels_module_loaded(void *ctx) {
+    KernelsReady *kr = ctx;
+    return kr->module_done || !*kr->early_th || zr_cuda_early_loaded(*kr->early_th);
+}
+
+/* Joins the lookups' thread, if one runs (err NULL: on a failure path, the result dropped). */
+static int kernels_join(KernelsReady *kr, ZrError *err) {
+    if (!kr->th_started) return ZR_OK;
+    pthread_join(kr->th, NULL);
+    kr->th_started = false;
+    if (kr->th_rc && err) *err = kr->th_err;
+    return kr->th_rc;
+}
+
+static int kernels_ready(KernelsReady *kr, ZrError *err) {
+    if (kr->done) return ZR_OK;
+    int rc = kernels_module(kr, err);
+    if (rc) return rc;
+    const double t0 = zr_clock_ms();
+    rc = kr->th_started ? kernels_join(kr, err) : kernels_lookup(kr->c, err);
+    kr->ms += zr_clock_ms() - t0;
     kr->done = !rc;
     return rc;
 }
@@ -797,6 +847,10 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
                   * among them: KernelsReady), the first prompt's warm-up */
     t[0] = zr_clock_ms();
     const ZrCuDriver *drv = NULL;
+    KernelsReady kr = {0};
+    /* the upload's host chunks made while the thread still opens the driver and context */
+    ZrStageHost staging;
+    zr_stage_host_prepare(&staging, zr_cuf_upload_bytes(m));
     /* the driver and context opened on a thread since the command started it (beside the model's
      * parse), which goes on loading the kernels' module into the context; else here */
     ZrCudaEarly *early_th = o->cuda_early;
@@ -856,7 +910,7 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     /* the kernels (the module the early thread loads beside the warm-up's cuBLASLt, then their
      * lookups) are waited for at the upload's first repack, after the buffers and the staging
      * chunks are set up (ZrCuProgress.kernels), or below */
-    KernelsReady kr = {c, &early_th, &early_t, false, 0.0};
+    kr = (KernelsReady){.c = c, .early_th = &early_th, .early_t = &early_t};
     t[2] = zr_clock_ms();
     zr_launcher_init(&c->launcher, drv, c->cuda.stream);
     /* programmatic dependent launch wherever it is supported (sm_90+, cuLaunchKernelEx): +18%
@@ -868,8 +922,12 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         c->launcher.profile = &c->prof;
         c->profiling = true;
     }
-    const ZrCuProgress prog = {o->progress, o->progress_ctx, zr_cuf_warm_buffers, c->warm, kernels_ready, &kr};
-    if (zr_cuf_init(&c->f, m, &c->cuda, &c->launcher, &c->lt, c->k, n_ctx, &prog, err)) goto fail;
+    const ZrCuProgress prog = {.fn = o->progress, .ctx = o->progress_ctx, .buffers = zr_cuf_warm_buffers,
+                               .buffers_ctx = c->warm, .module = kernels_module, .module_loaded = kernels_module_loaded,
+                               .kernels_ctx = &kr, .staging = &staging};
+    const int irc = zr_cuf_init(&c->f, m, &c->cuda, &c->launcher, &c->lt, c->k, n_ctx, &prog, err);
+    zr_stage_host_release(&staging);
+    if (irc) goto fail;
     c->f_init = true;
     if (kernels_ready(&kr, err)) goto fail; /* no repack took them (F32/F16/BF16 weights) */
     if (zr_cuf_warm_copies(&c->f, !c->profiling, err)) goto fail; /* while the warm-up's thread finishes */
@@ -907,12 +965,13 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         char cache_note[1024];
         plan_cache_note(o->plan_cache, &ws, cache_note, sizeof cache_note);
         fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads, "
-                        "staging set up in %.0f ms); start-up %.0f ms: driver and context %.0f%s, weights and "
+                        "staging set up in %.0f ms%s, %d chunks of rows waited for the kernels' module); start-up %.0f ms: driver and context %.0f%s, weights and "
                         "buffers %.0f (of it %.0f for the kernels: the module waited for, their lookups), then waiting for the prefill warm-up %.0f (on its own thread from the context on: "
                         "cuBLASLt opened in %.0f ms, %d GEMM plans for prompts of 1..%d tokens made in %.0f ms ("
                         "%s), %d of them run in %.0f ms once the buffers came, %.0f ms after the plans%s)\n",
                 c->f.upload_bytes / 1e9, c->f.upload_s, c->f.upload_s > 0 ? c->f.upload_bytes / 1e9 / c->f.upload_s : 0.0,
-                c->f.upload_h2d_gbps, c->f.upload_threads, c->f.upload_setup_s * 1e3, t[4] - t[0], t[1] - t[0], early_note,
+                c->f.upload_h2d_gbps, c->f.upload_threads, c->f.upload_setup_s * 1e3,
+                c->f.upload_prepared ? " (host chunks made before the context)" : "", c->f.upload_waiting, t[4] - t[0], t[1] - t[0], early_note,
                 t[3] - t[2], kr.ms, t[4] - t[3], ws.open_ms, ws.n_listed, ws.max_rows, ws.plan_ms,
                 cache_note, ws.n_gemms, ws.gemm_ms, ws.wait_ms,
                 !c->warm ? ""
@@ -921,10 +980,13 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     }
     return &c->be;
 fail:
+    kernels_join(&kr, NULL);
+    zr_stage_host_release(&staging);
     if (early_th) zr_cuda_early_finish(early_th, &c->cuda.mod, NULL, &(ZrError){0}); /* the module goes with c */
     cuda_destroy(&c->be);
     return NULL;
 fail_early:
+    zr_stage_host_release(&staging);
     if (have_early) {
         zr_cuda_early_finish(early_th, &early.mod, NULL, &(ZrError){0});
         zr_cuda_close(&early);

@@ -36,6 +36,8 @@ typedef struct ZrCuDriver {
     PFN_cuMemFree_v2 cuMemFree;
     PFN_cuMemHostAlloc cuMemHostAlloc;
     PFN_cuMemFreeHost cuMemFreeHost;
+    PFN_cuMemHostRegister_v2 cuMemHostRegister; /* optional: NULL when absent (the upload pins its own chunks) */
+    PFN_cuMemHostUnregister cuMemHostUnregister; /* optional, with cuMemHostRegister */
     PFN_cuMemcpyHtoDAsync_v2 cuMemcpyHtoDAsync;
     PFN_cuMemcpyDtoHAsync_v2 cuMemcpyDtoHAsync;
     PFN_cuMemcpyDtoDAsync_v2 cuMemcpyDtoDAsync;
@@ -49,6 +51,7 @@ typedef struct ZrCuDriver {
     PFN_cuEventRecord cuEventRecord;
     PFN_cuStreamWaitEvent cuStreamWaitEvent; /* optional: NULL when absent */
     PFN_cuEventSynchronize cuEventSynchronize;
+    PFN_cuEventQuery cuEventQuery; /* optional: NULL when absent */
     PFN_cuEventElapsedTime cuEventElapsedTime;
     PFN_cuEventDestroy_v2 cuEventDestroy;
     PFN_cuLaunchKernel cuLaunchKernel; /* called ONLY by src/cuda/launch.c */

@@ -60,6 +60,13 @@ static void *early_main(void *arg) {
     return NULL;
 }
 
+bool zr_cuda_early_loaded(ZrCudaEarly *e) {
+    pthread_mutex_lock(&e->mu);
+    const bool done = e->stage == EARLY_DONE;
+    pthread_mutex_unlock(&e->mu);
+    return done;
+}
+
 ZrCudaEarly *zr_cuda_early_start(void) {
     ZrCudaEarly *e = calloc(1, sizeof *e);
     if (!e) return NULL;

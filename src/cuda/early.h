@@ -15,6 +15,8 @@ typedef struct ZrCudaEarlyTimes {
  * the module (cuda->mod NULL), which the thread goes on loading into that context; or the error
  * (nothing handed over). Either way zr_cuda_early_finish (or _drop) must follow. */
 int zr_cuda_early_context(ZrCudaEarly *e, const ZrCuDriver **drv, ZrCuda *cuda, ZrError *err);
+/* Whether the thread is done (the module loaded or failed): zr_cuda_early_finish will not wait. */
+bool zr_cuda_early_loaded(ZrCudaEarly *e);
 /* Joins the thread and frees e: *mod is the kernels' module (zr_cuda_load_kernels; NULL when
  * no kernels are built in), or its error; *t the thread's times. After a failed
  * zr_cuda_early_context it only cleans up (*mod NULL, ZR_OK). */

@@ -53,11 +53,15 @@ typedef struct ZrCuProgress {
      * before a failed zr_cuf_init frees them (returning when nothing uses them); NULL = nobody. */
     void (*buffers)(void *buffers_ctx, const struct ZrCuForward *f);
     void *buffers_ctx;
-    /* Called before the first kernel launch of zr_cuf_init (the upload's first repack): the
-     * kernels' module and f->k ready when it returns (they may load on another thread while the
-     * buffers and the staging chunks are set up); NULL = they are. */
-    int (*kernels)(void *kernels_ctx, ZrError *err);
+    /* The kernels' module may load on another thread while the buffers and the staging chunks
+     * are set up and the first chunks go up: `module` waits until it is loaded (the upload's
+     * repacks need it; f->k may still be being looked up: zr_cuf_init launches no other kernel,
+     * and its caller waits for f->k after it), `module_loaded` asks without waiting; NULL = it is. */
+    int (*module)(void *kernels_ctx, ZrError *err);
+    bool (*module_loaded)(void *kernels_ctx);
     void *kernels_ctx;
+    /* the upload's host chunks, made before the context (NULL: the upload pins its own) */
+    const struct ZrStageHost *staging;
 } ZrCuProgress;
 
 typedef struct ZrCuForward {
@@ -80,6 +84,8 @@ typedef struct ZrCuForward {
     uint64_t upload_bytes;          /* bytes it copied (the file's, before the repack) */
     double upload_h2d_gbps;         /* the machine's page-locked host-to-device rate, measured at upload */
     int upload_threads;             /* host threads that gathered the chunks */
+    int upload_waiting;             /* most device chunks whose rows waited for the kernels' module at once */
+    bool upload_prepared;           /* the host chunks were made before the context (ZrCuProgress.staging) */
     /* state */
     CUdeviceptr kc, vc;             /* f32 [n_layer][n_ctx][kv_dim] */
     CUdeviceptr d_tok;              /* i32 [1]: the decode step's token */

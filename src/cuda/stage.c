@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "cuda/kreg.h"
@@ -121,7 +122,57 @@ static void pool_copy(ZrStagePool *p, uint8_t *base, const ZrStagePiece *pieces,
 
 /* ---- the chunks ---- */
 
-int zr_stage_open(ZrStage *s, const ZrCuda *cuda, uint64_t total, int n_threads, ZrError *err) {
+static int stage_bufs(uint64_t total) {
+    const uint64_t chunks = (total + ZR_STAGE_CHUNK - 1) / ZR_STAGE_CHUNK;
+    return chunks < ZR_STAGE_BUFS ? (chunks > 0 ? (int)chunks : 1) : ZR_STAGE_BUFS;
+}
+
+void zr_stage_host_prepare(ZrStageHost *h, uint64_t total) {
+    memset(h, 0, sizeof *h);
+    const size_t huge = 2u << 20, n = (size_t)stage_bufs(total) * ZR_STAGE_CHUNK;
+    void *p = mmap(NULL, n + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return;
+    uint8_t *base = (uint8_t *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
+#ifdef MADV_HUGEPAGE
+    (void)madvise(base, n, MADV_HUGEPAGE); /* advice: without it the pages are only smaller */
+#endif
+    const long page = sysconf(_SC_PAGESIZE);
+    for (size_t o = 0; o < n; o += page > 0 ? (size_t)page : 4096) base[o] = 0; /* faulted in now, not at registration */
+    *h = (ZrStageHost){.map = p, .map_bytes = n + huge, .base = base, .bytes = n};
+}
+
+void zr_stage_host_release(ZrStageHost *h) {
+    if (h->map) munmap(h->map, h->map_bytes);
+    memset(h, 0, sizeof *h);
+}
+
+/* A new device chunk (ZR_OK and *out NULL when the GPU has no room for one). */
+static int dev_new(ZrStage *s, ZrStageDev **out, ZrError *err) {
+    const ZrCuDriver *d = s->cuda->drv;
+    *out = NULL;
+    ZrStageDev *v = &s->dev[s->n_dev];
+    memset(v, 0, sizeof *v);
+    if (!(v->pending = malloc(sizeof *v->pending * ZR_STAGE_MAX_PIECES)))
+        return zr_err(err, ZR_E_NOMEM, "upload: out of host memory");
+    CUresult r = d->cuMemAlloc(&v->p, ZR_STAGE_CHUNK);
+    if (r != CUDA_SUCCESS) { /* no room: the caller waits for a chunk instead */
+        free(v->pending);
+        memset(v, 0, sizeof *v);
+        return ZR_OK;
+    }
+    if ((r = d->cuEventCreate(&v->done, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
+        d->cuMemFree(v->p);
+        free(v->pending);
+        memset(v, 0, sizeof *v);
+        return zr_driver_err(d, err, r, "upload: cuEventCreate");
+    }
+    s->n_dev++;
+    *out = v;
+    return ZR_OK;
+}
+
+int zr_stage_open(ZrStage *s, const ZrCuda *cuda, uint64_t total, int n_threads, const ZrStageHost *pre,
+                  ZrError *err) {
     memset(s, 0, sizeof *s);
     s->cuda = cuda;
     const ZrCuDriver *d = cuda->drv;
@@ -139,14 +190,24 @@ int zr_stage_open(ZrStage *s, const ZrCuda *cuda, uint64_t total, int n_threads,
     }
     zr_launcher_init(&s->launcher, d, d->cuStreamWaitEvent ? s->rstream : s->stream);
     s->launcher_init = true;
-    const uint64_t chunks = (total + ZR_STAGE_CHUNK - 1) / ZR_STAGE_CHUNK;
-    s->n_buf = chunks < ZR_STAGE_BUFS ? (chunks > 0 ? (int)chunks : 1) : ZR_STAGE_BUFS;
+    s->n_buf = stage_bufs(total);
+    const size_t host_bytes = (size_t)s->n_buf * ZR_STAGE_CHUNK;
+    if (pre && pre->base && pre->bytes >= host_bytes && d->cuMemHostRegister && d->cuMemHostUnregister &&
+        d->cuMemHostRegister(pre->base, host_bytes, 0) == CUDA_SUCCESS) {
+        s->registered = pre->base;
+        for (int i = 0; i < s->n_buf; i++) s->host[i] = pre->base + (size_t)i * ZR_STAGE_CHUNK;
+    }
     for (int i = 0; i < s->n_buf; i++) {
-        if ((rc = zr_cuda_host_alloc(cuda, (void **)&s->host[i], ZR_STAGE_CHUNK, "the upload's page-locked chunk", err)))
+        if (!s->registered &&
+            (rc = zr_cuda_host_alloc(cuda, (void **)&s->host[i], ZR_STAGE_CHUNK, "the upload's page-locked chunk", err)))
             goto fail;
-        if ((rc = zr_cuda_alloc(cuda, &s->dev[i], ZR_STAGE_CHUNK, "the upload's staging chunk", err))) goto fail;
-        r = d->cuEventCreate(&s->done[i], CU_EVENT_DISABLE_TIMING);
-        if (r == CUDA_SUCCESS) r = d->cuEventCreate(&s->copied[i], CU_EVENT_DISABLE_TIMING);
+        ZrStageDev *v;
+        if ((rc = dev_new(s, &v, err))) goto fail;
+        if (!v) {
+            rc = zr_err(err, ZR_E_NOMEM, "out of GPU memory for the upload's staging chunk (%u bytes)", ZR_STAGE_CHUNK);
+            goto fail;
+        }
+        r = d->cuEventCreate(&s->copied[i], CU_EVENT_DISABLE_TIMING);
         if (r != CUDA_SUCCESS) {
             rc = zr_driver_err(d, err, r, "upload: cuEventCreate");
             goto fail;
@@ -177,10 +238,14 @@ void zr_stage_close(ZrStage *s) {
     if (s->rstream) d->cuStreamSynchronize(s->rstream);
     pool_free(s->pool);
     for (int i = 0; i < ZR_STAGE_BUFS; i++) {
-        if (s->done[i]) d->cuEventDestroy(s->done[i]);
         if (s->copied[i]) d->cuEventDestroy(s->copied[i]);
-        zr_cuda_host_free(s->cuda, s->host[i]);
-        zr_cuda_free(s->cuda, s->dev[i]);
+        if (!s->registered) zr_cuda_host_free(s->cuda, s->host[i]);
+    }
+    if (s->registered) d->cuMemHostUnregister(s->registered);
+    for (int i = 0; i < s->n_dev; i++) {
+        if (s->dev[i].done) d->cuEventDestroy(s->dev[i].done);
+        zr_cuda_free(s->cuda, s->dev[i].p);
+        free(s->dev[i].pending);
     }
     if (s->launcher_init) zr_launcher_free(&s->launcher);
     if (s->stream) d->cuStreamDestroy(s->stream);
@@ -198,7 +263,7 @@ int zr_stage_measure_h2d(ZrStage *s, double *gbps, ZrError *err) {
     if (r == CUDA_SUCCESS) r = d->cuEventCreate(&ev[1], CU_EVENT_DEFAULT);
     for (int rep = 0; rep < 2 && r == CUDA_SUCCESS; rep++) { /* the first pays for the first use */
         r = d->cuEventRecord(ev[0], s->stream);
-        if (r == CUDA_SUCCESS) r = d->cuMemcpyHtoDAsync(s->dev[0], s->host[0], ZR_STAGE_CHUNK, s->stream);
+        if (r == CUDA_SUCCESS) r = d->cuMemcpyHtoDAsync(s->dev[0].p, s->host[0], ZR_STAGE_CHUNK, s->stream);
         if (r == CUDA_SUCCESS) r = d->cuEventRecord(ev[1], s->stream);
         if (r == CUDA_SUCCESS) r = d->cuEventSynchronize(ev[1]);
         if (r == CUDA_SUCCESS) r = d->cuEventElapsedTime(&ms, ev[0], ev[1]);
@@ -210,56 +275,108 @@ int zr_stage_measure_h2d(ZrStage *s, double *gbps, ZrError *err) {
     return rc;
 }
 
-/* Gathers the current chunk and sends it: the copies on the copy stream, then its repacks on the
- * repack stream once the copies are done (the next chunk's copies meanwhile), and moves on to the
- * next buffer once its last use is done. */
+/* Launches the repacks of every device chunk whose rows wait for them, once the kernels are
+ * loaded; `wait`: waits for them to be (else returns when they are not yet). */
+static int flush(ZrStage *s, bool wait, ZrError *err) {
+    const ZrCuDriver *d = s->cuda->drv;
+    int waiting = 0;
+    for (int i = 0; i < s->n_dev; i++) waiting += s->dev[i].n_pending > 0;
+    if (waiting == 0) return ZR_OK;
+    if (waiting > s->max_waiting) s->max_waiting = waiting;
+    if (!s->have_repack) {
+        if (!wait && s->kernels_loaded && !s->kernels_loaded(s->need_kernels_ctx)) return ZR_OK;
+        int rc = s->need_kernels ? s->need_kernels(s->need_kernels_ctx, err) : ZR_OK;
+        if (rc || (rc = zr_kreg_load(s->cuda, "repack_rows", &s->repack, err))) return rc;
+        s->have_repack = true;
+    }
+    for (int c = 0; c < s->n_dev; c++) {
+        ZrStageDev *v = &s->dev[c];
+        if (v->n_pending == 0) continue;
+        for (int i = 0; i < v->n_pending; i++) {
+            ZrStagePiece *p = &v->pending[i];
+            CUdeviceptr src = v->p + p->off;
+            int type = (int)p->type;
+            const int64_t n = (int64_t)p->n_rows * (p->n_in / (int)zr_type_info(p->type)->block);
+            int rc = ZR_LAUNCH(&s->launcher, &s->repack, ZR_DIM1((unsigned)((n + 255) / 256)), ZR_DIM1(256), 0, err, &src,
+                               &p->main, &p->side, &type, &p->n_in, &p->row0, &p->n_rows, &p->n_out);
+            if (rc) return rc;
+        }
+        v->n_pending = 0;
+        ZR_CU_TRY(d, err, d->cuEventRecord(v->done, s->launcher.stream), "upload: cuEventRecord");
+    }
+    return ZR_OK;
+}
+
+/* A device chunk free for a host chunk's raw rows: the next one whose repacks are done, else a
+ * new one while rows wait for the kernels (or fewer than ZR_STAGE_BUFS exist), else the next
+ * one once its repacks are done. */
+static int dev_take(ZrStage *s, ZrStageDev **out, ZrError *err) {
+    const ZrCuDriver *d = s->cuda->drv;
+    for (int k = 0; k < s->n_dev; k++) {
+        const int c = (s->dnext + k) % s->n_dev;
+        ZrStageDev *v = &s->dev[c];
+        if (v->busy && v->n_pending == 0 && d->cuEventQuery && d->cuEventQuery(v->done) == CUDA_SUCCESS) v->busy = false;
+        if (!v->busy) {
+            s->dnext = (c + 1) % s->n_dev;
+            *out = v;
+            return ZR_OK;
+        }
+    }
+    int rc;
+    if (s->n_dev < ZR_STAGE_DEV_MAX && (s->n_dev < ZR_STAGE_BUFS || !s->have_repack)) {
+        if ((rc = dev_new(s, out, err))) return rc;
+        if (*out) return ZR_OK;
+    }
+    if ((rc = flush(s, true, err))) return rc;
+    ZrStageDev *v = &s->dev[s->dnext];
+    ZR_CU_TRY(d, err, d->cuEventSynchronize(v->done), "upload: waiting for a chunk's repack");
+    v->busy = false;
+    s->dnext = (s->dnext + 1) % s->n_dev;
+    *out = v;
+    return ZR_OK;
+}
+
+/* Gathers the current host chunk and sends it: the copies on the copy stream, the raw rows into
+ * a device chunk whose repacks follow on the repack stream once the copies are done (the next
+ * chunk's copies meanwhile; later, when the kernels are still loading), and moves on to the next
+ * host chunk once its copies are done. */
 static int send(ZrStage *s, ZrError *err) {
     const ZrCuDriver *d = s->cuda->drv;
     const int b = s->cur;
     if (s->n_pieces == 0) return ZR_OK;
     pool_copy(s->pool, s->host[b], s->pieces, s->n_pieces);
     bool repacks = false;
+    for (int i = 0; i < s->n_pieces; i++) repacks |= !s->pieces[i].dst;
+    ZrStageDev *v = NULL;
+    int rc;
+    if (repacks && (rc = dev_take(s, &v, err))) return rc;
     for (int i = 0; i < s->n_pieces; i++) {
         const ZrStagePiece *p = &s->pieces[i];
-        const CUdeviceptr to = p->dst ? p->dst : s->dev[b] + p->off;
+        const CUdeviceptr to = p->dst ? p->dst : v->p + p->off;
         ZR_CU_TRY(d, err, d->cuMemcpyHtoDAsync(to, s->host[b] + p->off, p->bytes, s->stream),
                   "upload: cuMemcpyHtoDAsync(%zu bytes)", p->bytes);
         s->bytes += p->bytes;
-        repacks |= !p->dst;
     }
-    CUstream last = s->stream; /* where the chunk's work ends */
-    if (repacks && s->launcher.stream != s->stream) {
-        ZR_CU_TRY(d, err, d->cuEventRecord(s->copied[b], s->stream), "upload: cuEventRecord");
-        ZR_CU_TRY(d, err, d->cuStreamWaitEvent(s->rstream, s->copied[b], 0), "upload: cuStreamWaitEvent");
-        last = s->rstream;
+    ZR_CU_TRY(d, err, d->cuEventRecord(s->copied[b], s->stream), "upload: cuEventRecord");
+    s->host_busy[b] = true;
+    if (repacks) {
+        /* the repack stream waits for these copies now: its launches may come later */
+        if (s->launcher.stream != s->stream)
+            ZR_CU_TRY(d, err, d->cuStreamWaitEvent(s->rstream, s->copied[b], 0), "upload: cuStreamWaitEvent");
+        for (int i = 0; i < s->n_pieces; i++)
+            if (!s->pieces[i].dst) v->pending[v->n_pending++] = s->pieces[i];
+        v->busy = true;
+        if ((rc = flush(s, false, err))) return rc;
     }
-    if (repacks && !s->have_repack) { /* the kernels' module first, if it is still loading */
-        int rc = s->need_kernels ? s->need_kernels(s->need_kernels_ctx, err) : ZR_OK;
-        if (rc || (rc = zr_kreg_load(s->cuda, "repack_rows", &s->repack, err))) return rc;
-        s->have_repack = true;
-    }
-    for (int i = 0; i < s->n_pieces; i++) {
-        ZrStagePiece *p = &s->pieces[i];
-        if (p->dst) continue;
-        CUdeviceptr src = s->dev[b] + p->off;
-        int type = (int)p->type;
-        const int64_t n = (int64_t)p->n_rows * (p->n_in / (int)zr_type_info(p->type)->block);
-        int rc = ZR_LAUNCH(&s->launcher, &s->repack, ZR_DIM1((unsigned)((n + 255) / 256)), ZR_DIM1(256), 0, err, &src,
-                           &p->main, &p->side, &type, &p->n_in, &p->row0, &p->n_rows, &p->n_out);
-        if (rc) return rc;
-    }
-    ZR_CU_TRY(d, err, d->cuEventRecord(s->done[b], last), "upload: cuEventRecord");
-    s->busy[b] = true;
     s->n_pieces = 0;
     s->fill = 0;
     s->cur = (b + 1) % s->n_buf;
-    if (s->busy[s->cur]) {
-        ZR_CU_TRY(d, err, d->cuEventSynchronize(s->done[s->cur]), "upload: waiting for a chunk's copy");
-        s->busy[s->cur] = false;
+    if (s->host_busy[s->cur]) {
+        ZR_CU_TRY(d, err, d->cuEventSynchronize(s->copied[s->cur]), "upload: waiting for a chunk's copy");
+        s->host_busy[s->cur] = false;
     }
     return ZR_OK;
 }
-
 /* Where the next piece starts in the chunk: 256-byte aligned (the repack's rows, the copies). */
 static size_t next_off(const ZrStage *s) { return (s->fill + 255) & ~(size_t)255; }
 
@@ -314,10 +431,11 @@ int zr_stage_repack(ZrStage *s, uint32_t type, const void *src, int n_in, int ro
 
 int zr_stage_finish(ZrStage *s, ZrError *err) {
     int rc = send(s, err);
-    if (rc) return rc;
+    if (rc || (rc = flush(s, true, err))) return rc;
     const ZrCuDriver *d = s->cuda->drv;
     ZR_CU_TRY(d, err, d->cuStreamSynchronize(s->stream), "upload: cuStreamSynchronize (a copy failed)");
     ZR_CU_TRY(d, err, d->cuStreamSynchronize(s->rstream), "upload: cuStreamSynchronize (a repack failed)");
-    for (int i = 0; i < s->n_buf; i++) s->busy[i] = false;
+    for (int i = 0; i < s->n_buf; i++) s->host_busy[i] = false;
+    for (int i = 0; i < s->n_dev; i++) s->dev[i].busy = false;
     return ZR_OK;
 }

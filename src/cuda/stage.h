@@ -16,10 +16,13 @@
 #include "cuda/launch.h"
 #include "cuda/module.h"
 
-#define ZR_STAGE_BUFS 4              /* chunks in flight: one gathered while three copy */
-#define ZR_STAGE_CHUNK (16u << 20)   /* bytes per chunk: 0.3 ms of PCIe 5 x16; 4 x 32 MiB took 70..135 ms to pin at load */
+#define ZR_STAGE_BUFS 4              /* host chunks in flight: one gathered while three copy */
+#define ZR_STAGE_CHUNK (16u << 20)   /* bytes per chunk: 0.3 ms of PCIe 5 x16 */
+#define ZR_STAGE_DEV_MAX 64          /* device chunks at most (1 GiB): raw rows wait in them while the kernels load */
 #define ZR_STAGE_MAX_PIECES 128      /* pieces per chunk (a chunk is sent early when they run out) */
-#define ZR_STAGE_MAX_THREADS 16      /* host threads gathering, the caller's included */
+/* host threads gathering, the caller's included: on the H200's 16 cores 700 MiB of a mapped file
+ * went into page-locked chunks at 5.4 GB/s on 1 thread, 30.7 on 8 and 25.5 on 16 (cu/PERF.md) */
+#define ZR_STAGE_MAX_THREADS 8
 
 /* One piece of a chunk: bytes from src at off in the chunk, then either copied to dst, or (dst
  * 0) repacked as rows [row0, row0 + n_rows) of a [n_in, n_out] matrix of `type` into main and
@@ -33,6 +36,26 @@ typedef struct ZrStagePiece {
     CUdeviceptr main, side;
 } ZrStagePiece;
 
+/* The host chunks made before the GPU's context exists (zr_stage_host_prepare): anonymous memory
+ * on transparent huge pages, already faulted in, which zr_stage_open only registers with the
+ * driver. Pinning 4 x 16 MiB with cuMemHostAlloc took ~40 ms on the H200; touching huge pages
+ * ~13 ms (while the context is still being made) and registering them 2.4 ms. */
+typedef struct ZrStageHost {
+    void *map;          /* the mapping (NULL: none: zr_stage_open pins its own chunks) */
+    size_t map_bytes;
+    uint8_t *base;      /* 2 MiB aligned in it, [bytes] */
+    size_t bytes;
+} ZrStageHost;
+
+/* A device chunk: raw rows waiting for their repack. */
+typedef struct ZrStageDev {
+    CUdeviceptr p;                      /* [ZR_STAGE_CHUNK] */
+    CUevent done;                       /* recorded after its repacks */
+    bool busy;                          /* holds rows: repacks not launched, or done not seen yet */
+    int n_pending;                      /* its pieces whose repack waits for the kernels */
+    ZrStagePiece *pending;              /* [ZR_STAGE_MAX_PIECES] */
+} ZrStageDev;
+
 typedef struct ZrStagePool ZrStagePool; /* the gathering threads (stage.c) */
 
 typedef struct ZrStage {
@@ -42,30 +65,42 @@ typedef struct ZrStage {
     ZrLauncher launcher;                /* on rstream */
     ZrKernel repack;                    /* repack_rows, looked up before the first repack */
     bool have_repack;
-    /* called once before that lookup (NULL: the module is loaded): the kernels' module may still
-     * be loading on another thread while the chunks are set up and the first copies go */
+    /* the kernels' module may still be loading on another thread while the chunks go up:
+     * need_kernels waits for it (NULL: it is loaded); kernels_loaded asks without waiting (NULL:
+     * the first repack waits). Rows copied before it is loaded wait in device chunks of their
+     * own (at most ZR_STAGE_DEV_MAX) and are repacked once it is. */
     int (*need_kernels)(void *ctx, ZrError *err);
+    bool (*kernels_loaded)(void *ctx);
     void *need_kernels_ctx;
     bool launcher_init;
     int n_buf;
     uint8_t *host[ZR_STAGE_BUFS];       /* page-locked [ZR_STAGE_CHUNK] */
-    CUdeviceptr dev[ZR_STAGE_BUFS];     /* [ZR_STAGE_CHUNK]: raw rows waiting for their repack */
-    CUevent copied[ZR_STAGE_BUFS];      /* recorded after a chunk's copies (rstream waits for it) */
-    CUevent done[ZR_STAGE_BUFS];        /* recorded after a chunk's copies and repacks */
-    bool busy[ZR_STAGE_BUFS];           /* done was recorded and not yet waited for */
-    int cur;                            /* the chunk being gathered */
+    uint8_t *registered;                /* host[] lie in this prepared memory, registered (else cuMemHostAlloc's) */
+    CUevent copied[ZR_STAGE_BUFS];      /* recorded after a host chunk's copies */
+    bool host_busy[ZR_STAGE_BUFS];      /* copied was recorded and not yet waited for */
+    ZrStageDev dev[ZR_STAGE_DEV_MAX];
+    int n_dev, dnext;                   /* device chunks made; the next one to try */
+    int cur;                            /* the host chunk being gathered */
     size_t fill;                        /* its bytes so far */
     ZrStagePiece pieces[ZR_STAGE_MAX_PIECES];
     int n_pieces;
     ZrStagePool *pool;
     int n_threads;                      /* gathering threads, the caller's included */
     uint64_t bytes;                     /* bytes sent so far */
+    int max_waiting;                    /* most device chunks whose rows waited for the kernels at once */
 } ZrStage;
 
-/* Opens the copy stream, the page-locked and device chunks (at most what `total` bytes need)
- * and n_threads - 1 helper threads (the repack kernel is looked up at the first repack) (n_threads <= 0: as many as the machine
- * has cores, at most ZR_STAGE_MAX_THREADS). */
-int zr_stage_open(ZrStage *s, const ZrCuda *cuda, uint64_t total, int n_threads, ZrError *err);
+/* Maps and faults in the host chunks an upload of `total` bytes uses; needs no GPU. On failure
+ * h->map is NULL (zr_stage_open then pins chunks of its own). */
+void zr_stage_host_prepare(ZrStageHost *h, uint64_t total);
+/* Unmaps them (after zr_stage_close). */
+void zr_stage_host_release(ZrStageHost *h);
+/* Opens the copy stream, the page-locked and device chunks (at most what `total` bytes need:
+ * `pre`'s registered where given and large enough, else pinned here) and n_threads - 1 helper
+ * threads (the repack kernel is looked up at the first repack) (n_threads <= 0: as many as the
+ * machine has cores, at most ZR_STAGE_MAX_THREADS). `pre` must outlive the stage. */
+int zr_stage_open(ZrStage *s, const ZrCuda *cuda, uint64_t total, int n_threads, const ZrStageHost *pre,
+                  ZrError *err);
 /* Queues bytes from src (host) to dst (device). */
 int zr_stage_copy(ZrStage *s, CUdeviceptr dst, const void *src, size_t bytes, ZrError *err);
 /* Queues n_rows ggml rows of `type` (zr_row_bytes(type, n_in) each, back to back at src) as rows

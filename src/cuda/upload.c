@@ -218,8 +218,9 @@ int zr_cuf_upload(ZrCuForward *f, ZrError *err) {
     const int n_ranges = upload_ranges(f->m, &ranges);
     zr_readahead_start(&u.ra, ranges, n_ranges);
     free(ranges);
-    int rc = zr_stage_open(&u.st, f->cuda, f->progress_total, 0, err);
-    u.st.need_kernels = f->progress.kernels;
+    int rc = zr_stage_open(&u.st, f->cuda, f->progress_total, 0, f->progress.staging, err);
+    u.st.need_kernels = f->progress.module;
+    u.st.kernels_loaded = f->progress.module_loaded;
     u.st.need_kernels_ctx = f->progress.kernels_ctx;
     f->upload_setup_s = (zr_clock_ms() / 1e3) - t0;
     if (!rc) rc = zr_stage_measure_h2d(&u.st, &f->upload_h2d_gbps, err);
@@ -228,6 +229,8 @@ int zr_cuf_upload(ZrCuForward *f, ZrError *err) {
     if (!rc) {
         f->upload_bytes = u.st.bytes;
         f->upload_threads = u.st.n_threads;
+        f->upload_waiting = u.st.max_waiting;
+        f->upload_prepared = u.st.registered != NULL;
     }
     zr_stage_close(&u.st);
     zr_readahead_stop(&u.ra);

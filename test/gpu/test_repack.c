@@ -77,7 +77,7 @@ ZT_TEST(gpu_repack_gives_the_host_repack_bytes_for_every_type) {
     if (!g) return;
     ZrStage st;
     ZrError err = {0};
-    ZT_CHECKF(zr_stage_open(&st, &g->cuda, 256u << 20, 0, &err) == ZR_OK, "%s", err.msg);
+    ZT_CHECKF(zr_stage_open(&st, &g->cuda, 256u << 20, 0, NULL, &err) == ZR_OK, "%s", err.msg);
     uint64_t seed = 0x9E3779B97F4A7C15ull;
     for (size_t i = 0; i < sizeof all_types / sizeof all_types[0]; i++) {
         const uint32_t t = all_types[i];
@@ -96,7 +96,7 @@ ZT_TEST(staged_copy_crosses_chunks_intact) {
     if (!g) return;
     ZrStage st;
     ZrError err = {0};
-    ZT_CHECKF(zr_stage_open(&st, &g->cuda, 256u << 20, 0, &err) == ZR_OK, "%s", err.msg);
+    ZT_CHECKF(zr_stage_open(&st, &g->cuda, 256u << 20, 0, NULL, &err) == ZR_OK, "%s", err.msg);
     const size_t n = 3 * (size_t)ZR_STAGE_CHUNK + 12345;
     uint8_t *h = malloc(n + 1), *back = malloc(n);
     ZT_CHECK(h && back);

@@ -109,7 +109,7 @@ static bool no_heuristic_after_the_warm_up(GpuEnv *g, const char *name, const ch
     if (zr_cuf_warm_start(&w, g->drv, g->cuda.ctx, g->cuda.props.sm_count, g->cuda.props.max_smem_optin, &m, n_ctx, true,
                           ZR_FIRST_ROWS_ALL, NULL, &err))
         goto done;
-    const ZrCuProgress prog = {NULL, NULL, zr_cuf_warm_buffers, w, NULL, NULL};
+    const ZrCuProgress prog = {.buffers = zr_cuf_warm_buffers, .buffers_ctx = w};
     const int irc = zr_cuf_init(&f, &m, &g->cuda, &g->l, &lt, &g->k, n_ctx, &prog, &err);
     ZrError werr = {0};
     const int wrc = zr_cuf_warm_wait(w, &lt, &st, &werr);
