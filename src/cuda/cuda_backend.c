@@ -965,13 +965,15 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         char cache_note[1024];
         plan_cache_note(o->plan_cache, &ws, cache_note, sizeof cache_note);
         fprintf(stderr, "zrun: cuda: upload %.2f GB in %.2f s, %.1f GB/s (page-locked host-to-device %.1f GB/s, %d threads, "
-                        "staging set up in %.0f ms%s, %d chunks of rows waited for the kernels' module); start-up %.0f ms: driver and context %.0f%s, weights and "
+                        "staging set up in %.0f ms%s, %d chunks of rows waited for the kernels' module, gathered in %.0f ms, %.0f ms "
+                        "waiting for chunks, %.0f ms in cuMemAlloc); start-up %.0f ms: driver and context %.0f%s, weights and "
                         "buffers %.0f (of it %.0f for the kernels: the module waited for, their lookups), then waiting for the prefill warm-up %.0f (on its own thread from the context on: "
                         "cuBLASLt opened in %.0f ms, %d GEMM plans for prompts of 1..%d tokens made in %.0f ms ("
                         "%s), %d of them run in %.0f ms once the buffers came, %.0f ms after the plans%s)\n",
                 c->f.upload_bytes / 1e9, c->f.upload_s, c->f.upload_s > 0 ? c->f.upload_bytes / 1e9 / c->f.upload_s : 0.0,
                 c->f.upload_h2d_gbps, c->f.upload_threads, c->f.upload_setup_s * 1e3,
-                c->f.upload_prepared ? " (host chunks made before the context)" : "", c->f.upload_waiting, t[4] - t[0], t[1] - t[0], early_note,
+                c->f.upload_prepared ? " (host chunks made before the context)" : "", c->f.upload_waiting,
+                c->f.upload_gather_ms, c->f.upload_wait_ms, c->f.alloc_ms, t[4] - t[0], t[1] - t[0], early_note,
                 t[3] - t[2], kr.ms, t[4] - t[3], ws.open_ms, ws.n_listed, ws.max_rows, ws.plan_ms,
                 cache_note, ws.n_gemms, ws.gemm_ms, ws.wait_ms,
                 !c->warm ? ""

@@ -86,6 +86,11 @@ typedef struct ZrCuForward {
     int upload_threads;             /* host threads that gathered the chunks */
     int upload_waiting;             /* most device chunks whose rows waited for the kernels' module at once */
     bool upload_prepared;           /* the host chunks were made before the context (ZrCuProgress.staging) */
+    double upload_gather_ms;        /* of upload_s: the host threads gathering chunks */
+    double upload_wait_ms;          /* of upload_s: waiting for a chunk's copy or repack to end */
+    double alloc_ms;                /* in cuMemAlloc (zr_cuf_dalloc) so far */
+    CUdeviceptr arena;              /* during the upload: the weights' one allocation (zr_cuf_dalloc takes from it) */
+    size_t arena_size, arena_used;
     /* state */
     CUdeviceptr kc, vc;             /* f32 [n_layer][n_ctx][kv_dim] */
     CUdeviceptr d_tok;              /* i32 [1]: the decode step's token */

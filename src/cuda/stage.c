@@ -9,6 +9,7 @@
 
 #include "cuda/kreg.h"
 #include "quant.h"
+#include "zr_clock.h"
 
 /* ---- the gathering threads ---- */
 
@@ -329,7 +330,9 @@ static int dev_take(ZrStage *s, ZrStageDev **out, ZrError *err) {
     }
     if ((rc = flush(s, true, err))) return rc;
     ZrStageDev *v = &s->dev[s->dnext];
+    const double t0 = zr_clock_ms();
     ZR_CU_TRY(d, err, d->cuEventSynchronize(v->done), "upload: waiting for a chunk's repack");
+    s->wait_ms += zr_clock_ms() - t0;
     v->busy = false;
     s->dnext = (s->dnext + 1) % s->n_dev;
     *out = v;
@@ -344,7 +347,9 @@ static int send(ZrStage *s, ZrError *err) {
     const ZrCuDriver *d = s->cuda->drv;
     const int b = s->cur;
     if (s->n_pieces == 0) return ZR_OK;
+    double t0 = zr_clock_ms();
     pool_copy(s->pool, s->host[b], s->pieces, s->n_pieces);
+    s->gather_ms += zr_clock_ms() - t0;
     bool repacks = false;
     for (int i = 0; i < s->n_pieces; i++) repacks |= !s->pieces[i].dst;
     ZrStageDev *v = NULL;
@@ -372,7 +377,9 @@ static int send(ZrStage *s, ZrError *err) {
     s->fill = 0;
     s->cur = (b + 1) % s->n_buf;
     if (s->host_busy[s->cur]) {
+        t0 = zr_clock_ms();
         ZR_CU_TRY(d, err, d->cuEventSynchronize(s->copied[s->cur]), "upload: waiting for a chunk's copy");
+        s->wait_ms += zr_clock_ms() - t0;
         s->host_busy[s->cur] = false;
     }
     return ZR_OK;

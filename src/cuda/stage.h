@@ -88,6 +88,7 @@ typedef struct ZrStage {
     int n_threads;                      /* gathering threads, the caller's included */
     uint64_t bytes;                     /* bytes sent so far */
     int max_waiting;                    /* most device chunks whose rows waited for the kernels at once */
+    double gather_ms, wait_ms;          /* in pool_copy; in waits for a chunk's copies or repacks */
 } ZrStage;
 
 /* Maps and faults in the host chunks an upload of `total` bytes uses; needs no GPU. On failure

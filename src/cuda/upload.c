@@ -12,6 +12,13 @@
 #include "zr_clock.h"
 
 int zr_cuf_dalloc(ZrCuForward *f, CUdeviceptr *out, size_t bytes, const char *what, ZrError *err) {
+    const size_t aligned = (bytes + 255) & ~(size_t)255;
+    if (bytes && f->arena && aligned <= f->arena_size - f->arena_used) { /* during the upload: a piece of the weights' one allocation */
+        *out = f->arena + f->arena_used;
+        f->arena_used += aligned;
+        return ZR_OK;
+    }
+    const double t0 = zr_clock_ms();
     if (f->n_allocs == f->cap_allocs) {
         int cap = f->cap_allocs ? 2 * f->cap_allocs : 64;
         CUdeviceptr *a = realloc(f->allocs, sizeof *a * cap);
@@ -20,6 +27,7 @@ int zr_cuf_dalloc(ZrCuForward *f, CUdeviceptr *out, size_t bytes, const char *wh
         f->cap_allocs = cap;
     }
     int rc = zr_cuda_alloc(f->cuda, out, bytes, what, err);
+    f->alloc_ms += zr_clock_ms() - t0;
     if (rc) return rc;
     if (*out) f->allocs[f->n_allocs++] = *out;
     return ZR_OK;
@@ -218,7 +226,15 @@ int zr_cuf_upload(ZrCuForward *f, ZrError *err) {
     const int n_ranges = upload_ranges(f->m, &ranges);
     zr_readahead_start(&u.ra, ranges, n_ranges);
     free(ranges);
-    int rc = zr_stage_open(&u.st, f->cuda, f->progress_total, 0, f->progress.staging, err);
+    /* the weights in one device allocation of the bytes zr_cuf_plan counts for them (each piece
+     * 256-byte aligned, as it counts them; one past it gets an allocation of its own), not ~10 a
+     * layer */
+    CUdeviceptr arena = 0;
+    int rc = zr_cuf_dalloc(f, &arena, f->progress_total, "the weights", err);
+    f->arena = arena;
+    f->arena_size = f->progress_total;
+    f->arena_used = 0;
+    if (!rc) rc = zr_stage_open(&u.st, f->cuda, f->progress_total, 0, f->progress.staging, err);
     u.st.need_kernels = f->progress.module;
     u.st.kernels_loaded = f->progress.module_loaded;
     u.st.need_kernels_ctx = f->progress.kernels_ctx;
@@ -230,9 +246,12 @@ int zr_cuf_upload(ZrCuForward *f, ZrError *err) {
         f->upload_bytes = u.st.bytes;
         f->upload_threads = u.st.n_threads;
         f->upload_waiting = u.st.max_waiting;
+        f->upload_gather_ms = u.st.gather_ms;
+        f->upload_wait_ms = u.st.wait_ms;
         f->upload_prepared = u.st.registered != NULL;
     }
     zr_stage_close(&u.st);
+    f->arena = 0; /* what comes after the weights gets allocations of its own */
     zr_readahead_stop(&u.ra);
     for (int i = 0; i < u.n_keep; i++) free(u.keep[i]);
     free(u.keep);
