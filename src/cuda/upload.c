@@ -230,7 +230,10 @@ int zr_cuf_upload(ZrCuForward *f, ZrError *err) {
      * 256-byte aligned, as it counts them; one past it gets an allocation of its own), not ~10 a
      * layer */
     CUdeviceptr arena = 0;
-    int rc = zr_cuf_dalloc(f, &arena, f->progress_total, "the weights", err);
+    ZrError aerr = {0};
+    int rc = zr_cuf_dalloc(f, &arena, f->progress_total, "the weights", &aerr);
+    if (rc == ZR_E_NOMEM) rc = ZR_OK; /* no room in one piece (a fragmented GPU): each in its own as they fit */
+    else if (rc) *err = aerr;
     f->arena = arena;
     f->arena_size = f->progress_total;
     f->arena_used = 0;
