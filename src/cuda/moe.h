@@ -41,6 +41,8 @@ typedef struct ZrCuMoeLayer {
                                  * [n_embd, n_expert * n_ff] and up the up experts, each launched on its own */
     ZrCuWeight up;              /* .main == 0 unless split */
     ZrCuWeight down;            /* [n_ff, n_expert * n_embd] */
+    int ffn_kernel;             /* the decode's one-launch FFN (moe_ffn_<gu>_<down>, ZR_KMOE_*), -1: none fits */
+    unsigned ffn_blocks;        /* its grid: the blocks resident at once on the device (0: none fits) */
 } ZrCuMoeLayer;
 
 typedef struct ZrCuMoe {
@@ -52,6 +54,7 @@ typedef struct ZrCuMoe {
     CUdeviceptr gate_up;        /* f32 [max n_used][2 n_ff]: gate | up of each chosen expert, for split gate and up */
     CUdeviceptr out;            /* f32 [max n_used][n_embd] each chosen expert's output */
     CUdeviceptr done;           /* u32 [n_embd] the down launch's per-block counts of its mix (cu/moe_matvec.cu), 0 between launches */
+    CUdeviceptr bar;            /* u32 [2] the one-launch FFN's grid barrier (count, generation; cu/grid_barrier.cuh), 0 at allocation */
     /* the prefill's, for ZR_CUF_UBATCH rows (UB) */
     CUdeviceptr p_logits;       /* f32 [UB][max n_expert] */
     CUdeviceptr p_ids;          /* i32 [UB][max n_used] */
@@ -92,8 +95,15 @@ int zr_cuf_moe_batch_max(const ZrModel *m, const ZrLayer *L);
 bool zr_cuf_moe_grouped(const ZrModel *m, const ZrLayer *L);
 /* The workspaces of the MoE FFN (none when the model has no experts). */
 int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err);
+/* The router's launch shape (one row group a block, each row split over up to 16 warps). */
+ZrMvShape zr_cuf_moe_router_shape(const ZrCuWeight *w);
+/* The ZR_KMOE line (cu/kernels.def) of gate|up experts of type gu and down experts of type down,
+ * -1: none. */
+int zr_cuf_moe_ffn_kernel(uint32_t gu, uint32_t down);
 /* x[n_embd] += the MoE FFN of layer il on RMSNorm(x) * norm_w: launches only (the decode step's,
- * and the prefill's per row). */
+ * and the prefill's per row). One persistent launch (cu/moe_ffn.cu) where the layer's shapes and
+ * types have one and its grid fits the device (E->ffn_blocks), else the router, the gate|up and
+ * the down + mix apart. */
 int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, ZrError *err);
 /* f->x[n][n_embd] += the MoE FFN of layer il on each row's RMSNorm(x) * norm_w (n <= ZR_CUF_UBATCH),
  * the rows grouped by expert: on the device where zr_cuf_moe_grouped, else through one copy of the

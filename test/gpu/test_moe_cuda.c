@@ -18,6 +18,7 @@
 #include "cpu/moe.h"
 #include "cpu/ops.h"
 #include "cuda/klaunch.h"
+#include "cuda/moe.h"
 #include "cuda/weights.h"
 #include "gpu_env.h"
 #include "quant.h"
@@ -532,6 +533,119 @@ ZT_TEST(matvec_id_mix_adds_the_chosen_experts_rows_into_the_residual) {
         }
     }
     ZT_CHECKF(failed == 0, "%d type and shape pairs over the bound or not repeatable", failed);
+}
+
+/* moe_ffn_<g>_<d> (cu/moe_ffn.cu), the decode's whole MoE FFN in one persistent launch with grid
+ * barriers: the router's logits, the ids and weights, the experts' SwiGLU activations and the
+ * residual after the mix all equal the three launches' (matvec_f32 on the router's shape,
+ * matvec_id_<g>_flat routing for itself, matvec_id_mix_<d>) bit for bit, on grids of 1 block (every
+ * phase in one block: its loops over tiles and rows), 7 blocks and the resident maximum src/cuda/moe.c
+ * launches (the occupancy API's blocks an SM x SMs), three launches in a row on the same barrier
+ * words (its generation carries over). Shapes: Qwen3-30B-A3B's layer (128 experts, 8 used, 2048 x
+ * 768) in each of its file types (Q4_K gate|up with Q6_K or Q4_K down, Q8_0), a router of two items
+ * a lane (4096 inputs), 40 / 5 with rows of 256 (a router split over 2 warps), 256 / 32 (the most
+ * the kernel takes) and Q5_K. */
+ZT_TEST(moe_ffn_equals_the_three_launches_bit_for_bit) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    static const struct { uint32_t tg, td; int ne, k, d, ff; } cases[] = {
+        {ZR_TYPE_Q4_K, ZR_TYPE_Q6_K, 128, 8, 2048, 768}, {ZR_TYPE_Q4_K, ZR_TYPE_Q4_K, 128, 8, 2048, 768},
+        {ZR_TYPE_Q8_0, ZR_TYPE_Q8_0, 128, 8, 2048, 768}, {ZR_TYPE_Q4_K, ZR_TYPE_Q6_K, 128, 8, 4096, 256},
+        {ZR_TYPE_Q6_K, ZR_TYPE_Q6_K, 40, 5, 256, 256},   {ZR_TYPE_Q8_0, ZR_TYPE_Q8_0, 256, 32, 512, 64},
+        {ZR_TYPE_Q5_K, ZR_TYPE_Q6_K, 64, 8, 1024, 256},  {ZR_TYPE_Q5_K, ZR_TYPE_Q5_K, 16, 4, 512, 256},
+    };
+    int failed = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const uint32_t tg = cases[ci].tg, td = cases[ci].td;
+        const int ne = cases[ci].ne, k = cases[ci].k, d = cases[ci].d, ff = cases[ci].ff;
+        const int kern = zr_cuf_moe_ffn_kernel(tg, td);
+        ZT_CHECKF(kern >= 0 && g->k.has_moe_ffn[kern], "no moe_ffn kernel for %s / %s", zr_type_name(tg), zr_type_name(td));
+        uint64_t s = 0x6d6f65ull + ci;
+        uint8_t *wr = random_experts(ZR_TYPE_F32, d, ne, &s), *wg = random_experts(tg, d, 2 * ff * ne, &s);
+        uint8_t *wd = random_experts(td, ff, d * ne, &s);
+        float *x = malloc(sizeof(float) * d), *gw = malloc(sizeof(float) * d);
+        for (int i = 0; i < d; i++) x[i] = 2.0f * gpu_rand(&s), gw[i] = 1.0f + 0.2f * gpu_rand(&s);
+        ZrCuWeight dr = upload_stacked(g, ZR_TYPE_F32, wr, d, ne), dgu = upload_stacked(g, tg, wg, d, 2 * ff * ne),
+                   ddn = upload_stacked(g, td, wd, ff, d * ne);
+        const uint32_t zero[2] = {0, 0};
+        CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * d), dg = gpu_upload(g, gw, sizeof(float) * d), dbar = gpu_upload(g, zero, sizeof zero);
+        CUdeviceptr dl = gpu_alloc(g, sizeof(float) * ne), dids = gpu_alloc(g, sizeof(int32_t) * k), dwts = gpu_alloc(g, sizeof(float) * k);
+        CUdeviceptr dff = gpu_alloc(g, sizeof(float) * k * ff);
+        /* [0]: the three launches, [1]: the fused one */
+        float *lg[2], *wts[2], *act[2], *res[2];
+        int32_t *ids[2];
+        for (int v = 0; v < 2; v++) {
+            lg[v] = malloc(sizeof(float) * ne), wts[v] = malloc(sizeof(float) * k), act[v] = malloc(sizeof(float) * k * ff);
+            res[v] = malloc(sizeof(float) * d), ids[v] = malloc(sizeof(int32_t) * k);
+        }
+        ZrError e = {0};
+        const float eps = 1e-6f;
+        const ZrMvShape rs = zr_cuf_moe_router_shape(&dr);
+        ZT_CHECKF(zr_cuf_matvec_shaped(&g->l, &g->k, &dr, dx, dl, 0, dg, eps, ZR_CUF_MV_RMSNORM, rs, &e) == 0, "%s", e.msg);
+        const int glu = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, R = zr_cuf_mv_rows_per_warp(tg);
+        const ZrCuWeight one = {.type = tg, .n_in = d, .n_out = 2 * ff};
+        const ZrMvShape gs = zr_cuf_mv_shape(&g->k, &one, glu);
+        ZT_CHECKF(gs.groups == 8 && gs.split == 1, "%s gate|up of %d: shape %d x %d (the fused kernel's is 8 x 1)", zr_type_name(tg), d,
+                  gs.groups, gs.split);
+        const ZrMvIdFuse route = {.logits = dl, .n_expert = ne, .weights = dwts};
+        const unsigned tiles = zr_k_matvec_id_flat_tiles(R, 2 * ff, k, gs);
+        ZT_CHECKF(zr_k_matvec_id_flat(&g->l, &g->k.mv_idflat[tg], R, &dgu, 2 * ff, dids, k, dx, dff, dg, eps, glu, gs,
+                                      tiles < 400 ? tiles : 400, &route, &e) == 0, "%s", e.msg);
+        ZT_CHECKF(zr_k_matvec_id_mix_fits(&ddn, k), "%d slots of %d", k, ff);
+        ZT_CHECKF(zr_k_matvec_id_mix(&g->l, &g->k.mv_idmix[td], &ddn, d, dids, k, dff, dwts, dx, &e) == 0, "%s", e.msg);
+        gpu_download(g, lg[0], dl, sizeof(float) * ne), gpu_download(g, ids[0], dids, sizeof(int32_t) * k);
+        gpu_download(g, wts[0], dwts, sizeof(float) * k), gpu_download(g, act[0], dff, sizeof(float) * k * ff);
+        gpu_download(g, res[0], dx, sizeof(float) * d);
+        /* the fused launch on the grid moe.c takes (ffn_plan), 1 and 7 blocks, the full one twice more */
+        int per_sm = 0;
+        ZT_CHECKF(g->drv->cuOccupancyMaxActiveBlocksPerMultiprocessor &&
+                      g->drv->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, g->k.moe_ffn[kern].fn, ZR_K_MOE_FFN_THREADS,
+                                                                            zr_k_moe_ffn_smem(d, ff, k)) == CUDA_SUCCESS && per_sm >= 1,
+                  "occupancy of %s", g->k.moe_ffn[kern].name);
+        const unsigned full = (unsigned)per_sm * (unsigned)g->k.sm_count, grids[5] = {full, 1, 7, full, full};
+        const size_t nj = (size_t)(ne > k * ff ? ne : k * ff);
+        uint32_t *junk = malloc(sizeof(uint32_t) * nj);
+        for (size_t i = 0; i < nj; i++) junk[i] = 0x7fc00001u;
+        int exact = 0;
+        for (int gi = 0; gi < 5; gi++) {
+            upload_to(g, dx, x, sizeof(float) * d);
+            /* every output written again */
+            upload_to(g, dl, junk, sizeof(float) * ne), upload_to(g, dff, junk, sizeof(float) * k * ff);
+            upload_to(g, dids, junk, sizeof(int32_t) * k), upload_to(g, dwts, junk, sizeof(float) * k);
+            ZT_CHECKF(zr_k_moe_ffn(&g->l, &g->k.moe_ffn[kern], grids[gi], &dr, rs.split, dx, dg, eps, dl, dids, dwts, &dgu, ff, dff, &ddn, k,
+                                   dbar, &e) == 0, "%s", e.msg);
+            gpu_download(g, lg[1], dl, sizeof(float) * ne), gpu_download(g, ids[1], dids, sizeof(int32_t) * k);
+            gpu_download(g, wts[1], dwts, sizeof(float) * k), gpu_download(g, act[1], dff, sizeof(float) * k * ff);
+            gpu_download(g, res[1], dx, sizeof(float) * d);
+            const bool same = !memcmp(lg[0], lg[1], sizeof(float) * ne) && !memcmp(ids[0], ids[1], sizeof(int32_t) * k) &&
+                              !memcmp(wts[0], wts[1], sizeof(float) * k) && !memcmp(act[0], act[1], sizeof(float) * k * ff) &&
+                              !memcmp(res[0], res[1], sizeof(float) * d);
+            if (!same) {
+                int nl = 0, na = 0, nr = 0;
+                for (int i = 0; i < ne; i++) nl += memcmp(&lg[0][i], &lg[1][i], 4) != 0;
+                for (int i = 0; i < k * ff; i++) na += memcmp(&act[0][i], &act[1][i], 4) != 0;
+                for (int i = 0; i < d; i++) nr += memcmp(&res[0][i], &res[1][i], 4) != 0;
+                fprintf(stderr, "    grid %u: %d of %d logits, ids %s, weights %s, %d of %d activations, %d of %d residual values differ\n",
+                        grids[gi], nl, ne, memcmp(ids[0], ids[1], sizeof(int32_t) * k) ? "differ" : "equal",
+                        memcmp(wts[0], wts[1], sizeof(float) * k) ? "differ" : "equal", na, k * ff, nr, d);
+            }
+            exact += same;
+        }
+        free(junk);
+        uint32_t bar[2];
+        gpu_download(g, bar, dbar, sizeof bar);
+        const bool ok = exact == 5 && bar[0] == 0 && bar[1] == 10; /* two barriers a launch */
+        fprintf(stderr, "  moe_ffn %-5s/%-5s %3d experts, %2d used, %4d x %3d, router split %2d: grids %u/1/7/%u/%u: %d of 5 == the three launches, barrier (%u, %u)%s\n",
+                zr_type_name(tg), zr_type_name(td), ne, k, d, ff, rs.split, full, full, full, exact, bar[0], bar[1], ok ? "  PASS" : "  FAIL");
+        failed += !ok;
+        gpu_free(g, dr.main), gpu_free(g, dgu.main), gpu_free(g, ddn.main);
+        if (dgu.side) gpu_free(g, dgu.side);
+        if (ddn.side) gpu_free(g, ddn.side);
+        gpu_free(g, dx), gpu_free(g, dg), gpu_free(g, dbar), gpu_free(g, dl), gpu_free(g, dids), gpu_free(g, dwts), gpu_free(g, dff);
+        for (int v = 0; v < 2; v++) free(lg[v]), free(wts[v]), free(act[v]), free(res[v]), free(ids[v]);
+        free(wr), free(wg), free(wd), free(x), free(gw);
+    }
+    ZT_CHECKF(failed == 0, "%d cases differ from the three launches", failed);
 }
 
 /* Rows per expert: none, one, one short of and one past a 32-row tile, two 32-row tiles and a
