@@ -968,8 +968,9 @@ __device__ __forceinline__ void zr_mv_put_x4(float *xs, int i, float4 t) {
 // post_r and post_w loaded in their compute half (the pass of their own spilled them).
 // CG: x through L2 only (ld.global.cg), for an x that other blocks of the same launch wrote
 // before a grid barrier (cu/moe_ffn.cu): __ldg's non-coherent path is for data read-only for the
-// whole launch. Only the PLAIN mode's x is read that way (no caller needs more).
-template <bool XS = false, bool TALL = false, bool CG = false>
+// whole launch. Only the PLAIN mode's x is read that way (no caller needs more). ST: float4s a
+// thread loads per round (ZR_MV_STAGE; more where the caller has the registers and a long x).
+template <bool XS = false, bool TALL = false, bool CG = false, int ST = ZR_MV_STAGE>
 __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, const float *__restrict__ norm_w, float *xs,
                                                int n_in, int in_mode, int tid, int nthr, bool gelu = false,
                                                const float *__restrict__ post_r = nullptr,
@@ -996,10 +997,10 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
         const int n4 = n_in >> 2;
         const float4 *x4 = (const float4 *)x;
         const float4 *o4 = in_mode == ZR_MV_SWIGLU ? x4 + n4 : (const float4 *)norm_w;
-        for (int i0 = tid; i0 < n4; i0 += ZR_MV_STAGE * nthr) {
-            float4 v[ZR_MV_STAGE], u[ZR_MV_STAGE];
+        for (int i0 = tid; i0 < n4; i0 += ST * nthr) {
+            float4 v[ST], u[ST];
 #pragma unroll
-            for (int b = 0; b < ZR_MV_STAGE; b++) {
+            for (int b = 0; b < ST; b++) {
                 const int i = i0 + b * nthr;
                 if (i < n4) {
                     v[b] = CG ? __ldcg(x4 + i) : __ldg(x4 + i);
@@ -1007,7 +1008,7 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
                 }
             }
 #pragma unroll
-            for (int b = 0; b < ZR_MV_STAGE; b++) {
+            for (int b = 0; b < ST; b++) {
                 const int i = i0 + b * nthr;
                 if (i < n4) {
                     float4 t = v[b];

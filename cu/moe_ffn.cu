@@ -130,6 +130,8 @@ __device__ __forceinline__ void zr_mv_rows_as_split(const uint8_t *__restrict__ 
 // registers (phase 3's), so PG covers a Qwen3 row's steps at once: Q4_K rows of 2048 are 2 steps
 // a lane (PG 3), Q8_0's 4 (PG 4); PD 8 (Qwen3's 8 slots of one item a lane at once), 7 for Q6_K
 // down (8 spilled 8 bytes beside the other phases; the 8th slot's load goes out one slot later).
+// Phase 3 stages ff (Qwen3: 8 x 768 floats, 6 float4s a thread) 3 float4s a round: 2 L2 round
+// trips instead of matvec_id_mix's 3 (6 a round: 8-20 bytes spilled).
 template <class TG, int PG, class TD, int PD>
 __device__ __forceinline__ void zr_moe_ffn(const uint8_t *__restrict__ wr, const uint8_t *__restrict__ wsr, int n_expert,
                                            int split_r, float *x, const float *__restrict__ norm_w, float eps, int n_in,
@@ -173,7 +175,7 @@ __device__ __forceinline__ void zr_moe_ffn(const uint8_t *__restrict__ wr, const
     const int nw = blockDim.x >> 5;
     // (row - warp: the pass's first row, block-uniform; one loop register, the row the body keeps)
     for (int row = blockIdx.x * nw + warp; row - warp < n_in; row += gridDim.x * nw) {
-        zr_matvec_id_mix_row<TD, PD, true>(wd, wsd, ff, n_ff, n_in, row0d, wtd, n_used, n_total_d, x, row);
+        zr_matvec_id_mix_row<TD, PD, true, 3>(wd, wsd, ff, n_ff, n_in, row0d, wtd, n_used, n_total_d, x, row);
         __syncthreads(); // ff is staged again for the next pass
     }
 }

@@ -25,8 +25,8 @@
 // The block's part once the slots are known: warp w computes output row `row` (w's own: every
 // warp of the block calls it; a row past n_rows only stages), from row0[j] (slot j's first row in
 // the stacked matrix) and wt[j] (its weight) in shared memory. CG: x through L2 only (written by
-// the same launch: cu/moe_ffn.cu).
-template <class T, int P, bool CG = false>
+// the same launch: cu/moe_ffn.cu); ST: x's float4s a thread loads per round (zr_mv_stage_x).
+template <class T, int P, bool CG = false, int ST = ZR_MV_STAGE>
 __device__ __forceinline__ void zr_matvec_id_mix_row(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                                      const float *x, int n_in, int n_rows, const int *row0, const float *wt,
                                                      int n_used, int n_total, float *mix_x, int row) {
@@ -47,7 +47,7 @@ __device__ __forceinline__ void zr_matvec_id_mix_row(const uint8_t *__restrict__
 #pragma unroll
     for (int q = 0; q < P - 1; q++)
         if (live && q < total) load(q, buf[q]);
-    zr_mv_stage_x<ZrMvXsum<T>::value, false, CG>(x, nullptr, xs, n_used * n_in, ZR_MV_PLAIN, tid, nthr);
+    zr_mv_stage_x<ZrMvXsum<T>::value, false, CG, ST>(x, nullptr, xs, n_used * n_in, ZR_MV_PLAIN, tid, nthr);
     __syncthreads();
     if (!live) return;
     float mix = 0.f;
