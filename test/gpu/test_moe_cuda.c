@@ -17,6 +17,8 @@
 #include "backend.h"
 #include "cpu/moe.h"
 #include "cpu/ops.h"
+#include "cuda/forward.h"
+#include "cuda/cublaslt.h"
 #include "cuda/klaunch.h"
 #include "cuda/moe.h"
 #include "cuda/weights.h"
@@ -763,6 +765,102 @@ ZT_TEST(grouped_product_matches_the_cpu_for_every_type) {
 }
 
 /* ---- whole models ---- */
+
+#define FFN_STEPS 8
+
+/* The logits of FFN_STEPS eager decode steps (out [FFN_STEPS][n_vocab]) of the model at path, with
+ * the one-launch FFN (fused) or the three launches (ZrCuKernels.has_moe_ffn cleared), programmatic
+ * dependent launch on or off; *launches: one step's launches; *fused: the layers that take it. */
+static bool ffn_decode_logits(GpuEnv *g, const char *path, bool fused, bool pdl, float *out, uint64_t *launches, int *n_fused) {
+    ZrModel m;
+    ZrError err = {0};
+    if (zr_model_load(&m, path, &err)) {
+        fprintf(stderr, "  %s: %s\n", path, err.msg);
+        return false;
+    }
+    ZrCublasLt lt;
+    ZrCuForward f;
+    bool saved[ZR_KMOE_COUNT], ok = false;
+    memcpy(saved, g->k.has_moe_ffn, sizeof saved);
+    if (!fused) memset(g->k.has_moe_ffn, 0, sizeof g->k.has_moe_ffn);
+    const bool pdl_was = g->l.pdl;
+    zr_launcher_set_pdl(&g->l, pdl && zr_launch_pdl_supported(&g->cuda));
+    if (zr_cublaslt_open(&lt, &err)) goto done_model;
+    if (zr_cuf_init(&f, &m, &g->cuda, &g->l, &lt, &g->k, 64, NULL, &err)) goto done_lt;
+    *n_fused = 0;
+    for (int il = 0; il < m.hp.n_layer; il++)
+        *n_fused += f.moe && f.moe->layers[il].ffn_blocks > 0 && g->k.has_moe_ffn[f.moe->layers[il].ffn_kernel];
+    const int V = m.hp.n_vocab;
+    ok = true;
+    for (int pos = 0; pos < FFN_STEPS && ok; pos++) {
+        const int32_t tok = (int32_t)((7 + 37 * pos) % V);
+        const uint64_t l0 = g->l.n_launches;
+        ok = !zr_cuda_h2d(&g->cuda, f.d_tok, &tok, 4, &err) && !zr_cuda_h2d(&g->cuda, f.d_pos, &pos, 4, &err) &&
+             !zr_cuf_decode_step(&f, &err) && !zr_cuda_d2h(&g->cuda, out + (size_t)pos * V, f.logits, sizeof(float) * V, &err) &&
+             !zr_cuda_sync(&g->cuda, &err);
+        if (pos == 0) *launches = g->l.n_launches - l0;
+    }
+    zr_cuf_free(&f);
+done_lt:
+    zr_cublaslt_close(&lt);
+done_model:
+    if (!ok) fprintf(stderr, "  %s: %s\n", path, err.msg);
+    memcpy(g->k.has_moe_ffn, saved, sizeof saved);
+    zr_launcher_set_pdl(&g->l, pdl_was);
+    zr_model_free(&m);
+    return ok;
+}
+
+/* The decode step with the one-launch MoE FFN (cu/moe_ffn.cu) against the three launches, on the
+ * models whose layers take it (Q8_0 128 / 8, Q4_K_M's Q4_K gate|up with Q6_K and Q4_K down, Q6_K
+ * 40 / 5, and two Qwen3-30B-A3B-shaped layers in Q4_K_M and Q8_0): the logits of 8 steps equal bit
+ * for bit, launched plainly and with programmatic dependent launch, and the step issues two
+ * launches fewer per fused layer (every MoE layer of these models). */
+ZT_TEST(moe_ffn_decode_equals_the_three_launches_on_moe_models) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    ZT_NEED_SYNTH();
+    static const Case cases[] = {
+        {"qwen3moe-wide-Q8_0", "--arch qwen3moe --layers 2 --seed 7 --experts 128 --experts-used 8 --ff-expert 64 --type q8_0"},
+        {"qwen3moe-wide-Q4_K_M", "--arch qwen3moe --layers 3 --seed 7 --experts 64 --experts-used 8 --ff-expert 256 --type q4_k_m"},
+        {"qwen3moe-odd-Q6_K", "--arch qwen3moe --layers 2 --seed 21 --experts 40 --experts-used 5 --ff-expert 256 --type q6_k"},
+        {"qwen3-30b-a3b-2L-Q4_K_M", "--arch qwen3moe --shape qwen3-30b-a3b --layers 2 --vocab 4096 --seed 3 --type q4_k_m"},
+        {"qwen3-30b-a3b-2L-Q8_0", "--arch qwen3moe --shape qwen3-30b-a3b --layers 2 --vocab 4096 --seed 3 --type q8_0"},
+    };
+    int failed = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[4200];
+        ZrModel m;
+        ZrError err = {0};
+        ZT_CHECK(zt_synth("cuda_moe_ffn.gguf", cases[i].args, 0, path, sizeof path) == 0);
+        ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s: %s", cases[i].name, err.msg);
+        const size_t V = (size_t)m.hp.n_vocab;
+        const int n_moe = m.hp.n_layer;
+        zr_model_free(&m);
+        float *lg[3];
+        uint64_t n_l[3] = {0, 0, 0};
+        int n_f[3] = {0, 0, 0};
+        bool ran = true;
+        for (int v = 0; v < 3; v++) { /* three launches; fused; fused with PDL */
+            lg[v] = malloc(sizeof(float) * FFN_STEPS * V);
+            ran = ran && ffn_decode_logits(g, path, v > 0, v == 2, lg[v], &n_l[v], &n_f[v]);
+        }
+        size_t first = SIZE_MAX;
+        for (int v = 1; v < 3 && ran; v++)
+            for (size_t j = 0; j < FFN_STEPS * V && first == SIZE_MAX; j++)
+                if (memcmp(&lg[0][j], &lg[v][j], sizeof(float))) first = j;
+        const bool ok = ran && first == SIZE_MAX && n_f[0] == 0 && n_f[1] == n_moe && n_f[2] == n_moe &&
+                        n_l[0] - n_l[1] == 2 * (uint64_t)n_moe && n_l[2] == n_l[1];
+        fprintf(stderr, "  moe_ffn decode %-24s %d of %d layers fused, %llu -> %llu launches a step, 8 steps' logits %s%s\n",
+                cases[i].name, n_f[1], n_moe, (unsigned long long)n_l[0], (unsigned long long)n_l[1],
+                !ran ? "NOT RUN" : first == SIZE_MAX ? "equal (plain and PDL)" : "DIFFER", ok ? "  PASS" : "  FAIL");
+        if (ran && first != SIZE_MAX)
+            fprintf(stderr, "    first difference: step %zu logit %zu\n", first / V, first % V);
+        failed += !ok;
+        for (int v = 0; v < 3; v++) free(lg[v]);
+    }
+    ZT_CHECKF(failed == 0, "%d models differ, or do not take the one-launch FFN on every layer", failed);
+}
 
 ZT_TEST(moe_decode_and_prefill_match_the_cpu) {
     if (!gpu_env()) return;
