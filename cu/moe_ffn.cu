@@ -125,14 +125,18 @@ __device__ __forceinline__ void zr_mv_rows_as_split(const uint8_t *__restrict__ 
     }
 }
 
-// PG, PD: the gate|up and the down phases' loads in flight a warp (the arithmetic depends on
-// neither; the flat kernel's 2 at 64 registers, the mix kernel's 8 at 128). Here the cap is 128
-// registers (phase 3's), so PG covers a Qwen3 row's steps at once: Q4_K rows of 2048 are 2 steps
-// a lane (PG 3), Q8_0's 4 (PG 4); PD 8 (Qwen3's 8 slots of one item a lane at once), 7 for Q6_K
+// RG, PG, PD: the gate|up phase's rows a warp and loads in flight, the down phase's loads in
+// flight (a row's arithmetic depends on none of them: cu/matvec.cuh computes each row of a warp's
+// R on its own; the flat kernel's R 2 / P 2 at 64 registers, the mix kernel's P 8 at 128). Here the
+// cap is 128 registers (phase 3's), so PG covers a Qwen3 row's steps at once: Q4_K rows of 2048
+// are 2 steps a lane (PG 3), Q8_0's 4 (PG 4); Q4_K gate|up takes 4 rows a warp (2 results):
+// Qwen3's 768 tiles of 8 warps become 384, at most 2 a block of the 264 instead of 3 (each tile ~one
+// DRAM round trip before the next is requested); Q8_0 at 4 rows would need PG 3 (its rows' 4
+// steps in two round trips), Q5_K / Q6_K at 4 spilled 12 / 68 bytes. PD 8 (Qwen3's 8 slots of one item a lane at once), 7 for Q6_K
 // down (8 spilled 8 bytes beside the other phases; the 8th slot's load goes out one slot later).
 // Phase 3 stages ff (Qwen3: 8 x 768 floats, 6 float4s a thread) 3 float4s a round: 2 L2 round
 // trips instead of matvec_id_mix's 3 (6 a round: 8-20 bytes spilled).
-template <class TG, int PG, class TD, int PD>
+template <class TG, int RG, int PG, class TD, int PD>
 __device__ __forceinline__ void zr_moe_ffn(const uint8_t *__restrict__ wr, const uint8_t *__restrict__ wsr, int n_expert,
                                            int split_r, float *x, const float *__restrict__ norm_w, float eps, int n_in,
                                            float *logits, int *ids, float *weights, const uint8_t *__restrict__ wg,
@@ -159,7 +163,7 @@ __device__ __forceinline__ void zr_moe_ffn(const uint8_t *__restrict__ wr, const
         ids[tid] = route_ids[tid];
         weights[tid] = route_w[tid];
     }
-    zr_matvec_id_flat_rows<TG, 2, PG, false>(wg, wsg, x, ff, norm_w, eps, n_in, 2 * n_ff, ZR_MV_RMSNORM | ZR_MV_GLU, 1,
+    zr_matvec_id_flat_rows<TG, RG, PG, false>(wg, wsg, x, ff, norm_w, eps, n_in, 2 * n_ff, ZR_MV_RMSNORM | ZR_MV_GLU, 1,
                                              route_ids, n_used, n_total_g);
     zr_grid_barrier(bar);
     // 3. down + mix into the residual, a warp per row, passes of the grid's warps
@@ -180,19 +184,20 @@ __device__ __forceinline__ void zr_moe_ffn(const uint8_t *__restrict__ wr, const
     }
 }
 
-// Each type's (traits, PG, PD) as above: PG where it is the gate|up type, PD where it is the down's.
-#define ZR_MOEFFN_q4_k ZrMvQ4K, 3, 8
-#define ZR_MOEFFN_q5_k ZrMvQ5K, 3, 8
-#define ZR_MOEFFN_q6_k ZrMvQ6K, 3, 7
-#define ZR_MOEFFN_q8_0 ZrMvQ8_0, 4, 8
+// Each type's (traits, RG, PG, PD) as above: RG and PG where it is the gate|up type, PD where it
+// is the down's.
+#define ZR_MOEFFN_q4_k ZrMvQ4K, 4, 3, 8
+#define ZR_MOEFFN_q5_k ZrMvQ5K, 2, 3, 8
+#define ZR_MOEFFN_q6_k ZrMvQ6K, 2, 3, 7
+#define ZR_MOEFFN_q8_0 ZrMvQ8_0, 2, 4, 8
 
-#define ZR_MOE_FFN_(G, D, TG, PG, PDG, TD, PGD, PD)                                                             \
+#define ZR_MOE_FFN_(G, D, TG, RG, PG, PDG, TD, RGD, PGD, PD)                                                  \
     ZR_KERNEL void __launch_bounds__(ZR_MOE_FFN_THREADS, 2) moe_ffn_##G##_##D(                                     \
         const uint8_t *__restrict__ wr, const uint8_t *__restrict__ wsr, int n_expert, int split_r, float *x,      \
         const float *__restrict__ norm_w, float eps, int n_in, float *logits, int *ids, float *weights,            \
         const uint8_t *__restrict__ wg, const uint8_t *__restrict__ wsg, int n_ff, int n_total_g, float *ff,       \
         const uint8_t *__restrict__ wd, const uint8_t *__restrict__ wsd, int n_total_d, int n_used, unsigned *bar) { \
-        zr_moe_ffn<TG, PG, TD, PD>(wr, wsr, n_expert, split_r, x, norm_w, eps, n_in, logits, ids, weights, wg, wsg, n_ff, \
+        zr_moe_ffn<TG, RG, PG, TD, PD>(wr, wsr, n_expert, split_r, x, norm_w, eps, n_in, logits, ids, weights, wg, wsg, n_ff, \
                                n_total_g, ff, wd, wsd, n_total_d, n_used, bar);                                    \
     }
 #define ZR_MOE_FFN_X(G, D, ...) ZR_MOE_FFN_(G, D, __VA_ARGS__)
