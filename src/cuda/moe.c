@@ -134,33 +134,36 @@ int zr_cuf_moe_ffn_kernel(uint32_t gu, uint32_t down) {
     return -1;
 }
 
-/* Layer E's one-launch FFN (cu/moe_ffn.cu) on this device, where it computes exactly what the three
- * launches compute: stacked gate|up experts (not split) whose flat launch has blocks of 256 threads
- * (8 row groups, no split: the block size fixes RMSNorm's order of sums), an F32 router of at most
- * 256 experts (split over at most 16 warps), at most 32 chosen, the down's slots contiguous and
- * within one block's staging, all of it within the default 48 KiB of shared memory. The grid is the
- * blocks the occupancy API says fit at once on every multiprocessor: each block waits for all the
- * others at the grid barriers, so a block that is not resident would hang the launch (the
+/* Layer E's one-launch FFN (cu/moe_ffn.cu) on this device (zr_cuf_moe_ffn_fits, moe.h). The grid is
+ * the blocks the occupancy API says fit at once on every multiprocessor: each block waits for all
+ * the others at the grid barriers, so a block that is not resident would hang the launch (the
  * kernel releases the next one only after the last barrier, so nothing launched later takes their
  * place). No occupancy query in the driver: the three launches. */
+int zr_cuf_moe_ffn_fits(const ZrCuKernels *k, const ZrCuMoeLayer *E, int n_embd, int ff_stride) {
+    const int kern = E->up.main ? -1 : zr_cuf_moe_ffn_kernel(E->gu.type, E->down.type);
+    if (kern < 0 || !k->has_moe_ffn[kern]) return -1;
+    const ZrCuWeight one_gu = {.type = E->gu.type, .n_in = E->gu.n_in, .n_out = 2 * E->n_ff};
+    const ZrMvShape gs = zr_cuf_mv_shape(k, &one_gu, ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU);
+    const ZrMvShape rs = zr_cuf_moe_router_shape(&E->router);
+    if (E->router.type != ZR_TYPE_F32 || E->router.n_in != n_embd || E->router.n_out != E->n_expert || E->n_expert > 256 ||
+        E->n_used < 1 || E->n_used > 32 || E->n_used > E->n_expert || n_embd % 4 || ff_stride != E->n_ff || E->n_ff % 32 ||
+        E->gu.n_in != n_embd || E->gu.n_out != E->n_expert * 2 * E->n_ff || E->down.n_in != E->n_ff ||
+        E->down.n_out != E->n_expert * n_embd || !zr_k_matvec_id_mix_fits(&E->down, E->n_used) ||
+        32 * gs.groups * gs.split != ZR_K_MOE_FFN_THREADS || gs.split != 1 || rs.groups != 1 || rs.split > 16 ||
+        zr_k_moe_ffn_smem(n_embd, E->n_ff, E->n_used) + 4096 > 48 * 1024) /* (its static arrays: ~2 KiB) */
+        return -1;
+    return kern;
+}
+
 static void ffn_plan(ZrCuForward *f, ZrCuMoeLayer *E) {
     E->ffn_kernel = -1;
     E->ffn_blocks = 0;
     const ZrCuDriver *d = f->cuda->drv;
-    const int kern = E->up.main ? -1 : zr_cuf_moe_ffn_kernel(E->gu.type, E->down.type);
-    if (kern < 0 || !f->k->has_moe_ffn[kern] || !d || !d->cuOccupancyMaxActiveBlocksPerMultiprocessor) return;
-    const ZrCuWeight one_gu = {.type = E->gu.type, .n_in = E->gu.n_in, .n_out = 2 * E->n_ff};
-    const ZrMvShape gs = zr_cuf_mv_shape(f->k, &one_gu, ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU);
-    const ZrMvShape rs = zr_cuf_moe_router_shape(&E->router);
-    if (E->router.type != ZR_TYPE_F32 || E->router.n_in != f->n_embd || E->router.n_out != E->n_expert || E->n_expert > 256 ||
-        E->n_used < 1 || E->n_used > 32 || f->n_embd % 4 || f->moe->ff_stride != E->n_ff || E->n_ff % 32 ||
-        !zr_k_matvec_id_mix_fits(&E->down, E->n_used) || 32 * gs.groups * gs.split != ZR_K_MOE_FFN_THREADS || gs.split != 1 ||
-        rs.groups != 1 || rs.split > 16)
-        return;
-    const size_t smem = zr_k_moe_ffn_smem(f->n_embd, E->n_ff, E->n_used);
+    const int kern = zr_cuf_moe_ffn_fits(f->k, E, f->n_embd, f->moe->ff_stride);
     int per_sm = 0;
-    if (smem + 4096 > 48 * 1024 || /* (its static arrays: ~2 KiB) */
-        d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f->k->moe_ffn[kern].fn, ZR_K_MOE_FFN_THREADS, smem) != CUDA_SUCCESS ||
+    if (kern < 0 || !d || !d->cuOccupancyMaxActiveBlocksPerMultiprocessor ||
+        d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f->k->moe_ffn[kern].fn, ZR_K_MOE_FFN_THREADS,
+                                                       zr_k_moe_ffn_smem(f->n_embd, E->n_ff, E->n_used)) != CUDA_SUCCESS ||
         per_sm < 1)
         return;
     E->ffn_kernel = kern;

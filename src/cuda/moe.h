@@ -100,6 +100,14 @@ ZrMvShape zr_cuf_moe_router_shape(const ZrCuWeight *w);
 /* The ZR_KMOE line (cu/kernels.def) of gate|up experts of type gu and down experts of type down,
  * -1: none. */
 int zr_cuf_moe_ffn_kernel(uint32_t gu, uint32_t down);
+/* The ZR_KMOE kernel that computes layer E's decode FFN in one launch exactly as the three launches
+ * do (k: the loaded kernels and the device's SMs; ff_stride: ZrCuMoe's), or -1: stacked gate|up
+ * experts (not split) whose flat launch has blocks of 256 threads (8 row groups, no split: the
+ * block size fixes RMSNorm's order of sums), an F32 router of n_embd inputs and at most 256 experts
+ * (split over at most 16 warps), 1..32 chosen, the down's slots contiguous (ff_stride == n_ff, a
+ * multiple of 32) within one block's staging, all of it within the default 48 KiB of shared memory.
+ * The grid (the blocks resident at once) is the device's question, at load. */
+int zr_cuf_moe_ffn_fits(const ZrCuKernels *k, const ZrCuMoeLayer *E, int n_embd, int ff_stride);
 /* x[n_embd] += the MoE FFN of layer il on RMSNorm(x) * norm_w: launches only (the decode step's,
  * and the prefill's per row). One persistent launch (cu/moe_ffn.cu) where the layer's shapes and
  * types have one and its grid fits the device (E->ffn_blocks), else the router, the gate|up and
