@@ -10,7 +10,10 @@
  * block per row group mixes the slots, cu/moe_matvec.cu): the
  * same launches every token, so the recorded graph serves every token and nothing goes to the
  * host. (Five before: moe_route_f32 and moe_combine_f32 launched apart; moe_route_f32 still
- * routes apart for more than 32 chosen experts, and for the prefill.)
+ * routes apart for more than 32 chosen experts, and for the prefill.) Where a layer's shapes and
+ * types allow (zr_cuf_moe_ffn_fits: Qwen3-30B-A3B's files among them) the three are ONE persistent
+ * launch, moe_ffn_<gu>_<down> (cu/moe_ffn.cu): the same three computations as phases separated by
+ * grid barriers, on a grid of the blocks resident at once, the same bits.
  *
  * The prefill groups a chunk's tokens by expert: the router for every row (an F32 GEMM for an
  * F32 router), moe_route_f32 over the rows, the ids to the host once per layer and chunk, then
