@@ -129,10 +129,10 @@ __device__ __forceinline__ void zr_mv_rows_as_split(const uint8_t *__restrict__ 
 // flight (a row's arithmetic depends on none of them: cu/matvec.cuh computes each row of a warp's
 // R on its own; the flat kernel's R 2 / P 2 at 64 registers, the mix kernel's P 8 at 128). Here the
 // cap is 128 registers (phase 3's), so PG covers a Qwen3 row's steps at once: Q4_K rows of 2048
-// are 2 steps a lane (PG 3), Q8_0's 4 (PG 4); Q4_K gate|up takes 4 rows a warp (2 results):
-// Qwen3's 768 tiles of 8 warps become 384, at most 2 a block of the 264 instead of 3 (each tile ~one
-// DRAM round trip before the next is requested); Q8_0 at 4 rows would need PG 3 (its rows' 4
-// steps in two round trips), Q5_K / Q6_K at 4 spilled 12 / 68 bytes. PD 8 (Qwen3's 8 slots of one item a lane at once), 7 for Q6_K
+// are 2 steps a lane (PG 3), Q8_0's 4 (PG 4). RG 2 as the flat kernel: 4 rows a warp (Qwen3's 768
+// tiles of 8 warps in 384, at most 2 a block of the 264 instead of 3) spilled 4 bytes in Q4_K
+// beside phase 3's loads held across the barrier (Q5_K / Q6_K: 12 / 68 bytes), and those loads are
+// worth more (the down weights' DRAM latency under the barrier, ~1 us a layer). PD 8 (Qwen3's 8 slots of one item a lane at once), 7 for Q6_K
 // down (8 spilled 8 bytes beside the other phases; the 8th slot's load goes out one slot later).
 // Phase 3 stages ff (Qwen3: 8 x 768 floats, 6 float4s a thread) 3 float4s a round: 2 L2 round
 // trips instead of matvec_id_mix's 3 (6 a round: 8-20 bytes spilled).
@@ -165,9 +165,9 @@ __device__ __forceinline__ void zr_moe_ffn(const uint8_t *__restrict__ wr, const
     }
     zr_matvec_id_flat_rows<TG, RG, PG, false>(wg, wsg, x, ff, norm_w, eps, n_in, 2 * n_ff, ZR_MV_RMSNORM | ZR_MV_GLU, 1,
                                              route_ids, n_used, n_total_g);
-    zr_grid_barrier(bar);
-    // 3. down + mix into the residual, a warp per row, passes of the grid's warps
-    zr_grid_release();
+    // 3. down + mix into the residual, a warp per row, passes of the grid's warps. The slots are
+    // known, so the first pass requests its down weights before the barrier (they are constant)
+    // and waits for the other blocks' activations with those loads in flight
     if (tid < n_used) {
         const int n_expert_d = n_total_d / n_in;
         int e = route_ids[tid];
@@ -177,16 +177,22 @@ __device__ __forceinline__ void zr_moe_ffn(const uint8_t *__restrict__ wr, const
     }
     __syncthreads();
     const int nw = blockDim.x >> 5;
+    int row = blockIdx.x * nw + warp;
+    zr_matvec_id_mix_row<TD, PD, true, 3>(wd, wsd, ff, n_ff, n_in, row0d, wtd, n_used, n_total_d, x, row, [&] {
+        zr_grid_barrier(bar);
+        zr_grid_release();
+    });
+    __syncthreads(); // ff is staged again for the next pass
     // (row - warp: the pass's first row, block-uniform; one loop register, the row the body keeps)
-    for (int row = blockIdx.x * nw + warp; row - warp < n_in; row += gridDim.x * nw) {
+    for (row += gridDim.x * nw; row - warp < n_in; row += gridDim.x * nw) {
         zr_matvec_id_mix_row<TD, PD, true, 3>(wd, wsd, ff, n_ff, n_in, row0d, wtd, n_used, n_total_d, x, row);
-        __syncthreads(); // ff is staged again for the next pass
+        __syncthreads();
     }
 }
 
 // Each type's (traits, RG, PG, PD) as above: RG and PG where it is the gate|up type, PD where it
 // is the down's.
-#define ZR_MOEFFN_q4_k ZrMvQ4K, 4, 3, 8
+#define ZR_MOEFFN_q4_k ZrMvQ4K, 2, 3, 8
 #define ZR_MOEFFN_q5_k ZrMvQ5K, 2, 3, 8
 #define ZR_MOEFFN_q6_k ZrMvQ6K, 2, 3, 7
 #define ZR_MOEFFN_q8_0 ZrMvQ8_0, 2, 4, 8

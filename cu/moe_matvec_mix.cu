@@ -26,10 +26,15 @@
 // warp of the block calls it; a row past n_rows only stages), from row0[j] (slot j's first row in
 // the stacked matrix) and wt[j] (its weight) in shared memory. CG: x through L2 only (written by
 // the same launch: cu/moe_ffn.cu); ST: x's float4s a thread loads per round (zr_mv_stage_x).
-template <class T, int P, bool CG = false, int ST = ZR_MV_STAGE>
+// mid(): called by every thread between the first weight loads and x's staging (cu/moe_ffn.cu:
+// the grid barrier after which x is ready, the loads in flight across it); nothing by default.
+struct ZrMvNoMid {
+    __device__ void operator()() const {}
+};
+template <class T, int P, bool CG = false, int ST = ZR_MV_STAGE, class Mid = ZrMvNoMid>
 __device__ __forceinline__ void zr_matvec_id_mix_row(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                                      const float *x, int n_in, int n_rows, const int *row0, const float *wt,
-                                                     int n_used, int n_total, float *mix_x, int row) {
+                                                     int n_used, int n_total, float *mix_x, int row, Mid mid = Mid()) {
     static_assert(P >= 2, "at least one load in flight while one is computed");
     extern __shared__ float4 zr_mv_smem[];
     float *xs = (float *)zr_mv_smem;
@@ -47,6 +52,7 @@ __device__ __forceinline__ void zr_matvec_id_mix_row(const uint8_t *__restrict__
 #pragma unroll
     for (int q = 0; q < P - 1; q++)
         if (live && q < total) load(q, buf[q]);
+    mid();
     zr_mv_stage_x<ZrMvXsum<T>::value, false, CG, ST>(x, nullptr, xs, n_used * n_in, ZR_MV_PLAIN, tid, nthr);
     __syncthreads();
     if (!live) return;
