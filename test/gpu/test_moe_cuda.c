@@ -17,7 +17,10 @@
 #include "backend.h"
 #include "cpu/moe.h"
 #include "cpu/ops.h"
+#include "cuda/forward.h"
+#include "cuda/cublaslt.h"
 #include "cuda/klaunch.h"
+#include "cuda/moe.h"
 #include "cuda/weights.h"
 #include "gpu_env.h"
 #include "quant.h"
@@ -534,6 +537,119 @@ ZT_TEST(matvec_id_mix_adds_the_chosen_experts_rows_into_the_residual) {
     ZT_CHECKF(failed == 0, "%d type and shape pairs over the bound or not repeatable", failed);
 }
 
+/* moe_ffn_<g>_<d> (cu/moe_ffn.cu), the decode's whole MoE FFN in one persistent launch with grid
+ * barriers: the router's logits, the ids and weights, the experts' SwiGLU activations and the
+ * residual after the mix all equal the three launches' (matvec_f32 on the router's shape,
+ * matvec_id_<g>_flat routing for itself, matvec_id_mix_<d>) bit for bit, on grids of 1 block (every
+ * phase in one block: its loops over tiles and rows), 7 blocks and the resident maximum src/cuda/moe.c
+ * launches (the occupancy API's blocks an SM x SMs), three launches in a row on the same barrier
+ * words (its generation carries over). Shapes: Qwen3-30B-A3B's layer (128 experts, 8 used, 2048 x
+ * 768) in each of its file types (Q4_K gate|up with Q6_K or Q4_K down, Q8_0), a router of two items
+ * a lane (4096 inputs), 40 / 5 with rows of 256 (a router split over 2 warps), 256 / 32 (the most
+ * the kernel takes) and Q5_K. */
+ZT_TEST(moe_ffn_equals_the_three_launches_bit_for_bit) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    static const struct { uint32_t tg, td; int ne, k, d, ff; } cases[] = {
+        {ZR_TYPE_Q4_K, ZR_TYPE_Q6_K, 128, 8, 2048, 768}, {ZR_TYPE_Q4_K, ZR_TYPE_Q4_K, 128, 8, 2048, 768},
+        {ZR_TYPE_Q8_0, ZR_TYPE_Q8_0, 128, 8, 2048, 768}, {ZR_TYPE_Q4_K, ZR_TYPE_Q6_K, 128, 8, 4096, 256},
+        {ZR_TYPE_Q6_K, ZR_TYPE_Q6_K, 40, 5, 256, 256},   {ZR_TYPE_Q8_0, ZR_TYPE_Q8_0, 256, 32, 512, 64},
+        {ZR_TYPE_Q5_K, ZR_TYPE_Q6_K, 64, 8, 1024, 256},  {ZR_TYPE_Q5_K, ZR_TYPE_Q5_K, 16, 4, 512, 256},
+    };
+    int failed = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const uint32_t tg = cases[ci].tg, td = cases[ci].td;
+        const int ne = cases[ci].ne, k = cases[ci].k, d = cases[ci].d, ff = cases[ci].ff;
+        const int kern = zr_cuf_moe_ffn_kernel(tg, td);
+        ZT_CHECKF(kern >= 0 && g->k.has_moe_ffn[kern], "no moe_ffn kernel for %s / %s", zr_type_name(tg), zr_type_name(td));
+        uint64_t s = 0x6d6f65ull + ci;
+        uint8_t *wr = random_experts(ZR_TYPE_F32, d, ne, &s), *wg = random_experts(tg, d, 2 * ff * ne, &s);
+        uint8_t *wd = random_experts(td, ff, d * ne, &s);
+        float *x = malloc(sizeof(float) * d), *gw = malloc(sizeof(float) * d);
+        for (int i = 0; i < d; i++) x[i] = 2.0f * gpu_rand(&s), gw[i] = 1.0f + 0.2f * gpu_rand(&s);
+        ZrCuWeight dr = upload_stacked(g, ZR_TYPE_F32, wr, d, ne), dgu = upload_stacked(g, tg, wg, d, 2 * ff * ne),
+                   ddn = upload_stacked(g, td, wd, ff, d * ne);
+        const uint32_t zero[2] = {0, 0};
+        CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * d), dg = gpu_upload(g, gw, sizeof(float) * d), dbar = gpu_upload(g, zero, sizeof zero);
+        CUdeviceptr dl = gpu_alloc(g, sizeof(float) * ne), dids = gpu_alloc(g, sizeof(int32_t) * k), dwts = gpu_alloc(g, sizeof(float) * k);
+        CUdeviceptr dff = gpu_alloc(g, sizeof(float) * k * ff);
+        /* [0]: the three launches, [1]: the fused one */
+        float *lg[2], *wts[2], *act[2], *res[2];
+        int32_t *ids[2];
+        for (int v = 0; v < 2; v++) {
+            lg[v] = malloc(sizeof(float) * ne), wts[v] = malloc(sizeof(float) * k), act[v] = malloc(sizeof(float) * k * ff);
+            res[v] = malloc(sizeof(float) * d), ids[v] = malloc(sizeof(int32_t) * k);
+        }
+        ZrError e = {0};
+        const float eps = 1e-6f;
+        const ZrMvShape rs = zr_cuf_moe_router_shape(&dr);
+        ZT_CHECKF(zr_cuf_matvec_shaped(&g->l, &g->k, &dr, dx, dl, 0, dg, eps, ZR_CUF_MV_RMSNORM, rs, &e) == 0, "%s", e.msg);
+        const int glu = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, R = zr_cuf_mv_rows_per_warp(tg);
+        const ZrCuWeight one = {.type = tg, .n_in = d, .n_out = 2 * ff};
+        const ZrMvShape gs = zr_cuf_mv_shape(&g->k, &one, glu);
+        ZT_CHECKF(gs.groups == 8 && gs.split == 1, "%s gate|up of %d: shape %d x %d (the fused kernel's is 8 x 1)", zr_type_name(tg), d,
+                  gs.groups, gs.split);
+        const ZrMvIdFuse route = {.logits = dl, .n_expert = ne, .weights = dwts};
+        const unsigned tiles = zr_k_matvec_id_flat_tiles(R, 2 * ff, k, gs);
+        ZT_CHECKF(zr_k_matvec_id_flat(&g->l, &g->k.mv_idflat[tg], R, &dgu, 2 * ff, dids, k, dx, dff, dg, eps, glu, gs,
+                                      tiles < 400 ? tiles : 400, &route, &e) == 0, "%s", e.msg);
+        ZT_CHECKF(zr_k_matvec_id_mix_fits(&ddn, k), "%d slots of %d", k, ff);
+        ZT_CHECKF(zr_k_matvec_id_mix(&g->l, &g->k.mv_idmix[td], &ddn, d, dids, k, dff, dwts, dx, &e) == 0, "%s", e.msg);
+        gpu_download(g, lg[0], dl, sizeof(float) * ne), gpu_download(g, ids[0], dids, sizeof(int32_t) * k);
+        gpu_download(g, wts[0], dwts, sizeof(float) * k), gpu_download(g, act[0], dff, sizeof(float) * k * ff);
+        gpu_download(g, res[0], dx, sizeof(float) * d);
+        /* the fused launch on the grid moe.c takes (ffn_plan), 1 and 7 blocks, the full one twice more */
+        int per_sm = 0;
+        ZT_CHECKF(g->drv->cuOccupancyMaxActiveBlocksPerMultiprocessor &&
+                      g->drv->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, g->k.moe_ffn[kern].fn, ZR_K_MOE_FFN_THREADS,
+                                                                            zr_k_moe_ffn_smem(d, ff, k)) == CUDA_SUCCESS && per_sm >= 1,
+                  "occupancy of %s", g->k.moe_ffn[kern].name);
+        const unsigned full = (unsigned)per_sm * (unsigned)g->k.sm_count, grids[5] = {full, 1, 7, full, full};
+        const size_t nj = (size_t)(ne > k * ff ? ne : k * ff);
+        uint32_t *junk = malloc(sizeof(uint32_t) * nj);
+        for (size_t i = 0; i < nj; i++) junk[i] = 0x7fc00001u;
+        int exact = 0;
+        for (int gi = 0; gi < 5; gi++) {
+            upload_to(g, dx, x, sizeof(float) * d);
+            /* every output written again */
+            upload_to(g, dl, junk, sizeof(float) * ne), upload_to(g, dff, junk, sizeof(float) * k * ff);
+            upload_to(g, dids, junk, sizeof(int32_t) * k), upload_to(g, dwts, junk, sizeof(float) * k);
+            ZT_CHECKF(zr_k_moe_ffn(&g->l, &g->k.moe_ffn[kern], grids[gi], &dr, rs.split, dx, dg, eps, dl, dids, dwts, &dgu, ff, dff, &ddn, k,
+                                   dbar, &e) == 0, "%s", e.msg);
+            gpu_download(g, lg[1], dl, sizeof(float) * ne), gpu_download(g, ids[1], dids, sizeof(int32_t) * k);
+            gpu_download(g, wts[1], dwts, sizeof(float) * k), gpu_download(g, act[1], dff, sizeof(float) * k * ff);
+            gpu_download(g, res[1], dx, sizeof(float) * d);
+            const bool same = !memcmp(lg[0], lg[1], sizeof(float) * ne) && !memcmp(ids[0], ids[1], sizeof(int32_t) * k) &&
+                              !memcmp(wts[0], wts[1], sizeof(float) * k) && !memcmp(act[0], act[1], sizeof(float) * k * ff) &&
+                              !memcmp(res[0], res[1], sizeof(float) * d);
+            if (!same) {
+                int nl = 0, na = 0, nr = 0;
+                for (int i = 0; i < ne; i++) nl += memcmp(&lg[0][i], &lg[1][i], 4) != 0;
+                for (int i = 0; i < k * ff; i++) na += memcmp(&act[0][i], &act[1][i], 4) != 0;
+                for (int i = 0; i < d; i++) nr += memcmp(&res[0][i], &res[1][i], 4) != 0;
+                fprintf(stderr, "    grid %u: %d of %d logits, ids %s, weights %s, %d of %d activations, %d of %d residual values differ\n",
+                        grids[gi], nl, ne, memcmp(ids[0], ids[1], sizeof(int32_t) * k) ? "differ" : "equal",
+                        memcmp(wts[0], wts[1], sizeof(float) * k) ? "differ" : "equal", na, k * ff, nr, d);
+            }
+            exact += same;
+        }
+        free(junk);
+        uint32_t bar[2];
+        gpu_download(g, bar, dbar, sizeof bar);
+        const bool ok = exact == 5 && bar[0] == 0 && bar[1] == 10; /* two barriers a launch */
+        fprintf(stderr, "  moe_ffn %-5s/%-5s %3d experts, %2d used, %4d x %3d, router split %2d: grids %u/1/7/%u/%u: %d of 5 == the three launches, barrier (%u, %u)%s\n",
+                zr_type_name(tg), zr_type_name(td), ne, k, d, ff, rs.split, full, full, full, exact, bar[0], bar[1], ok ? "  PASS" : "  FAIL");
+        failed += !ok;
+        gpu_free(g, dr.main), gpu_free(g, dgu.main), gpu_free(g, ddn.main);
+        if (dgu.side) gpu_free(g, dgu.side);
+        if (ddn.side) gpu_free(g, ddn.side);
+        gpu_free(g, dx), gpu_free(g, dg), gpu_free(g, dbar), gpu_free(g, dl), gpu_free(g, dids), gpu_free(g, dwts), gpu_free(g, dff);
+        for (int v = 0; v < 2; v++) free(lg[v]), free(wts[v]), free(act[v]), free(res[v]), free(ids[v]);
+        free(wr), free(wg), free(wd), free(x), free(gw);
+    }
+    ZT_CHECKF(failed == 0, "%d cases differ from the three launches", failed);
+}
+
 /* Rows per expert: none, one, one short of and one past a 32-row tile, two 32-row tiles and a
  * row, more than two 64-row tiles. */
 static const int k_counts[] = {33, 0, 1, 70, 31, 0, 129};
@@ -649,6 +765,102 @@ ZT_TEST(grouped_product_matches_the_cpu_for_every_type) {
 }
 
 /* ---- whole models ---- */
+
+#define FFN_STEPS 8
+
+/* The logits of FFN_STEPS eager decode steps (out [FFN_STEPS][n_vocab]) of the model at path, with
+ * the one-launch FFN (fused) or the three launches (ZrCuKernels.has_moe_ffn cleared), programmatic
+ * dependent launch on or off; *launches: one step's launches; *fused: the layers that take it. */
+static bool ffn_decode_logits(GpuEnv *g, const char *path, bool fused, bool pdl, float *out, uint64_t *launches, int *n_fused) {
+    ZrModel m;
+    ZrError err = {0};
+    if (zr_model_load(&m, path, &err)) {
+        fprintf(stderr, "  %s: %s\n", path, err.msg);
+        return false;
+    }
+    ZrCublasLt lt;
+    ZrCuForward f;
+    bool saved[ZR_KMOE_COUNT], ok = false;
+    memcpy(saved, g->k.has_moe_ffn, sizeof saved);
+    if (!fused) memset(g->k.has_moe_ffn, 0, sizeof g->k.has_moe_ffn);
+    const bool pdl_was = g->l.pdl;
+    zr_launcher_set_pdl(&g->l, pdl && zr_launch_pdl_supported(&g->cuda));
+    if (zr_cublaslt_open(&lt, &err)) goto done_model;
+    if (zr_cuf_init(&f, &m, &g->cuda, &g->l, &lt, &g->k, 64, NULL, &err)) goto done_lt;
+    *n_fused = 0;
+    for (int il = 0; il < m.hp.n_layer; il++)
+        *n_fused += f.moe && f.moe->layers[il].ffn_blocks > 0 && g->k.has_moe_ffn[f.moe->layers[il].ffn_kernel];
+    const int V = m.hp.n_vocab;
+    ok = true;
+    for (int pos = 0; pos < FFN_STEPS && ok; pos++) {
+        const int32_t tok = (int32_t)((7 + 37 * pos) % V);
+        const uint64_t l0 = g->l.n_launches;
+        ok = !zr_cuda_h2d(&g->cuda, f.d_tok, &tok, 4, &err) && !zr_cuda_h2d(&g->cuda, f.d_pos, &pos, 4, &err) &&
+             !zr_cuf_decode_step(&f, &err) && !zr_cuda_d2h(&g->cuda, out + (size_t)pos * V, f.logits, sizeof(float) * V, &err) &&
+             !zr_cuda_sync(&g->cuda, &err);
+        if (pos == 0) *launches = g->l.n_launches - l0;
+    }
+    zr_cuf_free(&f);
+done_lt:
+    zr_cublaslt_close(&lt);
+done_model:
+    if (!ok) fprintf(stderr, "  %s: %s\n", path, err.msg);
+    memcpy(g->k.has_moe_ffn, saved, sizeof saved);
+    zr_launcher_set_pdl(&g->l, pdl_was);
+    zr_model_free(&m);
+    return ok;
+}
+
+/* The decode step with the one-launch MoE FFN (cu/moe_ffn.cu) against the three launches, on the
+ * models whose layers take it (Q8_0 128 / 8, Q4_K_M's Q4_K gate|up with Q6_K and Q4_K down, Q6_K
+ * 40 / 5, and two Qwen3-30B-A3B-shaped layers in Q4_K_M and Q8_0): the logits of 8 steps equal bit
+ * for bit, launched plainly and with programmatic dependent launch, and the step issues two
+ * launches fewer per fused layer (every MoE layer of these models). */
+ZT_TEST(moe_ffn_decode_equals_the_three_launches_on_moe_models) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    ZT_NEED_SYNTH();
+    static const Case cases[] = {
+        {"qwen3moe-wide-Q8_0", "--arch qwen3moe --layers 2 --seed 7 --experts 128 --experts-used 8 --ff-expert 64 --type q8_0"},
+        {"qwen3moe-wide-Q4_K_M", "--arch qwen3moe --layers 3 --seed 7 --experts 64 --experts-used 8 --ff-expert 256 --type q4_k_m"},
+        {"qwen3moe-odd-Q6_K", "--arch qwen3moe --layers 2 --seed 21 --experts 40 --experts-used 5 --ff-expert 256 --type q6_k"},
+        {"qwen3-30b-a3b-2L-Q4_K_M", "--arch qwen3moe --shape qwen3-30b-a3b --layers 2 --vocab 4096 --seed 3 --type q4_k_m"},
+        {"qwen3-30b-a3b-2L-Q8_0", "--arch qwen3moe --shape qwen3-30b-a3b --layers 2 --vocab 4096 --seed 3 --type q8_0"},
+    };
+    int failed = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[4200];
+        ZrModel m;
+        ZrError err = {0};
+        ZT_CHECK(zt_synth("cuda_moe_ffn.gguf", cases[i].args, 0, path, sizeof path) == 0);
+        ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s: %s", cases[i].name, err.msg);
+        const size_t V = (size_t)m.hp.n_vocab;
+        const int n_moe = m.hp.n_layer;
+        zr_model_free(&m);
+        float *lg[3];
+        uint64_t n_l[3] = {0, 0, 0};
+        int n_f[3] = {0, 0, 0};
+        bool ran = true;
+        for (int v = 0; v < 3; v++) { /* three launches; fused; fused with PDL */
+            lg[v] = malloc(sizeof(float) * FFN_STEPS * V);
+            ran = ran && ffn_decode_logits(g, path, v > 0, v == 2, lg[v], &n_l[v], &n_f[v]);
+        }
+        size_t first = SIZE_MAX;
+        for (int v = 1; v < 3 && ran; v++)
+            for (size_t j = 0; j < FFN_STEPS * V && first == SIZE_MAX; j++)
+                if (memcmp(&lg[0][j], &lg[v][j], sizeof(float))) first = j;
+        const bool ok = ran && first == SIZE_MAX && n_f[0] == 0 && n_f[1] == n_moe && n_f[2] == n_moe &&
+                        n_l[0] - n_l[1] == 2 * (uint64_t)n_moe && n_l[2] == n_l[1];
+        fprintf(stderr, "  moe_ffn decode %-24s %d of %d layers fused, %llu -> %llu launches a step, 8 steps' logits %s%s\n",
+                cases[i].name, n_f[1], n_moe, (unsigned long long)n_l[0], (unsigned long long)n_l[1],
+                !ran ? "NOT RUN" : first == SIZE_MAX ? "equal (plain and PDL)" : "DIFFER", ok ? "  PASS" : "  FAIL");
+        if (ran && first != SIZE_MAX)
+            fprintf(stderr, "    first difference: step %zu logit %zu\n", first / V, first % V);
+        failed += !ok;
+        for (int v = 0; v < 3; v++) free(lg[v]);
+    }
+    ZT_CHECKF(failed == 0, "%d models differ, or do not take the one-launch FFN on every layer", failed);
+}
 
 ZT_TEST(moe_decode_and_prefill_match_the_cpu) {
     if (!gpu_env()) return;
