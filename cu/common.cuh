@@ -43,18 +43,11 @@ __device__ __forceinline__ void zr_grid_enter(void) {
 // hot spot (1818 -> 1396 t/s), one lane per warp too (1409); one thread per block costs
 // nothing measurable (1849 vs 1824; cu/PERF.md, 2026-11-25). tools/check_grid_wait.sh checks
 // the order in the built SASS.
-// zr_grid_wait_after_loads: the same without the release (a persistent kernel releases the next
-// one only in its last phase: cu/moe_ffn.cu).
-__device__ __forceinline__ void zr_grid_wait_after_loads(const void *p) {
+__device__ __forceinline__ void zr_grid_enter_after_loads(const void *p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (threadIdx.x == 0) asm volatile("prefetch.global.L2 [%0];" ::"l"(__cvta_generic_to_global(p)));
 #endif
-    zr_grid_wait();
-}
-
-__device__ __forceinline__ void zr_grid_enter_after_loads(const void *p) {
-    zr_grid_wait_after_loads(p);
-    zr_grid_release();
+    zr_grid_enter();
 }
 
 __device__ __forceinline__ float zr_warp_sum(float v) {

@@ -966,11 +966,7 @@ __device__ __forceinline__ void zr_mv_put_x4(float *xs, int i, float4 t) {
 // more float4s of post_r and post_w a round made ptxas spill 4-80 bytes in 18 matvec kernels).
 // The tall kernels (staging once for dozens of tiles) keep the rounds of the other modes with
 // post_r and post_w loaded in their compute half (the pass of their own spilled them).
-// CG: x through L2 only (ld.global.cg), for an x that other blocks of the same launch wrote
-// before a grid barrier (cu/moe_ffn.cu): __ldg's non-coherent path is for data read-only for the
-// whole launch. Only the PLAIN mode's x is read that way (no caller needs more). ST: float4s a
-// thread loads per round (ZR_MV_STAGE; more where the caller has the registers and a long x).
-template <bool XS = false, bool TALL = false, bool CG = false, int ST = ZR_MV_STAGE>
+template <bool XS = false, bool TALL = false>
 __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, const float *__restrict__ norm_w, float *xs,
                                                int n_in, int in_mode, int tid, int nthr, bool gelu = false,
                                                const float *__restrict__ post_r = nullptr,
@@ -997,18 +993,18 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
         const int n4 = n_in >> 2;
         const float4 *x4 = (const float4 *)x;
         const float4 *o4 = in_mode == ZR_MV_SWIGLU ? x4 + n4 : (const float4 *)norm_w;
-        for (int i0 = tid; i0 < n4; i0 += ST * nthr) {
-            float4 v[ST], u[ST];
+        for (int i0 = tid; i0 < n4; i0 += ZR_MV_STAGE * nthr) {
+            float4 v[ZR_MV_STAGE], u[ZR_MV_STAGE];
 #pragma unroll
-            for (int b = 0; b < ST; b++) {
+            for (int b = 0; b < ZR_MV_STAGE; b++) {
                 const int i = i0 + b * nthr;
                 if (i < n4) {
-                    v[b] = CG ? __ldcg(x4 + i) : __ldg(x4 + i);
+                    v[b] = __ldg(x4 + i);
                     if (in_mode != ZR_MV_PLAIN) u[b] = __ldg(o4 + i);
                 }
             }
 #pragma unroll
-            for (int b = 0; b < ST; b++) {
+            for (int b = 0; b < ZR_MV_STAGE; b++) {
                 const int i = i0 + b * nthr;
                 if (i < n4) {
                     float4 t = v[b];
@@ -1056,9 +1052,8 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
 // the sums, they made ptxas spill matvec_q6_k_tall under its 64-register cap). A row's
 // arithmetic does not depend on the grid or on TALL.
 // POST false (the expert products, cu/moe_matvec.cu): no ADDNORM and no SSQ compiled in (their
-// code cost matvec_id_q4_1 a spill under its register cap). ENTER false (a phase of a persistent
-// kernel, cu/moe_ffn.cu): no grid wait or release here, the caller has waited and releases later.
-template <class T, int R, int P, bool TALL = false, bool POST = true, bool ENTER = true>
+// code cost matvec_id_q4_1 a spill under its register cap).
+template <class T, int R, int P, bool TALL = false, bool POST = true>
 __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                           const float *__restrict__ x, float *y, const float *add,
                                           const float *__restrict__ norm_w, float eps, int n_in, int n_out, int mode,
@@ -1113,7 +1108,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     };
     begin_tile(blockIdx.x);
     // everything above reads weights only; activations, add and y belong to earlier kernels
-    if (ENTER) zr_grid_enter_after_loads(w);
+    zr_grid_enter_after_loads(w);
     // stage x (padded: 4 floats after every 32) -- gated or times the norm weight on the way in;
     // RMSNorm's 1/rms is applied to the results (it is one number for the whole row)
     float ss = zr_mv_stage_x<ZrMvXsum<T>::value, TALL>(x, norm_w, xs, n_in, in_mode, tid, nthr, gelu, post_r, post_w,

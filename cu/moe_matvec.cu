@@ -21,7 +21,6 @@
 //    sum_j weights[j] y[j][row] (slots in order, each product rounded before its add, as
 //    moe_combine_f32) into mix_x[row] and sets the count back to 0 for the next launch: the same
 //    bits as the separate combine, whichever block comes last.
-#pragma once // also included by cu/moe_ffn.cu (the unity build includes it once)
 #include "moe_topk.cuh"
 #include "matvec.cuh"
 
@@ -131,30 +130,6 @@ template <class T> struct ZrMvXsum<ZrMvExpertFlat<T>> {
     static constexpr bool value = ZrMvXsum<T>::value;
 };
 
-// The flat product on the experts e_ids[0..n_used) (the block's routing in shared memory, or
-// the ids in global memory): its tiles of this block. ENTER false: the caller has waited for the
-// grid before (zr_matvec<.., ENTER>).
-template <class T, int R, int P, bool ENTER = true>
-__device__ __forceinline__ void zr_matvec_id_flat_rows(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
-                                                       const float *x, float *y, const float *__restrict__ norm_w, float eps,
-                                                       int n_in, int n_rows, int mode, int split, const int *e_ids, int n_used,
-                                                       int n_total) {
-    if (threadIdx.x < n_used) {
-        const int n_expert = n_total / n_rows;
-        int e = e_ids[threadIdx.x];
-        e = e < 0 ? 0 : e >= n_expert ? n_expert - 1 : e;
-        zr_moe_flat_row0[threadIdx.x] = e * n_rows;
-    }
-    if (threadIdx.x == 0) {
-        zr_moe_rows = n_total;
-        zr_moe_flat_half = n_rows / 2;
-        zr_moe_flat_res = n_used * (n_rows / 2);
-    }
-    __syncthreads();
-    zr_matvec<ZrMvExpertFlat<T>, R, P, true, false, ENTER>(w, ws, x, y, nullptr, norm_w, eps, n_in, n_used * n_rows, mode,
-                                                            split, nullptr, nullptr, nullptr);
-}
-
 // mode: GLU (| RMSNORM / GELU); n_used <= 32; logits != NULL: route as matvec_id does (block 0
 // writes the ids and weights).
 template <class T, int R, int P>
@@ -173,8 +148,20 @@ __device__ __forceinline__ void zr_matvec_id_flat(const uint8_t *__restrict__ w,
             weights[threadIdx.x] = route_w[threadIdx.x];
         }
     }
-    zr_matvec_id_flat_rows<T, R, P>(w, ws, x, y, norm_w, eps, n_in, n_rows, mode, split, logits ? route_ids : ids, n_used,
-                                    n_total);
+    if (threadIdx.x < n_used) {
+        const int n_expert = n_total / n_rows;
+        int e = logits ? route_ids[threadIdx.x] : ids[threadIdx.x];
+        e = e < 0 ? 0 : e >= n_expert ? n_expert - 1 : e;
+        zr_moe_flat_row0[threadIdx.x] = e * n_rows;
+    }
+    if (threadIdx.x == 0) {
+        zr_moe_rows = n_total;
+        zr_moe_flat_half = n_rows / 2;
+        zr_moe_flat_res = n_used * (n_rows / 2);
+    }
+    __syncthreads();
+    zr_matvec<ZrMvExpertFlat<T>, R, P, true, false>(w, ws, x, y, nullptr, norm_w, eps, n_in, n_used * n_rows, mode, split,
+                                                     nullptr, nullptr, nullptr);
 }
 
 // The same R, P and register cap as each type's matvec (cu/matvec_float.cu, matvec_q_legacy.cu,

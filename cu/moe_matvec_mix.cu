@@ -19,27 +19,29 @@
 // n_used <= 32; an id outside 0..n_total/n_rows-1 is clamped (as matvec_id's). A row's value
 // per slot is matvec_id's arithmetic for a row (split 1: lane l adds its items l, l + 32, ... in
 // order, then one warp sum).
-#pragma once // also included by cu/moe_ffn.cu (the unity build includes it once)
 #include "matvec.cuh"
 
-// The block's part once the slots are known: warp w computes output row `row` (w's own: every
-// warp of the block calls it; a row past n_rows only stages), from row0[j] (slot j's first row in
-// the stacked matrix) and wt[j] (its weight) in shared memory. CG: x through L2 only (written by
-// the same launch: cu/moe_ffn.cu); ST: x's float4s a thread loads per round (zr_mv_stage_x).
-// mid(): called by every thread between the first weight loads and x's staging (cu/moe_ffn.cu:
-// the grid barrier after which x is ready, the loads in flight across it); nothing by default.
-struct ZrMvNoMid {
-    __device__ void operator()() const {}
-};
-template <class T, int P, bool CG = false, int ST = ZR_MV_STAGE, class Mid = ZrMvNoMid>
-__device__ __forceinline__ void zr_matvec_id_mix_row(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
-                                                     const float *x, int n_in, int n_rows, const int *row0, const float *wt,
-                                                     int n_used, int n_total, float *mix_x, int row, Mid mid = Mid()) {
+template <class T, int P>
+__device__ __forceinline__ void zr_matvec_id_mix(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
+                                                 const float *x, int n_in, int n_rows, const int *ids, int n_used,
+                                                 int n_total, const float *weights, float *mix_x) {
     static_assert(P >= 2, "at least one load in flight while one is computed");
     extern __shared__ float4 zr_mv_smem[];
+    __shared__ int row0[32];  // each slot's first row in the stacked matrix
+    __shared__ float wt[32];  // each slot's weight
     float *xs = (float *)zr_mv_smem;
     const int tid = threadIdx.x, lane = tid & 31, nthr = blockDim.x;
+    const int row = blockIdx.x * (nthr >> 5) + (tid >> 5);
     const bool live = row < n_rows;
+    zr_grid_enter(); // the ids, the weights and x come from the kernels before
+    if (tid < n_used) {
+        const int n_expert = n_total / n_rows;
+        int e = ids[tid];
+        e = e < 0 ? 0 : e >= n_expert ? n_expert - 1 : e;
+        row0[tid] = e * n_rows;
+        wt[tid] = weights[tid];
+    }
+    __syncthreads();
     const int items = n_in / T::EPI, steps = (items + 31) / 32;
     const int total = n_used * steps; // (slot, step) pairs, slot by slot
     // pair f's item of this warp's row in its slot's expert, into b (nothing past the row)
@@ -52,8 +54,7 @@ __device__ __forceinline__ void zr_matvec_id_mix_row(const uint8_t *__restrict__
 #pragma unroll
     for (int q = 0; q < P - 1; q++)
         if (live && q < total) load(q, buf[q]);
-    mid();
-    zr_mv_stage_x<ZrMvXsum<T>::value, false, CG, ST>(x, nullptr, xs, n_used * n_in, ZR_MV_PLAIN, tid, nthr);
+    zr_mv_stage_x<ZrMvXsum<T>::value>(x, nullptr, xs, n_used * n_in, ZR_MV_PLAIN, tid, nthr);
     __syncthreads();
     if (!live) return;
     float mix = 0.f;
@@ -106,26 +107,6 @@ __device__ __forceinline__ void zr_matvec_id_mix_row(const uint8_t *__restrict__
         }
     }
     if (lane == 0) mix_x[row] += mix;
-}
-
-template <class T, int P>
-__device__ __forceinline__ void zr_matvec_id_mix(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
-                                                 const float *x, int n_in, int n_rows, const int *ids, int n_used,
-                                                 int n_total, const float *weights, float *mix_x) {
-    __shared__ int row0[32];  // each slot's first row in the stacked matrix
-    __shared__ float wt[32];  // each slot's weight
-    const int tid = threadIdx.x;
-    zr_grid_enter(); // the ids, the weights and x come from the kernels before
-    if (tid < n_used) {
-        const int n_expert = n_total / n_rows;
-        int e = ids[tid];
-        e = e < 0 ? 0 : e >= n_expert ? n_expert - 1 : e;
-        row0[tid] = e * n_rows;
-        wt[tid] = weights[tid];
-    }
-    __syncthreads();
-    zr_matvec_id_mix_row<T, P>(w, ws, x, n_in, n_rows, row0, wt, n_used, n_total, mix_x,
-                               blockIdx.x * (blockDim.x >> 5) + (tid >> 5));
 }
 
 // P: loads a lane keeps in flight (8: Qwen3-30B-A3B's 8 slots of one item each, all at once);

@@ -197,8 +197,6 @@ typedef CUresult (*PFN_cuGraphLaunch)(CUgraphExec exec, CUstream s);
 typedef CUresult (*PFN_cuGraphExecDestroy)(CUgraphExec exec);
 typedef CUresult (*PFN_cuGraphDestroy)(CUgraph g);
 typedef CUresult (*PFN_cuGraphDebugDotPrint)(CUgraph g, const char *path, unsigned int flags);
-typedef CUresult (*PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *blocks, CUfunction f, int block_size,
-                                                                 size_t dynamic_smem_bytes);
 
 /* cudaVersion arguments for cuGetProcAddress that select the ABI versions above. */
 enum {

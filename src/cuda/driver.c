@@ -71,7 +71,6 @@ static const Entry k_entries[] = {
     E(cuGraphExecDestroy, 10000),
     E(cuGraphDestroy, 10000),
     E(cuGraphDebugDotPrint, 11030),
-    OPT(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050),
 };
 #undef E
 #undef OPT

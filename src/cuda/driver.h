@@ -64,8 +64,6 @@ typedef struct ZrCuDriver {
     PFN_cuGraphExecDestroy cuGraphExecDestroy;
     PFN_cuGraphDestroy cuGraphDestroy;
     PFN_cuGraphDebugDotPrint cuGraphDebugDotPrint;
-    /* optional: the persistent kernels' grids (src/cuda/moe.c); NULL in a test double */
-    PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor cuOccupancyMaxActiveBlocksPerMultiprocessor;
 } ZrCuDriver;
 
 /* Opens libcuda once (later calls return the same table), calls cuInit and checks that there

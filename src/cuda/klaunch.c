@@ -235,26 +235,6 @@ int zr_k_matvec_id_mix(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w,
                      &n_rows, &ids, &n_used, (void *)&w->n_out, &weights, &mix_x);
 }
 
-size_t zr_k_moe_ffn_smem(int n_in, int n_ff, int n_used) {
-    const size_t a = zr_cuf_mv_smem(n_in), b = zr_cuf_mv_smem(n_used * n_ff);
-    return a > b ? a : b;
-}
-
-int zr_k_moe_ffn(ZrLauncher *l, const ZrKernel *kern, unsigned blocks, const ZrCuWeight *router, int split_r, CUdeviceptr x,
-                 CUdeviceptr norm_w, float eps, CUdeviceptr logits, CUdeviceptr ids, CUdeviceptr weights, const ZrCuWeight *gu,
-                 int n_ff, CUdeviceptr ff, const ZrCuWeight *down, int n_used, CUdeviceptr bar, ZrError *err) {
-    const int n_in = router->n_in, n_expert = (int)router->n_out;
-    if (blocks < 1 || split_r < 1 || split_r > 16 || n_expert < 1 || n_expert > 256 || n_used < 1 || n_used > 32 || n_used > n_expert ||
-        n_in % 4 || n_ff < 1 || n_ff % 32 || gu->n_in != n_in || gu->n_out != (long)n_expert * 2 * n_ff || down->n_in != n_ff ||
-        down->n_out != (long)n_expert * n_in)
-        return zr_err(err, ZR_E_INTERNAL, "%s: no launch of %u blocks for %d of %d experts of %d x %d (router split %d)", kern->name, blocks,
-                      n_used, n_expert, n_in, n_ff, split_r);
-    return ZR_LAUNCH(l, kern, ZR_DIM1(blocks), ZR_DIM1(ZR_K_MOE_FFN_THREADS), (unsigned)zr_k_moe_ffn_smem(n_in, n_ff, n_used), err,
-                     (void *)&router->main, (void *)&router->side, (void *)&n_expert, &split_r, &x, &norm_w, &eps, (void *)&n_in,
-                     &logits, &ids, &weights, (void *)&gu->main, (void *)&gu->side, &n_ff, (void *)&gu->n_out, &ff,
-                     (void *)&down->main, (void *)&down->side, (void *)&down->n_out, &n_used, &bar);
-}
-
 int zr_k_moe_route(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr logits, int n_expert, int n_used, CUdeviceptr ids,
                    CUdeviceptr weights, int rows, ZrError *err) {
     return ZR_LAUNCH(l, &k->moe_route, ZR_DIM1((unsigned)rows), ZR_DIM1(32), 0, err, &logits, &n_expert, &n_used, &ids, &weights);

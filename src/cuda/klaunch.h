@@ -134,18 +134,6 @@ bool zr_k_matvec_id_mix_fits(const ZrCuWeight *w, int n_used);
 int zr_k_matvec_id_mix(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, int n_rows, CUdeviceptr ids, int n_used,
                        CUdeviceptr x, CUdeviceptr weights, CUdeviceptr mix_x, ZrError *err);
 /* moe_route_f32: ids, weights [rows][k] from logits [rows][n_expert] (softmax, top k, renormalized) */
-/* moe_ffn_<g>_<d> (cu/moe_ffn.cu): a decode step's whole MoE FFN of one layer in one persistent
- * launch of `blocks` blocks of ZR_K_MOE_FFN_THREADS, which must all be resident at once (the caller
- * proves it: src/cuda/moe.c): logits [router->n_out] = router RMSNorm(x) * norm_w (as its own
- * launch in blocks of 32 split_r threads computes them), the routing (ids, weights [n_used]), ff
- * [n_used][n_ff] = the chosen experts' silu(gate) * up (gu: 2 n_ff rows an expert), x [n_in] +=
- * sum_j weights[j] down_ids[j] ff_j; bar: 2 words, 0 at allocation, the launch's grid barrier. */
-#define ZR_K_MOE_FFN_THREADS 256
-/* Its dynamic shared memory: the larger of x's staging and the n_used slots' of ff. */
-size_t zr_k_moe_ffn_smem(int n_in, int n_ff, int n_used);
-int zr_k_moe_ffn(ZrLauncher *l, const ZrKernel *kern, unsigned blocks, const ZrCuWeight *router, int split_r, CUdeviceptr x,
-                 CUdeviceptr norm_w, float eps, CUdeviceptr logits, CUdeviceptr ids, CUdeviceptr weights, const ZrCuWeight *gu,
-                 int n_ff, CUdeviceptr ff, const ZrCuWeight *down, int n_used, CUdeviceptr bar, ZrError *err);
 int zr_k_moe_route(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr logits, int n_expert, int n_used, CUdeviceptr ids,
                    CUdeviceptr weights, int rows, ZrError *err);
 /* moe_combine_f32: x[r][0..n) += sum_j weights[r][j] out[r][j][0..n) */

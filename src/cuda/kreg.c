@@ -54,10 +54,6 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
     if ((rc = load(c, "matvec_mix_" #a "_" #b, params, &k->mv_mix[ZR_KMIX_##a##_##b], err))) return rc; \
     k->has_mv_mix[ZR_KMIX_##a##_##b] = true;
 #include "cu/kernels.def"
-#define ZR_KMOE(g, d, params)                                                                       \
-    if ((rc = load(c, "moe_ffn_" #g "_" #d, params, &k->moe_ffn[ZR_KMOE_##g##_##d], err))) return rc; \
-    k->has_moe_ffn[ZR_KMOE_##g##_##d] = true;
-#include "cu/kernels.def"
     /* the matrix-vector kernels stage x in dynamic shared memory: above the default 48 KiB
      * (with the kernel's static reduction arrays on top) they must opt in */
     const size_t smem = zr_cuf_mv_smem(max_n_in);
@@ -99,8 +95,6 @@ int zr_kreg_load(const ZrCuda *c, const char *name, ZrKernel *out, ZrError *err)
     if (!strcmp(name, #kname)) return load(c, name, params, out, err);
 #define ZR_KMIX(a, b, params) \
     if (!strcmp(name, "matvec_mix_" #a "_" #b)) return load(c, name, params, out, err);
-#define ZR_KMOE(g, d, params) \
-    if (!strcmp(name, "moe_ffn_" #g "_" #d)) return load(c, name, params, out, err);
 #include "cu/kernels.def"
     for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
         const char *ts = zr_type_kernel_suffix(t);

@@ -21,13 +21,6 @@ enum {
     ZR_KMIX_COUNT
 };
 
-/* The MoE FFN kernels of cu/kernels.def (ZR_KMOE lines), in its order: ZR_KMOE_q4_k_q6_k, ... */
-enum {
-#define ZR_KMOE(g, d, params) ZR_KMOE_##g##_##d,
-#include "cu/kernels.def"
-    ZR_KMOE_COUNT
-};
-
 /* Every kernel of the forward pass, one field per line of cu/kernels.def: a ZR_KFIXED kernel is
  * a ZrKernel, a ZR_KFAMILY is a ZrKernel per weight type (indexed by ZrType) with has_<field>
  * saying which types have one. */
@@ -41,8 +34,6 @@ typedef struct ZrCuKernels {
     size_t mm_smem; /* dynamic shared memory the small prefill products may take (cuda/mm_small.h) */
     ZrKernel mv_mix[ZR_KMIX_COUNT]; /* ZR_KMIX lines: matvec_mix_<a>_<b> */
     bool has_mv_mix[ZR_KMIX_COUNT]; /* loaded (tests clear it to force one launch per type) */
-    ZrKernel moe_ffn[ZR_KMOE_COUNT]; /* ZR_KMOE lines: moe_ffn_<g>_<d> */
-    bool has_moe_ffn[ZR_KMOE_COUNT]; /* loaded (tests clear it to force the three launches) */
 } ZrCuKernels;
 
 /* Looks up every kernel of ZrCuKernels (and raises the matrix-vector kernels' shared memory

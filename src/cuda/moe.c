@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/klaunch.h"
 #include "cuda/upload.h"
 
 #define RUN_MAX 32 /* experts per run of the prefill (one batched GEMM per matrix) */
@@ -116,60 +115,6 @@ size_t zr_cuf_moe_layer_bytes(const ZrModel *m, const ZrLayer *L) {
            matrix_bytes(L->down_exps.type, L->down_exps.ne0, L->down_exps.ne1) + 3 * 256;
 }
 
-/* each computed type's id by its kernel suffix (ZR_KSUF_q4_k == ZR_TYPE_Q4_K) */
-enum {
-#define ZR_TYPE(id, E, name, block, bytes, kernel, item, main, side) ZR_KSUF_##kernel = id,
-#include "zr_types.def"
-};
-
-/* cu/kernels.def's ZR_KMOE lines: each kernel's gate|up and down types */
-static const uint32_t ffn_pairs[][2] = {
-#define ZR_KMOE(g, d, params) {ZR_KSUF_##g, ZR_KSUF_##d},
-#include "cu/kernels.def"
-};
-
-int zr_cuf_moe_ffn_kernel(uint32_t gu, uint32_t down) {
-    for (int i = 0; i < ZR_KMOE_COUNT; i++)
-        if (ffn_pairs[i][0] == gu && ffn_pairs[i][1] == down) return i;
-    return -1;
-}
-
-/* Layer E's one-launch FFN (cu/moe_ffn.cu) on this device (zr_cuf_moe_ffn_fits, moe.h). The grid is
- * the blocks the occupancy API says fit at once on every multiprocessor: each block waits for all
- * the others at the grid barriers, so a block that is not resident would hang the launch (the
- * kernel releases the next one only after the last barrier, so nothing launched later takes their
- * place). No occupancy query in the driver: the three launches. */
-int zr_cuf_moe_ffn_fits(const ZrCuKernels *k, const ZrCuMoeLayer *E, int n_embd, int ff_stride) {
-    const int kern = E->up.main ? -1 : zr_cuf_moe_ffn_kernel(E->gu.type, E->down.type);
-    if (kern < 0 || !k->has_moe_ffn[kern]) return -1;
-    const ZrCuWeight one_gu = {.type = E->gu.type, .n_in = E->gu.n_in, .n_out = 2 * E->n_ff};
-    const ZrMvShape gs = zr_cuf_mv_shape(k, &one_gu, ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU);
-    const ZrMvShape rs = zr_cuf_moe_router_shape(&E->router);
-    if (E->router.type != ZR_TYPE_F32 || E->router.n_in != n_embd || E->router.n_out != E->n_expert || E->n_expert > 256 ||
-        E->n_used < 1 || E->n_used > 32 || E->n_used > E->n_expert || n_embd % 4 || ff_stride != E->n_ff || E->n_ff % 32 ||
-        E->gu.n_in != n_embd || E->gu.n_out != E->n_expert * 2 * E->n_ff || E->down.n_in != E->n_ff ||
-        E->down.n_out != E->n_expert * n_embd || !zr_k_matvec_id_mix_fits(&E->down, E->n_used) ||
-        32 * gs.groups * gs.split != ZR_K_MOE_FFN_THREADS || gs.split != 1 || rs.groups != 1 || rs.split > 16 ||
-        zr_k_moe_ffn_smem(n_embd, E->n_ff, E->n_used) + 4096 > 48 * 1024) /* (its static arrays: ~2 KiB) */
-        return -1;
-    return kern;
-}
-
-static void ffn_plan(ZrCuForward *f, ZrCuMoeLayer *E) {
-    E->ffn_kernel = -1;
-    E->ffn_blocks = 0;
-    const ZrCuDriver *d = f->cuda->drv;
-    const int kern = zr_cuf_moe_ffn_fits(f->k, E, f->n_embd, f->moe->ff_stride);
-    int per_sm = 0;
-    if (kern < 0 || !d || !d->cuOccupancyMaxActiveBlocksPerMultiprocessor ||
-        d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f->k->moe_ffn[kern].fn, ZR_K_MOE_FFN_THREADS,
-                                                       zr_k_moe_ffn_smem(f->n_embd, E->n_ff, E->n_used)) != CUDA_SUCCESS ||
-        per_sm < 1)
-        return;
-    E->ffn_kernel = kern;
-    E->ffn_blocks = (unsigned)per_sm * (unsigned)f->k->sm_count;
-}
-
 int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
     if (!f->moe) return ZR_OK;
     int n_expert = 0, n_used = 0, n_ff = 0, rc;
@@ -217,10 +162,6 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
     /* at most one row-group block per output row */
     if ((rc = zr_cuf_dalloc(f, &M->done, sizeof(uint32_t) * (size_t)f->n_embd, "expert mix counts", err))) return rc;
     if ((rc = zr_cuda_memset8(f->cuda, M->done, 0, sizeof(uint32_t) * (size_t)f->n_embd, err))) return rc;
-    if ((rc = zr_cuf_dalloc(f, &M->bar, 2 * sizeof(uint32_t), "expert FFN grid barrier", err))) return rc;
-    if ((rc = zr_cuda_memset8(f->cuda, M->bar, 0, 2 * sizeof(uint32_t), err))) return rc;
-    for (int il = 0; il < f->m->hp.n_layer; il++)
-        if (M->layers[il].n_expert) ffn_plan(f, &M->layers[il]);
     /* a graph recorded before any token must not route on garbage */
     if ((rc = zr_cuda_memset8(f->cuda, M->ids, 0, sizeof(int32_t) * (size_t)n_used, err))) return rc;
     return zr_cuda_memset8(f->cuda, M->weights, 0, sizeof(float) * (size_t)n_used, err);
@@ -230,8 +171,8 @@ int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err) {
  * item a lane (at most 16). zr_cuf_mv_shape's pick for a dense matrix (8 row groups a block, rows
  * split in 2 at most) gives a 128-expert F32 router of 2048 inputs 8 blocks, each streaming 128
  * KiB in ~8 dependent rounds of loads on 8 of the SMs (7.5 us in the eager profile); this gives it
- * 64 blocks of one round each. (cu/moe_ffn.cu computes the router as this launch does.) */
-ZrMvShape zr_cuf_moe_router_shape(const ZrCuWeight *w) {
+ * 64 blocks of one round each. */
+static ZrMvShape router_shape(const ZrCuWeight *w) {
     const long items = w->n_in / (long)zr_type_info(w->type)->item;
     int split = 1;
     while (split < 16 && 64L * split <= items) split *= 2;
@@ -243,13 +184,9 @@ int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, Zr
     const ZrCuMoeLayer *E = &M->layers[il];
     const float eps = f->m->hp.rms_eps;
     int rc;
-    if (E->ffn_blocks && f->k->has_moe_ffn[E->ffn_kernel]) /* all of it in one launch (ffn_plan) */
-        return zr_k_moe_ffn(f->launcher, &f->k->moe_ffn[E->ffn_kernel], E->ffn_blocks, &E->router,
-                            zr_cuf_moe_router_shape(&E->router).split, x, norm_w, eps, M->logits, M->ids, M->weights, &E->gu, E->n_ff,
-                            M->ff, &E->down, E->n_used, M->bar, err);
     /* the router on the normed row */
     if ((rc = zr_cuf_matvec_shaped(f->launcher, f->k, &E->router, x, M->logits, 0, norm_w, eps, ZR_CUF_MV_RMSNORM,
-                                   zr_cuf_moe_router_shape(&E->router), err)))
+                                   router_shape(&E->router), err)))
         return rc;
     if (!f->k->has_mv_id[E->gu.type] || !f->k->has_mv_id[E->down.type] || (E->up.main && !f->k->has_mv_id[E->up.type]))
         return zr_err(err, ZR_E_UNSUPPORTED, "no expert matrix-vector kernel for type %s", zr_type_name(E->gu.type));

@@ -10,10 +10,7 @@
  * block per row group mixes the slots, cu/moe_matvec.cu): the
  * same launches every token, so the recorded graph serves every token and nothing goes to the
  * host. (Five before: moe_route_f32 and moe_combine_f32 launched apart; moe_route_f32 still
- * routes apart for more than 32 chosen experts, and for the prefill.) Where a layer's shapes and
- * types allow (zr_cuf_moe_ffn_fits: Qwen3-30B-A3B's files among them) the three are ONE persistent
- * launch, moe_ffn_<gu>_<down> (cu/moe_ffn.cu): the same three computations as phases separated by
- * grid barriers, on a grid of the blocks resident at once, the same bits.
+ * routes apart for more than 32 chosen experts, and for the prefill.)
  *
  * The prefill groups a chunk's tokens by expert: the router for every row (an F32 GEMM for an
  * F32 router), moe_route_f32 over the rows, the ids to the host once per layer and chunk, then
@@ -44,8 +41,6 @@ typedef struct ZrCuMoeLayer {
                                  * [n_embd, n_expert * n_ff] and up the up experts, each launched on its own */
     ZrCuWeight up;              /* .main == 0 unless split */
     ZrCuWeight down;            /* [n_ff, n_expert * n_embd] */
-    int ffn_kernel;             /* the decode's one-launch FFN (moe_ffn_<gu>_<down>, ZR_KMOE_*), -1: none fits */
-    unsigned ffn_blocks;        /* its grid: the blocks resident at once on the device (0: none fits) */
 } ZrCuMoeLayer;
 
 typedef struct ZrCuMoe {
@@ -57,7 +52,6 @@ typedef struct ZrCuMoe {
     CUdeviceptr gate_up;        /* f32 [max n_used][2 n_ff]: gate | up of each chosen expert, for split gate and up */
     CUdeviceptr out;            /* f32 [max n_used][n_embd] each chosen expert's output */
     CUdeviceptr done;           /* u32 [n_embd] the down launch's per-block counts of its mix (cu/moe_matvec.cu), 0 between launches */
-    CUdeviceptr bar;            /* u32 [2] the one-launch FFN's grid barrier (count, generation; cu/grid_barrier.cuh), 0 at allocation */
     /* the prefill's, for ZR_CUF_UBATCH rows (UB) */
     CUdeviceptr p_logits;       /* f32 [UB][max n_expert] */
     CUdeviceptr p_ids;          /* i32 [UB][max n_used] */
@@ -98,23 +92,8 @@ int zr_cuf_moe_batch_max(const ZrModel *m, const ZrLayer *L);
 bool zr_cuf_moe_grouped(const ZrModel *m, const ZrLayer *L);
 /* The workspaces of the MoE FFN (none when the model has no experts). */
 int zr_cuf_moe_buffers(ZrCuForward *f, ZrError *err);
-/* The router's launch shape (one row group a block, each row split over up to 16 warps). */
-ZrMvShape zr_cuf_moe_router_shape(const ZrCuWeight *w);
-/* The ZR_KMOE line (cu/kernels.def) of gate|up experts of type gu and down experts of type down,
- * -1: none. */
-int zr_cuf_moe_ffn_kernel(uint32_t gu, uint32_t down);
-/* The ZR_KMOE kernel that computes layer E's decode FFN in one launch exactly as the three launches
- * do (k: the loaded kernels and the device's SMs; ff_stride: ZrCuMoe's), or -1: stacked gate|up
- * experts (not split) whose flat launch has blocks of 256 threads (8 row groups, no split: the
- * block size fixes RMSNorm's order of sums), an F32 router of n_embd inputs and at most 256 experts
- * (split over at most 16 warps), 1..32 chosen, the down's slots contiguous (ff_stride == n_ff, a
- * multiple of 32) within one block's staging, all of it within the default 48 KiB of shared memory.
- * The grid (the blocks resident at once) is the device's question, at load. */
-int zr_cuf_moe_ffn_fits(const ZrCuKernels *k, const ZrCuMoeLayer *E, int n_embd, int ff_stride);
 /* x[n_embd] += the MoE FFN of layer il on RMSNorm(x) * norm_w: launches only (the decode step's,
- * and the prefill's per row). One persistent launch (cu/moe_ffn.cu) where the layer's shapes and
- * types have one and its grid fits the device (E->ffn_blocks), else the router, the gate|up and
- * the down + mix apart. */
+ * and the prefill's per row). */
 int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, ZrError *err);
 /* f->x[n][n_embd] += the MoE FFN of layer il on each row's RMSNorm(x) * norm_w (n <= ZR_CUF_UBATCH),
  * the rows grouped by expert: on the device where zr_cuf_moe_grouped, else through one copy of the
