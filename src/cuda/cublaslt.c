@@ -24,15 +24,26 @@ static const char *status_name(const ZrCublasLt *lt, cublasStatus_t s) {
         }                                                                                            \
     } while (0)
 
-int zr_cublaslt_open(ZrCublasLt *lt, ZrError *err) {
-    memset(lt, 0, sizeof *lt);
+static void *lt_dlopen(void) {
     /* The toolkit's lib64 is not always on the loader path (it is for pip/distro installs). */
     static const char *const names[] = {
         "libcublasLt.so.13", "libcublasLt.so.12", "/usr/local/cuda/lib64/libcublasLt.so.13",
         "/usr/local/cuda/lib64/libcublasLt.so.12",
     };
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !lt->lib; i++)
-        lt->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    void *lib = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    return lib;
+}
+
+void *zr_cublaslt_preload(void) { return lt_dlopen(); }
+
+void zr_cublaslt_unload(void *lib) {
+    if (lib) dlclose(lib);
+}
+
+int zr_cublaslt_open(ZrCublasLt *lt, ZrError *err) {
+    memset(lt, 0, sizeof *lt);
+    lt->lib = lt_dlopen();
     if (!lt->lib) {
         const char *why = dlerror();
         return zr_err(err, ZR_E_NODEV, "cuBLASLt not found: dlopen(libcublasLt.so.13 / .12) failed (%s); install the "

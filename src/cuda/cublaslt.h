@@ -78,6 +78,10 @@ typedef struct ZrCublasLt {
  * primary context, which ZrCuda makes current). ZR_E_NODEV when the library is missing. The
  * backend opens it on the warm-up's thread (cuda/warm.h) while the weights go up. */
 int zr_cublaslt_open(ZrCublasLt *lt, ZrError *err);
+/* The library mapped ahead of zr_cublaslt_open (which then finds it loaded, and only makes its
+ * handle): a reference for zr_cublaslt_unload, or NULL (not found: zr_cublaslt_open says so). */
+void *zr_cublaslt_preload(void);
+void zr_cublaslt_unload(void *lib);
 void zr_cublaslt_close(ZrCublasLt *lt);
 
 /* D = alpha * op(A) * op(B) + beta * C with C == D, column-major as cuBLAS counts:

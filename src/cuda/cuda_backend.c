@@ -59,6 +59,7 @@ typedef struct CudaBackend {
     bool cuda_open;
     ZrCublasLt lt;
     bool lt_open;
+    void *lt_lib; /* cuBLASLt's library, mapped while the context was made (zr_cublaslt_preload) */
     ZrCuWarm *warm;   /* the warm-up's thread, from the context's creation until a prompt needs cuBLASLt
                        * (or the end): c->lt is its until then (warm_join) */
     ZrLauncher launcher;
@@ -719,6 +720,7 @@ static void cuda_destroy(ZrBackend *be) {
     if (c->f_init) zr_cuf_free(&c->f);
     if (c->launcher_init) zr_launcher_free(&c->launcher);
     if (c->lt_open) zr_cublaslt_close(&c->lt);
+    zr_cublaslt_unload(c->lt_lib);
     if (c->cuda_open) zr_cuda_close(&c->cuda);
     free(c->k);
     free(c->hist);
@@ -848,7 +850,9 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     t[0] = zr_clock_ms();
     const ZrCuDriver *drv = NULL;
     KernelsReady kr = {0};
-    /* the upload's host chunks made while the thread still opens the driver and context */
+    /* while the thread still opens the driver and context: cuBLASLt's library mapped (the
+     * warm-up's thread opens it from the context on) and the upload's host chunks made */
+    void *lt_lib = zr_cublaslt_preload();
     ZrStageHost staging;
     zr_stage_host_prepare(&staging, zr_cuf_upload_bytes(m));
     /* the driver and context opened on a thread since the command started it (beside the model's
@@ -891,6 +895,8 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
                         .decode_run = cuda_decode_run, .truncate = cuda_truncate,
                         .stats = cuda_stats, .read_bandwidth = cuda_read_bandwidth, .destroy = cuda_destroy};
     c->m = m;
+    c->lt_lib = lt_lib;
+    lt_lib = NULL; /* c's from here */
     c->opt = *o;
     c->opt.cuda_early = NULL; /* taken: early_th is joined below */
     c->opt.plan_cache = NULL; /* the command's string, read during the start-up only */
@@ -989,6 +995,7 @@ fail:
     return NULL;
 fail_early:
     zr_stage_host_release(&staging);
+    zr_cublaslt_unload(lt_lib);
     if (have_early) {
         zr_cuda_early_finish(early_th, &early.mod, NULL, &(ZrError){0});
         zr_cuda_close(&early);
