@@ -2,6 +2,7 @@
  * once per bucket of n (8, 16, 32, .. powers of two) by the heuristic for the bucket's largest n
  * and reused for every n of the bucket; an n whose check refuses its bucket's algorithm gets one
  * of its own; a shape seen before asks nothing, however many shapes there are. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,12 +175,20 @@ static int plan_and_save(const char *path) {
     return rc ? -1 : n;
 }
 
-ZT_TEST(plans_of_the_shapes_in_a_loaded_cache_ask_the_heuristic_nothing) {
-    const char *path = cache_path("plans.bin");
-    ZT_CHECK(plan_and_save(path) == 14);
-    ZrCublasLt lt = fake();
+/* A fresh handle with the cache that plan_and_save wrote to tmp/name loaded (14 entries). */
+static bool saved_and_loaded(const char *name, ZrCublasLt *lt) {
+    const char *path = cache_path(name);
+    if (plan_and_save(path) != 14) return false;
+    *lt = fake();
     ZrError err = {0};
-    ZT_CHECKF(!zr_cublaslt_cache_load(&lt, path, &cache_key, &err), "%s", err.msg);
+    if (!zr_cublaslt_cache_load(lt, path, &cache_key, &err)) return true;
+    fprintf(stderr, "  %s\n", err.msg);
+    return false;
+}
+
+ZT_TEST(plans_of_the_shapes_in_a_loaded_cache_ask_the_heuristic_nothing) {
+    ZrCublasLt lt;
+    ZT_CHECK(saved_and_loaded("plans.bin", &lt));
     for (uint64_t n = 1; n <= 512; n++) {
         ZT_CHECK(algo_for(&lt, 64, n) == zr_cublaslt_bucket((int64_t)n));
         ZT_CHECK(algo_for(&lt, 96, n) == zr_cublaslt_bucket((int64_t)n));
@@ -191,18 +200,16 @@ ZT_TEST(plans_of_the_shapes_in_a_loaded_cache_ask_the_heuristic_nothing) {
 }
 
 ZT_TEST(a_cached_algorithm_that_fails_the_check_is_replaced_by_the_heuristics) {
-    const char *path = cache_path("refused.bin");
-    ZT_CHECK(plan_and_save(path) == 14);
-    ZrCublasLt lt = fake();
-    ZrError err = {0};
-    ZT_CHECKF(!zr_cublaslt_cache_load(&lt, path, &cache_key, &err), "%s", err.msg);
+    ZrCublasLt lt;
+    ZT_CHECK(saved_and_loaded("refused.bin", &lt));
     g_refuse_n = 64; /* the check refuses every algorithm for n = 64: the cached one of bucket 64 too */
     ZT_CHECK(algo_for(&lt, 64, 64) == 64);
     ZT_CHECK(g_heuristics == 1 && lt.n_cache_refused == 1 && lt.n_cached == 0);
     ZT_CHECK(algo_for(&lt, 64, 8) == 8 && g_heuristics == 1 && lt.n_cached == 1);
     /* saved again: the new algorithm of bucket 64 with the other 13 entries */
     int n = 0;
-    ZT_CHECKF(!zr_cublaslt_cache_save(&lt, path, &cache_key, &n, &err), "%s", err.msg);
+    ZrError err = {0};
+    ZT_CHECKF(!zr_cublaslt_cache_save(&lt, cache_path("refused.bin"), &cache_key, &n, &err), "%s", err.msg);
     ZT_CHECK(n == 14);
     zr_cublaslt_close(&lt);
 }

@@ -5,6 +5,7 @@
  * and replaces a bad file whole. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,14 +29,25 @@ static ZrLtCacheEntry *entries(int n) {
     return e;
 }
 
-/* n entries (entries(n), *e: the caller's to free) formatted with key(): the bytes (len; NULL: not). */
-static void *formatted(int n, ZrLtCacheEntry **e, size_t *len) {
-    *e = entries(n);
-    const ZrLtCacheKey k = key();
+/* A file's bytes to damage: n entries (entries(n)) formatted with key k = key(). */
+typedef struct Formatted {
+    ZrLtCacheKey k;
+    ZrLtCacheEntry *e;
+    void *buf;
+    size_t len;
+} Formatted;
+
+static bool formatted(Formatted *f, int n) {
+    *f = (Formatted){.k = key(), .e = entries(n)};
     ZrError err = {0};
-    void *buf = NULL;
-    if (zr_lt_cache_format(&k, *e, n, &buf, len, &err)) fprintf(stderr, "  zr_lt_cache_format: %s\n", err.msg);
-    return buf; /* NULL on failure */
+    if (!zr_lt_cache_format(&f->k, f->e, n, &f->buf, &f->len, &err)) return true;
+    fprintf(stderr, "  zr_lt_cache_format: %s\n", err.msg);
+    return false;
+}
+
+static void formatted_free(Formatted *f) {
+    free(f->buf);
+    free(f->e);
 }
 
 static char *path_in_tmp(const char *name) {
@@ -78,50 +90,39 @@ ZT_TEST(a_cache_of_no_entries_is_a_valid_file) {
 }
 
 ZT_TEST(every_cut_of_the_file_is_refused) {
-    const ZrLtCacheKey k = key();
+    Formatted f;
+    ZT_CHECK(formatted(&f, 3));
     ZrError err = {0};
-    ZrLtCacheEntry *e;
-    size_t len;
-    void *buf = formatted(3, &e, &len);
-    ZT_CHECK(buf);
-    for (size_t cut = 0; cut < len; cut++) {
+    for (size_t cut = 0; cut < f.len; cut++) {
         ZrLtCache c = {0};
-        ZT_CHECKF(zr_lt_cache_parse(buf, cut, &k, &c, &err) == ZR_E_FORMAT, "%zu of %zu bytes taken", cut, len);
+        ZT_CHECKF(zr_lt_cache_parse(f.buf, cut, &f.k, &c, &err) == ZR_E_FORMAT, "%zu of %zu bytes taken", cut, f.len);
         ZT_CHECK(c.n == 0 && c.e == NULL);
     }
-    free(buf);
-    free(e);
+    formatted_free(&f);
 }
 
 ZT_TEST(a_flipped_bit_anywhere_is_refused) {
-    const ZrLtCacheKey k = key();
+    Formatted f;
+    ZT_CHECK(formatted(&f, 3));
     ZrError err = {0};
-    ZrLtCacheEntry *e;
-    size_t len;
-    void *buf = formatted(3, &e, &len);
-    ZT_CHECK(buf);
-    uint8_t *b = buf;
-    for (size_t i = 0; i < len; i++)
+    uint8_t *b = f.buf;
+    for (size_t i = 0; i < f.len; i++)
         for (int bit = 0; bit < 8; bit += 3) {
             b[i] ^= (uint8_t)(1u << bit);
             ZrLtCache c = {0};
-            const int rc = zr_lt_cache_parse(buf, len, &k, &c, &err);
+            const int rc = zr_lt_cache_parse(f.buf, f.len, &f.k, &c, &err);
             b[i] ^= (uint8_t)(1u << bit);
             ZT_CHECKF(rc == ZR_E_FORMAT && c.n == 0, "byte %zu bit %d: rc %d", i, bit, rc);
         }
-    free(buf);
-    free(e);
+    formatted_free(&f);
 }
 
 ZT_TEST(a_cache_of_another_library_driver_or_gpu_is_refused_by_name) {
-    const ZrLtCacheKey k = key();
+    Formatted f;
+    ZT_CHECK(formatted(&f, 2));
     ZrError err = {0};
-    ZrLtCacheEntry *e;
-    size_t len;
-    void *buf = formatted(2, &e, &len);
-    ZT_CHECK(buf);
     ZrLtCacheKey other[6];
-    for (int i = 0; i < 6; i++) other[i] = k;
+    for (int i = 0; i < 6; i++) other[i] = f.k;
     other[0].lt_version = 120900;
     other[1].cuda_driver = 12080;
     other[2].cc_major = 10;
@@ -130,35 +131,30 @@ ZT_TEST(a_cache_of_another_library_driver_or_gpu_is_refused_by_name) {
     snprintf(other[5].gpu, sizeof other[5].gpu, "NVIDIA H200");
     for (int i = 0; i < 6; i++) {
         ZrLtCache c = {0};
-        ZT_CHECKF(zr_lt_cache_parse(buf, len, &other[i], &c, &err) == ZR_E_UNSUPPORTED && c.n == 0, "key change %d", i);
+        ZT_CHECKF(zr_lt_cache_parse(f.buf, f.len, &other[i], &c, &err) == ZR_E_UNSUPPORTED && c.n == 0, "key change %d", i);
         ZT_CHECKF(strstr(err.msg, "made for NVIDIA H100 80GB HBM3"), "%s", err.msg);
     }
-    free(buf);
-    free(e);
+    formatted_free(&f);
 }
 
 /* The header's count says more entries than the file holds or the format allows. */
 ZT_TEST(an_absurd_entry_count_is_refused) {
-    const ZrLtCacheKey k = key();
+    Formatted f;
+    ZT_CHECK(formatted(&f, 1));
     ZrError err = {0};
-    ZrLtCacheEntry *e;
-    size_t len;
-    void *buf = formatted(1, &e, &len);
-    ZT_CHECK(buf);
     static const uint32_t counts[] = {0, 2, ZR_LT_CACHE_MAX + 1, 0x7fffffffu, 0xffffffffu};
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-        uint8_t *b = buf;
+        uint8_t *b = f.buf;
         for (int j = 0; j < 4; j++) b[12 + j] = (uint8_t)(counts[i] >> (8 * j));
         ZrLtCache c = {0};
-        ZT_CHECKF(zr_lt_cache_parse(buf, len, &k, &c, &err) == ZR_E_FORMAT && c.n == 0, "count %u", counts[i]);
+        ZT_CHECKF(zr_lt_cache_parse(f.buf, f.len, &f.k, &c, &err) == ZR_E_FORMAT && c.n == 0, "count %u", counts[i]);
     }
     ZrLtCacheEntry *many = entries(ZR_LT_CACHE_MAX + 1);
     void *big;
     size_t big_len;
-    ZT_CHECK(zr_lt_cache_format(&k, many, ZR_LT_CACHE_MAX + 1, &big, &big_len, &err) != ZR_OK);
+    ZT_CHECK(zr_lt_cache_format(&f.k, many, ZR_LT_CACHE_MAX + 1, &big, &big_len, &err) != ZR_OK);
     free(many);
-    free(buf);
-    free(e);
+    formatted_free(&f);
 }
 
 ZT_TEST(a_repeated_shape_is_refused) {
