@@ -38,7 +38,13 @@ ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
      * tile staged x (and the norm weights, and ADDNORM's block output and post-norm weight) for
      * every 16 rows, 40 KB of L2 reads per 34 KB of weights on gemma3-4b's Q6_K output. */
     const long tiles = (groups + G - 1) / G, blocks = 4L * k->sm_count;
-    const int tall = split == 1 && k->has_mvt[w->type] && tiles >= 8 * blocks;
+    /* F16 and Q8_0 take it from 2 waves of tiles (their gate|up products; H200 tg128: llama3-8b
+     * F16 230.7 -> 238.2 t/s, Q8_0 359 -> 366, gemma3-4b Q8_0 487.1 -> 500.8); Q4_0 (llama3-8b
+     * 462.3 -> 457.2) and Q4_K (393.1 against 404.3) measured slower from 2 waves, the other
+     * types were not measured: they keep 8 (cu/PERF.md, session 9). SSQ products have no tall
+     * kernel. */
+    const long waves = w->type == ZR_TYPE_F16 || w->type == ZR_TYPE_Q8_0 ? 2 : 8;
+    const int tall = split == 1 && k->has_mvt[w->type] && !(mode & ZR_CUF_MV_SSQ) && tiles >= waves * blocks;
     return (ZrMvShape){.groups = G, .split = split, .blocks = tall ? (int)blocks : 0};
 }
 
