@@ -31,7 +31,17 @@ ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
     while (split < 4 && groups * split < 16L * k->sm_count && warp_bytes / (2 * split) >= 4096 &&
            items / (2 * split) >= 32)
         split *= 2;
-    const int G = split <= 2 ? 8 : 4;
+    int G = split <= 2 ? 8 : 4;
+    /* Q8_0 rows too short for that rule (2048-3855 values: an attention output or QKV of a 1B-4B
+     * model) still split in two, on blocks of 4 row groups, while the grid is under 16 warps a
+     * multiprocessor: zrun-mv-bench's best shape on the H200, and in the model llama3.2-1b Q8_0
+     * tg128 1557 -> 1643 t/s, llama3.2-3b 681 -> 692, gemma3-4b 501 -> 506 (cu/PERF.md, session 9;
+     * other types not measured) */
+    if (split == 1 && w->type == ZR_TYPE_Q8_0 && groups < 16L * k->sm_count &&
+        warp_bytes / 2 >= 2048 && items / 2 >= 32) {
+        split = 2;
+        G = 4;
+    }
     /* Tall matrices (a vocabulary output: 262144 rows on gemma3, 8 or more blocks' worth of
      * tiles per resident block; F16 and Q8_0 from 2, below) take the tall kernel on 4 blocks per
      * multiprocessor (one wave of 256-thread blocks at 64 registers), each staging x once for
