@@ -32,7 +32,7 @@ ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
            items / (2 * split) >= 32)
         split *= 2;
     int G = split <= 2 ? 8 : 4;
-    /* Q8_0 rows too short for that rule (2048-3855 values: an attention output or QKV of a 1B-4B
+    /* Q8_0 rows too short for that rule (1928-3855 values: an attention output or QKV of a 1B-4B
      * model) still split in two, on blocks of 4 row groups, while the grid is under 16 warps a
      * multiprocessor: zrun-mv-bench's best shape on the H200, and in the model llama3.2-1b Q8_0
      * tg128 1557 -> 1643 t/s, llama3.2-3b 681 -> 692, gemma3-4b 501 -> 506 (cu/PERF.md, session 9;
