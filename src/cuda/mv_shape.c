@@ -45,9 +45,9 @@ ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
     /* Tall matrices (a vocabulary output: 262144 rows on gemma3, 8 or more blocks' worth of
      * tiles per resident block; F16 and Q8_0 from 2, below) take the tall kernel on 4 blocks per
      * multiprocessor (one wave of 256-thread blocks at 64 registers), each staging x once for
-     * all of its tiles: a block per
-     * tile staged x (and the norm weights, and ADDNORM's block output and post-norm weight) for
-     * every 16 rows, 40 KB of L2 reads per 34 KB of weights on gemma3-4b's Q6_K output. */
+     * all of its tiles: a block per tile staged x (and the norm weights, and ADDNORM's block
+     * output and post-norm weight) for every 16 rows, 40 KB of L2 reads per 34 KB of weights on
+     * gemma3-4b's Q6_K output. */
     const long tiles = (groups + G - 1) / G, blocks = 4L * k->sm_count;
     /* F16 and Q8_0 take it from 2 waves of tiles (their gate|up products; H200 tg128: llama3-8b
      * F16 230.7 -> 238.2 t/s, Q8_0 359 -> 366, gemma3-4b Q8_0 487.1 -> 500.8); Q4_0 (llama3-8b
