@@ -1,0 +1,80 @@
+/* The decode product's launch shape (cuda/mv_shape.h zr_cuf_mv_shape) on an H200's 132
+ * multiprocessors: the picks session 9 measured in the model (cu/PERF.md). Q8_0 rows too short for
+ * the 4 KiB split rule split in two on blocks of 4 row groups; F16 and Q8_0 take the tall kernel
+ * from 2 waves of tiles, every other type from 8; a product that writes SSQ pieces is never tall.
+ * No GPU needed: the pick reads only sizes, types and the multiprocessor count. */
+#include <string.h>
+
+#include "cuda/mv_shape.h"
+#include "quant.h"
+#include "zt.h"
+
+static ZrCuKernels kernels(int sm_count) {
+    ZrCuKernels k;
+    memset(&k, 0, sizeof k);
+    k.sm_count = sm_count;
+    for (int t = 0; t < ZR_TYPE_COUNT; t++) k.has_mvt[t] = k.has_mv[t] = zr_type_kernel_suffix(t) != NULL;
+    return k;
+}
+
+/* the pick for a matrix of n_out rows of n_in values: groups x split, blocks (0: a block per tile) */
+static ZrMvShape pick(uint32_t type, int n_in, int n_out, int mode) {
+    const ZrCuKernels k = kernels(132);
+    const ZrCuWeight w = {.type = type, .n_in = n_in, .n_out = n_out};
+    return zr_cuf_mv_shape(&k, &w, mode);
+}
+
+static void check(uint32_t type, int n_in, int n_out, int mode, int groups, int split, int blocks) {
+    const ZrMvShape s = pick(type, n_in, n_out, mode);
+    ZT_CHECKF(s.groups == groups && s.split == split && s.blocks == blocks,
+              "%s [%d x %d] mode %d: %dx%d on %d blocks, expected %dx%d on %d", zr_type_name(type), n_in, n_out, mode,
+              s.groups, s.split, s.blocks, groups, split, blocks);
+}
+
+ZT_TEST(q8_0_rows_of_1928_to_3855_values_split_in_two_on_four_row_groups) {
+    const int P = ZR_CUF_MV_PLAIN, R = ZR_CUF_MV_RMSNORM, S = ZR_CUF_MV_SSQ;
+    check(ZR_TYPE_Q8_0, 2048, 2048, P, 4, 2, 0); /* llama3.2-1b wo */
+    check(ZR_TYPE_Q8_0, 2048, 3072, R, 4, 2, 0); /* its QKV */
+    check(ZR_TYPE_Q8_0, 3072, 3072, P, 4, 2, 0); /* llama3.2-3b wo */
+    check(ZR_TYPE_Q8_0, 2048, 2560, S, 4, 2, 0); /* gemma3-4b wo, with its sums of squares */
+    /* a grid of 16 warps a multiprocessor already (3b QKV: 2560 row pairs) does not split */
+    check(ZR_TYPE_Q8_0, 3072, 5120, R, 8, 1, 0);
+    /* rows long enough for the 4 KiB rule keep its shape (llama3-8b wo: 8x2) */
+    check(ZR_TYPE_Q8_0, 4096, 4096, P, 8, 2, 0);
+    /* rows shorter than 1928 values do not split */
+    check(ZR_TYPE_Q8_0, 1024, 1024, P, 8, 1, 0);
+    /* the other types' short rows keep the rule's shape: not measured */
+    check(ZR_TYPE_Q4_0, 2048, 2048, P, 8, 1, 0);
+    check(ZR_TYPE_Q4_K, 2048, 2048, P, 8, 1, 0);
+    check(ZR_TYPE_F16, 2048, 2048, P, 8, 2, 0); /* 4 KiB a warp: the rule's own split */
+}
+
+ZT_TEST(f16_and_q8_0_take_the_tall_kernel_from_two_waves_of_tiles_other_types_from_eight) {
+    const int GLU = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, blocks = 4 * 132, two = 2 * blocks;
+    /* llama3-8b gate|up: 14336 results, 1792 tiles of 8 row groups (3.4 waves) */
+    check(ZR_TYPE_Q8_0, 4096, 28672, GLU, 8, 1, blocks);
+    check(ZR_TYPE_F16, 4096, 28672, GLU, 8, 1, blocks);
+    check(ZR_TYPE_Q4_0, 4096, 28672, GLU, 8, 1, 0);
+    check(ZR_TYPE_Q4_K, 4096, 28672, GLU, 8, 1, 0);
+    check(ZR_TYPE_BF16, 4096, 28672, GLU, 8, 1, 0);
+    /* gemma3-4b gate|up with the post norm folded in: 1280 tiles */
+    check(ZR_TYPE_Q8_0, 2560, 20480, ZR_CUF_MV_ADDNORM | ZR_CUF_MV_GLU | ZR_CUF_MV_GELU, 8, 1, blocks);
+    /* exactly 2 waves of tiles against one tile fewer (GLU: 8 results a tile) */
+    check(ZR_TYPE_Q8_0, 4096, 2 * 8 * two, GLU, 8, 1, blocks);
+    check(ZR_TYPE_Q8_0, 4096, 2 * 8 * (two - 1), GLU, 8, 1, 0);
+    /* llama3.2-1b gate|up: 1024 tiles, under 2 waves */
+    check(ZR_TYPE_Q8_0, 2048, 16384, GLU, 8, 1, 0);
+    /* a vocabulary output takes it in every type (8 waves and more) */
+    check(ZR_TYPE_Q4_K, 4096, 128256, ZR_CUF_MV_RMSNORM, 8, 1, blocks);
+    check(ZR_TYPE_Q6_K, 2560, 262144, ZR_CUF_MV_RMSNORM, 8, 1, blocks);
+}
+
+ZT_TEST(a_product_that_writes_sums_of_squares_is_never_tall) {
+    /* the tall kernel has no SSQ (cu/matvec.cuh): rows that would be tall take a block per tile */
+    const ZrMvShape s = pick(ZR_TYPE_Q8_0, 4096, 28672, ZR_CUF_MV_SSQ);
+    ZT_CHECKF(s.blocks == 0, "SSQ product on %d blocks", s.blocks);
+    const ZrMvShape v = pick(ZR_TYPE_Q6_K, 2560, 262144, ZR_CUF_MV_SSQ);
+    ZT_CHECKF(v.blocks == 0, "SSQ vocabulary-sized product on %d blocks", v.blocks);
+}
+
+int main(void) { return zt_run(); }
