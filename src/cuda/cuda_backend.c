@@ -13,7 +13,6 @@
  * the host queues steps ahead with nothing to write between them, waits on one event per step,
  * and hands each token over as its record arrives. */
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,6 +37,7 @@
 #include "logits_check.h"
 #include "sampler.h"
 #include "zr_clock.h"
+#include "zr_thread.h"
 
 /* Steps one graph launch runs in the free-running loop: the ~2.5 us a launch leaves the GPU idle
  * (H100, between two replays) is paid once per launch, the steps inside one are joined like the
@@ -807,14 +807,8 @@ static int kernels_module(void *ctx, ZrError *err) {
     }
     if (!c->cuda.mod && zr_cuda_load_kernels(&c->cuda, err)) return err->code;
     kr->module_done = true;
-    /* SIGINT blocked, as on every thread but the command's own (src/app/run.h); without a
-     * thread the lookups run in kernels_ready */
-    sigset_t set, old;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, &old);
-    kr->th_started = pthread_create(&kr->th, NULL, lookups_main, kr) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* without a thread the lookups run in kernels_ready */
+    kr->th_started = zr_thread_start(&kr->th, lookups_main, kr);
     kr->ms += zr_clock_ms() - t0;
     return ZR_OK;
 }

@@ -1,8 +1,8 @@
 #include "cuda/early.h"
 #include "zr_clock.h"
+#include "zr_thread.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -72,19 +72,13 @@ ZrCudaEarly *zr_cuda_early_start(void) {
     if (!e) return NULL;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
-    /* the thread, and the driver's own threads it starts, with SIGINT blocked: the commands take
-     * it on a thread of their own (src/app/run.h), and it must never land on the driver's */
-    sigset_t set, old;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, &old);
-    if (pthread_create(&e->th, NULL, early_main, e)) {
+    /* the thread, and the driver's own threads it starts, with SIGINT blocked */
+    if (!zr_thread_start(&e->th, early_main, e)) {
         pthread_cond_destroy(&e->cv);
         pthread_mutex_destroy(&e->mu);
         free(e);
         e = NULL;
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     return e;
 }
 
