@@ -156,20 +156,20 @@ static int dev_new(ZrStage *s, ZrStageDev **out, ZrError *err) {
     if (!(v->pending = malloc(sizeof *v->pending * ZR_STAGE_MAX_PIECES)))
         return zr_err(err, ZR_E_NOMEM, "upload: out of host memory");
     CUresult r = d->cuMemAlloc(&v->p, ZR_STAGE_CHUNK);
-    if (r != CUDA_SUCCESS) { /* no room: the caller waits for a chunk instead */
-        free(v->pending);
-        memset(v, 0, sizeof *v);
+    const bool have_mem = r == CUDA_SUCCESS;
+    if (have_mem && (r = d->cuEventCreate(&v->done, CU_EVENT_DISABLE_TIMING)) == CUDA_SUCCESS) {
+        s->n_dev++;
+        *out = v;
         return ZR_OK;
     }
-    if ((r = d->cuEventCreate(&v->done, CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
+    int rc = ZR_OK; /* no room for the chunk: the caller waits for one instead */
+    if (have_mem) {
         d->cuMemFree(v->p);
-        free(v->pending);
-        memset(v, 0, sizeof *v);
-        return zr_driver_err(d, err, r, "upload: cuEventCreate");
+        rc = zr_driver_err(d, err, r, "upload: cuEventCreate");
     }
-    s->n_dev++;
-    *out = v;
-    return ZR_OK;
+    free(v->pending);
+    memset(v, 0, sizeof *v);
+    return rc;
 }
 
 int zr_stage_open(ZrStage *s, const ZrCuda *cuda, uint64_t total, int n_threads, const ZrStageHost *pre,
@@ -384,6 +384,7 @@ static int send(ZrStage *s, ZrError *err) {
     }
     return ZR_OK;
 }
+
 /* Where the next piece starts in the chunk: 256-byte aligned (the repack's rows, the copies). */
 static size_t next_off(const ZrStage *s) { return (s->fill + 255) & ~(size_t)255; }
 
