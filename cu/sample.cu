@@ -164,6 +164,81 @@ __device__ __forceinline__ int sample_level(float l, float max) {
     return j;
 }
 
+// A crowded top-k range [lo, hi) in ZR_SAMPLE_SUB sub-levels: the scale, and the sub-level of l,
+// clamped to [0, ZR_SAMPLE_SUB) (so l >= hi lands in the last). Monotone in l, computed the same
+// way wherever a sub-level is compared: a set {sub-level >= b} is a prefix of the total order.
+__device__ __forceinline__ float sample_sub_scale(float lo, float hi) {
+    return __fdiv_rn((float)ZR_SAMPLE_SUB, __fsub_rn(hi, lo));
+}
+__device__ __forceinline__ int sample_sub_level(float l, float lo, float scale) {
+    const float s = __fmul_rn(__fsub_rn(l, lo), scale);
+    return s >= (float)(ZR_SAMPLE_SUB - 1) ? ZR_SAMPLE_SUB - 1 : s > 0.0f ? (int)s : 0;
+}
+
+// Of counts by sub-level h[0..ZR_SAMPLE_SUB) (shared memory), with `above` ids decided above
+// them: the largest sub-level b where above + the ids at sub-levels >= b reach k, by the whole
+// block (ZR_SAMPLE_SUB / blockDim.x sub-levels a thread, taken from the top, so a prefix over
+// threads is a suffix over sub-levels; integers: exact in any order). Every thread gets b (-1:
+// none), *at: the ids at or above b, *over: the ids above b.
+__device__ void sample_sub_suffix(const unsigned *h, unsigned above, unsigned k, int *b_out, unsigned *at_out,
+                                  unsigned *over_out) {
+    __shared__ unsigned s_warp[32];
+    __shared__ int s_p;
+    __shared__ unsigned s_at, s_over;
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5, n_warps = blockDim.x >> 5;
+    const int per = ZR_SAMPLE_SUB / blockDim.x, top = ZR_SAMPLE_SUB - 1 - per * t; // top, top - 1, ...
+    unsigned x = 0;
+    for (int i = 0; i < per; i++) x += h[top - i];
+    const unsigned mine = x;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    if (lane == 31) s_warp[warp] = x;
+    if (t == 0) s_p = INT_MAX;
+    __syncthreads();
+    if (warp == 0) {
+        unsigned w = lane < n_warps ? s_warp[lane] : 0u;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const unsigned y = __shfl_up_sync(0xffffffffu, w, o);
+            if (lane >= o) w += y;
+        }
+        if (lane < n_warps) s_warp[lane] = w;
+    }
+    __syncthreads();
+    unsigned c = above + (warp ? s_warp[warp - 1] : 0u) + x - mine; // ids above this thread's sub-levels
+    for (int i = 0; i < per; i++) {
+        const unsigned c_next = c + h[top - i];
+        if (c_next >= k) {
+            atomicMin(&s_p, per * t + i);
+            break;
+        }
+        c = c_next;
+    }
+    __syncthreads();
+    const int p = s_p;
+    if (p != INT_MAX && p / per == t) {
+        s_over = c;
+        s_at = c + h[ZR_SAMPLE_SUB - 1 - p];
+    }
+    __syncthreads();
+    *b_out = p == INT_MAX ? -1 : ZR_SAMPLE_SUB - 1 - p;
+    *at_out = s_at;
+    *over_out = s_over;
+}
+
+// Where l (>= the range's low end) stands after rounds 0..r-1 of sample_refine: 1 above their
+// choice (in the set), -1 below (out), 0 at every round's chosen sub-level (undecided).
+__device__ __forceinline__ int sample_sub_decide(float l, const float *lo, const float *scale, const int *b, int r) {
+    for (int q = 0; q < r; q++) {
+        const int s = sample_sub_level(l, lo[q], scale[q]);
+        if (s != b[q]) return s > b[q] ? 1 : -1;
+    }
+    return 0;
+}
+
 // Inclusive prefix sums of v[0..n) in place by the block (integers: exact in any order).
 template <class T> __device__ void sample_block_scan(T *v, int n) {
     __shared__ T s_part[ZR_SAMPLE_COUNT_THREADS];
@@ -188,9 +263,11 @@ template <class T> __device__ void sample_block_scan(T *v, int n) {
 // shared memory), with the whole block; thread 0 writes the choice to *host, *cut, *thr.
 // As the CPU's passes: top-k, the first level holding k ids; top-p, the first level whose mass
 // surely reaches top_p (a margin far above the rounding of the running sum), or the min-p set
-// once a level reaches the min-p floor; and a set past ZR_SAMPLE_CAP is ZR_PICK_HOST.
+// once a level reaches the min-p floor; and a set past ZR_SAMPLE_CAP is ZR_PICK_HOST, but for
+// top-k's (*refine_out: the pick narrows it between *thr_out and *hi_out, sample_refine).
 __device__ void sample_choose_set(unsigned *cnt, unsigned long long *mass, double total, float max, float floor_l,
-                                  int mode, int k, float top_p, int *host_out, int *cut_out, float *thr_out) {
+                                  int mode, int k, float top_p, int *host_out, int *cut_out, int *refine_out,
+                                  float *thr_out, float *hi_out) {
     __shared__ int s_first;
     sample_block_scan(cnt, ZR_SAMPLE_LEVELS);
     if (mode == ZR_SAMPLE_TOP_P) sample_block_scan(mass, ZR_SAMPLE_LEVELS); // the only mode that reads masses
@@ -212,12 +289,20 @@ __device__ void sample_choose_set(unsigned *cnt, unsigned long long *mass, doubl
     if (threadIdx.x != 0) return;
     const int j = s_first;
     const float t = sample_thr(j, max);
-    int host = 1, cut = 0;
-    float thr = -INFINITY;
+    int host = 1, cut = 0, refine = 0;
+    float thr = -INFINITY, hi = INFINITY;
     if (mode == ZR_SAMPLE_TOP_K) {
         if (cnt[j] <= ZR_SAMPLE_CAP) {
             host = 0;
             thr = t;
+        } else if (j > 0 && k <= ZR_SAMPLE_CAP) {
+            // fewer than k ids at or above the level before: the k-th lies in [t, hi)
+            hi = sample_thr(j - 1, max);
+            if (t > -INFINITY && hi > t && isfinite(sample_sub_scale(t, hi))) {
+                host = 0;
+                refine = 1;
+                thr = t;
+            }
         }
     } else if (mode != ZR_SAMPLE_TOP_P || t <= floor_l) {
         if (floor_cnt <= ZR_SAMPLE_CAP) {
@@ -231,7 +316,9 @@ __device__ void sample_choose_set(unsigned *cnt, unsigned long long *mass, doubl
     }
     *host_out = host;
     *cut_out = cut;
+    *refine_out = refine;
     *thr_out = thr;
+    *hi_out = hi;
 }
 
 // grid ceil(n / ZR_SAMPLE_COUNT_IDS), block ZR_SAMPLE_COUNT_THREADS. lmp: logf(min_p), or -inf
@@ -324,8 +411,9 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
     __shared__ unsigned s_cnt[ZR_SAMPLE_BINS];
     __shared__ unsigned long long s_mass[ZR_SAMPLE_BINS];
     __shared__ double s_sum[ZR_SAMPLE_MAX_BLOCKS];
-    __shared__ int s_host, s_cut;
-    __shared__ float s_thr;
+    __shared__ int s_host, s_cut, s_refine;
+    __shared__ float s_thr, s_hi;
+    __shared__ unsigned s_sub[ZR_SAMPLE_SUB];
     if (blockIdx.x == 0 && threadIdx.x == 0) sc->t_stage[ZR_SAMPLE_T_GATHER] = zr_globaltimer();
     const bool top_p_mode = mode == ZR_SAMPLE_TOP_P;
     const int base = blockIdx.x * ZR_SAMPLE_GATHER_IDS;
@@ -359,16 +447,53 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
         __syncthreads();
         total = s_sum[0];
     }
-    sample_choose_set(s_cnt, s_mass, total, max, floor_l, mode, k, top_p, &s_host, &s_cut, &s_thr);
+    sample_choose_set(s_cnt, s_mass, total, max, floor_l, mode, k, top_p, &s_host, &s_cut, &s_refine, &s_thr, &s_hi);
     __syncthreads();
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         sc->set_host = s_host;
         sc->set_cut = s_cut;
+        sc->set_refine = s_refine;
         sc->set_thr = s_thr;
+        sc->set_hi = s_hi;
         if (top_p_mode) sc->total = total;
     }
     if (s_host) return;
     const float thr = s_thr;
+    if (s_refine) {
+        // the first round of sample_refine: the block's ids >= thr by sub-level of [thr, hi)
+        const float scale = sample_sub_scale(thr, s_hi);
+        for (int j = threadIdx.x; j < ZR_SAMPLE_SUB; j += blockDim.x) s_sub[j] = 0;
+        __syncthreads();
+#pragma unroll
+        for (int u = 0; u < PER; u++)
+            if (l[u] >= thr) atomicAdd(&s_sub[sample_sub_level(l[u], thr, scale)], 1u);
+        __syncthreads();
+        for (int j = threadIdx.x; j < ZR_SAMPLE_SUB; j += blockDim.x)
+            if (s_sub[j]) atomicAdd(&sc->sub_count[j], s_sub[j]);
+        // the block's offer: its ids at or above its own k-th's sub-level (all of them >= thr where
+        // it has fewer than k). The k-th overall lies no lower, so every id of the set the pick
+        // keeps is offered (sample_refine)
+        int b;
+        unsigned at, over;
+        sample_sub_suffix(s_sub, 0, (unsigned)k, &b, &at, &over);
+        if (b < 0) b = 0;
+        const int lane = threadIdx.x & 31;
+#pragma unroll
+        for (int u = 0; u < PER; u++) {
+            const bool take = l[u] >= thr && sample_sub_level(l[u], thr, scale) >= b;
+            const unsigned mask = __ballot_sync(0xffffffffu, take);
+            if (!mask) continue;
+            const int leader = __ffs(mask) - 1;
+            unsigned slot = 0;
+            if (lane == leader) slot = atomicAdd(&sc->n_union, (unsigned)__popc(mask));
+            slot = __shfl_sync(0xffffffffu, slot, leader) + __popc(mask & ((1u << lane) - 1));
+            if (take && slot < ZR_SAMPLE_UNION) {
+                sc->union_id[slot] = base + u * ZR_SAMPLE_COUNT_THREADS + threadIdx.x;
+                sc->union_l[slot] = l[u];
+            }
+        }
+        return;
+    }
     const int lane = threadIdx.x & 31;
 #pragma unroll
     for (int u = 0; u < PER; u++) {
@@ -484,6 +609,124 @@ __device__ void sample_sort_set(const float *__restrict__ work, const ZrSampleSc
     __syncthreads();
 }
 
+// The pick's own gather of a crowded top-k set (set_refine: the k-th id lies in [lo, hi), the set
+// {work >= lo} is too large to sort), by the whole block. Each round has the undecided ids
+// (sample_sub_decide) by sub-level of its range (the first round: sample_gather_f32's sub_count,
+// zeroed here for the next step; later ones counted by this block over the whole vocabulary) and
+// keeps the largest sub-level b where the ids decided above plus those at >= b reach k
+// (sample_sub_suffix). Once those fit ZR_SAMPLE_CAP, one pass over the vocabulary gathers them
+// into cand[] and cand_l[] and their number is returned (to every thread); else the next round
+// splits sub-level b. Sub-levels are monotone in the logit, so the set is a prefix of the total
+// order: it holds the k best ids. -1: still crowded after ZR_SAMPLE_ROUNDS rounds (ties), for
+// ZR_PICK_HOST. work: 16-byte aligned (src/cuda/sample.c). s_h: ZR_SAMPLE_SUB unsigned of scratch.
+__device__ int sample_refine(const float *__restrict__ work, ZrSampleScratch *sc, int n, int k, float lo, float hi,
+                             unsigned *s_h) {
+    enum { U = 8 }; // loads in flight per thread in a later round (8: no spill at 64 registers, where 3 or 4 spill)
+    __shared__ float s_lo[ZR_SAMPLE_ROUNDS], s_scale[ZR_SAMPLE_ROUNDS];
+    __shared__ int s_b[ZR_SAMPLE_ROUNDS];
+    __shared__ unsigned s_n;
+    const int tid = threadIdx.x, nt = blockDim.x;
+    const int lane = tid & 31;
+    float rlo = lo, scale = sample_sub_scale(lo, hi);
+    unsigned above = 0;
+    int rounds = 0;
+    // the gather blocks' counts and offers, left at zero for the next step (added by other
+    // multiprocessors: from L2)
+    for (int j = tid; j < ZR_SAMPLE_SUB; j += nt) {
+        s_h[j] = __ldcg(&sc->sub_count[j]);
+        sc->sub_count[j] = 0;
+    }
+    const unsigned n_union = __ldcg(&sc->n_union);
+    __syncthreads(); // every thread has read n_union
+    if (tid == 0) sc->n_union = 0;
+    for (;;) {
+        const int r = rounds;
+        if (tid == 0) {
+            s_lo[r] = rlo;
+            s_scale[r] = scale;
+        }
+        __syncthreads();
+        if (r > 0) {
+            for (int i0 = tid; i0 < n; i0 += U * nt) {
+                float l[U];
+#pragma unroll
+                for (int u = 0; u < U; u++) l[u] = i0 + u * nt < n ? work[i0 + u * nt] : -INFINITY;
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (l[u] >= lo && sample_sub_decide(l[u], s_lo, s_scale, s_b, r) == 0)
+                        atomicAdd(&s_h[sample_sub_level(l[u], s_lo[r], s_scale[r])], 1u);
+            }
+            __syncthreads();
+        }
+        int b;
+        unsigned at, over;
+        sample_sub_suffix(s_h, above, (unsigned)k, &b, &at, &over);
+        if (b < 0) return -1; // fewer than k ids at or above lo: cannot happen
+        if (tid == 0) s_b[r] = b;
+        rounds = r + 1;
+        if (r == 0 && at <= ZR_SAMPLE_CAP && n_union <= ZR_SAMPLE_UNION) {
+            // the set from the gather blocks' offers (each holds every id of the set in its block)
+            if (tid == 0) s_n = 0;
+            __syncthreads();
+            for (int i0 = 0; i0 < (int)n_union; i0 += nt) {
+                const int i = i0 + tid;
+                const float l = i < (int)n_union ? __ldcg(&sc->union_l[i]) : -INFINITY;
+                const bool take = l >= lo && sample_sub_level(l, lo, scale) >= b;
+                const unsigned mask = __ballot_sync(0xffffffffu, take);
+                if (!mask) continue;
+                const int leader = __ffs(mask) - 1;
+                unsigned slot = 0;
+                if (lane == leader) slot = atomicAdd(&s_n, (unsigned)__popc(mask));
+                slot = __shfl_sync(0xffffffffu, slot, leader) + __popc(mask & ((1u << lane) - 1));
+                if (take && slot < ZR_SAMPLE_CAP) {
+                    sc->cand[slot] = __ldcg(&sc->union_id[i]);
+                    sc->cand_l[slot] = l;
+                }
+            }
+            __syncthreads();
+            return s_n == at ? (int)s_n : -1; // an offer short of the set: cannot happen, but never guess
+        }
+        if (at <= ZR_SAMPLE_CAP) break;
+        // the next round splits sub-level b
+        above = over;
+        rlo = __fadd_rn(rlo, __fdiv_rn((float)b, scale));
+        scale = __fmul_rn(scale, (float)ZR_SAMPLE_SUB);
+        if (rounds == ZR_SAMPLE_ROUNDS || !isfinite(scale)) return -1;
+        for (int j = tid; j < ZR_SAMPLE_SUB; j += nt) s_h[j] = 0; // read by every thread in the suffix
+    }
+    if (tid == 0) s_n = 0;
+    __syncthreads(); // s_b[rounds - 1], s_n
+    // the gather: four ids a thread a load, each of the four taken in its own ballot
+    const float4 *w4 = (const float4 *)work;
+    for (int q0 = 0; q0 < (n + 3) / 4; q0 += nt) {
+        const int q = q0 + tid;
+        float4 x = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+        if (4 * q + 3 < n) x = w4[q];
+        else if (4 * q < n) {
+            x.x = work[4 * q];
+            if (4 * q + 1 < n) x.y = work[4 * q + 1];
+            if (4 * q + 2 < n) x.z = work[4 * q + 2];
+        }
+        const float v[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            const bool take = v[c] >= lo && sample_sub_decide(v[c], s_lo, s_scale, s_b, rounds) >= 0;
+            const unsigned mask = __ballot_sync(0xffffffffu, take);
+            if (!mask) continue;
+            const int leader = __ffs(mask) - 1;
+            unsigned at = 0;
+            if (lane == leader) at = atomicAdd(&s_n, (unsigned)__popc(mask));
+            at = __shfl_sync(0xffffffffu, at, leader) + __popc(mask & ((1u << lane) - 1));
+            if (take && at < ZR_SAMPLE_CAP) {
+                sc->cand[at] = 4 * q + c;
+                sc->cand_l[at] = v[c];
+            }
+        }
+    }
+    __syncthreads();
+    return (int)s_n;
+}
+
 // One block of ZR_SAMPLE_PICK_THREADS, ZR_SAMPLE_PICK_SMEM bytes of dynamic shared memory.
 // temp > 0 unless mode is ZR_SAMPLE_GREEDY; k as the mode needs it; lmp as sample_count_f32.
 // What thread 0 needs at the end (the position, the generator, the history's head) is loaded
@@ -497,20 +740,23 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
     float *s_l = (float *)(s_w + ZR_SAMPLE_CAP);            // [ZR_SAMPLE_CAP]
     __shared__ int s_status, s_token, s_n, s_done;
     const int tid = threadIdx.x;
-    int pos = 0, rn = 0, n_hist = 0, head = 0;
-    unsigned long long rng[4] = {0, 0, 0, 0};
+    // thread 0's, in shared memory rather than registers (every thread would hold them, at the
+    // 64 registers of a 1024-thread block, across the sort and sample_refine)
+    __shared__ int s_pos, s_rn, s_nh, s_head;
+    __shared__ unsigned long long s_rng[4];
     if (tid == 0) {
         sc->t_stage[ZR_SAMPLE_T_PICK] = zr_globaltimer();
-        pos = tok_pos[1];
-        rn = st->repeat_last_n;
-        n_hist = st->n_hist;
-        head = st->hist_head;
-        for (int i = 0; i < 4; i++) rng[i] = st->rng[i];
+        s_pos = tok_pos[1];
+        s_rn = st->repeat_last_n;
+        s_nh = st->n_hist;
+        s_head = st->hist_head;
+        for (int i = 0; i < 4; i++) s_rng[i] = st->rng[i];
     }
     // what count and gather left, loaded beside the prep's partials (one round trip for both)
-    const int set_host = sc->set_host, set_cut = sc->set_cut;
+    const int set_host = sc->set_host, set_cut = sc->set_cut, set_refine = sc->set_refine;
+    const float set_lo = sc->set_thr, set_hi = sc->set_hi;
     const double vocab_total = sc->total; // top-p without top-k
-    const int n0 = min((int)__ldcg(&sc->n_set), ZR_SAMPLE_CAP);
+    int n0 = min((int)__ldcg(&sc->n_set), ZR_SAMPLE_CAP);
     unsigned long long best_key;
     int bad;
     sample_prep_result(sc, n, &best_key, &bad);
@@ -527,6 +773,16 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
         else s_done = 0;
     }
     __syncthreads();
+    if (!s_done && set_refine) {
+        n0 = sample_refine(work, sc, n, k, set_lo, set_hi, (unsigned *)s_w); // the same in every thread
+        if (n0 < 0) {
+            if (tid == 0) {
+                s_status = ZR_PICK_HOST;
+                s_done = 1;
+            }
+            __syncthreads();
+        }
+    }
     if (!s_done) {
         sample_sort_set(work, sc, n0, mode, s_key, (unsigned long long *)s_w, s_l);
         if (tid == 0) sc->t_stage[ZR_SAMPLE_T_PICK_SORTED] = zr_globaltimer();
@@ -574,7 +830,9 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
                 __syncthreads();
                 const double total = sample_block_tree(s_w, cnt);
                 if (tid == 0) {
+                    unsigned long long rng[4] = {s_rng[0], s_rng[1], s_rng[2], s_rng[3]};
                     const double u = __dmul_rn(sample_uniform(rng), total);
+                    for (int i = 0; i < 4; i++) s_rng[i] = rng[i];
                     double cum = 0.0;
                     int last = 0, pick = -1;
 #pragma unroll 8
@@ -601,8 +859,10 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
     __syncthreads();
     if (tid != 0) return;
     const int status = s_status, token = s_token;
+    const int pos = s_pos;
+    unsigned long long rng[4] = {s_rng[0], s_rng[1], s_rng[2], s_rng[3]}; // as loaded unless a draw advanced it
     ZrPickRecord *rec = ring + (unsigned)pos % (unsigned)n_slots;
-    sample_step_end(st, rec, tok_pos, pos, status, token, bad, rng, rn, head, n_hist); // rng: as loaded unless a draw advanced it
+    sample_step_end(st, rec, tok_pos, pos, status, token, bad, rng, s_rn, s_head, s_nh);
     sc->n_set = 0;
     const unsigned long long t_end = zr_globaltimer();
     sc->t_stage[ZR_SAMPLE_T_PICK_END] = t_end;

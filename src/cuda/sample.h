@@ -20,10 +20,12 @@
  *
  * Limits of the chain (cu/sample.cu, src/cuda/sample_scratch.h): it sorts at most 4096
  * candidates, taken from the first of nested sets {logit >= max - d} (d every eighth of a logit
- * down to 64, then coarse steps) that holds the CPU's result. A step whose set is larger is
- * ZR_PICK_HOST, never a different token: top-k where the ids tied or crowded around the k-th
- * logit pass 4096 (a flat row; one logit thousands above all others), and top-p whose prefix
- * needs more than 4096 ids. With no top-k and no top-p (--top-k 0 --top-p 1) the draw needs no
+ * down to 64, then coarse steps) that holds the CPU's result. Where top-k's set is larger (the
+ * k-th logit far below the first, where the steps are coarse: a synthesized tied model's input
+ * token stands hundreds above the rest) the pick narrows it by sub-levels of that step, up to
+ * four rounds. A step whose set is still larger is ZR_PICK_HOST, never a different token: top-k
+ * where more than 4096 ids tie around the k-th logit (a flat row), and top-p whose prefix needs
+ * more than 4096 ids. With no top-k and no top-p (--top-k 0 --top-p 1) the draw needs no
  * sort: it descends the fixed sum tree over every id (cuda/sample_full.h, src/sampler.c
  * draw_all), exact at any vocabulary. Vocabularies up to 2M ids. */
 #pragma once

@@ -15,8 +15,14 @@
  *                      global bins and block sums;
  *   sample_gather_f32  every block picks from the bins the smallest set that holds the result
  *                      exactly (or ZR_PICK_HOST), the same in each, then gathers its ids of that
- *                      set into cand[], their logits into cand_l[];
- *   sample_pick_f32    one block: sorts the set by the total order (a rank sort up to
+ *                      set into cand[], their logits into cand_l[]; of a top-k set too large to
+ *                      sort (set_refine) it counts the ids by sub-level instead (sub_count)
+ *                      and offers its own k best (union_id);
+ *   sample_pick_f32    one block: narrows a crowded top-k set first (sample_refine: the
+ *                      sub-level where the k-th lies from sub_count, the set from the blocks'
+ *                      offers; where that is not enough, more rounds of sub-levels and a
+ *                      gather over the vocabulary by this block),
+ *                      sorts the set by the total order (a rank sort up to
  *                      ZR_SAMPLE_RANK_MAX candidates, else bitonic), top-k, top-p, min-p,
  *                      temperature, the draw, as src/sampler.c, then the record, the history and
  *                      tok_pos.
@@ -37,6 +43,15 @@
 #define ZR_SAMPLE_RANK_MAX 256      /* sets up to this size are rank-sorted (4+ threads a candidate) */
 /* the largest vocabulary the chain takes: every kernel covers it in one grid */
 #define ZR_SAMPLE_MAX_VOCAB (ZR_SAMPLE_MAX_BLOCKS * ZR_SAMPLE_COUNT_IDS)
+/* A crowded top-k set (the first level holding k ids holds more than ZR_SAMPLE_CAP: e.g. one
+ * logit hundreds above the rest, the level steps there being coarse) is narrowed by the pick:
+ * each round splits the range where the k-th id lies into ZR_SAMPLE_SUB sub-levels, at most
+ * ZR_SAMPLE_ROUNDS rounds, then ZR_PICK_HOST (only ties wider than the buffer stay crowded). */
+#define ZR_SAMPLE_SUB (2 * ZR_SAMPLE_PICK_THREADS)
+#define ZR_SAMPLE_ROUNDS 4
+/* the ids each gather block offers for a crowded set (its own k best by sub-level, a superset of
+ * its share of the k best overall), all blocks together */
+#define ZR_SAMPLE_UNION 16384
 /* shared memory of sample_pick_f32: keys (u64), weights (f64) and logits (f32) of ZR_SAMPLE_CAP */
 #define ZR_SAMPLE_PICK_SMEM (ZR_SAMPLE_CAP * (8 + 8 + 4))
 
@@ -89,8 +104,14 @@ typedef struct ZrSampleScratch {
     double total;                         /* zr_tree_sum of zr_exp(work[i] - max) over every id (top-p only) */
     int32_t set_host;                     /* 1: no set fits, the step is ZR_PICK_HOST */
     int32_t set_cut;                      /* 1: the set is the whole min-p set (top-p needs no wider one) */
+    int32_t set_refine;                   /* 1: top-k's set is too large: the pick narrows it (n_set unused) */
     float set_thr;                        /* the set: work[i] >= set_thr and > -inf */
+    float set_hi;                         /* set_refine: fewer than k ids are >= set_hi (the level before) */
     uint32_t n_set;
+    uint32_t sub_count[ZR_SAMPLE_SUB];    /* set_refine: the ids >= set_thr by sub-level (the pick zeroes it) */
+    uint32_t n_union;                     /* set_refine: ids offered (past ZR_SAMPLE_UNION: some were not kept) */
+    int32_t union_id[ZR_SAMPLE_UNION];
+    float union_l[ZR_SAMPLE_UNION];       /* work[union_id[i]] */
     int32_t cand[ZR_SAMPLE_CAP];
     float cand_l[ZR_SAMPLE_CAP];          /* work[cand[i]] */
 } ZrSampleScratch;

@@ -31,9 +31,12 @@ enum {
     L_TIES,    /* 11 distinct values, a few hundred ids at the top: top-k ends inside a run of equal logits */
     L_FLAT,    /* every logit equal */
     L_HUGE,    /* one logit of 1e4 (all other weights underflow to 0) */
+    L_TIED,    /* one logit ~600 above a bulk of std ~13: the row of zrun-synth's tied Gemma, whose
+                  input token's own logit stands out (the 40th ~600 below it, where the levels
+                  step by 256 and 768: the first holding 40 ids holds the whole vocabulary) */
     L_KINDS
 };
-static const char *const kind_name[] = {"peaked", "spread", "ties", "flat", "huge"};
+static const char *const kind_name[] = {"peaked", "spread", "ties", "flat", "huge", "tied"};
 
 static void fill(float *v, int n, int kind, int step, uint64_t *s) {
     for (int i = 0; i < n; i++) {
@@ -43,10 +46,12 @@ static void fill(float *v, int n, int kind, int step, uint64_t *s) {
         case L_SPREAD: v[i] = 10.0f * a; break;
         case L_TIES: v[i] = floorf(4.0f * a) + (i % 200 == 3 ? 3.0f : 0.0f); break;
         case L_FLAT: v[i] = 0.5f; break;
+        case L_TIED: v[i] = 15.0f * (a + b + gpu_rand(s)); break;
         default: v[i] = a; break;
         }
     }
     if (kind == L_HUGE) v[(step * 7919 + 5) % n] = 1e4f;
+    if (kind == L_TIED) v[(step * 7919 + 5) % n] = 640.0f + 4.0f * (float)step;
 }
 
 /* ---- one sequence of steps ---- */
@@ -171,8 +176,10 @@ static ZrSamplerParams setting(int s) {
 static int host_expected(int s, int kind, int n_cand) {
     const bool top_p = s == S_TOP_P || s == S_FULL_TOP_P || s == S_TOP_P_MIN_P;
     if (s == S_GREEDY || s == S_GREEDY_PENALTIES || kind == L_PEAKED || n_cand <= ZR_SAMPLE_CAP) return 0;
-    if (kind == L_FLAT) return 2; /* every candidate set is the whole vocabulary */
-    if (kind == L_HUGE) return top_p ? 0 : 1; /* top-k: the 39 after the huge one lie 1e4 below it */
+    if (kind == L_FLAT) return 2; /* every candidate set is the whole vocabulary, tied */
+    /* huge, tied: top-k's crowded level is narrowed by the pick (sample_refine); top-p's set is
+     * the one huge logit */
+    if (kind == L_HUGE || kind == L_TIED) return 0;
     return top_p ? 1 : 0; /* spread, ties: top-p's set may pass the buffer */
 }
 
@@ -467,8 +474,9 @@ ZT_TEST(time_of_each_stage_of_the_chain_and_of_steps_back_to_back) {
     const bool sync_each = g->l.sync_each;
     g->l.sync_each = false;
     const bool pdl = zr_launcher_set_pdl(&g->l, zr_launch_pdl_supported(&g->cuda));
-    fprintf(stderr, "  µs per stage (median of %d steps, %%globaltimer stamps; PDL %s; peaked logits); 'step' = the\n"
-                    "  period of %d steps queued back to back (records' t_end), the time a step costs the device\n",
+    fprintf(stderr, "  µs per stage (median of %d steps, %%globaltimer stamps; PDL %s; peaked logits, but the last row's:\n"
+                    "  tied, top-k's level crowded); 'step' = the period of %d steps queued back to back (records'\n"
+                    "  t_end), the time a step costs the device\n",
             STAGE_STEPS, pdl ? "on" : "off", PERIOD_STEPS);
     for (size_t vi = 0; vi < sizeof vocab / sizeof vocab[0]; vi++) {
         const int nv = vocab[vi];
@@ -500,6 +508,19 @@ ZT_TEST(time_of_each_stage_of_the_chain_and_of_steps_back_to_back) {
             fprintf(stderr, " %11.2f\n", us);
             zr_sample_dev_free(&g->cuda, &d);
         }
+        /* the default chain where top-k's level is crowded (tied logits): the pick narrows it */
+        fill(v, nv, L_TIED, 0, &rs);
+        ZT_CHECK(!zr_cuda_h2d(&g->cuda, dl, v, sizeof(float) * nv, &e));
+        const ZrSamplerParams p = setting(S_DEFAULT);
+        ZrSampleDev d;
+        ZT_CHECKF(!zr_sample_dev_init(&g->cuda, &p, nv, NULL, 0, &d, &e), "%s", e.msg);
+        t.d = &d;
+        fprintf(stderr, "  %-20s", "default, tied logits");
+        print_stages(g, &t, busy, sink);
+        const double tied_us = device_period(g, step_chain, &t, busy, busy_bytes, sink);
+        ZT_CHECK(tied_us >= 0.0);
+        fprintf(stderr, " %11.2f\n", tied_us);
+        zr_sample_dev_free(&g->cuda, &d);
         gpu_free(g, dl);
         gpu_free(g, dtp);
         gpu_free(g, dr);
