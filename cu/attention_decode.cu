@@ -89,17 +89,14 @@ __device__ __forceinline__ void zr_ad_patch(float4 (&r)[U][V], const float4 *row
         }
 }
 
-// Value d of the pair-rotated row x (rope over its first rope_dim values; the rest as they are).
-__device__ __forceinline__ float zr_ad_rope(const float *x, int d, int pos, const double *__restrict__ freq,
-                                            int rope_dim, int neox) {
+// Value d of the pair-rotated row x (rope over its first rope_dim values; the rest as they
+// are), the angle's (c, s) computed before (zr_rope_cos_sin of d's pair).
+__device__ __forceinline__ float zr_ad_rope_cs(const float *x, int d, int rope_dim, int neox, float c, float s) {
     if (d >= rope_dim) return x[d];
     const int half = rope_dim >> 1;
     const int j = neox ? (d < half ? d : d - half) : d >> 1;
     const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
-    const float a = x[i0], b = x[i1];
-    float co, si;
-    zr_rope_cos_sin(pos, freq[j], &co, &si);
-    return d == i0 ? zr_rope_first(a, b, co, si) : zr_rope_second(a, b, co, si);
+    return d == i0 ? zr_rope_first(x[i0], x[i1], c, s) : zr_rope_second(x[i0], x[i1], c, s);
 }
 
 // V float4s per lane: 1 for heads of up to 128 values, 2 up to 256 (the row batch halves so the
@@ -150,6 +147,24 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
     float4 kr[U][V], vr[U][V];
     zr_ad_rows<U, V>(kr, kc + base, kv_dim, grp, NG, n_cached, sub, L, hd4);
     zr_ad_rows<U, V>(vr, vc + base, kv_dim, grp, NG, n_cached, sub, L, hd4);
+    // also before the wait: what this thread's value of q (t < hd) or of the new K row (hd <= t
+    // < 2 hd) needs that no kernel writes: its pair's angle and norm weights (the first pass
+    // below takes value t of q|k|v, so these are its q and k values at any head_dim <= 256)
+    const int tv = t / hd, td = t - tv * hd;
+    const bool rot = tv < 2 && td < rope_dim;
+    int ti0 = td, ti1 = td;
+    float tc = 1.f, ts = 0.f, tw0 = 0.f, tw1 = 0.f;
+    if (rot) {
+        const int half = rope_dim >> 1, j = neox ? (td < half ? td : td - half) : td >> 1;
+        ti0 = neox ? j : 2 * j;
+        ti1 = neox ? j + half : 2 * j + 1;
+        zr_rope_cos_sin(pos, freq[j], &tc, &ts);
+    }
+    const float *tw = tv == 0 ? q_norm : tv == 1 ? k_norm : nullptr;
+    if (tw) {
+        tw0 = tw[ti0];
+        tw1 = tw[ti1];
+    }
     zr_grid_enter();
 
     const bool writer = h % G == 0; // exactly one block per KV head writes cache row pos
@@ -159,10 +174,11 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
         // (2hd..3hd-1, the blocks that hold pos): all loads at once, rotated from qkv
         for (int i = t; i < 3 * hd; i += ZR_AD_THREADS) {
             const int v = i / hd, d = i - v * hd;
+            // (i == t for q and k: 2 hd <= ZR_AD_THREADS)
             if (v == 0) {
-                qs[d] = zr_ad_rope(qsrc, d, pos, freq, rope_dim, neox) * scale;
+                qs[d] = zr_ad_rope_cs(qsrc, d, rope_dim, neox, tc, ts) * scale;
             } else if (cur && v == 1) {
-                const float val = zr_ad_rope(ksrc, d, pos, freq, rope_dim, neox);
+                const float val = zr_ad_rope_cs(ksrc, d, rope_dim, neox, tc, ts);
                 kn[d] = val;
                 if (writer) kc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
             } else if (cur) {
@@ -202,22 +218,16 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
         float val = 0.f;
         if (v == 0 || (cur && v == 1)) {
             float *x = v == 0 ? qs : kn;
-            const float *w = v == 0 ? q_norm : k_norm;
-            if (w) { // every thread of the row reads the normed pair, so normalize on the fly
+            if (tw) { // every thread of the row reads the normed pair, so normalize on the fly
                 const float r = rinv[v];
-                if (d < rope_dim) {
-                    const int half = rope_dim >> 1;
-                    const int j = neox ? (d < half ? d : d - half) : d >> 1;
-                    const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
-                    const float a = x[i0] * r * w[i0], b = x[i1] * r * w[i1];
-                    float co, si;
-                    zr_rope_cos_sin(pos, freq[j], &co, &si);
-                    val = d == i0 ? zr_rope_first(a, b, co, si) : zr_rope_second(a, b, co, si);
+                if (rot) {
+                    const float a = x[ti0] * r * tw0, b = x[ti1] * r * tw1;
+                    val = d == ti0 ? zr_rope_first(a, b, tc, ts) : zr_rope_second(a, b, tc, ts);
                 } else {
-                    val = x[d] * r * w[d];
+                    val = x[d] * r * tw0; // ti0 == d
                 }
             } else {
-                val = zr_ad_rope(x, d, pos, freq, rope_dim, neox);
+                val = zr_ad_rope_cs(x, d, rope_dim, neox, tc, ts);
             }
         }
         __syncthreads(); // every read of the raw values is done
