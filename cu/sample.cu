@@ -239,6 +239,23 @@ __device__ __forceinline__ int sample_sub_decide(float l, const float *lo, const
     return 0;
 }
 
+// Appends (id, l) where take, by the whole warp with one atomic on *count (global or shared
+// memory): the lanes' slots follow the warp's base in lane order; slots at or past cap are
+// counted but not written (the count then tells the reader some were lost).
+__device__ __forceinline__ void sample_warp_append(bool take, int id, float l, unsigned *count, int *ids, float *ls,
+                                                   unsigned cap) {
+    const unsigned mask = __ballot_sync(0xffffffffu, take);
+    if (!mask) return;
+    const int lane = threadIdx.x & 31, leader = __ffs(mask) - 1;
+    unsigned slot = 0;
+    if (lane == leader) slot = atomicAdd(count, (unsigned)__popc(mask));
+    slot = __shfl_sync(0xffffffffu, slot, leader) + __popc(mask & ((1u << lane) - 1));
+    if (take && slot < cap) {
+        ids[slot] = id;
+        ls[slot] = l;
+    }
+}
+
 // Inclusive prefix sums of v[0..n) in place by the block (integers: exact in any order).
 template <class T> __device__ void sample_block_scan(T *v, int n) {
     __shared__ T s_part[ZR_SAMPLE_COUNT_THREADS];
@@ -477,39 +494,17 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
         unsigned at, over;
         sample_sub_suffix(s_sub, 0, (unsigned)k, &b, &at, &over);
         if (b < 0) b = 0;
-        const int lane = threadIdx.x & 31;
 #pragma unroll
-        for (int u = 0; u < PER; u++) {
-            const bool take = l[u] >= thr && sample_sub_level(l[u], thr, scale) >= b;
-            const unsigned mask = __ballot_sync(0xffffffffu, take);
-            if (!mask) continue;
-            const int leader = __ffs(mask) - 1;
-            unsigned slot = 0;
-            if (lane == leader) slot = atomicAdd(&sc->n_union, (unsigned)__popc(mask));
-            slot = __shfl_sync(0xffffffffu, slot, leader) + __popc(mask & ((1u << lane) - 1));
-            if (take && slot < ZR_SAMPLE_UNION) {
-                sc->union_id[slot] = base + u * ZR_SAMPLE_COUNT_THREADS + threadIdx.x;
-                sc->union_l[slot] = l[u];
-            }
-        }
+        for (int u = 0; u < PER; u++)
+            sample_warp_append(l[u] >= thr && sample_sub_level(l[u], thr, scale) >= b,
+                               base + u * ZR_SAMPLE_COUNT_THREADS + threadIdx.x, l[u], &sc->n_union, sc->union_id,
+                               sc->union_l, ZR_SAMPLE_UNION);
         return;
     }
-    const int lane = threadIdx.x & 31;
 #pragma unroll
-    for (int u = 0; u < PER; u++) {
-        // one atomic a warp: its lanes' slots follow the warp's base in lane order
-        const bool take = l[u] >= thr && l[u] > -INFINITY;
-        const unsigned mask = __ballot_sync(0xffffffffu, take);
-        if (!mask) continue;
-        const int leader = __ffs(mask) - 1;
-        unsigned at = 0;
-        if (lane == leader) at = atomicAdd(&sc->n_set, (unsigned)__popc(mask));
-        at = __shfl_sync(0xffffffffu, at, leader) + __popc(mask & ((1u << lane) - 1));
-        if (take && at < ZR_SAMPLE_CAP) {
-            sc->cand[at] = base + u * ZR_SAMPLE_COUNT_THREADS + threadIdx.x;
-            sc->cand_l[at] = l[u];
-        }
-    }
+    for (int u = 0; u < PER; u++)
+        sample_warp_append(l[u] >= thr && l[u] > -INFINITY, base + u * ZR_SAMPLE_COUNT_THREADS + threadIdx.x, l[u],
+                           &sc->n_set, sc->cand, sc->cand_l, ZR_SAMPLE_CAP);
 }
 
 // zr_tree_sum of w[0..n) (n <= ZR_SAMPLE_CAP) by the whole block; every thread gets the result.
@@ -626,7 +621,6 @@ __device__ int sample_refine(const float *__restrict__ work, ZrSampleScratch *sc
     __shared__ int s_b[ZR_SAMPLE_ROUNDS];
     __shared__ unsigned s_n;
     const int tid = threadIdx.x, nt = blockDim.x;
-    const int lane = tid & 31;
     float rlo = lo, scale = sample_sub_scale(lo, hi);
     unsigned above = 0;
     int rounds = 0;
@@ -670,18 +664,10 @@ __device__ int sample_refine(const float *__restrict__ work, ZrSampleScratch *sc
             __syncthreads();
             for (int i0 = 0; i0 < (int)n_union; i0 += nt) {
                 const int i = i0 + tid;
-                const float l = i < (int)n_union ? __ldcg(&sc->union_l[i]) : -INFINITY;
-                const bool take = l >= lo && sample_sub_level(l, lo, scale) >= b;
-                const unsigned mask = __ballot_sync(0xffffffffu, take);
-                if (!mask) continue;
-                const int leader = __ffs(mask) - 1;
-                unsigned slot = 0;
-                if (lane == leader) slot = atomicAdd(&s_n, (unsigned)__popc(mask));
-                slot = __shfl_sync(0xffffffffu, slot, leader) + __popc(mask & ((1u << lane) - 1));
-                if (take && slot < ZR_SAMPLE_CAP) {
-                    sc->cand[slot] = __ldcg(&sc->union_id[i]);
-                    sc->cand_l[slot] = l;
-                }
+                const bool in = i < (int)n_union;
+                const float l = in ? __ldcg(&sc->union_l[i]) : -INFINITY;
+                sample_warp_append(l >= lo && sample_sub_level(l, lo, scale) >= b, in ? __ldcg(&sc->union_id[i]) : 0, l,
+                                   &s_n, sc->cand, sc->cand_l, ZR_SAMPLE_CAP);
             }
             __syncthreads();
             return s_n == at ? (int)s_n : -1; // an offer short of the set: cannot happen, but never guess
@@ -709,19 +695,9 @@ __device__ int sample_refine(const float *__restrict__ work, ZrSampleScratch *sc
         }
         const float v[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
-        for (int c = 0; c < 4; c++) {
-            const bool take = v[c] >= lo && sample_sub_decide(v[c], s_lo, s_scale, s_b, rounds) >= 0;
-            const unsigned mask = __ballot_sync(0xffffffffu, take);
-            if (!mask) continue;
-            const int leader = __ffs(mask) - 1;
-            unsigned at = 0;
-            if (lane == leader) at = atomicAdd(&s_n, (unsigned)__popc(mask));
-            at = __shfl_sync(0xffffffffu, at, leader) + __popc(mask & ((1u << lane) - 1));
-            if (take && at < ZR_SAMPLE_CAP) {
-                sc->cand[at] = 4 * q + c;
-                sc->cand_l[at] = v[c];
-            }
-        }
+        for (int c = 0; c < 4; c++)
+            sample_warp_append(v[c] >= lo && sample_sub_decide(v[c], s_lo, s_scale, s_b, rounds) >= 0, 4 * q + c, v[c],
+                               &s_n, sc->cand, sc->cand_l, ZR_SAMPLE_CAP);
     }
     __syncthreads();
     return (int)s_n;
