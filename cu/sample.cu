@@ -606,33 +606,29 @@ __device__ void sample_sort_set(const float *__restrict__ work, const ZrSampleSc
 
 // The pick's own gather of a crowded top-k set (set_refine: the k-th id lies in [lo, hi), the set
 // {work >= lo} is too large to sort), by the whole block. Each round has the undecided ids
-// (sample_sub_decide) by sub-level of its range (the first round: sample_gather_f32's sub_count,
-// zeroed here for the next step; later ones counted by this block over the whole vocabulary) and
-// keeps the largest sub-level b where the ids decided above plus those at >= b reach k
-// (sample_sub_suffix). Once those fit ZR_SAMPLE_CAP, one pass over the vocabulary gathers them
-// into cand[] and cand_l[] and their number is returned (to every thread); else the next round
-// splits sub-level b. Sub-levels are monotone in the logit, so the set is a prefix of the total
-// order: it holds the k best ids. -1: still crowded after ZR_SAMPLE_ROUNDS rounds (ties), for
-// ZR_PICK_HOST. work: 16-byte aligned (src/cuda/sample.c). s_h: ZR_SAMPLE_SUB unsigned of scratch.
+// (sample_sub_decide) by sub-level of its range (the first round: sample_gather_f32's sub_count;
+// later ones counted by this block over the whole vocabulary) and keeps the largest sub-level b
+// where the ids decided above plus those at >= b reach k (sample_sub_suffix). Once those fit
+// ZR_SAMPLE_CAP they are taken from the gather blocks' offers, or where the offers overflowed, by
+// one pass over the vocabulary, into cand[] and cand_l[], and their number is returned (to every
+// thread); else the next round splits sub-level b. Sub-levels are monotone in the logit, so the
+// set is a prefix of the total order: it holds the k best ids. -1, for ZR_PICK_HOST: still
+// crowded after ZR_SAMPLE_ROUNDS rounds (ties), or a set whose size is not the counts' (never
+// seen; a guard, never a guess). work: 16-byte aligned (src/cuda/sample.c). s_h: ZR_SAMPLE_SUB unsigned of scratch.
 __device__ int sample_refine(const float *__restrict__ work, ZrSampleScratch *sc, int n, int k, float lo, float hi,
                              unsigned *s_h) {
-    enum { U = 8 }; // loads in flight per thread in a later round (8: no spill at 64 registers, where 3 or 4 spill)
+    enum { U = 16 }; // loads in flight per thread in a later round (ptxas sm_90: 16, 4, 6, 7 no spill at 64 registers; 8 spills 8 bytes)
     __shared__ float s_lo[ZR_SAMPLE_ROUNDS], s_scale[ZR_SAMPLE_ROUNDS];
     __shared__ int s_b[ZR_SAMPLE_ROUNDS];
-    __shared__ unsigned s_n;
+    __shared__ unsigned s_n, s_at;
     const int tid = threadIdx.x, nt = blockDim.x;
     float rlo = lo, scale = sample_sub_scale(lo, hi);
     unsigned above = 0;
     int rounds = 0;
-    // the gather blocks' counts and offers, left at zero for the next step (added by other
-    // multiprocessors: from L2)
-    for (int j = tid; j < ZR_SAMPLE_SUB; j += nt) {
-        s_h[j] = __ldcg(&sc->sub_count[j]);
-        sc->sub_count[j] = 0;
-    }
+    // the gather blocks' counts and offers (added by other multiprocessors: from L2; the pick
+    // zeroes them for the next step once it is done with them, whether or not it came here)
+    for (int j = tid; j < ZR_SAMPLE_SUB; j += nt) s_h[j] = __ldcg(&sc->sub_count[j]);
     const unsigned n_union = __ldcg(&sc->n_union);
-    __syncthreads(); // every thread has read n_union
-    if (tid == 0) sc->n_union = 0;
     for (;;) {
         const int r = rounds;
         if (tid == 0) {
@@ -672,7 +668,10 @@ __device__ int sample_refine(const float *__restrict__ work, ZrSampleScratch *sc
             __syncthreads();
             return s_n == at ? (int)s_n : -1; // an offer short of the set: cannot happen, but never guess
         }
-        if (at <= ZR_SAMPLE_CAP) break;
+        if (at <= ZR_SAMPLE_CAP) {
+            if (tid == 0) s_at = at; // in shared memory: a register live over the gather spilled
+            break;
+        }
         // the next round splits sub-level b
         above = over;
         rlo = __fadd_rn(rlo, __fdiv_rn((float)b, scale));
@@ -700,7 +699,7 @@ __device__ int sample_refine(const float *__restrict__ work, ZrSampleScratch *sc
                                &s_n, sc->cand, sc->cand_l, ZR_SAMPLE_CAP);
     }
     __syncthreads();
-    return (int)s_n;
+    return s_n == s_at ? (int)s_n : -1; // a count that does not match the set: never guess
 }
 
 // One block of ZR_SAMPLE_PICK_THREADS, ZR_SAMPLE_PICK_SMEM bytes of dynamic shared memory.
@@ -827,10 +826,15 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
             }
         }
     }
-    // the count's bins, ready for the next step (every gather block has read them)
+    // the count's bins, ready for the next step (every gather block has read them), and a crowded
+    // set's sub-level counts and offers (read by sample_refine above, or never: a non-finite step)
     for (int j = tid; j < ZR_SAMPLE_BINS; j += blockDim.x) {
         sc->bin_count[j] = 0;
         sc->bin_mass[j] = 0;
+    }
+    if (sc->set_refine) { // loaded again: a register live over the whole pick spilled
+        for (int j = tid; j < ZR_SAMPLE_SUB; j += blockDim.x) sc->sub_count[j] = 0;
+        if (tid == 0) sc->n_union = 0;
     }
     __syncthreads();
     if (tid != 0) return;

@@ -265,6 +265,52 @@ ZT_TEST(a_nan_or_inf_logit_fails_the_step_and_changes_nothing) {
     free(after);
 }
 
+/* A crowded top-k step (tied logits: the pick narrows the set from the gather blocks' counts and
+ * offers) that fails on a non-finite logit must not leave those counts behind: the next crowded
+ * step is exact on the device (stale counts were a set short of the CPU's: ZR_PICK_HOST or
+ * worse). */
+ZT_TEST(a_crowded_step_after_a_non_finite_one_is_still_exact_on_the_device) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    ZrError e = {0};
+    const int nv = 262144;
+    const ZrSamplerParams p = zr_sampler_defaults();
+    ZrSampleDev d;
+    ZT_CHECKF(!zr_sample_dev_init(&g->cuda, &p, nv, NULL, 0, &d, &e), "%s", e.msg);
+    ZrSampler *cpu = zr_sampler_create(&p, nv, &e);
+    ZT_CHECKF(cpu, "%s", e.msg);
+    float *v = malloc(sizeof(float) * nv), *h = malloc(sizeof(float) * nv);
+    CUdeviceptr dl = gpu_alloc(g, sizeof(float) * nv), dtp = gpu_alloc(g, 8), dr = gpu_alloc(g, sizeof(ZrPickRecord) * N_SLOTS);
+    const ZrPickIO io = {.logits = dl, .n_cand = nv, .tok_pos = dtp, .ring = dr, .n_slots = N_SLOTS};
+    const int32_t tp[2] = {9, 41};
+    ZT_CHECK(!zr_cuda_h2d(&g->cuda, dtp, tp, sizeof tp, &e));
+    uint64_t s = 23;
+    for (int step = 0; step < 3; step++) {
+        fill(v, nv, L_TIED, step, &s);
+        if (step < 2) v[nv / 3 + step] = NAN; /* two failed steps: counts twice over if kept */
+        ZT_CHECK(!zr_cuda_h2d(&g->cuda, dl, v, sizeof(float) * nv, &e));
+        ZT_CHECKF(!zr_sample_launch(&g->l, &g->k, &d, &io, &e), "%s", e.msg);
+        ZrPickRecord rec;
+        gpu_download(g, &rec, dr + sizeof rec * (size_t)(tp[1] % N_SLOTS), sizeof rec);
+        if (step < 2) {
+            ZT_CHECKF(rec.status == ZR_PICK_NONFINITE && rec.nonfinite_at == nv / 3 + step, "step %d: status %d at %d", step,
+                      rec.status, rec.nonfinite_at);
+            continue;
+        }
+        memcpy(h, v, sizeof(float) * nv);
+        const int32_t want = zr_sampler_sample(cpu, h);
+        ZT_CHECKF(rec.status == ZR_PICK_OK && rec.token == want, "after two failed steps: status %d token %d, CPU token %d",
+                  rec.status, rec.token, want);
+    }
+    gpu_free(g, dl);
+    gpu_free(g, dtp);
+    gpu_free(g, dr);
+    zr_sample_dev_free(&g->cuda, &d);
+    zr_sampler_free(cpu);
+    free(v);
+    free(h);
+}
+
 ZT_TEST(the_greedy_tail_writes_the_argmax_record_and_advances_tok_pos) {
     GpuEnv *g = gpu_env();
     if (!g) return;
