@@ -277,7 +277,7 @@ template <class T> __device__ void sample_block_scan(T *v, int n) {
 
 // The set the pick sorts, chosen by every block of sample_gather_f32 (the same in each) from the
 // per-level counts and masses (cnt, mass: [ZR_SAMPLE_BINS], per level, then the min-p set, in
-// shared memory), with the whole block; thread 0 writes the choice to *host, *cut, *thr.
+// shared memory), with the whole block; thread 0 writes the choice to *host, *cut, *refine, *thr, *hi.
 // As the CPU's passes: top-k, the first level holding k ids; top-p, the first level whose mass
 // surely reaches top_p (a margin far above the rounding of the running sum), or the min-p set
 // once a level reaches the min-p floor; and a set past ZR_SAMPLE_CAP is ZR_PICK_HOST, but for
