@@ -617,7 +617,9 @@ __device__ void sample_sort_set(const float *__restrict__ work, const ZrSampleSc
 // seen; a guard, never a guess). work: 16-byte aligned (src/cuda/sample.c). s_h: ZR_SAMPLE_SUB unsigned of scratch.
 __device__ int sample_refine(const float *__restrict__ work, ZrSampleScratch *sc, int n, int k, float lo, float hi,
                              unsigned *s_h) {
-    enum { U = 16 }; // loads in flight per thread in a later round (ptxas sm_90: 16, 4, 6, 7 no spill at 64 registers; 8 spills 8 bytes)
+    // loads in flight per thread in a later round (ptxas sm_90, 64 registers: 16, 4, 6 and 7 do
+    // not spill; 8 spills 8 bytes)
+    enum { U = 16 };
     __shared__ float s_lo[ZR_SAMPLE_ROUNDS], s_scale[ZR_SAMPLE_ROUNDS];
     __shared__ int s_b[ZR_SAMPLE_ROUNDS];
     __shared__ unsigned s_n, s_at;
