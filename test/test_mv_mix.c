@@ -2,8 +2,9 @@
  * on the host: which groups of matrices become one launch, and that each part keeps the shape
  * zr_cuf_mv_shape gives its matrix alone (its split, its block size, its own launch's tiles), the
  * condition for the outputs to equal the per-type launches bit for bit (test/gpu/test_matvec_mix.c
- * checks that on a GPU). No GPU needed: the plan reads only sizes, types and the device's
- * multiprocessor count. */
+ * checks that on a GPU), or, where those shapes would take the launch past one wave, the general
+ * rule's (zr_cuf_mv_shape_general) for every part. No GPU needed: the plan reads only sizes, types
+ * and the device's multiprocessor count. */
 #include <string.h>
 
 #include "cuda/mv_shape.h"
@@ -32,13 +33,33 @@ static void qkv(ZrCuWeight out[2], uint32_t a, uint32_t b, int n_embd, int n_hea
     out[1] = mat(b, n_embd, n_kv * hd);
 }
 
-/* The plan's part p against the matrix's own launch: its zr_cuf_mv_shape and the grid of
- * zr_k_matvec written out (ceil(ceil(results / rows per warp) / row groups) blocks). */
-static void check_part(const ZrCuKernels *k, const ZrMvMix *m, int p, const ZrCuWeight *w, int mode) {
-    const ZrMvShape s = zr_cuf_mv_shape(k, w, mode);
+/* The tiles of a launch of w alone with shape s (ceil(ceil(results / rows per warp) / row groups)). */
+static int own_tiles(const ZrCuWeight *w, int mode, ZrMvShape s) {
     const int R = zr_cuf_mv_rows_per_warp(w->type), per = mode & ZR_CUF_MV_GLU ? R / 2 : R;
     const int results = mode & ZR_CUF_MV_GLU ? w->n_out / 2 : w->n_out;
-    const int groups = (results + per - 1) / per, tiles = (groups + s.groups - 1) / s.groups;
+    return ((results + per - 1) / per + s.groups - 1) / s.groups;
+}
+
+/* Whether the parts' own shapes fit one launch within one wave (32 warps a multiprocessor). */
+static bool own_shapes_in_one_wave(const ZrCuKernels *k, const ZrCuWeight *w, int n, int mode) {
+    long warps = 0;
+    for (int p = 0; p < n; p++) {
+        const ZrMvShape s = zr_cuf_mv_shape(k, &w[p], mode);
+        warps += (long)own_tiles(&w[p], mode, s) * s.groups * s.split;
+    }
+    return warps <= 32L * k->sm_count;
+}
+
+/* The plan's part p against a launch of its matrix alone: the shape that launch takes (its
+ * zr_cuf_mv_shape, or the general rule's where the group's own shapes pass one wave) and the grid
+ * of zr_k_matvec written out. */
+static void check_part(const ZrCuKernels *k, const ZrMvMix *m, int p, const ZrCuWeight *ws, int n, int mode) {
+    const ZrCuWeight *w = &ws[p];
+    const bool general = !own_shapes_in_one_wave(k, ws, n, mode);
+    const ZrMvShape s = general ? zr_cuf_mv_shape_general(k, w, mode) : zr_cuf_mv_shape(k, w, mode);
+    ZT_CHECKF(m->general == general, "part %d: the plan's general rule %d, expected %d", p, m->general, general);
+    const int R = zr_cuf_mv_rows_per_warp(w->type), per = mode & ZR_CUF_MV_GLU ? R / 2 : R;
+    const int results = mode & ZR_CUF_MV_GLU ? w->n_out / 2 : w->n_out, tiles = own_tiles(w, mode, s);
     ZT_CHECKF(s.blocks == 0, "part %d would be tall", p);
     ZT_CHECKF(m->threads == 32 * s.groups * s.split, "part %d: %d threads, its own launch %d", p, m->threads,
               32 * s.groups * s.split);
@@ -79,15 +100,38 @@ ZT_TEST(q4_k_m_qkv_of_1b_3b_8b_shapes_is_one_launch_each_part_with_its_own_shape
             ZrMvMix m;
             ZT_CHECKF(zr_cuf_mv_mix_plan(&k, w, 2, ZR_CUF_MV_RMSNORM, &m), "n_embd %d, %d SMs", dims[d][0], sms[s]);
             ZT_CHECK(m.kernel == ZR_KMIX_q4_k_q6_k && m.n_parts == 2 && m.b_mask == 2u);
-            for (int p = 0; p < 2; p++) check_part(&k, &m, p, &w[p], ZR_CUF_MV_RMSNORM);
+            for (int p = 0; p < 2; p++) check_part(&k, &m, p, w, 2, ZR_CUF_MV_RMSNORM);
         }
     }
-    /* the 8B layer on an H100: 5120 Q4_K rows in 320 blocks of 8 row groups, 1024 Q6_K rows in 64 */
+    /* the 8B layer on an H100: 5120 Q4_K rows in 320 blocks of 8 row groups, the 1024 Q6_K rows
+     * (3360 B: short) split in two on 128 blocks of 4: 3584 warps, within one wave of 4224 */
     const ZrCuKernels k = kernels(132);
     const ZrCuWeight w[2] = {mat(ZR_TYPE_Q4_K, 4096, 5120), mat(ZR_TYPE_Q6_K, 4096, 1024)};
     ZrMvMix m;
     ZT_CHECK(zr_cuf_mv_mix_plan(&k, w, 2, ZR_CUF_MV_RMSNORM, &m));
-    ZT_CHECK(m.threads == 256 && m.split[0] == 1 && m.split[1] == 1 && m.tiles[0] == 320 && m.tiles[1] == 64);
+    ZT_CHECKF(m.threads == 256 && m.split[0] == 1 && m.split[1] == 2 && m.tiles[0] == 320 && m.tiles[1] == 128,
+              "%d threads, splits %d %d, tiles %d %d", m.threads, m.split[0], m.split[1], m.tiles[0], m.tiles[1]);
+}
+
+/* gemma3-12b's Q4_K_M layer (3840 wide, 16 heads and 8 KV heads of 256): its Q6_K v would split
+ * (3150 B a row) into 256 blocks beside q|k's 384, 5120 warps, past one wave of 4224 on 132
+ * multiprocessors: the whole launch keeps the general rule (v in 128 blocks of 8 row groups). On
+ * 264 multiprocessors both parts split (q|k's 3072 row pairs are then under 16 warps a
+ * multiprocessor too) in 8192 warps, within the wave of 8448. */
+ZT_TEST(a_launch_the_short_split_would_take_past_one_wave_keeps_the_general_rule) {
+    const ZrCuWeight w[2] = {mat(ZR_TYPE_Q4_K, 3840, 6144), mat(ZR_TYPE_Q6_K, 3840, 2048)};
+    const ZrCuKernels k = kernels(132);
+    ZrMvMix m;
+    ZT_CHECK(zr_cuf_mv_shape(&k, &w[1], ZR_CUF_MV_RMSNORM).split == 2);
+    ZT_CHECK(zr_cuf_mv_mix_plan(&k, w, 2, ZR_CUF_MV_ADDNORM, &m));
+    ZT_CHECKF(m.threads == 256 && m.split[0] == 1 && m.split[1] == 1 && m.tiles[0] == 384 && m.tiles[1] == 128,
+              "%d threads, splits %d %d, tiles %d %d", m.threads, m.split[0], m.split[1], m.tiles[0], m.tiles[1]);
+    for (int p = 0; p < 2; p++) check_part(&k, &m, p, w, 2, ZR_CUF_MV_ADDNORM);
+    const ZrCuKernels big = kernels(264);
+    ZT_CHECK(zr_cuf_mv_mix_plan(&big, w, 2, ZR_CUF_MV_ADDNORM, &m));
+    ZT_CHECKF(m.split[0] == 2 && m.split[1] == 2 && m.tiles[0] == 768 && m.tiles[1] == 256, "splits %d %d, tiles %d %d",
+              m.split[0], m.split[1], m.tiles[0], m.tiles[1]);
+    for (int p = 0; p < 2; p++) check_part(&big, &m, p, w, 2, ZR_CUF_MV_ADDNORM);
 }
 
 ZT_TEST(every_listed_pair_of_a_llama_quantize_mix_is_one_launch) {
@@ -102,7 +146,7 @@ ZT_TEST(every_listed_pair_of_a_llama_quantize_mix_is_one_launch) {
         ZrMvMix m;
         ZT_CHECKF(zr_cuf_mv_mix_plan(&k, w, 2, ZR_CUF_MV_RMSNORM, &m), "%s + %s", zr_type_name(pairs[i][0]),
                   zr_type_name(pairs[i][1]));
-        for (int p = 0; p < 2; p++) check_part(&k, &m, p, &w[p], ZR_CUF_MV_RMSNORM);
+        for (int p = 0; p < 2; p++) check_part(&k, &m, p, w, 2, ZR_CUF_MV_RMSNORM);
     }
 }
 
@@ -120,7 +164,7 @@ ZT_TEST(a_group_of_three_parts_in_two_types_is_one_launch) {
     ZrMvMix m;
     ZT_CHECK(zr_cuf_mv_mix_plan(&k, w, 3, ZR_CUF_MV_ADDNORM, &m));
     ZT_CHECK(m.n_parts == 3 && m.b_mask == 2u && m.kernel == ZR_KMIX_q4_k_q6_k);
-    for (int p = 0; p < 3; p++) check_part(&k, &m, p, &w[p], ZR_CUF_MV_ADDNORM);
+    for (int p = 0; p < 3; p++) check_part(&k, &m, p, w, 3, ZR_CUF_MV_ADDNORM);
 }
 
 ZT_TEST(one_type_three_types_an_unlisted_pair_or_unshared_x_keep_a_launch_per_matrix) {
@@ -180,7 +224,7 @@ ZT_TEST(parts_of_one_block_size_keep_each_its_own_split) {
     ZT_CHECK(zr_cuf_mv_mix_plan(&k, w, 2, ZR_CUF_MV_RMSNORM, &m));
     ZT_CHECKF(m.threads == 512 && m.split[0] == 2 && m.split[1] == 4, "%d threads, splits %d %d", m.threads, m.split[0],
               m.split[1]);
-    for (int p = 0; p < 2; p++) check_part(&k, &m, p, &w[p], ZR_CUF_MV_RMSNORM);
+    for (int p = 0; p < 2; p++) check_part(&k, &m, p, w, 2, ZR_CUF_MV_RMSNORM);
 }
 
 ZT_TEST(a_part_tall_enough_for_the_tall_kernel_stays_separate) {
@@ -196,7 +240,7 @@ ZT_TEST(gated_parts_count_results_not_rows_and_need_even_rows) {
     ZrCuWeight w[2] = {mat(ZR_TYPE_Q4_K, 2048, 2 * 8192), mat(ZR_TYPE_Q6_K, 2048, 2 * 1000)};
     ZrMvMix m;
     ZT_CHECK(zr_cuf_mv_mix_plan(&k, w, 2, ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, &m));
-    for (int p = 0; p < 2; p++) check_part(&k, &m, p, &w[p], ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU);
+    for (int p = 0; p < 2; p++) check_part(&k, &m, p, w, 2, ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU);
     w[1].n_out = 2001;
     ZT_CHECK(!zr_cuf_mv_mix_plan(&k, w, 2, ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, &m));
 }

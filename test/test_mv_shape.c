@@ -1,6 +1,6 @@
 /* The decode product's launch shape (cuda/mv_shape.h zr_cuf_mv_shape) on an H200's 132
- * multiprocessors: the picks session 9 measured in the model (cu/PERF.md). Q8_0 rows too short for
- * the 4 KiB split rule split in two on blocks of 4 row groups; F16 and Q8_0 take the tall kernel
+ * multiprocessors: the picks sessions 9 and 11 measured in the model (cu/PERF.md). Rows too short
+ * for the 4 KiB split rule split in two on blocks of 4 row groups; F16 and Q8_0 take the tall kernel
  * from 2 waves of tiles, every other type from 8; a product that writes SSQ pieces is never tall.
  * No GPU needed: the pick reads only sizes, types and the multiprocessor count. */
 #include <string.h>
@@ -43,10 +43,23 @@ ZT_TEST(q8_0_rows_of_1928_to_3855_values_split_in_two_on_four_row_groups) {
     check(ZR_TYPE_Q8_0, 4096, 4096, P, 8, 2, 0);
     /* rows shorter than 1928 values do not split */
     check(ZR_TYPE_Q8_0, 1024, 1024, P, 8, 1, 0);
-    /* the other types' short rows keep the rule's shape: not measured */
+    /* rows of less than 1 KiB do not split in any type */
     check(ZR_TYPE_Q4_0, 2048, 2048, P, 8, 1, 0);
     check(ZR_TYPE_Q4_K, 2048, 2048, P, 8, 1, 0);
     check(ZR_TYPE_F16, 2048, 2048, P, 8, 2, 0); /* 4 KiB a warp: the rule's own split */
+}
+
+ZT_TEST(short_rows_of_every_type_split_in_two_the_general_rule_only_q8_0s) {
+    const int P = ZR_CUF_MV_PLAIN, R = ZR_CUF_MV_RMSNORM;
+    check(ZR_TYPE_Q4_K, 4096, 2048, P, 4, 2, 0); /* qwen3-30b-a3b wo: 2304 B a row */
+    check(ZR_TYPE_Q4_K, 4096, 4096, P, 4, 2, 0); /* llama3-8b wo */
+    check(ZR_TYPE_Q6_K, 2560, 1024, R, 4, 2, 0); /* gemma3-4b Q4_K_M's v: 2100 B */
+    check(ZR_TYPE_Q4_K, 3072, 3072, P, 8, 1, 0); /* llama3.2-3b wo: 1776 B, too short */
+    check(ZR_TYPE_Q4_K, 4096, 5120, R, 8, 1, 0); /* 2560 row pairs: 16 warps a multiprocessor already */
+    const ZrCuKernels k = kernels(132);
+    const ZrCuWeight q4 = {.type = ZR_TYPE_Q4_K, .n_in = 4096, .n_out = 2048}, q8 = {.type = ZR_TYPE_Q8_0, .n_in = 2048, .n_out = 2048};
+    const ZrMvShape g4 = zr_cuf_mv_shape_general(&k, &q4, P), g8 = zr_cuf_mv_shape_general(&k, &q8, P);
+    ZT_CHECK(g4.groups == 8 && g4.split == 1 && g8.groups == 4 && g8.split == 2);
 }
 
 ZT_TEST(f16_and_q8_0_take_the_tall_kernel_from_two_waves_of_tiles_other_types_from_eight) {

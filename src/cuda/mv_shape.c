@@ -14,7 +14,9 @@ int zr_cuf_mv_rows_per_warp(uint32_t type) {
 /* cu/matvec.cuh zr_mv_smem_bytes: x padded with 4 floats after every 32 */
 size_t zr_cuf_mv_smem(int n_in) { return ((size_t)n_in + 4 * (size_t)((n_in + 31) / 32)) * sizeof(float); }
 
-ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
+/* short_split: rows too short for the 4 KiB rule split too (every type; false: Q8_0's alone, the
+ * general rule of zr_cuf_mv_shape_general) */
+static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, bool short_split) {
     /* Measured on an H100 (tools/mv_bench.c over every shape, cu/PERF.md run 3): blocks of 8
      * row groups (the block stages x once for all of them, so fewer, larger blocks win), and
      * each row split over S warps (split-K) only while the grid has fewer than 16 warps per SM
@@ -32,12 +34,13 @@ ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
            items / (2 * split) >= 32)
         split *= 2;
     int G = split <= 2 ? 8 : 4;
-    /* Q8_0 rows too short for that rule (1928-3855 values: an attention output or QKV of a 1B-4B
-     * model) still split in two, on blocks of 4 row groups, while the grid is under 16 warps a
-     * multiprocessor: zrun-mv-bench's best shape on the H200, and in the model llama3.2-1b Q8_0
-     * tg128 1557 -> 1643 t/s, llama3.2-3b 681 -> 692, gemma3-4b 501 -> 506 (cu/PERF.md, session 9;
-     * other types not measured) */
-    if (split == 1 && w->type == ZR_TYPE_Q8_0 && groups < 16L * k->sm_count &&
+    /* Rows too short for that rule (a warp's two rows of 2-4 KiB: an attention output or QKV)
+     * still split in two, on blocks of 4 row groups, while the grid is under 16 warps a
+     * multiprocessor. Q8_0 (session 9, zrun-mv-bench's best shape on the H200): llama3.2-1b
+     * tg128 1557 -> 1643 t/s, llama3.2-3b 681 -> 692, gemma3-4b 501 -> 506. Every other type
+     * (session 11, H200 tg128, the Q4_K attention outputs of 4096 values): qwen3-30b-a3b Q4_K_M
+     * 434.9 -> 445.4, llama3-8b Q4_K_M 405.5 -> 414.0 (cu/PERF.md). */
+    if (split == 1 && (short_split || w->type == ZR_TYPE_Q8_0) && groups < 16L * k->sm_count &&
         warp_bytes / 2 >= 2048 && items / 2 >= 32) {
         split = 2;
         G = 4;
@@ -57,6 +60,12 @@ ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
     const long waves = w->type == ZR_TYPE_F16 || w->type == ZR_TYPE_Q8_0 ? 2 : 8;
     const int tall = split == 1 && k->has_mvt[w->type] && !(mode & ZR_CUF_MV_SSQ) && tiles >= waves * blocks;
     return (ZrMvShape){.groups = G, .split = split, .blocks = tall ? (int)blocks : 0};
+}
+
+ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) { return shape_of(k, w, mode, true); }
+
+ZrMvShape zr_cuf_mv_shape_general(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
+    return shape_of(k, w, mode, false);
 }
 
 unsigned zr_cuf_mv_grid(const ZrCuWeight *w, int mode, ZrMvShape shape) {
@@ -116,22 +125,13 @@ int zr_cuf_mv_mix_kernel(uint32_t a, uint32_t b, bool *swapped) {
     return -1;
 }
 
-bool zr_cuf_mv_mix_plan(const ZrCuKernels *k, const ZrCuWeight *ws, int n, int mode, ZrMvMix *out) {
-    if (n < 2 || n > ZR_CUF_MV_MIX_PARTS) return false;
-    uint32_t a = ws[0].type, b = a;
-    for (int i = 1; i < n; i++) {
-        if (ws[i].n_in != ws[0].n_in) return false; /* they must share x */
-        if (ws[i].type == a || ws[i].type == b) continue;
-        if (b != a) return false; /* a third type */
-        b = ws[i].type;
-    }
-    bool swapped = false;
-    const int kern = b != a ? zr_cuf_mv_mix_kernel(a, b, &swapped) : -1;
-    if (kern < 0 || !k->has_mv_mix[kern]) return false;
-    const uint32_t second = swapped ? a : b;
-    ZrMvMix p = {.kernel = kern, .n_parts = n};
+/* The mix launch of ws with each part's shape_of (short_split as there); false where the parts'
+ * shapes do not fit one launch. */
+static bool mix_plan(const ZrCuKernels *k, const ZrCuWeight *ws, int n, int mode, int kern, uint32_t second,
+                     bool short_split, ZrMvMix *out) {
+    ZrMvMix p = {.kernel = kern, .n_parts = n, .general = !short_split};
     for (int i = 0; i < n; i++) {
-        const ZrMvShape s = zr_cuf_mv_shape(k, &ws[i], mode);
+        const ZrMvShape s = shape_of(k, &ws[i], mode, short_split);
         const int threads = 32 * s.groups * s.split;
         const int R = zr_cuf_mv_rows_per_warp(ws[i].type), glu = (mode & ZR_CUF_MV_GLU) != 0;
         if (s.blocks > 0 || (i > 0 && threads != p.threads) || (glu && (R % 2 || ws[i].n_out % 2))) return false;
@@ -145,4 +145,33 @@ bool zr_cuf_mv_mix_plan(const ZrCuKernels *k, const ZrCuWeight *ws, int n, int m
     }
     *out = p;
     return true;
+}
+
+/* The warps of a mix launch (its parts' tiles in one grid). */
+static long mix_warps(const ZrMvMix *p) {
+    long tiles = 0;
+    for (int i = 0; i < p->n_parts; i++) tiles += p->tiles[i];
+    return tiles * (p->threads / 32);
+}
+
+bool zr_cuf_mv_mix_plan(const ZrCuKernels *k, const ZrCuWeight *ws, int n, int mode, ZrMvMix *out) {
+    if (n < 2 || n > ZR_CUF_MV_MIX_PARTS) return false;
+    uint32_t a = ws[0].type, b = a;
+    for (int i = 1; i < n; i++) {
+        if (ws[i].n_in != ws[0].n_in) return false; /* they must share x */
+        if (ws[i].type == a || ws[i].type == b) continue;
+        if (b != a) return false; /* a third type */
+        b = ws[i].type;
+    }
+    bool swapped = false;
+    const int kern = b != a ? zr_cuf_mv_mix_kernel(a, b, &swapped) : -1;
+    if (kern < 0 || !k->has_mv_mix[kern]) return false;
+    const uint32_t second = swapped ? a : b;
+    /* Each part's own shape (zr_cuf_mv_shape) while the whole launch stays within one wave of the
+     * mix kernels (64 registers: 32 warps a multiprocessor); where the short rows' split would
+     * take it past one, every part takes the general rule's (zr_cuf_mv_shape_general). Session
+     * 11, H200 tg128, Q4_K_M's Q6_K v split: gemma3-4b (a launch of 0.6 waves) 510.6 -> 513.6
+     * t/s; gemma3-12b (1.2 waves) 238.6 -> 235.5 with it, 238.0 without (cu/PERF.md). */
+    if (mix_plan(k, ws, n, mode, kern, second, true, out) && mix_warps(out) <= 32L * k->sm_count) return true;
+    return mix_plan(k, ws, n, mode, kern, second, false, out);
 }

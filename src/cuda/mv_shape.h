@@ -46,6 +46,9 @@ int zr_cuf_mv_rows_per_warp(uint32_t type);
 size_t zr_cuf_mv_smem(int n_in);
 /* The shape the forward pass uses for W in this mode on this device. */
 ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
+/* The same without the split of short rows (2-4 KiB a warp) for types other than Q8_0: a mix
+ * launch's parts take it where that split would take the launch past one wave. */
+ZrMvShape zr_cuf_mv_shape_general(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
 /* The blocks of the launch of W in this mode with this shape (what an SSQ product writes). */
 unsigned zr_cuf_mv_grid(const ZrCuWeight *w, int mode, ZrMvShape shape);
 
@@ -65,9 +68,11 @@ int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *
 
 /* One launch for the products of n matrices of two weight types sharing x (a layer's Q/K/V in a
  * llama-quantize mix: Q4_K_M's Q4_K q|k and Q6_K v), cu/matvec_mix.cu: part p (matrix p) runs
- * zr_cuf_mv_shape's shape of its own matrix, so its outputs equal its own launch's bit for bit.
- * That needs the same block size for every part (the RMSNorm's sum of squares is added per
- * thread, then per warp: another block size adds it in another order) and no tall part. */
+ * zr_cuf_mv_shape's shape of its own matrix, so its outputs equal its own launch's bit for bit;
+ * where those shapes would take the launch past one wave, every part runs
+ * zr_cuf_mv_shape_general's (its outputs then equal a launch of its own with that shape). That
+ * needs the same block size for every part (the RMSNorm's sum of squares is added per thread,
+ * then per warp: another block size adds it in another order) and no tall part. */
 #define ZR_CUF_MV_MIX_PARTS 3
 typedef struct ZrMvMix {
     int kernel;                          /* ZrCuKernels.mv_mix index (ZR_KMIX_<a>_<b>) */
@@ -76,6 +81,7 @@ typedef struct ZrMvMix {
     int split[ZR_CUF_MV_MIX_PARTS];      /* each part's split-K */
     int tiles[ZR_CUF_MV_MIX_PARTS];      /* each part's blocks (its own launch's grid); grid.x: the most */
     unsigned b_mask;                     /* bit p: part p is of the kernel's second type */
+    bool general;                        /* the parts take zr_cuf_mv_shape_general's shapes */
 } ZrMvMix;
 /* The ZR_KMIX line of cu/kernels.def for types a and b in either order (-1: none); *swapped:
  * b is the line's first type. */

@@ -63,7 +63,9 @@ typedef struct MixCase {
     int n_out[ZR_CUF_MV_MIX_PARTS];
     int n, n_in, mode;
     bool bias;
-    int threads; /* the block the plan must pick (0: any) */
+    int threads;  /* the block the plan must pick (0: any) */
+    bool general; /* the plan must take zr_cuf_mv_shape_general's shapes (the launch past one wave), on
+                   * 132 multiprocessors (the H100's and the H200's; elsewhere the plan decides) */
 } MixCase;
 
 #define GUARD 64 /* floats after the outputs that no launch may write */
@@ -106,20 +108,29 @@ static int mix_case(const MixCase *c) {
     const CUdeviceptr xo_sep = gpu_alloc(g, xb), xo_mix = gpu_alloc(g, xb);
     ZrError e = {0};
     const float eps = 1e-5f;
-    /* a launch per matrix, as forward.c's mv_in: the first writes the new residual */
+    ZrMvMix plan;
+    if (!zr_cuf_mv_mix_plan(&g->k, w, c->n, c->mode, &plan)) {
+        fprintf(stderr, "  FAIL %s: the plan keeps a launch per matrix\n", desc);
+        rc = 1;
+    } else if ((g->k.sm_count == 132 && plan.general != c->general) || (addnorm && plan.general)) {
+        fprintf(stderr, "  FAIL %s: the plan %s the general rule, the case %s\n", desc, plan.general ? "takes" : "leaves",
+                c->general ? "expects it" : "does not");
+        rc = 1;
+    }
+    /* a launch per matrix, as forward.c's mv_in: the first writes the new residual; with the
+     * plan's general rule, each in that rule's shape (the cases keep ADDNORM off it) */
     const uint64_t l0 = g->l.n_launches;
     for (int p = 0; p < c->n && !rc; p++) {
         const CUdeviceptr y = y_sep + sizeof(float) * off[p], add = bias ? bias + sizeof(float) * off[p] : 0;
         const ZrMvPost post = {.r = post_r, .post_w = post_w, .x_out = p == 0 ? xo_sep : 0, .n_ss = n_ss};
-        rc = addnorm ? zr_cuf_matvec_post(&g->l, &g->k, &w[p], x, &post, y, norm_w, eps, c->mode, &e)
-                     : zr_cuf_matvec(&g->l, &g->k, &w[p], x, y, add, norm_w, eps, c->mode, &e);
+        if (addnorm) rc = zr_cuf_matvec_post(&g->l, &g->k, &w[p], x, &post, y, norm_w, eps, c->mode, &e);
+        else if (plan.general)
+            rc = zr_cuf_matvec_shaped(&g->l, &g->k, &w[p], x, y, add, norm_w, eps, c->mode,
+                                      zr_cuf_mv_shape_general(&g->k, &w[p], c->mode), &e);
+        else rc = zr_cuf_matvec(&g->l, &g->k, &w[p], x, y, add, norm_w, eps, c->mode, &e);
     }
     const uint64_t n_sep = g->l.n_launches - l0;
-    ZrMvMix plan;
-    if (!rc && !zr_cuf_mv_mix_plan(&g->k, w, c->n, c->mode, &plan)) {
-        fprintf(stderr, "  FAIL %s: the plan keeps a launch per matrix\n", desc);
-        rc = 1;
-    } else if (!rc && c->threads && plan.threads != c->threads) {
+    if (!rc && c->threads && plan.threads != c->threads) {
         fprintf(stderr, "  FAIL %s: blocks of %d threads, the case is for %d\n", desc, plan.threads, c->threads);
         rc = 1;
     }
@@ -182,14 +193,14 @@ ZT_TEST(every_pair_in_one_launch_equals_a_launch_per_matrix_bit_for_bit) {
         ZT_CHECK(kmix_types(i, &a, &b));
         const MixCase cases[] = {
             /* q|k and v of odd sizes with a bias (qwen2) */
-            {{a, b}, {1283, 257}, 2, 2048, ZR_CUF_MV_RMSNORM, true, 256},
+            {{a, b}, {1283, 257}, 2, 2048, ZR_CUF_MV_RMSNORM, true, 256, false},
             /* gemma's pending post norm: the new residual once */
-            {{a, b}, {1280, 256}, 2, 3072, ZR_CUF_MV_ADDNORM, false, 256},
+            {{a, b}, {1280, 256}, 2, 3072, ZR_CUF_MV_ADDNORM, false, 256, false},
             /* V first; three parts of two types */
-            {{b, a}, {511, 1025}, 2, 1024, ZR_CUF_MV_RMSNORM, false, 256},
-            {{a, b, a}, {768, 255, 129}, 3, 1024, ZR_CUF_MV_RMSNORM, true, 256},
+            {{b, a}, {511, 1025}, 2, 1024, ZR_CUF_MV_RMSNORM, false, 256, false},
+            {{a, b, a}, {768, 255, 129}, 3, 1024, ZR_CUF_MV_RMSNORM, true, 256, false},
             /* gated products (the kernel takes any mode) */
-            {{a, b}, {2 * 700, 2 * 301}, 2, 2048, ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, false, 256},
+            {{a, b}, {2 * 700, 2 * 301}, 2, 2048, ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, false, 256, false},
         };
         for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++) {
             const int r = mix_case(&cases[j]);
@@ -207,11 +218,13 @@ ZT_TEST(every_pair_in_one_launch_equals_a_launch_per_matrix_bit_for_bit) {
 ZT_TEST(real_split_and_short_rows_in_one_launch_equal_a_launch_per_matrix) {
     if (!gpu_env()) return;
     const MixCase cases[] = {
-        {{ZR_TYPE_Q4_K, ZR_TYPE_Q6_K}, {5120, 1024}, 2, 4096, ZR_CUF_MV_RMSNORM, false, 256},
-        {{ZR_TYPE_Q4_K, ZR_TYPE_Q6_K}, {1280, 256}, 2, 8192, ZR_CUF_MV_RMSNORM, false, 512},
-        {{ZR_TYPE_Q5_0, ZR_TYPE_Q8_0}, {1280, 256}, 2, 8192, ZR_CUF_MV_RMSNORM, true, 512},
-        {{ZR_TYPE_Q5_0, ZR_TYPE_Q8_0}, {896 + 128, 128}, 2, 896, ZR_CUF_MV_RMSNORM, true, 0},
-        {{ZR_TYPE_Q5_1, ZR_TYPE_Q8_0}, {896 + 128, 128}, 2, 896, ZR_CUF_MV_ADDNORM, false, 0},
+        {{ZR_TYPE_Q4_K, ZR_TYPE_Q6_K}, {5120, 1024}, 2, 4096, ZR_CUF_MV_RMSNORM, false, 256, false},
+        {{ZR_TYPE_Q4_K, ZR_TYPE_Q6_K}, {1280, 256}, 2, 8192, ZR_CUF_MV_RMSNORM, false, 512, false},
+        {{ZR_TYPE_Q5_0, ZR_TYPE_Q8_0}, {1280, 256}, 2, 8192, ZR_CUF_MV_RMSNORM, true, 512, false},
+        {{ZR_TYPE_Q5_0, ZR_TYPE_Q8_0}, {896 + 128, 128}, 2, 896, ZR_CUF_MV_RMSNORM, true, 0, false},
+        {{ZR_TYPE_Q5_1, ZR_TYPE_Q8_0}, {896 + 128, 128}, 2, 896, ZR_CUF_MV_ADDNORM, false, 0, false},
+        /* gemma3-12b's layer: v's short split would take the launch past one wave */
+        {{ZR_TYPE_Q4_K, ZR_TYPE_Q6_K}, {6144, 2048}, 2, 3840, ZR_CUF_MV_RMSNORM, false, 256, true},
     };
     int failed = 0;
     for (size_t j = 0; j < sizeof cases / sizeof cases[0]; j++) {
