@@ -1,5 +1,5 @@
 /* zrun-mv-bench: the decode matrix-vector kernels alone, on the matrices of Llama-3.2-1B,
- * Llama-3-8B and Gemma-3-4B (g4b: 2560 wide, a 262144-row output; not by default; 3b: Llama-3.2-3B, not by default) (QKV with the input norm, attention output adding into the residual, gate|up
+ * Llama-3-8B and Gemma-3-4B (g4b: 2560 wide, a 262144-row output; not by default; 3b: Llama-3.2-3B, not by default; q30: Qwen3-30B-A3B's attention products, not by default) (QKV with the input norm, attention output adding into the residual, gate|up
  * with the norm and the gated output, FFN down adding into the residual, the vocabulary
  * output), for each weight type, the type's kernel (cu/matvec_*.cu) at each launch shape (row
  * groups x split-K warps per block). Not a test.
@@ -8,7 +8,7 @@
  * rotate over enough copies of the matrix (>= 128 MiB in all) that the L2 cache does not hold
  * them, so it is the time a decode step sees for that matrix, kernel gaps included. Weights
  * are random 16-bit words 0x3000..0x3fff (finite F16 values and scales, any quant bytes).
- *     zrun-mv-bench [-t f16,q8_0,q4_0,q4_k,q6_k,q5_k,q3_k,q2_k,q4_k_m] [-m 1b,8b,g4b,3b] [-o FILE.csv] [-q]
+ *     zrun-mv-bench [-t f16,q8_0,q4_0,q4_k,q6_k,q5_k,q3_k,q2_k,q4_k_m] [-m 1b,8b,g4b,3b,q30] [-o FILE.csv] [-q]
  * -q: the forward pass's kernel and shape only. q4_k_m: the forward pass's own Q4_K / Q6_K
  * kernels and shapes on the matrices of llama.cpp's Q4_K_M mix (tools/synth.c), each launch as
  * the forward pass made it before matvec_mix (Q|K and V apart in the layers whose V is Q6_K), then
@@ -242,14 +242,15 @@ int main(int argc, char **argv) {
         else if (opt == 'm') models_arg = optarg;
         else if (opt == 'o') csv_path = optarg;
         else {
-            fprintf(stderr, "usage: zrun-mv-bench [-t f16,q8_0,q4_0,q4_k,q6_k,q5_k,q3_k,q2_k,q4_k_m] [-m 1b,8b,g4b,3b] [-o FILE.csv] [-q]\n");
+            fprintf(stderr, "usage: zrun-mv-bench [-t f16,q8_0,q4_0,q4_k,q6_k,q5_k,q3_k,q2_k,q4_k_m] [-m 1b,8b,g4b,3b,q30] [-o FILE.csv] [-q]\n");
             return 2;
         }
     }
     static const Shape shapes[] = {{"1b", 2048, 2048, 512, 8192, 16, 128256},
                                    {"8b", 4096, 4096, 1024, 14336, 32, 128256},
                                    {"g4b", 2560, 2048, 1024, 10240, 34, 262144}, /* gemma3-4b */
-                                   {"3b", 3072, 3072, 1024, 8192, 28, 128256}};  /* llama3.2-3b */
+                                   {"3b", 3072, 3072, 1024, 8192, 28, 128256},   /* llama3.2-3b */
+                                   {"q30", 2048, 4096, 512, 768, 48, 151936}};   /* qwen3-30b-a3b's dense products (ff: one expert's) */
     static const struct {
         const char *name;
         uint32_t type;
