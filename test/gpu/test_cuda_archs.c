@@ -19,10 +19,9 @@
 #include "zt_synth.h"
 #include "zt_decode.h"
 #include "zt_fixtures.h"
+#include "zt_gpu_model.h"
 #include "zt_proc.h"
 
-#define DECODE_TOL 3e-5
-#define PREFILL_TOL 1e-2
 #define N_POS 40
 
 static const int32_t k_tokens[N_POS] = {2,   71,  294, 436, 413, 394, 35,  133, 63,  256, 392, 233, 244, 336,
@@ -50,8 +49,6 @@ static const Case k_cases[] = {
 };
 #define N_CASES (sizeof k_cases / sizeof k_cases[0])
 
-static bool all_f32(const ZrModel *m) { return m->tok_embd.type == 0 && m->output.type == 0 && m->layers[0].wq.type == 0; }
-
 ZT_TEST(gemma2_gemma3_phi3_decode_and_prefill_match_the_cpu_past_the_window) {
     if (!gpu_env()) return;
     int failed = 0;
@@ -68,24 +65,8 @@ ZT_TEST(gemma2_gemma3_phi3_decode_and_prefill_match_the_cpu_past_the_window) {
         ZrBackendOptions o = {.n_ctx = k->n_ctx, .verify_graph = 1, .quiet = true};
         ZrBackend *be = zr_cuda_backend_create(&m, &o, &err);
         ZT_CHECKF(be != NULL, "%s: %s", k->name, err.msg);
-        /* decode: one position at a time */
-        int rc = 0;
-        for (int t = 0; t < N_POS && !rc; t++) rc = be->forward(be, &k_tokens[t], 1, t, lg + (size_t)t * V, true, &err);
-        ZtLogitsDiff d = zt_compare_logits(lg, ref, N_POS, V);
-        bool ok = !rc && d.worst_rel <= DECODE_TOL;
-        fprintf(stderr, "  decode  %-18s max|diff|/std %.3g  argmax %d/%d%s%s\n", k->name, d.worst_rel, d.argmax_equal, N_POS,
-                ok ? "" : "  FAIL ", rc ? err.msg : "");
-        failed += !ok;
-        /* prefill: 24 positions in one pass, then 16 more in another (the second reads the first's cache) */
-        be->truncate(be, 0);
-        rc = be->forward(be, k_tokens, 24, 0, lg, true, &err);
-        if (!rc) rc = be->forward(be, k_tokens + 24, N_POS - 24, 24, lg + (size_t)24 * V, true, &err);
-        d = zt_compare_logits(lg, ref, N_POS, V);
-        const double tol = all_f32(&m) ? DECODE_TOL : PREFILL_TOL;
-        ok = !rc && d.worst_rel <= tol;
-        fprintf(stderr, "  prefill %-18s max|diff|/std %.3g  argmax %d/%d (tol %g)%s%s\n", k->name, d.worst_rel, d.argmax_equal,
-                N_POS, tol, ok ? "" : "  FAIL ", rc ? err.msg : "");
-        failed += !ok;
+        /* decode one position at a time; prefill 24 positions, then 16 more reading their cache */
+        failed += zt_gpu_decode_prefill(be, &m, k->name, k_tokens, N_POS, 24, ref, lg);
         be->destroy(be);
         free(ref);
         free(lg);
@@ -214,7 +195,7 @@ ZT_TEST(gemma_decode_past_several_attention_chunks_and_the_window_matches_the_cp
         const bool same = !rc && !memcmp(lg, lgg, sizeof(float) * LONG_POS * V);
         ZrBackendStats st;
         gg->stats(gg, &st);
-        const bool ok = !rc && d.worst_rel <= DECODE_TOL && same && st.graph_active;
+        const bool ok = !rc && d.worst_rel <= ZT_DECODE_TOL && same && st.graph_active;
         fprintf(stderr, "  decode %-22s %d positions: max|diff|/std %.3g  argmax %d/%d  graph %s%s%s%s\n", k->name,
                 LONG_POS, d.worst_rel, d.argmax_equal, LONG_POS, same ? "== eager" : "DIFFERS", ok ? "" : "  FAIL ",
                 rc ? err.msg : "", st.graph_active ? "" : " (graph not active)");

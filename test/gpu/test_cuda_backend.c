@@ -8,7 +8,8 @@
  *     1e-6 instead of 1e-5 on every file, the subtlest mistake it lists)
  *   prefill (cuBLASLt on F16 operands with F32 accumulation)                <= 1e-2
  *     (the README measured F16 activations at 1.5e-3..3.9e-3; 1e-2 still catches ignoring
- *     rope_freqs, 1.9e-2); F32 models keep F32 operands in the prefill: <= 3e-5 there too. */
+ *     rope_freqs, 1.9e-2); F32 models keep F32 operands in the prefill: <= 3e-5 there too.
+ * (ZT_DECODE_TOL and ZT_PREFILL_TOL, test/support/zt_gpu_model.h) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,13 +22,9 @@
 #include "sampler.h"
 #include "zt_decode.h"
 #include "zt_fixtures.h"
+#include "zt_gpu_model.h"
 #include "zt.h"
 #include "zt_proc.h"
-
-#define DECODE_TOL 3e-5
-#define PREFILL_TOL 1e-2
-
-static bool all_f32(const ZrModel *m) { return m->tok_embd.type == 0 && m->output.type == 0 && m->layers[0].wq.type == 0; }
 
 static ZrBackend *open_cuda(const ZrModel *m, int n_ctx) {
     ZrBackendOptions o = {.n_ctx = n_ctx, .verify_graph = 1, .quiet = true};
@@ -87,7 +84,7 @@ ZT_TEST(fixtures_decode_steps_match_llama_cpp_exact_logits) {
         for (int t = 0; t < L.n && !rc; t++) rc = be->forward(be, &L.ids[t], 1, t, lg + (size_t)t * V, true, &err);
         if (rc) fprintf(stderr, "  %s: %s\n", fx[i].name, err.msg);
         ZtLogitsDiff d = zt_compare_logits(lg, L.exact, L.n, V);
-        const bool ok = !rc && d.worst_rel <= DECODE_TOL;
+        const bool ok = !rc && d.worst_rel <= ZT_DECODE_TOL;
         fprintf(stderr, "  decode  %-20s max|diff|/std %.3g  max|diff| %.3g  argmax %d/%d%s\n", fx[i].name, d.worst_rel,
                 d.worst_abs, d.argmax_equal, L.n, ok ? "" : "  FAIL");
         failed += !ok;
@@ -95,7 +92,7 @@ ZT_TEST(fixtures_decode_steps_match_llama_cpp_exact_logits) {
         free(lg);
         unload(&L);
     }
-    ZT_CHECKF(failed == 0, "%d of %d fixtures over %g", failed, nf, DECODE_TOL);
+    ZT_CHECKF(failed == 0, "%d of %d fixtures over %g", failed, nf, ZT_DECODE_TOL);
 }
 
 ZT_TEST(fixtures_prefill_matches_llama_cpp_exact_logits) {
@@ -115,7 +112,7 @@ ZT_TEST(fixtures_prefill_matches_llama_cpp_exact_logits) {
         int rc = be->forward(be, L.ids, L.n, 0, lg, true, &err);
         if (rc) fprintf(stderr, "  %s: %s\n", fx[i].name, err.msg);
         ZtLogitsDiff d = zt_compare_logits(lg, L.exact, L.n, V);
-        const double tol = all_f32(&L.m) ? DECODE_TOL : PREFILL_TOL;
+        const double tol = zt_all_f32(&L.m) ? ZT_DECODE_TOL : ZT_PREFILL_TOL;
         const bool ok = !rc && d.worst_rel <= tol;
         fprintf(stderr, "  prefill %-20s max|diff|/std %.3g  max|diff| %.3g  argmax %d/%d (tol %g)%s\n", fx[i].name,
                 d.worst_rel, d.worst_abs, d.argmax_equal, L.n, tol, ok ? "" : "  FAIL");
@@ -155,7 +152,7 @@ ZT_TEST(zrun_eval_device_cuda_matches_exact_logits_on_every_fixture) {
         ZtLogitsDiff d = {0, 0, 0};
         if (ok) {
             d = zt_compare_logits(lg, L.exact, L.n, L.m.hp.n_vocab);
-            ok = d.worst_rel <= (all_f32(&L.m) ? DECODE_TOL : PREFILL_TOL);
+            ok = d.worst_rel <= (zt_all_f32(&L.m) ? ZT_DECODE_TOL : ZT_PREFILL_TOL);
         }
         fprintf(stderr, "  zrun eval --device cuda %-20s exit %d  max|diff|/std %.3g%s\n", fx[i].name,
                 st, d.worst_rel, ok ? "" : "  FAIL");
