@@ -89,10 +89,13 @@ __device__ __forceinline__ void zr_ad_patch(float4 (&r)[U][V], const float4 *row
         }
 }
 
-// Value d of the pair-rotated row x: with rot (d < rope_dim), d's pair (i0, i1) turned by the
-// angle's (c, s) (zr_rope_cos_sin of the pair); else x[d] as it is.
-__device__ __forceinline__ float zr_ad_rot(const float *x, int d, bool rot, int i0, int i1, float c, float s) {
-    if (!rot) return x[d];
+// Value d of the pair-rotated row x (rope over its first rope_dim values; the rest as they
+// are), the angle's (c, s) computed before (zr_rope_cos_sin of d's pair).
+__device__ __forceinline__ float zr_ad_rope_cs(const float *x, int d, int rope_dim, int neox, float c, float s) {
+    if (d >= rope_dim) return x[d];
+    const int half = rope_dim >> 1;
+    const int j = neox ? (d < half ? d : d - half) : d >> 1;
+    const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
     return d == i0 ? zr_rope_first(x[i0], x[i1], c, s) : zr_rope_second(x[i0], x[i1], c, s);
 }
 
@@ -171,11 +174,11 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
         // (2hd..3hd-1, the blocks that hold pos): all loads at once, rotated from qkv
         for (int i = t; i < 3 * hd; i += ZR_AD_THREADS) {
             const int v = i / hd, d = i - v * hd;
-            // (i == t for q and k, 2 hd <= ZR_AD_THREADS: d is td, and ti0, ti1 its pair)
+            // (i == t for q and k: 2 hd <= ZR_AD_THREADS)
             if (v == 0) {
-                qs[d] = zr_ad_rot(qsrc, d, rot, ti0, ti1, tc, ts) * scale;
+                qs[d] = zr_ad_rope_cs(qsrc, d, rope_dim, neox, tc, ts) * scale;
             } else if (cur && v == 1) {
-                const float val = zr_ad_rot(ksrc, d, rot, ti0, ti1, tc, ts);
+                const float val = zr_ad_rope_cs(ksrc, d, rope_dim, neox, tc, ts);
                 kn[d] = val;
                 if (writer) kc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
             } else if (cur) {
@@ -224,7 +227,7 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
                     val = x[d] * r * tw0; // ti0 == d
                 }
             } else {
-                val = zr_ad_rot(x, d, rot, ti0, ti1, tc, ts);
+                val = zr_ad_rope_cs(x, d, rope_dim, neox, tc, ts);
             }
         }
         __syncthreads(); // every read of the raw values is done
