@@ -175,35 +175,6 @@ __device__ __forceinline__ int sample_sub_level(float l, float lo, float scale) 
     return s >= (float)(ZR_SAMPLE_SUB - 1) ? ZR_SAMPLE_SUB - 1 : s > 0.0f ? (int)s : 0;
 }
 
-// The sum of x over the threads before this one, by the whole block (blockDim.x a multiple of 32,
-// <= 1024): shuffles within each warp, then over the warps' totals (integers: exact in any order).
-// Ends with a barrier, so a second call may follow at once.
-template <class T> __device__ T sample_block_exclusive(T x) {
-    __shared__ T s_warp[32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
-    const T mine = x;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const T y = __shfl_up_sync(0xffffffffu, x, o);
-        if (lane >= o) x += y;
-    }
-    if (lane == 31) s_warp[warp] = x;
-    __syncthreads();
-    if (warp == 0) {
-        T w = lane < n_warps ? s_warp[lane] : (T)0;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const T y = __shfl_up_sync(0xffffffffu, w, o);
-            if (lane >= o) w += y;
-        }
-        if (lane < n_warps) s_warp[lane] = w;
-    }
-    __syncthreads();
-    const T before = (warp ? s_warp[warp - 1] : (T)0) + x - mine;
-    __syncthreads(); // every read of s_warp is done
-    return before;
-}
-
 // Of counts by sub-level h[0..ZR_SAMPLE_SUB) (shared memory), with `above` ids decided above
 // them: the largest sub-level b where above + the ids at sub-levels >= b reach k, by the whole
 // block (ZR_SAMPLE_SUB / blockDim.x sub-levels a thread, taken from the top, so a prefix over
@@ -211,14 +182,33 @@ template <class T> __device__ T sample_block_exclusive(T x) {
 // none), *at: the ids at or above b, *over: the ids above b.
 __device__ void sample_sub_suffix(const unsigned *h, unsigned above, unsigned k, int *b_out, unsigned *at_out,
                                   unsigned *over_out) {
+    __shared__ unsigned s_warp[32];
     __shared__ int s_p;
     __shared__ unsigned s_at, s_over;
-    const int t = threadIdx.x;
+    const int t = threadIdx.x, lane = t & 31, warp = t >> 5, n_warps = blockDim.x >> 5;
     const int per = ZR_SAMPLE_SUB / blockDim.x, top = ZR_SAMPLE_SUB - 1 - per * t; // top, top - 1, ...
     unsigned x = 0;
     for (int i = 0; i < per; i++) x += h[top - i];
-    if (t == 0) s_p = INT_MAX; // (the scan's barriers order it before every atomicMin)
-    unsigned c = above + sample_block_exclusive(x); // ids above this thread's sub-levels
+    const unsigned mine = x;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    if (lane == 31) s_warp[warp] = x;
+    if (t == 0) s_p = INT_MAX;
+    __syncthreads();
+    if (warp == 0) {
+        unsigned w = lane < n_warps ? s_warp[lane] : 0u;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const unsigned y = __shfl_up_sync(0xffffffffu, w, o);
+            if (lane >= o) w += y;
+        }
+        if (lane < n_warps) s_warp[lane] = w;
+    }
+    __syncthreads();
+    unsigned c = above + (warp ? s_warp[warp - 1] : 0u) + x - mine; // ids above this thread's sub-levels
     for (int i = 0; i < per; i++) {
         const unsigned c_next = c + h[top - i];
         if (c_next >= k) {
@@ -268,10 +258,19 @@ __device__ __forceinline__ void sample_warp_append(bool take, int id, float l, u
 
 // Inclusive prefix sums of v[0..n) in place by the block (integers: exact in any order).
 template <class T> __device__ void sample_block_scan(T *v, int n) {
+    __shared__ T s_part[ZR_SAMPLE_COUNT_THREADS];
     const int per = (n + blockDim.x - 1) / blockDim.x, lo = threadIdx.x * per, hi = min(lo + per, n);
     T acc = 0;
     for (int i = lo; i < hi; i++) acc += v[i];
-    acc = sample_block_exclusive(acc);
+    s_part[threadIdx.x] = acc;
+    for (int s = 1; s < (int)blockDim.x; s *= 2) {
+        __syncthreads();
+        const T add = threadIdx.x >= (unsigned)s ? s_part[threadIdx.x - s] : 0;
+        __syncthreads();
+        s_part[threadIdx.x] += add;
+    }
+    __syncthreads();
+    acc = threadIdx.x ? s_part[threadIdx.x - 1] : 0;
     for (int i = lo; i < hi; i++) v[i] = acc += v[i];
     __syncthreads();
 }
