@@ -187,10 +187,53 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
                 if (writer) vc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
             }
         }
+    } else if ((hd & 31) == 0) {
+        // the head norms (rmsnorm_f32's x * (1/rms) * w), then rope of the normed values, straight
+        // from qkv: the warps of q's value threads (t < hd) and of k's (hd <= t < 2 hd, the blocks
+        // that hold pos) each add their vector's squares in one warp's order (every warp gets the
+        // bits one warp got: the 1/rms of the shared-memory path below), then rotate their values
+        // from the raw pair; no barrier before the one after these paths
+        if (tv < 2 && (tv == 0 || cur)) {
+            const float *x = tv == 0 ? qsrc : ksrc;
+            float val;
+            if (tw) {
+                float xv[4 * V]; // the whole head, hd / 32 <= 4 V values a lane, loaded together
+#pragma unroll
+                for (int j = 0; j < 4 * V; j++) xv[j] = lane + 32 * j < hd ? x[lane + 32 * j] : 0.f;
+                const float a0 = x[ti0], b0 = x[ti1];
+                float ss = 0.f;
+#pragma unroll
+                for (int j = 0; j < 4 * V; j++)
+                    if (lane + 32 * j < hd) ss = fmaf(xv[j], xv[j], ss);
+                ss = zr_warp_sum(ss);
+                const float r = 1.0f / sqrtf(ss / (float)hd + eps);
+                if (rot) {
+                    const float a = a0 * r * tw0, b = b0 * r * tw1;
+                    val = td == ti0 ? zr_rope_first(a, b, tc, ts) : zr_rope_second(a, b, tc, ts);
+                } else {
+                    val = a0 * r * tw0; // ti0 == ti1 == td
+                }
+            } else {
+                val = zr_ad_rope_cs(x, td, rope_dim, neox, tc, ts);
+            }
+            if (tv == 0) {
+                qs[td] = val * scale;
+            } else {
+                kn[td] = val;
+                if (writer) kc[(size_t)pos * kv_dim + (size_t)kvh * hd + td] = val;
+            }
+        }
+        if (cur) // the V row
+            for (int i = 2 * hd + t; i < 3 * hd; i += ZR_AD_THREADS) {
+                const int d = i - 2 * hd;
+                const float val = vsrc[d];
+                vn[d] = val;
+                if (writer) vc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
+            }
     } else {
-        // the head norms first (rmsnorm_f32's x * (1/rms) * w), then rope of the normed values:
-        // raw q and k into shared memory, their sums of squares (warps 0 and 1), the normed and
-        // rotated values (one per thread: 2 hd <= ZR_AD_THREADS)
+        // (heads that are no multiple of 32: a warp spans both vectors) the head norms first,
+        // then rope of the normed values: raw q and k into shared memory, their sums of squares
+        // (warps 0 and 1), the normed and rotated values (one per thread: 2 hd <= ZR_AD_THREADS)
         for (int i = t; i < 3 * hd; i += ZR_AD_THREADS) {
             const int v = i / hd, d = i - v * hd;
             if (v == 0) {
@@ -259,23 +302,28 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
         }
         zr_ad_patch<U, V>(kr, kn4, p0 + grp, NG, cur_row, sub, L, hd4);
         zr_ad_patch<U, V>(vr, vn4, p0 + grp, NG, cur_row, sub, L, hd4);
-        // rows u of this batch exist for the warp while p0 + u*NG + its first row group < n
-        // (warp-uniform: the shuffles of rows no lane of the warp has are skipped)
+        // the U rows' dots of the batch, then their sums over the row's lanes level by level, all
+        // U together (U independent shuffles a level, not U chains of 5 one after another; rows
+        // past the chunk were loaded as zeros and are masked after), each row's arithmetic as it
+        // was alone
         float s[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            s[u] = zr_ad_dot4(q4[0], kr[u][0]);
+#pragma unroll
+            for (int j = 1; j < V; j++) s[u] += zr_ad_dot4(q4[j], kr[u][j]);
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            if (o < L) {
+#pragma unroll
+                for (int u = 0; u < U; u++) s[u] += __shfl_xor_sync(0xffffffffu, s[u], o);
+            }
         float bm = -INFINITY;
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            s[u] = -INFINITY;
-            if (p0 + u * NG + wg0 < n) {
-                float d = zr_ad_dot4(q4[0], kr[u][0]);
-#pragma unroll
-                for (int j = 1; j < V; j++) d += zr_ad_dot4(q4[j], kr[u][j]);
-#pragma unroll
-                for (int o = 16; o > 0; o >>= 1)
-                    if (o < L) d += __shfl_xor_sync(0xffffffffu, d, o);
-                if (softcap > 0.f) d = tanhf(d * inv_cap) * softcap;
-                if (p0 + u * NG + grp < n) s[u] = d;
-            }
+            if (softcap > 0.f) s[u] = tanhf(s[u] * inv_cap) * softcap;
+            if (!(p0 + u * NG + grp < n)) s[u] = -INFINITY;
             bm = fmaxf(bm, s[u]);
         }
 #pragma unroll
