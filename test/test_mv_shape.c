@@ -1,7 +1,9 @@
 /* The decode product's launch shape (cuda/mv_shape.h zr_cuf_mv_shape) on an H200's 132
  * multiprocessors: the picks sessions 9 and 11 measured in the model (cu/PERF.md). Rows too short
  * for the 4 KiB split rule split in two on blocks of 4 row groups; F16 and Q8_0 take the tall kernel
- * from 2 waves of tiles, every other type from 8; a product that writes SSQ pieces is never tall.
+ * from 2 waves of tiles, every other type from 8, and quantized gate|up products from 1 where a lane
+ * has 3 items of a row (session 12); quantized types run it on 2 blocks of 16 row groups a
+ * multiprocessor, F16 on 4 of 8; a product that writes SSQ pieces is never tall.
  * No GPU needed: the pick reads only sizes, types and the multiprocessor count. */
 #include <string.h>
 
@@ -63,23 +65,39 @@ ZT_TEST(short_rows_of_every_type_split_in_two_the_general_rule_only_q8_0s) {
 }
 
 ZT_TEST(f16_and_q8_0_take_the_tall_kernel_from_two_waves_of_tiles_other_types_from_eight) {
-    const int GLU = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, blocks = 4 * 132, two = 2 * blocks;
-    /* llama3-8b gate|up: 14336 results, 1792 tiles of 8 row groups (3.4 waves) */
-    check(ZR_TYPE_Q8_0, 4096, 28672, GLU, 8, 1, blocks);
+    const int GLU = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, blocks = 4 * 132, two = 2 * blocks, q = 2 * 132;
+    /* llama3-8b gate|up: 14336 results, 1792 tiles of 8 row groups (3.4 waves); quantized types
+     * on 2 blocks of 16 row groups a multiprocessor, F16 on 4 of 8 */
+    check(ZR_TYPE_Q8_0, 4096, 28672, GLU, 16, 1, q);
     check(ZR_TYPE_F16, 4096, 28672, GLU, 8, 1, blocks);
     check(ZR_TYPE_Q4_0, 4096, 28672, GLU, 8, 1, 0);
     check(ZR_TYPE_Q4_K, 4096, 28672, GLU, 8, 1, 0);
     check(ZR_TYPE_BF16, 4096, 28672, GLU, 8, 1, 0);
     /* gemma3-4b gate|up with the post norm folded in: 1280 tiles */
-    check(ZR_TYPE_Q8_0, 2560, 20480, ZR_CUF_MV_ADDNORM | ZR_CUF_MV_GLU | ZR_CUF_MV_GELU, 8, 1, blocks);
-    /* exactly 2 waves of tiles against one tile fewer (GLU: 8 results a tile) */
-    check(ZR_TYPE_Q8_0, 4096, 2 * 8 * two, GLU, 8, 1, blocks);
-    check(ZR_TYPE_Q8_0, 4096, 2 * 8 * (two - 1), GLU, 8, 1, 0);
-    /* llama3.2-1b gate|up: 1024 tiles, under 2 waves */
-    check(ZR_TYPE_Q8_0, 2048, 16384, GLU, 8, 1, 0);
+    check(ZR_TYPE_Q8_0, 2560, 20480, ZR_CUF_MV_ADDNORM | ZR_CUF_MV_GLU | ZR_CUF_MV_GELU, 16, 1, q);
+    /* exactly 2 waves of tiles (GLU: 8 results a tile) */
+    check(ZR_TYPE_Q8_0, 4096, 2 * 8 * two, GLU, 16, 1, q);
+    check(ZR_TYPE_F16, 4096, 2 * 8 * two, GLU, 8, 1, blocks);
+    check(ZR_TYPE_F16, 4096, 2 * 8 * (two - 1), GLU, 8, 1, 0);
     /* a vocabulary output takes it in every type (8 waves and more) */
-    check(ZR_TYPE_Q4_K, 4096, 128256, ZR_CUF_MV_RMSNORM, 8, 1, blocks);
-    check(ZR_TYPE_Q6_K, 2560, 262144, ZR_CUF_MV_RMSNORM, 8, 1, blocks);
+    check(ZR_TYPE_Q4_K, 4096, 128256, ZR_CUF_MV_RMSNORM, 16, 1, q);
+    check(ZR_TYPE_Q6_K, 2560, 262144, ZR_CUF_MV_RMSNORM, 16, 1, q);
+    check(ZR_TYPE_F16, 2048, 128256, ZR_CUF_MV_RMSNORM, 8, 1, blocks);
+}
+
+ZT_TEST(quantized_gate_up_of_one_to_two_waves_is_tall_where_a_lane_has_three_items_of_a_row) {
+    const int GLU = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, blocks = 4 * 132, q = 2 * 132;
+    /* llama3.2-3b / 1b gate|up: 8192 results, 1024 tiles (1.9 waves) */
+    check(ZR_TYPE_Q4_K, 3072, 16384, GLU, 16, 1, q); /* 96 items a row: 3 a lane */
+    check(ZR_TYPE_Q8_0, 3072, 16384, GLU, 16, 1, q);
+    check(ZR_TYPE_Q8_0, 2048, 16384, GLU, 16, 1, q); /* 128 items: 4 a lane */
+    check(ZR_TYPE_Q4_K, 2048, 16384, GLU, 8, 1, 0);  /* 64 items: 2 a lane */
+    check(ZR_TYPE_F16, 3072, 16384, GLU, 8, 1, 0);   /* F16 from 2 waves */
+    /* one wave of tiles exactly, and one tile fewer */
+    check(ZR_TYPE_Q4_K, 3072, 2 * 8 * blocks, GLU, 16, 1, q);
+    check(ZR_TYPE_Q4_K, 3072, 2 * 8 * (blocks - 1), GLU, 8, 1, 0);
+    /* the same rows without GLU (a plain product of 1.9 waves) keep a block per tile */
+    check(ZR_TYPE_Q4_K, 3072, 2 * 8 * 1024, ZR_CUF_MV_RMSNORM, 8, 1, 0);
 }
 
 ZT_TEST(a_product_that_writes_sums_of_squares_is_never_tall) {

@@ -46,8 +46,9 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, b
         G = 4;
     }
     /* Tall matrices (a vocabulary output: 262144 rows on gemma3, 8 or more blocks' worth of
-     * tiles per resident block; F16 and Q8_0 from 2, below) take the tall kernel on 4 blocks per
-     * multiprocessor (one wave of 256-thread blocks at 64 registers), each staging x once for
+     * tiles per resident block; F16 and Q8_0 from 2, below) take the tall kernel on one wave of
+     * blocks (4 of 256 threads a multiprocessor at 64 registers; 2 of 512 for quantized types,
+     * below), each staging x once for
      * all of its tiles: a block per tile staged x (and the norm weights, and ADDNORM's block
      * output and post-norm weight) for every 16 rows, 40 KB of L2 reads per 34 KB of weights on
      * gemma3-4b's Q6_K output. */
@@ -58,8 +59,20 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, b
      * types were not measured: they keep 8 (cu/PERF.md, session 9). SSQ products have no tall
      * kernel. */
     const long waves = w->type == ZR_TYPE_F16 || w->type == ZR_TYPE_Q8_0 ? 2 : 8;
-    const int tall = split == 1 && k->has_mvt[w->type] && !(mode & ZR_CUF_MV_SSQ) && tiles >= waves * blocks;
-    return (ZrMvShape){.groups = G, .split = split, .blocks = tall ? (int)blocks : 0};
+    const bool quant = zr_type_info(w->type)->block > 1, can_tall = split == 1 && k->has_mvt[w->type] && !(mode & ZR_CUF_MV_SSQ);
+    /* A gate|up product of a quantized type with 1 to 2 waves of tiles (Llama-3.2-1B's and 3B's:
+     * 8192 results, 1024 tiles) takes it too where each lane has 3 or more items of a row (H200
+     * tg128, session 12: llama3.2-3b Q4_K_M +3.0%, Q8_0 +3.3%, llama3.2-1b Q8_0 +3.2%): the tall
+     * block takes its tiles one after another, each opening on the latency of its first loads,
+     * which rows of 2 items a lane cannot hide (llama3.2-1b Q4_K_M lost 3.1%). */
+    const bool glu_tall = quant && (mode & ZR_CUF_MV_GLU) && tiles >= blocks && tiles < 2 * blocks && items >= 3 * 32;
+    if (!can_tall || (tiles < waves * blocks && !glu_tall)) return (ZrMvShape){.groups = G, .split = split, .blocks = 0};
+    /* Quantized types run it with blocks of 16 row groups, 2 a multiprocessor (the same 1024
+     * threads an SM): half the blocks stage x (H200 tg128, session 12: gemma3-4b Q8_0 +2.0%,
+     * llama3-8b Q8_0 +1.5%, the Q4_K_M files' Q6_K outputs +0.25-0.5%); F16 keeps 8 and 4
+     * (zrun-mv-bench: 16 and 2 no faster on its outputs). */
+    if (quant) return (ZrMvShape){.groups = 16, .split = 1, .blocks = 2 * k->sm_count};
+    return (ZrMvShape){.groups = G, .split = split, .blocks = (int)blocks};
 }
 
 ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) { return shape_of(k, w, mode, true); }
