@@ -17,6 +17,7 @@
 #include "cuda/sample.h"
 #include "cuda/sample_scratch.h"
 #include "gpu_env.h"
+#include "gpu_pick.h"
 #include "gpu_steps.h"
 #include "sampler.h"
 #include "zt.h"
@@ -64,10 +65,6 @@ typedef struct Case {
     int host; /* 0: every step exact on the device; 1: ZR_PICK_HOST allowed; 2: required on every step */
 } Case;
 
-typedef struct Dev {
-    CUdeviceptr logits, tok_pos, ring;
-} Dev;
-
 /* The CPU's view of the device's logits: padding rows and banned ids at -inf (src/app/run.c). */
 static void host_view(float *h, const float *v, const Case *c, const int32_t *ban) {
     memcpy(h, v, sizeof(float) * c->n_vocab);
@@ -96,8 +93,7 @@ static void run_case(GpuEnv *g, const Case *c, uint64_t seed, int *host_steps) {
     zr_sampler_get_state(cpu, want);
     ZT_CHECKF(!zr_sample_dev_set_state(&g->cuda, &d, want, sb, &e), "%s", e.msg);
     float *v = malloc(sizeof(float) * nv), *h = malloc(sizeof(float) * nv);
-    Dev dv = {gpu_alloc(g, sizeof(float) * nv), gpu_alloc(g, 8), gpu_alloc(g, sizeof(ZrPickRecord) * N_SLOTS)};
-    const ZrPickIO io = {.logits = dv.logits, .n_cand = c->n_cand, .tok_pos = dv.tok_pos, .ring = dv.ring, .n_slots = N_SLOTS};
+    ZtPick dv = zt_pick_open(g, nv, c->n_cand, N_SLOTS);
     int32_t tp[2] = {5, 100};
     ZT_CHECK(!zr_cuda_h2d(&g->cuda, dv.tok_pos, tp, sizeof tp, &e));
     uint64_t rs = seed * 0x9e3779b97f4a7c15ull + (uint64_t)c->kind;
@@ -105,11 +101,10 @@ static void run_case(GpuEnv *g, const Case *c, uint64_t seed, int *host_steps) {
         fill(v, c->n_cand, c->kind, step, &rs);
         for (int i = c->n_cand; i < nv; i++) v[i] = NAN; /* padding rows: never read */
         ZT_CHECK(!zr_cuda_h2d(&g->cuda, dv.logits, v, sizeof(float) * nv, &e));
-        ZT_CHECKF(!zr_sample_launch(&g->l, &g->k, &d, &io, &e), "%s", e.msg);
+        ZT_CHECKF(!zr_sample_launch(&g->l, &g->k, &d, &dv.io, &e), "%s", e.msg);
         ZrPickRecord rec;
         int32_t tp2[2];
-        gpu_download(g, &rec, dv.ring + sizeof rec * (size_t)(tp[1] % N_SLOTS), sizeof rec);
-        gpu_download(g, tp2, dv.tok_pos, sizeof tp2);
+        zt_pick_read(g, &dv, tp[1], &rec, tp2);
         host_view(h, v, c, ban);
         const int32_t tok = zr_sampler_sample(cpu, h);
         zr_sampler_accept(cpu, tok);
@@ -140,9 +135,7 @@ static void run_case(GpuEnv *g, const Case *c, uint64_t seed, int *host_steps) {
         tp[0] = tp2[0];
         tp[1] = tp2[1];
     }
-    gpu_free(g, dv.logits);
-    gpu_free(g, dv.tok_pos);
-    gpu_free(g, dv.ring);
+    zt_pick_close(g, &dv);
     zr_sample_dev_free(&g->cuda, &d);
     zr_sampler_free(cpu);
     free(v);
@@ -235,8 +228,7 @@ ZT_TEST(a_nan_or_inf_logit_fails_the_step_and_changes_nothing) {
     ZT_CHECKF(!zr_sample_dev_init(&g->cuda, &p, nv, NULL, 0, &d, &e), "%s", e.msg);
     float *v = malloc(sizeof(float) * nv);
     uint64_t s = 11;
-    CUdeviceptr dl = gpu_alloc(g, sizeof(float) * nv), dtp = gpu_alloc(g, 8), dr = gpu_alloc(g, sizeof(ZrPickRecord) * N_SLOTS);
-    const ZrPickIO io = {.logits = dl, .n_cand = nv, .tok_pos = dtp, .ring = dr, .n_slots = N_SLOTS};
+    ZtPick dv = zt_pick_open(g, nv, nv, N_SLOTS);
     const float bad[] = {NAN, INFINITY, -INFINITY};
     unsigned char *before = malloc(d.state_bytes), *after = malloc(d.state_bytes);
     for (int b = 0; b < 3; b++) {
@@ -244,21 +236,18 @@ ZT_TEST(a_nan_or_inf_logit_fails_the_step_and_changes_nothing) {
         v[nv - 3] = bad[b];
         v[20000 + b] = bad[(b + 1) % 3];
         const int32_t tp[2] = {9, 41 + b};
-        ZT_CHECK(!zr_cuda_h2d(&g->cuda, dtp, tp, sizeof tp, &e) && !zr_cuda_h2d(&g->cuda, dl, v, sizeof(float) * nv, &e));
+        ZT_CHECK(!zr_cuda_h2d(&g->cuda, dv.tok_pos, tp, sizeof tp, &e) && !zr_cuda_h2d(&g->cuda, dv.logits, v, sizeof(float) * nv, &e));
         ZT_CHECK(!zr_sample_dev_get_state(&g->cuda, &d, before, d.state_bytes, &e));
-        ZT_CHECKF(!zr_sample_launch(&g->l, &g->k, &d, &io, &e), "%s", e.msg);
+        ZT_CHECKF(!zr_sample_launch(&g->l, &g->k, &d, &dv.io, &e), "%s", e.msg);
         ZrPickRecord rec;
         int32_t tp2[2];
-        gpu_download(g, &rec, dr + sizeof rec * (size_t)(tp[1] % N_SLOTS), sizeof rec);
-        gpu_download(g, tp2, dtp, sizeof tp2);
+        zt_pick_read(g, &dv, tp[1], &rec, tp2);
         ZT_CHECK(!zr_sample_dev_get_state(&g->cuda, &d, after, d.state_bytes, &e));
         ZT_CHECKF(rec.status == ZR_PICK_NONFINITE && rec.nonfinite_at == 20000 + b && rec.token == -1 && rec.pos == tp[1],
                   "status %d at %d token %d", rec.status, rec.nonfinite_at, rec.token);
         ZT_CHECK(tp2[0] == tp[0] && tp2[1] == tp[1] && !memcmp(before, after, d.state_bytes));
     }
-    gpu_free(g, dl);
-    gpu_free(g, dtp);
-    gpu_free(g, dr);
+    zt_pick_close(g, &dv);
     zr_sample_dev_free(&g->cuda, &d);
     free(v);
     free(before);
@@ -280,18 +269,18 @@ ZT_TEST(a_crowded_step_after_a_non_finite_one_is_still_exact_on_the_device) {
     ZrSampler *cpu = zr_sampler_create(&p, nv, &e);
     ZT_CHECKF(cpu, "%s", e.msg);
     float *v = malloc(sizeof(float) * nv), *h = malloc(sizeof(float) * nv);
-    CUdeviceptr dl = gpu_alloc(g, sizeof(float) * nv), dtp = gpu_alloc(g, 8), dr = gpu_alloc(g, sizeof(ZrPickRecord) * N_SLOTS);
-    const ZrPickIO io = {.logits = dl, .n_cand = nv, .tok_pos = dtp, .ring = dr, .n_slots = N_SLOTS};
+    ZtPick dv = zt_pick_open(g, nv, nv, N_SLOTS);
     const int32_t tp[2] = {9, 41};
-    ZT_CHECK(!zr_cuda_h2d(&g->cuda, dtp, tp, sizeof tp, &e));
+    ZT_CHECK(!zr_cuda_h2d(&g->cuda, dv.tok_pos, tp, sizeof tp, &e));
     uint64_t s = 23;
     for (int step = 0; step < 3; step++) {
         fill(v, nv, L_TIED, step, &s);
         if (step < 2) v[nv / 3 + step] = NAN; /* two failed steps: counts twice over if kept */
-        ZT_CHECK(!zr_cuda_h2d(&g->cuda, dl, v, sizeof(float) * nv, &e));
-        ZT_CHECKF(!zr_sample_launch(&g->l, &g->k, &d, &io, &e), "%s", e.msg);
+        ZT_CHECK(!zr_cuda_h2d(&g->cuda, dv.logits, v, sizeof(float) * nv, &e));
+        ZT_CHECKF(!zr_sample_launch(&g->l, &g->k, &d, &dv.io, &e), "%s", e.msg);
         ZrPickRecord rec;
-        gpu_download(g, &rec, dr + sizeof rec * (size_t)(tp[1] % N_SLOTS), sizeof rec);
+        int32_t tp2[2];
+        zt_pick_read(g, &dv, tp[1], &rec, tp2);
         if (step < 2) {
             ZT_CHECKF(rec.status == ZR_PICK_NONFINITE && rec.nonfinite_at == nv / 3 + step, "step %d: status %d at %d", step,
                       rec.status, rec.nonfinite_at);
@@ -302,9 +291,7 @@ ZT_TEST(a_crowded_step_after_a_non_finite_one_is_still_exact_on_the_device) {
         ZT_CHECKF(rec.status == ZR_PICK_OK && rec.token == want, "after two failed steps: status %d token %d, CPU token %d",
                   rec.status, rec.token, want);
     }
-    gpu_free(g, dl);
-    gpu_free(g, dtp);
-    gpu_free(g, dr);
+    zt_pick_close(g, &dv);
     zr_sample_dev_free(&g->cuda, &d);
     zr_sampler_free(cpu);
     free(v);
@@ -318,24 +305,23 @@ ZT_TEST(the_greedy_tail_writes_the_argmax_record_and_advances_tok_pos) {
     static const int sizes[] = {1, 5, 4099, 32000, 128256, 262144};
     const int max_n = 262144;
     float *v = malloc(sizeof(float) * max_n);
-    CUdeviceptr dl = gpu_alloc(g, sizeof(float) * max_n), dtp = gpu_alloc(g, 8), dr = gpu_alloc(g, sizeof(ZrPickRecord) * 3),
-                scratch = gpu_alloc(g, ZR_PICK_BYTES);
+    ZtPick dv = zt_pick_open(g, max_n, max_n, 3);
+    CUdeviceptr scratch = gpu_alloc(g, ZR_PICK_BYTES);
     ZT_CHECK(!zr_cuda_memset8(&g->cuda, scratch, 0, ZR_PICK_BYTES, &e));
     uint64_t s = 5;
     int32_t tp[2] = {0, 7};
-    ZT_CHECK(!zr_cuda_h2d(&g->cuda, dtp, tp, sizeof tp, &e));
+    ZT_CHECK(!zr_cuda_h2d(&g->cuda, dv.tok_pos, tp, sizeof tp, &e));
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
         for (int kind = 0; kind < 3; kind++) {
             const int n = sizes[si];
             fill(v, n, kind == 2 ? L_TIES : L_PEAKED, 0, &s);
             if (kind == 1) v[n / 3] = NAN; /* the record says so; tok_pos stays */
-            ZT_CHECK(!zr_cuda_h2d(&g->cuda, dl, v, sizeof(float) * n, &e));
-            const ZrPickIO io = {.logits = dl, .n_cand = n, .tok_pos = dtp, .ring = dr, .n_slots = 3};
-            ZT_CHECKF(!zr_pick_greedy_launch(&g->l, &g->k, &io, scratch, &e), "%s", e.msg);
+            ZT_CHECK(!zr_cuda_h2d(&g->cuda, dv.logits, v, sizeof(float) * n, &e));
+            dv.io.n_cand = n;
+            ZT_CHECKF(!zr_pick_greedy_launch(&g->l, &g->k, &dv.io, scratch, &e), "%s", e.msg);
             ZrPickRecord rec;
             int32_t tp2[2];
-            gpu_download(g, &rec, dr + sizeof rec * (size_t)(tp[1] % 3), sizeof rec);
-            gpu_download(g, tp2, dtp, sizeof tp2);
+            zt_pick_read(g, &dv, tp[1], &rec, tp2);
             const int32_t want = zr_sampler_argmax(v, n);
             if (kind == 1) {
                 ZT_CHECKF(rec.status == ZR_PICK_NONFINITE && rec.nonfinite_at == n / 3 && rec.token == -1 &&
@@ -350,9 +336,7 @@ ZT_TEST(the_greedy_tail_writes_the_argmax_record_and_advances_tok_pos) {
             tp[0] = tp2[0];
             tp[1] = tp2[1];
         }
-    gpu_free(g, dl);
-    gpu_free(g, dtp);
-    gpu_free(g, dr);
+    zt_pick_close(g, &dv);
     gpu_free(g, scratch);
     free(v);
 }
@@ -393,10 +377,11 @@ ZT_TEST(time_per_step_of_the_chain_by_setting_and_vocabulary) {
         float *v = malloc(sizeof(float) * nv);
         uint64_t rs = 99;
         fill(v, nv, L_PEAKED, 0, &rs);
-        CUdeviceptr dl = gpu_upload(g, v, sizeof(float) * nv), dtp = gpu_alloc(g, 8),
-                    dr = gpu_alloc(g, sizeof(ZrPickRecord) * N_SLOTS), scratch = gpu_alloc(g, ZR_PICK_BYTES);
-        ZT_CHECK(!zr_cuda_memset8(&g->cuda, scratch, 0, ZR_PICK_BYTES, &e) && !zr_cuda_memset8(&g->cuda, dtp, 0, 8, &e));
-        TimeCtx t = {.io = {.logits = dl, .n_cand = nv, .tok_pos = dtp, .ring = dr, .n_slots = N_SLOTS}, .scratch = scratch};
+        ZtPick dv = zt_pick_open(g, nv, nv, N_SLOTS);
+        CUdeviceptr scratch = gpu_alloc(g, ZR_PICK_BYTES);
+        ZT_CHECK(!zr_cuda_h2d(&g->cuda, dv.logits, v, sizeof(float) * nv, &e) &&
+                 !zr_cuda_memset8(&g->cuda, scratch, 0, ZR_PICK_BYTES, &e) && !zr_cuda_memset8(&g->cuda, dv.tok_pos, 0, 8, &e));
+        TimeCtx t = {.io = dv.io, .scratch = scratch};
         const float greedy_us = zt_gpu_step_us(g, step_greedy, &t, busy, busy_bytes, sink);
         ZT_CHECK(greedy_us >= 0.0f);
         fprintf(stderr, "  %-8d %10.2f", nv, (double)greedy_us);
@@ -411,9 +396,7 @@ ZT_TEST(time_per_step_of_the_chain_by_setting_and_vocabulary) {
             fprintf(stderr, " %18.2f", (double)us);
         }
         fprintf(stderr, "\n");
-        gpu_free(g, dl);
-        gpu_free(g, dtp);
-        gpu_free(g, dr);
+        zt_pick_close(g, &dv);
         gpu_free(g, scratch);
         free(v);
     }
@@ -529,12 +512,12 @@ ZT_TEST(time_of_each_stage_of_the_chain_and_of_steps_back_to_back) {
         float *v = malloc(sizeof(float) * nv);
         uint64_t rs = 99;
         fill(v, nv, L_PEAKED, 0, &rs);
-        CUdeviceptr dl = gpu_upload(g, v, sizeof(float) * nv), dtp = gpu_alloc(g, 8),
-                    dr = gpu_alloc(g, sizeof(ZrPickRecord) * RING_SLOTS), scratch = gpu_alloc(g, ZR_PICK_BYTES);
-        ZT_CHECK(!zr_cuda_memset8(&g->cuda, scratch, 0, ZR_PICK_BYTES, &e) && !zr_cuda_memset8(&g->cuda, dtp, 0, 8, &e) &&
-                 !zr_cuda_memset8(&g->cuda, dr, 0, sizeof(ZrPickRecord) * RING_SLOTS, &e));
-        TimeCtx t = {.io = {.logits = dl, .n_cand = nv, .tok_pos = dtp, .ring = dr, .n_slots = RING_SLOTS},
-                     .scratch = scratch};
+        ZtPick dv = zt_pick_open(g, nv, nv, RING_SLOTS);
+        CUdeviceptr scratch = gpu_alloc(g, ZR_PICK_BYTES);
+        ZT_CHECK(!zr_cuda_h2d(&g->cuda, dv.logits, v, sizeof(float) * nv, &e) &&
+                 !zr_cuda_memset8(&g->cuda, scratch, 0, ZR_PICK_BYTES, &e) && !zr_cuda_memset8(&g->cuda, dv.tok_pos, 0, 8, &e) &&
+                 !zr_cuda_memset8(&g->cuda, dv.ring, 0, sizeof(ZrPickRecord) * RING_SLOTS, &e));
+        TimeCtx t = {.io = dv.io, .scratch = scratch};
         fprintf(stderr, "  vocab %d\n  %-20s", nv, "setting");
         for (int c = 0; c < N_STAGE_COLS; c++) fprintf(stderr, " %11s", stage_col[c].name);
         fprintf(stderr, " %11s\n  %-20s", "step", "greedy (argmax)");
@@ -556,7 +539,7 @@ ZT_TEST(time_of_each_stage_of_the_chain_and_of_steps_back_to_back) {
         }
         /* the default chain where top-k's level is crowded (tied logits): the pick narrows it */
         fill(v, nv, L_TIED, 0, &rs);
-        ZT_CHECK(!zr_cuda_h2d(&g->cuda, dl, v, sizeof(float) * nv, &e));
+        ZT_CHECK(!zr_cuda_h2d(&g->cuda, dv.logits, v, sizeof(float) * nv, &e));
         const ZrSamplerParams p = setting(S_DEFAULT);
         ZrSampleDev d;
         ZT_CHECKF(!zr_sample_dev_init(&g->cuda, &p, nv, NULL, 0, &d, &e), "%s", e.msg);
@@ -567,9 +550,7 @@ ZT_TEST(time_of_each_stage_of_the_chain_and_of_steps_back_to_back) {
         ZT_CHECK(tied_us >= 0.0);
         fprintf(stderr, " %11.2f\n", tied_us);
         zr_sample_dev_free(&g->cuda, &d);
-        gpu_free(g, dl);
-        gpu_free(g, dtp);
-        gpu_free(g, dr);
+        zt_pick_close(g, &dv);
         gpu_free(g, scratch);
         free(v);
     }

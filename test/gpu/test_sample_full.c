@@ -11,6 +11,7 @@
 #include "cuda/sample.h"
 #include "cuda/sample_full.h"
 #include "gpu_env.h"
+#include "gpu_pick.h"
 #include "gpu_steps.h"
 #include "sampler.h"
 #include "zt.h"
@@ -76,20 +77,18 @@ static void run_case(GpuEnv *g, const ZrSamplerParams *p, int nv, int n_cand, in
     zr_sampler_get_state(cpu, want);
     ZT_CHECKF(!zr_sample_dev_set_state(&g->cuda, &d, want, sb, &e), "%s", e.msg);
     float *v = malloc(sizeof(float) * nv), *h = malloc(sizeof(float) * nv);
-    CUdeviceptr dl = gpu_alloc(g, sizeof(float) * nv), dtp = gpu_alloc(g, 8), dr = gpu_alloc(g, sizeof(ZrPickRecord) * N_SLOTS);
-    const ZrPickIO io = {.logits = dl, .n_cand = n_cand, .tok_pos = dtp, .ring = dr, .n_slots = N_SLOTS};
+    ZtPick dv = zt_pick_open(g, nv, n_cand, N_SLOTS);
     int32_t tp[2] = {5, 100};
-    ZT_CHECK(!zr_cuda_h2d(&g->cuda, dtp, tp, sizeof tp, &e));
+    ZT_CHECK(!zr_cuda_h2d(&g->cuda, dv.tok_pos, tp, sizeof tp, &e));
     uint64_t rs = p->seed * 0x9e3779b97f4a7c15ull + (uint64_t)kind;
     for (int step = 0; step < steps; step++) {
         fill(v, n_cand, kind, step, &rs);
         for (int i = n_cand; i < nv; i++) v[i] = NAN; /* padding rows: never read */
-        ZT_CHECK(!zr_cuda_h2d(&g->cuda, dl, v, sizeof(float) * nv, &e));
-        ZT_CHECKF(!zr_sample_launch(&g->l, &g->k, &d, &io, &e), "%s", e.msg);
+        ZT_CHECK(!zr_cuda_h2d(&g->cuda, dv.logits, v, sizeof(float) * nv, &e));
+        ZT_CHECKF(!zr_sample_launch(&g->l, &g->k, &d, &dv.io, &e), "%s", e.msg);
         ZrPickRecord rec;
         int32_t tp2[2];
-        gpu_download(g, &rec, dr + sizeof rec * (size_t)(tp[1] % N_SLOTS), sizeof rec);
-        gpu_download(g, tp2, dtp, sizeof tp2);
+        zt_pick_read(g, &dv, tp[1], &rec, tp2);
         host_view(h, v, nv, n_cand, ban, n_ban);
         const int32_t tok = zr_sampler_sample(cpu, h);
         zr_sampler_accept(cpu, tok);
@@ -107,9 +106,7 @@ static void run_case(GpuEnv *g, const ZrSamplerParams *p, int nv, int n_cand, in
         tp[1] = tp2[1];
         (*checked)++;
     }
-    gpu_free(g, dl);
-    gpu_free(g, dtp);
-    gpu_free(g, dr);
+    zt_pick_close(g, &dv);
     zr_sample_dev_free(&g->cuda, &d);
     zr_sampler_free(cpu);
     free(v);
@@ -195,25 +192,21 @@ ZT_TEST(time_per_step_of_the_draw_over_every_id) {
         float *v = malloc(sizeof(float) * nv);
         uint64_t rs = 99;
         fill(v, nv, L_PEAKED, 0, &rs);
-        CUdeviceptr dl = gpu_upload(g, v, sizeof(float) * nv), dtp = gpu_alloc(g, 8),
-                    dr = gpu_alloc(g, sizeof(ZrPickRecord) * N_SLOTS);
-        ZT_CHECK(!zr_cuda_memset8(&g->cuda, dtp, 0, 8, &e));
-        const ZrPickIO io = {.logits = dl, .n_cand = nv, .tok_pos = dtp, .ring = dr, .n_slots = N_SLOTS};
+        ZtPick dv = zt_pick_open(g, nv, nv, N_SLOTS);
+        ZT_CHECK(!zr_cuda_h2d(&g->cuda, dv.logits, v, sizeof(float) * nv, &e) && !zr_cuda_memset8(&g->cuda, dv.tok_pos, 0, 8, &e));
         fprintf(stderr, "  %-8d", nv);
         for (int s = 0; s < 3; s++) {
             const ZrSamplerParams p = full(0.8f, s == 1 ? 0.05f : 0.0f, s == 2, 1);
             ZrSampleDev d;
             ZT_CHECKF(!zr_sample_dev_init(&g->cuda, &p, nv, NULL, 0, &d, &e), "%s", e.msg);
-            FullStep f = {&d, &io};
+            FullStep f = {&d, &dv.io};
             const float us = zt_gpu_step_us(g, step_full, &f, busy, busy_bytes, sink);
             zr_sample_dev_free(&g->cuda, &d);
             ZT_CHECK(us >= 0.0f);
             fprintf(stderr, " %12.2f", (double)us);
         }
         fprintf(stderr, "\n");
-        gpu_free(g, dl);
-        gpu_free(g, dtp);
-        gpu_free(g, dr);
+        zt_pick_close(g, &dv);
         free(v);
     }
     gpu_free(g, busy);
