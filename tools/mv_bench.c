@@ -13,7 +13,8 @@
  * kernels and shapes on the matrices of llama.cpp's Q4_K_M mix (tools/synth.c), each launch as
  * the forward pass made it before matvec_mix (Q|K and V apart in the layers whose V is Q6_K), then
  * Q|K and V in one matvec_mix launch (cu/matvec_mix.cu: the decode step's path since).
- * A shape "GxS/B" is the tall kernel on B blocks (mv_shape.c's pick for vocabulary outputs); the
+ * A shape "GxS/B" is the tall kernel on B blocks (mv_shape.c's pick for vocabulary outputs; the CSV's
+ * blocks column, 0 for a block per tile); the
  * q4_k_m lines time such a pick against a block per tile too.
  * Prints, per model, type and matrix: the forward pass's own shape and the best shape found, in
  * us and GB/s; then per model and type the matrix-vector time per token, both ways. */
@@ -205,8 +206,8 @@ static int kquant_mix(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const Shap
                    m->name, m->n_in, m->n_out, zr_type_name(type), shape_str(one, sbuf), t1, file_bytes / t1 / 1e3);
         }
         if (csv)
-            fprintf(csv, "%s,q4_k_m:%s,%s,%d,%d,%d,%d,%.3f,%.1f,1\n", sh->name, zr_type_name(type), m->name, m->n_in,
-                    m->n_out, def.groups, def.split, t, file_bytes / t / 1e3);
+            fprintf(csv, "%s,q4_k_m:%s,%s,%d,%d,%d,%d,%d,%.3f,%.1f,1\n", sh->name, zr_type_name(type), m->name, m->n_in,
+                    m->n_out, def.groups, def.split, def.blocks, t, file_bytes / t / 1e3);
         fflush(stdout);
         free(copies);
         tok += t * m->per_token;
@@ -224,7 +225,7 @@ static int kquant_mix(ZrCuda *c, ZrLauncher *l, const ZrCuKernels *k, const Shap
         printf("%-3s %-6s %-6s %6d %7d | q4_K+q6_K one launch %8.2f us %7.0f GB/s x %d per token\n", sh->name, "q4_k_m",
                "qk+v", sh->embd, sh->q + 2 * sh->kv, t_mix, file_bytes / t_mix / 1e3, more);
         if (csv)
-            fprintf(csv, "%s,q4_k_m:mix,qk+v,%d,%d,0,0,%.3f,%.1f,1\n", sh->name, sh->embd, sh->q + 2 * sh->kv, t_mix,
+            fprintf(csv, "%s,q4_k_m:mix,qk+v,%d,%d,0,0,0,%.3f,%.1f,1\n", sh->name, sh->embd, sh->q + 2 * sh->kv, t_mix,
                     file_bytes / t_mix / 1e3);
         printf("%-3s q4_k_m per token with qk+v in one launch: matrix-vector %.1f us (qk+v %.2f -> %.2f us a layer), "
                "%d launches\n", sh->name, tok - more * (t_apart - t_mix), t_apart, t_mix, 4 * sh->layers + 1);
@@ -273,7 +274,7 @@ int main(int argc, char **argv) {
     }
     zr_launcher_init(&l, drv, cuda.stream);
     FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
-    if (csv) fprintf(csv, "model,type,matrix,n_in,n_out,groups,split,us,gbps,default\n");
+    if (csv) fprintf(csv, "model,type,matrix,n_in,n_out,groups,split,blocks,us,gbps,default\n");
     /* one pool of random words holds every copy of every matrix */
     const size_t pool_bytes = (size_t)1152 << 20;
     CUdeviceptr pool, x, g, y;
@@ -371,8 +372,8 @@ int main(int argc, char **argv) {
                         best_s = sp;
                     }
                     if (csv)
-                        fprintf(csv, "%s,%s,%s,%d,%d,%d,%d,%.3f,%.1f,%d\n", sh->name, types[ti].name, m->name,
-                                m->n_in, m->n_out, sp.groups, sp.split, t, bytes / t / 1e3, is_def);
+                        fprintf(csv, "%s,%s,%s,%d,%d,%d,%d,%d,%.3f,%.1f,%d\n", sh->name, types[ti].name, m->name,
+                                m->n_in, m->n_out, sp.groups, sp.split, sp.blocks, t, bytes / t / 1e3, is_def);
                 }
                 if (t_fwd < 0) { /* the default shape is not in the grid: time it on its own */
                     t_fwd = time_config(&cuda, &l, &k, copies, n_copies, m, def, x, g, y, &err);
