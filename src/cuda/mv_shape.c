@@ -48,10 +48,9 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, b
     /* Tall matrices (a vocabulary output: 262144 rows on gemma3, 8 or more blocks' worth of
      * tiles per resident block; F16 and Q8_0 from 2, below) take the tall kernel on one wave of
      * blocks (4 of 256 threads a multiprocessor at 64 registers; 2 of 512 for quantized types,
-     * below), each staging x once for
-     * all of its tiles: a block per tile staged x (and the norm weights, and ADDNORM's block
-     * output and post-norm weight) for every 16 rows, 40 KB of L2 reads per 34 KB of weights on
-     * gemma3-4b's Q6_K output. */
+     * below), each staging x once for all of its tiles: a block per tile staged x (and the norm
+     * weights, and ADDNORM's block output and post-norm weight) for every 16 rows, 40 KB of L2
+     * reads per 34 KB of weights on gemma3-4b's Q6_K output. */
     const long tiles = (groups + G - 1) / G, blocks = 4L * k->sm_count;
     /* F16 and Q8_0 take it from 2 waves of tiles (their gate|up products; H200 tg128: llama3-8b
      * F16 230.7 -> 238.2 t/s, Q8_0 359 -> 366, gemma3-4b Q8_0 487.1 -> 500.8); Q4_0 (llama3-8b
@@ -148,12 +147,9 @@ static bool mix_plan(const ZrCuKernels *k, const ZrCuWeight *ws, int n, int mode
         const int threads = 32 * s.groups * s.split;
         const int R = zr_cuf_mv_rows_per_warp(ws[i].type), glu = (mode & ZR_CUF_MV_GLU) != 0;
         if (s.blocks > 0 || (i > 0 && threads != p.threads) || (glu && (R % 2 || ws[i].n_out % 2))) return false;
-        /* the tiles of zr_k_matvec's grid for this matrix alone */
-        const long per = glu ? R / 2 : R, results = glu ? ws[i].n_out / 2 : ws[i].n_out;
-        const long groups = (results + per - 1) / per;
         p.threads = threads;
         p.split[i] = s.split;
-        p.tiles[i] = (int)((groups + s.groups - 1) / s.groups);
+        p.tiles[i] = (int)zr_cuf_mv_grid(&ws[i], mode, s); /* this matrix's own launch: a block per tile */
         if (ws[i].type == second) p.b_mask |= 1u << i;
     }
     *out = p;
