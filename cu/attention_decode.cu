@@ -446,6 +446,7 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
              const int *__restrict__ pos_p, const float *__restrict__ q_norm, const float *__restrict__ k_norm,      \
              int n_head, int n_kv, int head_dim, int rope_dim, int neox, int chunk, int n_chunks, float scale,       \
              float eps, int window, float softcap) {                                                                 \
+        ZR_TL_EXIT;                                                                                                  \
         zr_attn_decode<V>(qkv, kc, vc, part, count, out, freq, pos_p, q_norm, k_norm, n_head, n_kv, head_dim,        \
                           rope_dim, neox, chunk, n_chunks, scale, eps, window, softcap);                             \
     }

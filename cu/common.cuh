@@ -5,6 +5,8 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
+#include "timeline.cuh"
+
 #define ZR_KERNEL extern "C" __global__
 
 // Programmatic dependent launch (sm_90+): the decode graph may start a kernel before the one
@@ -17,7 +19,14 @@
 // right after the wait keeps at most one kernel waiting behind a running one.
 __device__ __forceinline__ void zr_grid_wait(void) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#ifdef ZR_TIMELINE
+    const bool stamp = zr_tl_first();
+    const uint64_t t0 = stamp ? zr_tl_now() : 0;
     asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (stamp) zr_tl_stamp(t0, zr_tl_now());
+#else
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 #endif
 }
 

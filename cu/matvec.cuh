@@ -1119,6 +1119,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
         if (lane == 0) red_ss[warp] = ss;
     }
     __syncthreads();
+    ZR_TL_MARK(0); // x staged
     for (int tile = blockIdx.x; !TALL || tile < n_tiles; tile += gridDim.x) {
         float acc[R];
 #pragma unroll
@@ -1150,6 +1151,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
                 }
             }
         }
+        ZR_TL_MARK(1); // the first tile's items summed (warp 0)
         float out = 0.f;  // lane r: row r's sum over this warp's items
 #pragma unroll
         for (int r = 0; r < R; r++) {
@@ -1208,6 +1210,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
              float *y, const float *add, const float *__restrict__ norm_w, float eps, int n_in, int n_out, \
              int mode, int split, const float *__restrict__ post_r, const float *__restrict__ post_w,     \
              float *x_out) {                                                                            \
+        ZR_TL_EXIT;                                                                                     \
         zr_matvec<TRAITS, R, P, TALL>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, split, post_r,    \
                                       post_w, x_out);                                                   \
     }

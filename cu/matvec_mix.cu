@@ -41,6 +41,7 @@ template <class V> __device__ __forceinline__ V zr_mvmix_sel(int p, V a, V b, V 
         const uint8_t *w2, const uint8_t *ws2, float *y2, const float *add2, int n_out2, int split2, int tiles2,    \
         const float *__restrict__ x, const float *__restrict__ norm_w, float eps, int n_in, int mode,               \
         const float *__restrict__ post_r, const float *__restrict__ post_w, float *x_out, int b_mask) {             \
+        ZR_TL_EXIT;                                                                                                 \
         const int p = blockIdx.y;                                                                                   \
         if ((int)blockIdx.x >= zr_mvmix_sel(p, tiles0, tiles1, tiles2)) return;                                     \
         const uint8_t *w = zr_mvmix_sel(p, w0, w1, w2), *ws = zr_mvmix_sel(p, ws0, ws1, ws2);                       \

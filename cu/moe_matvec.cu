@@ -173,6 +173,7 @@ __device__ __forceinline__ void zr_matvec_id_flat(const uint8_t *__restrict__ w,
              int y_stride, const float *__restrict__ norm_w, float eps, int n_in, int n_rows, int mode, int split,  \
              int *ids, int n_total, const float *logits, int n_expert, float *weights, float *mix_x,             \
              unsigned *done) {                                                                                   \
+        ZR_TL_EXIT;                                                                                              \
         zr_matvec_id<TRAITS, R, P>(w, ws, x, x_stride, y, y_stride, norm_w, eps, n_in, n_rows, mode, split, ids,  \
                                    n_total, logits, n_expert, weights, mix_x, done);                             \
     }                                                                                                            \
@@ -181,6 +182,7 @@ __device__ __forceinline__ void zr_matvec_id_flat(const uint8_t *__restrict__ w,
         NAME##_flat(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, const float *x, float *y,        \
                     const float *__restrict__ norm_w, float eps, int n_in, int n_rows, int mode, int split, int *ids, \
                     int n_used, int n_total, const float *logits, int n_expert, float *weights) {                  \
+        ZR_TL_EXIT;                                                                                              \
         zr_matvec_id_flat<TRAITS, R, P>(w, ws, x, y, norm_w, eps, n_in, n_rows, mode, split, ids, n_used, n_total, \
                                         logits, n_expert, weights);                                              \
     }                                                                                                            \

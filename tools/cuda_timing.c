@@ -5,8 +5,10 @@
  * With -P, a third pass decodes 32 tokens eagerly with --profile's per-kernel timing and prints
  * the table (kernels by total time), after a table of two prefills of p tokens (zrun's kernels
  * only: the second prefill's wall time minus half the table's sum is the cuBLASLt GEMMs plus
- * gaps). -g: the graph pass only (skips the eager one and its model upload).
- *     zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P] [-g] */
+ * gaps). -g: the graph pass only (skips the eager one and its model upload). -T FILE (kernels
+ * built with meson -Dtimeline=true): the graph pass writes the grid-wait stamps of its last
+ * decode steps to FILE (src/cuda/timeline.h), for tools/timeline.py.
+ *     zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P] [-g] [-T FILE] */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,22 +35,23 @@ static double median(double *v, int n) {
 }
 
 int main(int argc, char **argv) {
-    const char *path = NULL;
+    const char *path = NULL, *timeline = NULL;
     int p = 512, n = 128, reps = 3, opt, profile = 0, graph_only = 0;
-    while ((opt = getopt(argc, argv, "m:p:n:r:Pg")) != -1) {
+    while ((opt = getopt(argc, argv, "m:p:n:r:PgT:")) != -1) {
         if (opt == 'P' || opt == 'g') {
             if (opt == 'P') profile = 1;
             else graph_only = 1;
             continue;
         }
         if (opt == 'm') path = optarg;
+        else if (opt == 'T') timeline = optarg;
         else if (opt == 'p') p = atoi(optarg);
         else if (opt == 'n') n = atoi(optarg);
         else if (opt == 'r') reps = atoi(optarg);
         else return 2;
     }
     if (!path || p < 2 || n < 1 || reps < 1 || reps > 64) {
-        fprintf(stderr, "usage: zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P] [-g]\n");
+        fprintf(stderr, "usage: zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P] [-g] [-T FILE]\n");
         return 2;
     }
     ZrModel m;
@@ -63,7 +66,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < p; i++) tok[i] = (int32_t)((1 + 7919 * (int64_t)i) % V);
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     for (int graph = graph_only; graph <= 1; graph++) {
-        ZrBackendOptions o = {.n_ctx = p + n + 16, .graph = graph, .verify_graph = 1, .quiet = graph};
+        ZrBackendOptions o = {.n_ctx = p + n + 16, .graph = graph, .verify_graph = 1, .quiet = graph,
+                              .timeline = graph ? timeline : NULL};
         ZrBackend *be = zr_cuda_backend_create(&m, &o, &err);
         if (!be) {
             fprintf(stderr, "zrun-cuda-timing: %s\n", err.msg);

@@ -156,6 +156,7 @@ typedef CUresult (*PFN_cuCtxDestroy_v2)(CUcontext ctx);
 typedef CUresult (*PFN_cuModuleLoadData)(CUmodule *mod, const void *image);
 typedef CUresult (*PFN_cuModuleUnload)(CUmodule mod);
 typedef CUresult (*PFN_cuModuleGetFunction)(CUfunction *fn, CUmodule mod, const char *name);
+typedef CUresult (*PFN_cuModuleGetGlobal_v2)(CUdeviceptr *dptr, size_t *bytes, CUmodule mod, const char *name);
 typedef CUresult (*PFN_cuFuncGetParamInfo)(CUfunction fn, size_t index, size_t *offset, size_t *size);
 typedef CUresult (*PFN_cuFuncSetAttribute)(CUfunction fn, int attrib, int value);
 typedef CUresult (*PFN_cuMemGetInfo_v2)(size_t *free_bytes, size_t *total_bytes);

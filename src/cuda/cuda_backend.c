@@ -32,6 +32,7 @@
 #include "cuda/module.h"
 #include "cuda/profile.h"
 #include "cuda/stage.h"
+#include "cuda/timeline.h"
 #include "cuda/upload.h"
 #include "cuda/warm.h"
 #include "logits_check.h"
@@ -693,6 +694,20 @@ static int cuda_read_bandwidth(ZrBackend *be, size_t bytes, int reps, ZrBandwidt
     return ZR_OK;
 }
 
+/* ZrBackendOptions.timeline: the stamps of the last decode steps, beside the launches of the
+ * step the graph replays (cuda/timeline.h); a failure is reported, the backend still closes. */
+static void write_timeline(CudaBackend *c) {
+    ZrError e = {0};
+    FILE *f = fopen(c->opt.timeline, "w");
+    if (!f) {
+        fprintf(stderr, "zrun: timeline: cannot write %s\n", c->opt.timeline);
+        return;
+    }
+    const int rc = zr_cuda_timeline_write(&c->cuda, c->graph_init && c->graph.rec.n ? &c->graph.rec : NULL, f, &e);
+    if (fclose(f) && !rc) zr_err(&e, ZR_E_IO, "closing the file failed");
+    if (e.code) fprintf(stderr, "zrun: timeline: %s: %s\n", c->opt.timeline, e.msg);
+}
+
 static void cuda_destroy(ZrBackend *be) {
     CudaBackend *c = (CudaBackend *)be;
     if (!c) return;
@@ -703,6 +718,7 @@ static void cuda_destroy(ZrBackend *be) {
         c->warm = NULL;
         c->lt_open = c->lt.handle != NULL;
     }
+    if (c->opt.timeline && c->cuda_open && zr_cuda_timeline_built(&c->cuda)) write_timeline(c);
     if (c->graph_init) zr_graph_decode_free(&c->graph);
     if (c->profiling) {
         ZrError e = {0};
@@ -942,6 +958,10 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         c->lt_open = c->lt.handle != NULL; /* the first prompt's plans (none: it joins the rest) */
     }
     t[4] = zr_clock_ms();
+    if (o->timeline && !zr_cuda_timeline_built(&c->cuda)) {
+        zr_err(err, ZR_E_UNSUPPORTED, "a timeline needs kernels that stamp their grid waits (meson -Dtimeline=true)");
+        goto fail;
+    }
     wire_io(c);
     c->io.epoch = 1;
     ZrDecodeOptions dopt = {.graph = o->graph, .verify = o->verify_graph, .profile = o->profile,

@@ -36,6 +36,7 @@ static const Entry k_entries[] = {
     E(cuModuleLoadData, 2000),
     E(cuModuleUnload, 2000),
     E(cuModuleGetFunction, 2000),
+    OPT(cuModuleGetGlobal, 3020),
     OPT(cuFuncGetParamInfo, ZR_CU_V_PARAM_INFO),
     E(cuFuncSetAttribute, 9000),
     E(cuMemGetInfo, ZR_CU_V_MEM),

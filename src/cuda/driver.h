@@ -29,6 +29,7 @@ typedef struct ZrCuDriver {
     PFN_cuModuleLoadData cuModuleLoadData;
     PFN_cuModuleUnload cuModuleUnload;
     PFN_cuModuleGetFunction cuModuleGetFunction;
+    PFN_cuModuleGetGlobal_v2 cuModuleGetGlobal; /* optional: the timeline build's stamps (cuda/timeline.h) */
     PFN_cuFuncGetParamInfo cuFuncGetParamInfo; /* optional (driver >= 12.4); may be NULL */
     PFN_cuFuncSetAttribute cuFuncSetAttribute;
     PFN_cuMemGetInfo_v2 cuMemGetInfo;

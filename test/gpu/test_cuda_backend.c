@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "gpu_env.h"
@@ -351,6 +352,25 @@ ZT_TEST(out_of_gpu_memory_says_how_much_was_needed_and_free) {
     ZrBackend *be = zr_cuda_backend_create(&m, &o, &err);
     ZT_CHECK(be == NULL);
     ZT_CHECKF(err.code == ZR_E_NOMEM && strstr(err.msg, "needs") && strstr(err.msg, "free"), "%s", err.msg);
+    fprintf(stderr, "  %s\n", err.msg);
+    zr_model_free(&m);
+}
+
+/* The timeline (ZrBackendOptions.timeline, zrun-cuda-timing -T) needs kernels built with meson
+ * -Dtimeline=true; the tests' kernels are the plain ones, which have no stamps: the backend
+ * refuses to open, naming the option, instead of writing an empty timeline at the end. */
+ZT_TEST(a_timeline_with_kernels_that_do_not_stamp_is_refused_by_name) {
+    if (!gpu_env()) return;
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return;
+    ZrModel m;
+    ZrError err = {0};
+    ZT_CHECKF(!zr_model_load(&m, path, &err), "%s", err.msg);
+    ZrBackendOptions o = {.n_ctx = 64, .graph = true, .quiet = true, .timeline = "timeline-refused.csv"};
+    ZrBackend *be = zr_cuda_backend_create(&m, &o, &err);
+    ZT_CHECK(be == NULL);
+    ZT_CHECKF(err.code == ZR_E_UNSUPPORTED && strstr(err.msg, "-Dtimeline=true"), "%s", err.msg);
+    ZT_CHECKF(access("timeline-refused.csv", F_OK) != 0, "a refused timeline still wrote its file");
     fprintf(stderr, "  %s\n", err.msg);
     zr_model_free(&m);
 }

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Where a decode step's time goes between kernels, from the timeline build's stamps.
+
+    tools/timeline.py STAMPS.csv [--steps N] [--csv OUT]
+
+STAMPS.csv is what `zrun-cuda-timing -T` writes with kernels built by meson -Dtimeline=true
+(src/cuda/timeline.h): the launches of the decode step the graph replays ("# launch I NAME
+BLOCKS"), then one row per block of the last steps: its launch (%gridid), and %globaltimer when
+the block reached griddepcontrol.wait, when the wait returned and (the kernels that stamp it;
+else 0) when its last warp left.
+
+A kernel's wait returns once the kernel before it has completed, so the first return in launch i
+(W_i) is when launch i-1 was done. What the table gives each launch:
+  - share: W_{i+1} - W_i, the step's time from launch i's start of real work to its completion
+    (the launches' shares add up to the step);
+  - early: W_i - the first block's arrival: how long launch i's first block was resident and
+    waiting (its weight loads in flight) before it could go on; 0 where no block came early;
+  - late: the last block's arrival - W_i: blocks that became resident only after the wait had
+    released (a second wave, or no room beside the kernel before), each paying its loads then;
+  - skew: the last wait's return - W_i;
+  - run: the last block's exit - W_i (kernels that stamp exits), and gap: W_{i+1} - that exit,
+    the time from launch i's last block leaving to launch i+1 going on (share = run + gap);
+  - stage, sum, out (the products: zr_matvec's marks), each block's median time from its wait's
+    return to x staged, from there to its first tile's items summed (warp 0), and from there to
+    its exit.
+The step's last launch has no successor within the step (the next step may start after a host
+gap), so its share is left out of the sums and shown as '-'.
+Medians over the last N complete steps (default 4). Launches are named by position: the stamps
+end with a whole step, whose last instance is the recorded step's last launch, and the graph's
+node ids must repeat with the step's period."""
+import argparse, statistics, sys
+
+
+def load(path):
+    """The launches, and the kernel instances in the order they ran: (grid, stamps, first and
+    last arrival, first and last wait return). A grid id is a graph node's, the same in every
+    replay; the instances are told apart by time: every wait of an instance returns before any
+    wait of the instance after it (that one waits for this one to complete, and a block arriving
+    late returns from its wait at once), so in order of wait return an instance is a run of
+    stamps of one grid."""
+    launches, recs = [], []
+    with open(path) as f:
+        for line in f:
+            if line.startswith('# launch '):
+                parts = line.split()
+                launches.append((parts[3], int(parts[4])))
+                continue
+            if line.startswith('grid,') or not line.strip() or line.startswith('#'):
+                continue
+            f5 = [int(v) for v in line.strip().split(',')] + [0, 0, 0]
+            g, te, tw, tx, ts, tc = f5[0], f5[3], f5[4], f5[5], f5[6], f5[7]
+            # a block's phases (zr_matvec's marks): x staged, its items summed, then out
+            ph = (ts - tw, tc - ts, tx - tc) if tx and ts and tc else None
+            recs.append((tw, te, g, tx, ph))
+    recs.sort(key=lambda r: r[:4])
+    inst, phases = [], []
+    for tw, te, g, tx, ph in recs:
+        if inst and inst[-1][0] == g:
+            x = inst[-1]
+            inst[-1] = (g, x[1] + 1, min(x[2], te), max(x[3], te), x[4], tw, max(x[6], tx))
+        else:
+            inst.append((g, 1, te, te, tw, tw, tx))
+            phases.append([])
+        if ph:
+            phases[-1].append(ph)
+    return launches, [i + (tuple(statistics.median(p[k] for p in ph) for k in range(3)) if ph else (None,) * 3,)
+                      for i, ph in zip(inst, phases)]
+
+
+def analyse(launches, grids, n_steps):
+    """Per launch index: lists over the chosen steps of (share, early, late, skew, stamps, run, gap); the
+    stamps end with a whole step (its last instance is the recording's last launch)."""
+    L = len(launches)
+    if L == 0:
+        raise SystemExit('timeline.py: no "# launch" lines: the stamps need the recorded step to be named')
+    whole = len(grids) // L
+    if whole < 2:
+        raise SystemExit('timeline.py: %d kernel instances stamped, fewer than two steps of %d launches'
+                         % (len(grids), L))
+    # the newest steps, leaving out the oldest one in the rings (its stamps may be partly overwritten)
+    n_steps = min(n_steps, whole - 1)
+    first = len(grids) - n_steps * L
+    # a step replays the same graph nodes: the grid ids repeat with the step's period
+    for k in range(first, len(grids) - L):
+        if grids[k][0] != grids[k + L][0]:
+            raise SystemExit('timeline.py: instance %d (grid %d) and the one a step later (grid %d) differ: the '
+                             'stamps are not whole steps of the %d recorded launches' % (k, grids[k][0], grids[k + L][0], L))
+    per = [[] for _ in range(L)]
+    mismatched = 0
+    for s in range(n_steps):
+        for i in range(L):
+            k = first + s * L + i
+            g, n, te_min, te_max, tw_min, tw_max, tx_max, ph = grids[k]
+            share = grids[k + 1][4] - tw_min if i + 1 < L else None
+            early = max(0, tw_min - te_min)
+            late = max(0, te_max - tw_min)
+            run = tx_max - tw_min if tx_max else None
+            gap = grids[k + 1][4] - tx_max if tx_max and i + 1 < L else None
+            per[i].append((share, early, late, tw_max - tw_min, n, run, gap) + ph)
+            if n != launches[i][1]:
+                mismatched += 1
+    return per, n_steps, mismatched
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def us(ns):
+    return '-' if ns is None else '%.2f' % (ns / 1000.0)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('stamps')
+    ap.add_argument('--steps', type=int, default=4)
+    ap.add_argument('--csv', help='also write the per-launch table as CSV here')
+    a = ap.parse_args()
+    launches, grids = load(a.stamps)
+    per, n_steps, mismatched = analyse(launches, grids, a.steps)
+    L = len(launches)
+    rows = []
+    for i, (name, blocks) in enumerate(launches):
+        col = list(zip(*per[i]))
+        rows.append((i, name, blocks, med(col[4]), med(col[0]), med(col[1]), med(col[2]), med(col[3]), med(col[5]),
+                     med(col[6]), med(col[7]), med(col[8]), med(col[9])))
+    step = sum(r[4] for r in rows if r[4] is not None)
+    print('%d launches a step, medians of %d steps; the shares add up to %.1f us (the last launch left out)'
+          % (L, n_steps, step / 1000.0))
+    if mismatched:
+        print('note: %d of %d grids had a stamp count other than their block count (blocks that return before '
+              'the wait, or kernels that wait twice)' % (mismatched, n_steps * L))
+    print('%6s  %-34s %7s %7s %8s %8s %8s %8s %8s %8s %8s %8s %8s' % (
+        'launch', 'kernel', 'blocks', 'stamps', 'share', 'early', 'late', 'skew', 'run', 'gap', 'stage', 'sum', 'out'))
+    for i, name, blocks, n, share, early, late, skew, run, gap, st, sm, ou in rows:
+        print('%6d  %-34s %7d %7d %8s %8s %8s %8s %8s %8s %8s %8s %8s' % (
+            i, name, blocks, n, us(share), us(early), us(late), us(skew), us(run), us(gap), us(st), us(sm), us(ou)))
+    by = {}
+    for i, name, blocks, n, share, early, late, skew, run, gap, st, sm, ou in rows:
+        t = by.setdefault(name, [0, 0.0, 0, 0.0, 0])
+        t[0] += 1
+        if share is not None:
+            t[1] += share
+            t[2] += 1
+        if gap is not None:
+            t[3] += gap
+            t[4] += 1
+    print('\nby kernel (a step): launches, share us, mean share us, % of the step, mean gap us')
+    for name, (cnt, tot, nt, gtot, ng) in sorted(by.items(), key=lambda kv: -kv[1][1]):
+        print('  %-34s %4d %9.1f %8.2f %6.1f%% %8s' % (name, cnt, tot / 1000.0, tot / 1000.0 / max(nt, 1),
+                                                      100.0 * tot / step if step else 0.0,
+                                                      '%.2f' % (gtot / 1000.0 / ng) if ng else '-'))
+    if a.csv:
+        with open(a.csv, 'w') as f:
+            f.write('launch,kernel,blocks,stamps,share_ns,early_ns,late_ns,skew_ns,run_ns,gap_ns,stage_ns,sum_ns,out_ns\n')
+            for r in rows:
+                f.write(','.join('' if v is None else v if isinstance(v, str) else '%.0f' % v for v in r) + '\n')
+
+
+if __name__ == '__main__':
+    main()
