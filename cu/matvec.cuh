@@ -1151,7 +1151,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
                 }
             }
         }
-        ZR_TL_MARK(1); // the first tile's items summed (warp 0)
+        if (tile == (int)blockIdx.x) ZR_TL_MARK(1); // the first tile's items summed (warp 0)
         float out = 0.f;  // lane r: row r's sum over this warp's items
 #pragma unroll
         for (int r = 0; r < R; r++) {

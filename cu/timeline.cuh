@@ -31,15 +31,27 @@ __device__ __forceinline__ uint64_t zr_tl_now(void) {
     return t;
 }
 
-// the block's record, for ZR_TL_EXIT (written by the first thread with the stamp)
-__shared__ unsigned zr_tl_slot;
+// The block's record, for ZR_TL_EXIT and ZR_TL_MARK, written by the first thread with the stamp,
+// and a tag of the launch and block beside it (0: no stamp), so the marks of that same thread
+// find their record in shared memory and wait on no load.
+__shared__ unsigned zr_tl_slot, zr_tl_tag;
+
+__device__ __forceinline__ unsigned zr_tl_block_tag(void) {
+    uint64_t grid;
+    asm volatile("mov.u64 %0, %%gridid;" : "=l"(grid));
+    const unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    return ((unsigned)grid ^ (unsigned)(grid >> 32) ^ (b * 2654435761u)) | 1u;
+}
 
 __device__ __forceinline__ void zr_tl_stamp(uint64_t t_enter, uint64_t t_wait) {
     unsigned sm;
     uint64_t grid;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
     asm volatile("mov.u64 %0, %%gridid;" : "=l"(grid));
-    if (sm >= ZR_TL_SMS) return;
+    if (sm >= ZR_TL_SMS) {
+        zr_tl_tag = 0;
+        return;
+    }
     const unsigned i = atomicAdd(&zr_tl_count[sm], 1u) % ZR_TL_PER_SM;
     ZrTlRec r;
     r.grid = grid;
@@ -51,39 +63,32 @@ __device__ __forceinline__ void zr_tl_stamp(uint64_t t_enter, uint64_t t_wait) {
     r.sm = sm;
     zr_tl_recs[sm * ZR_TL_PER_SM + i] = r;
     zr_tl_slot = sm * ZR_TL_PER_SM + i;
+    *(volatile unsigned *)&zr_tl_tag = zr_tl_block_tag();
 }
 
-// Each warp's first lane raises its block's t_exit as it leaves. A warp may leave before the
-// first thread has stamped (a block past its part's tiles returns before the grid wait), so the
-// slot in shared memory is trusted only when the record there is this block's.
+// Each warp's first lane raises its block's t_exit as it leaves: a reduction on the record its
+// first thread stamped, found in shared memory (no load, nothing waits). A warp that leaves before
+// that stamp (a block past its part's tiles, or past the sequence, returns before the grid wait)
+// may find this graph node's block's slot and tag of the step before there and raise that old
+// record: tools/timeline.py takes no exit later than ZR_TL_STALE_NS after its wait (a block's
+// own run is far shorter; a step of the models the timeline is for, far longer).
+#define ZR_TL_STALE_NS 400000
 struct ZrTlExit {
     __device__ ~ZrTlExit() {
-        if ((threadIdx.x & 31) != 0) return;
+        if ((threadIdx.x & 31) != 0 || *(volatile unsigned *)&zr_tl_tag != zr_tl_block_tag()) return;
         const unsigned i = *(volatile unsigned *)&zr_tl_slot;
-        if (i >= ZR_TL_SMS * ZR_TL_PER_SM) return;
-        uint64_t grid;
-        asm volatile("mov.u64 %0, %%gridid;" : "=l"(grid));
-        ZrTlRec *r = &zr_tl_recs[i];
-        if (*(volatile uint64_t *)&r->grid != grid ||
-            *(volatile uint32_t *)&r->block != blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z))
-            return;
-        atomicMax((unsigned long long *)&r->t_exit, (unsigned long long)zr_tl_now());
+        if (i < ZR_TL_SMS * ZR_TL_PER_SM)
+            atomicMax((unsigned long long *)&zr_tl_recs[i].t_exit, (unsigned long long)zr_tl_now());
     }
 };
 #define ZR_TL_EXIT ZrTlExit zr_tl_exit_
 
-// The first thread stamps phase k of its block (the first time it passes), where the block has
-// stamped its wait.
+// The first thread stamps phase k of its block; it stamped the grid wait before (the callers
+// are after it), so its own slot is there.
 __device__ __forceinline__ void zr_tl_mark(int k) {
-    if (!zr_tl_first()) return;
+    if (!zr_tl_first() || *(volatile unsigned *)&zr_tl_tag != zr_tl_block_tag()) return;
     const unsigned i = *(volatile unsigned *)&zr_tl_slot;
-    if (i >= ZR_TL_SMS * ZR_TL_PER_SM) return;
-    uint64_t grid;
-    asm volatile("mov.u64 %0, %%gridid;" : "=l"(grid));
-    ZrTlRec *r = &zr_tl_recs[i];
-    if (r->grid != grid || r->block != blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z) || r->t_mark[k])
-        return;
-    r->t_mark[k] = zr_tl_now();
+    if (i < ZR_TL_SMS * ZR_TL_PER_SM) zr_tl_recs[i].t_mark[k] = zr_tl_now();
 }
 #define ZR_TL_MARK(k) zr_tl_mark(k)
 #else

@@ -23,7 +23,7 @@ def stamps(n_steps):
         # A's blocks stage x in 0.2 / 0.4 us, sum in 0.5 / 0.7 (medians 0.3, 0.6), leave 0.3 / 0.5 after
         lines += ['%d,0,0,%d,%d,%d,%d,%d' % (g + 1, b, b + 1000, b + 2000, b + 1200, b + 1700),
                   '%d,1,1,%d,%d,%d,%d,%d' % (g + 1, b + 100, b + 1100, b + 2400, b + 1500, b + 2200),
-                  '%d,0,2,%d,%d,0' % (g + 2, b + 900, b + 3000),
+                  '%d,0,2,%d,%d,%d' % (g + 2, b + 900, b + 3000, b + 3000 + 400001),  # raised by a later step: no exit
                   '%d,0,3,%d,%d,%d' % (g + 3, b + 3500, b + 4000, b + 4500),
                   '%d,1,3,%d,%d,%d' % (g + 3, b + 5000, b + 5200, b + 5600)]
     return '\n'.join(lines) + '\n'

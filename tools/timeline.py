@@ -30,6 +30,8 @@ end with a whole step, whose last instance is the recorded step's last launch, a
 node ids must repeat with the step's period."""
 import argparse, statistics, sys
 
+STALE_NS = 400000  # cu/timeline.cuh ZR_TL_STALE_NS: no block's exit comes later after its wait
+
 
 def load(path):
     """The launches, and the kernel instances in the order they ran: (grid, stamps, first and
@@ -49,6 +51,8 @@ def load(path):
                 continue
             f5 = [int(v) for v in line.strip().split(',')] + [0, 0, 0]
             g, te, tw, tx, ts, tc = f5[0], f5[3], f5[4], f5[5], f5[6], f5[7]
+            if tx - tw > STALE_NS:  # a later step's warp raised this old record (cu/timeline.cuh)
+                tx = 0
             # a block's phases (zr_matvec's marks): x staged, its items summed, then out
             ph = (ts - tw, tc - ts, tx - tc) if tx and ts and tc else None
             recs.append((tw, te, g, tx, ph))
