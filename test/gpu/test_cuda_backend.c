@@ -164,14 +164,26 @@ ZT_TEST(zrun_eval_device_cuda_matches_exact_logits_on_every_fixture) {
     ZT_CHECKF(failed == 0, "%d of %d fixtures failed", failed, nf);
 }
 
+/* The real stories260K model from ../shared, on a GPU: false where the test cannot go on (no GPU
+ * or no ../shared: skipped; a load error: failed, with the error). */
+static bool load_stories(ZrModel *m) {
+    if (!gpu_env()) return false;
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return false;
+    ZrError err = {0};
+    if (zr_model_load(m, path, &err)) {
+        fprintf(stderr, "  %s: %s\n", path, err.msg);
+        zt_failed_flag = 1;
+        return false;
+    }
+    return true;
+}
+
 /* Greedy decoding of the real stories260K model: the GPU's ids are the CPU's, step by step. */
 ZT_TEST(stories260K_greedy_ids_equal_the_cpu_backend) {
-    if (!gpu_env()) return;
-    const char *path = zt_shared_model("models/stories260K.gguf");
-    if (!path) return;
     ZrModel m;
+    if (!load_stories(&m)) return;
     ZrError err = {0};
-    ZT_CHECKF(!zr_model_load(&m, path, &err), "%s", err.msg);
     ZrBackendOptions o = {.n_ctx = 256, .n_threads = 1, .quiet = true};
     ZrBackend *cpu = zr_cpu_backend_create(&m, &o, &err), *gpu = open_cuda(&m, 256);
     ZT_CHECK(cpu && gpu);
@@ -342,12 +354,9 @@ ZT_TEST(decode_step_launches_are_identical_at_every_position) {
 }
 
 ZT_TEST(out_of_gpu_memory_says_how_much_was_needed_and_free) {
-    if (!gpu_env()) return;
-    const char *path = zt_shared_model("models/stories260K.gguf");
-    if (!path) return;
     ZrModel m;
+    if (!load_stories(&m)) return;
     ZrError err = {0};
-    ZT_CHECKF(!zr_model_load(&m, path, &err), "%s", err.msg);
     ZrBackendOptions o = {.n_ctx = 1 << 28, .quiet = true}; /* a KV cache of ~340 GB */
     ZrBackend *be = zr_cuda_backend_create(&m, &o, &err);
     ZT_CHECK(be == NULL);
@@ -360,12 +369,9 @@ ZT_TEST(out_of_gpu_memory_says_how_much_was_needed_and_free) {
  * -Dtimeline=true; the tests' kernels are the plain ones, which have no stamps: the backend
  * refuses to open, naming the option, instead of writing an empty timeline at the end. */
 ZT_TEST(a_timeline_with_kernels_that_do_not_stamp_is_refused_by_name) {
-    if (!gpu_env()) return;
-    const char *path = zt_shared_model("models/stories260K.gguf");
-    if (!path) return;
     ZrModel m;
+    if (!load_stories(&m)) return;
     ZrError err = {0};
-    ZT_CHECKF(!zr_model_load(&m, path, &err), "%s", err.msg);
     ZrBackendOptions o = {.n_ctx = 64, .graph = true, .quiet = true, .timeline = "timeline-refused.csv"};
     ZrBackend *be = zr_cuda_backend_create(&m, &o, &err);
     ZT_CHECK(be == NULL);
