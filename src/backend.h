@@ -126,7 +126,8 @@ typedef struct ZrBackendOptions {
     bool log_launches;    /* CUDA: print the recorded launches */
     const char *graph_dot;/* CUDA: write the built graph here */
     const char *timeline; /* CUDA, kernels built with meson -Dtimeline=true: at the end, write each block's
-                           * grid-wait stamps here as CSV (cuda/timeline.h; zrun-cuda-timing -T) */
+                           * stamps (its grid wait, its exit, the products' phases) here as CSV
+                           * (cuda/timeline.h; zrun-cuda-timing -T); other kernels: refused at create */
     const char *fault;    /* CUDA, tests only: a graph fault to inject (src/cuda/fault.h; the
                            * value of ZRUN_FAULT, which zrun reads at its edge); NULL = none */
     bool quiet;
