@@ -25,7 +25,7 @@ A kernel's wait returns once the kernel before it has completed, so the first re
     its exit.
 The step's last launch has no successor within the step (the next step may start after a host
 gap), so its share is left out of the sums and shown as '-'.
-Medians over the last N complete steps (default 4). Launches are named by position: the stamps
+Medians over up to N whole steps (default 4) before the newest one. Launches are named by position: the stamps
 end with a whole step, whose last instance is the recorded step's last launch, and the graph's
 node ids must repeat with the step's period."""
 import argparse, statistics, sys
@@ -81,14 +81,27 @@ def analyse(launches, grids, n_steps):
     if whole < 2:
         raise SystemExit('timeline.py: %d kernel instances stamped, fewer than two steps of %d launches'
                          % (len(grids), L))
-    # the newest steps, leaving out the oldest one in the rings (its stamps may be partly overwritten)
-    n_steps = min(n_steps, whole - 1)
-    first = len(grids) - n_steps * L
-    # a step replays the same graph nodes: the grid ids repeat with the step's period
-    for k in range(first, len(grids) - L):
-        if grids[k][0] != grids[k + L][0]:
-            raise SystemExit('timeline.py: instance %d (grid %d) and the one a step later (grid %d) differ: the '
-                             'stamps are not whole steps of the %d recorded launches' % (k, grids[k][0], grids[k + L][0], L))
+    # The newest steps that are whole: a step replays the same graph nodes (the grid ids repeat with
+    # the step's period) and, while the rings still hold all of it, leaves about as many stamps a
+    # launch as the newest step (at least half: an attention's blocks past the sequence leave none,
+    # and their number changes with the position). The oldest stamps in the rings are partial (each multiprocessor's ring
+    # wraps at its own pace), so steps are taken from the end until one differs. The newest step
+    # is the reference and is not itself analysed (it may lack the next step's first wait).
+    ref = grids[len(grids) - L:]
+    if any(ref[i][0] == ref[i + 1][0] for i in range(L - 1)):
+        raise SystemExit('timeline.py: the newest %d instances are not one step of the recorded launches' % L)
+    good = 0
+    while good < n_steps and (good + 2) * L <= len(grids):
+        start = len(grids) - (good + 2) * L
+        step = grids[start:start + L]
+        if any(step[i][0] != ref[i][0] or 2 * step[i][1] < ref[i][1] for i in range(L)):
+            break
+        good += 1
+    if good == 0:
+        raise SystemExit('timeline.py: the step before the newest is not whole (its grid ids or stamp counts differ '
+                         'from the newest step\'s): the stamps are not whole steps of the %d recorded launches' % L)
+    n_steps = good
+    first = len(grids) - (n_steps + 1) * L
     per = [[] for _ in range(L)]
     mismatched = 0
     for s in range(n_steps):
