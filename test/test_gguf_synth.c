@@ -79,11 +79,12 @@ ZT_TEST(synth_q4_k_m_mix_matches_llama_cpp_tensor_for_tensor) {
     ZT_CHECKF(bad == 0, "%d differences from the fixture", bad);
 }
 
-/* The Q3_K_M and Q5_K_M mixes have, tensor for tensor, the types and file type llama.cpp gave the
- * fixtures of the same shape (embd 256, 2 layers, 4/2 heads, ff 256, vocab 512). */
-ZT_TEST(synth_q3_k_m_and_q5_k_m_mixes_match_llama_cpp_tensor_for_tensor) {
+/* The Q2_K, Q3_K_M and Q5_K_M mixes have, tensor for tensor, the types and file type llama.cpp
+ * gave the fixtures of the same shape (embd 256, 2 layers, 4/2 heads, ff 256, vocab 512). */
+ZT_TEST(synth_q2_k_q3_k_m_and_q5_k_m_mixes_match_llama_cpp_tensor_for_tensor) {
     NEED_BINARY();
     static const struct { const char *type, *fixture; uint32_t ftype; } mixes[] = {
+        {"q2_k_mix", "fixtures/llama-Q2_K.gguf", 10},
         {"q3_k_m", "fixtures/llama-Q3_K_M.gguf", 12},
         {"q5_k_m", "fixtures/llama-Q5_K_M.gguf", 17},
     };

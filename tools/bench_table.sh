@@ -19,8 +19,8 @@
 #                         (128256 tokens); "none": synthesized for all
 #     --models LIST       comma-separated SHAPE:TYPE (default 8b:f16,8b:q8_0,8b:q4_0,8b:q4_k_m,1b:f16,1b:q8_0,1b:q4_0)
 #                         TYPE: any of zrun-synth --type: f16 bf16 f32 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k
-#                         q4_k q5_k q6_k (every matrix of that type) and llama.cpp's mixes q3_k_m q4_k_m
-#                         q5_k_m (q2_k is not llama.cpp's Q2_K mix: every matrix q2_K)
+#                         q4_k q5_k q6_k (every matrix of that type) and llama.cpp's mixes q2_k_mix (its
+#                         Q2_K file) q3_k_m q4_k_m q5_k_m
 #                         SHAPE, one of
 #                           8b, 1b                  Llama-3-8B, Llama-3.2-1B (the issue-7 rows)
 #                           tiny                    zrun-synth's tiny llama, to try the script out (CPU)

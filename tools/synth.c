@@ -51,9 +51,11 @@ static const char k_usage[] =
     "      --up-type T       the type of ffn_up_exps alone (a mixed quantization; default: --type's)\n"
     "      --tied, --untied  output projection tied to token_embd (no output.weight), or not\n"
     "      --type T          f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k, or a llama.cpp\n"
-    "                        mix q3_k_m q4_k_m q5_k_m (default f16; q4_k_m: q4_K with q6_K for output and\n"
-    "                        some attn_v/ffn_down; q3_k_m: q3_K, q6_K output, q4_K/q5_K attn_v, attn_output,\n"
-    "                        ffn_down; q5_k_m as q4_k_m around q5_K; q2_k: every matrix q2_K, not a mix)\n"
+    "                        mix q2_k_mix q3_k_m q4_k_m q5_k_m (default f16; q4_k_m: q4_K with q6_K for output\n"
+    "                        and some attn_v/ffn_down; q3_k_m: q3_K, q6_K output, q4_K/q5_K attn_v, attn_output,\n"
+    "                        ffn_down; q5_k_m as q4_k_m around q5_K; q2_k_mix: llama.cpp's Q2_K file, q2_K with\n"
+    "                        q6_K output, q3_K attn_output and ffn_down, attn_v q4_K where 4 or more query heads\n"
+    "                        share a KV head, else q3_K; q2_k: every matrix q2_K)\n"
     "      --seed N          random seed (default 1)\n"
     "      --std S           standard deviation of the weight matrices (default 0.05)\n"
     "  -t, --threads N       worker threads (default: all cores)\n"
@@ -179,8 +181,9 @@ static void gaussian_row(Rng *r, float *dst, int64_t n, float mean, float std) {
 /* ---- the tensor list ----------------------------------------------------------------- */
 
 /* The llama.cpp file types synthesized as llama-quantize mixes them (the rules in build_tensors). */
-typedef enum Mix { MIX_NONE, MIX_Q3_K_M, MIX_Q4_K_M, MIX_Q5_K_M } Mix;
+typedef enum Mix { MIX_NONE, MIX_Q2_K, MIX_Q3_K_M, MIX_Q4_K_M, MIX_Q5_K_M } Mix;
 static const struct { const char *name; Mix mix; uint32_t type, ftype; } k_mixes[] = {
+    {"q2_k_mix", MIX_Q2_K, ZR_TYPE_Q2_K, ZR_FTYPE_Q2_K}, /* llama-quantize's Q2_K (q2_k: every matrix) */
     {"q3_k_m", MIX_Q3_K_M, ZR_TYPE_Q3_K, ZR_FTYPE_Q3_K_M},
     {"q4_k_m", MIX_Q4_K_M, ZR_TYPE_Q4_K, ZR_FTYPE_Q4_K_M},
     {"q5_k_m", MIX_Q5_K_M, ZR_TYPE_Q5_K, ZR_FTYPE_Q5_K_M},
@@ -213,17 +216,20 @@ static uint32_t file_type(uint32_t type, Mix mix) {
  * the layers and every third one between. */
 static bool use_more_bits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
-/* llama.cpp's attn_v (and here Phi-3's attn_qkv) of layer l of n: Q3_K_M's first two Q5_K, the
- * rest Q4_K; Q4_K_M's and Q5_K_M's Q6_K where use_more_bits. (llama.cpp's bumps for 8-expert
- * and 70B models are not synthesized.) */
-static uint32_t mix_v_type(Mix mix, uint32_t type, int64_t l, int64_t n) {
+/* llama.cpp's attn_v (and here Phi-3's attn_qkv, but Q2_K's, which it leaves q2_K) of layer l
+ * of n, gqa query heads a KV head: Q2_K's Q4_K where gqa >= 4, else Q3_K; Q3_K_M's first two
+ * Q5_K, the rest Q4_K; Q4_K_M's and Q5_K_M's Q6_K where use_more_bits. (llama.cpp's bumps for
+ * 8-expert and 70B models are not synthesized.) */
+static uint32_t mix_v_type(Mix mix, uint32_t type, int64_t l, int64_t n, int64_t gqa) {
+    if (mix == MIX_Q2_K) return gqa >= 4 ? ZR_TYPE_Q4_K : ZR_TYPE_Q3_K;
     if (mix == MIX_Q3_K_M) return l < 2 ? ZR_TYPE_Q5_K : ZR_TYPE_Q4_K;
     return mix != MIX_NONE && use_more_bits(l, n) ? ZR_TYPE_Q6_K : type;
 }
 
-/* llama.cpp's ffn_down: Q3_K_M's first sixteenth Q5_K, the rest Q4_K (any architecture but
- * Falcon); Q4_K_M's and Q5_K_M's Q6_K where use_more_bits. */
+/* llama.cpp's ffn_down: Q2_K's Q3_K; Q3_K_M's first sixteenth Q5_K, the rest Q4_K (any
+ * architecture but Falcon); Q4_K_M's and Q5_K_M's Q6_K where use_more_bits. */
 static uint32_t mix_down_type(Mix mix, uint32_t type, int64_t l, int64_t n) {
+    if (mix == MIX_Q2_K) return ZR_TYPE_Q3_K;
     if (mix == MIX_Q3_K_M) return l < n / 16 ? ZR_TYPE_Q5_K : ZR_TYPE_Q4_K;
     return mix != MIX_NONE && use_more_bits(l, n) ? ZR_TYPE_Q6_K : type;
 }
@@ -272,12 +278,14 @@ static int build_tensors(Tensor *t, const char *arch, const Shape *s, uint32_t t
         n = add(t, n, "rope_factors_short.weight", 0, rope_factors, 1, INIT_FACTOR, 0.2f);
     }
     for (int64_t l = 0; l < s->layers; l++) {
-        const uint32_t v_type = mix_v_type(mix, type, l, s->layers), down_type = mix_down_type(mix, type, l, s->layers);
-        const uint32_t o_type = mix == MIX_Q3_K_M ? ZR_TYPE_Q4_K : type; /* llama.cpp's attn_output */
+        const uint32_t v_type = mix_v_type(mix, type, l, s->layers, s->heads / s->kv_heads),
+                       down_type = mix_down_type(mix, type, l, s->layers);
+        /* llama.cpp's attn_output (models of other than 8 experts) */
+        const uint32_t o_type = mix == MIX_Q3_K_M ? ZR_TYPE_Q4_K : mix == MIX_Q2_K ? ZR_TYPE_Q3_K : type;
 #define NAME(x) (snprintf(name, sizeof name, "blk.%" PRId64 "." x, l), name)
         n = add(t, n, NAME("attn_norm.weight"), 0, s->embd, 1, INIT_NORM, 0.1f);
         if (phi3) { /* one fused Q|K|V matrix, as llama.cpp's converter writes Phi-3 */
-            n = add(t, n, NAME("attn_qkv.weight"), v_type, s->embd, q + 2 * kv, INIT_MATRIX, std);
+            n = add(t, n, NAME("attn_qkv.weight"), mix == MIX_Q2_K ? type : v_type, s->embd, q + 2 * kv, INIT_MATRIX, std);
         } else {
             n = add(t, n, NAME("attn_q.weight"), type, s->embd, q, INIT_MATRIX, std);
             n = add(t, n, NAME("attn_k.weight"), type, s->embd, kv, INIT_MATRIX, std);
