@@ -9,8 +9,8 @@
 // The kernels that matter most for the step (the products, the decode attention) also stamp when
 // each block's last warp leaves: ZR_TL_EXIT, the first statement of the kernel, is an object whose
 // destructor runs on every way out; zr_matvec stamps two phases of each block too (ZR_TL_MARK: x
-// staged, the first tile's items summed). The stamps cost each block a few atomics and a store: the timeline build is a diagnostic,
-// its step a little slower than the plain build's.
+// staged, the first tile's items summed). The stamps cost each block a few atomics and a store:
+// the timeline build is a diagnostic, its step 5-9% slower than the plain build's (cu/PERF.md).
 #pragma once
 #include <stdint.h>
 
@@ -36,18 +36,25 @@ __device__ __forceinline__ uint64_t zr_tl_now(void) {
 // find their record in shared memory and wait on no load.
 __shared__ unsigned zr_tl_slot, zr_tl_tag;
 
-__device__ __forceinline__ unsigned zr_tl_block_tag(void) {
+__device__ __forceinline__ uint64_t zr_tl_grid(void) {
     uint64_t grid;
     asm volatile("mov.u64 %0, %%gridid;" : "=l"(grid));
-    const unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    return ((unsigned)grid ^ (unsigned)(grid >> 32) ^ (b * 2654435761u)) | 1u;
+    return grid;
+}
+
+// the block's linear index in its grid
+__device__ __forceinline__ unsigned zr_tl_block(void) {
+    return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+}
+
+__device__ __forceinline__ unsigned zr_tl_tag_of(uint64_t grid) {
+    return ((unsigned)grid ^ (unsigned)(grid >> 32) ^ (zr_tl_block() * 2654435761u)) | 1u;
 }
 
 __device__ __forceinline__ void zr_tl_stamp(uint64_t t_enter, uint64_t t_wait) {
     unsigned sm;
-    uint64_t grid;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    asm volatile("mov.u64 %0, %%gridid;" : "=l"(grid));
+    const uint64_t grid = zr_tl_grid();
     if (sm >= ZR_TL_SMS) {
         zr_tl_tag = 0;
         return;
@@ -59,23 +66,22 @@ __device__ __forceinline__ void zr_tl_stamp(uint64_t t_enter, uint64_t t_wait) {
     r.t_wait = t_wait;
     r.t_exit = 0;
     r.t_mark[0] = r.t_mark[1] = 0;
-    r.block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    r.block = zr_tl_block();
     r.sm = sm;
     zr_tl_recs[sm * ZR_TL_PER_SM + i] = r;
     zr_tl_slot = sm * ZR_TL_PER_SM + i;
-    *(volatile unsigned *)&zr_tl_tag = zr_tl_block_tag();
+    *(volatile unsigned *)&zr_tl_tag = zr_tl_tag_of(grid);
 }
 
 // Each warp's first lane raises its block's t_exit as it leaves: a reduction on the record its
 // first thread stamped, found in shared memory (no load, nothing waits). A warp that leaves before
 // that stamp (a block past its part's tiles, or past the sequence, returns before the grid wait)
 // may find this graph node's block's slot and tag of the step before there and raise that old
-// record: tools/timeline.py takes no exit later than ZR_TL_STALE_NS after its wait (a block's
-// own run is far shorter; a step of the models the timeline is for, far longer).
-#define ZR_TL_STALE_NS 400000
+// record: tools/timeline.py takes no exit later than 400 µs after its wait (STALE_NS there: a
+// block's own run is far shorter; a step of the models the timeline is for, far longer).
 struct ZrTlExit {
     __device__ ~ZrTlExit() {
-        if ((threadIdx.x & 31) != 0 || *(volatile unsigned *)&zr_tl_tag != zr_tl_block_tag()) return;
+        if ((threadIdx.x & 31) != 0 || *(volatile unsigned *)&zr_tl_tag != zr_tl_tag_of(zr_tl_grid())) return;
         const unsigned i = *(volatile unsigned *)&zr_tl_slot;
         if (i < ZR_TL_SMS * ZR_TL_PER_SM)
             atomicMax((unsigned long long *)&zr_tl_recs[i].t_exit, (unsigned long long)zr_tl_now());
@@ -86,7 +92,7 @@ struct ZrTlExit {
 // The first thread stamps phase k of its block; it stamped the grid wait before (the callers
 // are after it), so its own slot is there.
 __device__ __forceinline__ void zr_tl_mark(int k) {
-    if (!zr_tl_first() || *(volatile unsigned *)&zr_tl_tag != zr_tl_block_tag()) return;
+    if (!zr_tl_first() || *(volatile unsigned *)&zr_tl_tag != zr_tl_tag_of(zr_tl_grid())) return;
     const unsigned i = *(volatile unsigned *)&zr_tl_slot;
     if (i < ZR_TL_SMS * ZR_TL_PER_SM) zr_tl_recs[i].t_mark[k] = zr_tl_now();
 }

@@ -216,8 +216,8 @@ static uint32_t file_type(uint32_t type, Mix mix) {
  * the layers and every third one between. */
 static bool use_more_bits(int64_t i, int64_t n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
-/* llama.cpp's attn_v (and here Phi-3's attn_qkv, but Q2_K's, which it leaves q2_K) of layer l
- * of n, gqa query heads a KV head: Q2_K's Q4_K where gqa >= 4, else Q3_K; Q3_K_M's first two
+/* llama.cpp's attn_v (and Phi-3's attn_qkv: its category_is_attn_v takes both) of layer l of
+ * n, gqa query heads a KV head: Q2_K's Q4_K where gqa >= 4, else Q3_K; Q3_K_M's first two
  * Q5_K, the rest Q4_K; Q4_K_M's and Q5_K_M's Q6_K where use_more_bits. (llama.cpp's bumps for
  * 8-expert and 70B models are not synthesized.) */
 static uint32_t mix_v_type(Mix mix, uint32_t type, int64_t l, int64_t n, int64_t gqa) {
@@ -285,7 +285,7 @@ static int build_tensors(Tensor *t, const char *arch, const Shape *s, uint32_t t
 #define NAME(x) (snprintf(name, sizeof name, "blk.%" PRId64 "." x, l), name)
         n = add(t, n, NAME("attn_norm.weight"), 0, s->embd, 1, INIT_NORM, 0.1f);
         if (phi3) { /* one fused Q|K|V matrix, as llama.cpp's converter writes Phi-3 */
-            n = add(t, n, NAME("attn_qkv.weight"), mix == MIX_Q2_K ? type : v_type, s->embd, q + 2 * kv, INIT_MATRIX, std);
+            n = add(t, n, NAME("attn_qkv.weight"), v_type, s->embd, q + 2 * kv, INIT_MATRIX, std);
         } else {
             n = add(t, n, NAME("attn_q.weight"), type, s->embd, q, INIT_MATRIX, std);
             n = add(t, n, NAME("attn_k.weight"), type, s->embd, kv, INIT_MATRIX, std);

@@ -30,7 +30,7 @@ end with a whole step, whose last instance is the recorded step's last launch, a
 node ids must repeat with the step's period."""
 import argparse, statistics, sys
 
-STALE_NS = 400000  # cu/timeline.cuh ZR_TL_STALE_NS: no block's exit comes later after its wait
+STALE_NS = 400000  # no block's exit comes later after its wait; a later one is stale (cu/timeline.cuh ZrTlExit)
 
 
 def load(path):

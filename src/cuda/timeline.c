@@ -9,10 +9,15 @@ static bool find(const ZrCuda *c, const char *name, CUdeviceptr *p, size_t want)
            bytes == want;
 }
 
+/* the rings' counts and records (cu/timeline.cuh), where the kernels have them */
+static bool find_rings(const ZrCuda *c, CUdeviceptr *count, CUdeviceptr *recs) {
+    return find(c, "zr_tl_count", count, sizeof(unsigned) * ZR_TL_SMS) &&
+           find(c, "zr_tl_recs", recs, sizeof(ZrTlRec) * ZR_TL_SMS * ZR_TL_PER_SM);
+}
+
 bool zr_cuda_timeline_built(const ZrCuda *c) {
-    CUdeviceptr p;
-    return find(c, "zr_tl_count", &p, sizeof(unsigned) * ZR_TL_SMS) &&
-           find(c, "zr_tl_recs", &p, sizeof(ZrTlRec) * ZR_TL_SMS * ZR_TL_PER_SM);
+    CUdeviceptr count, recs;
+    return find_rings(c, &count, &recs);
 }
 
 static int by_wait(const void *a, const void *b) {
@@ -22,8 +27,7 @@ static int by_wait(const void *a, const void *b) {
 
 int zr_cuda_timeline_write(ZrCuda *c, const ZrRecording *rec, FILE *f, ZrError *err) {
     CUdeviceptr d_count, d_recs;
-    if (!find(c, "zr_tl_count", &d_count, sizeof(unsigned) * ZR_TL_SMS) ||
-        !find(c, "zr_tl_recs", &d_recs, sizeof(ZrTlRec) * ZR_TL_SMS * ZR_TL_PER_SM))
+    if (!find_rings(c, &d_count, &d_recs))
         return zr_err(err, ZR_E_UNSUPPORTED, "timeline: the kernels have no stamps (build with meson -Dtimeline=true)");
     const size_t n_all = (size_t)ZR_TL_SMS * ZR_TL_PER_SM;
     unsigned *count = malloc(sizeof(unsigned) * ZR_TL_SMS);

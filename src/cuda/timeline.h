@@ -1,5 +1,5 @@
-/* The timeline build's stamps (cu/timeline.cuh: each block's grid wait, on %globaltimer) read
- * back and written as CSV for tools/timeline.py. Only kernels built with meson -Dtimeline=true
+/* The timeline build's stamps (cu/timeline.cuh: each block's grid wait, exit and the products'
+ * phases, on %globaltimer) read back and written as CSV for tools/timeline.py. Only kernels built with meson -Dtimeline=true
  * have them; zrun-cuda-timing -T asks for them (ZrBackendOptions.timeline). */
 #pragma once
 #include <stdbool.h>
@@ -14,6 +14,6 @@ bool zr_cuda_timeline_built(const ZrCuda *c);
 
 /* Writes to f: "# launch I NAME BLOCKS" for each launch of rec (the decode step the graph
  * replays; NULL: none), then "grid,block,sm,t_enter_ns,t_wait_ns,t_exit_ns,t_staged_ns,
- * t_summed_ns" and a row per stamp still in
- * the rings, oldest launches first. ZR_E_UNSUPPORTED without the timeline build. */
+ * t_summed_ns" and a row per stamp still in the rings, in order of wait return.
+ * ZR_E_UNSUPPORTED without the timeline build. */
 int zr_cuda_timeline_write(ZrCuda *c, const ZrRecording *rec, FILE *f, ZrError *err);
