@@ -9,7 +9,9 @@
 // the item once for all n columns (the kernel calls one copy of the loop per n = 1..8: the
 // accumulators in registers, the loops over columns unrolled); the others call T::comp once per
 // column (each re-decodes the item: n x the decode's arithmetic). Either way a column's
-// arithmetic is T::comp's, in its order (test_mm_small: each column equals the decode matvec).
+// arithmetic is T::comp's, in its order (test_mm_small: each column equals the decode matvec),
+// but for Q4_K, whose decode matvec runs on integer dot products (ZrMvQ4Ki): equal within the
+// CPU's bound, not bit for bit.
 //
 // x for n columns of a long row does not fit shared memory (n_ff 14336 x 8 x 4 B = 458 KB), so
 // it is staged in chunks of `chunk` values (a multiple of ZR_MM_UNIT, the host's pick): every

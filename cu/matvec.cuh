@@ -7,6 +7,8 @@
 // the x values of the item are read once from shared memory and reused for the R rows, and
 // the quant -> float conversion avoids the slow converter (zr_byte_f). x is staged in shared
 // memory with 4 floats of padding every 32 so the per-lane 16-byte reads do not conflict.
+// Q4_K instead stages x as 23-bit integers in int8 planes and sums with dp4a (ZrMvQ4Ki: the
+// products are bound by their arithmetic, not by memory; cu/PERF.md session 14).
 //
 // Launch (src/cuda/mv_shape.c picks the shape per matrix): block 32*G*S threads (at most
 // ZR_MV_MAX_THREADS) = G row groups of R rows, each split over S warps along the row (split-K,
@@ -561,6 +563,92 @@ struct ZrMvQ4K {
     }
 };
 
+// q4_K on integer dot products (ZrMvXq): zr_mv_put_x4<.., true> stages x as integers q = rint(x Q /
+// amax), Q = 2^22 - 1, per block of 32 values (the amax and the scale d = amax / Q of each block),
+// in three int8 planes q = 65536 hi + 256 mid + lo (hi signed, mid and lo unsigned). A word of 8
+// nibbles is then two dp4a a plane (the low nibbles masked in place against the low run, the high
+// nibbles masked in place, 16 q, against the high run: the 16 goes into the scale, exact), the
+// planes added in integers and float: ~1.7 instructions a weight against the float path's ~2.6
+// (PRMT + FFMA a weight, x from 10 shared loads an item). The decode products are bound by that
+// arithmetic, not by memory (cu/PERF.md session 14: without any weight byte from DRAM the 3B
+// decodes 11% faster, without the item arithmetic 2.7x). 23 bits keep the F32 path's accuracy: a
+// block's rounding error is amax 2^-23 (F32's is |x| 2^-24), test_cuda_backend's fixtures stay
+// within 5e-6 of llama.cpp's exact logits (3e-5 allowed); 8-bit x (llama.cpp's q8_1) was 0.03-0.07
+// off, 15-bit 2.4e-4..5.7e-4 (cu/PERF.md).
+// Layout, per super-block (256 values, 864 bytes): per plane the 8 items' low runs (16 bytes each,
+// elements 64 j + 16 hf + 0..15 of item u = 2 j + hf) then their high runs (+32), 256 bytes a
+// plane; the 8 block scales (32 B); the items' (low, high) sums of the rounded values (64 B, q sums
+// times d: the mins' term then meets the same rounding as the quants', so the rounding errors of x
+// meet the weight d sc q - dmin m rather than d sc q, 2.5x less error for 8-bit x). An item's lanes
+// read 16-byte runs 16 bytes apart: no bank conflict. 3.4 bytes a value: within
+// zr_mv_smem_bytes(n_in), the float copy's 4.5.
+#define ZR_XQ_SB 864
+#define ZR_XQ_Q 4194303.f
+__device__ __forceinline__ int zr_dp4a_us(uint32_t a, uint32_t b, int c) {
+    int d;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+__device__ __forceinline__ int zr_dp4a_uu(uint32_t a, uint32_t b, int c) {
+    uint32_t d;
+    asm("dp4a.u32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"((uint32_t)c));
+    return (int)d;
+}
+struct ZrMvQ4Ki : ZrMvQ4K {
+    // the dot of one plane (low and high runs at p, p + 128) with R rows' masked words: sums of at
+    // most 16 products of 240 by 255 (no overflow)
+    template <int R, bool SIGNED>
+    __device__ static void plane(const uint8_t *p, const uint32_t (&lo)[R][4], const uint32_t (&hi)[R][4],
+                                 int (&sl)[R], int (&sh)[R]) {
+        const uint4 xl = *(const uint4 *)p, xh = *(const uint4 *)(p + 128);
+        const uint32_t al[4] = {xl.x, xl.y, xl.z, xl.w}, ah[4] = {xh.x, xh.y, xh.z, xh.w};
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            int a = 0, b = 0;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                a = SIGNED ? zr_dp4a_us(lo[r][k], al[k], a) : zr_dp4a_uu(lo[r][k], al[k], a);
+                b = SIGNED ? zr_dp4a_us(hi[r][k], ah[k], b) : zr_dp4a_uu(hi[r][k], ah[k], b);
+            }
+            sl[r] = a;
+            sh[r] = b;
+        }
+    }
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        const uint8_t *g = (const uint8_t *)xs + ZR_XQ_SB * (it >> 3) + 16 * (it & 7);
+        uint32_t lo[R][4], hi[R][4];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const uint32_t w[4] = {f[r].q.x, f[r].q.y, f[r].q.z, f[r].q.w};
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                lo[r][k] = w[k] & 0x0F0F0F0Fu;
+                hi[r][k] = w[k] & 0xF0F0F0F0u;
+            }
+        }
+        int tl[R], th[R], sl[R], sh[R];
+        plane<R, true>(g, lo, hi, tl, th);        // hi plane: |sum| <= 16 * 240 * 64
+        plane<R, false>(g + 256, lo, hi, sl, sh); // mid plane
+#pragma unroll
+        for (int r = 0; r < R; r++) tl[r] = tl[r] * 256 + sl[r], th[r] = th[r] * 256 + sh[r]; // < 2^26
+        plane<R, false>(g + 512, lo, hi, sl, sh); // lo plane
+        const int u = it & 7;
+        const uint8_t *gs = (const uint8_t *)xs + ZR_XQ_SB * (it >> 3) + 768;
+        const float2 dx = *(const float2 *)(gs + 4 * (u & 6)); // blocks 2 j (low run), 2 j + 1 (high)
+        const float2 sx = *(const float2 *)(gs + 32 + 8 * u);
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float fl = fmaf((float)tl[r], 256.f, (float)sl[r]), fh = fmaf((float)th[r], 256.f, (float)sh[r]);
+            const float2 dm = __half22float2(f[r].dm);
+            const uint32_t sm = f[r].sm;
+            const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
+            const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
+            acc[r] = fmaf(dm.x, fmaf(sc0 * dx.x, fl, (sc1 * dx.y * 0.0625f) * fh), acc[r]);
+            acc[r] = fmaf(-dm.y, fmaf(m0, sx.x, m1 * sx.y), acc[r]);
+        }
+    }
+};
+
 // q5_K (device layout in cu/quant.cuh): q4_K's item (16 bytes of nibbles, the same elements) and
 // one word of the item's fifth bits, plus q4_K's scale word and (d, dmin): 28 B per item and
 // row, 7 registers. The arithmetic is q4_K's: staged sums of x per 16 values for the mins, and
@@ -940,9 +1028,48 @@ __device__ __forceinline__ float4 zr_mv_addnorm4(float4 t, float4 r, float4 pw, 
     return t;
 }
 
+// Types whose comp reads x as integers (ZrMvQ4Ki's planes) instead of the floats.
+template <class T> struct ZrMvXq {
+    static constexpr bool value = false;
+};
+template <> struct ZrMvXq<ZrMvQ4Ki> {
+    static constexpr bool value = true;
+};
+
 // float4 i of the staged x' into the padded copy xs; XS: and the sums of its 16 values (below).
-template <bool XS>
+// XQ: into the integer planes instead (ZrMvQ4Ki): the 8 threads of a block of 32 (float4s
+// 8b..8b+7, adjacent lanes: whole warps stage, n_in % 128 == 0) share its max by 3 shuffles, the 4
+// of a run of 16 its sum by 2.
+template <bool XS, bool XQ = false>
 __device__ __forceinline__ void zr_mv_put_x4(float *xs, int i, float4 t) {
+    if (XQ) {
+        float m = fmaxf(fmaxf(fabsf(t.x), fabsf(t.y)), fmaxf(fabsf(t.z), fabsf(t.w)));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 4));
+        // |q| <= Q + 1 < 2^22 (id within an ulp of Q / m): hi = q >> 16 fits a signed byte
+        const float id = m != 0.f ? ZR_XQ_Q * __frcp_rn(m) : 0.f, d = m * (1.f / ZR_XQ_Q);
+        const int q0 = __float2int_rn(t.x * id), q1 = __float2int_rn(t.y * id), q2 = __float2int_rn(t.z * id),
+                  q3 = __float2int_rn(t.w * id);
+        int sq = (q0 + q1) + (q2 + q3); // |sum of 16| < 2^26
+        sq += __shfl_xor_sync(0xffffffffu, sq, 1);
+        sq += __shfl_xor_sync(0xffffffffu, sq, 2);
+        // run rho = i / 4 of 16 values: super-block rho / 16, within it j = r / 4 (chunk of 64),
+        // high = r / 2 % 2, hf = r % 2; item u = 2 j + hf
+        const int rho = i >> 2, r = rho & 15, high = (r >> 1) & 1, u = ((r >> 2) << 1) | (r & 1);
+        uint8_t *g = (uint8_t *)xs + ZR_XQ_SB * (rho >> 4);
+        const int at = 128 * high + 16 * u + 4 * (i & 3);
+#define ZR_XQ_B(v, sh) ((uint32_t)(((v) >> (sh)) & 0xff))
+        *(uint32_t *)(g + at) = ZR_XQ_B(q0, 16) | ZR_XQ_B(q1, 16) << 8 | ZR_XQ_B(q2, 16) << 16 | ZR_XQ_B(q3, 16) << 24;
+        *(uint32_t *)(g + 256 + at) =
+            ZR_XQ_B(q0, 8) | ZR_XQ_B(q1, 8) << 8 | ZR_XQ_B(q2, 8) << 16 | ZR_XQ_B(q3, 8) << 24;
+        *(uint32_t *)(g + 512 + at) =
+            ZR_XQ_B(q0, 0) | ZR_XQ_B(q1, 0) << 8 | ZR_XQ_B(q2, 0) << 16 | ZR_XQ_B(q3, 0) << 24;
+#undef ZR_XQ_B
+        if ((i & 3) == 0) *(float *)(g + 768 + 32 + 8 * u + 4 * high) = (float)sq * d;
+        if ((i & 7) == 0) *(float *)(g + 768 + 4 * (r >> 1)) = d;
+        return;
+    }
     *(float4 *)(xs + zr_xpad(4 * i)) = t;
     if (XS) {
         float s = (t.x + t.y) + (t.z + t.w);
@@ -966,7 +1093,7 @@ __device__ __forceinline__ void zr_mv_put_x4(float *xs, int i, float4 t) {
 // more float4s of post_r and post_w a round made ptxas spill 4-80 bytes in 18 matvec kernels).
 // The tall kernels (staging once for dozens of tiles) keep the rounds of the other modes with
 // post_r and post_w loaded in their compute half (the pass of their own spilled them).
-template <bool XS = false, bool TALL = false>
+template <bool XS = false, bool TALL = false, bool XQ = false>
 __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, const float *__restrict__ norm_w, float *xs,
                                                int n_in, int in_mode, int tid, int nthr, bool gelu = false,
                                                const float *__restrict__ post_r = nullptr,
@@ -987,7 +1114,7 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
         for (int i = tid; i < n4; i += nthr) {
             const float4 xv = __ldg((const float4 *)x + i), u = __ldg((const float4 *)norm_w + i);
             const float4 r = __ldg((const float4 *)post_r + i), pw = __ldg((const float4 *)post_w + i);
-            zr_mv_put_x4<XS>(xs, i, zr_mv_addnorm4(xv, r, pw, u, pinv, x_out, i, ss));
+            zr_mv_put_x4<XS, XQ>(xs, i, zr_mv_addnorm4(xv, r, pw, u, pinv, x_out, i, ss));
         }
     } else if ((n_in & 3) == 0) {
         const int n4 = n_in >> 2;
@@ -1018,7 +1145,7 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
                         ss = fmaf(t.x, t.x, fmaf(t.y, t.y, fmaf(t.z, t.z, fmaf(t.w, t.w, ss))));
                         t.x *= u[b].x; t.y *= u[b].y; t.z *= u[b].z; t.w *= u[b].w;
                     }
-                    zr_mv_put_x4<XS>(xs, i, t);
+                    zr_mv_put_x4<XS, XQ>(xs, i, t);
                 }
             }
         }
@@ -1111,8 +1238,8 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     zr_grid_enter_after_loads(w);
     // stage x (padded: 4 floats after every 32) -- gated or times the norm weight on the way in;
     // RMSNorm's 1/rms is applied to the results (it is one number for the whole row)
-    float ss = zr_mv_stage_x<ZrMvXsum<T>::value, TALL>(x, norm_w, xs, n_in, in_mode, tid, nthr, gelu, post_r, post_w,
-                                                       x_out, eps, mode >> ZR_MV_NSS_SHIFT);
+    float ss = zr_mv_stage_x<ZrMvXsum<T>::value, TALL, ZrMvXq<T>::value>(
+        x, norm_w, xs, n_in, in_mode, tid, nthr, gelu, post_r, post_w, x_out, eps, mode >> ZR_MV_NSS_SHIFT);
     float wsq = 0.f; // SSQ: the sum of this warp's squared results
     if (zr_mv_normed(in_mode)) {
         ss = zr_warp_sum(ss);

@@ -7,6 +7,6 @@
 
 ZR_MATVEC(matvec_q2_k, ZrMvQ23K<ZR_T_Q2_K>, 2, 2, 64)  // 64 registers, no spills
 ZR_MATVEC(matvec_q3_k, ZrMvQ23K<ZR_T_Q3_K>, 2, 2, 64)  // 64 registers, no spills (_tall: 4 B)
-ZR_MATVEC(matvec_q4_k, ZrMvQ4K, 2, 2, 64)  // the xf arithmetic: H100 8B Q4_K_M 327.0 -> 337.4 t/s
+ZR_MATVEC(matvec_q4_k, ZrMvQ4Ki, 2, 2, 64)  // integer dot products (session 14); _tall spills 12 B
 ZR_MATVEC(matvec_q5_k, ZrMvQ5K, 2, 2, 64)  // 64 registers, no spills (the _tall one spills 8 B)
 ZR_MATVEC(matvec_q6_k, ZrMvQ6K, 2, 2, 64)

@@ -47,6 +47,9 @@ template <class T> struct ZrMvExpert {
 template <class T> struct ZrMvXsum<ZrMvExpert<T>> {
     static constexpr bool value = ZrMvXsum<T>::value;
 };
+template <class T> struct ZrMvXq<ZrMvExpert<T>> {
+    static constexpr bool value = ZrMvXq<T>::value;
+};
 
 template <class T, int R, int P>
 __device__ __forceinline__ void zr_matvec_id(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
@@ -129,6 +132,9 @@ template <class T> struct ZrMvExpertFlat {
 template <class T> struct ZrMvXsum<ZrMvExpertFlat<T>> {
     static constexpr bool value = ZrMvXsum<T>::value;
 };
+template <class T> struct ZrMvXq<ZrMvExpertFlat<T>> {
+    static constexpr bool value = ZrMvXq<T>::value;
+};
 
 // mode: GLU (| RMSNORM / GELU); n_used <= 32; logits != NULL: route as matvec_id does (block 0
 // writes the ids and weights).
@@ -166,7 +172,8 @@ __device__ __forceinline__ void zr_matvec_id_flat(const uint8_t *__restrict__ w,
 
 // The same R, P and register cap as each type's matvec (cu/matvec_float.cu, matvec_q_legacy.cu,
 // matvec_q_k.cu); NAME##_flat: FLAT_NREG, 72 where the TALL loop spilled at 64 (q4_1 12 bytes,
-// q3_k 4, q5_k 8, as their dense _tall kernels'), so none of them spills.
+// q3_k 4, q5_k 8, as their dense _tall kernels'; q4_k 16 on integer dot products), so none of
+// them spills.
 #define ZR_MATVEC_ID(NAME, TRAITS, R, P, NREG, FLAT_NREG)                                                        \
     ZR_KERNEL void __maxnreg__(NREG)                                                                             \
         NAME(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, const float *x, int x_stride, float *y, \
@@ -198,6 +205,6 @@ ZR_MATVEC_ID(matvec_id_q5_0, ZrMvQ4x<ZR_T_Q5_0>, 2, 2, 80, 80)
 ZR_MATVEC_ID(matvec_id_q5_1, ZrMvQ4x<ZR_T_Q5_1>, 2, 2, 128, 128)
 ZR_MATVEC_ID(matvec_id_q2_k, ZrMvQ23K<ZR_T_Q2_K>, 2, 2, 64, 64)
 ZR_MATVEC_ID(matvec_id_q3_k, ZrMvQ23K<ZR_T_Q3_K>, 2, 2, 64, 72)
-ZR_MATVEC_ID(matvec_id_q4_k, ZrMvQ4K, 2, 2, 64, 64)
+ZR_MATVEC_ID(matvec_id_q4_k, ZrMvQ4Ki, 2, 2, 64, 72)
 ZR_MATVEC_ID(matvec_id_q5_k, ZrMvQ5K, 2, 2, 64, 72)
 ZR_MATVEC_ID(matvec_id_q6_k, ZrMvQ6K, 2, 2, 64, 64)

@@ -18,7 +18,8 @@
 // memory. Block 32 G threads: warp g of block b computes row b G + g (n_rows rows of one expert);
 // n_used <= 32; an id outside 0..n_total/n_rows-1 is clamped (as matvec_id's). A row's value
 // per slot is matvec_id's arithmetic for a row (split 1: lane l adds its items l, l + 32, ... in
-// order, then one warp sum).
+// order, then one warp sum), but for Q4_K: matvec_id's runs on integer dot products (ZrMvQ4Ki),
+// this one on ZrMvQ4K's floats (equal within the CPU's bound, not bit for bit).
 #include "matvec.cuh"
 
 template <class T, int P>
