@@ -427,6 +427,13 @@ template <> struct ZrMvQ23KOf<ZR_T_Q2_K> { using T = ZrMvQ2K; };
 template <> struct ZrMvQ23KOf<ZR_T_Q3_K> { using T = ZrMvQ3K; };
 template <int TYPE> using ZrMvQ23K = typename ZrMvQ23KOf<TYPE>::T;
 
+// q4_K's and q5_K's decoded scale word (cu/quant.cuh): the item's two sub-blocks' scales and mins
+// as floats (sc0, sc1, m0, m1).
+__device__ __forceinline__ float4 zr_k_scales(uint32_t sm) {
+    return make_float4(zr_byte_f(sm, 0, ZR_MAGIC), zr_byte_f(sm, 1, ZR_MAGIC), zr_byte_f(sm, 2, ZR_MAGIC),
+                       zr_byte_f(sm, 3, ZR_MAGIC));
+}
+
 // q4_K (device layout in cu/quant.cuh): item = 16 bytes of nibbles, one of 8 per super-block:
 // chunk j = u/2 of 64 elements, half hf = u%2; low nibbles are elements 64j + 16hf + l (sub-block
 // 2j), high nibbles 64j + 32 + 16hf + l (sub-block 2j+1). Besides the quants a lane loads one
@@ -489,8 +496,8 @@ struct ZrMvQ4K {
         for (int r = 0; r < R; r++) {
             const float2 dm = __half22float2(f[r].dm);
             const uint32_t sm = f[r].sm;
-            const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
-            const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
+            const float4 scm = zr_k_scales(sm);
+            const float sc0 = scm.x, sc1 = scm.y, m0 = scm.z, m1 = scm.w;
             // sum x q = 16 (slo - sum_lo): the 16 goes into d (a power of two: exact)
             acc[r] = fmaf(16.f * dm.x, fmaf(sc0, slo[r] - sum_lo, sc1 * (shi[r] - sum_hi)), acc[r]);
             acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
@@ -550,8 +557,8 @@ struct ZrMvQ4K {
         for (int r = 0; r < R; r++) {
             const float2 dm = __half22float2(f[r].dm);
             const uint32_t sm = f[r].sm;
-            const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
-            const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
+            const float4 scm = zr_k_scales(sm);
+            const float sc0 = scm.x, sc1 = scm.y, m0 = scm.z, m1 = scm.w;
 #pragma unroll
             for (int t = T0; t < T1; t++) {
                 const float2 sum = *(const float2 *)(xs + t * xst + 36 * it + 32);  // low, high
@@ -641,8 +648,8 @@ struct ZrMvQ4Ki : ZrMvQ4K {
             const float fl = fmaf((float)tl[r], 256.f, (float)sl[r]), fh = fmaf((float)th[r], 256.f, (float)sh[r]);
             const float2 dm = __half22float2(f[r].dm);
             const uint32_t sm = f[r].sm;
-            const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
-            const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
+            const float4 scm = zr_k_scales(sm);
+            const float sc0 = scm.x, sc1 = scm.y, m0 = scm.z, m1 = scm.w;
             acc[r] = fmaf(dm.x, fmaf(sc0 * dx.x, fl, (sc1 * dx.y * 0.0625f) * fh), acc[r]);
             acc[r] = fmaf(-dm.y, fmaf(m0, sx.x, m1 * sx.y), acc[r]);
         }
@@ -708,8 +715,8 @@ struct ZrMvQ5K {
         for (int r = 0; r < R; r++) {
             const float2 dm = __half22float2(f[r].dm);
             const uint32_t sm = f[r].sm;
-            const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
-            const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
+            const float4 scm = zr_k_scales(sm);
+            const float sc0 = scm.x, sc1 = scm.y, m0 = scm.z, m1 = scm.w;
             // sum x q = 64 (s - S/2): the 64 goes into d (a power of two: exact)
             acc[r] = fmaf(64.f * dm.x, fmaf(sc0, fmaf(-0.5f, sum_lo, slo[r]), sc1 * fmaf(-0.5f, sum_hi, shi[r])), acc[r]);
             acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
@@ -771,8 +778,8 @@ struct ZrMvQ5K {
         for (int r = 0; r < R; r++) {
             const float2 dm = __half22float2(f[r].dm);
             const uint32_t sm = f[r].sm;
-            const float sc0 = zr_byte_f(sm, 0, ZR_MAGIC), sc1 = zr_byte_f(sm, 1, ZR_MAGIC);
-            const float m0 = zr_byte_f(sm, 2, ZR_MAGIC), m1 = zr_byte_f(sm, 3, ZR_MAGIC);
+            const float4 scm = zr_k_scales(sm);
+            const float sc0 = scm.x, sc1 = scm.y, m0 = scm.z, m1 = scm.w;
 #pragma unroll
             for (int t = T0; t < T1; t++) {
                 const float2 sum = *(const float2 *)(xs + t * xst + 36 * it + 32);  // low, high
