@@ -255,7 +255,7 @@ static bool columns_equal_the_matvec(uint32_t type, int n_in) {
 /* q4_K's decode matvec runs on integer dot products with x in 23-bit integers (cu/matvec.cuh
  * ZrMvQ4Ki), the small product on ZrMvQ4K's floats: both within the tolerance above, not the same
  * bits. */
-static bool float_matvec(uint32_t type) {
+static bool decode_matvec_is_float(uint32_t type) {
     if (type != ZR_TYPE_Q4_K) return true;
     fprintf(stderr, "  q4_K: not compared bit for bit (the decode matvec's integer dot products)\n");
     return false;
@@ -264,7 +264,7 @@ static bool float_matvec(uint32_t type) {
 ZT_TEST(every_column_equals_the_decode_matvec_of_its_row_bit_for_bit) {
     if (!gpu_env()) return;
     for (int i = 0; i < N_TYPES; i++)
-        if (float_matvec(all_types[i]))
+        if (decode_matvec_is_float(all_types[i]))
             ZT_CHECKF(columns_equal_the_matvec(all_types[i], ZR_CUF_MM_UNIT),
                       "%s: values differ from the decode matvec", zr_type_name(all_types[i]));
 }
@@ -274,7 +274,7 @@ ZT_TEST(every_column_equals_the_decode_matvec_of_its_row_bit_for_bit) {
 ZT_TEST(every_column_equals_the_decode_matvec_over_several_chunks) {
     if (!gpu_env()) return;
     for (int i = 0; i < N_TYPES; i++) {
-        if (all_types[i] == ZR_TYPE_Q2_K || all_types[i] == ZR_TYPE_Q3_K || !float_matvec(all_types[i])) continue;
+        if (all_types[i] == ZR_TYPE_Q2_K || all_types[i] == ZR_TYPE_Q3_K || !decode_matvec_is_float(all_types[i])) continue;
         ZT_CHECKF(columns_equal_the_matvec(all_types[i], 5 * ZR_CUF_MM_UNIT / 2), "%s: values differ from the decode matvec",
                   zr_type_name(all_types[i]));
     }
