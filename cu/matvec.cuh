@@ -575,10 +575,10 @@ struct ZrMvQ4K {
 // in three int8 planes q = 65536 hi + 256 mid + lo (hi signed, mid and lo unsigned). A word of 8
 // nibbles is then two dp4a a plane (the low nibbles masked in place against the low run, the high
 // nibbles masked in place, 16 q, against the high run: the 16 goes into the scale, exact), the
-// planes added in integers and float: the item's dp4a and masks are ~1 instruction a weight,
-// the whole item loop ~2.8, the whole launch 5-6.5 (ncu, cu/PERF.md session 15). The products
-// are bound by their arithmetic, not by memory (cu/PERF.md session 14: without any weight byte
-// from DRAM the 3B decodes 11% faster, without the item arithmetic 2.7x). 23 bits keep the F32 path's accuracy: a
+// planes added in integers and float: the item's dp4a and masks are ~1 instruction a weight, the
+// whole item loop ~2.8, the whole launch 5-6.5 (ncu, cu/PERF.md session 15). The products are bound
+// by their arithmetic, not by memory (cu/PERF.md session 14: without any weight byte from DRAM the
+// 3B decodes 11% faster, without the item arithmetic 2.7x). 23 bits keep the F32 path's accuracy: a
 // block's rounding error is amax 2^-23 (F32's is |x| 2^-24), test_cuda_backend's fixtures stay
 // within 5e-6 of llama.cpp's exact logits (3e-5 allowed); 8-bit x (llama.cpp's q8_1) was 0.03-0.07
 // off, 15-bit 2.4e-4..5.7e-4 (cu/PERF.md).
