@@ -1198,18 +1198,23 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     __shared__ float red_ss[ZR_MV_MAX_THREADS / 32];     // per-warp sums of squares (RMSNorm)
     __shared__ float red_part[ZR_MV_MAX_THREADS / 32][R]; // per-warp row partials (split-K)
     __shared__ float red_sq[ZR_MV_MAX_THREADS / 32];      // per-warp sums of squared results (SSQ)
+    __shared__ float red_inv[ZR_MV_MAX_THREADS / 32];    // TALL, RMSNorm: each warp's 1/rms (once a block)
     float *xs = (float *)zr_mv_smem;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nthr = blockDim.x;
-    const int S = split, G = (nthr >> 5) / S;
-    const int g = warp / S, ks = warp - g * S;
+    // S and G are powers of two (the launchers check): shifts, not the ~25 instructions of an
+    // emulated division each (the tall kernels ran four before a warp's first load)
+    const int S = split, lS = __ffs(S) - 1, G = (nthr >> 5) >> lS, lG = __ffs(G) - 1;
+    const int g = warp >> lS, ks = warp & (S - 1);
     const int in_mode = !POST && (mode & ZR_MV_IN) == ZR_MV_ADDNORM ? ZR_MV_PLAIN : mode & ZR_MV_IN;
     const bool glu = (mode & ZR_MV_GLU) != 0, gelu = (mode & ZR_MV_GELU) != 0;
     const bool ssq = POST && !TALL && (mode & ZR_MV_SSQ) != 0;
     constexpr int H = R / 2;
+    static_assert((R & (R - 1)) == 0, "R is a power of two (results per row group by shifts)");
+    constexpr int lR = R == 2 ? 1 : R == 4 ? 2 : R == 8 ? 3 : 4, lH = lR - 1;
     // output rows: plain rows rg*R + r; GLU: gate rows rg*H + r and up rows n_half + rg*H + r
-    const int n_res = glu ? n_out / 2 : n_out;   // results
-    const int per = glu ? H : R;                  // results per row group
-    const int n_tiles = ((n_res + per - 1) / per + G - 1) / G;
+    const int n_res = glu ? n_out >> 1 : n_out;   // results
+    const int per = glu ? H : R, lper = glu ? lH : lR; // results per row group
+    const int n_tiles = (((n_res + per - 1) >> lper) + G - 1) >> lG;
     const int items = n_in / T::EPI;
     const int step = 32 * S;
     static_assert(P >= 2, "at least one step in flight while one is computed");
@@ -1222,7 +1227,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     int res0 = 0;      // first result of this warp in the tile
     bool live = false; // the warp has rows in the tile
     auto begin_tile = [&](int tile) {
-        res0 = (tile * G + g) * per;
+        res0 = ((tile << lG) + g) << lper;
         live = res0 < n_res;
 #pragma unroll
         for (int r = 0; r < R; r++) {
@@ -1253,6 +1258,14 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
         if (lane == 0) red_ss[warp] = ss;
     }
     __syncthreads();
+    if (TALL && zr_mv_normed(in_mode)) {
+        // 1/rms once a warp, kept in shared memory (a register across the tile loop made ptxas
+        // spill under the 64-register cap); the same sum in the same order as a one-tile block's
+        float tot = 0.f;
+        for (int k = 0; k < (nthr >> 5); k++) tot += red_ss[k];
+        if (lane == 0) red_inv[warp] = 1.0f / sqrtf(tot / (float)n_in + eps);
+        __syncwarp();
+    }
     ZR_TL_MARK(0); // x staged
     for (int tile = blockIdx.x; !TALL || tile < n_tiles; tile += gridDim.x) {
         float acc[R];
@@ -1305,9 +1318,13 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
         if (!TALL && !ssq && (ks != 0 || !live)) return; // (SSQ: every warp reaches the block's sum)
         if (ks == 0 && live) {
             if (zr_mv_normed(in_mode)) {
-                float tot = 0.f;
-                for (int k = 0; k < (nthr >> 5); k++) tot += red_ss[k];
-                out *= 1.0f / sqrtf(tot / (float)n_in + eps);
+                if (TALL) {
+                    out *= red_inv[warp];
+                } else {
+                    float tot = 0.f;
+                    for (int k = 0; k < (nthr >> 5); k++) tot += red_ss[k];
+                    out *= 1.0f / sqrtf(tot / (float)n_in + eps);
+                }
             }
             float v = 0.f; // this lane's result as stored (SSQ)
             bool has = false;

@@ -7,6 +7,7 @@
  * No GPU needed: the pick reads only sizes, types and the multiprocessor count. */
 #include <string.h>
 
+#include "cuda/klaunch.h"
 #include "cuda/mv_shape.h"
 #include "quant.h"
 #include "zt.h"
@@ -109,3 +110,16 @@ ZT_TEST(a_product_that_writes_sums_of_squares_is_never_tall) {
 }
 
 int main(void) { return zt_run(); }
+
+/* cu/matvec.cuh finds a warp's row group and split-K part by shifts: a launch whose row groups
+ * or split are not powers of two is refused before anything is launched (no launcher needed) */
+ZT_TEST(a_launch_shape_that_is_not_a_power_of_two_is_refused) {
+    const ZrKernel kern = {.name = "matvec_q4_k"};
+    const ZrCuWeight w = {.type = ZR_TYPE_Q4_K, .n_in = 4096, .n_out = 1024};
+    const ZrMvShape bad[] = {{.groups = 3, .split = 1}, {.groups = 8, .split = 3}, {.groups = 6, .split = 2}};
+    for (int i = 0; i < 3; i++) {
+        ZrError e = {0};
+        ZT_CHECK(zr_k_matvec(NULL, &kern, 2, &w, 0, 0, 0, 0, 0.0f, ZR_CUF_MV_PLAIN, bad[i], NULL, &e) != 0);
+        ZT_CHECK(e.code == ZR_E_INTERNAL);
+    }
+}

@@ -6,12 +6,16 @@
 
 static unsigned cdiv(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
 
+/* cu/matvec.cuh's zr_matvec finds its row group and split-K part by shifts: G and S must be
+ * powers of two */
+static bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
 int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, CUdeviceptr x,
                 CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
                 const ZrMvPost *post, ZrError *err) {
     const int R = rows_per_warp;
     const ZrMvPost none = {0}, *p = post ? post : &none;
-    if (shape.groups < 1 || shape.split < 1 || shape.blocks < 0 ||
+    if (!pow2(shape.groups) || !pow2(shape.split) || shape.blocks < 0 ||
         shape.groups * shape.split * 32 > ZR_CUF_MV_MAX_THREADS || ((mode & ZR_CUF_MV_GLU) && (R % 2 || w->n_out % 2)) ||
         (((mode & 3) == ZR_CUF_MV_ADDNORM) != (post != NULL)) || (mode >> ZR_CUF_MV_NSS_SHIFT) != 0 ||
         (post && (p->n_ss < 1 || p->n_ss > (1 << 20))) || ((mode & ZR_CUF_MV_SSQ) && shape.blocks > 0))
@@ -173,7 +177,7 @@ int zr_k_matvec_id(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const
                    int n_used, CUdeviceptr x, int x_stride, CUdeviceptr y, int y_stride, CUdeviceptr norm_w, float eps,
                    int mode, ZrMvShape shape, const ZrMvIdFuse *fuse, ZrError *err) {
     const int R = rows_per_warp;
-    if (shape.groups < 1 || shape.split < 1 || shape.groups * shape.split * 32 > ZR_CUF_MV_MAX_THREADS || n_rows < 1 ||
+    if (!pow2(shape.groups) || !pow2(shape.split) || shape.groups * shape.split * 32 > ZR_CUF_MV_MAX_THREADS || n_rows < 1 ||
         w->n_out % n_rows || n_used < 1 || ((mode & ZR_CUF_MV_GLU) && (R % 2 || n_rows % 2)))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d x %d warps (%d rows each), %d of %d rows per expert, mode %d",
                       kern->name, shape.groups, shape.split, R, n_rows, w->n_out, mode);
@@ -201,7 +205,7 @@ int zr_k_matvec_id_flat(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, 
                         int n_used, CUdeviceptr x, CUdeviceptr y, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
                         unsigned blocks, const ZrMvIdFuse *fuse, ZrError *err) {
     const int R = rows_per_warp;
-    if (shape.groups < 1 || shape.split < 1 || shape.groups * shape.split * 32 > ZR_CUF_MV_MAX_THREADS || n_rows < 2 || n_rows % 2 ||
+    if (!pow2(shape.groups) || !pow2(shape.split) || shape.groups * shape.split * 32 > ZR_CUF_MV_MAX_THREADS || n_rows < 2 || n_rows % 2 ||
         w->n_out % n_rows || R % 2 || !(mode & ZR_CUF_MV_GLU) || n_used < 1 || n_used > 32 || blocks < 1 ||
         blocks > zr_k_matvec_id_flat_tiles(R, n_rows, n_used, shape))
         return zr_err(err, ZR_E_INTERNAL, "%s: no flat launch of %u blocks for %d x %d warps (%d rows each), %d slots of %d of %d rows, mode %d",
@@ -283,7 +287,7 @@ int zr_k_matvec_mix(ZrLauncher *l, const ZrCuKernels *k, const ZrMvMix *mix, con
                     const ZrMvPost *post, ZrError *err) {
     const ZrMvPost none = {0}, *p = post ? post : &none;
     if (mix->kernel < 0 || mix->kernel >= ZR_KMIX_COUNT || !k->has_mv_mix[mix->kernel] || mix->n_parts < 1 ||
-        mix->n_parts > ZR_CUF_MV_MIX_PARTS || mix->threads < 32 || mix->threads > ZR_CUF_MV_MAX_THREADS ||
+        mix->n_parts > ZR_CUF_MV_MIX_PARTS || mix->threads < 32 || !pow2(mix->threads) || mix->threads > ZR_CUF_MV_MAX_THREADS ||
         (((mode & 3) == ZR_CUF_MV_ADDNORM) != (post != NULL)) || (mode & ZR_CUF_MV_SSQ) ||
         (mode >> ZR_CUF_MV_NSS_SHIFT) != 0 || (post && (p->n_ss < 1 || p->n_ss > (1 << 20))))
         return zr_err(err, ZR_E_INTERNAL, "matvec_mix: no launch for %d parts of %d threads, mode %d", mix->n_parts,
@@ -295,7 +299,7 @@ int zr_k_matvec_mix(ZrLauncher *l, const ZrCuKernels *k, const ZrMvMix *mix, con
     int n_out[ZR_CUF_MV_MIX_PARTS] = {0}, split[ZR_CUF_MV_MIX_PARTS] = {1, 1, 1}, tiles[ZR_CUF_MV_MIX_PARTS] = {0};
     unsigned grid = 0;
     for (int i = 0; i < mix->n_parts; i++) {
-        if (ws[i].n_in != ws[0].n_in || mix->split[i] < 1 || mix->threads % (32 * mix->split[i]) || mix->tiles[i] < 1)
+        if (ws[i].n_in != ws[0].n_in || !pow2(mix->split[i]) || mix->threads % (32 * mix->split[i]) || mix->tiles[i] < 1)
             return zr_err(err, ZR_E_INTERNAL, "%s: part %d does not fit the launch", k->mv_mix[mix->kernel].name, i);
         pw[i] = ws[i].main;
         pws[i] = ws[i].side;
