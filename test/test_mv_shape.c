@@ -2,8 +2,9 @@
  * multiprocessors: the picks sessions 9 and 11 measured in the model (cu/PERF.md). Rows too short
  * for the 4 KiB split rule split in two on blocks of 4 row groups; F16 and Q8_0 take the tall kernel
  * from 2 waves of tiles, every other type from 8, and quantized gate|up products from 1 where a lane
- * has 3 items of a row (session 12); quantized types run it on 2 blocks of 16 row groups a
- * multiprocessor, F16 on 4 of 8; a product that writes SSQ pieces is never tall.
+ * has 3 items of a row (session 12; Q4_K from 2.5 items and up to 3 waves, session 16); quantized
+ * types run it on 2 blocks of 16 row groups a multiprocessor, F16 on 4 of 8; a product that writes
+ * SSQ pieces is never tall.
  * No GPU needed: the pick reads only sizes, types and the multiprocessor count. */
 #include <string.h>
 
@@ -99,6 +100,22 @@ ZT_TEST(quantized_gate_up_of_one_to_two_waves_is_tall_where_a_lane_has_three_ite
     check(ZR_TYPE_Q4_K, 3072, 2 * 8 * (blocks - 1), GLU, 8, 1, 0);
     /* the same rows without GLU (a plain product of 1.9 waves) keep a block per tile */
     check(ZR_TYPE_Q4_K, 3072, 2 * 8 * 1024, ZR_CUF_MV_RMSNORM, 8, 1, 0);
+}
+
+/* Q4_K (session 16): up to 3 waves of tiles and from 2.5 items a lane */
+ZT_TEST(q4_k_gate_up_of_up_to_three_waves_is_tall_from_two_and_a_half_items_a_lane) {
+    const int GLU = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, blocks = 4 * 132, q = 2 * 132;
+    /* gemma3-4b: 10240 results of 2560 values (80 items), 1280 tiles (2.4 waves); qwen3-4b 1216 tiles */
+    check(ZR_TYPE_Q4_K, 2560, 20480, ZR_CUF_MV_ADDNORM | ZR_CUF_MV_GLU, 16, 1, q);
+    check(ZR_TYPE_Q4_K, 2560, 19456, GLU, 16, 1, q);
+    /* 3 waves exactly, and one tile fewer */
+    check(ZR_TYPE_Q4_K, 2560, 2 * 8 * 3 * blocks, GLU, 8, 1, 0);
+    check(ZR_TYPE_Q4_K, 2560, 2 * 8 * (3 * blocks - 1), GLU, 16, 1, q);
+    /* 2 items a lane (2048 values) stay a block per tile; other types keep the 2-wave rule */
+    check(ZR_TYPE_Q4_K, 2048, 20480, GLU, 8, 1, 0);
+    check(ZR_TYPE_Q6_K, 2560, 20480, GLU, 8, 1, 0);
+    /* llama3-8b's 1792 tiles (3.4 waves) keep a block per tile */
+    check(ZR_TYPE_Q4_K, 4096, 28672, GLU, 8, 1, 0);
 }
 
 ZT_TEST(a_product_that_writes_sums_of_squares_is_never_tall) {

@@ -63,8 +63,14 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, b
      * 8192 results, 1024 tiles) takes it too where each lane has 3 or more items of a row (H200
      * tg128, session 12: llama3.2-3b Q4_K_M +3.0%, Q8_0 +3.3%, llama3.2-1b Q8_0 +3.2%): the tall
      * block takes its tiles one after another, each opening on the latency of its first loads,
-     * which rows of 2 items a lane cannot hide (llama3.2-1b Q4_K_M lost 3.1%). */
-    const bool glu_tall = quant && (mode & ZR_CUF_MV_GLU) && tiles >= blocks && tiles < 2 * blocks && items >= 3 * 32;
+     * which rows of 2 items a lane cannot hide (llama3.2-1b Q4_K_M lost 3.1%). Q4_K (its integer
+     * products stage x at a higher cost, once a block here) takes it up to 3 waves and from 2.5
+     * items a lane: the 2560-wide gate|up of gemma3-4b (1280 tiles, ADDNORM) and qwen3-4b (H200
+     * tg128, session 16: +4.2% and +3.5%; session 13 measured the same shapes slower on the float
+     * path). Other types keep the session-12 rule (not measured at these shapes). */
+    const bool glu_q4k = w->type == ZR_TYPE_Q4_K && tiles < 3 * blocks && items >= 80;
+    const bool glu_tall =
+        quant && (mode & ZR_CUF_MV_GLU) && tiles >= blocks && ((tiles < 2 * blocks && items >= 3 * 32) || glu_q4k);
     if (!can_tall || (tiles < waves * blocks && !glu_tall)) return (ZrMvShape){.groups = G, .split = split, .blocks = 0};
     /* Quantized types run it with blocks of 16 row groups, 2 a multiprocessor (the same 1024
      * threads an SM): half the blocks stage x (H200 tg128, session 12: gemma3-4b Q8_0 +2.0%,
