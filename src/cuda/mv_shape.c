@@ -68,7 +68,7 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, b
      * items a lane: the 2560-wide gate|up of gemma3-4b (1280 tiles, ADDNORM) and qwen3-4b (H200
      * tg128, session 16: +4.2% and +3.5%; session 13 measured the same shapes slower on the float
      * path). Other types keep the session-12 rule (not measured at these shapes). */
-    const bool glu_q4k = w->type == ZR_TYPE_Q4_K && tiles < 3 * blocks && items >= 80;
+    const bool glu_q4k = w->type == ZR_TYPE_Q4_K && tiles < 3 * blocks && 2 * items >= 5 * 32;
     const bool glu_tall =
         quant && (mode & ZR_CUF_MV_GLU) && tiles >= blocks && ((tiles < 2 * blocks && items >= 3 * 32) || glu_q4k);
     if (!can_tall || (tiles < waves * blocks && !glu_tall)) return (ZrMvShape){.groups = G, .split = split, .blocks = 0};
