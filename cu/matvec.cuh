@@ -1198,7 +1198,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     __shared__ float red_ss[ZR_MV_MAX_THREADS / 32];     // per-warp sums of squares (RMSNorm)
     __shared__ float red_part[ZR_MV_MAX_THREADS / 32][R]; // per-warp row partials (split-K)
     __shared__ float red_sq[ZR_MV_MAX_THREADS / 32];      // per-warp sums of squared results (SSQ)
-    __shared__ float red_inv[ZR_MV_MAX_THREADS / 32];    // TALL, RMSNorm: each warp's 1/rms (once a block)
+    __shared__ float red_inv[ZR_MV_MAX_THREADS / 32];    // TALL, RMSNorm: each warp's 1/rms (once a warp)
     float *xs = (float *)zr_mv_smem;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nthr = blockDim.x;
     // S and G are powers of two (the launchers check): shifts, not the ~25 instructions of an
