@@ -126,8 +126,6 @@ ZT_TEST(a_product_that_writes_sums_of_squares_is_never_tall) {
     ZT_CHECKF(v.blocks == 0, "SSQ vocabulary-sized product on %d blocks", v.blocks);
 }
 
-int main(void) { return zt_run(); }
-
 /* cu/matvec.cuh finds a warp's row group and split-K part by shifts: a launch whose row groups
  * or split are not powers of two is refused before anything is launched (no launcher needed) */
 ZT_TEST(a_launch_shape_that_is_not_a_power_of_two_is_refused) {
@@ -140,3 +138,5 @@ ZT_TEST(a_launch_shape_that_is_not_a_power_of_two_is_refused) {
         ZT_CHECK(e.code == ZR_E_INTERNAL);
     }
 }
+
+int main(void) { return zt_run(); }
