@@ -1024,6 +1024,13 @@ __device__ __forceinline__ float zr_mv_post_inv(const float *__restrict__ post_r
     return 1.0f / sqrtf(s / (float)n_in + eps);
 }
 
+// RMSNorm's 1/rms from the block's per-warp sums of squares (warps in index order)
+__device__ __forceinline__ float zr_mv_inv_rms(const float *red_ss, int n_warps, int n_in, float eps) {
+    float tot = 0.f;
+    for (int k = 0; k < n_warps; k++) tot += red_ss[k];
+    return 1.0f / sqrtf(tot / (float)n_in + eps);
+}
+
 // ADDNORM's float4 i: x' = x + r * pinv * pw into x_out (when not null) and ss, x' * u returned.
 __device__ __forceinline__ float4 zr_mv_addnorm4(float4 t, float4 r, float4 pw, float4 u, float pinv, float *x_out, int i,
                                                  float &ss) {
@@ -1261,9 +1268,8 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     if (TALL && zr_mv_normed(in_mode)) {
         // 1/rms once a warp, kept in shared memory (a register across the tile loop made ptxas
         // spill under the 64-register cap); the same sum in the same order as a one-tile block's
-        float tot = 0.f;
-        for (int k = 0; k < (nthr >> 5); k++) tot += red_ss[k];
-        if (lane == 0) red_inv[warp] = 1.0f / sqrtf(tot / (float)n_in + eps);
+        const float inv = zr_mv_inv_rms(red_ss, nthr >> 5, n_in, eps);
+        if (lane == 0) red_inv[warp] = inv;
         __syncwarp();
     }
     ZR_TL_MARK(0); // x staged
@@ -1318,13 +1324,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
         if (!TALL && !ssq && (ks != 0 || !live)) return; // (SSQ: every warp reaches the block's sum)
         if (ks == 0 && live) {
             if (zr_mv_normed(in_mode)) {
-                if (TALL) {
-                    out *= red_inv[warp];
-                } else {
-                    float tot = 0.f;
-                    for (int k = 0; k < (nthr >> 5); k++) tot += red_ss[k];
-                    out *= 1.0f / sqrtf(tot / (float)n_in + eps);
-                }
+                out *= TALL ? red_inv[warp] : zr_mv_inv_rms(red_ss, nthr >> 5, n_in, eps);
             }
             float v = 0.f; // this lane's result as stored (SSQ)
             bool has = false;
