@@ -7,19 +7,19 @@
 // warps of one 16-byte item a lane (24 of 32 lanes busy), ~2 waves of 256-thread blocks at 32
 // warps an SM, each block waiting on the ids, then on one DRAM round trip, then on a fence and
 // an atomic count so that the last slot's block mixes. Here a warp owns one output row for
-// every slot: right after the ids it requests the row of each chosen expert (P items a lane in
-// flight, every slot's at once when a row is at most 32 items), so the launch is 2048 warps in
-// one wave, and the warp adds the slots' results into mix_x itself, in slot order with each
-// product rounded before its add: moe_combine_f32's arithmetic.
+// every slot: right after the ids it requests its first P-1 (slot, item) pairs (a row's items
+// of every slot, slot by slot, spread over the 32 lanes: lane l takes pairs l, l + 32, ...), so
+// the launch is 2048 warps in one wave, every lane busy (Qwen3-30B-A3B: 6 pairs a lane), and the
+// warp adds the weighted sum of its slots into mix_x itself.
 //
 // x: the slots' inputs, contiguous [n_used][n_in] with n_in % 32 == 0 (slot j's staged copy then
 // starts on a pad boundary, xs + 36 j n_in / 32, so cu/matvec.cuh's item offsets and staged sums
 // hold within it), staged once for all slots: zr_cuf_mv_smem(n_used n_in) bytes of dynamic shared
 // memory. Block 32 G threads: warp g of block b computes row b G + g (n_rows rows of one expert);
-// n_used <= 32; an id outside 0..n_total/n_rows-1 is clamped (as matvec_id's). A row's value
-// per slot is matvec_id's arithmetic for a row (split 1: lane l adds its items l, l + 32, ... in
-// order, then one warp sum), but for Q4_K: matvec_id's runs on integer dot products (ZrMvQ4Ki),
-// this one on ZrMvQ4K's floats (equal within the CPU's bound, not bit for bit).
+// n_used <= 32; an id outside 0..n_total/n_rows-1 is clamped (as matvec_id's). Arithmetic: each
+// item's value (cu/matvec.cuh's comp on a zero sum) times its slot's weight, added in the lane's
+// pair order, then one warp sum; equal to matvec_id's rows then moe_combine_f32 within the CPU's
+// bound, not bit for bit (the same bits launch after launch).
 #include "matvec.cuh"
 
 template <class T, int P>
@@ -43,71 +43,48 @@ __device__ __forceinline__ void zr_matvec_id_mix(const uint8_t *__restrict__ w, 
         wt[tid] = weights[tid];
     }
     __syncthreads();
-    const int items = n_in / T::EPI, steps = (items + 31) / 32;
-    const int total = n_used * steps; // (slot, step) pairs, slot by slot
-    // pair f's item of this warp's row in its slot's expert, into b (nothing past the row)
-    auto load = [&](int f, typename T::F (&b)[1]) {
-        const int s = f / steps, it = lane + 32 * (f - s * steps);
-        if (it < items) T::load(T::row(w, ws, n_in, n_total, row0[s] + row), it, b[0]);
-    };
+    // The warp's (slot, item) pairs, slot by slot, spread over its lanes: lane l computes pairs
+    // l, l + 32, ... (Qwen3-30B-A3B's 8 slots of 24 items: 6 pairs a lane, every lane busy, where
+    // a slot a step left 8 lanes idle), each item's value weighted by its slot's weight into one
+    // sum, and one warp sum at the end.
+    const int items = n_in / T::EPI, pairs = n_used * items, n_f = (pairs + 31) >> 5;
+    int ls = 0, li = lane; // the next load's slot and item
+    while (li >= items) li -= items, ls++;
     typename T::F buf[P][1];
+    int bs[P], bi[P]; // each buffer's slot (n_used: past the pairs) and item
+    auto load = [&](int q) {
+        bs[q] = ls < n_used ? ls : n_used;
+        bi[q] = li;
+        if (ls < n_used) T::load(T::row(w, ws, n_in, n_total, row0[ls] + row), li, buf[q][0]);
+        li += 32;
+        while (li >= items) li -= items, ls++;
+    };
     // the first P-1 pairs requested before x is staged, so the two latencies overlap
 #pragma unroll
     for (int q = 0; q < P - 1; q++)
-        if (live && q < total) load(q, buf[q]);
+        if (live && q < n_f) load(q);
     zr_mv_stage_x<ZrMvXsum<T>::value>(x, nullptr, xs, n_used * n_in, ZR_MV_PLAIN, tid, nthr);
     __syncthreads();
     if (!live) return;
-    float mix = 0.f;
-    if (steps == 1) {
-        // rows of at most 32 items (Qwen3's down: 24): pair f is slot f. A group of P slots is
-        // computed, then its P warp sums run at once (independent shuffle chains, where one after
-        // the other they were ~8 x 5 dependent shuffles at the end of every warp), then mixed in
-        // slot order: the same operations on the same values as the loop below
-        for (int s0 = 0; s0 < n_used; s0 += P) {
-            float a[P][1];
-#pragma unroll
-            for (int q = 0; q < P; q++) {
-                a[q][0] = 0.f;
-                const int s = s0 + q;
-                if (s < n_used) {
-                    if (s + P - 1 < n_used) load(s + P - 1, buf[(q + P - 1) % P]);
-                    if (lane < items) T::template comp<1>(buf[q], lane, xs + (size_t)s * (n_in >> 5) * 36, a[q]);
-                }
-            }
-#pragma unroll
-            for (int q = 0; q < P; q++) a[q][0] = zr_warp_sum(a[q][0]);
-#pragma unroll
-            for (int q = 0; q < P; q++) {
-                const int s = s0 + q;
-                if (s < n_used) {
-                    const float p = __fmul_rn(a[q][0], wt[s]);
-                    mix = s == 0 ? p : __fadd_rn(mix, p);
-                }
-            }
-        }
-        if (lane == 0) mix_x[row] += mix;
-        return;
-    }
-    float acc[1] = {0.f};
+    float acc = 0.f;
     // unrolled by P so every buffer index is a compile-time constant (cu/matvec.cuh's pipeline)
-    for (int f0 = 0; f0 < total; f0 += P) {
+    for (int f0 = 0; f0 < n_f; f0 += P) {
 #pragma unroll
         for (int q = 0; q < P; q++) {
             const int f = f0 + q;
-            if (f < total) {
-                if (f + P - 1 < total) load(f + P - 1, buf[(q + P - 1) % P]);
-                const int s = f / steps, step = f - s * steps, it = lane + 32 * step;
-                if (it < items) T::template comp<1>(buf[q], it, xs + (size_t)s * (n_in >> 5) * 36, acc);
-                if (step == steps - 1) { // the slot's row is complete: into the mix, in slot order
-                    const float p = __fmul_rn(zr_warp_sum(acc[0]), wt[s]);
-                    mix = s == 0 ? p : __fadd_rn(mix, p);
-                    acc[0] = 0.f;
+            if (f < n_f) {
+                if (f + P - 1 < n_f) load((q + P - 1) % P);
+                const int s = bs[q];
+                if (s < n_used) {
+                    float a[1] = {0.f};
+                    T::template comp<1>(buf[q], bi[q], xs + (size_t)s * (n_in >> 5) * 36, a);
+                    acc = fmaf(wt[s], a[0], acc);
                 }
             }
         }
     }
-    if (lane == 0) mix_x[row] += mix;
+    acc = zr_warp_sum(acc);
+    if (lane == 0) mix_x[row] += acc;
 }
 
 // P: loads a lane keeps in flight (8: Qwen3-30B-A3B's 8 slots of one item each, all at once);
