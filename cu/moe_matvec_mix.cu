@@ -14,13 +14,20 @@
 //
 // x: the slots' inputs, contiguous [n_used][n_in] with n_in % 32 == 0 (slot j's staged copy then
 // starts on a pad boundary, xs + 36 j n_in / 32, so cu/matvec.cuh's item offsets and staged sums
-// hold within it), staged once for all slots: zr_cuf_mv_smem(n_used n_in) bytes of dynamic shared
+// hold within it; Q4_K's integer planes, ZrMvQ4Ki as matvec_id's, start on a super-block: n_in
+// is a multiple of 256), staged once for all slots: zr_cuf_mv_smem(n_used n_in) bytes of dynamic shared
 // memory. Block 32 G threads: warp g of block b computes row b G + g (n_rows rows of one expert);
 // n_used <= 32; an id outside 0..n_total/n_rows-1 is clamped (as matvec_id's). Arithmetic: each
 // item's value (cu/matvec.cuh's comp on a zero sum) times its slot's weight, added in the lane's
 // pair order, then one warp sum; equal to matvec_id's rows then moe_combine_f32 within the CPU's
 // bound, not bit for bit (the same bits launch after launch).
 #include "matvec.cuh"
+
+// slot s's staged x: its padded floats, or its integer planes for ZrMvQ4Ki (ZrMvXq)
+template <class T> __device__ __forceinline__ const float *zr_mix_slot_x(const float *xs, int s, int n_in) {
+    if (ZrMvXq<T>::value) return (const float *)((const uint8_t *)xs + (size_t)s * (n_in >> 8) * ZR_XQ_SB);
+    return xs + (size_t)s * (n_in >> 5) * 36;
+}
 
 template <class T, int P>
 __device__ __forceinline__ void zr_matvec_id_mix(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
@@ -63,7 +70,7 @@ __device__ __forceinline__ void zr_matvec_id_mix(const uint8_t *__restrict__ w, 
 #pragma unroll
     for (int q = 0; q < P - 1; q++)
         if (live && q < n_f) load(q);
-    zr_mv_stage_x<ZrMvXsum<T>::value>(x, nullptr, xs, n_used * n_in, ZR_MV_PLAIN, tid, nthr);
+    zr_mv_stage_x<ZrMvXsum<T>::value, false, ZrMvXq<T>::value>(x, nullptr, xs, n_used * n_in, ZR_MV_PLAIN, tid, nthr);
     __syncthreads();
     if (!live) return;
     float acc = 0.f;
@@ -77,7 +84,7 @@ __device__ __forceinline__ void zr_matvec_id_mix(const uint8_t *__restrict__ w, 
                 const int s = bs[q];
                 if (s < n_used) {
                     float a[1] = {0.f};
-                    T::template comp<1>(buf[q], bi[q], xs + (size_t)s * (n_in >> 5) * 36, a);
+                    T::template comp<1>(buf[q], bi[q], zr_mix_slot_x<T>(xs, s, n_in), a);
                     acc = fmaf(wt[s], a[0], acc);
                 }
             }
@@ -87,7 +94,7 @@ __device__ __forceinline__ void zr_matvec_id_mix(const uint8_t *__restrict__ w, 
     if (lane == 0) mix_x[row] += acc;
 }
 
-// P: loads a lane keeps in flight (8: Qwen3-30B-A3B's 8 slots of one item each, all at once);
+// P: loads a lane keeps in flight (8: Qwen3-30B-A3B's 6 pairs a lane, all at once);
 // the register cap leaves 16 warps an SM (2 blocks of 256 threads), the launch's one wave.
 #define ZR_MATVEC_ID_MIX(NAME, TRAITS, P, NREG)                                                                   \
     ZR_KERNEL void __maxnreg__(NREG)                                                                             \
@@ -107,6 +114,6 @@ ZR_MATVEC_ID_MIX(matvec_id_mix_q5_0, ZrMvQ4x<ZR_T_Q5_0>, 8, 128)
 ZR_MATVEC_ID_MIX(matvec_id_mix_q5_1, ZrMvQ4x<ZR_T_Q5_1>, 8, 128)
 ZR_MATVEC_ID_MIX(matvec_id_mix_q2_k, ZrMvQ23K<ZR_T_Q2_K>, 8, 128)
 ZR_MATVEC_ID_MIX(matvec_id_mix_q3_k, ZrMvQ23K<ZR_T_Q3_K>, 8, 128)
-ZR_MATVEC_ID_MIX(matvec_id_mix_q4_k, ZrMvQ4K, 8, 128)
+ZR_MATVEC_ID_MIX(matvec_id_mix_q4_k, ZrMvQ4Ki, 8, 128)
 ZR_MATVEC_ID_MIX(matvec_id_mix_q5_k, ZrMvQ5K, 8, 128)
 ZR_MATVEC_ID_MIX(matvec_id_mix_q6_k, ZrMvQ6K, 8, 128)

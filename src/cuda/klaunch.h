@@ -127,8 +127,8 @@ int zr_k_matvec_id_flat(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, 
                         int n_used, CUdeviceptr x, CUdeviceptr y, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
                         unsigned blocks, const ZrMvIdFuse *fuse, ZrError *err);
 /* matvec_id_mix_<type> (cu/moe_matvec_mix.cu): mix_x[r] += sum_j weights[j] (W_ids[j] x_j)[r] for r <
- * n_rows (the rows of one expert of the stacked w), x [n_used][n_in] contiguous, in slot order as
- * moe_combine_f32; a warp per row over every slot, no per-slot output. Only where
+ * n_rows (the rows of one expert of the stacked w), x [n_used][n_in] contiguous; a warp per row
+ * over every slot's items (spread over its lanes), no per-slot output. Only where
  * zr_k_matvec_id_mix_fits. */
 bool zr_k_matvec_id_mix_fits(const ZrCuWeight *w, int n_used);
 int zr_k_matvec_id_mix(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, int n_rows, CUdeviceptr ids, int n_used,

@@ -451,10 +451,12 @@ static void upload_to(GpuEnv *g, CUdeviceptr dst, const void *src, size_t bytes)
  * type: the residual gains sum_j weights[j] (W_ids[j] x_j)[r] within the CPU's bound (zr_dot_row
  * per slot, bound as above, times |weights[j]|), the same bits launch after launch from the same
  * residual, and every row of the residual written. Shapes: Qwen3-30B-A3B's (128 experts, 8 used,
- * rows of 768: one item a lane and slot, every slot's load in flight at once), more slots than the
- * kernel keeps in flight (20 of 40), one slot, rows of several steps a lane (2048 values), and an
- * odd row count (the last block's warps past the rows). Also printed: how many values equal the
- * unfused path's (matvec_id's rows, then moe_combine_f32's arithmetic) bit for bit. */
+ * rows of 768: 6 (slot, item) pairs a lane, all in flight at once), 20 slots of rows shorter than
+ * a warp (items of 32 values: 8 a row, so a lane's next pair is 4 slots on; F32's items of 4: 40
+ * pairs a lane, more than the kernel keeps in flight), one slot, rows of several steps a lane
+ * (2048 values), and an odd row count (the last block's warps past the rows). Also printed: how many values
+ * equal the unfused path's (matvec_id's rows, then moe_combine_f32's arithmetic) bit for bit: the
+ * fused kernel adds the slots in another order, so few do. */
 ZT_TEST(matvec_id_mix_adds_the_chosen_experts_rows_into_the_residual) {
     GpuEnv *g = gpu_env();
     if (!g) return;
