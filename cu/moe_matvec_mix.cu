@@ -15,12 +15,13 @@
 // x: the slots' inputs, contiguous [n_used][n_in] with n_in % 32 == 0 (slot j's staged copy then
 // starts on a pad boundary, xs + 36 j n_in / 32, so cu/matvec.cuh's item offsets and staged sums
 // hold within it; Q4_K's integer planes, ZrMvQ4Ki as matvec_id's, start on a super-block: n_in
-// is a multiple of 256), staged once for all slots: zr_cuf_mv_smem(n_used n_in) bytes of dynamic shared
-// memory. Block 32 G threads: warp g of block b computes row b G + g (n_rows rows of one expert);
-// n_used <= 32; an id outside 0..n_total/n_rows-1 is clamped (as matvec_id's). Arithmetic: each
-// item's value (cu/matvec.cuh's comp on a zero sum) times its slot's weight, added in the lane's
-// pair order, then one warp sum; equal to matvec_id's rows then moe_combine_f32 within the CPU's
-// bound, not bit for bit (the same bits launch after launch).
+// is a multiple of 256), staged once for all slots: zr_cuf_mv_smem(n_used n_in) bytes of
+// dynamic shared memory (n_in > 0: a lane's walk over the pairs steps by whole rows). Block 32
+// G threads: warp g of block b computes row b G + g (n_rows rows of one expert); n_used <= 32;
+// an id outside 0..n_total/n_rows-1 is clamped (as matvec_id's). Arithmetic: each item's value
+// (cu/matvec.cuh's comp on a zero sum) times its slot's weight, added in the lane's pair order,
+// then one warp sum; equal to matvec_id's rows then moe_combine_f32 within the CPU's bound, not
+// bit for bit (the same bits launch after launch).
 #include "matvec.cuh"
 
 // slot s's staged x: its padded floats, or its integer planes for ZrMvQ4Ki (ZrMvXq)

@@ -139,4 +139,17 @@ ZT_TEST(a_launch_shape_that_is_not_a_power_of_two_is_refused) {
     }
 }
 
+/* cu/moe_matvec_mix.cu walks a warp's (slot, item) pairs a whole row at a time: rows of no values
+ * would never end the walk, so the fused down refuses them (and takes what Qwen3-30B-A3B has) */
+ZT_TEST(the_fused_expert_down_refuses_rows_of_no_values) {
+    const ZrCuWeight empty = {.type = ZR_TYPE_F32, .n_in = 0, .n_out = 2048};
+    ZT_CHECK(!zr_k_matvec_id_mix_fits(&empty, 8));
+    ZrError e = {0};
+    const ZrKernel kern = {.name = "matvec_id_mix_f32"};
+    ZT_CHECK(zr_k_matvec_id_mix(NULL, &kern, &empty, 16, 0, 8, 0, 0, 0, &e) != 0);
+    ZT_CHECK(e.code == ZR_E_INTERNAL);
+    const ZrCuWeight down = {.type = ZR_TYPE_Q4_K, .n_in = 768, .n_out = 128 * 2048};
+    ZT_CHECK(zr_k_matvec_id_mix_fits(&down, 8));
+}
+
 int main(void) { return zt_run(); }

@@ -225,8 +225,9 @@ int zr_k_matvec_id_flat(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, 
 
 bool zr_k_matvec_id_mix_fits(const ZrCuWeight *w, int n_used) {
     /* every slot's x staged at once within the default 48 KiB (less the kernel's static 256 B),
-     * each slot's copy starting on a pad boundary (n_in % 32), at most 32 slots */
-    return n_used >= 1 && n_used <= 32 && w->n_in % 32 == 0 && zr_cuf_mv_smem(n_used * w->n_in) + 1024 <= 48 * 1024;
+     * each slot's copy starting on a pad boundary (n_in % 32), at most 32 slots; rows of no
+     * values would never end the kernel's walk over the (slot, item) pairs */
+    return n_used >= 1 && n_used <= 32 && w->n_in > 0 && w->n_in % 32 == 0 && zr_cuf_mv_smem(n_used * w->n_in) + 1024 <= 48 * 1024;
 }
 
 int zr_k_matvec_id_mix(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, int n_rows, CUdeviceptr ids, int n_used,
