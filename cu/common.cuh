@@ -59,6 +59,9 @@ __device__ __forceinline__ void zr_grid_enter_after_loads(const void *p) {
     zr_grid_enter();
 }
 
+// log2 of a power of two, at compile time
+__host__ __device__ constexpr int zr_log2(int v) { return v > 1 ? 1 + zr_log2(v >> 1) : 0; }
+
 __device__ __forceinline__ float zr_warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

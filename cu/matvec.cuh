@@ -1217,7 +1217,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     const bool ssq = POST && !TALL && (mode & ZR_MV_SSQ) != 0;
     constexpr int H = R / 2;
     static_assert((R & (R - 1)) == 0, "R is a power of two (results per row group by shifts)");
-    constexpr int lR = R == 2 ? 1 : R == 4 ? 2 : R == 8 ? 3 : 4, lH = lR - 1;
+    constexpr int lR = zr_log2(R), lH = lR - 1;
     // output rows: plain rows rg*R + r; GLU: gate rows rg*H + r and up rows n_half + rg*H + r
     const int n_res = glu ? n_out >> 1 : n_out;   // results
     const int per = glu ? H : R, lper = glu ? lH : lR; // results per row group
