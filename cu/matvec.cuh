@@ -1068,20 +1068,21 @@ __device__ __forceinline__ void zr_mv_put_x4(float *xs, int i, float4 t) {
         int sq = (q0 + q1) + (q2 + q3); // |sum of 16| < 2^26
         sq += __shfl_xor_sync(0xffffffffu, sq, 1);
         sq += __shfl_xor_sync(0xffffffffu, sq, 2);
-        // run rho = i / 4 of 16 values: super-block rho / 16, within it j = r / 4 (chunk of 64),
-        // high = r / 2 % 2, hf = r % 2; item u = 2 j + hf
-        const int rho = i >> 2, r = rho & 15, high = (r >> 1) & 1, u = ((r >> 2) << 1) | (r & 1);
-        uint8_t *g = (uint8_t *)xs + ZR_XQ_SB * (rho >> 4);
-        const int at = 128 * high + 16 * u + 4 * (i & 3);
-#define ZR_XQ_B(v, sh) ((uint32_t)(((v) >> (sh)) & 0xff))
-        *(uint32_t *)(g + at) = ZR_XQ_B(q0, 16) | ZR_XQ_B(q1, 16) << 8 | ZR_XQ_B(q2, 16) << 16 | ZR_XQ_B(q3, 16) << 24;
-        *(uint32_t *)(g + 256 + at) =
-            ZR_XQ_B(q0, 8) | ZR_XQ_B(q1, 8) << 8 | ZR_XQ_B(q2, 8) << 16 | ZR_XQ_B(q3, 8) << 24;
-        *(uint32_t *)(g + 512 + at) =
-            ZR_XQ_B(q0, 0) | ZR_XQ_B(q1, 0) << 8 | ZR_XQ_B(q2, 0) << 16 | ZR_XQ_B(q3, 0) << 24;
-#undef ZR_XQ_B
-        if ((i & 3) == 0) *(float *)(g + 768 + 32 + 8 * u + 4 * high) = (float)sq * d;
-        if ((i & 7) == 0) *(float *)(g + 768 + 4 * (r >> 1)) = d;
+        // run rho = i / 4 of 16 values: super-block rho / 16, within it r = rho % 16 (i's bits
+        // 2..5), j = r / 4 (chunk of 64), high = r / 2 % 2, hf = r % 2, item u = 2 j + hf; the
+        // run's words at 128 high + 16 u + 4 (i % 4), its sum at 800 + 8 u + 4 high, the block's
+        // scale at 768 + 4 (r / 2): each offset by masks and shifts of i's bits
+        uint8_t *g = (uint8_t *)xs + ZR_XQ_SB * (i >> 6);
+        const int at = ((i & 7) << 2) | ((i & 0x30) << 1) | ((i & 8) << 4);
+        // plane b's word: byte b of q0..q3 (two's complement: byte 2 is q >> 16), by 7 byte
+        // permutes (a: q0's and q1's bytes 0 and 1 interleaved, c: q2's and q3's; e, f: byte 2)
+        const uint32_t a = __byte_perm(q0, q1, 0x5140), c = __byte_perm(q2, q3, 0x5140);
+        const uint32_t e = __byte_perm(q0, q1, 0x0062), f = __byte_perm(q2, q3, 0x0062);
+        *(uint32_t *)(g + at) = __byte_perm(e, f, 0x5410);
+        *(uint32_t *)(g + 256 + at) = __byte_perm(a, c, 0x7632);
+        *(uint32_t *)(g + 512 + at) = __byte_perm(a, c, 0x5410);
+        if ((i & 3) == 0) *(float *)(g + 800 + (i & 0x30) + ((i & 4) << 1) + ((i & 8) >> 1)) = (float)sq * d;
+        if ((i & 7) == 0) *(float *)(g + 768 + ((i >> 1) & 0x1c)) = d;
         return;
     }
     *(float4 *)(xs + zr_xpad(4 * i)) = t;
