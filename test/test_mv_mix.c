@@ -40,22 +40,27 @@ static int own_tiles(const ZrCuWeight *w, int mode, ZrMvShape s) {
     return ((results + per - 1) / per + s.groups - 1) / s.groups;
 }
 
-/* Whether the parts' own shapes fit one launch within one wave (32 warps a multiprocessor). */
-static bool own_shapes_in_one_wave(const ZrCuKernels *k, const ZrCuWeight *w, int n, int mode) {
+/* Whether the parts' own shapes fit one launch: one block size, within one wave (32 warps a
+ * multiprocessor). */
+static bool own_shapes_fit(const ZrCuKernels *k, const ZrCuWeight *w, int n, int mode) {
     long warps = 0;
+    int threads = 0;
     for (int p = 0; p < n; p++) {
         const ZrMvShape s = zr_cuf_mv_shape(k, &w[p], mode);
+        if (p > 0 && 32 * s.groups * s.split != threads) return false;
+        threads = 32 * s.groups * s.split;
         warps += (long)own_tiles(&w[p], mode, s) * s.groups * s.split;
     }
     return warps <= 32L * k->sm_count;
 }
 
 /* The plan's part p against a launch of its matrix alone: the shape that launch takes (its
- * zr_cuf_mv_shape, or the general rule's where the group's own shapes pass one wave) and the grid
+ * zr_cuf_mv_shape, or the general rule's where the group's own shapes differ in block size or pass
+ * one wave) and the grid
  * of zr_k_matvec written out. */
 static void check_part(const ZrCuKernels *k, const ZrMvMix *m, int p, const ZrCuWeight *ws, int n, int mode) {
     const ZrCuWeight *w = &ws[p];
-    const bool general = !own_shapes_in_one_wave(k, ws, n, mode);
+    const bool general = !own_shapes_fit(k, ws, n, mode);
     const ZrMvShape s = general ? zr_cuf_mv_shape_general(k, w, mode) : zr_cuf_mv_shape(k, w, mode);
     ZT_CHECKF(m->general == general, "part %d: the plan's general rule %d, expected %d", p, m->general, general);
     const int R = zr_cuf_mv_rows_per_warp(w->type), per = mode & ZR_CUF_MV_GLU ? R / 2 : R;
@@ -103,22 +108,24 @@ ZT_TEST(q4_k_m_qkv_of_1b_3b_8b_shapes_is_one_launch_each_part_with_its_own_shape
             for (int p = 0; p < 2; p++) check_part(&k, &m, p, w, 2, ZR_CUF_MV_RMSNORM);
         }
     }
-    /* the 8B layer on an H100: 5120 Q4_K rows in 320 blocks of 8 row groups, the 1024 Q6_K rows
-     * (3360 B: short) split in two on 128 blocks of 4: 3584 warps, within one wave of 4224 */
+    /* the 8B layer on an H100: 5120 Q4_K rows in 320 blocks of 8 row groups (unsplit: 2560 row
+     * pairs are 16 warps a multiprocessor already), the 1024 Q6_K rows (3360 B: short) would split
+     * in two on blocks of 8 row groups: 512 threads against 256, so both take the general rule
+     * (v unsplit, 64 blocks) */
     const ZrCuKernels k = kernels(132);
     const ZrCuWeight w[2] = {mat(ZR_TYPE_Q4_K, 4096, 5120), mat(ZR_TYPE_Q6_K, 4096, 1024)};
     ZrMvMix m;
     ZT_CHECK(zr_cuf_mv_mix_plan(&k, w, 2, ZR_CUF_MV_RMSNORM, &m));
-    ZT_CHECKF(m.threads == 256 && m.split[0] == 1 && m.split[1] == 2 && m.tiles[0] == 320 && m.tiles[1] == 128,
+    ZT_CHECKF(m.general && m.threads == 256 && m.split[0] == 1 && m.split[1] == 1 && m.tiles[0] == 320 && m.tiles[1] == 64,
               "%d threads, splits %d %d, tiles %d %d", m.threads, m.split[0], m.split[1], m.tiles[0], m.tiles[1]);
 }
 
 /* gemma3-12b's Q4_K_M layer (3840 wide, 16 heads and 8 KV heads of 256): its Q6_K v would split
- * (3150 B a row) into 256 blocks beside q|k's 384, 5120 warps, past one wave of 4224 on 132
- * multiprocessors: the whole launch keeps the general rule (v in 128 blocks of 8 row groups). On
- * 264 multiprocessors both parts split (q|k's 3072 row pairs are then under 16 warps a
- * multiprocessor too) in 8192 warps, within the wave of 8448. */
-ZT_TEST(a_launch_the_short_split_would_take_past_one_wave_keeps_the_general_rule) {
+ * (3150 B a row) on blocks of 512 threads beside q|k's unsplit 256 on 132 multiprocessors: the
+ * whole launch keeps the general rule (v in 128 blocks of 8 row groups). On 264 multiprocessors
+ * both parts split (q|k's 3072 row pairs are then under 16 warps a multiprocessor too) on 384 and
+ * 128 blocks of 8 row groups, 8192 warps, within the wave of 8448. */
+ZT_TEST(a_launch_past_one_wave_or_of_two_block_sizes_keeps_the_general_rule) {
     const ZrCuWeight w[2] = {mat(ZR_TYPE_Q4_K, 3840, 6144), mat(ZR_TYPE_Q6_K, 3840, 2048)};
     const ZrCuKernels k = kernels(132);
     ZrMvMix m;
@@ -129,7 +136,7 @@ ZT_TEST(a_launch_the_short_split_would_take_past_one_wave_keeps_the_general_rule
     for (int p = 0; p < 2; p++) check_part(&k, &m, p, w, 2, ZR_CUF_MV_ADDNORM);
     const ZrCuKernels big = kernels(264);
     ZT_CHECK(zr_cuf_mv_mix_plan(&big, w, 2, ZR_CUF_MV_ADDNORM, &m));
-    ZT_CHECKF(m.split[0] == 2 && m.split[1] == 2 && m.tiles[0] == 768 && m.tiles[1] == 256, "splits %d %d, tiles %d %d",
+    ZT_CHECKF(m.split[0] == 2 && m.split[1] == 2 && m.tiles[0] == 384 && m.tiles[1] == 128, "splits %d %d, tiles %d %d",
               m.split[0], m.split[1], m.tiles[0], m.tiles[1]);
     for (int p = 0; p < 2; p++) check_part(&big, &m, p, w, 2, ZR_CUF_MV_ADDNORM);
 }

@@ -1,6 +1,7 @@
 /* The decode product's launch shape (cuda/mv_shape.h zr_cuf_mv_shape) on an H200's 132
- * multiprocessors: the picks sessions 9 and 11 measured in the model (cu/PERF.md). Rows too short
- * for the 4 KiB split rule split in two on blocks of 4 row groups; F16 and Q8_0 take the tall kernel
+ * multiprocessors: the picks sessions 9, 11 and 18 measured in the model (cu/PERF.md). Rows too
+ * short for the 4 KiB split rule split in two on blocks of 8 row groups (from 2 KiB a warp's half,
+ * the K-quants from 1 KiB; an expert's matrix from 2 KiB on blocks of 4); F16 and Q8_0 take the tall kernel
  * from 2 waves of tiles, every other type from 8, and quantized gate|up products from 1 where a lane
  * has 3 items of a row (session 12; Q4_K from 2.5 items and up to 3 waves, session 16); quantized
  * types run it on 2 blocks of 16 row groups a multiprocessor, F16 on 4 of 8; a product that writes
@@ -35,35 +36,49 @@ static void check(uint32_t type, int n_in, int n_out, int mode, int groups, int 
               s.groups, s.split, s.blocks, groups, split, blocks);
 }
 
-ZT_TEST(q8_0_rows_of_1928_to_3855_values_split_in_two_on_four_row_groups) {
+ZT_TEST(q8_0_rows_of_1928_to_3855_values_split_in_two_on_eight_row_groups) {
     const int P = ZR_CUF_MV_PLAIN, R = ZR_CUF_MV_RMSNORM, S = ZR_CUF_MV_SSQ;
-    check(ZR_TYPE_Q8_0, 2048, 2048, P, 4, 2, 0); /* llama3.2-1b wo */
-    check(ZR_TYPE_Q8_0, 2048, 3072, R, 4, 2, 0); /* its QKV */
-    check(ZR_TYPE_Q8_0, 3072, 3072, P, 4, 2, 0); /* llama3.2-3b wo */
-    check(ZR_TYPE_Q8_0, 2048, 2560, S, 4, 2, 0); /* gemma3-4b wo, with its sums of squares */
+    check(ZR_TYPE_Q8_0, 2048, 2048, P, 8, 2, 0); /* llama3.2-1b wo */
+    check(ZR_TYPE_Q8_0, 2048, 3072, R, 8, 2, 0); /* its QKV */
+    check(ZR_TYPE_Q8_0, 3072, 3072, P, 8, 2, 0); /* llama3.2-3b wo */
+    check(ZR_TYPE_Q8_0, 2048, 2560, S, 8, 2, 0); /* gemma3-4b wo, with its sums of squares */
     /* a grid of 16 warps a multiprocessor already (3b QKV: 2560 row pairs) does not split */
     check(ZR_TYPE_Q8_0, 3072, 5120, R, 8, 1, 0);
     /* rows long enough for the 4 KiB rule keep its shape (llama3-8b wo: 8x2) */
     check(ZR_TYPE_Q8_0, 4096, 4096, P, 8, 2, 0);
     /* rows shorter than 1928 values do not split */
     check(ZR_TYPE_Q8_0, 1024, 1024, P, 8, 1, 0);
-    /* rows of less than 1 KiB do not split in any type */
+    /* rows of 1-2 KiB a warp's half split in the K-quants alone, shorter ones in no type */
     check(ZR_TYPE_Q4_0, 2048, 2048, P, 8, 1, 0);
-    check(ZR_TYPE_Q4_K, 2048, 2048, P, 8, 1, 0);
+    check(ZR_TYPE_Q4_K, 2048, 2048, P, 8, 2, 0); /* llama3.2-1b Q4_K_M wo: 1152 B */
+    check(ZR_TYPE_Q4_K, 1024, 1024, P, 8, 1, 0);
     check(ZR_TYPE_F16, 2048, 2048, P, 8, 2, 0); /* 4 KiB a warp: the rule's own split */
 }
 
 ZT_TEST(short_rows_of_every_type_split_in_two_the_general_rule_only_q8_0s) {
     const int P = ZR_CUF_MV_PLAIN, R = ZR_CUF_MV_RMSNORM;
-    check(ZR_TYPE_Q4_K, 4096, 2048, P, 4, 2, 0); /* qwen3-30b-a3b wo: 2304 B a row */
-    check(ZR_TYPE_Q4_K, 4096, 4096, P, 4, 2, 0); /* llama3-8b wo */
-    check(ZR_TYPE_Q6_K, 2560, 1024, R, 4, 2, 0); /* gemma3-4b Q4_K_M's v: 2100 B */
-    check(ZR_TYPE_Q4_K, 3072, 3072, P, 8, 1, 0); /* llama3.2-3b wo: 1776 B, too short */
+    check(ZR_TYPE_Q4_K, 4096, 2048, P, 8, 2, 0); /* qwen3-30b-a3b wo: 2304 B a row */
+    check(ZR_TYPE_Q4_K, 4096, 4096, P, 8, 2, 0); /* llama3-8b wo */
+    check(ZR_TYPE_Q6_K, 2560, 1024, R, 8, 2, 0); /* gemma3-4b Q4_K_M's v: 2100 B */
+    check(ZR_TYPE_Q4_K, 3072, 3072, P, 8, 2, 0); /* llama3.2-3b wo: 1728 B, a K-quant's from 1 KiB */
+    check(ZR_TYPE_Q4_0, 3072, 3072, P, 8, 1, 0); /* 1728 B of Q4_0: too short */
     check(ZR_TYPE_Q4_K, 4096, 5120, R, 8, 1, 0); /* 2560 row pairs: 16 warps a multiprocessor already */
     const ZrCuKernels k = kernels(132);
     const ZrCuWeight q4 = {.type = ZR_TYPE_Q4_K, .n_in = 4096, .n_out = 2048}, q8 = {.type = ZR_TYPE_Q8_0, .n_in = 2048, .n_out = 2048};
     const ZrMvShape g4 = zr_cuf_mv_shape_general(&k, &q4, P), g8 = zr_cuf_mv_shape_general(&k, &q8, P);
     ZT_CHECK(g4.groups == 8 && g4.split == 1 && g8.groups == 4 && g8.split == 2);
+}
+
+/* An expert's matrix splits short rows from 2 KiB a warp's half only, on blocks of 4 row groups:
+ * qwen3-30b-a3b's gate|up of one expert (2048 wide, 1152 B a half) lost 16% split (session 18). */
+ZT_TEST(an_expert_matrix_splits_short_rows_from_2_kib_on_four_row_groups) {
+    const ZrCuKernels k = kernels(132);
+    const ZrCuWeight gu = {.type = ZR_TYPE_Q4_K, .n_in = 2048, .n_out = 1536}, wo = {.type = ZR_TYPE_Q4_K, .n_in = 4096, .n_out = 2048};
+    const ZrMvShape a = zr_cuf_mv_shape_expert(&k, &gu, ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU);
+    const ZrMvShape b = zr_cuf_mv_shape_expert(&k, &wo, ZR_CUF_MV_PLAIN), c = zr_cuf_mv_shape(&k, &gu, ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU);
+    ZT_CHECKF(a.groups == 8 && a.split == 1 && a.blocks == 0, "gate|up %dx%d on %d", a.groups, a.split, a.blocks);
+    ZT_CHECKF(b.groups == 4 && b.split == 2 && b.blocks == 0, "2304 B rows %dx%d on %d", b.groups, b.split, b.blocks);
+    ZT_CHECKF(c.groups == 8 && c.split == 2, "the dense rule splits the same matrix: %dx%d", c.groups, c.split);
 }
 
 ZT_TEST(f16_and_q8_0_take_the_tall_kernel_from_two_waves_of_tiles_other_types_from_eight) {

@@ -104,7 +104,7 @@ int zr_k_rope_scale(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qk
 /* mixture of experts (issue 15). matvec_id_<type>: for each slot j < n_used, y + j y_stride =
  * expert ids[j]'s rows of the stacked expert matrix w (n_out = n_rows per expert x experts) times
  * x' of x + j x_stride (modes as zr_k_matvec; GLU: n_rows = 2 x the results); shape as
- * zr_cuf_mv_shape picks for one expert's matrix. fuse (NULL: neither) folds in the routing and
+ * zr_cuf_mv_shape_expert picks for one expert's matrix. fuse (NULL: neither) folds in the routing and
  * the mix (cu/moe_matvec.cu): */
 typedef struct ZrMvIdFuse {
     CUdeviceptr logits;  /* f32 [n_expert]: route from these (n_used <= 32, n_expert <= 256) and write ids, weights [n_used]; 0: read ids */

@@ -201,7 +201,7 @@ int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, Zr
             const ZrCuWeight one = {.type = gu[h]->type, .n_in = gu[h]->n_in, .n_out = E->n_ff};
             if ((rc = zr_k_matvec_id(f->launcher, &f->k->mv_id[gu[h]->type], zr_cuf_mv_rows_per_warp(gu[h]->type), gu[h], E->n_ff, M->ids,
                                      E->n_used, x, 0, M->gate_up + (CUdeviceptr)h * E->n_ff * sizeof(float), 2 * E->n_ff, norm_w, eps,
-                                     ZR_CUF_MV_RMSNORM, zr_cuf_mv_shape(f->k, &one, ZR_CUF_MV_RMSNORM), fused && h == 0 ? &route : NULL,
+                                     ZR_CUF_MV_RMSNORM, zr_cuf_mv_shape_expert(f->k, &one, ZR_CUF_MV_RMSNORM), fused && h == 0 ? &route : NULL,
                                      err)))
                 return rc;
         }
@@ -209,12 +209,12 @@ int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, Zr
         const ZrCuWeight one_down = {.type = E->down.type, .n_in = E->down.n_in, .n_out = f->n_embd};
         return zr_k_matvec_id(f->launcher, &f->k->mv_id[E->down.type], zr_cuf_mv_rows_per_warp(E->down.type), &E->down, f->n_embd,
                               M->ids, E->n_used, M->gate_up, 2 * E->n_ff, M->out, f->n_embd, 0, 0.0f, ZR_CUF_MV_SWIGLU,
-                              zr_cuf_mv_shape(f->k, &one_down, ZR_CUF_MV_SWIGLU), &mix, err);
+                              zr_cuf_mv_shape_expert(f->k, &one_down, ZR_CUF_MV_SWIGLU), &mix, err);
     }
     /* silu(gate) * up of each chosen expert, on the normed row (the norm fused again: one row) */
     const ZrCuWeight one_gu = {.type = E->gu.type, .n_in = E->gu.n_in, .n_out = 2 * E->n_ff};
     const int glu = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, R = zr_cuf_mv_rows_per_warp(E->gu.type);
-    const ZrMvShape gu_shape = zr_cuf_mv_shape(f->k, &one_gu, glu);
+    const ZrMvShape gu_shape = zr_cuf_mv_shape_expert(f->k, &one_gu, glu);
     if (M->ff_stride == E->n_ff && f->k->has_mv_idflat[E->gu.type] && E->n_used <= 32) {
         /* every slot's tiles in one grid of at most one wave (blocks of threads at the kernels' 64
          * registers: 1024 threads an SM), the tiles spread evenly over the blocks */
@@ -237,7 +237,7 @@ int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, Zr
     const ZrCuWeight one_down = {.type = E->down.type, .n_in = E->down.n_in, .n_out = f->n_embd};
     return zr_k_matvec_id(f->launcher, &f->k->mv_id[E->down.type], zr_cuf_mv_rows_per_warp(E->down.type), &E->down, f->n_embd, M->ids,
                           E->n_used, M->ff, M->ff_stride, M->out, f->n_embd, 0, 0.0f, ZR_CUF_MV_PLAIN,
-                          zr_cuf_mv_shape(f->k, &one_down, ZR_CUF_MV_PLAIN), &mix, err);
+                          zr_cuf_mv_shape_expert(f->k, &one_down, ZR_CUF_MV_PLAIN), &mix, err);
 }
 
 /* ---- prefill ---- */

@@ -15,8 +15,8 @@ int zr_cuf_mv_rows_per_warp(uint32_t type) {
 size_t zr_cuf_mv_smem(int n_in) { return ((size_t)n_in + 4 * (size_t)((n_in + 31) / 32)) * sizeof(float); }
 
 /* short_split: rows too short for the 4 KiB rule split too (every type; false: Q8_0's alone, the
- * general rule of zr_cuf_mv_shape_general) */
-static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, bool short_split) {
+ * general rule of zr_cuf_mv_shape_general); expert: one expert's matrix (zr_cuf_mv_shape_expert) */
+static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, bool short_split, bool expert) {
     /* Measured on an H100 (tools/mv_bench.c over every shape, cu/PERF.md run 3): blocks of 8
      * row groups (the block stages x once for all of them, so fewer, larger blocks win), and
      * each row split over S warps (split-K) only while the grid has fewer than 16 warps per SM
@@ -35,15 +35,25 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, b
         split *= 2;
     int G = split <= 2 ? 8 : 4;
     /* Rows too short for that rule (a warp's two rows of 2-4 KiB: an attention output or QKV)
-     * still split in two, on blocks of 4 row groups, while the grid is under 16 warps a
-     * multiprocessor. Q8_0 (session 9, zrun-mv-bench's best shape on the H200): llama3.2-1b
-     * tg128 1557 -> 1643 t/s, llama3.2-3b 681 -> 692, gemma3-4b 501 -> 506. Every other type
-     * (session 11, H200 tg128, the Q4_K attention outputs of 4096 values): qwen3-30b-a3b Q4_K_M
-     * 434.9 -> 445.4, llama3-8b Q4_K_M 405.5 -> 414.0 (cu/PERF.md). */
+     * still split in two while the grid is under 16 warps a multiprocessor, on blocks of 8 row
+     * groups (512 threads: each stages half as much of x as in a block of 256, and an SM stages
+     * x half as often as on blocks of 4 row groups). Q8_0 (session 9, zrun-mv-bench's best shape
+     * on the H200): llama3.2-1b tg128 1557 -> 1643 t/s, llama3.2-3b 681 -> 692, gemma3-4b 501 ->
+     * 506. Every other type (session 11, H200 tg128, the Q4_K attention outputs of 4096 values):
+     * qwen3-30b-a3b Q4_K_M 434.9 -> 445.4, llama3-8b Q4_K_M 405.5 -> 414.0. The K-quants from 1
+     * KiB a warp's half: x is staged with the sums of its runs of 16 or on integer planes (Q4_K),
+     * which the split halves for each thread (a Q4_K_M mix's Q6_K parts go with them). Blocks of
+     * 8 row groups, and the K-quants' 1 KiB (session 18, H200 tg128, Q4_K_M): llama3.2-1b +5.6%,
+     * llama3.2-3b +1.6%, llama3-8b +2.3%, gemma3-4b +1.3%, qwen3-4b +2.9%; llama3-8b Q4_0 +1.3%
+     * (blocks alone); llama3.2-1b Q4_0 lost 1.8% split from 1 KiB (cu/PERF.md). An expert's
+     * matrix keeps 2 KiB on blocks of 4 row groups: the flat gate|up of qwen3-30b-a3b (1152 B a
+     * half) lost 16% split. The general rule (Q8_0's split alone) keeps blocks of 4 row groups:
+     * 256 threads, as the unsplit parts of a mix launch that takes it. */
+    const bool k_quant = zr_type_info(w->type)->block == 256;
     if (split == 1 && (short_split || w->type == ZR_TYPE_Q8_0) && groups < 16L * k->sm_count &&
-        warp_bytes / 2 >= 2048 && items / 2 >= 32) {
+        warp_bytes / 2 >= (k_quant && !expert ? 1024 : 2048) && items / 2 >= 32) {
         split = 2;
-        G = 4;
+        G = expert || !short_split ? 4 : 8;
     }
     /* Tall matrices (a vocabulary output: 262144 rows on gemma3, 8 or more blocks' worth of
      * tiles per resident block; F16 and Q8_0 from 2, below) take the tall kernel on one wave of
@@ -80,10 +90,14 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, b
     return (ZrMvShape){.groups = G, .split = split, .blocks = (int)blocks};
 }
 
-ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) { return shape_of(k, w, mode, true); }
+ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) { return shape_of(k, w, mode, true, false); }
 
 ZrMvShape zr_cuf_mv_shape_general(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
-    return shape_of(k, w, mode, false);
+    return shape_of(k, w, mode, false, false);
+}
+
+ZrMvShape zr_cuf_mv_shape_expert(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
+    return shape_of(k, w, mode, true, true);
 }
 
 unsigned zr_cuf_mv_grid(const ZrCuWeight *w, int mode, ZrMvShape shape) {
@@ -149,7 +163,7 @@ static bool mix_plan(const ZrCuKernels *k, const ZrCuWeight *ws, int n, int mode
                      bool short_split, ZrMvMix *out) {
     ZrMvMix p = {.kernel = kern, .n_parts = n, .general = !short_split};
     for (int i = 0; i < n; i++) {
-        const ZrMvShape s = shape_of(k, &ws[i], mode, short_split);
+        const ZrMvShape s = shape_of(k, &ws[i], mode, short_split, false);
         const int threads = 32 * s.groups * s.split;
         const int R = zr_cuf_mv_rows_per_warp(ws[i].type), glu = (mode & ZR_CUF_MV_GLU) != 0;
         if (s.blocks > 0 || (i > 0 && threads != p.threads) || (glu && (R % 2 || ws[i].n_out % 2))) return false;

@@ -49,6 +49,10 @@ ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
 /* The same without the split of short rows (2-4 KiB a warp) for types other than Q8_0: a mix
  * launch's parts take it where that split would take the launch past one wave. */
 ZrMvShape zr_cuf_mv_shape_general(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
+/* The shape of one expert's matrix (cu/moe_matvec.cu): zr_cuf_mv_shape's, but short rows split
+ * only from 2 KiB a warp's half (every type), on blocks of 4 row groups (the flat expert kernels
+ * size their grid for blocks of 256 threads). */
+ZrMvShape zr_cuf_mv_shape_expert(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
 /* The blocks of the launch of W in this mode with this shape (what an SSQ product writes). */
 unsigned zr_cuf_mv_grid(const ZrCuWeight *w, int mode, ZrMvShape shape);
 

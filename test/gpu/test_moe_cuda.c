@@ -116,7 +116,7 @@ ZT_TEST(matvec_id_computes_the_chosen_experts_rows_of_every_type) {
             const int mode = v == 1 ? ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU : v == 2 ? ZR_CUF_MV_SWIGLU : ZR_CUF_MV_PLAIN, results = glu ? ROWS / 2 : ROWS;
             const ZrCuWeight one = {.type = type, .n_in = N_IN, .n_out = ROWS};
             int rc = zr_k_matvec_id(&g->l, &g->k.mv_id[type], zr_cuf_mv_rows_per_warp(type), &dw, ROWS, dids, K, dx, glu ? 0 : 2 * N_IN, dy,
-                                    results, glu ? dg : 0, 1e-5f, mode, zr_cuf_mv_shape(&g->k, &one, mode), NULL, &e);
+                                    results, glu ? dg : 0, 1e-5f, mode, zr_cuf_mv_shape_expert(&g->k, &one, mode), NULL, &e);
             ZT_CHECKF(rc == 0, "%s: %s", zr_type_name(type), e.msg);
             gpu_download(g, y, dy, sizeof(float) * K * results);
             if (glu) zr_cpu_rmsnorm(xn, x[0], gw, N_IN, 1e-5f);
@@ -259,13 +259,13 @@ ZT_TEST(matvec_id_routes_for_itself_and_mixes_into_the_residual) {
         /* the reference: moe_route_f32, then the GLU launch on its ids */
         ZT_CHECKF(zr_k_moe_route(&g->l, &g->k, dl, ne, k, dids_ref, dw_ref, 1, &e) == 0, "%s", e.msg);
         ZT_CHECKF(zr_k_matvec_id(&g->l, kern, R, &dw, ROWS, dids_ref, k, dx, 0, dy, ROWS / 2, dg, 1e-5f, glu,
-                                 zr_cuf_mv_shape(&g->k, &one, glu), NULL, &e) == 0, "%s", e.msg);
+                                 zr_cuf_mv_shape_expert(&g->k, &one, glu), NULL, &e) == 0, "%s", e.msg);
         gpu_download(g, y_ref, dy, sizeof(float) * k * ROWS / 2);
         gpu_download(g, ids_ref, dids_ref, sizeof(int32_t) * k);
         gpu_download(g, wts_ref, dw_ref, sizeof(float) * k);
         /* the GLU launch that routes for itself */
         const ZrMvIdFuse route = {.logits = dl, .n_expert = ne, .weights = dwts};
-        ZT_CHECKF(zr_k_matvec_id(&g->l, kern, R, &dw, ROWS, dids, k, dx, 0, dy, ROWS / 2, dg, 1e-5f, glu, zr_cuf_mv_shape(&g->k, &one, glu),
+        ZT_CHECKF(zr_k_matvec_id(&g->l, kern, R, &dw, ROWS, dids, k, dx, 0, dy, ROWS / 2, dg, 1e-5f, glu, zr_cuf_mv_shape_expert(&g->k, &one, glu),
                                  &route, &e) == 0, "%s", e.msg);
         gpu_download(g, y, dy, sizeof(float) * k * ROWS / 2);
         gpu_download(g, ids, dids, sizeof(int32_t) * k);
@@ -274,14 +274,14 @@ ZT_TEST(matvec_id_routes_for_itself_and_mixes_into_the_residual) {
                               !memcmp(wts, wts_ref, sizeof(float) * k) && !memcmp(y, y_ref, sizeof(float) * k * ROWS / 2);
         /* the plain launch on those ids, then the same launch mixing into the residual, MIXES times */
         ZT_CHECKF(zr_k_matvec_id(&g->l, kern, R, &dw, ROWS, dids_ref, k, dx, 2 * N_IN, dy, ROWS, 0, 0.0f, ZR_CUF_MV_PLAIN,
-                                 zr_cuf_mv_shape(&g->k, &one, ZR_CUF_MV_PLAIN), NULL, &e) == 0, "%s", e.msg);
+                                 zr_cuf_mv_shape_expert(&g->k, &one, ZR_CUF_MV_PLAIN), NULL, &e) == 0, "%s", e.msg);
         gpu_download(g, y_ref, dy, sizeof(float) * k * ROWS);
         const ZrMvIdFuse mix = {.weights = dw_ref, .mix_x = dres, .done = ddone};
         int mixed_exact = 0;
         bool y_same = true;
         for (int t = 0; t < MIXES; t++) {
             ZT_CHECKF(zr_k_matvec_id(&g->l, kern, R, &dw, ROWS, dids_ref, k, dx, 2 * N_IN, dy, ROWS, 0, 0.0f, ZR_CUF_MV_PLAIN,
-                                     zr_cuf_mv_shape(&g->k, &one, ZR_CUF_MV_PLAIN), &mix, &e) == 0, "%s", e.msg);
+                                     zr_cuf_mv_shape_expert(&g->k, &one, ZR_CUF_MV_PLAIN), &mix, &e) == 0, "%s", e.msg);
             gpu_download(g, y, dy, sizeof(float) * k * ROWS);
             y_same = y_same && !memcmp(y, y_ref, sizeof(float) * k * ROWS);
             for (int r = 0; r < ROWS; r++) { /* moe_combine_f32's arithmetic */
@@ -350,7 +350,7 @@ ZT_TEST(matvec_id_flat_equals_the_2d_launch_bit_for_bit) {
         ZrError e = {0};
         const int glu = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, R = zr_cuf_mv_rows_per_warp(type);
         const ZrCuWeight one = {.type = type, .n_in = N_IN, .n_out = ROWS};
-        const ZrMvShape shape = zr_cuf_mv_shape(&g->k, &one, glu);
+        const ZrMvShape shape = zr_cuf_mv_shape_expert(&g->k, &one, glu);
         if (cases[ci].route) /* the reference ids: moe_route_f32's */
             ZT_CHECKF(zr_k_moe_route(&g->l, &g->k, dl, ne, k, dids_ref, dw_ref, 1, &e) == 0, "%s", e.msg);
         ZT_CHECKF(zr_k_matvec_id(&g->l, &g->k.mv_id[type], R, &dw, ROWS, dids_ref, k, dx, 0, dy, half, dg, 1e-5f, glu, shape, NULL, &e) == 0,
@@ -497,7 +497,7 @@ ZT_TEST(matvec_id_mix_adds_the_chosen_experts_rows_into_the_residual) {
             /* the unfused rows: matvec_id on the same ids, each slot its own x */
             const ZrCuWeight one = {.type = type, .n_in = n_in, .n_out = rows};
             ZT_CHECKF(zr_k_matvec_id(&g->l, &g->k.mv_id[type], zr_cuf_mv_rows_per_warp(type), &dw, rows, dids, k, dx, n_in, dy, rows, 0, 0.0f,
-                                     ZR_CUF_MV_PLAIN, zr_cuf_mv_shape(&g->k, &one, ZR_CUF_MV_PLAIN), NULL, &e) == 0, "%s", e.msg);
+                                     ZR_CUF_MV_PLAIN, zr_cuf_mv_shape_expert(&g->k, &one, ZR_CUF_MV_PLAIN), NULL, &e) == 0, "%s", e.msg);
             gpu_download(g, y, dy, sizeof(float) * k * rows);
             double worst = 0;
             int same_unfused = 0;
