@@ -56,8 +56,7 @@ static bool own_shapes_fit(const ZrCuKernels *k, const ZrCuWeight *w, int n, int
 
 /* The plan's part p against a launch of its matrix alone: the shape that launch takes (its
  * zr_cuf_mv_shape, or the general rule's where the group's own shapes differ in block size or pass
- * one wave) and the grid
- * of zr_k_matvec written out. */
+ * one wave) and the grid of zr_k_matvec written out. */
 static void check_part(const ZrCuKernels *k, const ZrMvMix *m, int p, const ZrCuWeight *ws, int n, int mode) {
     const ZrCuWeight *w = &ws[p];
     const bool general = !own_shapes_fit(k, ws, n, mode);

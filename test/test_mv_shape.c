@@ -1,11 +1,11 @@
 /* The decode product's launch shape (cuda/mv_shape.h zr_cuf_mv_shape) on an H200's 132
  * multiprocessors: the picks sessions 9, 11 and 18 measured in the model (cu/PERF.md). Rows too
  * short for the 4 KiB split rule split in two on blocks of 8 row groups (from 2 KiB a warp's half,
- * the K-quants from 1 KiB; an expert's matrix from 2 KiB on blocks of 4); F16 and Q8_0 take the tall kernel
- * from 2 waves of tiles, every other type from 8, and quantized gate|up products from 1 where a lane
- * has 3 items of a row (session 12; Q4_K from 2.5 items and up to 3 waves, session 16); quantized
- * types run it on 2 blocks of 16 row groups a multiprocessor, F16 on 4 of 8; a product that writes
- * SSQ pieces is never tall.
+ * the K-quants from 1 KiB; an expert's matrix from 2 KiB on blocks of 4); F16 and Q8_0 take the
+ * tall kernel from 2 waves of tiles, every other type from 8, and quantized gate|up products from 1
+ * where a lane has 3 items of a row (session 12; Q4_K from 2.5 items and up to 3 waves, session
+ * 16); quantized types run it on 2 blocks of 16 row groups a multiprocessor, F16 on 4 of 8; a
+ * product that writes SSQ pieces is never tall.
  * No GPU needed: the pick reads only sizes, types and the multiprocessor count. */
 #include <string.h>
 

@@ -43,9 +43,10 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, b
      * qwen3-30b-a3b Q4_K_M 434.9 -> 445.4, llama3-8b Q4_K_M 405.5 -> 414.0. The K-quants from 1
      * KiB a warp's half: x is staged with the sums of its runs of 16 or on integer planes (Q4_K),
      * which the split halves for each thread (a Q4_K_M mix's Q6_K parts go with them). Blocks of
-     * 8 row groups, and the K-quants' 1 KiB (session 18, H200 tg128, Q4_K_M): llama3.2-1b +5.6%,
-     * llama3.2-3b +1.6%, llama3-8b +2.3%, gemma3-4b +1.3%, qwen3-4b +2.9%; llama3-8b Q4_0 +1.3%
-     * (blocks alone); llama3.2-1b Q4_0 lost 1.8% split from 1 KiB (cu/PERF.md). An expert's
+     * 8 row groups, and the K-quants' 1 KiB (session 18, H200 tg128, Q4_K_M): llama3.2-1b +6.0%,
+     * llama3.2-3b +1.7%, llama3-8b +2.3%, gemma3-4b +1.3%, qwen3-4b +2.9%; llama3.2-3b Q3_K_M
+     * +2.1%, llama3-8b Q4_0 +1.3% (blocks alone); llama3.2-1b Q4_0 lost 1.8% split from 1 KiB, Q8_0
+     * 0.3% on blocks of 8 (gemma3-4b Q8_0 gained 0.4%: cu/PERF.md). An expert's
      * matrix keeps 2 KiB on blocks of 4 row groups: the flat gate|up of qwen3-30b-a3b (1152 B a
      * half) lost 16% split. The general rule (Q8_0's split alone) keeps blocks of 4 row groups:
      * 256 threads, as the unsplit parts of a mix launch that takes it. */

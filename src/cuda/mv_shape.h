@@ -46,12 +46,14 @@ int zr_cuf_mv_rows_per_warp(uint32_t type);
 size_t zr_cuf_mv_smem(int n_in);
 /* The shape the forward pass uses for W in this mode on this device. */
 ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
-/* The same without the split of short rows (2-4 KiB a warp) for types other than Q8_0: a mix
- * launch's parts take it where that split would take the launch past one wave. */
+/* The same without the split of short rows (2-4 KiB a warp) for types other than Q8_0, whose
+ * split stays on blocks of 4 row groups (256 threads, as the unsplit parts'): a mix launch's parts
+ * take it where their own shapes differ in block size or would take the launch past one wave. */
 ZrMvShape zr_cuf_mv_shape_general(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
 /* The shape of one expert's matrix (cu/moe_matvec.cu): zr_cuf_mv_shape's, but short rows split
- * only from 2 KiB a warp's half (every type), on blocks of 4 row groups (the flat expert kernels
- * size their grid for blocks of 256 threads). */
+ * only from 2 KiB a warp's half (every type), on blocks of 4 row groups. The flat expert kernels
+ * size their grid as 1024 threads a multiprocessor, which their 72 registers hold in blocks of 256
+ * only; qwen3-30b-a3b's gate|up split from 1 KiB lost 16% (cu/PERF.md, session 18). */
 ZrMvShape zr_cuf_mv_shape_expert(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
 /* The blocks of the launch of W in this mode with this shape (what an SSQ product writes). */
 unsigned zr_cuf_mv_grid(const ZrCuWeight *w, int mode, ZrMvShape shape);
