@@ -23,7 +23,7 @@
 #include "quant.cuh"
 #include "gelu.cuh"
 
-#define ZR_MV_MAX_THREADS 512
+#define ZR_MV_MAX_THREADS 1024
 
 __device__ __forceinline__ int zr_xpad(int e) { return e + ((e >> 5) << 2); }
 
@@ -1353,8 +1353,9 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     }
 }
 
-// NREG caps the registers (so enough warps fit per SM to keep loads in flight); any block of
-// at most ZR_MV_MAX_THREADS threads then launches (NREG * ZR_MV_MAX_THREADS <= 65536).
+// NREG caps the registers (so enough warps fit per SM to keep loads in flight). A block of 1024
+// threads (ZR_MV_MAX_THREADS) launches at 64 registers; every kernel takes blocks of 512 (the host
+// mirrors which take 1024: src/cuda/mv_shape.c zr_cuf_mv_max_threads).
 // NAME##_tall: the same product taking several tiles per block (TALL above).
 #define ZR_MATVEC_KERNEL(NAME, TRAITS, R, P, NREG, TALL)                                                   \
     ZR_KERNEL void __maxnreg__(NREG)                                                                    \
@@ -1367,7 +1368,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
                                       post_w, x_out);                                                   \
     }
 #define ZR_MATVEC(NAME, TRAITS, R, P, NREG)                                                                \
-    static_assert(NREG * ZR_MV_MAX_THREADS <= 65536, "register cap too high for the largest block");   \
+    static_assert(NREG * 512 <= 65536, "register cap too high for a block of 512 threads");             \
     ZR_MATVEC_KERNEL(NAME, TRAITS, R, P, NREG, false)                                                   \
     ZR_KCHECK_FAMILY(mv, NAME);                                                                         \
     ZR_MATVEC_KERNEL(NAME##_tall, TRAITS, R, P, NREG, true)                                             \

@@ -40,14 +40,14 @@ static int own_tiles(const ZrCuWeight *w, int mode, ZrMvShape s) {
     return ((results + per - 1) / per + s.groups - 1) / s.groups;
 }
 
-/* Whether the parts' own shapes fit one launch: one block size, within one wave (32 warps a
- * multiprocessor). */
+/* Whether the parts' own shapes fit one launch: one block size, at most the mix kernels' largest,
+ * within one wave (32 warps a multiprocessor). */
 static bool own_shapes_fit(const ZrCuKernels *k, const ZrCuWeight *w, int n, int mode) {
     long warps = 0;
     int threads = 0;
     for (int p = 0; p < n; p++) {
         const ZrMvShape s = zr_cuf_mv_shape(k, &w[p], mode);
-        if (p > 0 && 32 * s.groups * s.split != threads) return false;
+        if ((p > 0 && 32 * s.groups * s.split != threads) || 32 * s.groups * s.split > ZR_CUF_MV_MAX_THREADS) return false;
         threads = 32 * s.groups * s.split;
         warps += (long)own_tiles(&w[p], mode, s) * s.groups * s.split;
     }

@@ -1,11 +1,12 @@
 /* The decode product's launch shape (cuda/mv_shape.h zr_cuf_mv_shape) on an H200's 132
- * multiprocessors: the picks sessions 9, 11 and 18 measured in the model (cu/PERF.md). Rows too
+ * multiprocessors: the picks sessions 9, 11, 18 and 19 measured in the model (cu/PERF.md). Rows too
  * short for the 4 KiB split rule split in two on blocks of 8 row groups (from 2 KiB a warp's half,
- * the K-quants from 1 KiB; an expert's matrix from 2 KiB on blocks of 4); F16 and Q8_0 take the
- * tall kernel from 2 waves of tiles, every other type from 8, and quantized gate|up products from 1
- * where a lane has 3 items of a row (session 12; Q4_K from 2.5 items and up to 3 waves, session
- * 16); quantized types run it on 2 blocks of 16 row groups a multiprocessor, F16 on 4 of 8; a
- * product that writes SSQ pieces is never tall.
+ * the K-quants from 1 KiB; an expert's matrix from 2 KiB on blocks of 4); a split grid of 1 to 2
+ * such blocks a multiprocessor takes blocks of 16 (1024 threads), one a multiprocessor (session
+ * 19); F16 and Q8_0 take the tall kernel from 2 waves of tiles, every other type from 8, and
+ * quantized gate|up products from 1 where a lane has 3 items of a row (session 12) or 2.5 (session
+ * 16 and 19; not Q6_K, Q2_K, Q3_K); quantized types run it on 2 blocks of 16 row groups a
+ * multiprocessor, F16 on 4 of 8; a product that writes SSQ pieces is never tall.
  * No GPU needed: the pick reads only sizes, types and the multiprocessor count. */
 #include <string.h>
 
@@ -38,14 +39,16 @@ static void check(uint32_t type, int n_in, int n_out, int mode, int groups, int 
 
 ZT_TEST(q8_0_rows_of_1928_to_3855_values_split_in_two_on_eight_row_groups) {
     const int P = ZR_CUF_MV_PLAIN, R = ZR_CUF_MV_RMSNORM, S = ZR_CUF_MV_SSQ;
-    check(ZR_TYPE_Q8_0, 2048, 2048, P, 8, 2, 0); /* llama3.2-1b wo */
-    check(ZR_TYPE_Q8_0, 2048, 3072, R, 8, 2, 0); /* its QKV */
-    check(ZR_TYPE_Q8_0, 3072, 3072, P, 8, 2, 0); /* llama3.2-3b wo */
-    check(ZR_TYPE_Q8_0, 2048, 2560, S, 8, 2, 0); /* gemma3-4b wo, with its sums of squares */
+    check(ZR_TYPE_Q8_0, 2048, 2048, P, 8, 2, 0); /* llama3.2-1b wo: 128 blocks */
+    check(ZR_TYPE_Q8_0, 2048, 3072, R, 8, 2, 0); /* its QKV: 192 blocks, normed x */
+    /* llama3.2-3b's wo and gemma3-4b's (with its sums of squares): 1 to 2 blocks of 8 row groups
+     * a multiprocessor, so blocks of 16 */
+    check(ZR_TYPE_Q8_0, 3072, 3072, P, 16, 2, 0);
+    check(ZR_TYPE_Q8_0, 2048, 2560, S, 16, 2, 0);
     /* a grid of 16 warps a multiprocessor already (3b QKV: 2560 row pairs) does not split */
     check(ZR_TYPE_Q8_0, 3072, 5120, R, 8, 1, 0);
-    /* rows long enough for the 4 KiB rule keep its shape (llama3-8b wo: 8x2) */
-    check(ZR_TYPE_Q8_0, 4096, 4096, P, 8, 2, 0);
+    /* rows long enough for the 4 KiB rule keep its split (llama3-8b wo: 16x2) */
+    check(ZR_TYPE_Q8_0, 4096, 4096, P, 16, 2, 0);
     /* rows shorter than 1928 values do not split */
     check(ZR_TYPE_Q8_0, 1024, 1024, P, 8, 1, 0);
     /* rows of 1-2 KiB a warp's half split in the K-quants alone, shorter ones in no type */
@@ -57,16 +60,44 @@ ZT_TEST(q8_0_rows_of_1928_to_3855_values_split_in_two_on_eight_row_groups) {
 
 ZT_TEST(short_rows_of_every_type_split_in_two_the_general_rule_only_q8_0s) {
     const int P = ZR_CUF_MV_PLAIN, R = ZR_CUF_MV_RMSNORM;
-    check(ZR_TYPE_Q4_K, 4096, 2048, P, 8, 2, 0); /* qwen3-30b-a3b wo: 2304 B a row */
-    check(ZR_TYPE_Q4_K, 4096, 4096, P, 8, 2, 0); /* llama3-8b wo */
-    check(ZR_TYPE_Q6_K, 2560, 1024, R, 8, 2, 0); /* gemma3-4b Q4_K_M's v: 2100 B */
-    check(ZR_TYPE_Q4_K, 3072, 3072, P, 8, 2, 0); /* llama3.2-3b wo: 1728 B, a K-quant's from 1 KiB */
+    check(ZR_TYPE_Q4_K, 4096, 2048, P, 8, 2, 0);  /* qwen3-30b-a3b wo: 2304 B a row */
+    check(ZR_TYPE_Q4_K, 4096, 4096, P, 16, 2, 0); /* llama3-8b wo (blocks of 16: 128 of them) */
+    check(ZR_TYPE_Q6_K, 2560, 1024, R, 8, 2, 0);  /* gemma3-4b Q4_K_M's v: 2100 B */
+    check(ZR_TYPE_Q4_K, 3072, 3072, P, 16, 2, 0); /* llama3.2-3b wo: 1728 B, a K-quant's from 1 KiB */
     check(ZR_TYPE_Q4_0, 3072, 3072, P, 8, 1, 0); /* 1728 B of Q4_0: too short */
     check(ZR_TYPE_Q4_K, 4096, 5120, R, 8, 1, 0); /* 2560 row pairs: 16 warps a multiprocessor already */
     const ZrCuKernels k = kernels(132);
     const ZrCuWeight q4 = {.type = ZR_TYPE_Q4_K, .n_in = 4096, .n_out = 2048}, q8 = {.type = ZR_TYPE_Q8_0, .n_in = 2048, .n_out = 2048};
     const ZrMvShape g4 = zr_cuf_mv_shape_general(&k, &q4, P), g8 = zr_cuf_mv_shape_general(&k, &q8, P);
     ZT_CHECK(g4.groups == 8 && g4.split == 1 && g8.groups == 4 && g8.split == 2);
+}
+
+/* A split grid of blocks of 8 row groups that takes 1 to 2 of them a multiprocessor (133 to 264
+ * blocks on 132) takes blocks of 16 row groups (1024 threads, one a multiprocessor: x staged once
+ * an SM; session 19): a dense product of x as is (or SwiGLU's) only, in types whose kernel holds
+ * 1024 threads (not Q5_0 and Q5_1, at 80 and 128 registers). */
+ZT_TEST(a_split_grid_of_one_to_two_blocks_an_sm_takes_blocks_of_1024_threads) {
+    const int P = ZR_CUF_MV_PLAIN;
+    check(ZR_TYPE_Q4_K, 14336, 4096, P, 16, 2, 0); /* llama3-8b down: 2048 row groups */
+    check(ZR_TYPE_Q4_K, 14336, 4096, ZR_CUF_MV_SWIGLU, 16, 2, 0);
+    check(ZR_TYPE_Q4_K, 14336, 4096, ZR_CUF_MV_PLAIN | ZR_CUF_MV_SSQ, 16, 2, 0);
+    /* normed x keeps blocks of 8 (the RMSNorm's sum in the block's order; a mix launch's parts) */
+    check(ZR_TYPE_Q4_K, 14336, 4096, ZR_CUF_MV_RMSNORM, 8, 2, 0);
+    check(ZR_TYPE_Q4_K, 14336, 4096, ZR_CUF_MV_ADDNORM, 8, 2, 0);
+    check(ZR_TYPE_Q6_K, 14336, 4096, P, 16, 2, 0);
+    check(ZR_TYPE_Q4_K, 4096, 2 * 2111, P, 16, 2, 0);   /* 264 blocks of 8, 132 of 16 */
+    check(ZR_TYPE_Q4_K, 4096, 2 * 2112, P, 8, 1, 0);    /* 16 warps an SM: no split */
+    check(ZR_TYPE_Q4_K, 4096, 2 * 8 * 132, P, 8, 2, 0); /* 132 blocks of 8: one an SM already */
+    check(ZR_TYPE_Q4_K, 4096, 2 * 8 * 132 + 2, P, 16, 2, 0); /* 133 blocks of 8 */
+    check(ZR_TYPE_Q5_0, 14336, 4096, P, 8, 2, 0); /* its kernel holds 512 threads */
+    ZT_CHECK(zr_cuf_mv_max_threads(ZR_TYPE_Q5_0) == 512 && zr_cuf_mv_max_threads(ZR_TYPE_Q5_1) == 512 &&
+             zr_cuf_mv_max_threads(ZR_TYPE_Q4_K) == 1024 && zr_cuf_mv_max_threads(ZR_TYPE_F16) == 1024);
+    /* the general rule and an expert's matrix keep their blocks */
+    const ZrCuKernels k = kernels(132);
+    const ZrCuWeight dn = {.type = ZR_TYPE_Q8_0, .n_in = 14336, .n_out = 4096};
+    const ZrMvShape g = zr_cuf_mv_shape_general(&k, &dn, P), e = zr_cuf_mv_shape_expert(&k, &dn, P);
+    ZT_CHECKF(g.groups == 8 && g.split == 2 && e.groups == 8 && e.split == 2, "general %dx%d, expert %dx%d", g.groups,
+              g.split, e.groups, e.split);
 }
 
 /* An expert's matrix splits short rows from 2 KiB a warp's half only, on blocks of 4 row groups:
@@ -84,11 +115,10 @@ ZT_TEST(an_expert_matrix_splits_short_rows_from_2_kib_on_four_row_groups) {
 ZT_TEST(f16_and_q8_0_take_the_tall_kernel_from_two_waves_of_tiles_other_types_from_eight) {
     const int GLU = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, blocks = 4 * 132, two = 2 * blocks, q = 2 * 132;
     /* llama3-8b gate|up: 14336 results, 1792 tiles of 8 row groups (3.4 waves); quantized types
-     * on 2 blocks of 16 row groups a multiprocessor, F16 on 4 of 8 */
+     * on 2 blocks of 16 row groups a multiprocessor, F16 on 4 of 8 (Q4_0: 2.5 items a lane, below) */
     check(ZR_TYPE_Q8_0, 4096, 28672, GLU, 16, 1, q);
     check(ZR_TYPE_F16, 4096, 28672, GLU, 8, 1, blocks);
-    check(ZR_TYPE_Q4_0, 4096, 28672, GLU, 8, 1, 0);
-    check(ZR_TYPE_Q4_K, 4096, 28672, GLU, 8, 1, 0);
+    check(ZR_TYPE_Q6_K, 4096, 28672, GLU, 8, 1, 0);
     check(ZR_TYPE_BF16, 4096, 28672, GLU, 8, 1, 0);
     /* gemma3-4b gate|up with the post norm folded in: 1280 tiles */
     check(ZR_TYPE_Q8_0, 2560, 20480, ZR_CUF_MV_ADDNORM | ZR_CUF_MV_GLU | ZR_CUF_MV_GELU, 16, 1, q);
@@ -117,20 +147,27 @@ ZT_TEST(quantized_gate_up_of_one_to_two_waves_is_tall_where_a_lane_has_three_ite
     check(ZR_TYPE_Q4_K, 3072, 2 * 8 * 1024, ZR_CUF_MV_RMSNORM, 8, 1, 0);
 }
 
-/* Q4_K (session 16): up to 3 waves of tiles and from 2.5 items a lane */
-ZT_TEST(q4_k_gate_up_of_up_to_three_waves_is_tall_from_two_and_a_half_items_a_lane) {
+/* Sessions 16 and 19: from 2.5 items a lane in any number of waves, the types of 32-value items but
+ * Q6_K (Q2_K and Q3_K, 64-value items, not measured) */
+ZT_TEST(gate_up_of_one_wave_and_more_is_tall_from_two_and_a_half_items_a_lane) {
     const int GLU = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, blocks = 4 * 132, q = 2 * 132;
     /* gemma3-4b: 10240 results of 2560 values (80 items), 1280 tiles (2.4 waves); qwen3-4b 1216 tiles */
     check(ZR_TYPE_Q4_K, 2560, 20480, ZR_CUF_MV_ADDNORM | ZR_CUF_MV_GLU, 16, 1, q);
     check(ZR_TYPE_Q4_K, 2560, 19456, GLU, 16, 1, q);
-    /* 3 waves exactly, and one tile fewer */
-    check(ZR_TYPE_Q4_K, 2560, 2 * 8 * 3 * blocks, GLU, 8, 1, 0);
-    check(ZR_TYPE_Q4_K, 2560, 2 * 8 * (3 * blocks - 1), GLU, 16, 1, q);
-    /* 2 items a lane (2048 values) stay a block per tile; other types keep the 2-wave rule */
+    /* llama3-8b (3.4 waves), a qwen2.5-7b (18944 results: 4.5 waves) and 9 waves */
+    check(ZR_TYPE_Q4_K, 4096, 28672, GLU, 16, 1, q);
+    check(ZR_TYPE_Q4_K, 3584, 37888, GLU, 16, 1, q);
+    check(ZR_TYPE_Q4_K, 2560, 2 * 8 * 9 * blocks, GLU, 16, 1, q);
+    const uint32_t wide[] = {ZR_TYPE_Q4_0, ZR_TYPE_Q4_1, ZR_TYPE_Q5_0, ZR_TYPE_Q5_1, ZR_TYPE_Q5_K};
+    for (int i = 0; i < 5; i++) check(wide[i], 4096, 28672, GLU, 16, 1, q);
+    /* one wave of tiles exactly, and one tile fewer */
+    check(ZR_TYPE_Q4_0, 2560, 2 * 8 * blocks, GLU, 16, 1, q);
+    check(ZR_TYPE_Q4_0, 2560, 2 * 8 * (blocks - 1), GLU, 8, 1, 0);
+    /* 2 items a lane (2048 values) stay a block per tile, and Q6_K, Q2_K, Q3_K past 2 waves */
     check(ZR_TYPE_Q4_K, 2048, 20480, GLU, 8, 1, 0);
     check(ZR_TYPE_Q6_K, 2560, 20480, GLU, 8, 1, 0);
-    /* llama3-8b's 1792 tiles (3.4 waves) keep a block per tile */
-    check(ZR_TYPE_Q4_K, 4096, 28672, GLU, 8, 1, 0);
+    check(ZR_TYPE_Q3_K, 5120, 2 * 13824, GLU, 8, 1, 0);
+    check(ZR_TYPE_Q2_K, 5120, 2 * 13824, GLU, 8, 1, 0);
 }
 
 ZT_TEST(a_product_that_writes_sums_of_squares_is_never_tall) {

@@ -16,7 +16,7 @@ int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const Zr
     const int R = rows_per_warp;
     const ZrMvPost none = {0}, *p = post ? post : &none;
     if (!pow2(shape.groups) || !pow2(shape.split) || shape.blocks < 0 ||
-        shape.groups * shape.split * 32 > ZR_CUF_MV_MAX_THREADS || ((mode & ZR_CUF_MV_GLU) && (R % 2 || w->n_out % 2)) ||
+        shape.groups * shape.split * 32 > zr_cuf_mv_max_threads(w->type) || ((mode & ZR_CUF_MV_GLU) && (R % 2 || w->n_out % 2)) ||
         (((mode & 3) == ZR_CUF_MV_ADDNORM) != (post != NULL)) || (mode >> ZR_CUF_MV_NSS_SHIFT) != 0 ||
         (post && (p->n_ss < 1 || p->n_ss > (1 << 20))) || ((mode & ZR_CUF_MV_SSQ) && shape.blocks > 0))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d x %d warps (%d rows each), mode %d", kern->name,

@@ -11,12 +11,18 @@ int zr_cuf_mv_rows_per_warp(uint32_t type) {
     return 2;
 }
 
+int zr_cuf_mv_max_threads(uint32_t type) { return type == ZR_TYPE_Q5_0 || type == ZR_TYPE_Q5_1 ? 512 : 1024; }
+
 /* cu/matvec.cuh zr_mv_smem_bytes: x padded with 4 floats after every 32 */
 size_t zr_cuf_mv_smem(int n_in) { return ((size_t)n_in + 4 * (size_t)((n_in + 31) / 32)) * sizeof(float); }
 
-/* short_split: rows too short for the 4 KiB rule split too (every type; false: Q8_0's alone, the
- * general rule of zr_cuf_mv_shape_general); expert: one expert's matrix (zr_cuf_mv_shape_expert) */
-static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, bool short_split, bool expert) {
+/* Which rule shape_of follows: a dense product's own launch (zr_cuf_mv_shape; a mix launch's
+ * parts take it too), the general rule (zr_cuf_mv_shape_general: rows too short for the 4 KiB rule
+ * split in Q8_0 alone) and one expert's matrix (zr_cuf_mv_shape_expert). */
+enum rule { RULE_DENSE, RULE_GENERAL, RULE_EXPERT };
+
+static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, enum rule rule) {
+    const bool short_split = rule != RULE_GENERAL, expert = rule == RULE_EXPERT;
     /* Measured on an H100 (tools/mv_bench.c over every shape, cu/PERF.md run 3): blocks of 8
      * row groups (the block stages x once for all of them, so fewer, larger blocks win), and
      * each row split over S warps (split-K) only while the grid has fewer than 16 warps per SM
@@ -56,6 +62,17 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, b
         split = 2;
         G = expert || !short_split ? 4 : 8;
     }
+    /* A split grid of blocks of 8 row groups that takes one to two of them a multiprocessor takes
+     * blocks of 16 (1024 threads) where one a multiprocessor holds them: each multiprocessor then
+     * stages x once, not twice (its warps and rows are the same). Products of normed x keep blocks
+     * of 8: the RMSNorm's sum is added in the block's order, and a mix launch's parts (Q/K/V, always
+     * normed) take the shapes of their own launches, in blocks of at most 512 threads. Session 19,
+     * H200 tg128 (the downs and wo): llama3-8b Q4_K_M +1.3%, Q8_0 +1.2%, gemma3-12b Q4_K_M +1.6%, a
+     * qwen2.5-7b Q4_K_M +2.1%. */
+    const int in = mode & 3;
+    if (rule == RULE_DENSE && (in == ZR_CUF_MV_PLAIN || in == ZR_CUF_MV_SWIGLU) && split == 2 && G == 8 &&
+        (groups + 7) / 8 > k->sm_count && (groups + 15) / 16 <= k->sm_count && zr_cuf_mv_max_threads(w->type) >= 1024)
+        G = 16;
     /* Tall matrices (a vocabulary output: 262144 rows on gemma3, 8 or more blocks' worth of
      * tiles per resident block; F16 and Q8_0 from 2, below) take the tall kernel on one wave of
      * blocks (4 of 256 threads a multiprocessor at 64 registers; 2 of 512 for quantized types,
@@ -78,10 +95,14 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, b
      * products stage x at a higher cost, once a block here) takes it up to 3 waves and from 2.5
      * items a lane: the 2560-wide gate|up of gemma3-4b (1280 tiles, ADDNORM) and qwen3-4b (H200
      * tg128, session 16: +4.2% and +3.5%; session 13 measured the same shapes slower on the float
-     * path). Other types keep the session-12 rule (not measured at these shapes). */
-    const bool glu_q4k = w->type == ZR_TYPE_Q4_K && tiles < 3 * blocks && 2 * items >= 5 * 32;
+     * path). Session 19 lifted the 3 waves and took the rule to the other types of 32-value items
+     * but Q6_K (H200 tg128, 3.4 to 4.5 waves of tiles): llama3-8b Q4_K_M +6.7%, gemma3-12b Q4_K_M
+     * +8.3%, a qwen2.5-14b Q4_K_M +5.5%, a qwen2.5-7b Q4_K_M +8.4%; llama3-8b Q4_0 +3.4%, Q4_1
+     * +1.3%, Q5_0 +5.8%, Q5_1 +9.9%, Q5_K_M +0.9%; Q6_K lost 0.85%. Q2_K and Q3_K (64-value
+     * items: 2.5 a lane from 5120 values) were not measured. */
+    const bool wide_glu = w->type != ZR_TYPE_Q6_K && w->type != ZR_TYPE_Q2_K && w->type != ZR_TYPE_Q3_K && 2 * items >= 5 * 32;
     const bool glu_tall =
-        quant && (mode & ZR_CUF_MV_GLU) && tiles >= blocks && ((tiles < 2 * blocks && items >= 3 * 32) || glu_q4k);
+        quant && (mode & ZR_CUF_MV_GLU) && tiles >= blocks && ((tiles < 2 * blocks && items >= 3 * 32) || wide_glu);
     if (!can_tall || (tiles < waves * blocks && !glu_tall)) return (ZrMvShape){.groups = G, .split = split, .blocks = 0};
     /* Quantized types run it with blocks of 16 row groups, 2 a multiprocessor (the same 1024
      * threads an SM): half the blocks stage x (H200 tg128, session 12: gemma3-4b Q8_0 +2.0%,
@@ -91,14 +112,14 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, b
     return (ZrMvShape){.groups = G, .split = split, .blocks = (int)blocks};
 }
 
-ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) { return shape_of(k, w, mode, true, false); }
+ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode) { return shape_of(k, w, mode, RULE_DENSE); }
 
 ZrMvShape zr_cuf_mv_shape_general(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
-    return shape_of(k, w, mode, false, false);
+    return shape_of(k, w, mode, RULE_GENERAL);
 }
 
 ZrMvShape zr_cuf_mv_shape_expert(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
-    return shape_of(k, w, mode, true, true);
+    return shape_of(k, w, mode, RULE_EXPERT);
 }
 
 unsigned zr_cuf_mv_grid(const ZrCuWeight *w, int mode, ZrMvShape shape) {
@@ -164,10 +185,10 @@ static bool mix_plan(const ZrCuKernels *k, const ZrCuWeight *ws, int n, int mode
                      bool short_split, ZrMvMix *out) {
     ZrMvMix p = {.kernel = kern, .n_parts = n, .general = !short_split};
     for (int i = 0; i < n; i++) {
-        const ZrMvShape s = shape_of(k, &ws[i], mode, short_split, false);
+        const ZrMvShape s = shape_of(k, &ws[i], mode, short_split ? RULE_DENSE : RULE_GENERAL);
         const int threads = 32 * s.groups * s.split;
         const int R = zr_cuf_mv_rows_per_warp(ws[i].type), glu = (mode & ZR_CUF_MV_GLU) != 0;
-        if (s.blocks > 0 || (i > 0 && threads != p.threads) || (glu && (R % 2 || ws[i].n_out % 2))) return false;
+        if (s.blocks > 0 || threads > ZR_CUF_MV_MAX_THREADS || (i > 0 && threads != p.threads) || (glu && (R % 2 || ws[i].n_out % 2))) return false;
         p.threads = threads;
         p.split[i] = s.split;
         p.tiles[i] = (int)zr_cuf_mv_grid(&ws[i], mode, s); /* this matrix's own launch: a block per tile */

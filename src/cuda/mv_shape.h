@@ -30,7 +30,9 @@ typedef struct ZrMvPost {
     CUdeviceptr r, post_w, x_out;
     int n_ss;
 } ZrMvPost;
-#define ZR_CUF_MV_MAX_THREADS 512 /* cu/matvec.cuh ZR_MV_MAX_THREADS */
+/* The largest block of the expert and mix products (their kernels' register caps hold it); the
+ * dense products' own is zr_cuf_mv_max_threads (cu/matvec.cuh ZR_MV_MAX_THREADS: 1024). */
+#define ZR_CUF_MV_MAX_THREADS 512
 
 /* The launch shape of a matrix-vector product: blocks of `groups` row groups (of the kernel's
  * rows per warp), each row split over `split` warps along its length (split-K). blocks 0: a
@@ -42,6 +44,9 @@ typedef struct ZrMvShape {
 
 /* Rows of W each warp of the type's kernel computes (cu/matvec_*.cu). */
 int zr_cuf_mv_rows_per_warp(uint32_t type);
+/* The largest block the type's decode product (matvec_<type>, _tall) launches: 1024 threads, 512
+ * where its register cap holds no more (cu/matvec_q_legacy.cu: Q5_0 80, Q5_1 128). */
+int zr_cuf_mv_max_threads(uint32_t type);
 /* Dynamic shared memory of a product over rows of n_in values (x staged with padding). */
 size_t zr_cuf_mv_smem(int n_in);
 /* The shape the forward pass uses for W in this mode on this device. */

@@ -158,6 +158,15 @@ static void matvec_type(uint32_t type) {
         if (q > worst) worst = q;
     }
     ZT_CHECKF(worst <= 1.0, "%s: worst |diff|/tol %.3g", zr_type_name(type), worst);
+    /* blocks of 1024 threads (split downs and wo, session 19) in every type whose kernel holds them;
+     * Q5_0's and Q5_1's (80 and 128 registers: zr_cuf_mv_max_threads 512) are refused before launch */
+    const MvCase big[] = {{14336, 66, 1, 0, 16, 2, 0}, {4096, 200, 0, R, 32, 1, 0}, {2048, 330, 0, R | GL, 16, 2, 0}};
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+        const double q = matvec_case(type, big[i]);
+        print_case(type, big[i], q);
+        if (zr_cuf_mv_max_threads(type) >= 1024) ZT_CHECKF(q >= 0 && q <= 1.0, "%s, 1024 threads: worst |diff|/tol %.3g", zr_type_name(type), q);
+        else ZT_CHECKF(q >= 1e30, "%s: a block of 1024 threads launched (%.3g)", zr_type_name(type), q);
+    }
 }
 
 /* ZR_CUF_MV_ADDNORM (gemma's post norm folded into the next product): y = W RMSNorm(x') * norm_w
