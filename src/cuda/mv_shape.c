@@ -91,15 +91,13 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, e
      * 8192 results, 1024 tiles) takes it too where each lane has 3 or more items of a row (H200
      * tg128, session 12: llama3.2-3b Q4_K_M +3.0%, Q8_0 +3.3%, llama3.2-1b Q8_0 +3.2%): the tall
      * block takes its tiles one after another, each opening on the latency of its first loads,
-     * which rows of 2 items a lane cannot hide (llama3.2-1b Q4_K_M lost 3.1%). Q4_K (its integer
-     * products stage x at a higher cost, once a block here) takes it up to 3 waves and from 2.5
-     * items a lane: the 2560-wide gate|up of gemma3-4b (1280 tiles, ADDNORM) and qwen3-4b (H200
-     * tg128, session 16: +4.2% and +3.5%; session 13 measured the same shapes slower on the float
-     * path). Session 19 lifted the 3 waves and took the rule to the other types of 32-value items
-     * but Q6_K (H200 tg128, 3.4 to 4.5 waves of tiles): llama3-8b Q4_K_M +6.7%, gemma3-12b Q4_K_M
-     * +8.3%, a qwen2.5-14b Q4_K_M +5.5%, a qwen2.5-7b Q4_K_M +8.4%; llama3-8b Q4_0 +3.4%, Q4_1
-     * +1.3%, Q5_0 +5.8%, Q5_1 +9.9%, Q5_K_M +0.9%; Q6_K lost 0.85%. Q2_K and Q3_K (64-value
-     * items: 2.5 a lane from 5120 values) were not measured. */
+     * which rows of 2 items a lane cannot hide (llama3.2-1b Q4_K_M lost 3.1%). From 2.5 items a lane
+     * it takes any number of waves (the block stages x once for all its tiles): Q4_K up to 3 waves
+     * since session 16 (the 2560-wide gate|up of gemma3-4b and qwen3-4b, H200 tg128: +4.2% and
+     * +3.5%), every wave and every type but Q6_K, Q2_K and Q3_K since session 19 (3.4 to 4.5 waves:
+     * llama3-8b Q4_K_M +6.7%, gemma3-12b Q4_K_M +8.3%, a qwen2.5-14b Q4_K_M +5.5%, a qwen2.5-7b
+     * Q4_K_M +8.4%; llama3-8b Q4_0 +3.4%, Q4_1 +1.3%, Q5_0 +5.8%, Q5_1 +9.9%, Q5_K_M +0.9%). Q6_K
+     * lost 0.85%; Q2_K and Q3_K (64-value items: 2.5 a lane from 5120 values) were not measured. */
     const bool wide_glu = w->type != ZR_TYPE_Q6_K && w->type != ZR_TYPE_Q2_K && w->type != ZR_TYPE_Q3_K && 2 * items >= 5 * 32;
     const bool glu_tall =
         quant && (mode & ZR_CUF_MV_GLU) && tiles >= blocks && ((tiles < 2 * blocks && items >= 3 * 32) || wide_glu);
