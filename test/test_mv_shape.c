@@ -112,6 +112,32 @@ ZT_TEST(an_expert_matrix_splits_short_rows_from_2_kib_on_four_row_groups) {
     ZT_CHECKF(c.groups == 8 && c.split == 2, "the dense rule splits the same matrix: %dx%d", c.groups, c.split);
 }
 
+/* The expert kernels have no tall form: Mixtral's expert gate|up (4096 x 28672, 1792 tiles) keeps
+ * blocks of 8 row groups where a dense matrix of its shape is tall (session 19: the tall shape's
+ * blocks of 512 threads gave the flat grid one block an SM). */
+ZT_TEST(an_expert_matrix_never_takes_the_tall_shape) {
+    const ZrCuKernels k = kernels(132);
+    const ZrCuWeight gu = {.type = ZR_TYPE_Q4_K, .n_in = 4096, .n_out = 28672};
+    const int glu = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU;
+    const ZrMvShape e = zr_cuf_mv_shape_expert(&k, &gu, glu), d = zr_cuf_mv_shape(&k, &gu, glu);
+    ZT_CHECKF(e.groups == 8 && e.split == 1 && e.blocks == 0, "expert %dx%d on %d", e.groups, e.split, e.blocks);
+    ZT_CHECKF(d.blocks == 2 * 132, "dense on %d blocks", d.blocks);
+    const ZrCuWeight q8 = {.type = ZR_TYPE_Q8_0, .n_in = 4096, .n_out = 28672};
+    ZT_CHECK(zr_cuf_mv_shape_expert(&k, &q8, glu).blocks == 0);
+}
+
+/* The flat expert gate|up's grid: the blocks 132 multiprocessors hold at 72 registers a thread (3 of
+ * 256 threads, 1 of 512), the tiles spread evenly over as few rounds a block as fit. */
+ZT_TEST(the_flat_expert_grid_is_the_blocks_the_sms_hold_at_72_registers) {
+    const ZrCuKernels k = kernels(132);
+    const ZrMvShape s8 = {.groups = 8, .split = 1}, s16 = {.groups = 16, .split = 1};
+    ZT_CHECKF(zr_cuf_mv_flat_blocks(&k, 3584, s8) == 359, "mixtral: %u", zr_cuf_mv_flat_blocks(&k, 3584, s8)); /* 10 tiles each */
+    ZT_CHECKF(zr_cuf_mv_flat_blocks(&k, 768, s8) == 384, "qwen3-30b-a3b: %u", zr_cuf_mv_flat_blocks(&k, 768, s8));
+    ZT_CHECK(zr_cuf_mv_flat_blocks(&k, 396, s8) == 396 && zr_cuf_mv_flat_blocks(&k, 397, s8) == 199);
+    ZT_CHECK(zr_cuf_mv_flat_blocks(&k, 1, s8) == 1);
+    ZT_CHECK(zr_cuf_mv_flat_blocks(&k, 1792, s16) == 128); /* 132 resident: 14 tiles each */
+}
+
 ZT_TEST(f16_and_q8_0_take_the_tall_kernel_from_two_waves_of_tiles_other_types_from_eight) {
     const int GLU = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, blocks = 4 * 132, two = 2 * blocks, q = 2 * 132;
     /* llama3-8b gate|up: 14336 results, 1792 tiles of 8 row groups (3.4 waves); quantized types

@@ -216,12 +216,8 @@ int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, Zr
     const int glu = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, R = zr_cuf_mv_rows_per_warp(E->gu.type);
     const ZrMvShape gu_shape = zr_cuf_mv_shape_expert(f->k, &one_gu, glu);
     if (M->ff_stride == E->n_ff && f->k->has_mv_idflat[E->gu.type] && E->n_used <= 32) {
-        /* every slot's tiles in one grid of at most one wave, counted as 1024 threads an SM (the
-         * flat kernels' 72 registers hold that in blocks of 256 only: the expert shape's blocks of
-         * 4 row groups, zr_cuf_mv_shape_expert), the tiles spread evenly over the blocks */
-        const unsigned tiles = zr_k_matvec_id_flat_tiles(R, 2 * E->n_ff, E->n_used, gu_shape);
-        const unsigned resident = (unsigned)f->k->sm_count * (unsigned)max_int(1, 1024 / (32 * gu_shape.groups * gu_shape.split));
-        const unsigned waves = (tiles + resident - 1) / resident, blocks = (tiles + waves - 1) / waves;
+        /* every slot's tiles in one grid of at most one wave (zr_cuf_mv_flat_blocks) */
+        const unsigned blocks = zr_cuf_mv_flat_blocks(f->k, zr_k_matvec_id_flat_tiles(R, 2 * E->n_ff, E->n_used, gu_shape), gu_shape);
         rc = zr_k_matvec_id_flat(f->launcher, &f->k->mv_idflat[E->gu.type], R, &E->gu, 2 * E->n_ff, M->ids, E->n_used, x, M->ff, norm_w,
                                  eps, glu, gu_shape, blocks, fused ? &route : NULL, err);
     } else {

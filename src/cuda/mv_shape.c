@@ -73,6 +73,9 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, e
     if (rule == RULE_DENSE && (in == ZR_CUF_MV_PLAIN || in == ZR_CUF_MV_SWIGLU) && split == 2 && G == 8 &&
         (groups + 7) / 8 > k->sm_count && (groups + 15) / 16 <= k->sm_count && zr_cuf_mv_max_threads(w->type) >= 1024)
         G = 16;
+    /* An expert's matrix: the expert kernels have no tall form (the flat gate|up sizes its own grid:
+     * src/cuda/moe.c) */
+    if (expert) return (ZrMvShape){.groups = G, .split = split, .blocks = 0};
     /* Tall matrices (a vocabulary output: 262144 rows on gemma3, 8 or more blocks' worth of
      * tiles per resident block; F16 and Q8_0 from 2, below) take the tall kernel on one wave of
      * blocks (4 of 256 threads a multiprocessor at 64 registers; 2 of 512 for quantized types,
@@ -118,6 +121,18 @@ ZrMvShape zr_cuf_mv_shape_general(const ZrCuKernels *k, const ZrCuWeight *w, int
 
 ZrMvShape zr_cuf_mv_shape_expert(const ZrCuKernels *k, const ZrCuWeight *w, int mode) {
     return shape_of(k, w, mode, RULE_EXPERT);
+}
+
+/* Counted as 1024 threads a multiprocessor (four blocks of 256, which 72 registers a thread do not
+ * fit: three do), Mixtral's gate|up of 3584 tiles took 512 blocks, 116 of them in a second round
+ * after the first ones' 7 tiles; session 19's tall rule gave it blocks of 512 threads (one a
+ * multiprocessor), 124 of 256 in a second round: the last blocks resident 34 us after the first
+ * (timeline, cu/PERF.md). Three blocks of 256 an SM: 359 blocks of 10 tiles, H200 tg128 +6.8%. */
+unsigned zr_cuf_mv_flat_blocks(const ZrCuKernels *k, unsigned tiles, ZrMvShape shape) {
+    const int threads = 32 * shape.groups * shape.split, per_sm = 65536 / (72 * threads);
+    const unsigned resident = (unsigned)k->sm_count * (unsigned)(per_sm > 1 ? per_sm : 1);
+    const unsigned waves = (tiles + resident - 1) / resident;
+    return (tiles + waves - 1) / waves;
 }
 
 unsigned zr_cuf_mv_grid(const ZrCuWeight *w, int mode, ZrMvShape shape) {

@@ -56,10 +56,14 @@ ZrMvShape zr_cuf_mv_shape(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
  * take it where their own shapes differ in block size or would take the launch past one wave. */
 ZrMvShape zr_cuf_mv_shape_general(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
 /* The shape of one expert's matrix (cu/moe_matvec.cu): zr_cuf_mv_shape's, but short rows split
- * only from 2 KiB a warp's half (every type), on blocks of 4 row groups. The flat expert kernels
- * size their grid as 1024 threads a multiprocessor, which their 72 registers hold in blocks of 256
- * only; qwen3-30b-a3b's gate|up split from 1 KiB lost 16% (cu/PERF.md, session 18). */
+ * only from 2 KiB a warp's half (every type), on blocks of 4 row groups (qwen3-30b-a3b's gate|up
+ * split from 1 KiB lost 16%: cu/PERF.md, session 18), and never the tall kernel's (the expert
+ * kernels have none; the flat gate|up sizes its grid by zr_cuf_mv_flat_blocks). */
 ZrMvShape zr_cuf_mv_shape_expert(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
+/* The grid of a flat expert launch (cu/moe_matvec.cu matvec_id_<type>_flat) of `tiles` tiles in
+ * blocks of this shape: at most the blocks the multiprocessors hold at once at the flat kernels'
+ * largest register cap (72), the tiles spread evenly over them. */
+unsigned zr_cuf_mv_flat_blocks(const ZrCuKernels *k, unsigned tiles, ZrMvShape shape);
 /* The blocks of the launch of W in this mode with this shape (what an SSQ product writes). */
 unsigned zr_cuf_mv_grid(const ZrCuWeight *w, int mode, ZrMvShape shape);
 
