@@ -63,7 +63,8 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, e
         G = expert || !short_split ? 4 : 8;
     }
     /* A split grid of blocks of 8 row groups that takes one to two of them a multiprocessor takes
-     * blocks of 16 (1024 threads) where one a multiprocessor holds them: each multiprocessor then
+     * blocks of 16 (1024 threads; a split grid has under 16 row groups an SM, so one block of 16
+     * an SM holds it) where the type's kernel holds that block: each multiprocessor then
      * stages x once, not twice (its warps and rows are the same). Products of normed x keep blocks
      * of 8: the RMSNorm's sum is added in the block's order, and a mix launch's parts (Q/K/V, always
      * normed) take the shapes of their own launches, in blocks of at most 512 threads. Session 19,
@@ -71,7 +72,7 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, e
      * qwen2.5-7b Q4_K_M +2.1%. */
     const int in = mode & 3;
     if (rule == RULE_DENSE && (in == ZR_CUF_MV_PLAIN || in == ZR_CUF_MV_SWIGLU) && split == 2 && G == 8 &&
-        (groups + 7) / 8 > k->sm_count && (groups + 15) / 16 <= k->sm_count && zr_cuf_mv_max_threads(w->type) >= 1024)
+        (groups + 7) / 8 > k->sm_count && zr_cuf_mv_max_threads(w->type) >= 1024)
         G = 16;
     /* An expert's matrix: the expert kernels have no tall form (the flat gate|up sizes its own grid:
      * src/cuda/moe.c) */
