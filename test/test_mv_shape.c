@@ -126,6 +126,38 @@ ZT_TEST(an_expert_matrix_never_takes_the_tall_shape) {
     ZT_CHECK(zr_cuf_mv_shape_expert(&k, &q8, glu).blocks == 0);
 }
 
+/* An expert's down over its slots (zr_k_matvec_id, the mix fused): where one expert's shape splits
+ * but every slot's row groups fit one block of 32 an SM, blocks of 32 row groups unsplit (session
+ * 20: Mixtral's down, 128 blocks in one round instead of 512 in two). */
+ZT_TEST(an_experts_down_over_its_slots_takes_one_block_of_1024_threads_an_sm) {
+    const ZrCuKernels k = kernels(132);
+    const int P = ZR_CUF_MV_PLAIN, SW = ZR_CUF_MV_SWIGLU;
+    const ZrCuWeight q4 = {.type = ZR_TYPE_Q4_K, .n_in = 14336, .n_out = 4096}, q6 = {.type = ZR_TYPE_Q6_K, .n_in = 14336, .n_out = 4096};
+    const ZrMvShape one = zr_cuf_mv_shape_expert(&k, &q4, P);
+    ZT_CHECKF(one.groups == 8 && one.split == 2, "mixtral down, one expert: %dx%d", one.groups, one.split);
+    for (int m = 0; m < 2; m++) {
+        const int mode = m ? SW : P;
+        const ZrMvShape a = zr_cuf_mv_shape_expert_slots(&k, &q4, mode, 2), b = zr_cuf_mv_shape_expert_slots(&k, &q6, mode, 2);
+        ZT_CHECKF(a.groups == 32 && a.split == 1 && a.blocks == 0, "q4_K down, 2 slots: %dx%d", a.groups, a.split);
+        ZT_CHECKF(b.groups == 32 && b.split == 1 && b.blocks == 0, "q6_K down, 2 slots: %dx%d", b.groups, b.split);
+    }
+    /* 2 slots x 64 blocks of 32 row groups fit 132 SMs; 3 slots (192) do not: one expert's shape */
+    const ZrMvShape three = zr_cuf_mv_shape_expert_slots(&k, &q4, P, 3);
+    ZT_CHECK(three.groups == one.groups && three.split == one.split && three.blocks == 0);
+    const ZrCuKernels k130 = kernels(130); /* 128 blocks on 130 SMs: still one round */
+    ZT_CHECK(zr_cuf_mv_shape_expert_slots(&k130, &q4, P, 2).groups == 32);
+    /* Q5_0 and Q5_1 hold no block of 1024 threads; a GLU product and an unsplit expert keep theirs */
+    const ZrCuWeight q5 = {.type = ZR_TYPE_Q5_0, .n_in = 14336, .n_out = 4096};
+    const ZrMvShape q5s = zr_cuf_mv_shape_expert_slots(&k, &q5, P, 2), q5e = zr_cuf_mv_shape_expert(&k, &q5, P);
+    ZT_CHECK(q5s.groups == q5e.groups && q5s.split == q5e.split);
+    const ZrCuWeight gu = {.type = ZR_TYPE_Q4_K, .n_in = 4096, .n_out = 28672};
+    const int glu = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU;
+    ZT_CHECK(zr_cuf_mv_shape_expert_slots(&k, &gu, glu, 2).groups == zr_cuf_mv_shape_expert(&k, &gu, glu).groups);
+    const ZrCuWeight q30 = {.type = ZR_TYPE_Q6_K, .n_in = 768, .n_out = 2048}; /* qwen3-30b-a3b's down: 8 slots */
+    const ZrMvShape q30s = zr_cuf_mv_shape_expert_slots(&k, &q30, P, 8), q30e = zr_cuf_mv_shape_expert(&k, &q30, P);
+    ZT_CHECK(q30s.groups == q30e.groups && q30s.split == q30e.split);
+}
+
 /* The flat expert gate|up's grid: the blocks 132 multiprocessors hold at 72 registers a thread (3 of
  * 256 threads, 1 of 512), the tiles spread evenly over as few rounds a block as fit. */
 ZT_TEST(the_flat_expert_grid_is_the_blocks_the_sms_hold_at_72_registers) {

@@ -177,7 +177,7 @@ int zr_k_matvec_id(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const
                    int n_used, CUdeviceptr x, int x_stride, CUdeviceptr y, int y_stride, CUdeviceptr norm_w, float eps,
                    int mode, ZrMvShape shape, const ZrMvIdFuse *fuse, ZrError *err) {
     const int R = rows_per_warp;
-    if (!pow2(shape.groups) || !pow2(shape.split) || shape.groups * shape.split * 32 > ZR_CUF_MV_MAX_THREADS || n_rows < 1 ||
+    if (!pow2(shape.groups) || !pow2(shape.split) || shape.groups * shape.split * 32 > zr_cuf_mv_max_threads(w->type) || n_rows < 1 ||
         w->n_out % n_rows || n_used < 1 || ((mode & ZR_CUF_MV_GLU) && (R % 2 || n_rows % 2)))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d x %d warps (%d rows each), %d of %d rows per expert, mode %d",
                       kern->name, shape.groups, shape.split, R, n_rows, w->n_out, mode);

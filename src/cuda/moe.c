@@ -209,7 +209,7 @@ int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, Zr
         const ZrCuWeight one_down = {.type = E->down.type, .n_in = E->down.n_in, .n_out = f->n_embd};
         return zr_k_matvec_id(f->launcher, &f->k->mv_id[E->down.type], zr_cuf_mv_rows_per_warp(E->down.type), &E->down, f->n_embd,
                               M->ids, E->n_used, M->gate_up, 2 * E->n_ff, M->out, f->n_embd, 0, 0.0f, ZR_CUF_MV_SWIGLU,
-                              zr_cuf_mv_shape_expert(f->k, &one_down, ZR_CUF_MV_SWIGLU), &mix, err);
+                              zr_cuf_mv_shape_expert_slots(f->k, &one_down, ZR_CUF_MV_SWIGLU, E->n_used), &mix, err);
     }
     /* silu(gate) * up of each chosen expert, on the normed row (the norm fused again: one row) */
     const ZrCuWeight one_gu = {.type = E->gu.type, .n_in = E->gu.n_in, .n_out = 2 * E->n_ff};
@@ -234,7 +234,7 @@ int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, Zr
     const ZrCuWeight one_down = {.type = E->down.type, .n_in = E->down.n_in, .n_out = f->n_embd};
     return zr_k_matvec_id(f->launcher, &f->k->mv_id[E->down.type], zr_cuf_mv_rows_per_warp(E->down.type), &E->down, f->n_embd, M->ids,
                           E->n_used, M->ff, M->ff_stride, M->out, f->n_embd, 0, 0.0f, ZR_CUF_MV_PLAIN,
-                          zr_cuf_mv_shape_expert(f->k, &one_down, ZR_CUF_MV_PLAIN), &mix, err);
+                          zr_cuf_mv_shape_expert_slots(f->k, &one_down, ZR_CUF_MV_PLAIN, E->n_used), &mix, err);
 }
 
 /* ---- prefill ---- */

@@ -124,6 +124,22 @@ ZrMvShape zr_cuf_mv_shape_expert(const ZrCuKernels *k, const ZrCuWeight *w, int 
     return shape_of(k, w, mode, RULE_EXPERT);
 }
 
+/* Mixtral-8x7B's down (2 slots of 2048 row groups of 14336 values) took one expert's shape, split
+ * in two on blocks of 8 row groups: 512 blocks of 512 threads, 264 resident, the rest in a second
+ * round that staged x again (the last resident 22.7 us after the first: cu/PERF.md, session 19).
+ * Counted over every slot it needs no split to fill the GPU: 128 blocks of 32 row groups, one
+ * round, each multiprocessor staging x once. H200 tg128, session 20: 294.1 -> 306.2 t/s (+4.1%);
+ * blocks of 16 row groups (two an SM) 305.6. Unsplit on blocks of 8 (4 an SM, each thread staging
+ * twice as much of x) had lost 1.3% (session 19). */
+ZrMvShape zr_cuf_mv_shape_expert_slots(const ZrCuKernels *k, const ZrCuWeight *w, int mode, int n_used) {
+    const ZrMvShape s = shape_of(k, w, mode, RULE_EXPERT);
+    const long R = zr_cuf_mv_rows_per_warp(w->type), groups = ((long)w->n_out + R - 1) / R;
+    if (!(mode & ZR_CUF_MV_GLU) && s.split > 1 && (long)n_used * ((groups + 31) / 32) <= k->sm_count &&
+        zr_cuf_mv_max_threads(w->type) >= 1024)
+        return (ZrMvShape){.groups = 32, .split = 1, .blocks = 0};
+    return s;
+}
+
 /* Counted as 1024 threads a multiprocessor (four blocks of 256, which 72 registers a thread do not
  * fit: three do), Mixtral's gate|up of 3584 tiles took 512 blocks, 116 of them in a second round
  * after the first ones' 7 tiles; session 19's tall rule gave it blocks of 512 threads (one a

@@ -30,8 +30,9 @@ typedef struct ZrMvPost {
     CUdeviceptr r, post_w, x_out;
     int n_ss;
 } ZrMvPost;
-/* The largest block of the expert and mix products (their kernels' register caps hold it); the
- * dense products' own is zr_cuf_mv_max_threads (cu/matvec.cuh ZR_MV_MAX_THREADS: 1024). */
+/* The largest block of the flat expert and mix products (their kernels' register caps hold it); the
+ * dense and matvec_id products' own is zr_cuf_mv_max_threads (cu/matvec.cuh ZR_MV_MAX_THREADS:
+ * 1024). */
 #define ZR_CUF_MV_MAX_THREADS 512
 
 /* The launch shape of a matrix-vector product: blocks of `groups` row groups (of the kernel's
@@ -44,8 +45,9 @@ typedef struct ZrMvShape {
 
 /* Rows of W each warp of the type's kernel computes (cu/matvec_*.cu). */
 int zr_cuf_mv_rows_per_warp(uint32_t type);
-/* The largest block the type's decode product (matvec_<type>, _tall) launches: 1024 threads, 512
- * where its register cap holds no more (cu/matvec_q_legacy.cu: Q5_0 80, Q5_1 128). */
+/* The largest block the type's decode product (matvec_<type>, _tall, matvec_id_<type>) launches:
+ * 1024 threads, 512 where its register cap holds no more (cu/matvec_q_legacy.cu,
+ * cu/moe_matvec.cu: Q5_0 80, Q5_1 128). */
 int zr_cuf_mv_max_threads(uint32_t type);
 /* Dynamic shared memory of a product over rows of n_in values (x staged with padding). */
 size_t zr_cuf_mv_smem(int n_in);
@@ -60,6 +62,10 @@ ZrMvShape zr_cuf_mv_shape_general(const ZrCuKernels *k, const ZrCuWeight *w, int
  * split from 1 KiB lost 16%: cu/PERF.md, session 18), and never the tall kernel's (the expert
  * kernels have none; the flat gate|up sizes its grid by zr_cuf_mv_flat_blocks). */
 ZrMvShape zr_cuf_mv_shape_expert(const ZrCuKernels *k, const ZrCuWeight *w, int mode);
+/* The shape of an expert's down launched over its n_used slots (zr_k_matvec_id, the mix fused):
+ * zr_cuf_mv_shape_expert's, but unsplit on blocks of 32 row groups (1024 threads) where that
+ * launch of every slot is one block a multiprocessor or fewer and the expert's own shape split. */
+ZrMvShape zr_cuf_mv_shape_expert_slots(const ZrCuKernels *k, const ZrCuWeight *w, int mode, int n_used);
 /* The grid of a flat expert launch (cu/moe_matvec.cu matvec_id_<type>_flat) of `tiles` tiles in
  * blocks of this shape: at most the blocks the multiprocessors hold at once at the flat kernels'
  * largest register cap (72), the tiles spread evenly over them. */

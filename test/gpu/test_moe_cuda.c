@@ -272,35 +272,46 @@ ZT_TEST(matvec_id_routes_for_itself_and_mixes_into_the_residual) {
         gpu_download(g, wts, dwts, sizeof(float) * k);
         const bool route_ok = !memcmp(ids, ids_cpu, sizeof(int32_t) * k) && !memcmp(ids, ids_ref, sizeof(int32_t) * k) &&
                               !memcmp(wts, wts_ref, sizeof(float) * k) && !memcmp(y, y_ref, sizeof(float) * k * ROWS / 2);
-        /* the plain launch on those ids, then the same launch mixing into the residual, MIXES times */
-        ZT_CHECKF(zr_k_matvec_id(&g->l, kern, R, &dw, ROWS, dids_ref, k, dx, 2 * N_IN, dy, ROWS, 0, 0.0f, ZR_CUF_MV_PLAIN,
-                                 zr_cuf_mv_shape_expert(&g->k, &one, ZR_CUF_MV_PLAIN), NULL, &e) == 0, "%s", e.msg);
-        gpu_download(g, y_ref, dy, sizeof(float) * k * ROWS);
-        const ZrMvIdFuse mix = {.weights = dw_ref, .mix_x = dres, .done = ddone};
-        int mixed_exact = 0;
-        bool y_same = true;
-        for (int t = 0; t < MIXES; t++) {
-            ZT_CHECKF(zr_k_matvec_id(&g->l, kern, R, &dw, ROWS, dids_ref, k, dx, 2 * N_IN, dy, ROWS, 0, 0.0f, ZR_CUF_MV_PLAIN,
-                                     zr_cuf_mv_shape_expert(&g->k, &one, ZR_CUF_MV_PLAIN), &mix, &e) == 0, "%s", e.msg);
-            gpu_download(g, y, dy, sizeof(float) * k * ROWS);
-            y_same = y_same && !memcmp(y, y_ref, sizeof(float) * k * ROWS);
-            for (int r = 0; r < ROWS; r++) { /* moe_combine_f32's arithmetic */
-                float acc = y_ref[r] * wts_ref[0];
-                for (int j = 1; j < k; j++) acc += y_ref[j * ROWS + r] * wts_ref[j];
-                want[r] = res[r] + acc;
+        /* the plain launch on those ids, then the same launch mixing into the residual, MIXES times:
+         * in one expert's shape, and unsplit in the largest block the type's kernel holds (1024
+         * threads but for Q5_0 and Q5_1: zr_cuf_mv_shape_expert_slots' blocks of 32 row groups) */
+        const ZrMvShape mix_shapes[2] = {zr_cuf_mv_shape_expert(&g->k, &one, ZR_CUF_MV_PLAIN),
+                                         {.groups = zr_cuf_mv_max_threads(type) / 32, .split = 1}};
+        bool ok = route_ok;
+        for (int si = 0; si < 2; si++) {
+            const ZrMvShape ms = mix_shapes[si];
+            ZT_CHECKF(zr_k_matvec_id(&g->l, kern, R, &dw, ROWS, dids_ref, k, dx, 2 * N_IN, dy, ROWS, 0, 0.0f, ZR_CUF_MV_PLAIN, ms,
+                                     NULL, &e) == 0, "%s", e.msg);
+            gpu_download(g, y_ref, dy, sizeof(float) * k * ROWS);
+            const ZrMvIdFuse mix = {.weights = dw_ref, .mix_x = dres, .done = ddone};
+            int mixed_exact = 0;
+            bool y_same = true;
+            for (int t = 0; t < MIXES; t++) {
+                ZT_CHECKF(zr_k_matvec_id(&g->l, kern, R, &dw, ROWS, dids_ref, k, dx, 2 * N_IN, dy, ROWS, 0, 0.0f, ZR_CUF_MV_PLAIN,
+                                         ms, &mix, &e) == 0, "%s", e.msg);
+                gpu_download(g, y, dy, sizeof(float) * k * ROWS);
+                y_same = y_same && !memcmp(y, y_ref, sizeof(float) * k * ROWS);
+                for (int r = 0; r < ROWS; r++) { /* moe_combine_f32's arithmetic */
+                    float acc = y_ref[r] * wts_ref[0];
+                    for (int j = 1; j < k; j++) acc += y_ref[j * ROWS + r] * wts_ref[j];
+                    want[r] = res[r] + acc;
+                }
+                gpu_download(g, res, dres, sizeof(float) * ROWS);
+                for (int r = 0; r < ROWS; r++) mixed_exact += !memcmp(&want[r], &res[r], sizeof(float));
+                memcpy(res, want, sizeof(float) * ROWS); /* the next launch's expectation starts from the exact sum */
             }
-            gpu_download(g, res, dres, sizeof(float) * ROWS);
-            for (int r = 0; r < ROWS; r++) mixed_exact += !memcmp(&want[r], &res[r], sizeof(float));
-            memcpy(res, want, sizeof(float) * ROWS); /* the next launch's expectation starts from the exact sum */
+            uint32_t done[ROWS];
+            gpu_download(g, done, ddone, sizeof done);
+            int left = 0;
+            for (int i = 0; i < ROWS; i++) left += done[i] != 0;
+            const bool shape_ok = y_same && mixed_exact == MIXES * ROWS && !left;
+            ok = ok && shape_ok;
+            fprintf(stderr,
+                    "  fused %-5s %3d experts, %2d used: routing %s; %2dx%d warps: mix %d/%d values exact over %d launches, rows %s, "
+                    "%d counts left%s\n",
+                    zr_type_name(type), ne, k, route_ok ? "== moe_route_f32 + matvec_id" : "DIFFERS", ms.groups, ms.split, mixed_exact,
+                    MIXES * ROWS, MIXES, y_same ? "== unmixed" : "DIFFER", left, route_ok && shape_ok ? "  PASS" : "  FAIL");
         }
-        uint32_t done[ROWS];
-        gpu_download(g, done, ddone, sizeof done);
-        int left = 0;
-        for (int i = 0; i < ROWS; i++) left += done[i] != 0;
-        const bool ok = route_ok && y_same && mixed_exact == MIXES * ROWS && !left;
-        fprintf(stderr, "  fused %-5s %3d experts, %2d used: routing %s; mix %d/%d values exact over %d launches, rows %s, %d counts left%s\n",
-                zr_type_name(type), ne, k, route_ok ? "== moe_route_f32 + matvec_id" : "DIFFERS", mixed_exact, MIXES * ROWS, MIXES,
-                y_same ? "== unmixed" : "DIFFER", left, ok ? "  PASS" : "  FAIL");
         ZT_CHECK(ok);
         gpu_free(g, dw.main);
         if (dw.side) gpu_free(g, dw.side);
