@@ -5,8 +5,8 @@
  * such blocks a multiprocessor takes blocks of 16 (1024 threads), one a multiprocessor (session
  * 19); F16 and Q8_0 take the tall kernel from 2 waves of tiles, every other type from 8, and
  * quantized gate|up products from 1 where a lane has 3 items of a row (session 12) or 2.5 (session
- * 16 and 19; not Q6_K, Q2_K, Q3_K); quantized types run it on 2 blocks of 16 row groups a
- * multiprocessor, F16 on 4 of 8; a product that writes SSQ pieces is never tall.
+ * 16, 19 and 20; not Q6_K, Q3_K); quantized types run it on 2 blocks of 16 row groups a
+ * multiprocessor (1 where the kernel holds no block of 1024 threads: Q5_0, Q5_1), F16 on 4 of 8; a product that writes SSQ pieces is never tall.
  * No GPU needed: the pick reads only sizes, types and the multiprocessor count. */
 #include <string.h>
 
@@ -205,8 +205,8 @@ ZT_TEST(quantized_gate_up_of_one_to_two_waves_is_tall_where_a_lane_has_three_ite
     check(ZR_TYPE_Q4_K, 3072, 2 * 8 * 1024, ZR_CUF_MV_RMSNORM, 8, 1, 0);
 }
 
-/* Sessions 16 and 19: from 2.5 items a lane in any number of waves, the types of 32-value items but
- * Q6_K (Q2_K and Q3_K, 64-value items, not measured) */
+/* Sessions 16, 19 and 20: from 2.5 items a lane in any number of waves, every quantized type but Q6_K
+ * and Q3_K; Q5_0 and Q5_1 on one block an SM */
 ZT_TEST(gate_up_of_one_wave_and_more_is_tall_from_two_and_a_half_items_a_lane) {
     const int GLU = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, blocks = 4 * 132, q = 2 * 132;
     /* gemma3-4b: 10240 results of 2560 values (80 items), 1280 tiles (2.4 waves); qwen3-4b 1216 tiles */
@@ -216,16 +216,19 @@ ZT_TEST(gate_up_of_one_wave_and_more_is_tall_from_two_and_a_half_items_a_lane) {
     check(ZR_TYPE_Q4_K, 4096, 28672, GLU, 16, 1, q);
     check(ZR_TYPE_Q4_K, 3584, 37888, GLU, 16, 1, q);
     check(ZR_TYPE_Q4_K, 2560, 2 * 8 * 9 * blocks, GLU, 16, 1, q);
-    const uint32_t wide[] = {ZR_TYPE_Q4_0, ZR_TYPE_Q4_1, ZR_TYPE_Q5_0, ZR_TYPE_Q5_1, ZR_TYPE_Q5_K};
-    for (int i = 0; i < 5; i++) check(wide[i], 4096, 28672, GLU, 16, 1, q);
+    const uint32_t wide[] = {ZR_TYPE_Q4_0, ZR_TYPE_Q4_1, ZR_TYPE_Q5_K};
+    for (int i = 0; i < 3; i++) check(wide[i], 4096, 28672, GLU, 16, 1, q);
+    check(ZR_TYPE_Q5_0, 4096, 28672, GLU, 16, 1, 132);
+    check(ZR_TYPE_Q5_1, 4096, 28672, GLU, 16, 1, 132);
+    check(ZR_TYPE_Q2_K, 5120, 2 * 13824, GLU, 16, 1, q); /* 80 items of 64 values */
+    check(ZR_TYPE_Q2_K, 4096, 28672, GLU, 8, 1, 0);      /* 64: 2 a lane */
     /* one wave of tiles exactly, and one tile fewer */
     check(ZR_TYPE_Q4_0, 2560, 2 * 8 * blocks, GLU, 16, 1, q);
     check(ZR_TYPE_Q4_0, 2560, 2 * 8 * (blocks - 1), GLU, 8, 1, 0);
-    /* 2 items a lane (2048 values) stay a block per tile, and Q6_K, Q2_K, Q3_K past 2 waves */
+    /* 2 items a lane (2048 values) stay a block per tile, and Q6_K and Q3_K past 2 waves */
     check(ZR_TYPE_Q4_K, 2048, 20480, GLU, 8, 1, 0);
     check(ZR_TYPE_Q6_K, 2560, 20480, GLU, 8, 1, 0);
     check(ZR_TYPE_Q3_K, 5120, 2 * 13824, GLU, 8, 1, 0);
-    check(ZR_TYPE_Q2_K, 5120, 2 * 13824, GLU, 8, 1, 0);
 }
 
 ZT_TEST(a_product_that_writes_sums_of_squares_is_never_tall) {

@@ -100,17 +100,20 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, e
      * since session 16 (the 2560-wide gate|up of gemma3-4b and qwen3-4b, H200 tg128: +4.2% and
      * +3.5%), every wave and every type but Q6_K, Q2_K and Q3_K since session 19 (3.4 to 4.5 waves:
      * llama3-8b Q4_K_M +6.7%, gemma3-12b Q4_K_M +8.3%, a qwen2.5-14b Q4_K_M +5.5%, a qwen2.5-7b
-     * Q4_K_M +8.4%; llama3-8b Q4_0 +3.4%, Q4_1 +1.3%, Q5_0 +5.8%, Q5_1 +9.9%, Q5_K_M +0.9%). Q6_K
-     * lost 0.85%; Q2_K and Q3_K (64-value items: 2.5 a lane from 5120 values) were not measured. */
-    const bool wide_glu = w->type != ZR_TYPE_Q6_K && w->type != ZR_TYPE_Q2_K && w->type != ZR_TYPE_Q3_K && 2 * items >= 5 * 32;
+     * Q4_K_M +8.4%; llama3-8b Q4_0 +3.4%, Q4_1 +1.3%, Q5_0 +5.8%, Q5_1 +9.9%, Q5_K_M +0.9%), Q2_K
+     * since session 20 (64-value items: 2.5 a lane from 5120 values; a qwen2.5-14b Q2_K file +0.6%).
+     * Q6_K lost 0.85% (llama3-8b), Q3_K 3.0% (a qwen2.5-14b Q3_K_M file). */
+    const bool wide_glu = w->type != ZR_TYPE_Q6_K && w->type != ZR_TYPE_Q3_K && 2 * items >= 5 * 32;
     const bool glu_tall =
         quant && (mode & ZR_CUF_MV_GLU) && tiles >= blocks && ((tiles < 2 * blocks && items >= 3 * 32) || wide_glu);
     if (!can_tall || (tiles < waves * blocks && !glu_tall)) return (ZrMvShape){.groups = G, .split = split, .blocks = 0};
     /* Quantized types run it with blocks of 16 row groups, 2 a multiprocessor (the same 1024
      * threads an SM): half the blocks stage x (H200 tg128, session 12: gemma3-4b Q8_0 +2.0%,
      * llama3-8b Q8_0 +1.5%, the Q4_K_M files' Q6_K outputs +0.25-0.5%); F16 keeps 8 and 4
-     * (zrun-mv-bench: 16 and 2 no faster on its outputs). */
-    if (quant) return (ZrMvShape){.groups = 16, .split = 1, .blocks = 2 * k->sm_count};
+     * (zrun-mv-bench: 16 and 2 no faster on its outputs). Q5_0 and Q5_1, whose kernels hold no
+     * block of 1024 threads (80 and 128 registers), hold one such block an SM: their grid is one
+     * block an SM, not two in two rounds (session 20, llama3-8b tg128: Q5_0 +2.6%, Q5_1 +2.6%). */
+    if (quant) return (ZrMvShape){.groups = 16, .split = 1, .blocks = (zr_cuf_mv_max_threads(w->type) >= 1024 ? 2 : 1) * k->sm_count};
     return (ZrMvShape){.groups = G, .split = split, .blocks = (int)blocks};
 }
 
