@@ -10,6 +10,7 @@
 #include "cuda/mv_shape.h"
 #include "quant.h"
 #include "zt.h"
+#include "zt_kattrs.h"
 
 /* an H100 SXM's kernels as the plan sees them: every pair loaded, every tall kernel present */
 static ZrCuKernels kernels(int sm_count) {
@@ -18,6 +19,7 @@ static ZrCuKernels kernels(int sm_count) {
     k.sm_count = sm_count;
     for (int i = 0; i < ZR_KMIX_COUNT; i++) k.has_mv_mix[i] = true;
     for (int t = 0; t < ZR_TYPE_COUNT; t++) k.has_mvt[t] = k.has_mv[t] = zr_type_kernel_suffix(t) != NULL;
+    zt_kernel_attrs(&k);
     return k;
 }
 

@@ -14,12 +14,14 @@
 #include "cuda/mv_shape.h"
 #include "quant.h"
 #include "zt.h"
+#include "zt_kattrs.h"
 
 static ZrCuKernels kernels(int sm_count) {
     ZrCuKernels k;
     memset(&k, 0, sizeof k);
     k.sm_count = sm_count;
     for (int t = 0; t < ZR_TYPE_COUNT; t++) k.has_mvt[t] = k.has_mv[t] = zr_type_kernel_suffix(t) != NULL;
+    zt_kernel_attrs(&k);
     return k;
 }
 
@@ -90,10 +92,10 @@ ZT_TEST(a_split_grid_of_one_to_two_blocks_an_sm_takes_blocks_of_1024_threads) {
     check(ZR_TYPE_Q4_K, 4096, 2 * 8 * 132, P, 8, 2, 0); /* 132 blocks of 8: one an SM already */
     check(ZR_TYPE_Q4_K, 4096, 2 * 8 * 132 + 2, P, 16, 2, 0); /* 133 blocks of 8 */
     check(ZR_TYPE_Q5_0, 14336, 4096, P, 8, 2, 0); /* its kernel holds 512 threads */
-    ZT_CHECK(zr_cuf_mv_max_threads(ZR_TYPE_Q5_0) == 512 && zr_cuf_mv_max_threads(ZR_TYPE_Q5_1) == 512 &&
-             zr_cuf_mv_max_threads(ZR_TYPE_Q4_K) == 1024 && zr_cuf_mv_max_threads(ZR_TYPE_F16) == 1024);
     /* the general rule and an expert's matrix keep their blocks */
     const ZrCuKernels k = kernels(132);
+    ZT_CHECK(zr_cuf_kernel_max_threads(&k.mv[ZR_TYPE_Q5_0]) < 1024 && zr_cuf_kernel_max_threads(&k.mv[ZR_TYPE_Q5_1]) < 1024 &&
+             zr_cuf_kernel_max_threads(&k.mv[ZR_TYPE_Q4_K]) == 1024 && zr_cuf_kernel_max_threads(&k.mv[ZR_TYPE_F16]) == 1024);
     const ZrCuWeight dn = {.type = ZR_TYPE_Q8_0, .n_in = 14336, .n_out = 4096};
     const ZrMvShape g = zr_cuf_mv_shape_general(&k, &dn, P), e = zr_cuf_mv_shape_expert(&k, &dn, P);
     ZT_CHECKF(g.groups == 8 && g.split == 2 && e.groups == 8 && e.split == 2, "general %dx%d, expert %dx%d", g.groups,
@@ -158,16 +160,26 @@ ZT_TEST(an_experts_down_over_its_slots_takes_one_block_of_1024_threads_an_sm) {
     ZT_CHECK(q30s.groups == q30e.groups && q30s.split == q30e.split);
 }
 
-/* The flat expert gate|up's grid: the blocks 132 multiprocessors hold at 72 registers a thread (3 of
- * 256 threads, 1 of 512), the tiles spread evenly over as few rounds a block as fit. */
-ZT_TEST(the_flat_expert_grid_is_the_blocks_the_sms_hold_at_72_registers) {
+/* The flat expert gate|up's grid: the blocks 132 multiprocessors hold of the type's flat kernel (its
+ * registers: 72 for Q4_K, 3 blocks of 256 threads and 1 of 512; 64 for Q8_0, 4 of 256), at most 1024
+ * threads an SM, the tiles spread evenly over as few rounds a block as fit. */
+ZT_TEST(the_flat_expert_grid_is_the_blocks_the_sms_hold_of_its_kernel) {
     const ZrCuKernels k = kernels(132);
+    const ZrKernel *q4 = &k.mv_idflat[ZR_TYPE_Q4_K], *q8 = &k.mv_idflat[ZR_TYPE_Q8_0];
     const ZrMvShape s8 = {.groups = 8, .split = 1}, s16 = {.groups = 16, .split = 1};
-    ZT_CHECKF(zr_cuf_mv_flat_blocks(&k, 3584, s8) == 359, "mixtral: %u", zr_cuf_mv_flat_blocks(&k, 3584, s8)); /* 10 tiles each */
-    ZT_CHECKF(zr_cuf_mv_flat_blocks(&k, 768, s8) == 384, "qwen3-30b-a3b: %u", zr_cuf_mv_flat_blocks(&k, 768, s8));
-    ZT_CHECK(zr_cuf_mv_flat_blocks(&k, 396, s8) == 396 && zr_cuf_mv_flat_blocks(&k, 397, s8) == 199);
-    ZT_CHECK(zr_cuf_mv_flat_blocks(&k, 1, s8) == 1);
-    ZT_CHECK(zr_cuf_mv_flat_blocks(&k, 1792, s16) == 128); /* 132 resident: 14 tiles each */
+    ZT_CHECKF(zr_cuf_mv_flat_blocks(&k, q4, 3584, s8) == 359, "mixtral: %u", zr_cuf_mv_flat_blocks(&k, q4, 3584, s8)); /* 10 tiles each */
+    ZT_CHECKF(zr_cuf_mv_flat_blocks(&k, q4, 768, s8) == 384, "qwen3-30b-a3b: %u", zr_cuf_mv_flat_blocks(&k, q4, 768, s8));
+    ZT_CHECK(zr_cuf_mv_flat_blocks(&k, q8, 768, s8) == 384); /* its Q8_0 file: 528 resident, the same grid */
+    ZT_CHECK(zr_cuf_mv_flat_blocks(&k, q4, 396, s8) == 396 && zr_cuf_mv_flat_blocks(&k, q4, 397, s8) == 199);
+    ZT_CHECK(zr_cuf_mv_flat_blocks(&k, q8, 528, s8) == 528 && zr_cuf_mv_flat_blocks(&k, q8, 529, s8) == 265);
+    ZT_CHECK(zr_cuf_mv_flat_blocks(&k, q4, 1, s8) == 1);
+    ZT_CHECK(zr_cuf_mv_flat_blocks(&k, q4, 1792, s16) == 128); /* 132 resident: 14 tiles each */
+    /* residency by registers: 64 -> 4 blocks of 256 (2048 threads allow 8), 72 -> 3, 80 -> 3, 128 -> 2 */
+    ZT_CHECK(zr_cuf_kernel_blocks_per_sm(q8, 256) == 4 && zr_cuf_kernel_blocks_per_sm(q4, 256) == 3 &&
+             zr_cuf_kernel_blocks_per_sm(q4, 512) == 1 && zr_cuf_kernel_blocks_per_sm(q8, 1024) == 1);
+    ZT_CHECK(zr_cuf_kernel_blocks_per_sm(&k.mv_idflat[ZR_TYPE_Q5_1], 256) == 2 && zr_cuf_kernel_blocks_per_sm(&k.mv_idflat[ZR_TYPE_Q5_1], 1024) == 0);
+    const ZrKernel unknown = {.regs = 0, .max_threads = 0}; /* a driver that reported nothing: 64, 1024 */
+    ZT_CHECK(zr_cuf_kernel_blocks_per_sm(&unknown, 256) == 4 && zr_cuf_kernel_max_threads(&unknown) == 1024);
 }
 
 ZT_TEST(f16_and_q8_0_take_the_tall_kernel_from_two_waves_of_tiles_other_types_from_eight) {

@@ -69,7 +69,11 @@ enum {
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
     CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
 };
-enum { CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
+enum {
+    CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+    CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+};
 enum { CU_STREAM_NON_BLOCKING = 0x1 };
 enum { CU_EVENT_DEFAULT = 0x0, CU_EVENT_DISABLE_TIMING = 0x2 };
 enum { CU_GET_PROC_ADDRESS_LEGACY_STREAM = 1 };
@@ -159,6 +163,7 @@ typedef CUresult (*PFN_cuModuleGetFunction)(CUfunction *fn, CUmodule mod, const 
 typedef CUresult (*PFN_cuModuleGetGlobal_v2)(CUdeviceptr *dptr, size_t *bytes, CUmodule mod, const char *name);
 typedef CUresult (*PFN_cuFuncGetParamInfo)(CUfunction fn, size_t index, size_t *offset, size_t *size);
 typedef CUresult (*PFN_cuFuncSetAttribute)(CUfunction fn, int attrib, int value);
+typedef CUresult (*PFN_cuFuncGetAttribute)(int *value, int attrib, CUfunction fn);
 typedef CUresult (*PFN_cuMemGetInfo_v2)(size_t *free_bytes, size_t *total_bytes);
 typedef CUresult (*PFN_cuMemAlloc_v2)(CUdeviceptr *dptr, size_t bytes);
 typedef CUresult (*PFN_cuMemFree_v2)(CUdeviceptr dptr);

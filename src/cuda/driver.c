@@ -39,6 +39,7 @@ static const Entry k_entries[] = {
     OPT(cuModuleGetGlobal, 3020),
     OPT(cuFuncGetParamInfo, ZR_CU_V_PARAM_INFO),
     E(cuFuncSetAttribute, 9000),
+    OPT(cuFuncGetAttribute, 2020),
     E(cuMemGetInfo, ZR_CU_V_MEM),
     E(cuMemAlloc, ZR_CU_V_MEM),
     E(cuMemFree, ZR_CU_V_MEM),

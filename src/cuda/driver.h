@@ -32,6 +32,7 @@ typedef struct ZrCuDriver {
     PFN_cuModuleGetGlobal_v2 cuModuleGetGlobal; /* optional: the timeline build's stamps (cuda/timeline.h) */
     PFN_cuFuncGetParamInfo cuFuncGetParamInfo; /* optional (driver >= 12.4); may be NULL */
     PFN_cuFuncSetAttribute cuFuncSetAttribute;
+    PFN_cuFuncGetAttribute cuFuncGetAttribute; /* optional in the table (test doubles leave it NULL) */
     PFN_cuMemGetInfo_v2 cuMemGetInfo;
     PFN_cuMemAlloc_v2 cuMemAlloc;
     PFN_cuMemFree_v2 cuMemFree;

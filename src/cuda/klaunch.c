@@ -16,7 +16,7 @@ int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const Zr
     const int R = rows_per_warp;
     const ZrMvPost none = {0}, *p = post ? post : &none;
     if (!pow2(shape.groups) || !pow2(shape.split) || shape.blocks < 0 ||
-        shape.groups * shape.split * 32 > zr_cuf_mv_max_threads(w->type) || ((mode & ZR_CUF_MV_GLU) && (R % 2 || w->n_out % 2)) ||
+        shape.groups * shape.split * 32 > zr_cuf_kernel_max_threads(kern) || ((mode & ZR_CUF_MV_GLU) && (R % 2 || w->n_out % 2)) ||
         (((mode & 3) == ZR_CUF_MV_ADDNORM) != (post != NULL)) || (mode >> ZR_CUF_MV_NSS_SHIFT) != 0 ||
         (post && (p->n_ss < 1 || p->n_ss > (1 << 20))) || ((mode & ZR_CUF_MV_SSQ) && shape.blocks > 0))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d x %d warps (%d rows each), mode %d", kern->name,
@@ -177,7 +177,7 @@ int zr_k_matvec_id(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const
                    int n_used, CUdeviceptr x, int x_stride, CUdeviceptr y, int y_stride, CUdeviceptr norm_w, float eps,
                    int mode, ZrMvShape shape, const ZrMvIdFuse *fuse, ZrError *err) {
     const int R = rows_per_warp;
-    if (!pow2(shape.groups) || !pow2(shape.split) || shape.groups * shape.split * 32 > zr_cuf_mv_max_threads(w->type) || n_rows < 1 ||
+    if (!pow2(shape.groups) || !pow2(shape.split) || shape.groups * shape.split * 32 > zr_cuf_kernel_max_threads(kern) || n_rows < 1 ||
         w->n_out % n_rows || n_used < 1 || ((mode & ZR_CUF_MV_GLU) && (R % 2 || n_rows % 2)))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d x %d warps (%d rows each), %d of %d rows per expert, mode %d",
                       kern->name, shape.groups, shape.split, R, n_rows, w->n_out, mode);

@@ -165,6 +165,11 @@ int zr_cuda_kernel(const ZrCuda *c, const char *name, const size_t *sizes, int n
     CUresult r = d->cuModuleGetFunction(&out->fn, c->mod, name);
     if (r != CUDA_SUCCESS)
         return zr_driver_err(d, err, r, "kernel %s: not found in the embedded module (cuModuleGetFunction)", name);
+    if (d->cuFuncGetAttribute) {
+        if ((r = d->cuFuncGetAttribute(&out->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, out->fn)) != CUDA_SUCCESS ||
+            (r = d->cuFuncGetAttribute(&out->regs, CU_FUNC_ATTRIBUTE_NUM_REGS, out->fn)) != CUDA_SUCCESS)
+            return zr_driver_err(d, err, r, "kernel %s: its block limit and registers (cuFuncGetAttribute)", name);
+    }
     if (d->cuFuncGetParamInfo) {
         int n = 0;
         for (;;) {

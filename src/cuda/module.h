@@ -39,6 +39,10 @@ typedef struct ZrKernel {
     int n_params;
     uint32_t size[ZR_KERNEL_MAX_PARAMS];   /* bytes of parameter i */
     uint32_t offset[ZR_KERNEL_MAX_PARAMS]; /* offset of parameter i in the kernel's parameter buffer */
+    /* from cuFuncGetAttribute at load (0: not known, a driver table without it): the largest block
+     * it launches (its register cap may hold fewer than the device's 1024 threads) and its registers
+     * a thread; the launch shapes read them (cuda/mv_shape.c) instead of mirroring cu/'s caps */
+    int max_threads, regs;
 } ZrKernel;
 
 /* Retains the primary context of device `ordinal`, makes it current, creates the stream and

@@ -217,7 +217,8 @@ int zr_cuf_moe_ffn(ZrCuForward *f, int il, CUdeviceptr x, CUdeviceptr norm_w, Zr
     const ZrMvShape gu_shape = zr_cuf_mv_shape_expert(f->k, &one_gu, glu);
     if (M->ff_stride == E->n_ff && f->k->has_mv_idflat[E->gu.type] && E->n_used <= 32) {
         /* every slot's tiles in one grid of at most one wave (zr_cuf_mv_flat_blocks) */
-        const unsigned blocks = zr_cuf_mv_flat_blocks(f->k, zr_k_matvec_id_flat_tiles(R, 2 * E->n_ff, E->n_used, gu_shape), gu_shape);
+        const unsigned tiles = zr_k_matvec_id_flat_tiles(R, 2 * E->n_ff, E->n_used, gu_shape);
+        const unsigned blocks = zr_cuf_mv_flat_blocks(f->k, &f->k->mv_idflat[E->gu.type], tiles, gu_shape);
         rc = zr_k_matvec_id_flat(f->launcher, &f->k->mv_idflat[E->gu.type], R, &E->gu, 2 * E->n_ff, M->ids, E->n_used, x, M->ff, norm_w,
                                  eps, glu, gu_shape, blocks, fused ? &route : NULL, err);
     } else {

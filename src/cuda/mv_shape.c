@@ -11,7 +11,16 @@ int zr_cuf_mv_rows_per_warp(uint32_t type) {
     return 2;
 }
 
-int zr_cuf_mv_max_threads(uint32_t type) { return type == ZR_TYPE_Q5_0 || type == ZR_TYPE_Q5_1 ? 512 : 1024; }
+int zr_cuf_kernel_max_threads(const ZrKernel *kern) {
+    return kern->max_threads > 0 && kern->max_threads < 1024 ? kern->max_threads : 1024;
+}
+
+int zr_cuf_kernel_blocks_per_sm(const ZrKernel *kern, int threads) {
+    const int regs = kern->regs > 0 ? kern->regs : 64, warps = (threads + 31) / 32;
+    const int warp_regs = (regs * 32 + 255) / 256 * 256; /* allocated a warp at a time, in units of 256 */
+    const int by_regs = 65536 / (warp_regs * warps), by_threads = 2048 / (32 * warps);
+    return threads > zr_cuf_kernel_max_threads(kern) ? 0 : by_regs < by_threads ? by_regs : by_threads;
+}
 
 /* cu/matvec.cuh zr_mv_smem_bytes: x padded with 4 floats after every 32 */
 size_t zr_cuf_mv_smem(int n_in) { return ((size_t)n_in + 4 * (size_t)((n_in + 31) / 32)) * sizeof(float); }
@@ -72,7 +81,7 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, e
      * qwen2.5-7b Q4_K_M +2.1%. */
     const int in = mode & 3;
     if (rule == RULE_DENSE && (in == ZR_CUF_MV_PLAIN || in == ZR_CUF_MV_SWIGLU) && split == 2 && G == 8 &&
-        (groups + 7) / 8 > k->sm_count && zr_cuf_mv_max_threads(w->type) >= 1024)
+        (groups + 7) / 8 > k->sm_count && zr_cuf_kernel_max_threads(&k->mv[w->type]) >= 1024)
         G = 16;
     /* An expert's matrix: the expert kernels have no tall form (the flat gate|up sizes its own grid:
      * src/cuda/moe.c) */
@@ -110,10 +119,13 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, e
     /* Quantized types run it with blocks of 16 row groups, 2 a multiprocessor (the same 1024
      * threads an SM): half the blocks stage x (H200 tg128, session 12: gemma3-4b Q8_0 +2.0%,
      * llama3-8b Q8_0 +1.5%, the Q4_K_M files' Q6_K outputs +0.25-0.5%); F16 keeps 8 and 4
-     * (zrun-mv-bench: 16 and 2 no faster on its outputs). Q5_0 and Q5_1, whose kernels hold no
-     * block of 1024 threads (80 and 128 registers), hold one such block an SM: their grid is one
-     * block an SM, not two in two rounds (session 20, llama3-8b tg128: Q5_0 +2.6%, Q5_1 +2.6%). */
-    if (quant) return (ZrMvShape){.groups = 16, .split = 1, .blocks = (zr_cuf_mv_max_threads(w->type) >= 1024 ? 2 : 1) * k->sm_count};
+     * (zrun-mv-bench: 16 and 2 no faster on its outputs). A kernel whose registers hold one such
+     * block an SM (Q5_0, Q5_1: 79 and 125) gets one block an SM, not two in two rounds (session 20,
+     * llama3-8b tg128: Q5_0 +2.6%, Q5_1 +2.6%). */
+    if (quant) {
+        const int per_sm = zr_cuf_kernel_blocks_per_sm(&k->mvt[w->type], 32 * 16);
+        return (ZrMvShape){.groups = 16, .split = 1, .blocks = (per_sm < 2 ? 1 : 2) * k->sm_count};
+    }
     return (ZrMvShape){.groups = G, .split = split, .blocks = (int)blocks};
 }
 
@@ -138,7 +150,7 @@ ZrMvShape zr_cuf_mv_shape_expert_slots(const ZrCuKernels *k, const ZrCuWeight *w
     const ZrMvShape s = shape_of(k, w, mode, RULE_EXPERT);
     const long R = zr_cuf_mv_rows_per_warp(w->type), groups = ((long)w->n_out + R - 1) / R;
     if (!(mode & ZR_CUF_MV_GLU) && s.split > 1 && (long)n_used * ((groups + 31) / 32) <= k->sm_count &&
-        zr_cuf_mv_max_threads(w->type) >= 1024)
+        zr_cuf_kernel_max_threads(&k->mv_id[w->type]) >= 1024)
         return (ZrMvShape){.groups = 32, .split = 1, .blocks = 0};
     return s;
 }
@@ -147,9 +159,12 @@ ZrMvShape zr_cuf_mv_shape_expert_slots(const ZrCuKernels *k, const ZrCuWeight *w
  * fit: three do), Mixtral's gate|up of 3584 tiles took 512 blocks, 116 of them in a second round
  * after the first ones' 7 tiles; session 19's tall rule gave it blocks of 512 threads (one a
  * multiprocessor), 124 of 256 in a second round: the last blocks resident 34 us after the first
- * (timeline, cu/PERF.md). Three blocks of 256 an SM: 359 blocks of 10 tiles, H200 tg128 +6.8%. */
-unsigned zr_cuf_mv_flat_blocks(const ZrCuKernels *k, unsigned tiles, ZrMvShape shape) {
-    const int threads = 32 * shape.groups * shape.split, per_sm = 65536 / (72 * threads);
+ * (timeline, cu/PERF.md). Three blocks of 256 an SM: 359 blocks of 10 tiles, H200 tg128 +6.8%.
+ * The blocks an SM holds are the kernel's own (its registers, read at load; session 19 counted the
+ * flat kernels' largest cap, 72, for every type), at most 1024 threads. */
+unsigned zr_cuf_mv_flat_blocks(const ZrCuKernels *k, const ZrKernel *kern, unsigned tiles, ZrMvShape shape) {
+    const int threads = 32 * shape.groups * shape.split, by_kernel = zr_cuf_kernel_blocks_per_sm(kern, threads);
+    const int per_sm = by_kernel < 1024 / threads ? by_kernel : 1024 / threads;
     const unsigned resident = (unsigned)k->sm_count * (unsigned)(per_sm > 1 ? per_sm : 1);
     const unsigned waves = (tiles + resident - 1) / resident;
     return (tiles + waves - 1) / waves;

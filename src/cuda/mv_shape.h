@@ -31,8 +31,7 @@ typedef struct ZrMvPost {
     int n_ss;
 } ZrMvPost;
 /* The largest block of the flat expert and mix products (their kernels' register caps hold it); the
- * dense and matvec_id products' own is zr_cuf_mv_max_threads (cu/matvec.cuh ZR_MV_MAX_THREADS:
- * 1024). */
+ * dense and matvec_id products' own is their kernel's (zr_cuf_kernel_max_threads). */
 #define ZR_CUF_MV_MAX_THREADS 512
 
 /* The launch shape of a matrix-vector product: blocks of `groups` row groups (of the kernel's
@@ -45,10 +44,13 @@ typedef struct ZrMvShape {
 
 /* Rows of W each warp of the type's kernel computes (cu/matvec_*.cu). */
 int zr_cuf_mv_rows_per_warp(uint32_t type);
-/* The largest block the type's decode product (matvec_<type>, _tall, matvec_id_<type>) launches:
- * 1024 threads, 512 where its register cap holds no more (cu/matvec_q_legacy.cu,
- * cu/moe_matvec.cu: Q5_0 80, Q5_1 128). */
-int zr_cuf_mv_max_threads(uint32_t type);
+/* The largest block kern launches: what the driver reported at load (a register cap over 64 holds
+ * fewer than 1024 threads: Q5_0's and Q5_1's products), else 1024 (cu/matvec.cuh ZR_MV_MAX_THREADS). */
+int zr_cuf_kernel_max_threads(const ZrKernel *kern);
+/* Blocks of `threads` threads of kern that one multiprocessor holds by its registers (64 K,
+ * allocated a warp at a time in units of 256; 64 a thread where the driver reported none) and by
+ * its 2048 threads; 0 past zr_cuf_kernel_max_threads. */
+int zr_cuf_kernel_blocks_per_sm(const ZrKernel *kern, int threads);
 /* Dynamic shared memory of a product over rows of n_in values (x staged with padding). */
 size_t zr_cuf_mv_smem(int n_in);
 /* The shape the forward pass uses for W in this mode on this device. */
@@ -66,10 +68,10 @@ ZrMvShape zr_cuf_mv_shape_expert(const ZrCuKernels *k, const ZrCuWeight *w, int 
  * zr_cuf_mv_shape_expert's, but unsplit on blocks of 32 row groups (1024 threads) where that
  * launch of every slot is one block a multiprocessor or fewer and the expert's own shape split. */
 ZrMvShape zr_cuf_mv_shape_expert_slots(const ZrCuKernels *k, const ZrCuWeight *w, int mode, int n_used);
-/* The grid of a flat expert launch (cu/moe_matvec.cu matvec_id_<type>_flat) of `tiles` tiles in
- * blocks of this shape: at most the blocks the multiprocessors hold at once at the flat kernels'
- * largest register cap (72), the tiles spread evenly over them. */
-unsigned zr_cuf_mv_flat_blocks(const ZrCuKernels *k, unsigned tiles, ZrMvShape shape);
+/* The grid of a flat expert launch of kern (cu/moe_matvec.cu matvec_id_<type>_flat) of `tiles` tiles
+ * in blocks of this shape: at most the blocks the multiprocessors hold at once (kern's registers, at
+ * most 1024 threads an SM), the tiles spread evenly over them. */
+unsigned zr_cuf_mv_flat_blocks(const ZrCuKernels *k, const ZrKernel *kern, unsigned tiles, ZrMvShape shape);
 /* The blocks of the launch of W in this mode with this shape (what an SSQ product writes). */
 unsigned zr_cuf_mv_grid(const ZrCuWeight *w, int mode, ZrMvShape shape);
 

@@ -16,6 +16,7 @@
 #include "gpu_env.h"
 #include "gpu_weights.h"
 #include "quant.h"
+#include "zt_kattrs.h"
 #include "sampler.h"
 #include "zt.h"
 
@@ -159,12 +160,13 @@ static void matvec_type(uint32_t type) {
     }
     ZT_CHECKF(worst <= 1.0, "%s: worst |diff|/tol %.3g", zr_type_name(type), worst);
     /* blocks of 1024 threads (split downs and wo, session 19) in every type whose kernel holds them;
-     * Q5_0's and Q5_1's (80 and 128 registers: zr_cuf_mv_max_threads 512) are refused before launch */
+     * Q5_0's and Q5_1's (76 and 117 registers: the driver's block limit under 1024) are refused before
+     * launch */
     const MvCase big[] = {{14336, 66, 1, 0, 16, 2, 0}, {4096, 200, 0, R, 32, 1, 0}, {2048, 330, 0, R | GL, 16, 2, 0}};
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
         const double q = matvec_case(type, big[i]);
         print_case(type, big[i], q);
-        if (zr_cuf_mv_max_threads(type) >= 1024) ZT_CHECKF(q >= 0 && q <= 1.0, "%s, 1024 threads: worst |diff|/tol %.3g", zr_type_name(type), q);
+        if (zr_cuf_kernel_max_threads(&gpu_env()->k.mv[type]) >= 1024) ZT_CHECKF(q >= 0 && q <= 1.0, "%s, 1024 threads: worst |diff|/tol %.3g", zr_type_name(type), q);
         else ZT_CHECKF(q >= 1e30, "%s: a block of 1024 threads launched (%.3g)", zr_type_name(type), q);
     }
 }
@@ -243,6 +245,40 @@ static double matvec_post_case(uint32_t type, int n_in, int n_out, int mode) {
     free(w), free(x), free(r), free(pw), free(nw), free(xp), free(xr), free(deq), free(y), free(got_x), free(back);
     free(ref), free(tol);
     return worst;
+}
+
+/* The launch shapes read each decode product's block limit and registers from the driver
+ * (ZrKernel.max_threads, .regs; cuda/mv_shape.c); the shape tests without a GPU take sm_90's from
+ * zt_kernel_attrs. Both give every rule the same answers: the largest block under 1024 or not, and
+ * the blocks an SM holds of 256, 512 and 1024 threads, for every type's matvec, _tall, matvec_id and
+ * _flat kernel. */
+ZT_TEST(the_loaded_kernels_report_the_block_limits_and_registers_the_shape_tests_assume) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    ZrCuKernels fake = g->k;
+    zt_kernel_attrs(&fake);
+    int differ = 0, checked = 0;
+    for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
+        const ZrKernel *real[4] = {g->k.has_mv[t] ? &g->k.mv[t] : NULL, g->k.has_mvt[t] ? &g->k.mvt[t] : NULL,
+                                   g->k.has_mv_id[t] ? &g->k.mv_id[t] : NULL, g->k.has_mv_idflat[t] ? &g->k.mv_idflat[t] : NULL};
+        const ZrKernel *want[4] = {&fake.mv[t], &fake.mvt[t], &fake.mv_id[t], &fake.mv_idflat[t]};
+        for (int i = 0; i < 4; i++) {
+            if (!real[i]) continue;
+            checked++;
+            bool same = real[i]->regs > 0 && real[i]->max_threads > 0 &&
+                        (zr_cuf_kernel_max_threads(real[i]) < 1024) == (zr_cuf_kernel_max_threads(want[i]) < 1024);
+            for (int threads = 256; threads <= 1024; threads *= 2)
+                same = same && zr_cuf_kernel_blocks_per_sm(real[i], threads) == zr_cuf_kernel_blocks_per_sm(want[i], threads);
+            if (!same) {
+                differ++;
+                fprintf(stderr, "  %s: %d registers, blocks of at most %d threads; the shape tests assume %d, %d\n", real[i]->name,
+                        real[i]->regs, real[i]->max_threads, want[i]->regs, want[i]->max_threads);
+            }
+        }
+    }
+    fprintf(stderr, "  %d decode product kernels: %d answer a shape rule otherwise than zt_kernel_attrs%s\n", checked, differ,
+            differ ? "  FAIL" : "  PASS");
+    ZT_CHECK(checked >= 40 && differ == 0);
 }
 
 ZT_TEST(matvec_addnorm_folds_the_post_norm_and_writes_the_residual) {

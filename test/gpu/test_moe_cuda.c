@@ -275,8 +275,9 @@ ZT_TEST(matvec_id_routes_for_itself_and_mixes_into_the_residual) {
         /* the plain launch on those ids, then the same launch mixing into the residual, MIXES times:
          * in one expert's shape, and unsplit in the largest block the type's kernel holds (1024
          * threads but for Q5_0 and Q5_1: zr_cuf_mv_shape_expert_slots' blocks of 32 row groups) */
-        const ZrMvShape mix_shapes[2] = {zr_cuf_mv_shape_expert(&g->k, &one, ZR_CUF_MV_PLAIN),
-                                         {.groups = zr_cuf_mv_max_threads(type) / 32, .split = 1}};
+        int largest = 1024; /* a power of two */
+        while (largest > zr_cuf_kernel_max_threads(kern)) largest /= 2;
+        const ZrMvShape mix_shapes[2] = {zr_cuf_mv_shape_expert(&g->k, &one, ZR_CUF_MV_PLAIN), {.groups = largest / 32, .split = 1}};
         bool ok = route_ok;
         for (int si = 0; si < 2; si++) {
             const ZrMvShape ms = mix_shapes[si];

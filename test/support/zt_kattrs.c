@@ -1,0 +1,22 @@
+#include "zt_kattrs.h"
+
+#include "quant.h"
+
+/* a kernel of `regs` registers a thread: the largest block the register file holds (warps of 256-register units), at most 1024 */
+static void set(ZrKernel *kern, int regs) {
+    const int warp_regs = (regs * 32 + 255) / 256 * 256, threads = 65536 / warp_regs * 32;
+    kern->regs = regs;
+    kern->max_threads = threads < 1024 ? threads : 1024;
+}
+
+void zt_kernel_attrs(ZrCuKernels *k) {
+    for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
+        const bool q5_0 = t == ZR_TYPE_Q5_0, q5_1 = t == ZR_TYPE_Q5_1;
+        set(&k->mv[t], q5_0 ? 76 : q5_1 ? 117 : 64);
+        set(&k->mvt[t], q5_0 ? 79 : q5_1 ? 125 : 64);
+        set(&k->mv_id[t], q5_0 ? 72 : q5_1 ? 119 : 64);
+        /* the flat kernels whose TALL loop spilled at 64 run at 72 (cu/moe_matvec.cu FLAT_NREG) */
+        const bool r72 = t == ZR_TYPE_Q4_1 || t == ZR_TYPE_Q3_K || t == ZR_TYPE_Q4_K || t == ZR_TYPE_Q5_K;
+        set(&k->mv_idflat[t], q5_0 ? 80 : q5_1 ? 126 : r72 ? 72 : 64);
+    }
+}
