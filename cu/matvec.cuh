@@ -1355,7 +1355,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
 
 // NREG caps the registers (so enough warps fit per SM to keep loads in flight). A block of 1024
 // threads (ZR_MV_MAX_THREADS) launches at 64 registers; every kernel takes blocks of 512 (the host
-// mirrors which take 1024: src/cuda/mv_shape.c zr_cuf_mv_max_threads).
+// reads which take 1024 from the driver: src/cuda/mv_shape.c zr_cuf_kernel_max_threads).
 // NAME##_tall: the same product taking several tiles per block (TALL above).
 #define ZR_MATVEC_KERNEL(NAME, TRAITS, R, P, NREG, TALL)                                                   \
     ZR_KERNEL void __maxnreg__(NREG)                                                                    \

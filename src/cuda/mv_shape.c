@@ -147,12 +147,11 @@ ZrMvShape zr_cuf_mv_shape_expert(const ZrCuKernels *k, const ZrCuWeight *w, int 
  * blocks of 16 row groups (two an SM) 305.6. Unsplit on blocks of 8 (4 an SM, each thread staging
  * twice as much of x) had lost 1.3% (session 19). */
 ZrMvShape zr_cuf_mv_shape_expert_slots(const ZrCuKernels *k, const ZrCuWeight *w, int mode, int n_used) {
-    const ZrMvShape s = shape_of(k, w, mode, RULE_EXPERT);
+    const ZrMvShape s = shape_of(k, w, mode, RULE_EXPERT), slots = {.groups = 32, .split = 1, .blocks = 0};
     const long R = zr_cuf_mv_rows_per_warp(w->type), groups = ((long)w->n_out + R - 1) / R;
-    if (!(mode & ZR_CUF_MV_GLU) && s.split > 1 && (long)n_used * ((groups + 31) / 32) <= k->sm_count &&
-        zr_cuf_kernel_max_threads(&k->mv_id[w->type]) >= 1024)
-        return (ZrMvShape){.groups = 32, .split = 1, .blocks = 0};
-    return s;
+    const long blocks = (long)n_used * ((groups + slots.groups - 1) / slots.groups);
+    const bool fits = zr_cuf_kernel_max_threads(&k->mv_id[w->type]) >= 32 * slots.groups;
+    return !(mode & ZR_CUF_MV_GLU) && s.split > 1 && blocks <= k->sm_count && fits ? slots : s;
 }
 
 /* Counted as 1024 threads a multiprocessor (four blocks of 256, which 72 registers a thread do not
