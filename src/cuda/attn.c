@@ -84,12 +84,6 @@ static float scores_scale(const ZrCuForward *f) {
     return a == 1.0f || rope_scaled(f) ? hp->attn_scale : hp->attn_scale * (a * a);
 }
 
-/* A sliding window or soft-capped scores (gemma): the prefill's tiled kernel has neither, so
- * such layers take the split kernels there (attn_part_f32 has both). */
-static bool swa_layer(const ZrCuForward *f, int il) {
-    return f->m->layers[il].facts.window != 0 || f->m->hp.attn_softcap != 0.0f;
-}
-
 /* Everything from the QKV projection's output to the attention output through the split
  * kernels, for `rows` rows at positions d_pos[0].. (the fallback of both paths). */
 static int attention_split(ZrCuForward *f, int il, int rows, CUdeviceptr part, int chunk, int n_chunks, ZrError *err) {
@@ -121,17 +115,27 @@ int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
     return zr_k_attn_decode(f->launcher, f->k, &a, err);
 }
 
+/* A sliding window or soft-capped scores (gemma) with heads of 64 or 96: the tiled kernels of
+ * those sizes have neither, so such layers would take the split kernels (attn_part_f32 has both);
+ * no architecture zrun loads has them. */
+static bool swa_unfit(const ZrCuForward *f, int il) {
+    return (f->head_dim == 64 || f->head_dim == 96) &&
+           (f->m->layers[il].facts.window != 0 || f->m->hp.attn_softcap != 0.0f);
+}
+
 /* Rope + KV write, then the tiled tensor-core kernel (cu/attention_prefill.cu), which reads each
  * K/V tile once per 64 query rows instead of once per row (H100 pp512 of Llama-3-8B F16 13.4k ->
- * 34.2k t/s, Q4_0 11.2k -> 22.3k: cu/PERF.md). F32 projections keep F32 attention (the split
- * kernels: such models are held to the decode tolerance), as do head sizes other than 64 and 128. */
+ * 34.2k t/s, Q4_0 11.2k -> 22.3k: cu/PERF.md), sliding windows and soft caps included. F32
+ * projections keep F32 attention (the split kernels: such models are held to the decode
+ * tolerance), as do head sizes other than 64, 96, 128 and 256. */
 int zr_cuf_attn_prefill_layer(ZrCuForward *f, int il, int rows, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
-    if (!zr_k_attn_prefill_fits(f->head_dim) || f->layers[il].qkv[0].type == ZR_TYPE_F32 || swa_layer(f, il))
+    if (!zr_k_attn_prefill_fits(f->k, f->head_dim) || f->layers[il].qkv[0].type == ZR_TYPE_F32 || swa_unfit(f, il))
         return attention_split(f, il, rows, f->part_p, f->chunk_p, f->n_chunks_p, err);
     int rc = qk_norm_rope(f, il, rows, err);
     if (rc) return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
     return zr_k_attn_prefill(f->launcher, f->k, f->qkv, f->qkv_dim, fptr(f->kc, layer), fptr(f->vc, layer), f->att,
-                             f->q_dim, f->d_pos, hp->n_head, hp->n_head_kv, f->head_dim, scores_scale(f), rows, err);
+                             f->q_dim, f->d_pos, hp->n_head, hp->n_head_kv, f->head_dim, scores_scale(f),
+                             f->m->layers[il].facts.window, hp->attn_softcap, rows, err);
 }

@@ -116,18 +116,32 @@ int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *
                      (void *)&a->softcap);
 }
 
-bool zr_k_attn_prefill_fits(int head_dim) { return head_dim == 64 || head_dim == 96 || head_dim == 128; }
+bool zr_k_attn_prefill_fits(const ZrCuKernels *k, int head_dim) {
+    return head_dim == 64 || head_dim == 96 || head_dim == 128 || (head_dim == 256 && k->has_attn_prefill_d256);
+}
 
 int zr_k_attn_prefill(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
                       CUdeviceptr vc, CUdeviceptr out, int out_stride, CUdeviceptr pos, int n_head, int n_kv,
-                      int head_dim, float scale, int rows, ZrError *err) {
-    if (!zr_k_attn_prefill_fits(head_dim))
+                      int head_dim, float scale, int window, float softcap, int rows, ZrError *err) {
+    if (!zr_k_attn_prefill_fits(k, head_dim))
         return zr_err(err, ZR_E_INTERNAL, "attn_prefill_f16: no kernel for heads of %d", head_dim);
-    const ZrKernel *kern = head_dim == 64 ? &k->attn_prefill_d64 : head_dim == 96 ? &k->attn_prefill_d96 : &k->attn_prefill_d128;
-    /* softmax in base 2: the scale folds in log2(e) */
-    const float scale_log2 = (float)(1.4426950408889634 * (double)scale);
-    return ZR_LAUNCH(l, kern, ZR_DIM3(n_head, cdiv(rows, 64), 1), ZR_DIM1(128), 0, err, &qkv, &qkv_stride, &kc, &vc,
-                     &out, &out_stride, &pos, &rows, &n_head, &n_kv, (void *)&scale_log2);
+    /* the plain kernels take neither a window nor a cap (their registers: 3 blocks an SM) */
+    const bool swa = window > 0 || softcap > 0.0f;
+    const ZrKernel *kern = head_dim == 64    ? &k->attn_prefill_d64
+                           : head_dim == 96  ? &k->attn_prefill_d96
+                           : head_dim == 256 ? &k->attn_prefill_d256
+                           : swa             ? &k->attn_prefill_d128_swa
+                                             : &k->attn_prefill_d128;
+    if (swa && (head_dim == 64 || head_dim == 96))
+        return zr_err(err, ZR_E_INTERNAL, "attn_prefill_f16: no kernel for heads of %d with a window or a cap", head_dim);
+    /* softmax in base 2: log2(e) goes into Q's scale, or with a cap into the cap (Q then takes
+     * scale / cap: the kernel's scores are cap log2(e) tanh(q.k scale / cap)) */
+    const double log2e = 1.4426950408889634;
+    const float q_scale = (float)(softcap > 0.0f ? (double)scale / softcap : log2e * scale);
+    const float cap_log2 = (float)(softcap > 0.0f ? log2e * softcap : 0.0);
+    const unsigned smem = head_dim == 256 ? ZR_K_ATTN_PREFILL_D256_SMEM : 0;
+    return ZR_LAUNCH(l, kern, ZR_DIM3(n_head, cdiv(rows, 64), 1), ZR_DIM1(128), smem, err, &qkv, &qkv_stride, &kc,
+                     &vc, &out, &out_stride, &pos, &rows, &n_head, &n_kv, (void *)&q_scale, &window, (void *)&cap_log2);
 }
 
 int zr_k_swiglu(ZrLauncher *l, const ZrCuKernels *k, bool f16, CUdeviceptr gu, int stride, CUdeviceptr out, int n_ff,

@@ -74,13 +74,15 @@ typedef struct ZrCuAttnDecode {
 bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, int chunk);
 int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err);
 
-/* attn_prefill_f16_d64 / _d96 / _d128: the tiled causal attention of rows queries at positions
- * pos[0].. (the K/V rows already in the caches); only for head_dim 64, 96 (Phi-3) and 128
- * (zr_k_attn_prefill_fits) */
-bool zr_k_attn_prefill_fits(int head_dim);
+/* attn_prefill_f16_d64 / _d96 / _d128 / _d128_swa / _d256: the tiled causal attention of rows
+ * queries at positions pos[0].. (the K/V rows already in the caches), scores q.k scale, or with
+ * softcap > 0 softcap tanh(q.k scale / softcap); window > 0: query p sees keys p + 1 - window .. p.
+ * Only for head_dim 64, 96 (Phi-3) and 128, and 256 (gemma) where the GPU allows the kernel's
+ * shared memory (zr_k_attn_prefill_fits). */
+bool zr_k_attn_prefill_fits(const ZrCuKernels *k, int head_dim);
 int zr_k_attn_prefill(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
                       CUdeviceptr vc, CUdeviceptr out, int out_stride, CUdeviceptr pos, int n_head, int n_kv,
-                      int head_dim, float scale, int rows, ZrError *err);
+                      int head_dim, float scale, int window, float softcap, int rows, ZrError *err);
 /* swiglu_f32 (f16 false) / swiglu_f32_f16: out[rows][n_ff] = silu(gate) * up of gu [rows][stride] */
 int zr_k_swiglu(ZrLauncher *l, const ZrCuKernels *k, bool f16, CUdeviceptr gu, int stride, CUdeviceptr out, int n_ff,
                 int rows, ZrError *err);

@@ -83,6 +83,12 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         if (ZR_CUF_MOE_MM_SMEM(64) > c->props.max_smem_optin) k->has_moe_mm64[t] = false;
         else if ((rc = zr_cuda_kernel_set_smem(c, &k->moe_mm64[t], ZR_CUF_MOE_MM_SMEM(64), err))) return rc;
     }
+    /* the prefill attention of heads of 256 keeps Q and its K/V tiles in 66 KiB (cu/attention_prefill.cu);
+     * a GPU that allows less has no such kernel (those layers take the split kernels) */
+    k->has_attn_prefill_d256 = ZR_K_ATTN_PREFILL_D256_SMEM <= c->props.max_smem_optin;
+    if (k->has_attn_prefill_d256 &&
+        (rc = zr_cuda_kernel_set_smem(c, &k->attn_prefill_d256, ZR_K_ATTN_PREFILL_D256_SMEM, err)))
+        return rc;
     if ((rc = zr_sample_kernels_smem(c, k, err))) return rc;
     return ZR_OK;
 }

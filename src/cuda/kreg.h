@@ -21,6 +21,10 @@ enum {
     ZR_KMIX_COUNT
 };
 
+/* attn_prefill_f16_d256's dynamic shared memory: K and V tiles of 32 keys and Q's 64 rows, rows
+ * of 264 halves (cu/attention_prefill.cu checks the figure) */
+#define ZR_K_ATTN_PREFILL_D256_SMEM 67584
+
 /* Every kernel of the forward pass, one field per line of cu/kernels.def: a ZR_KFIXED kernel is
  * a ZrKernel, a ZR_KFAMILY is a ZrKernel per weight type (indexed by ZrType) with has_<field>
  * saying which types have one. */
@@ -32,6 +36,7 @@ typedef struct ZrCuKernels {
 #include "cu/kernels.def"
     int sm_count; /* the device's multiprocessors (matrix-vector grid shapes) */
     size_t mm_smem; /* dynamic shared memory the small prefill products may take (cuda/mm_small.h) */
+    bool has_attn_prefill_d256; /* the GPU allows its ZR_K_ATTN_PREFILL_D256_SMEM bytes */
     ZrKernel mv_mix[ZR_KMIX_COUNT]; /* ZR_KMIX lines: matvec_mix_<a>_<b> */
     bool has_mv_mix[ZR_KMIX_COUNT]; /* loaded (tests clear it to force one launch per type) */
 } ZrCuKernels;

@@ -40,6 +40,8 @@ static const Case k_cases[] = {
     {"gemma3-F32", "--arch gemma3 --layers 7 --seed 4 --type f32", 128},
     {"gemma3-Q4_K_M", "--arch gemma3 --layers 7 --seed 4 --type q4_k_m", 128},
     {"gemma3-F16-hd256", "--arch gemma3 --layers 7 --seed 8 --type f16 --embd 512 --heads 4 --kv-heads 2 --head-dim 256", 128},
+    /* heads of 128 with a window and caps that bite: the prefill's attn_prefill_f16_d128_swa */
+    {"gemma2-caps-Q8_0-hd128", "--arch gemma2 --layers 4 --seed 9 --attn-softcap 0.5 --final-softcap 5 --type q8_0 --embd 512 --heads 4 --kv-heads 2 --head-dim 128", 128},
     {"phi3-F32-long", "--arch phi3 --layers 3 --seed 5 --orig-ctx 64 --type f32", 128},
     {"phi3-Q8_0-short", "--arch phi3 --layers 3 --seed 5 --orig-ctx 256 --type q8_0", 128},
     {"phi3-F16", "--arch phi3 --layers 2 --seed 7 --type f16", 128},

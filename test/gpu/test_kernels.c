@@ -925,24 +925,28 @@ ZT_TEST(attention_causal_prefill_matches_cpu) {
     attention_case(4, 2, 64, 64, 0, 33, 64); /* the fixtures' shape: 33 rows from position 0 */
 }
 
-/* attn_prefill_f16_d*: M query rows at positions pos0.. over a cache whose rows past
- * pos0 + M - 1 are NaN (not yet written: the kernel must not let them in) and whose output
- * starts as NaN with one row more (rows < M written, row M untouched), against double precision.
- * The kernel rounds Q (scaled), K, V and the probabilities to F16 (unit roundoff u = 2^-11), so
- * per output value (natural-log scores s_j, weights p_j / l):
+/* attn_prefill_f16_d* through zr_k_attn_prefill: M query rows at positions pos0.. over a cache
+ * whose rows past pos0 + M - 1 are NaN (not yet written: the kernel must not let them in) and
+ * whose output starts as NaN with one row more (rows < M written, row M untouched), against
+ * double precision. window > 0: query p sees keys p + 1 - window .. p, and the cache rows before
+ * the oldest key any query sees are NaN too (the kernel must skip them); cap > 0: scores
+ * cap tanh(s / cap) (gemma2). The kernel rounds Q (scaled), K, V and the probabilities to F16
+ * (unit roundoff u = 2^-11), so per output value (natural-log scores s_j, weights p_j / l):
  *     |err| <= max_j |ds_j| * sum_j p_j |v_j - o| / l  +  2u * sum_j p_j |v_j| / l,
- *     |ds_j| <= 2u * scale * sum_d |q_d k_jd|   (F32 accumulation and exp2 add ~1e-6 relative);
- * the test allows 1.5 times that plus 1e-6. A key let in or left out past the causal edge, a
- * wrong fragment or a wrong head moves values by a fair fraction of |v| (0.3..1): 10..100x it. */
-static double attention_prefill_case(int n_head, int n_kv, int hd, int M, int pos0) {
+ *     |ds_j| <= 2u * scale * sum_d |q_d k_jd|   (F32 accumulation and exp2 add ~1e-6 relative;
+ *     the cap's tanh has a slope of at most 1, so a capped score's error is no larger);
+ * the test allows 1.5 times that plus 1e-6. A key let in or left out past the causal edge or the
+ * window, a wrong fragment or a wrong head moves values by a fair fraction of |v| (0.3..1): 10..100x it. */
+static double attention_prefill_case(int n_head, int n_kv, int hd, int M, int pos0, int window, float cap) {
     GpuEnv *g = gpu_env();
-    uint64_t s = 1000 + 7 * hd + 3 * M + pos0 + n_kv;
+    uint64_t s = 1000 + 7 * hd + 3 * M + pos0 + n_kv + 11 * window;
     const int kv_dim = n_kv * hd, q_dim = n_head * hd, q_stride = q_dim + 2 * kv_dim, n_ctx = pos0 + M + 70;
     float *q = malloc(sizeof(float) * M * q_stride), *kc = malloc(sizeof(float) * n_ctx * kv_dim),
           *vc = malloc(sizeof(float) * n_ctx * kv_dim), *out = malloc(sizeof(float) * (M + 1) * q_dim);
     for (int i = 0; i < M * q_stride; i++) q[i] = 2.0f * gpu_rand(&s);
+    const int oldest = window > 0 && pos0 + 1 > window ? pos0 + 1 - window : 0; /* row 0's oldest key */
     for (int i = 0; i < n_ctx * kv_dim; i++) {
-        const bool live = i / kv_dim < pos0 + M;
+        const bool live = i / kv_dim < pos0 + M && i / kv_dim >= oldest;
         kc[i] = live ? gpu_rand(&s) : NAN;
         vc[i] = live ? gpu_rand(&s) + 0.25f : NAN; /* an offset: a dropped normalization shows */
     }
@@ -951,13 +955,10 @@ static double attention_prefill_case(int n_head, int n_kv, int hd, int M, int po
     CUdeviceptr dv = gpu_upload(g, vc, sizeof(float) * n_ctx * kv_dim), dp = gpu_upload(g, &pos0, sizeof pos0);
     CUdeviceptr dout = gpu_upload(g, out, sizeof(float) * (M + 1) * q_dim);
     const double scale = 1.0 / sqrt((double)hd);
-    const float scale_log2 = (float)(1.4426950408889634 * scale);
     ZrError e = {0};
     double *sc = malloc(sizeof(double) * n_ctx), *ds = malloc(sizeof(double) * n_ctx), worst = 0;
-    const ZrKernel *kp = hd == 64 ? &g->k.attn_prefill_d64 : hd == 96 ? &g->k.attn_prefill_d96 : &g->k.attn_prefill_d128;
-    if (ZR_LAUNCH(&g->l, kp, ZR_DIM3(n_head, (M + 63) / 64, 1), ZR_DIM1(128), 0, &e, &dq,
-                  (void *)&q_stride, &dk, &dv, &dout, (void *)&q_dim, &dp, (void *)&M, (void *)&n_head, (void *)&n_kv,
-                  (void *)&scale_log2)) {
+    if (zr_k_attn_prefill(&g->l, &g->k, dq, q_stride, dk, dv, dout, q_dim, dp, n_head, n_kv, hd, (float)scale, window,
+                          cap, M, &e)) {
         fprintf(stderr, "  %s\n", e.msg);
         worst = 1e30;
     }
@@ -966,34 +967,35 @@ static double attention_prefill_case(int n_head, int n_kv, int hd, int M, int po
     for (int i = 0; i < M; i++)
         for (int h = 0; h < n_head; h++) {
             const int n_keys = pos0 + i + 1, kvh = h / (n_head / n_kv);
+            const int first = window > 0 && n_keys > window ? n_keys - window : 0;
             const float *qi = q + (size_t)i * q_stride + (size_t)h * hd;
             double mx = -1e300, l = 0, ds_max = 0;
-            for (int p = 0; p < n_keys; p++) {
+            for (int p = first; p < n_keys; p++) {
                 const float *kp = kc + (size_t)p * kv_dim + (size_t)kvh * hd;
                 double d = 0, mag = 0;
                 for (int j = 0; j < hd; j++) d += (double)qi[j] * kp[j], mag += fabs((double)qi[j] * kp[j]);
-                sc[p] = d * scale;
+                sc[p] = cap > 0 ? cap * tanh(d * scale / cap) : d * scale;
                 ds[p] = 2 * u * scale * mag;
                 if (sc[p] > mx) mx = sc[p];
                 if (ds[p] > ds_max) ds_max = ds[p];
             }
-            for (int p = 0; p < n_keys; p++) l += (sc[p] = exp(sc[p] - mx));
+            for (int p = first; p < n_keys; p++) l += (sc[p] = exp(sc[p] - mx));
             for (int j = 0; j < hd; j++) {
                 double o = 0, vabs = 0, vdev = 0;
-                for (int p = 0; p < n_keys; p++) {
+                for (int p = first; p < n_keys; p++) {
                     const double v = vc[(size_t)p * kv_dim + (size_t)kvh * hd + j];
                     o += sc[p] * v;
                     vabs += sc[p] * fabs(v);
                 }
                 o /= l;
-                for (int p = 0; p < n_keys; p++) vdev += sc[p] * fabs(vc[(size_t)p * kv_dim + (size_t)kvh * hd + j] - o);
+                for (int p = first; p < n_keys; p++) vdev += sc[p] * fabs(vc[(size_t)p * kv_dim + (size_t)kvh * hd + j] - o);
                 const double tol = 1.5 * (ds_max * vdev / l + 2 * u * vabs / l) + 1e-6;
                 const float got = out[(size_t)i * q_dim + (size_t)h * hd + j];
                 const double r = isfinite(got) ? fabs(got - o) / tol : 1e30;
                 if (r > worst) worst = r;
                 if (r > 1.0 && r == worst)
-                    fprintf(stderr, "  heads %d/%d hd %d M %d pos0 %d row %d head %d [%d]: %.7g vs %.7g (tol %.3g)\n",
-                            n_head, n_kv, hd, M, pos0, i, h, j, got, o, tol);
+                    fprintf(stderr, "  heads %d/%d hd %d M %d pos0 %d window %d cap %g row %d head %d [%d]: %.7g vs %.7g (tol %.3g)\n",
+                            n_head, n_kv, hd, M, pos0, window, cap, i, h, j, got, o, tol);
             }
         }
     for (int j = 0; j < q_dim; j++)
@@ -1021,18 +1023,39 @@ ZT_TEST(attention_prefill_tiled_matches_cpu_within_its_f16_bound) {
     static const int Ms[] = {1, 2, 63, 64, 65, 200}, pos0s[] = {0, 37};
     static const int heads[][2] = {{4, 4}, {8, 2}}; /* GQA 1 and 4 */
     double worst = 0;
-    static const int hds[] = {64, 128, 96}; /* 96: Phi-3's heads */
-    for (int hdi = 0; hdi < 3; hdi++)
+    static const int hds[] = {64, 128, 96, 256}; /* 96: Phi-3's heads; 256: gemma's */
+    for (int hdi = 0; hdi < 4; hdi++)
         for (int gi = 0; gi < 2; gi++)
             for (size_t pi = 0; pi < sizeof pos0s / sizeof pos0s[0]; pi++)
                 for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
                     const int hd = hds[hdi];
-                    const double r = attention_prefill_case(heads[gi][0], heads[gi][1], hd, Ms[mi], pos0s[pi]);
+                    const double r = attention_prefill_case(heads[gi][0], heads[gi][1], hd, Ms[mi], pos0s[pi], 0, 0.0f);
                     fprintf(stderr, "  attn_prefill hd %3d heads %d/%d M %3d pos0 %2d: worst |diff|/tol %.3g\n", hd,
                             heads[gi][0], heads[gi][1], Ms[mi], pos0s[pi], r);
                     if (r > worst) worst = r;
                 }
     ZT_CHECKF(worst <= 1.0, "attn_prefill: worst |diff|/tol %.3g", worst);
+}
+
+/* The sliding window (gemma2/gemma3) and the soft cap (gemma2) in the heads of 128 and 256:
+ * windows shorter than a key tile, across tiles and longer than the context; prefills that start
+ * past the window (the oldest keys NaN: skipped); rows whose first tile holds no key of theirs. */
+ZT_TEST(attention_prefill_tiled_window_and_cap_match_cpu) {
+    if (!gpu_env()) return;
+    static const struct { int M, pos0, window; float cap; } cs[] = {
+        {200, 0, 16, 0.0f}, {200, 0, 50, 0.0f}, {130, 37, 64, 0.0f}, {65, 300, 100, 0.0f}, {64, 0, 1, 0.0f},
+        {150, 20, 4096, 0.0f}, {200, 0, 0, 30.0f}, {130, 37, 50, 20.0f}, {1, 500, 33, 0.0f}, {96, 129, 97, 50.0f},
+    };
+    static const int hds[] = {128, 256};
+    double worst = 0;
+    for (int hdi = 0; hdi < 2; hdi++)
+        for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+            const double r = attention_prefill_case(8, 2, hds[hdi], cs[i].M, cs[i].pos0, cs[i].window, cs[i].cap);
+            fprintf(stderr, "  attn_prefill hd %3d heads 8/2 M %3d pos0 %3d window %4d cap %4.1f: worst |diff|/tol %.3g\n",
+                    hds[hdi], cs[i].M, cs[i].pos0, cs[i].window, (double)cs[i].cap, r);
+            if (r > worst) worst = r;
+        }
+    ZT_CHECKF(worst <= 1.0, "attn_prefill with a window or a cap: worst |diff|/tol %.3g", worst);
 }
 
 /* rmsnorm_f32_f16 and swiglu_f32_f16 (the prefill's F16 GEMM operands written directly) give
