@@ -259,7 +259,7 @@ ZT_TEST(md_output_has_the_device_line_and_a_row_per_test) {
                                        "TTFT ms", "logits hash"};
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) ZT_CHECKF(strstr(r.out, cols[i]), "no column %s", cols[i]);
     ZT_CHECKF(count(r.out, "| llama 107K F32 ") == 2, "%s", r.out);
-    ZT_CHECK(strstr(r.out, "|    pp8 |") && strstr(r.out, "|    tg4 |"));
+    ZT_CHECK(strstr(r.out, "|            pp8 |") && strstr(r.out, "|            tg4 |"));
     ZT_CHECK(count(r.out, " ± ") == 2);
     ZT_CHECK(count(r.out, "| cpu     |       2 | eager ") == 2);
     run_free(&r);
@@ -455,6 +455,36 @@ ZT_TEST(a_list_of_tests_and_several_models_give_a_row_each) {
     ZT_CHECK(count(r.out, "\"test\": \"pp4\"") == 2 && count(r.out, "\"test\": \"tg2\"") == 2 &&
              count(r.out, "\"test\": \"tg3\"") == 2 && count(r.out, "\"test\": \"pp0\"") == 0);
     ZT_CHECK(count(r.out, "\"warmup\": 0") == 6);
+    run_free(&r);
+}
+
+/* -d (llama-bench's depth): every test again after a context of D tokens. The context is really
+ * in the cache at positions 0..D-1: "pp4 @ d24" (4 ids at positions 24..27 after the 24 of the
+ * context: the first 28 of the same id stream) ends on the logits of "pp28" bit for bit (one
+ * thread), and decoding after it gives other logits than after BOS alone; each repetition
+ * prefills the context again (stable hashes); a -c too small for context and test is a usage
+ * error naming both. */
+ZT_TEST(depth_runs_each_test_after_a_context_in_the_cache) {
+    const char *m = tiny_model();
+    ZT_CHECK(m);
+    Run r = run_zrun((const char *const[]){"-m", m, "-p", "4,28", "-n", "3", "-d", "0,24", "-r", "2", "--device", "cpu",
+                                           "-t", "1", "--bw-mib", "0", "-o", "jsonl", NULL});
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    char pp28[17], pp4d[17], tg[17], tgd[17];
+    ZT_CHECK(hash_of(r.out, "pp28", pp28) && hash_of(r.out, "pp4 @ d24", pp4d));
+    ZT_CHECK(hash_of(r.out, "tg3", tg) && hash_of(r.out, "tg3 @ d24", tgd));
+    ZT_CHECKF(!strcmp(pp28, pp4d), "pp28 %s, pp4 @ d24 %s", pp28, pp4d);
+    ZT_CHECKF(strcmp(tg, tgd) != 0, "tg3 after BOS and after 24 tokens: the same logits %s", tg);
+    ZT_CHECK(count(r.out, "\"n_depth\": 24") == 3 && count(r.out, "\"n_depth\": 0") == 3);
+    ZT_CHECK(count(r.out, "\"hash_stable\": true") == 6);
+    run_free(&r);
+    r = run_zrun((const char *const[]){"-m", m, "-p", "8", "-n", "16", "-d", "64", "-c", "32", "--device", "cpu",
+                                       "--bw-mib", "0", NULL});
+    ZT_CHECKF(r.status == 1 && strstr(r.err, "the tests need a context of 81 tokens (-d 64, then -p 8 / -n 16); -c gives 32"),
+              "exit %d: %s", r.status, r.err);
+    run_free(&r);
+    r = run_zrun((const char *const[]){"-m", m, "-d", "-3", NULL});
+    ZT_CHECKF(r.status == 2 && strstr(r.err, "-d"), "exit %d: %s", r.status, r.err);
     run_free(&r);
 }
 

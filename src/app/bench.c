@@ -14,6 +14,11 @@
  *        step come back, for the hash); with --argmax host every step's logits come back and
  *        the host samples them. Every repetition starts from a fresh sampler, so the same
  *        tokens are decoded each time and the hash is stable.
+ * -d D (llama-bench's --n-depth): each test runs after a context of D tokens (BOS, then the
+ *        same pseudo-random ids), prefilled untimed on the emptied cache before every
+ *        repetition: pp<P> @ d<D> prefills P more tokens at positions D.., tg<N> @ d<D> picks the
+ *        first token from the context's last logits and decodes N steps at positions D.. (the
+ *        attention then reads D cached positions a step; GB/s and % BW count the weights only).
  * Each test runs --warmup untimed repetitions, then -r timed ones, each on an empty cache;
  * t/s is the median over the timed ones, ± their sample standard deviation. The logits hash
  * (FNV-1a 64 of the final logits' bytes) lets runs, modes and machines be compared.
@@ -60,6 +65,7 @@ typedef struct BenchArgs {
     int n_models;
     int pp[BENCH_MAX_TESTS], n_pp;        /* -p list; 0 entries are skipped */
     int tg[BENCH_MAX_TESTS], n_tg;        /* -n list */
+    int depth[BENCH_MAX_TESTS], n_depth;  /* -d list: context tokens before each test */
     int reps, warmup;
     GraphSel graph;
     ZrBenchFormat format;
@@ -110,7 +116,7 @@ static int parse_list(const char *opt, const char *arg, int *out, int *n, ZrErro
 }
 
 static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrError *err) {
-    enum { O_MODEL = 1, O_PP, O_TG, O_REPS, O_OUTPUT, O_THREADS, O_CTX, O_GRAPH, O_DEVICE, O_WARMUP, O_BW_MIB,
+    enum { O_MODEL = 1, O_PP, O_TG, O_DEPTH, O_REPS, O_OUTPUT, O_THREADS, O_CTX, O_GRAPH, O_DEVICE, O_WARMUP, O_BW_MIB,
            O_BW_REPS, O_PROFILE, O_PROGRESS, O_QUIET, O_ARGMAX, O_SAMPLING, O_VERBOSE, O_HELP, O_PLAN_CACHE,
            O_NO_PLAN_CACHE };
     /* llama-bench's spellings; its -ngl, -fa, -mmp, -b, -ub take a value (or a list) */
@@ -118,6 +124,7 @@ static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrE
         {O_MODEL, "-m|--model", ZR_OPT_VALUE, NULL},
         {O_PP, "-p|--n-prompt", ZR_OPT_VALUE, NULL},
         {O_TG, "-n|--n-gen", ZR_OPT_VALUE, NULL},
+        {O_DEPTH, "-d|--n-depth", ZR_OPT_VALUE, NULL},
         {O_REPS, "-r|--repetitions", ZR_OPT_VALUE, NULL},
         {O_OUTPUT, "-o|--output", ZR_OPT_VALUE, NULL},
         {O_THREADS, "-t|--threads", ZR_OPT_VALUE, NULL},
@@ -143,7 +150,7 @@ static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrE
         {ZR_COMPAT_UBATCH, "-ub|--ubatch-size", ZR_OPT_VALUE, NULL},
         {0, NULL, 0, NULL},
     };
-    *a = (BenchArgs){.pp = {512}, .n_pp = 1, .tg = {128}, .n_tg = 1, .reps = 5, .warmup = 1,
+    *a = (BenchArgs){.pp = {512}, .n_pp = 1, .tg = {128}, .n_tg = 1, .depth = {0}, .n_depth = 1, .reps = 5, .warmup = 1,
                      .graph = env->graph ? GRAPH_ON : GRAPH_OFF, .format = ZR_BENCH_MD, .fault = env->fault,
                      .device = ZR_DEVICE_AUTO, .bw_mib = 1024, .sampling = "greedy"};
     a->sp = zr_sampler_defaults();
@@ -169,6 +176,10 @@ static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrE
             break;
         case O_TG:
             if (parse_list(name, v, a->tg, &a->n_tg, err)) return ZR_E_USAGE;
+            break;
+        case O_DEPTH:
+            a->n_depth = 0; /* the list replaces the default 0 */
+            if (parse_list(name, v, a->depth, &a->n_depth, err)) return ZR_E_USAGE;
             break;
         case O_REPS:
             if (zr_cli_int(name, v, 1, 100000, &a->reps, err)) return ZR_E_USAGE;
@@ -333,7 +344,8 @@ typedef struct TestCtx {
     const ZrModel *m;
     ZrBackend *be;
     float *logits;     /* [n_vocab] */
-    int32_t *prompt;   /* [max pp]: BOS, then fixed pseudo-random ids */
+    int32_t *prompt;   /* [max depth + max pp]: BOS, then fixed pseudo-random ids */
+    int depth;         /* the test's context (-d) */
     int32_t bos;
     double *samples;   /* [reps] */
     ZrSamplerParams sp;/* --sampling with repeat_last_n resolved */
@@ -352,21 +364,24 @@ static bool keep_going(void *ctx, int32_t token) {
 static int run_once(TestCtx *t, bool pp, int n, double *secs, ZrError *err) {
     ZrBackend *be = t->be;
     const int n_vocab = t->m->hp.n_vocab;
+    const int d = t->depth;
     be->truncate(be, 0);
-    int rc;
+    /* the context (untimed): its last logits pick a tg test's first token */
+    int rc = d > 0 ? be->forward(be, t->prompt, d, 0, t->logits, false, err) : ZR_OK;
+    if (rc) return zr_err_wrap(err, "the context of %d tokens", d);
     if (pp) {
         const double t0 = (zr_clock_ms() / 1e3);
-        rc = be->forward(be, t->prompt, n, 0, t->logits, false, err);
+        rc = be->forward(be, t->prompt + d, n, d, t->logits, false, err);
         *secs = (zr_clock_ms() / 1e3) - t0;
         return rc;
     }
-    /* a fresh sampler that has seen the one-token prompt */
+    /* a fresh sampler that has seen the prompt: BOS alone, or the context */
     ZrSampler *smp = zr_sampler_create(&t->sp, n_vocab, err);
     if (!smp) return err->code;
-    zr_sampler_accept(smp, t->bos);
-    ZrDecodeLoop L = {.sp = &t->sp, .host = smp, .n_cand = n_vocab, .pos = 1, .max_steps = n, .on_token = keep_going,
-                      .logits = t->logits, .host_pick = t->a->host_argmax};
-    if (!(rc = be->forward(be, &t->bos, 1, 0, t->logits, false, err))) {
+    for (int i = 0; i < (d > 0 ? d : 1); i++) zr_sampler_accept(smp, d > 0 ? t->prompt[i] : t->bos);
+    ZrDecodeLoop L = {.sp = &t->sp, .host = smp, .n_cand = n_vocab, .pos = d > 0 ? d : 1, .max_steps = n,
+                      .on_token = keep_going, .logits = t->logits, .host_pick = t->a->host_argmax};
+    if (d > 0 || !(rc = be->forward(be, &t->bos, 1, 0, t->logits, false, err))) {
         L.token = zr_decode_pick_host(&L, t->logits, n_vocab);
         const double t0 = (zr_clock_ms() / 1e3);
         rc = be->decode_run(be, &L, err);
@@ -399,7 +414,7 @@ static int run_test(TestCtx *t, bool pp, int n, const char *mode, bool graph_ask
     for (int i = -a->warmup; i < a->reps; i++) {
         double secs = 0;
         int rc = run_once(t, pp, n, &secs, err);
-        if (rc) return zr_err_wrap(err, "%s %s%d", mode, pp ? "pp" : "tg", n);
+        if (rc) return zr_err_wrap(err, "%s %s%d @ d%d", mode, pp ? "pp" : "tg", n, t->depth);
         if (i < 0) continue;
         t->samples[i] = secs > 0 ? n / secs : 0.0;
         const uint64_t h = zr_bench_fnv1a64(t->logits, logit_bytes);
@@ -409,7 +424,9 @@ static int run_test(TestCtx *t, bool pp, int n, const char *mode, bool graph_ask
     }
     ZrBackendStats st = {0};
     if (t->be->stats) t->be->stats(t->be, &st);
-    snprintf(r->test, sizeof r->test, "%s%d", pp ? "pp" : "tg", n);
+    if (t->depth > 0) snprintf(r->test, sizeof r->test, "%s%d @ d%d", pp ? "pp" : "tg", n, t->depth);
+    else snprintf(r->test, sizeof r->test, "%s%d", pp ? "pp" : "tg", n);
+    r->n_depth = t->depth;
     r->mode = graph_asked && !pp && !st.graph_active ? "graph-fallback" : pp ? "eager" : mode;
     r->n_prompt = pp ? n : 0;
     r->n_gen = pp ? 0 : n;
@@ -473,10 +490,20 @@ static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const c
     r->bytes_per_token = m.bytes_per_token;
 
     const int n_vocab = m.hp.n_vocab;
-    int max_pp = 0, max_tg = 0;
+    int max_pp = 0, max_tg = 0, max_d = 0;
     for (int i = 0; i < a->n_pp; i++) max_pp = a->pp[i] > max_pp ? a->pp[i] : max_pp;
     for (int i = 0; i < a->n_tg; i++) max_tg = a->tg[i] > max_tg ? a->tg[i] : max_tg;
-    const int n_ctx = a->n_ctx ? a->n_ctx : zr_backend_default_ctx(&m, max_pp > max_tg + 1 ? max_pp : max_tg + 1);
+    for (int i = 0; i < a->n_depth; i++) max_d = a->depth[i] > max_d ? a->depth[i] : max_d;
+    /* the longest test after the deepest context (tg: BOS or the context, then its steps) */
+    const int need = max_d + (max_pp > max_tg + 1 ? max_pp : max_tg + 1);
+    const int n_ctx = a->n_ctx ? a->n_ctx : zr_backend_default_ctx(&m, need);
+    if (a->n_ctx && need > a->n_ctx) {
+        rc = zr_err(err, ZR_E_USAGE, "%s: the tests need a context of %d tokens (-d %d, then -p %d / -n %d); -c gives %d",
+                    path, need, max_d, max_pp, max_tg, a->n_ctx);
+        zr_cuda_early_drop(early);
+        zr_model_free(&m);
+        return rc;
+    }
     uint32_t bos = 0;
     ZrError e2;
     if (zr_gguf_find(&m.gguf, "tokenizer.ggml.bos_token_id") &&
@@ -486,7 +513,7 @@ static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const c
     t.sp = a->sp;
     if (t.sp.repeat_last_n < 0) t.sp.repeat_last_n = n_ctx;
     t.logits = malloc(sizeof(float) * (size_t)n_vocab);
-    const int n_ids = max_pp > ZR_BENCH_TTFT_TOKENS ? max_pp : ZR_BENCH_TTFT_TOKENS;
+    const int n_ids = max_d + (max_pp > ZR_BENCH_TTFT_TOKENS ? max_pp : ZR_BENCH_TTFT_TOKENS);
     t.prompt = malloc(sizeof(int32_t) * (size_t)n_ids);
     t.samples = calloc((size_t)a->reps, sizeof(double));
     if (!t.logits || !t.prompt || !t.samples) {
@@ -531,11 +558,14 @@ static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const c
         }
         const bool graph = modes[mi];
         const char *mode = graph ? "graph" : "eager";
-        if (mi == 0)
-            for (int i = 0; i < a->n_pp && !rc; i++)
-                if (a->pp[i] > 0) rc = run_test(&t, true, a->pp[i], mode, graph, err);
-        for (int i = 0; i < a->n_tg && !rc; i++)
-            if (a->tg[i] > 0) rc = run_test(&t, false, a->tg[i], mode, graph, err);
+        for (int di = 0; di < a->n_depth && !rc; di++) {
+            t.depth = a->depth[di];
+            if (mi == 0)
+                for (int i = 0; i < a->n_pp && !rc; i++)
+                    if (a->pp[i] > 0) rc = run_test(&t, true, a->pp[i], mode, graph, err);
+            for (int i = 0; i < a->n_tg && !rc; i++)
+                if (a->tg[i] > 0) rc = run_test(&t, false, a->tg[i], mode, graph, err);
+        }
         if (rc) zr_err_wrap(err, "%s", path);
         t.be->destroy(t.be);
         t.be = NULL;

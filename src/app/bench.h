@@ -59,9 +59,10 @@ typedef struct ZrBenchRow {
     uint64_t n_params;
     uint64_t bytes_per_token;   /* weight bytes read per decoded token */
     const char *mode;           /* "eager", "graph", or "graph-fallback" (asked for, not kept) */
-    char test[32];              /* "pp512" or "tg128" */
+    char test[32];              /* "pp512" or "tg128", "tg128 @ d4096" after a context (-d) */
     const char *sampling;       /* tg: "greedy", "default" or the sampling flags given (--sampling); pp: "-" */
     int n_prompt, n_gen;        /* pp: n_prompt > 0, n_gen 0; tg: n_prompt 0 (BOS only), n_gen > 0 */
+    int n_depth;                /* context tokens in the cache before the test (-d; 0: none) */
     int n_ctx, reps, warmup;
     double load_ms;             /* the file to a ready backend (model load + backend open, the upload), ms */
     double ttft_ms;             /* then the first prompt (ZR_BENCH_TTFT_TOKENS ids, BOS first) to its first token, ms */

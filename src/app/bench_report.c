@@ -82,8 +82,8 @@ static void json_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     json_str(f, r->test);
     fputs(", \"sampling\": ", f);
     json_str(f, r->sampling);
-    fprintf(f, ", \"n_prompt\": %d, \"n_gen\": %d, \"n_ctx\": %d, \"reps\": %d, \"warmup\": %d", r->n_prompt, r->n_gen,
-            r->n_ctx, r->reps, r->warmup);
+    fprintf(f, ", \"n_prompt\": %d, \"n_gen\": %d, \"n_depth\": %d, \"n_ctx\": %d, \"reps\": %d, \"warmup\": %d", r->n_prompt,
+            r->n_gen, r->n_depth, r->n_ctx, r->reps, r->warmup);
     fputs(", \"load_ms\": ", f);
     json_num(f, r->load_ms, true);
     fputs(", \"ttft_ms\": ", f);
@@ -127,7 +127,7 @@ static void json_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
 
 static const char *const csv_cols[] = {
     "build", "backend", "device", "driver", "cuda_version", "n_threads", "read_gbps", "model_filename",
-    "model_type", "model_size", "model_n_params", "bytes_per_token", "mode", "test", "sampling", "n_prompt", "n_gen", "n_ctx",
+    "model_type", "model_size", "model_n_params", "bytes_per_token", "mode", "test", "sampling", "n_prompt", "n_gen", "n_depth", "n_ctx",
     "reps", "warmup", "load_ms", "ttft_ms", "median_ts", "sd_ts", "avg_ts", "min_ts", "max_ts", "samples_ts", "gbps", "bw_pct",
     "kernels_per_token", "host_us_per_token", "host_steps", "gap_us_min", "gap_us_median", "graph_build_ms", "pdl", "logits_hash", "hash_stable",
 };
@@ -170,7 +170,7 @@ static void csv_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     csv_str(f, r->test);
     fputc(',', f);
     csv_str(f, r->sampling);
-    fprintf(f, ",%d,%d,%d,%d,%d,", r->n_prompt, r->n_gen, r->n_ctx, r->reps, r->warmup);
+    fprintf(f, ",%d,%d,%d,%d,%d,%d,", r->n_prompt, r->n_gen, r->n_depth, r->n_ctx, r->reps, r->warmup);
     csv_num(f, r->load_ms, true);
     fputc(',', f);
     csv_num(f, r->ttft_ms, true);
@@ -226,7 +226,7 @@ static void md_row(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     if (mb >= 1024.0 * 1024.0 * 1024.0) snprintf(size, sizeof size, "%.2f GiB", mb / (1024.0 * 1024.0 * 1024.0));
     else snprintf(size, sizeof size, "%.2f MiB", mb / (1024.0 * 1024.0));
     fprintf(f,
-            "| %-24s | %14s | %10s | %-7s | %7s | %-14s | %6s | %-8s | %20s | %8s | %6s | %8s | %11s | %13s | %8s | "
+            "| %-24s | %14s | %10s | %-7s | %7s | %-14s | %14s | %-8s | %20s | %8s | %6s | %8s | %11s | %13s | %8s | "
             "%7s | %7s | %016" PRIx64 "%s |\n",
             r->model_type, size, params, d->backend, thr, mode, r->test, r->sampling, ts, gbps, pct, kern, host, gap, graph,
             load, ttft, r->logits_hash, r->hash_stable ? "" : " (varies)");
@@ -241,13 +241,13 @@ void zr_bench_out_begin(ZrBenchOut *o, const ZrBenchDevice *dev) {
         zr_bench_device_line(dev, line, sizeof line);
         fprintf(f, "%s\n\n", line);
         fprintf(f,
-                "| %-24s | %14s | %10s | %-7s | %7s | %-14s | %6s | %-8s | %20s | %8s | %6s | %8s | %11s | %13s | %8s | "
+                "| %-24s | %14s | %10s | %-7s | %7s | %-14s | %14s | %-8s | %20s | %8s | %6s | %8s | %11s | %13s | %8s | "
                 "%7s | %7s | %-16s |\n",
                 "model", "size", "params", "backend", "threads", "mode", "test", "sampling", "t/s", "GB/s", "% BW",
                 "kern/tok", "host µs/tok", "gap µs (min)", "graph ms", "load ms", "TTFT ms", "logits hash");
         fprintf(f, "| %s | %s: | %s: | %s | %s: | %s | %s: | %s | %s: | %s: | %s: | %s: | %s: | %s: | %s: | %s: | %s: | %s |\n",
                 "------------------------", "-------------", "---------", "-------", "------", "--------------",
-                "-----", "--------", "-------------------", "-------", "-----", "-------", "----------", "------------",
+                "-------------", "--------", "-------------------", "-------", "-----", "-------", "----------", "------------",
                 "-------", "------", "------", "----------------");
         break;
     }
