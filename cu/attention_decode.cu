@@ -6,13 +6,17 @@
 // (the prefill keeps those).
 //
 // attn_decode_f32 (head_dim <= 128) / attn_decode_f32_d256 (head_dim <= 256, gemma's heads):
-//   grid (n_head, n_chunks), or with a window (n_head, min(n_chunks, ceil(window/chunk) + 1)),
-//   block ZR_AD_THREADS (16 warps). Block (h, y) serves query head h and chunk c = y (with a
-//   window: c = c0 + y, c0 the chunk of the window's first row, so a local layer's grid and the
-//   rows it reads do not grow with the context) over cache rows [max(c*chunk, first),
-//   min((c+1)*chunk, pos+1)), where first = pos+1-window for a window (0 otherwise): the query
-//   sees the last `window` positions, llama.cpp's standard sliding window. Chunks past the
-//   sequence or wholly before the window exit at once.
+//   grid (n_head, n_split), block ZR_AD_THREADS (16 warps). Block (h, y) serves query head h and
+//   the chunks c = c0 + y, c0 + y + n_split, ... that hold rows, in that order, each over cache
+//   rows [max(c*chunk, first), min((c+1)*chunk, pos+1)), where first = pos+1-window for a window
+//   (0 otherwise; c0 = first / chunk, the chunk of the first row): the query sees the last
+//   `window` positions, llama.cpp's standard sliding window, and a local layer's blocks read
+//   only its window however long the context. A block without a chunk exits at once. One
+//   online softmax runs over all of a block's chunks, so a long context costs more rows a
+//   block, not more blocks: the grid, sized by the host to the GPU (src/cuda/attn.c), does not
+//   grow with the context (a block per chunk of 256 rows took 186 us a layer at 16384 cached
+//   positions of Llama-3-8B, 0.73 TB/s: 2080 blocks, one resident an SM, each paying its rope,
+//   partials and merge; cu/PERF.md session 21).
 //   At short contexts the work is a few dependent round trips, not bandwidth, so the grid has a
 //   block per query head (not per KV head: the K/V rows of a group are read G times, from L2)
 //   and a block's rows are spread over all its warps: at tg128's positions every lane loads its
@@ -27,11 +31,11 @@
 //     live one) normalize and rotate the new K row themselves and take it and the V row from
 //     qkv rather than the cache; of those, the block of the group's first query head
 //     (h % G == 0) is the only one that writes cache row pos. Every block reads rows < pos only.
-//   - part: partials of the live chunks when there are more than one: o [n_head][n_chunks]
-//     [head_dim] (unnormalized), then (max, sum) [n_head][n_chunks][2].
+//   - part: partials of the blocks when more than one holds rows: o [n_head][n_split]
+//     [head_dim] (unnormalized), then (max, sum) [n_head][n_split][2].
 //   - count [n_head] i32: zero before the launch and after it. A block that wrote its partials
 //     increments count[h] (after a __threadfence); the block that sees blocks-1 is the last of
-//     its head: it resets the counter to 0 and merges the partials in chunk order, so the
+//     its head: it resets the counter to 0 and merges the partials in block order, so the
 //     result does not depend on which block finished last (replay equals eager bit for bit).
 //   - out [n_head*head_dim]: the attention output.
 //   - scale: the scores' scale (folded into q); softcap > 0: each score s becomes
@@ -108,23 +112,26 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
                                                const double *__restrict__ freq, const int *__restrict__ pos_p,
                                                const float *__restrict__ q_norm, const float *__restrict__ k_norm,
                                                int n_head, int n_kv, int head_dim, int rope_dim, int neox, int chunk,
-                                               int n_chunks, float scale, float eps, int window, float softcap) {
+                                               int n_split, float scale, float eps, int window, float softcap) {
     constexpr int U = ZR_AD_UNROLL / V, MAX4 = 32 * V;
     // Before zr_grid_wait(): only the position (written by host copies before the step) and
     // cache rows < pos, which earlier decode steps or the prefill wrote. Under programmatic
     // dependent launch the kernel this one may overlap is the one just before it (the QKV
     // projection), which writes neither, and every kernel before that one has completed (each
     // waits before it releases the next).
-    const int h = blockIdx.x, t = threadIdx.x;
+    const int h = blockIdx.x, y = blockIdx.y, t = threadIdx.x;
     const int pos = pos_p[0], seq = pos + 1;
     const int first = window > 0 && seq > window ? seq - window : 0; // the first row the query sees
     const int c0 = first / chunk;                                     // the first live chunk
-    const int c = (window > 0 ? c0 : 0) + (int)blockIdx.y, start = c * chunk;
-    if (start >= seq || c < c0) return;
-    const int lo = max(start, first), n = min(start + chunk, seq) - lo;
-    const int live = (seq + chunk - 1) / chunk, blocks = live - c0;
-    const bool cur = c == live - 1; // holds row pos, as its last row n - 1
-    const int n_cached = cur ? n - 1 : n, cur_row = cur ? n - 1 : -1;
+    const int live = (seq + chunk - 1) / chunk, n_live = live - c0;   // chunks c0 .. live - 1
+    if (y >= n_live) return;
+    const int blocks = min(n_split, n_live);  // the blocks that hold rows
+    const int n_mine = (n_live - y + n_split - 1) / n_split; // this block's chunks
+    const bool cur = (live - 1 - c0) % n_split == y;          // one of them holds row pos
+    // chunk k of this block: its rows [lo, lo + n), n_cached of them in the cache (the last row
+    // of the chunk that holds pos comes from shared memory: cur_row)
+    int c = c0 + y, lo = max(c * chunk, first), n = min(c * chunk + chunk, seq) - lo;
+    int n_cached = c == live - 1 ? n - 1 : n, cur_row = c == live - 1 ? n - 1 : -1;
     const int G = n_head / n_kv, kvh = h / G, hd = head_dim, hd4 = hd >> 2;
     const int kv_dim = n_kv * hd, q_dim = n_head * hd;
     int L = 1;
@@ -143,7 +150,7 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
 
     // the first batch of K and V rows goes out before the wait and the rope, to overlap their
     // latency with the previous kernel's tail and the rope
-    const size_t base = (size_t)lo * kv_dim + (size_t)kvh * hd; // row `lo` of this KV head
+    size_t base = (size_t)lo * kv_dim + (size_t)kvh * hd; // row `lo` of this KV head
     float4 kr[U][V], vr[U][V];
     zr_ad_rows<U, V>(kr, kc + base, kv_dim, grp, NG, n_cached, sub, L, hd4);
     zr_ad_rows<U, V>(vr, vc + base, kv_dim, grp, NG, n_cached, sub, L, hd4);
@@ -295,55 +302,65 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
     }
     const float inv_cap = softcap > 0.f ? 1.0f / softcap : 0.f;
     float m = -INFINITY, l = 0.f;
-    for (int p0 = 0; p0 < n; p0 += U * NG) {
-        if (p0 > 0) {
-            zr_ad_rows<U, V>(kr, kc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, hd4);
-            zr_ad_rows<U, V>(vr, vc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, hd4);
+    for (int k = 0; k < n_mine; k++) {
+        if (k > 0) {
+            c += n_split;
+            lo = c * chunk; // past the window's first row: only a block's first chunk starts before it
+            n = min(lo + chunk, seq) - lo;
+            n_cached = c == live - 1 ? n - 1 : n;
+            cur_row = c == live - 1 ? n - 1 : -1;
+            base = (size_t)lo * kv_dim + (size_t)kvh * hd;
         }
-        zr_ad_patch<U, V>(kr, kn4, p0 + grp, NG, cur_row, sub, L, hd4);
-        zr_ad_patch<U, V>(vr, vn4, p0 + grp, NG, cur_row, sub, L, hd4);
-        // the U rows' dots of the batch, then their sums over the row's lanes level by level, all
-        // U together (U independent shuffles a level, not U chains of 5 one after another; rows
-        // past the chunk were loaded as zeros and are masked after), each row's arithmetic as it
-        // was alone
-        float s[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            s[u] = zr_ad_dot4(q4[0], kr[u][0]);
-#pragma unroll
-            for (int j = 1; j < V; j++) s[u] += zr_ad_dot4(q4[j], kr[u][j]);
-        }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-            if (o < L) {
-#pragma unroll
-                for (int u = 0; u < U; u++) s[u] += __shfl_xor_sync(0xffffffffu, s[u], o);
+        for (int p0 = 0; p0 < n; p0 += U * NG) {
+            if (p0 > 0 || k > 0) {
+                zr_ad_rows<U, V>(kr, kc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, hd4);
+                zr_ad_rows<U, V>(vr, vc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, hd4);
             }
-        float bm = -INFINITY;
+            zr_ad_patch<U, V>(kr, kn4, p0 + grp, NG, cur_row, sub, L, hd4);
+            zr_ad_patch<U, V>(vr, vn4, p0 + grp, NG, cur_row, sub, L, hd4);
+            // the U rows' dots of the batch, then their sums over the row's lanes level by level, all
+            // U together (U independent shuffles a level, not U chains of 5 one after another; rows
+            // past the chunk were loaded as zeros and are masked after), each row's arithmetic as it
+            // was alone
+            float s[U];
 #pragma unroll
-        for (int u = 0; u < U; u++) {
-            if (softcap > 0.f) s[u] = tanhf(s[u] * inv_cap) * softcap;
-            if (!(p0 + u * NG + grp < n)) s[u] = -INFINITY;
-            bm = fmaxf(bm, s[u]);
-        }
+            for (int u = 0; u < U; u++) {
+                s[u] = zr_ad_dot4(q4[0], kr[u][0]);
 #pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-            if (o >= L) bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, o));
-        const float mn = fmaxf(m, bm);
-        if (mn == -INFINITY) continue; // no row of this warp yet (warp-uniform)
-        const float corr = expf(m - mn);
-        l *= corr;
-#pragma unroll
-        for (int j = 0; j < V; j++) acc[j] = zr_ad_scale4(corr, acc[j]);
-#pragma unroll
-        for (int u = 0; u < U; u++)
-            if (p0 + u * NG + wg0 < n) {
-                const float w = expf(s[u] - mn);
-                l += w;
-#pragma unroll
-                for (int j = 0; j < V; j++) acc[j] = zr_ad_fma4(w, vr[u][j], acc[j]);
+                for (int j = 1; j < V; j++) s[u] += zr_ad_dot4(q4[j], kr[u][j]);
             }
-        m = mn;
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1)
+                if (o < L) {
+#pragma unroll
+                    for (int u = 0; u < U; u++) s[u] += __shfl_xor_sync(0xffffffffu, s[u], o);
+                }
+            float bm = -INFINITY;
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                if (softcap > 0.f) s[u] = tanhf(s[u] * inv_cap) * softcap;
+                if (!(p0 + u * NG + grp < n)) s[u] = -INFINITY;
+                bm = fmaxf(bm, s[u]);
+            }
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1)
+                if (o >= L) bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, o));
+            const float mn = fmaxf(m, bm);
+            if (mn == -INFINITY) continue; // no row of this warp yet (warp-uniform)
+            const float corr = expf(m - mn);
+            l *= corr;
+#pragma unroll
+            for (int j = 0; j < V; j++) acc[j] = zr_ad_scale4(corr, acc[j]);
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (p0 + u * NG + wg0 < n) {
+                    const float w = expf(s[u] - mn);
+                    l += w;
+#pragma unroll
+                    for (int j = 0; j < V; j++) acc[j] = zr_ad_fma4(w, vr[u][j], acc[j]);
+                }
+            m = mn;
+        }
     }
     // the warp's row groups added (every lane then holds the warp's sums)
 #pragma unroll
@@ -370,7 +387,7 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
     __syncthreads();
 
     // this chunk's (unnormalized) output: the warps merged in warp order by threads 0..hd4-1
-    float *po = part, *pml = part + (size_t)n_head * n_chunks * hd;
+    float *po = part, *pml = part + (size_t)n_head * n_split * hd;
     float M = -INFINITY, Lc = 0.f;
     float4 o = zero4;
     if (t < hd4) {
@@ -387,9 +404,9 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
             const float inv = 1.0f / Lc;
             *(float4 *)(out + (size_t)h * hd + 4 * t) = zr_ad_scale4(inv, o);
         } else {
-            *(float4 *)(po + ((size_t)h * n_chunks + c) * hd + 4 * t) = o;
+            *(float4 *)(po + ((size_t)h * n_split + y) * hd + 4 * t) = o;
             if (t == 0) {
-                float *pm = pml + ((size_t)h * n_chunks + c) * 2;
+                float *pm = pml + ((size_t)h * n_split + y) * 2;
                 pm[0] = M;
                 pm[1] = Lc;
             }
@@ -404,10 +421,10 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
     __threadfence(); // every other block's partials are visible to this one
     if (t == 0) count[h] = 0; // no other block of this launch touches it again
 
-    // merge the live chunks c0.. in chunk order (the same arithmetic as attn_combine_f32); the
-    // first ZR_AD_PRE chunks' values load together with the maxima
-    const float *hm = pml + ((size_t)h * n_chunks + c0) * 2;
-    const float4 *ho = (const float4 *)(po + ((size_t)h * n_chunks + c0) * hd) + t;
+    // merge the blocks' partials in block order (the same arithmetic as attn_combine_f32); the
+    // first ZR_AD_PRE partials' values load together with the maxima
+    const float *hm = pml + (size_t)h * n_split * 2;
+    const float4 *ho = (const float4 *)(po + (size_t)h * n_split * hd) + t;
     float4 opre[ZR_AD_PRE];
     float mpre[ZR_AD_PRE], lpre[ZR_AD_PRE];
 #pragma unroll
@@ -444,11 +461,11 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
         NAME(const float *__restrict__ qkv, float *__restrict__ kc, float *__restrict__ vc, float *__restrict__ part, \
              int *__restrict__ count, float *__restrict__ out, const double *__restrict__ freq,                       \
              const int *__restrict__ pos_p, const float *__restrict__ q_norm, const float *__restrict__ k_norm,      \
-             int n_head, int n_kv, int head_dim, int rope_dim, int neox, int chunk, int n_chunks, float scale,       \
+             int n_head, int n_kv, int head_dim, int rope_dim, int neox, int chunk, int n_split, float scale,        \
              float eps, int window, float softcap) {                                                                 \
         ZR_TL_EXIT;                                                                                                  \
         zr_attn_decode<V>(qkv, kc, vc, part, count, out, freq, pos_p, q_norm, k_norm, n_head, n_kv, head_dim,        \
-                          rope_dim, neox, chunk, n_chunks, scale, eps, window, softcap);                             \
+                          rope_dim, neox, chunk, n_split, scale, eps, window, softcap);                              \
     }
 
 // (512, 1): at most 128 registers; the two row batches (64) stay in registers

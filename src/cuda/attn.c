@@ -96,6 +96,14 @@ static int attention_split(ZrCuForward *f, int il, int rows, CUdeviceptr part, i
                            f->m->layers[il].facts.window, hp->attn_softcap, chunk, n_chunks, rows, err);
 }
 
+/* The fused decode attention's blocks per head: two of every head's blocks an SM (one resident
+ * at a time), each looping over its share of the chunks, so the grid does not grow with the
+ * context (cu/attention_decode.cu; cu/PERF.md session 21). */
+static int decode_split(const ZrCuForward *f) {
+    const int n = (2 * f->k->sm_count + f->m->hp.n_head - 1) / f->m->hp.n_head;
+    return n < 1 ? 1 : n;
+}
+
 /* The fused kernel (one launch per layer, the q/k head norms, a sliding window and soft-capped
  * scores included) wherever it takes the shape: H100 tg128 graph, 1B Q4_0 1501 -> 1835 t/s, 8B
  * Q4_0 386 -> 447 over the split kernels (cu/PERF.md). */
@@ -110,6 +118,7 @@ int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
                               .q_norm = qk ? G->q_norm : 0, .k_norm = qk ? G->k_norm : 0, .n_head = hp->n_head,
                               .n_kv = hp->n_head_kv, .head_dim = f->head_dim, .rope_dim = hp->rope_dim,
                               .neox = hp->rope == ZR_ROPE_NEOX, .chunk = f->chunk_f, .n_chunks = f->n_chunks_f,
+                              .n_split = decode_split(f),
                               .window = f->m->layers[il].facts.window, .scale = scores_scale(f), .eps = hp->rms_eps,
                               .softcap = hp->attn_softcap};
     return zr_k_attn_decode(f->launcher, f->k, &a, err);

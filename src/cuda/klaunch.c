@@ -104,15 +104,16 @@ int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *
         return zr_err(err, ZR_E_INTERNAL, "attn_decode_f32: no kernel for %d/%d heads of %d (rope %d), chunks of %d",
                       a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk);
     const ZrKernel *kern = a->head_dim <= 128 ? &k->attn_decode : &k->attn_decode_d256;
-    /* a window's rows touch at most ceil(window / chunk) + 1 chunks: a local layer launches that
-     * many blocks per head from its first live chunk, whatever the context's length */
+    /* a window's rows touch at most ceil(window / chunk) + 1 chunks: a local layer launches at
+     * most that many blocks per head, whatever the context's length */
+    int split = a->n_split > 0 && a->n_split < a->n_chunks ? a->n_split : a->n_chunks;
     const int wc = (a->window + a->chunk - 1) / a->chunk + 1;
-    const unsigned chunks = (unsigned)(a->window > 0 && wc < a->n_chunks ? wc : a->n_chunks);
-    return ZR_LAUNCH(l, kern, ZR_DIM3(a->n_head, chunks, 1), ZR_DIM1(512), 0, err, (void *)&a->qkv,
+    if (a->window > 0 && wc < split) split = wc;
+    return ZR_LAUNCH(l, kern, ZR_DIM3(a->n_head, split, 1), ZR_DIM1(512), 0, err, (void *)&a->qkv,
                      (void *)&a->kc, (void *)&a->vc, (void *)&a->part, (void *)&a->count, (void *)&a->out,
                      (void *)&a->freq, (void *)&a->pos, (void *)&a->q_norm, (void *)&a->k_norm, (void *)&a->n_head,
                      (void *)&a->n_kv, (void *)&a->head_dim, (void *)&a->rope_dim, (void *)&a->neox, (void *)&a->chunk,
-                     (void *)&a->n_chunks, (void *)&a->scale, (void *)&a->eps, (void *)&a->window,
+                     (void *)&split, (void *)&a->scale, (void *)&a->eps, (void *)&a->window,
                      (void *)&a->softcap);
 }
 

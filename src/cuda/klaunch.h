@@ -57,7 +57,9 @@ int zr_k_attn_split(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qk
 
 /* The decode attention of one layer in one launch (cu/attention_decode.cu): the q/k head norms,
  * rope of q and k, the KV-cache write of row pos[0], attention over rows 0..pos[0] (or the last
- * `window` of them) in chunks of `chunk` (of n_chunks), and the merge. qkv: the decode row
+ * `window` of them) in chunks of `chunk` (of n_chunks), and the merge; n_split blocks a head
+ * (0: one a chunk; at most n_chunks, and with a window at most the ceil(window / chunk) + 1
+ * chunks it touches), each taking every n_split-th live chunk. qkv: the decode row
  * [n_head*head_dim | kv_dim | kv_dim] before the norms and rope (read only); kc, vc: the layer's
  * caches [n_ctx][kv_dim]; part: n_head * n_chunks * (head_dim + 2) floats; count: i32 [n_head],
  * zero (and left zero); out: [n_head*head_dim]; freq: f64 [rope_dim/2] (rope.cu); pos: i32 [1];
@@ -66,7 +68,7 @@ int zr_k_attn_split(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qk
  * soft-capped as tanh(s / softcap) * softcap (0: not). Zeroed new fields keep llama's kernel. */
 typedef struct ZrCuAttnDecode {
     CUdeviceptr qkv, kc, vc, part, count, out, freq, pos, q_norm, k_norm;
-    int n_head, n_kv, head_dim, rope_dim, neox, chunk, n_chunks, window;
+    int n_head, n_kv, head_dim, rope_dim, neox, chunk, n_chunks, n_split, window;
     float scale, eps, softcap;
 } ZrCuAttnDecode;
 /* Whether attn_decode_f32(_d256) handles this shape (n_head a multiple of n_kv, head_dim % 4 == 0

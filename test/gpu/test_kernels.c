@@ -713,6 +713,7 @@ typedef struct DecodeExtras {
     int window;
     float cap;
     bool norm;
+    int split; /* blocks per head (ZrCuAttnDecode.n_split; 0: one a chunk) */
 } DecodeExtras;
 
 /* attn_decode_f32(_d256) (norms + rope + KV write + split attention + merge in one launch) at
@@ -778,7 +779,8 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
     const ZrCuAttnDecode a = {.qkv = dqkv, .kc = dk, .vc = dv, .part = part, .count = dcount, .out = dout, .freq = df,
                               .pos = dp, .q_norm = x.norm ? dqn : 0, .k_norm = x.norm ? dkn : 0, .n_head = n_head,
                               .n_kv = n_kv, .head_dim = hd, .rope_dim = rope_dim, .neox = neox, .chunk = chunk,
-                              .n_chunks = n_chunks, .window = x.window, .scale = scale, .eps = eps, .softcap = x.cap};
+                              .n_chunks = n_chunks, .n_split = x.split, .window = x.window, .scale = scale, .eps = eps,
+                              .softcap = x.cap};
     ZT_CHECKF(!zr_k_attn_decode(&g->l, &g->k, &a, &e), "%s", e.msg);
     gpu_download(g, out, dout, sizeof(float) * q_dim);
     gpu_download(g, outs, douts, sizeof(float) * q_dim);
@@ -858,8 +860,8 @@ static void decode_positions_x(int n_head, int n_kv, int hd, int rope_dim, int n
         if (pos[i] >= n_ctx) continue;
         decode_case(n_head, n_kv, hd, rope_dim, neox, n_ctx, chunk, pos[i], x, &worst);
     }
-    fprintf(stderr, "  attn_decode heads %d/%d hd %d rope %d%s n_ctx %d chunk %d window %d cap %g%s: worst |diff|/tol = %.3g\n",
-            n_head, n_kv, hd, rope_dim, neox ? " neox" : "", n_ctx, chunk, x.window, (double)x.cap,
+    fprintf(stderr, "  attn_decode heads %d/%d hd %d rope %d%s n_ctx %d chunk %d split %d window %d cap %g%s: worst |diff|/tol = %.3g\n",
+            n_head, n_kv, hd, rope_dim, neox ? " neox" : "", n_ctx, chunk, x.split, x.window, (double)x.cap,
             x.norm ? " norms" : "", worst);
     ZT_CHECKF(worst <= 1.0, "heads %d/%d hd %d window %d cap %g: worst |diff|/tol %.3g", n_head, n_kv, hd, x.window,
               (double)x.cap, worst);
@@ -907,6 +909,23 @@ ZT_TEST(attention_decode_fused_window_softcap_and_head_norms_match_the_split_pat
     decode_positions_x(8, 4, 256, 256, 1, 300, 64, (DecodeExtras){.norm = true});
     decode_positions_x(8, 4, 256, 256, 1, 1100, 64, (DecodeExtras){.window = 1024, .norm = true});
     decode_positions_x(8, 4, 256, 256, 1, 300, 64, (DecodeExtras){.window = 40, .cap = 0.5f});
+}
+
+/* Fewer blocks a head than chunks (the forward pass's grid, sized to the GPU: cuda/attn.c): each
+ * block runs one online softmax over every n_split-th chunk, the one holding pos included where it
+ * falls to it; one block a head (no merge at any position), 2 and 3 (chunks that do not divide
+ * evenly), with two row batches a chunk, a window and its chunks left behind, norms and caps,
+ * heads of 256. */
+ZT_TEST(attention_decode_fused_blocks_loop_over_their_chunks) {
+    if (!gpu_env()) return;
+    decode_positions_x(8, 2, 128, 128, 0, 1100, 128, (DecodeExtras){.split = 1});
+    decode_positions_x(8, 2, 128, 128, 0, 1100, 128, (DecodeExtras){.split = 3});
+    decode_positions_x(32, 8, 64, 64, 1, 900, 128, (DecodeExtras){.split = 2});
+    decode_positions_x(4, 1, 128, 128, 0, 1300, 256, (DecodeExtras){.split = 2});  /* two row batches a chunk */
+    decode_positions_x(8, 4, 256, 256, 1, 2000, 64, (DecodeExtras){.window = 200, .norm = true, .split = 2});
+    decode_positions_x(8, 4, 256, 256, 1, 1100, 64, (DecodeExtras){.window = 1024, .norm = true, .split = 5});
+    decode_positions_x(4, 2, 128, 128, 1, 700, 128, (DecodeExtras){.window = 300, .cap = 3.0f, .norm = true, .split = 2});
+    decode_positions_x(8, 8, 128, 128, 1, 600, 32, (DecodeExtras){.norm = true, .split = 7});
 }
 
 ZT_TEST(attention_decode_fused_refuses_shapes_it_does_not_handle) {
