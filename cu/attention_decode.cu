@@ -13,7 +13,7 @@
 //   `window` positions, llama.cpp's standard sliding window, and a local layer's blocks read
 //   only its window however long the context. A block without a chunk exits at once. One
 //   online softmax runs over all of a block's chunks, so a long context costs more rows a
-//   block, not more blocks: the grid, sized by the host to the GPU (src/cuda/attn.c), does not
+//   block, not more blocks: the grid, sized by the host to one wave (src/cuda/attn.c), does not
 //   grow with the context (a block per chunk of 256 rows took 186 us a layer at 16384 cached
 //   positions of Llama-3-8B, 0.73 TB/s: 2080 blocks, one resident an SM, each paying its rope,
 //   partials and merge; cu/PERF.md session 21).

@@ -96,11 +96,13 @@ static int attention_split(ZrCuForward *f, int il, int rows, CUdeviceptr part, i
                            f->m->layers[il].facts.window, hp->attn_softcap, chunk, n_chunks, rows, err);
 }
 
-/* The fused decode attention's blocks per head: two of every head's blocks an SM (one resident
- * at a time), each looping over its share of the chunks, so the grid does not grow with the
- * context (cu/attention_decode.cu; cu/PERF.md session 21). */
+/* The fused decode attention's blocks per head: one wave (a block of 512 threads is resident
+ * alone on an SM: every head's blocks together at most the SMs), each block looping over its
+ * share of the chunks, so the grid does not grow with the context (cu/attention_decode.cu). H200
+ * tg128 after 16384 positions, Llama-3-8B Q4_K_M: 2 waves rounded up 192.7 t/s, 2 down 224.9,
+ * 4 down 209.4, one 234.4 (the 1B: 674.6 / 792.9 / 701.1 / 843.9); cu/PERF.md session 21. */
 static int decode_split(const ZrCuForward *f) {
-    const int n = (2 * f->k->sm_count + f->m->hp.n_head - 1) / f->m->hp.n_head;
+    const int n = f->k->sm_count / f->m->hp.n_head;
     return n < 1 ? 1 : n;
 }
 
