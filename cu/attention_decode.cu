@@ -27,8 +27,8 @@
 //     n_head*head_dim, kv_dim = n_kv*head_dim); read only. Each block normalizes (q_norm, k_norm
 //     [head_dim], 0: none; eps) and rotates its query head itself (rope.cuh, the arithmetic of
 //     rope_kv_f32, so without norms the bits match).
-//   - kc, vc [n_ctx][kv_dim]: the layer's caches. The blocks whose chunk holds pos (the last
-//     live one) normalize and rotate the new K row themselves and take it and the V row from
+//   - kc, vc [n_ctx][kv_dim]: the layer's caches. The blocks one of whose chunks holds pos (the
+//     last live one) normalize and rotate the new K row themselves and take it and the V row from
 //     qkv rather than the cache; of those, the block of the group's first query head
 //     (h % G == 0) is the only one that writes cache row pos. Every block reads rows < pos only.
 //   - part: partials of the blocks when more than one holds rows: o [n_head][n_split]
@@ -386,7 +386,7 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
     }
     __syncthreads();
 
-    // this chunk's (unnormalized) output: the warps merged in warp order by threads 0..hd4-1
+    // this block's (unnormalized) output: the warps merged in warp order by threads 0..hd4-1
     float *po = part, *pml = part + (size_t)n_head * n_split * hd;
     float M = -INFINITY, Lc = 0.f;
     float4 o = zero4;
@@ -400,7 +400,7 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
             Lc = fmaf(e, wl[w], Lc);
             o = zr_ad_fma4(e, wo4[w][t], o);
         }
-        if (blocks == 1) { // the only chunk: no partials, no merge
+        if (blocks == 1) { // the only block with rows: no partials, no merge
             const float inv = 1.0f / Lc;
             *(float4 *)(out + (size_t)h * hd + 4 * t) = zr_ad_scale4(inv, o);
         } else {
