@@ -346,7 +346,6 @@ typedef struct TestCtx {
     float *logits;     /* [n_vocab] */
     int32_t *prompt;   /* [max depth + max pp]: BOS, then fixed pseudo-random ids */
     int depth;         /* the test's context (-d) */
-    int32_t bos;
     double *samples;   /* [reps] */
     ZrSamplerParams sp;/* --sampling with repeat_last_n resolved */
     uint64_t host_steps; /* of the last tg repetition */
@@ -365,29 +364,29 @@ static int run_once(TestCtx *t, bool pp, int n, double *secs, ZrError *err) {
     ZrBackend *be = t->be;
     const int n_vocab = t->m->hp.n_vocab;
     const int d = t->depth;
+    /* what is in the cache before the timed part (untimed): the -d context, and for a tg test at
+     * least BOS (prompt[0]), whose last logits pick the first token */
+    const int ctx = pp || d > 0 ? d : 1;
     be->truncate(be, 0);
-    /* the context (untimed): its last logits pick a tg test's first token */
-    int rc = d > 0 ? be->forward(be, t->prompt, d, 0, t->logits, false, err) : ZR_OK;
-    if (rc) return zr_err_wrap(err, "the context of %d tokens", d);
+    int rc = ctx > 0 ? be->forward(be, t->prompt, ctx, 0, t->logits, false, err) : ZR_OK;
+    if (rc) return d > 0 ? zr_err_wrap(err, "the context of %d tokens", d) : rc;
     if (pp) {
         const double t0 = (zr_clock_ms() / 1e3);
         rc = be->forward(be, t->prompt + d, n, d, t->logits, false, err);
         *secs = (zr_clock_ms() / 1e3) - t0;
         return rc;
     }
-    /* a fresh sampler that has seen the prompt: BOS alone, or the context */
+    /* a fresh sampler that has seen that prompt */
     ZrSampler *smp = zr_sampler_create(&t->sp, n_vocab, err);
     if (!smp) return err->code;
-    for (int i = 0; i < (d > 0 ? d : 1); i++) zr_sampler_accept(smp, d > 0 ? t->prompt[i] : t->bos);
-    ZrDecodeLoop L = {.sp = &t->sp, .host = smp, .n_cand = n_vocab, .pos = d > 0 ? d : 1, .max_steps = n,
+    for (int i = 0; i < ctx; i++) zr_sampler_accept(smp, t->prompt[i]);
+    ZrDecodeLoop L = {.sp = &t->sp, .host = smp, .n_cand = n_vocab, .pos = ctx, .max_steps = n,
                       .on_token = keep_going, .logits = t->logits, .host_pick = t->a->host_argmax};
-    if (d > 0 || !(rc = be->forward(be, &t->bos, 1, 0, t->logits, false, err))) {
-        L.token = zr_decode_pick_host(&L, t->logits, n_vocab);
-        const double t0 = (zr_clock_ms() / 1e3);
-        rc = be->decode_run(be, &L, err);
-        *secs = (zr_clock_ms() / 1e3) - t0;
-        t->host_steps = L.host_steps;
-    }
+    L.token = zr_decode_pick_host(&L, t->logits, n_vocab);
+    const double t0 = (zr_clock_ms() / 1e3);
+    rc = be->decode_run(be, &L, err);
+    *secs = (zr_clock_ms() / 1e3) - t0;
+    t->host_steps = L.host_steps;
     zr_sampler_free(smp);
     return rc;
 }
@@ -500,16 +499,13 @@ static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const c
     if (a->n_ctx && need > a->n_ctx) {
         rc = zr_err(err, ZR_E_USAGE, "%s: the tests need a context of %d tokens (-d %d, then -p %d / -n %d); -c gives %d",
                     path, need, max_d, max_pp, max_tg, a->n_ctx);
-        zr_cuda_early_drop(early);
-        zr_model_free(&m);
-        return rc;
+        goto done;
     }
     uint32_t bos = 0;
     ZrError e2;
     if (zr_gguf_find(&m.gguf, "tokenizer.ggml.bos_token_id") &&
         zr_gguf_get_u32(&m.gguf, "tokenizer.ggml.bos_token_id", &bos, &e2))
         bos = 0;
-    t.bos = bos < (uint32_t)n_vocab ? (int32_t)bos : 0;
     t.sp = a->sp;
     if (t.sp.repeat_last_n < 0) t.sp.repeat_last_n = n_ctx;
     t.logits = malloc(sizeof(float) * (size_t)n_vocab);
@@ -521,7 +517,7 @@ static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const c
         goto done;
     }
     uint64_t x = 0x2545f4914f6cdd1dull; /* xorshift64: the same prompt on every run */
-    t.prompt[0] = t.bos;
+    t.prompt[0] = bos < (uint32_t)n_vocab ? (int32_t)bos : 0;
     for (int i = 1; i < n_ids; i++) {
         x ^= x << 13;
         x ^= x >> 7;
