@@ -126,27 +126,21 @@ int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
     return zr_k_attn_decode(f->launcher, f->k, &a, err);
 }
 
-/* A sliding window or soft-capped scores (gemma) with heads of 64 or 96: the tiled kernels of
- * those sizes have neither, so such layers would take the split kernels (attn_part_f32 has both);
- * no architecture zrun loads has them. */
-static bool swa_unfit(const ZrCuForward *f, int il) {
-    return (f->head_dim == 64 || f->head_dim == 96) &&
-           (f->m->layers[il].facts.window != 0 || f->m->hp.attn_softcap != 0.0f);
-}
-
 /* Rope + KV write, then the tiled tensor-core kernel (cu/attention_prefill.cu), which reads each
  * K/V tile once per 64 query rows instead of once per row (H100 pp512 of Llama-3-8B F16 13.4k ->
  * 34.2k t/s, Q4_0 11.2k -> 22.3k: cu/PERF.md), sliding windows and soft caps included. F32
  * projections keep F32 attention (the split kernels: such models are held to the decode
- * tolerance), as do head sizes other than 64, 96, 128 and 256. */
+ * tolerance), as do the shapes the tiled kernels do not take (zr_k_attn_prefill_fits: head sizes
+ * other than 64, 96, 128 and 256, a window or a cap on heads of 64 or 96). */
 int zr_cuf_attn_prefill_layer(ZrCuForward *f, int il, int rows, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
-    if (!zr_k_attn_prefill_fits(f->k, f->head_dim) || f->layers[il].qkv[0].type == ZR_TYPE_F32 || swa_unfit(f, il))
+    const int window = f->m->layers[il].facts.window;
+    if (!zr_k_attn_prefill_fits(f->k, f->head_dim, window, hp->attn_softcap) || f->layers[il].qkv[0].type == ZR_TYPE_F32)
         return attention_split(f, il, rows, f->part_p, f->chunk_p, f->n_chunks_p, err);
     int rc = qk_norm_rope(f, il, rows, err);
     if (rc) return rc;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
     return zr_k_attn_prefill(f->launcher, f->k, f->qkv, f->qkv_dim, fptr(f->kc, layer), fptr(f->vc, layer), f->att,
-                             f->q_dim, f->d_pos, hp->n_head, hp->n_head_kv, f->head_dim, scores_scale(f),
-                             f->m->layers[il].facts.window, hp->attn_softcap, rows, err);
+                             f->q_dim, f->d_pos, hp->n_head, hp->n_head_kv, f->head_dim, scores_scale(f), window,
+                             hp->attn_softcap, rows, err);
 }

@@ -117,15 +117,17 @@ int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *
                      (void *)&a->softcap);
 }
 
-bool zr_k_attn_prefill_fits(const ZrCuKernels *k, int head_dim) {
-    return head_dim == 64 || head_dim == 96 || head_dim == 128 || (head_dim == 256 && k->has_attn_prefill_d256);
+bool zr_k_attn_prefill_fits(const ZrCuKernels *k, int head_dim, int window, float softcap) {
+    if (head_dim == 64 || head_dim == 96) return window <= 0 && softcap <= 0.0f; /* the plain kernels only */
+    return head_dim == 128 || (head_dim == 256 && k->has_attn_prefill_d256);
 }
 
 int zr_k_attn_prefill(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
                       CUdeviceptr vc, CUdeviceptr out, int out_stride, CUdeviceptr pos, int n_head, int n_kv,
                       int head_dim, float scale, int window, float softcap, int rows, ZrError *err) {
-    if (!zr_k_attn_prefill_fits(k, head_dim))
-        return zr_err(err, ZR_E_INTERNAL, "attn_prefill_f16: no kernel for heads of %d", head_dim);
+    if (!zr_k_attn_prefill_fits(k, head_dim, window, softcap))
+        return zr_err(err, ZR_E_INTERNAL, "attn_prefill_f16: no kernel for heads of %d (window %d, cap %g)", head_dim,
+                      window, (double)softcap);
     /* the plain kernels take neither a window nor a cap (their registers: 3 blocks an SM) */
     const bool swa = window > 0 || softcap > 0.0f;
     const ZrKernel *kern = head_dim == 64    ? &k->attn_prefill_d64
@@ -133,8 +135,6 @@ int zr_k_attn_prefill(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int 
                            : head_dim == 256 ? &k->attn_prefill_d256
                            : swa             ? &k->attn_prefill_d128_swa
                                              : &k->attn_prefill_d128;
-    if (swa && (head_dim == 64 || head_dim == 96))
-        return zr_err(err, ZR_E_INTERNAL, "attn_prefill_f16: no kernel for heads of %d with a window or a cap", head_dim);
     /* softmax in base 2: log2(e) goes into Q's scale, or with a cap into the cap (Q then takes
      * scale / cap: the kernel's scores are cap log2(e) tanh(q.k scale / cap)) */
     const double log2e = 1.4426950408889634;

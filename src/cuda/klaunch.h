@@ -80,8 +80,8 @@ int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *
  * queries at positions pos[0].. (the K/V rows already in the caches), scores q.k scale, or with
  * softcap > 0 softcap tanh(q.k scale / softcap); window > 0: query p sees keys p + 1 - window .. p.
  * Only for head_dim 64, 96 (Phi-3) and 128, and 256 (gemma) where the GPU allows the kernel's
- * shared memory (zr_k_attn_prefill_fits). */
-bool zr_k_attn_prefill_fits(const ZrCuKernels *k, int head_dim);
+ * shared memory; a window or a cap only on heads of 128 and 256 (zr_k_attn_prefill_fits). */
+bool zr_k_attn_prefill_fits(const ZrCuKernels *k, int head_dim, int window, float softcap);
 int zr_k_attn_prefill(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
                       CUdeviceptr vc, CUdeviceptr out, int out_stride, CUdeviceptr pos, int n_head, int n_kv,
                       int head_dim, float scale, int window, float softcap, int rows, ZrError *err);
