@@ -23,6 +23,12 @@
 //   K and V rows (at most ZR_AD_UNROLL / V each) in one batch before the wait, and a chunk of
 //   128 rows needs no merge at all. pos = pos[0] is read from device memory, so one recorded
 //   launch is valid at every position.
+// attn_decode_f32_g2 / _g4: grid (n_head / QG, n_split), block (b, y) serving the group of QG = 2
+//   or 4 query heads bQG .. bQG + QG - 1 of one KV head: each K/V row a lane loads serves QG dot
+//   products and P.V sums, so a row crosses L2 once a group, not once a head. Past a long context
+//   the single-head blocks are bound by L2 and by the rows an SM has in flight; at short ones the
+//   groups' fewer blocks take their rows in more round trips, so the host switches kernels by
+//   position (src/cuda/attn.c; cu/PERF.md session 22).
 //   - qkv [q_dim | kv_dim | kv_dim]: the decode row before the head norms and rope (q_dim =
 //     n_head*head_dim, kv_dim = n_kv*head_dim); read only. Each block normalizes (q_norm, k_norm
 //     [head_dim], 0: none; eps) and rotates its query head itself (rope.cuh, the arithmetic of
@@ -34,9 +40,10 @@
 //   - part: partials of the blocks when more than one holds rows: o [n_head][n_split]
 //     [head_dim] (unnormalized), then (max, sum) [n_head][n_split][2].
 //   - count [n_head] i32: zero before the launch and after it. A block that wrote its partials
-//     increments count[h] (after a __threadfence); the block that sees blocks-1 is the last of
-//     its head: it resets the counter to 0 and merges the partials in block order, so the
-//     result does not depend on which block finished last (replay equals eager bit for bit).
+//     increments count[h] (count[b] for groups; after a __threadfence); the block that sees
+//     blocks-1 is the last of its head: it resets the counter to 0 and merges the partials (of
+//     each of its heads) in block order, so the result does not depend on which block finished
+//     last (replay equals eager bit for bit).
 //   - out [n_head*head_dim]: the attention output.
 //   - scale: the scores' scale (folded into q); softcap > 0: each score s becomes
 //     tanh(s / softcap) * softcap before the softmax (llama.cpp: scale, then cap).
@@ -104,8 +111,10 @@ __device__ __forceinline__ float zr_ad_rope_cs(const float *x, int d, int rope_d
 }
 
 // V float4s per lane: 1 for heads of up to 128 values, 2 up to 256 (the row batch halves so the
-// batch's registers stay the same).
-template <int V>
+// batch's registers stay the same). QG query heads of one KV head a block (1, 2 or 4): each row
+// a lane loads serves QG dot products and P.V sums, so a group's rows cross L2 once, not QG
+// times; the row batch halves for QG > 1 (the QG queries' and sums' registers).
+template <int V, int QG>
 __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, float *__restrict__ kc,
                                                float *__restrict__ vc, float *__restrict__ part,
                                                int *__restrict__ count, float *__restrict__ out,
@@ -113,13 +122,13 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
                                                const float *__restrict__ q_norm, const float *__restrict__ k_norm,
                                                int n_head, int n_kv, int head_dim, int rope_dim, int neox, int chunk,
                                                int n_split, float scale, float eps, int window, float softcap) {
-    constexpr int U = ZR_AD_UNROLL / V, MAX4 = 32 * V;
+    constexpr int U = ZR_AD_UNROLL / V / (QG > 1 ? 2 : 1), MAX4 = 32 * V;
     // Before zr_grid_wait(): only the position (written by host copies before the step) and
     // cache rows < pos, which earlier decode steps or the prefill wrote. Under programmatic
     // dependent launch the kernel this one may overlap is the one just before it (the QKV
     // projection), which writes neither, and every kernel before that one has completed (each
     // waits before it releases the next).
-    const int h = blockIdx.x, y = blockIdx.y, t = threadIdx.x;
+    const int bx = blockIdx.x, y = blockIdx.y, t = threadIdx.x, h = bx * QG; // query heads h .. h + QG - 1
     const int pos = pos_p[0], seq = pos + 1;
     const int first = window > 0 && seq > window ? seq - window : 0; // the first row the query sees
     const int c0 = first / chunk;                                     // the first live chunk
@@ -139,12 +148,12 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
     const int NG = ZR_AD_THREADS / L, grp = t / L, sub = t % L; // NG row groups of L lanes
     const int warp = t >> 5, lane = t & 31, wg0 = warp * (32 / L); // the warp's first row group
 
-    __shared__ float4 qs4[MAX4];              // rotated q * scale
-    __shared__ float4 kn4[MAX4];              // rotated k of row pos (the chunk holding it)
-    __shared__ float4 vn4[MAX4];              // v of row pos
-    __shared__ float4 wo4[ZR_AD_WARPS][MAX4]; // per warp: P.V (unnormalized)
-    __shared__ float wm[ZR_AD_WARPS], wl[ZR_AD_WARPS]; // per warp: max, sum of the weights
-    __shared__ float rinv[2];                          // 1/rms of q's head and of k's row
+    __shared__ float4 qs4[QG][MAX4];              // rotated q * scale, per query head
+    __shared__ float4 kn4[MAX4];                  // rotated k of row pos (the chunk holding it)
+    __shared__ float4 vn4[MAX4];                  // v of row pos
+    __shared__ float4 wo4[ZR_AD_WARPS][QG][MAX4]; // per warp and head: P.V (unnormalized)
+    __shared__ float wm[ZR_AD_WARPS][QG], wl[ZR_AD_WARPS][QG]; // per warp and head: max, sum of the weights
+    __shared__ float rinv[QG + 1];                             // 1/rms of the q heads and of k's row
     __shared__ int last;
     float *qs = (float *)qs4, *kn = (float *)kn4, *vn = (float *)vn4;
 
@@ -176,87 +185,140 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
 
     const bool writer = h % G == 0; // exactly one block per KV head writes cache row pos
     const float *qsrc = qkv + (size_t)h * hd, *ksrc = qkv + q_dim + (size_t)kvh * hd, *vsrc = ksrc + kv_dim;
-    if (!q_norm && !k_norm) {
-        // value d of q (i < hd), of the current K row (hd..2hd-1) and of the current V row
-        // (2hd..3hd-1, the blocks that hold pos): all loads at once, rotated from qkv
-        for (int i = t; i < 3 * hd; i += ZR_AD_THREADS) {
-            const int v = i / hd, d = i - v * hd;
-            // (i == t for q and k: 2 hd <= ZR_AD_THREADS)
+    if constexpr (QG == 1) {
+        if (!q_norm && !k_norm) {
+            // value d of q (i < hd), of the current K row (hd..2hd-1) and of the current V row
+            // (2hd..3hd-1, the blocks that hold pos): all loads at once, rotated from qkv
+            for (int i = t; i < 3 * hd; i += ZR_AD_THREADS) {
+                const int v = i / hd, d = i - v * hd;
+                // (i == t for q and k: 2 hd <= ZR_AD_THREADS)
+                if (v == 0) {
+                    qs[d] = zr_ad_rope_cs(qsrc, d, rope_dim, neox, tc, ts) * scale;
+                } else if (cur && v == 1) {
+                    const float val = zr_ad_rope_cs(ksrc, d, rope_dim, neox, tc, ts);
+                    kn[d] = val;
+                    if (writer) kc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
+                } else if (cur) {
+                    const float val = vsrc[d];
+                    vn[d] = val;
+                    if (writer) vc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
+                }
+            }
+        } else if ((hd & 31) == 0) {
+            // the head norms (rmsnorm_f32's x * (1/rms) * w), then rope of the normed values, straight
+            // from qkv: the warps of q's value threads (t < hd) and of k's (hd <= t < 2 hd, the blocks
+            // that hold pos) each add their vector's squares in one warp's order (every warp gets the
+            // bits one warp got: the 1/rms of the shared-memory path below), then rotate their values
+            // from the raw pair; no barrier before the one after these paths
+            if (tv < 2 && (tv == 0 || cur)) {
+                const float *x = tv == 0 ? qsrc : ksrc;
+                float val;
+                if (tw) {
+                    float xv[4 * V]; // the whole head, hd / 32 <= 4 V values a lane, loaded together
+#pragma unroll
+                    for (int j = 0; j < 4 * V; j++) xv[j] = lane + 32 * j < hd ? x[lane + 32 * j] : 0.f;
+                    const float a0 = x[ti0], b0 = x[ti1];
+                    float ss = 0.f;
+#pragma unroll
+                    for (int j = 0; j < 4 * V; j++)
+                        if (lane + 32 * j < hd) ss = fmaf(xv[j], xv[j], ss);
+                    ss = zr_warp_sum(ss);
+                    const float r = 1.0f / sqrtf(ss / (float)hd + eps);
+                    if (rot) {
+                        const float a = a0 * r * tw0, b = b0 * r * tw1;
+                        val = td == ti0 ? zr_rope_first(a, b, tc, ts) : zr_rope_second(a, b, tc, ts);
+                    } else {
+                        val = a0 * r * tw0; // ti0 == ti1 == td
+                    }
+                } else {
+                    val = zr_ad_rope_cs(x, td, rope_dim, neox, tc, ts);
+                }
+                if (tv == 0) {
+                    qs[td] = val * scale;
+                } else {
+                    kn[td] = val;
+                    if (writer) kc[(size_t)pos * kv_dim + (size_t)kvh * hd + td] = val;
+                }
+            }
+            if (cur) // the V row
+                for (int i = 2 * hd + t; i < 3 * hd; i += ZR_AD_THREADS) {
+                    const int d = i - 2 * hd;
+                    const float val = vsrc[d];
+                    vn[d] = val;
+                    if (writer) vc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
+                }
+        } else {
+            // (heads that are no multiple of 32: a warp spans both vectors) the head norms first,
+            // then rope of the normed values: raw q and k into shared memory, their sums of squares
+            // (warps 0 and 1), the normed and rotated values (one per thread: 2 hd <= ZR_AD_THREADS)
+            for (int i = t; i < 3 * hd; i += ZR_AD_THREADS) {
+                const int v = i / hd, d = i - v * hd;
+                if (v == 0) {
+                    qs[d] = qsrc[d];
+                } else if (cur && v == 1) {
+                    kn[d] = ksrc[d];
+                } else if (cur) {
+                    const float val = vsrc[d];
+                    vn[d] = val;
+                    if (writer) vc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
+                }
+            }
+            __syncthreads();
+            if (warp < 2) {
+                const float *x = warp == 0 ? qs : kn;
+                const bool on = warp == 0 ? q_norm != nullptr : k_norm != nullptr && cur;
+                float ss = 0.f;
+                if (on)
+                    for (int d = lane; d < hd; d += 32) ss = fmaf(x[d], x[d], ss);
+                ss = zr_warp_sum(ss);
+                if (lane == 0) rinv[warp] = on ? 1.0f / sqrtf(ss / (float)hd + eps) : 1.0f;
+            }
+            __syncthreads();
+            const int v = t / hd, d = t - v * hd;
+            float val = 0.f;
+            if (v == 0 || (cur && v == 1)) {
+                float *x = v == 0 ? qs : kn;
+                if (tw) { // every thread of the row reads the normed pair, so normalize on the fly
+                    const float r = rinv[v];
+                    if (rot) {
+                        const float a = x[ti0] * r * tw0, b = x[ti1] * r * tw1;
+                        val = d == ti0 ? zr_rope_first(a, b, tc, ts) : zr_rope_second(a, b, tc, ts);
+                    } else {
+                        val = x[d] * r * tw0; // ti0 == d
+                    }
+                } else {
+                    val = zr_ad_rope_cs(x, d, rope_dim, neox, tc, ts);
+                }
+            }
+            __syncthreads(); // every read of the raw values is done
             if (v == 0) {
-                qs[d] = zr_ad_rope_cs(qsrc, d, rope_dim, neox, tc, ts) * scale;
+                qs[d] = val * scale;
             } else if (cur && v == 1) {
-                const float val = zr_ad_rope_cs(ksrc, d, rope_dim, neox, tc, ts);
                 kn[d] = val;
                 if (writer) kc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
-            } else if (cur) {
-                const float val = vsrc[d];
-                vn[d] = val;
-                if (writer) vc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
             }
         }
-    } else if ((hd & 31) == 0) {
-        // the head norms (rmsnorm_f32's x * (1/rms) * w), then rope of the normed values, straight
-        // from qkv: the warps of q's value threads (t < hd) and of k's (hd <= t < 2 hd, the blocks
-        // that hold pos) each add their vector's squares in one warp's order (every warp gets the
-        // bits one warp got: the 1/rms of the shared-memory path below), then rotate their values
-        // from the raw pair; no barrier before the one after these paths
-        if (tv < 2 && (tv == 0 || cur)) {
-            const float *x = tv == 0 ? qsrc : ksrc;
-            float val;
-            if (tw) {
-                float xv[4 * V]; // the whole head, hd / 32 <= 4 V values a lane, loaded together
-#pragma unroll
-                for (int j = 0; j < 4 * V; j++) xv[j] = lane + 32 * j < hd ? x[lane + 32 * j] : 0.f;
-                const float a0 = x[ti0], b0 = x[ti1];
-                float ss = 0.f;
-#pragma unroll
-                for (int j = 0; j < 4 * V; j++)
-                    if (lane + 32 * j < hd) ss = fmaf(xv[j], xv[j], ss);
-                ss = zr_warp_sum(ss);
-                const float r = 1.0f / sqrtf(ss / (float)hd + eps);
-                if (rot) {
-                    const float a = a0 * r * tw0, b = b0 * r * tw1;
-                    val = td == ti0 ? zr_rope_first(a, b, tc, ts) : zr_rope_second(a, b, tc, ts);
-                } else {
-                    val = a0 * r * tw0; // ti0 == ti1 == td
-                }
-            } else {
-                val = zr_ad_rope_cs(x, td, rope_dim, neox, tc, ts);
-            }
-            if (tv == 0) {
-                qs[td] = val * scale;
-            } else {
-                kn[td] = val;
-                if (writer) kc[(size_t)pos * kv_dim + (size_t)kvh * hd + td] = val;
-            }
-        }
-        if (cur) // the V row
-            for (int i = 2 * hd + t; i < 3 * hd; i += ZR_AD_THREADS) {
-                const int d = i - 2 * hd;
-                const float val = vsrc[d];
-                vn[d] = val;
-                if (writer) vc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
-            }
     } else {
-        // (heads that are no multiple of 32: a warp spans both vectors) the head norms first,
-        // then rope of the normed values: raw q and k into shared memory, their sums of squares
-        // (warps 0 and 1), the normed and rotated values (one per thread: 2 hd <= ZR_AD_THREADS)
-        for (int i = t; i < 3 * hd; i += ZR_AD_THREADS) {
+        // QG query heads: raw q of the heads, the new K row and the V row into shared memory
+        // (the V row written to the cache here), the heads' sums of squares (warp v takes vector v
+        // in the order of the single-head paths: the same 1/rms bits), then every q and k value
+        // normed and rotated into registers, and back after a barrier
+        for (int i = t; i < (QG + 2) * hd; i += ZR_AD_THREADS) {
             const int v = i / hd, d = i - v * hd;
-            if (v == 0) {
-                qs[d] = qsrc[d];
-            } else if (cur && v == 1) {
+            if (v < QG) {
+                qs[v * 4 * MAX4 + d] = qsrc[v * hd + d]; // the group's heads are adjacent in qkv
+            } else if (cur && v == QG) {
                 kn[d] = ksrc[d];
-            } else if (cur) {
+            } else if (cur && v == QG + 1) {
                 const float val = vsrc[d];
                 vn[d] = val;
                 if (writer) vc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
             }
         }
         __syncthreads();
-        if (warp < 2) {
-            const float *x = warp == 0 ? qs : kn;
-            const bool on = warp == 0 ? q_norm != nullptr : k_norm != nullptr && cur;
+        if (warp <= QG) {
+            const float *x = warp < QG ? qs + warp * 4 * MAX4 : kn;
+            const bool on = warp < QG ? q_norm != nullptr : k_norm != nullptr && cur;
             float ss = 0.f;
             if (on)
                 for (int d = lane; d < hd; d += 32) ss = fmaf(x[d], x[d], ss);
@@ -264,44 +326,60 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
             if (lane == 0) rinv[warp] = on ? 1.0f / sqrtf(ss / (float)hd + eps) : 1.0f;
         }
         __syncthreads();
-        const int v = t / hd, d = t - v * hd;
-        float val = 0.f;
-        if (v == 0 || (cur && v == 1)) {
-            float *x = v == 0 ? qs : kn;
-            if (tw) { // every thread of the row reads the normed pair, so normalize on the fly
-                const float r = rinv[v];
-                if (rot) {
-                    const float a = x[ti0] * r * tw0, b = x[ti1] * r * tw1;
-                    val = d == ti0 ? zr_rope_first(a, b, tc, ts) : zr_rope_second(a, b, tc, ts);
+        constexpr int R = ((QG + 1) * 128 * V + ZR_AD_THREADS - 1) / ZR_AD_THREADS; // values a thread
+        float val[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const int i = t + r * ZR_AD_THREADS, v = i / hd, d = i - v * hd;
+            val[r] = 0.f;
+            if (v < QG || (cur && v == QG)) {
+                const float *x = v < QG ? qs + v * 4 * MAX4 : kn;
+                const float *w = v < QG ? q_norm : k_norm;
+                const float rr = rinv[v];
+                if (d < rope_dim) {
+                    const int half = rope_dim >> 1, j = neox ? (d < half ? d : d - half) : d >> 1;
+                    const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
+                    float c, sn;
+                    zr_rope_cos_sin(pos, freq[j], &c, &sn);
+                    const float a = w ? x[i0] * rr * w[i0] : x[i0], b = w ? x[i1] * rr * w[i1] : x[i1];
+                    val[r] = d == i0 ? zr_rope_first(a, b, c, sn) : zr_rope_second(a, b, c, sn);
                 } else {
-                    val = x[d] * r * tw0; // ti0 == d
+                    val[r] = w ? x[d] * rr * w[d] : x[d];
                 }
-            } else {
-                val = zr_ad_rope_cs(x, d, rope_dim, neox, tc, ts);
             }
         }
         __syncthreads(); // every read of the raw values is done
-        if (v == 0) {
-            qs[d] = val * scale;
-        } else if (cur && v == 1) {
-            kn[d] = val;
-            if (writer) kc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const int i = t + r * ZR_AD_THREADS, v = i / hd, d = i - v * hd;
+            if (v < QG) {
+                qs[v * 4 * MAX4 + d] = val[r] * scale;
+                if (d < 4 * MAX4 - hd) qs[v * 4 * MAX4 + hd + d] = 0.f; // the lanes past the head multiply zeros
+            } else if (cur && v == QG) {
+                kn[d] = val[r];
+                if (writer) kc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val[r];
+            }
         }
     }
     __syncthreads();
 
-    // each lane: online softmax over rows grp, grp + NG, ... of the chunk; m is the warp's
-    // running max (the same in every lane), l and acc the lane's row group's sums. The loop
-    // bounds are the same for every thread (the shuffles need whole warps).
+    // each lane: an online softmax per query head over rows grp, grp + NG, ... of the chunk; m is
+    // the warp's running max (the same in every lane), l and acc the lane's row group's sums. The
+    // loop bounds are the same for every thread (the shuffles need whole warps).
     const float4 zero4 = make_float4(0.f, 0.f, 0.f, 0.f);
-    float4 q4[V], acc[V];
+    float4 q4[V], acc[QG][V]; // q of a single head in registers (groups read theirs from shared memory)
+    float m[QG], l[QG];
 #pragma unroll
-    for (int j = 0; j < V; j++) {
-        q4[j] = sub + j * L < hd4 ? qs4[sub + j * L] : zero4;
-        acc[j] = zero4;
+    for (int g = 0; g < QG; g++) {
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            if (QG == 1) q4[j] = sub + j * L < hd4 ? qs4[0][sub + j * L] : zero4;
+            acc[g][j] = zero4;
+        }
+        m[g] = -INFINITY;
+        l[g] = 0.f;
     }
     const float inv_cap = softcap > 0.f ? 1.0f / softcap : 0.f;
-    float m = -INFINITY, l = 0.f;
     for (int k = 0; k < n_mine; k++) {
         if (k > 0) {
             c += n_split;
@@ -318,113 +396,125 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
             }
             zr_ad_patch<U, V>(kr, kn4, p0 + grp, NG, cur_row, sub, L, hd4);
             zr_ad_patch<U, V>(vr, vn4, p0 + grp, NG, cur_row, sub, L, hd4);
-            // the U rows' dots of the batch, then their sums over the row's lanes level by level, all
-            // U together (U independent shuffles a level, not U chains of 5 one after another; rows
-            // past the chunk were loaded as zeros and are masked after), each row's arithmetic as it
-            // was alone
-            float s[U];
+            // the U rows' dots of the batch (per head), then their sums over the row's lanes level
+            // by level, all together (QG U independent shuffles a level, not chains of 5 one after
+            // another; rows past the chunk were loaded as zeros and are masked after), each row's
+            // arithmetic as it was alone
+            float s[QG][U];
 #pragma unroll
-            for (int u = 0; u < U; u++) {
-                s[u] = zr_ad_dot4(q4[0], kr[u][0]);
+            for (int g = 0; g < QG; g++)
 #pragma unroll
-                for (int j = 1; j < V; j++) s[u] += zr_ad_dot4(q4[j], kr[u][j]);
-            }
+                for (int u = 0; u < U; u++) {
+                    s[g][u] = zr_ad_dot4(QG == 1 ? q4[0] : qs4[g][sub], kr[u][0]);
+#pragma unroll
+                    for (int j = 1; j < V; j++) s[g][u] += zr_ad_dot4(QG == 1 ? q4[j] : qs4[g][sub + j * L], kr[u][j]);
+                }
 #pragma unroll
             for (int o = 16; o > 0; o >>= 1)
                 if (o < L) {
 #pragma unroll
-                    for (int u = 0; u < U; u++) s[u] += __shfl_xor_sync(0xffffffffu, s[u], o);
-                }
-            float bm = -INFINITY;
+                    for (int g = 0; g < QG; g++)
 #pragma unroll
-            for (int u = 0; u < U; u++) {
-                if (softcap > 0.f) s[u] = tanhf(s[u] * inv_cap) * softcap;
-                if (!(p0 + u * NG + grp < n)) s[u] = -INFINITY;
-                bm = fmaxf(bm, s[u]);
+                        for (int u = 0; u < U; u++) s[g][u] += __shfl_xor_sync(0xffffffffu, s[g][u], o);
+                }
+#pragma unroll
+            for (int g = 0; g < QG; g++) {
+                float bm = -INFINITY;
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    if (softcap > 0.f) s[g][u] = tanhf(s[g][u] * inv_cap) * softcap;
+                    if (!(p0 + u * NG + grp < n)) s[g][u] = -INFINITY;
+                    bm = fmaxf(bm, s[g][u]);
+                }
+#pragma unroll
+                for (int o = 16; o > 0; o >>= 1)
+                    if (o >= L) bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, o));
+                const float mn = fmaxf(m[g], bm);
+                if (mn == -INFINITY) continue; // no row of this warp yet (warp-uniform)
+                const float corr = expf(m[g] - mn);
+                l[g] *= corr;
+#pragma unroll
+                for (int j = 0; j < V; j++) acc[g][j] = zr_ad_scale4(corr, acc[g][j]);
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    if (p0 + u * NG + wg0 < n) {
+                        const float w = expf(s[g][u] - mn);
+                        l[g] += w;
+#pragma unroll
+                        for (int j = 0; j < V; j++) acc[g][j] = zr_ad_fma4(w, vr[u][j], acc[g][j]);
+                    }
+                m[g] = mn;
             }
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1)
-                if (o >= L) bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, o));
-            const float mn = fmaxf(m, bm);
-            if (mn == -INFINITY) continue; // no row of this warp yet (warp-uniform)
-            const float corr = expf(m - mn);
-            l *= corr;
-#pragma unroll
-            for (int j = 0; j < V; j++) acc[j] = zr_ad_scale4(corr, acc[j]);
-#pragma unroll
-            for (int u = 0; u < U; u++)
-                if (p0 + u * NG + wg0 < n) {
-                    const float w = expf(s[u] - mn);
-                    l += w;
-#pragma unroll
-                    for (int j = 0; j < V; j++) acc[j] = zr_ad_fma4(w, vr[u][j], acc[j]);
-                }
-            m = mn;
         }
     }
     // the warp's row groups added (every lane then holds the warp's sums)
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-        if (o >= L) {
-            l += __shfl_xor_sync(0xffffffffu, l, o);
+    for (int g = 0; g < QG; g++) {
 #pragma unroll
-            for (int j = 0; j < V; j++) {
-                acc[j].x += __shfl_xor_sync(0xffffffffu, acc[j].x, o);
-                acc[j].y += __shfl_xor_sync(0xffffffffu, acc[j].y, o);
-                acc[j].z += __shfl_xor_sync(0xffffffffu, acc[j].z, o);
-                acc[j].w += __shfl_xor_sync(0xffffffffu, acc[j].w, o);
+        for (int o = 16; o > 0; o >>= 1)
+            if (o >= L) {
+                l[g] += __shfl_xor_sync(0xffffffffu, l[g], o);
+#pragma unroll
+                for (int j = 0; j < V; j++) {
+                    acc[g][j].x += __shfl_xor_sync(0xffffffffu, acc[g][j].x, o);
+                    acc[g][j].y += __shfl_xor_sync(0xffffffffu, acc[g][j].y, o);
+                    acc[g][j].z += __shfl_xor_sync(0xffffffffu, acc[g][j].z, o);
+                    acc[g][j].w += __shfl_xor_sync(0xffffffffu, acc[g][j].w, o);
+                }
             }
-        }
-    if (lane < L) {
+        if (lane < L) {
 #pragma unroll
-        for (int j = 0; j < V; j++)
-            if (sub + j * L < hd4) wo4[warp][sub + j * L] = acc[j];
-    }
-    if (lane == 0) {
-        wm[warp] = m;
-        wl[warp] = l;
+            for (int j = 0; j < V; j++)
+                if (sub + j * L < hd4) wo4[warp][g][sub + j * L] = acc[g][j];
+        }
+        if (lane == 0) {
+            wm[warp][g] = m[g];
+            wl[warp][g] = l[g];
+        }
     }
     __syncthreads();
 
-    // this block's (unnormalized) output: the warps merged in warp order by threads 0..hd4-1
+    // this block's (unnormalized) outputs: the warps merged in warp order, value tt of head h + g
+    // by thread t = g hd4 + tt
+    const int tg = QG == 1 ? (t < hd4 ? 0 : 1) : t / hd4, tt = t - tg * hd4, ht = h + tg;
     float *po = part, *pml = part + (size_t)n_head * n_split * hd;
     float M = -INFINITY, Lc = 0.f;
     float4 o = zero4;
-    if (t < hd4) {
+    if (tg < QG) {
 #pragma unroll
-        for (int w = 0; w < ZR_AD_WARPS; w++) M = fmaxf(M, wm[w]);
+        for (int w = 0; w < ZR_AD_WARPS; w++) M = fmaxf(M, wm[w][tg]);
 #pragma unroll
         for (int w = 0; w < ZR_AD_WARPS; w++) {
-            if (wm[w] == -INFINITY) continue; // a warp without rows
-            const float e = expf(wm[w] - M);
-            Lc = fmaf(e, wl[w], Lc);
-            o = zr_ad_fma4(e, wo4[w][t], o);
+            if (wm[w][tg] == -INFINITY) continue; // a warp without rows
+            const float e = expf(wm[w][tg] - M);
+            Lc = fmaf(e, wl[w][tg], Lc);
+            o = zr_ad_fma4(e, wo4[w][tg][tt], o);
         }
         if (blocks == 1) { // the only block with rows: no partials, no merge
             const float inv = 1.0f / Lc;
-            *(float4 *)(out + (size_t)h * hd + 4 * t) = zr_ad_scale4(inv, o);
+            *(float4 *)(out + (size_t)ht * hd + 4 * tt) = zr_ad_scale4(inv, o);
         } else {
-            *(float4 *)(po + ((size_t)h * n_split + y) * hd + 4 * t) = o;
-            if (t == 0) {
-                float *pm = pml + ((size_t)h * n_split + y) * 2;
+            *(float4 *)(po + ((size_t)ht * n_split + y) * hd + 4 * tt) = o;
+            if (tt == 0) {
+                float *pm = pml + ((size_t)ht * n_split + y) * 2;
                 pm[0] = M;
                 pm[1] = Lc;
             }
         }
     }
     if (blocks == 1) return;
-    if (t < hd4) __threadfence(); // the partials are visible device-wide before the count says so
+    if (tg < QG) __threadfence(); // the partials are visible device-wide before the count says so
     __syncthreads();
-    if (t == 0) last = atomicAdd(&count[h], 1) == blocks - 1;
+    if (t == 0) last = atomicAdd(&count[bx], 1) == blocks - 1;
     __syncthreads();
-    if (!last || t >= hd4) return;
+    if (!last || tg >= QG) return;
     __threadfence(); // every other block's partials are visible to this one
-    if (t == 0) count[h] = 0; // no other block of this launch touches it again
+    if (t == 0) count[bx] = 0; // no other block of this launch touches it again
 
     // merge the blocks' partials in block order (the same arithmetic as attn_combine_f32); the
     // first ZR_AD_PRE partials' values load together with the maxima
-    const float *hm = pml + (size_t)h * n_split * 2;
-    const float4 *ho = (const float4 *)(po + (size_t)h * n_split * hd) + t;
+    const float *hm = pml + (size_t)ht * n_split * 2;
+    const float4 *ho = (const float4 *)(po + (size_t)ht * n_split * hd) + tt;
     float4 opre[ZR_AD_PRE];
     float mpre[ZR_AD_PRE], lpre[ZR_AD_PRE];
 #pragma unroll
@@ -453,10 +543,10 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
         Ls = fmaf(w, __ldcg(hm + 2 * k + 1), Ls);
         o = zr_ad_fma4(w, __ldcg(ho + (size_t)k * hd4), o);
     }
-    *(float4 *)(out + (size_t)h * hd + 4 * t) = zr_ad_scale4(1.0f / Ls, o);
+    *(float4 *)(out + (size_t)ht * hd + 4 * tt) = zr_ad_scale4(1.0f / Ls, o);
 }
 
-#define ZR_AD_KERNEL(NAME, V)                                                                                        \
+#define ZR_AD_KERNEL(NAME, V, QG)                                                                                    \
     ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS, 1)                                                               \
         NAME(const float *__restrict__ qkv, float *__restrict__ kc, float *__restrict__ vc, float *__restrict__ part, \
              int *__restrict__ count, float *__restrict__ out, const double *__restrict__ freq,                       \
@@ -464,10 +554,12 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
              int n_head, int n_kv, int head_dim, int rope_dim, int neox, int chunk, int n_split, float scale,        \
              float eps, int window, float softcap) {                                                                 \
         ZR_TL_EXIT;                                                                                                  \
-        zr_attn_decode<V>(qkv, kc, vc, part, count, out, freq, pos_p, q_norm, k_norm, n_head, n_kv, head_dim,        \
-                          rope_dim, neox, chunk, n_split, scale, eps, window, softcap);                              \
+        zr_attn_decode<V, QG>(qkv, kc, vc, part, count, out, freq, pos_p, q_norm, k_norm, n_head, n_kv, head_dim,    \
+                              rope_dim, neox, chunk, n_split, scale, eps, window, softcap);                          \
     }
 
 // (512, 1): at most 128 registers; the two row batches (64) stay in registers
-ZR_AD_KERNEL(attn_decode_f32, 1)
-ZR_AD_KERNEL(attn_decode_f32_d256, 2)
+ZR_AD_KERNEL(attn_decode_f32, 1, 1)
+ZR_AD_KERNEL(attn_decode_f32_g2, 1, 2)
+ZR_AD_KERNEL(attn_decode_f32_g4, 1, 4)
+ZR_AD_KERNEL(attn_decode_f32_d256, 2, 1)

@@ -27,6 +27,8 @@ typedef struct ZrBackendStats {
     int graph_steps_per_launch;    /* CUDA: decode steps one graph launch ran (several in the free-running
                                     * loop: cuda_backend.c ZR_GRAPH_STEPS); 0: no replay yet */
     bool graph_active;             /* decode steps currently replay a graph */
+    int graph_rebuilds;            /* CUDA: times the decode graph was recorded again (a pointer moved, the
+                                    * attention changed kernels at a position: cuda/attn.h) */
     bool pdl;                      /* decode uses programmatic dependent launch (graph edges or eager launches) */
     /* CUDA: cuBLASLt's GEMM plans so far (the start-up's warm-up and the prefills'): made, asking
      * the heuristic, taken from the plan cache (ZrBackendOptions.plan_cache) */
@@ -122,6 +124,8 @@ typedef struct ZrBackendOptions {
     int verify_graph;     /* CUDA: tokens whose replay is checked against eager (default 1) */
     int graph_steps;      /* CUDA: decode steps one graph launch runs in the free-running loop, 1..8;
                            * 0 = the backend's choice (tests compare the counts) */
+    int attn_group_pos;   /* CUDA, tests: the decode position from which the attention serves groups of
+                           * query heads a block (cuda/attn.h); 0 = the backend's */
     bool profile;         /* CUDA: per-kernel timing (forces eager) */
     bool log_launches;    /* CUDA: print the recorded launches */
     const char *graph_dot;/* CUDA: write the built graph here */

@@ -1,5 +1,7 @@
 #include "cuda/attn.h"
 
+#include <limits.h>
+
 /* Decode chunks of n_ctx/64 rows, rounded up to 32 and kept within 32..256 (at most 1024
  * chunks); prefill chunks of up to 4096 rows (the block keeps a chunk's scores in shared
  * memory). A decode block's P.V loop walks its chunk row by row, so short chunks keep it short
@@ -101,9 +103,29 @@ static int attention_split(ZrCuForward *f, int il, int rows, CUdeviceptr part, i
  * share of the chunks, so the grid does not grow with the context (cu/attention_decode.cu). H200
  * tg128 after 16384 positions, Llama-3-8B Q4_K_M: 2 waves rounded up 192.7 t/s, 2 down 224.9,
  * 4 down 209.4, one 234.4 (the 1B: 674.6 / 792.9 / 701.1 / 843.9); cu/PERF.md session 21. */
-static int decode_split(const ZrCuForward *f) {
-    const int n = f->k->sm_count / f->m->hp.n_head;
+static int decode_split(const ZrCuForward *f, int qg) {
+    const int n = f->k->sm_count / (f->m->hp.n_head / qg);
     return n < 1 ? 1 : n;
+}
+
+/* Query heads a grouped decode block serves: 4 of one KV head, 2 where G is no multiple of 4;
+ * heads of 256 (gemma) keep a block a head: Gemma-3-4B with blocks of 2 was slower at every
+ * depth (484.4 -> 447.7 t/s after 16384 positions; cu/PERF.md session 22). */
+static int decode_qg(const ZrCuForward *f) {
+    const int G = f->m->hp.n_head / f->m->hp.n_head_kv;
+    return f->head_dim > 128 ? 1 : G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1;
+}
+
+bool zr_cuf_attn_group_at(ZrCuForward *f, int pos, int group_pos) {
+    const bool want = pos >= (group_pos > 0 ? group_pos : ZR_CUF_ATTN_GROUP_POS) && decode_qg(f) > 1;
+    if (want == f->attn_grouped) return false;
+    f->attn_grouped = want;
+    return true;
+}
+
+int zr_cuf_attn_group_next(const ZrCuForward *f, int pos, int group_pos) {
+    const int gp = group_pos > 0 ? group_pos : ZR_CUF_ATTN_GROUP_POS;
+    return !f->attn_grouped && pos < gp && decode_qg(f) > 1 ? gp : INT_MAX;
 }
 
 /* The fused kernel (one launch per layer, the q/k head norms, a sliding window and soft-capped
@@ -115,12 +137,13 @@ int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
     const ZrCuLayer *G = &f->layers[il];
     const bool qk = f->m->layers[il].facts.qk_norm;
     const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
+    const int qg = f->attn_grouped ? decode_qg(f) : 1;
     const ZrCuAttnDecode a = {.qkv = f->qkv, .kc = fptr(f->kc, layer), .vc = fptr(f->vc, layer), .part = f->part_d,
                               .count = f->attn_count, .out = f->att, .freq = G->rope_freq, .pos = f->d_pos,
                               .q_norm = qk ? G->q_norm : 0, .k_norm = qk ? G->k_norm : 0, .n_head = hp->n_head,
                               .n_kv = hp->n_head_kv, .head_dim = f->head_dim, .rope_dim = hp->rope_dim,
                               .neox = hp->rope == ZR_ROPE_NEOX, .chunk = f->chunk_f, .n_chunks = f->n_chunks_f,
-                              .n_split = decode_split(f),
+                              .n_split = decode_split(f, qg), .qg = qg,
                               .window = f->m->layers[il].facts.window, .scale = scores_scale(f), .eps = hp->rms_eps,
                               .softcap = hp->attn_softcap};
     return zr_k_attn_decode(f->launcher, f->k, &a, err);

@@ -12,6 +12,23 @@ void zr_cuf_attn_chunks(int n_ctx, int *chunk_d, int *n_d, int *chunk_p, int *n_
  * path's buffer). */
 void zr_cuf_attn_fused_chunks(int n_ctx, int chunk_d, int head_dim, int *chunk, int *n_chunks);
 
+/* Past a long context the decode attention is bound by the cache rows each SM has in flight and
+ * by L2, which a block a query head reads G times a row; blocks of a group of query heads of one
+ * KV head (attn_decode_f32_g2/_g4) load each row once for all of them, but their fewer blocks
+ * take short contexts' rows in more round trips. So the decode step takes them from this
+ * position on. H200 tg128 (Q4_K_M), a block a head / blocks of 4: Llama-3-8B after 16384
+ * positions 235.8 / 266.4 t/s, after 4096 377.1 / 375.2, from position 0 502.1 / 465.1;
+ * Qwen3-30B-A3B (G = 8) after 16384 196.4 / 227.3 (cu/PERF.md session 22). */
+#define ZR_CUF_ATTN_GROUP_POS 4096
+/* Sets f->attn_grouped for a decode step at pos (from group_pos, 0: ZR_CUF_ATTN_GROUP_POS, where
+ * the model's heads have a grouped kernel); true when it changed: the step launches another
+ * kernel than a graph recorded before (the caller moves its epoch). Both kernels are exact at
+ * every position, so the choice is speed alone. */
+bool zr_cuf_attn_group_at(ZrCuForward *f, int pos, int group_pos);
+/* The first position >= pos at which zr_cuf_attn_group_at would change the choice (INT_MAX: none
+ * in a run whose positions grow): a queue of recorded steps stops before it. */
+int zr_cuf_attn_group_next(const ZrCuForward *f, int pos, int group_pos);
+
 /* The decode step's attention of layer il: from the QKV projection's output f->qkv (row 0) to
  * f->att, writing the KV cache row at d_pos[0]. */
 int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err);

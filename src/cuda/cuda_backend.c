@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "cuda/attn.h"
 #include "cuda/bwprobe.h"
 #include "cuda/cublaslt.h"
 #include "cuda/driver.h"
@@ -292,6 +293,7 @@ static int forward_(CudaBackend *c, const int32_t *tokens, int n, int pos, float
     int rc = accept_call(c, tokens, n, pos, err);
     if (rc) return rc;
     if (n == 1) {
+        if (zr_cuf_attn_group_at(&c->f, pos, c->opt.attn_group_pos)) c->io.epoch++; /* another attention kernel */
         if ((rc = zr_graph_decode_step(&c->graph, tokens[0], pos, logits, err))) return rc;
         c->n_past = pos + 1;
         /* the row is on the host: checked there */
@@ -510,6 +512,9 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
         CUresult bad = CUDA_SUCCESS;
         bool synced = false;
         if (queued == L->steps) {
+            /* nothing queued past this step: the attention may change kernels here (the graph is
+             * recorded again) */
+            if (zr_cuf_attn_group_at(&c->f, pos, c->opt.attn_group_pos)) c->io.epoch++;
             if (!zr_graph_decode_steady(&c->graph)) {
                 /* recording, a checked replay, or a launch log: the controller's own step (it recovers) */
                 if ((rc = zr_graph_decode_step_out(&c->graph, tok, pos, NULL, NULL, err))) break;
@@ -523,12 +528,15 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
                 }
             }
         }
+        /* no step queued at or past the position where the attention changes kernels */
+        const int sw = zr_cuf_attn_group_next(&c->f, pos0 + queued, c->opt.attn_group_pos);
+        const int qlimit = sw - pos0 < limit ? sw - pos0 : limit;
         for (;;) {
             /* a launch of several steps where they all fit the limit (never a step past the
              * context) and the window, else one step */
             int n = synced ? 0 : zr_graph_decode_batch(&c->graph);
-            if (n > 1 && (queued + n > limit || n > ahead)) n = 1;
-            if (n == 0 || queued + n > L->steps + ahead || queued >= limit) break;
+            if (n > 1 && (queued + n > qlimit || n > ahead)) n = 1;
+            if (n == 0 || queued + n > L->steps + ahead || queued >= qlimit) break;
             for (int i = 0; i < n; i++) c->ring[(pos0 + queued + i) % ZR_RING_SLOTS].pos = -1; /* not yet written */
             if ((rc = zr_graph_decode_issue_n(&c->graph, n, &bad, err))) goto failed;
             queued += n;
@@ -665,6 +673,7 @@ static void cuda_stats(const ZrBackend *be, ZrBackendStats *out) {
     out->kernels_per_token = st.kernels_per_token;
     out->graph_build_ms = st.graph_build_ms;
     out->graph_active = st.graph_active;
+    out->graph_rebuilds = (int)st.rebuilds;
     out->pdl = st.graph_active ? st.pdl : c->launcher.pdl;
     out->host_steps = c->host_steps;
     out->graph_steps_per_launch = st.multi_launches ? st.multi_steps : st.graph_steps ? 1 : 0;

@@ -114,6 +114,7 @@ typedef struct ZrCuForward {
     int chunk_f, n_chunks_f;        /* the fused decode attention's chunks (>= chunk_d; set once at init) */
     CUdeviceptr attn_count;         /* i32 [n_head]: the fused decode attention's chunk counters (0 between launches) */
     bool attn_fused;                /* decode attention in one kernel per layer (attn_decode_f32), where it fits */
+    bool attn_grouped;              /* ... in blocks of query-head groups (cuda/attn.h zr_cuf_attn_group_at) */
     CUdeviceptr xh;                 /* f16 [UB][max width] GEMM activation operand */
     CUdeviceptr wbuf;               /* f16 [wbuf_elems] dequantized weight rows for one GEMM */
     size_t wbuf_elems;

@@ -103,13 +103,20 @@ int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *
     if (!zr_cuf_attn_decode_fits(a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk) || a->window < 0)
         return zr_err(err, ZR_E_INTERNAL, "attn_decode_f32: no kernel for %d/%d heads of %d (rope %d), chunks of %d",
                       a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk);
-    const ZrKernel *kern = a->head_dim <= 128 ? &k->attn_decode : &k->attn_decode_d256;
+    const int qg = a->qg > 1 ? a->qg : 1;
+    if (!(qg == 1 || ((qg == 2 || qg == 4) && a->head_dim <= 128)) || (a->n_head / a->n_kv) % qg)
+        return zr_err(err, ZR_E_INTERNAL, "attn_decode_f32: no kernel for %d query heads a block (%d/%d heads of %d)", qg,
+                      a->n_head, a->n_kv, a->head_dim);
+    const ZrKernel *kern = a->head_dim > 128 ? &k->attn_decode_d256
+                           : qg == 1         ? &k->attn_decode
+                           : qg == 2         ? &k->attn_decode_g2
+                                             : &k->attn_decode_g4;
     /* a window's rows touch at most ceil(window / chunk) + 1 chunks: a local layer launches at
-     * most that many blocks per head, whatever the context's length */
+     * most that many blocks per head (or group), whatever the context's length */
     int split = a->n_split > 0 && a->n_split < a->n_chunks ? a->n_split : a->n_chunks;
     const int wc = (a->window + a->chunk - 1) / a->chunk + 1;
     if (a->window > 0 && wc < split) split = wc;
-    return ZR_LAUNCH(l, kern, ZR_DIM3(a->n_head, split, 1), ZR_DIM1(512), 0, err, (void *)&a->qkv,
+    return ZR_LAUNCH(l, kern, ZR_DIM3(a->n_head / qg, split, 1), ZR_DIM1(512), 0, err, (void *)&a->qkv,
                      (void *)&a->kc, (void *)&a->vc, (void *)&a->part, (void *)&a->count, (void *)&a->out,
                      (void *)&a->freq, (void *)&a->pos, (void *)&a->q_norm, (void *)&a->k_norm, (void *)&a->n_head,
                      (void *)&a->n_kv, (void *)&a->head_dim, (void *)&a->rope_dim, (void *)&a->neox, (void *)&a->chunk,

@@ -65,11 +65,13 @@ int zr_k_attn_split(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qk
  * zero (and left zero); out: [n_head*head_dim]; freq: f64 [rope_dim/2] (rope.cu); pos: i32 [1];
  * q_norm, k_norm: [head_dim] RMSNorm weights of each q / k head with eps (0: none); scale: the
  * scores' scale (attn_scale); window: the last `window` positions (0: all); softcap: scores
- * soft-capped as tanh(s / softcap) * softcap (0: not). Zeroed new fields keep llama's kernel. */
+ * soft-capped as tanh(s / softcap) * softcap (0: not). With qg > 1, n_split counts the blocks of
+ * a group of qg query heads. Zeroed new fields keep llama's kernel. */
 typedef struct ZrCuAttnDecode {
     CUdeviceptr qkv, kc, vc, part, count, out, freq, pos, q_norm, k_norm;
     int n_head, n_kv, head_dim, rope_dim, neox, chunk, n_chunks, n_split, window;
     float scale, eps, softcap;
+    int qg; /* query heads of one KV head a block: 1 (or 0), 2 or 4 (heads of up to 128; dividing n_head / n_kv) */
 } ZrCuAttnDecode;
 /* Whether attn_decode_f32(_d256) handles this shape (n_head a multiple of n_kv, head_dim % 4 == 0
  * and <= 256, any chunk); else the decode uses rope_kv_f32, attn_part_f32 and attn_combine_f32. */

@@ -713,7 +713,8 @@ typedef struct DecodeExtras {
     int window;
     float cap;
     bool norm;
-    int split; /* blocks per head (ZrCuAttnDecode.n_split; 0: one a chunk) */
+    int split; /* blocks per group of qg heads (ZrCuAttnDecode.n_split; 0: one a chunk) */
+    int qg;    /* query heads a block (ZrCuAttnDecode.qg; 0: one) */
 } DecodeExtras;
 
 /* attn_decode_f32(_d256) (norms + rope + KV write + split attention + merge in one launch) at
@@ -780,7 +781,7 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
                               .pos = dp, .q_norm = x.norm ? dqn : 0, .k_norm = x.norm ? dkn : 0, .n_head = n_head,
                               .n_kv = n_kv, .head_dim = hd, .rope_dim = rope_dim, .neox = neox, .chunk = chunk,
                               .n_chunks = n_chunks, .n_split = x.split, .window = x.window, .scale = scale, .eps = eps,
-                              .softcap = x.cap};
+                              .softcap = x.cap, .qg = x.qg};
     ZT_CHECKF(!zr_k_attn_decode(&g->l, &g->k, &a, &e), "%s", e.msg);
     gpu_download(g, out, dout, sizeof(float) * q_dim);
     gpu_download(g, outs, douts, sizeof(float) * q_dim);
@@ -860,8 +861,8 @@ static void decode_positions_x(int n_head, int n_kv, int hd, int rope_dim, int n
         if (pos[i] >= n_ctx) continue;
         decode_case(n_head, n_kv, hd, rope_dim, neox, n_ctx, chunk, pos[i], x, &worst);
     }
-    fprintf(stderr, "  attn_decode heads %d/%d hd %d rope %d%s n_ctx %d chunk %d split %d window %d cap %g%s: worst |diff|/tol = %.3g\n",
-            n_head, n_kv, hd, rope_dim, neox ? " neox" : "", n_ctx, chunk, x.split, x.window, (double)x.cap,
+    fprintf(stderr, "  attn_decode heads %d/%d hd %d rope %d%s n_ctx %d chunk %d split %d qg %d window %d cap %g%s: worst |diff|/tol = %.3g\n",
+            n_head, n_kv, hd, rope_dim, neox ? " neox" : "", n_ctx, chunk, x.split, x.qg, x.window, (double)x.cap,
             x.norm ? " norms" : "", worst);
     ZT_CHECKF(worst <= 1.0, "heads %d/%d hd %d window %d cap %g: worst |diff|/tol %.3g", n_head, n_kv, hd, x.window,
               (double)x.cap, worst);
@@ -926,6 +927,36 @@ ZT_TEST(attention_decode_fused_blocks_loop_over_their_chunks) {
     decode_positions_x(8, 4, 256, 256, 1, 1100, 64, (DecodeExtras){.window = 1024, .norm = true, .split = 5});
     decode_positions_x(4, 2, 128, 128, 1, 700, 128, (DecodeExtras){.window = 300, .cap = 3.0f, .norm = true, .split = 2});
     decode_positions_x(8, 8, 128, 128, 1, 600, 32, (DecodeExtras){.norm = true, .split = 7});
+}
+
+/* Blocks of 2 or 4 query heads of one KV head (each row a lane loads serves every head of the
+ * block): every layer kind of the single-head tests, one block a group and several, heads of 8,
+ * 64, 96 (heads that are no multiple of 32) and 128, norms, windows and caps, two row batches a
+ * chunk, the forward pass's chunks of 128. */
+ZT_TEST(attention_decode_fused_query_head_groups_match_the_split_path_and_cpu) {
+    if (!gpu_env()) return;
+    decode_positions_x(8, 2, 128, 128, 0, 1100, 128, (DecodeExtras){.qg = 4, .split = 3}); /* the 8B head */
+    decode_positions_x(8, 2, 128, 128, 0, 200, 128, (DecodeExtras){.qg = 2});
+    decode_positions_x(32, 8, 64, 64, 1, 900, 128, (DecodeExtras){.qg = 4, .split = 2}); /* the 1B head */
+    decode_positions_x(16, 2, 128, 128, 1, 700, 128, (DecodeExtras){.qg = 4, .norm = true, .split = 4}); /* qwen3 8:1 */
+    decode_positions_x(16, 2, 128, 128, 1, 300, 128, (DecodeExtras){.qg = 2, .norm = true});
+    decode_positions_x(8, 4, 128, 128, 1, 1100, 64, (DecodeExtras){.qg = 2, .window = 1024, .norm = true, .split = 5});
+    decode_positions_x(8, 4, 128, 128, 1, 300, 64, (DecodeExtras){.qg = 2, .window = 40, .cap = 0.5f});
+    decode_positions_x(4, 1, 128, 128, 0, 1300, 256, (DecodeExtras){.qg = 4, .split = 2}); /* two row batches a chunk */
+    decode_positions_x(4, 2, 128, 128, 1, 700, 128, (DecodeExtras){.qg = 2, .window = 300, .cap = 3.0f, .norm = true, .split = 2});
+    decode_positions_x(8, 2, 96, 96, 0, 500, 128, (DecodeExtras){.qg = 4, .norm = true, .split = 2}); /* heads of 96 */
+    decode_positions_x(8, 2, 64, 32, 1, 600, 128, (DecodeExtras){.qg = 4, .window = 100});             /* half-rotated heads */
+    decode_positions_x(8, 4, 8, 8, 0, 64, 32, (DecodeExtras){.qg = 2});                              /* head_dim 8 */
+    /* groups that do not divide the KV head's query heads, groups of heads of 256, 3: refused by name */
+    GpuEnv *g = gpu_env();
+    const ZrCuAttnDecode bad[] = {{.n_head = 8, .n_kv = 4, .head_dim = 128, .rope_dim = 128, .chunk = 128, .qg = 4},
+                                  {.n_head = 8, .n_kv = 2, .head_dim = 256, .rope_dim = 256, .chunk = 64, .qg = 2},
+                                  {.n_head = 12, .n_kv = 2, .head_dim = 128, .rope_dim = 128, .chunk = 128, .qg = 3}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ZrError e = {0};
+        ZT_CHECK(zr_k_attn_decode(&g->l, &g->k, &bad[i], &e) == ZR_E_INTERNAL);
+        ZT_CHECKF(strstr(e.msg, "query heads a block") != NULL, "%s", e.msg);
+    }
 }
 
 ZT_TEST(attention_decode_fused_refuses_shapes_it_does_not_handle) {
