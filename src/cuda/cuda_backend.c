@@ -287,13 +287,19 @@ static int accept_call(CudaBackend *c, const int32_t *tokens, int n, int pos, Zr
     return ZR_OK;
 }
 
+/* The decode attention's kernel for a step at pos (cuda/attn.h): where it changes, the step
+ * launches another kernel than the recorded graph, so the epoch moves (recorded again, once). */
+static void attn_kernel_at(CudaBackend *c, int pos) {
+    if (zr_cuf_attn_group_at(&c->f, pos, c->opt.attn_group_pos)) c->io.epoch++;
+}
+
 static int forward_(CudaBackend *c, const int32_t *tokens, int n, int pos, float *logits, bool all_logits,
                     ZrError *err) {
     const int n_vocab = c->m->hp.n_vocab;
     int rc = accept_call(c, tokens, n, pos, err);
     if (rc) return rc;
     if (n == 1) {
-        if (zr_cuf_attn_group_at(&c->f, pos, c->opt.attn_group_pos)) c->io.epoch++; /* another attention kernel */
+        attn_kernel_at(c, pos);
         if ((rc = zr_graph_decode_step(&c->graph, tokens[0], pos, logits, err))) return rc;
         c->n_past = pos + 1;
         /* the row is on the host: checked there */
@@ -337,6 +343,7 @@ static int step_greedy(CudaBackend *c, int32_t token, int pos, int n_cand, float
         c->pick_n = c->f.pick_n = n_cand;
         c->io.epoch++;
     }
+    attn_kernel_at(c, pos);
     int32_t pick[2];
     if ((rc = zr_graph_decode_step_out(&c->graph, token, pos, logits, pick, err))) return rc;
     c->n_past = pos + 1;
@@ -514,7 +521,7 @@ static int cuda_decode_run(ZrBackend *be, ZrDecodeLoop *L, ZrError *err) {
         if (queued == L->steps) {
             /* nothing queued past this step: the attention may change kernels here (the graph is
              * recorded again) */
-            if (zr_cuf_attn_group_at(&c->f, pos, c->opt.attn_group_pos)) c->io.epoch++;
+            attn_kernel_at(c, pos);
             if (!zr_graph_decode_steady(&c->graph)) {
                 /* recording, a checked replay, or a launch log: the controller's own step (it recovers) */
                 if ((rc = zr_graph_decode_step_out(&c->graph, tok, pos, NULL, NULL, err))) break;
