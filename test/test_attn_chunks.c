@@ -1,8 +1,13 @@
-/* The decode attention's chunks on the host (cuda/attn.h zr_cuf_attn_fused_chunks): a block of
+/* The decode attention's choices on the host. Its chunks (cuda/attn.h zr_cuf_attn_fused_chunks): a block of
  * attn_decode_f32 / attn_decode_f32_d256 loads one batch of cache rows before it waits (128 rows of
  * heads up to 128 values, 64 of heads up to 256), and its chunks are that batch, so no block asks
  * for a second batch after the first arrives; never fewer rows than the split path's chunk_d
- * (the partials buffer is sized by it). No GPU needed. */
+ * (the partials buffer is sized by it). Its kernels by position (zr_cuf_attn_group_at / _next):
+ * blocks of query-head groups from ZR_CUF_ATTN_GROUP_POS where the heads have such a kernel, and
+ * a queue of steps never reaching past the switch before it is taken. No GPU needed. */
+#include <limits.h>
+#include <string.h>
+
 #include "cuda/attn.h"
 #include "zt.h"
 
@@ -34,6 +39,55 @@ ZT_TEST(heads_of_up_to_128_keep_chunks_of_128) {
         fused(4096, hd, &c, &n);
         ZT_CHECKF(c == 128 && n == 32, "n_ctx 4096, heads of %d: chunks of %d (%d)", hd, c, n);
     }
+}
+
+/* A forward pass with n_head query heads on n_kv KV heads of head_dim values (what the choice reads) */
+typedef struct Heads {
+    ZrModel m;
+    ZrCuForward f;
+} Heads;
+
+static void heads(Heads *h, int n_head, int n_kv, int head_dim) {
+    memset(h, 0, sizeof *h);
+    h->m.hp.n_head = n_head;
+    h->m.hp.n_head_kv = n_kv;
+    h->f.m = &h->m;
+    h->f.head_dim = head_dim;
+}
+
+ZT_TEST(the_decode_attention_takes_query_head_groups_from_its_position_once) {
+    Heads h;
+    heads(&h, 32, 8, 128); /* Llama-3-8B */
+    ZrCuForward *f = &h.f;
+    ZT_CHECK(zr_cuf_attn_group_next(f, 0, 0) == ZR_CUF_ATTN_GROUP_POS); /* 0: the backend's position */
+    ZT_CHECK(!zr_cuf_attn_group_at(f, ZR_CUF_ATTN_GROUP_POS - 1, 0) && !f->attn_grouped);
+    ZT_CHECK(zr_cuf_attn_group_next(f, 8, 20) == 20);
+    /* the loop asks from its last queued position: at and past the switch, not yet taken, it is
+     * due there (a queue stops at once; before the fix the answer was "never", and the queue ran
+     * past it with the other kernel's graph) */
+    ZT_CHECK(zr_cuf_attn_group_next(f, 20, 20) == 20);
+    ZT_CHECK(zr_cuf_attn_group_next(f, 23, 20) == 23);
+    ZT_CHECK(!zr_cuf_attn_group_at(f, 19, 20));
+    ZT_CHECK(zr_cuf_attn_group_at(f, 20, 20) && f->attn_grouped); /* changed: the caller moves its epoch */
+    ZT_CHECK(!zr_cuf_attn_group_at(f, 21, 20));                    /* once */
+    ZT_CHECK(zr_cuf_attn_group_next(f, 21, 20) == INT_MAX);
+    ZT_CHECK(zr_cuf_attn_group_at(f, 8, 20) && !f->attn_grouped); /* a new run from an earlier position */
+    ZT_CHECK(zr_cuf_attn_group_at(f, 5000, 0) && f->attn_grouped);
+}
+
+ZT_TEST(heads_without_a_grouped_kernel_never_change) {
+    const int shapes[][3] = {{28, 4, 128}, /* 7 query heads a KV head (Qwen2.5-7B) */
+                             {8, 4, 256},  /* heads of 256 (gemma) */
+                             {32, 32, 96}}; /* no GQA (Phi-3-mini) */
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        Heads h;
+        heads(&h, shapes[i][0], shapes[i][1], shapes[i][2]);
+        ZT_CHECK(!zr_cuf_attn_group_at(&h.f, 100000, 0) && !h.f.attn_grouped);
+        ZT_CHECK(zr_cuf_attn_group_next(&h.f, 0, 0) == INT_MAX);
+    }
+    Heads h;
+    heads(&h, 12, 2, 128); /* 6 a KV head: groups of 2 */
+    ZT_CHECK(zr_cuf_attn_group_at(&h.f, ZR_CUF_ATTN_GROUP_POS, 0));
 }
 
 int main(void) { return zt_run(); }

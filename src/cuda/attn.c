@@ -125,7 +125,8 @@ bool zr_cuf_attn_group_at(ZrCuForward *f, int pos, int group_pos) {
 
 int zr_cuf_attn_group_next(const ZrCuForward *f, int pos, int group_pos) {
     const int gp = group_pos > 0 ? group_pos : ZR_CUF_ATTN_GROUP_POS;
-    return !f->attn_grouped && pos < gp && decode_qg(f) > 1 ? gp : INT_MAX;
+    if (f->attn_grouped || decode_qg(f) == 1) return INT_MAX;
+    return pos > gp ? pos : gp; /* due now when pos is past it (not yet taken) */
 }
 
 /* The fused kernel (one launch per layer, the q/k head norms, a sliding window and soft-capped

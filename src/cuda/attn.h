@@ -25,8 +25,9 @@ void zr_cuf_attn_fused_chunks(int n_ctx, int chunk_d, int head_dim, int *chunk, 
  * kernel than a graph recorded before (the caller moves its epoch). Both kernels are exact at
  * every position, so the choice is speed alone. */
 bool zr_cuf_attn_group_at(ZrCuForward *f, int pos, int group_pos);
-/* The first position >= pos at which zr_cuf_attn_group_at would change the choice (INT_MAX: none
- * in a run whose positions grow): a queue of recorded steps stops before it. */
+/* The first position >= pos at which zr_cuf_attn_group_at would change the choice (pos itself
+ * when the change is due and not yet taken; INT_MAX: none in a run whose positions grow): a
+ * queue of recorded steps stops before it, so the step there is taken with nothing queued. */
 int zr_cuf_attn_group_next(const ZrCuForward *f, int pos, int group_pos);
 
 /* The decode step's attention of layer il: from the QKV projection's output f->qkv (row 0) to
