@@ -120,6 +120,18 @@ static int model_agrees(const char *name, const char *path, const int32_t *promp
 
 static const int32_t k_prompt[] = {1, 403, 407, 261, 378, 300, 280, 301};
 
+/* d's tokens by the host loop on ref (forward + the host sampler; the cache emptied first) into
+ * want; false (said on stderr) when it fails. */
+static bool host_loop(ZrBackend *ref, int n_vocab, const ZtDecode *d, ZtDecoded *want) {
+    ZtDecode r = *d;
+    ZrError err = {0};
+    r.reference = true;
+    ref->truncate(ref, 0);
+    if (zt_decode(ref, n_vocab, &r, want, &err) == 0) return true;
+    fprintf(stderr, "    host loop: %s\n", err.msg);
+    return false;
+}
+
 ZT_TEST(decode_run_picks_the_host_loops_tokens_on_stories260K_eager_and_graph) {
     if (!gpu_env()) return;
     const char *m = zt_shared_model("models/stories260K.gguf");
@@ -233,15 +245,12 @@ ZT_TEST(graph_launches_of_several_steps_pick_the_host_loops_tokens_and_stop_exac
             ZtSampling smp[ZT_N_SAMPLINGS];
             zt_samplings(smp, seed);
             for (int i = 0; i < ZT_N_SAMPLINGS; i++) {
-                ZtDecode d = {.sp = &smp[i].sp, .n_cand = V, .prompt = k_prompt, .n_prompt = 8, .n = N, .reference = true};
+                ZtDecode d = {.sp = &smp[i].sp, .n_cand = V, .prompt = k_prompt, .n_prompt = 8, .n = N};
                 ZtDecoded want;
-                ref->truncate(ref, 0);
-                if (zt_decode(ref, V, &d, &want, &err)) {
-                    fprintf(stderr, "    host loop: %s\n", err.msg);
+                if (!host_loop(ref, V, &d, &want)) {
                     bad++;
                     continue;
                 }
-                d.reference = false;
                 uint64_t host_steps = 0;
                 char what[160];
                 for (int stop = 1; stop <= 6; stop += 5) {
@@ -308,15 +317,12 @@ ZT_TEST(the_attention_kernels_change_at_a_position_inside_a_run_and_the_tokens_d
     zt_samplings(smp, 3);
     for (int steps = 1; steps <= 4; steps += 3)
         for (int i = 0; i < ZT_N_SAMPLINGS; i++) {
-            ZtDecode d = {.sp = &smp[i].sp, .n_cand = V, .prompt = k_prompt, .n_prompt = 8, .n = N, .reference = true};
+            ZtDecode d = {.sp = &smp[i].sp, .n_cand = V, .prompt = k_prompt, .n_prompt = 8, .n = N};
             ZtDecoded want;
-            ref->truncate(ref, 0);
-            if (zt_decode(ref, V, &d, &want, &err)) {
-                fprintf(stderr, "    host loop: %s\n", err.msg);
+            if (!host_loop(ref, V, &d, &want)) {
                 failed++;
                 continue;
             }
-            d.reference = false;
             /* a graph recorded at the run's first step (position 8): recorded again at 20, once */
             ZrBackendOptions og = {.n_ctx = CTX, .attn_group_pos = SWITCH, .graph = true, .verify_graph = 1,
                                    .graph_steps = steps, .quiet = true};
