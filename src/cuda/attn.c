@@ -98,8 +98,8 @@ static int attention_split(ZrCuForward *f, int il, int rows, CUdeviceptr part, i
                            f->m->layers[il].facts.window, hp->attn_softcap, chunk, n_chunks, rows, err);
 }
 
-/* The fused decode attention's blocks per head: one wave (a block of 512 threads is resident
- * alone on an SM: every head's blocks together at most the SMs), each block looping over its
+/* The fused decode attention's blocks per head (per group of qg query heads): one wave (a block
+ * of 512 threads is resident alone on an SM: every head's blocks together at most the SMs), each block looping over its
  * share of the chunks, so the grid does not grow with the context (cu/attention_decode.cu). H200
  * tg128 after 16384 positions, Llama-3-8B Q4_K_M: 2 waves rounded up 192.7 t/s, 2 down 224.9,
  * 4 down 209.4, one 234.4 (the 1B: 674.6 / 792.9 / 701.1 / 843.9); cu/PERF.md session 21. */
@@ -116,15 +116,18 @@ static int decode_qg(const ZrCuForward *f) {
     return f->head_dim > 128 ? 1 : G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1;
 }
 
+/* The switch position: the caller's, or ZR_CUF_ATTN_GROUP_POS for 0 */
+static int group_pos_or_default(int group_pos) { return group_pos > 0 ? group_pos : ZR_CUF_ATTN_GROUP_POS; }
+
 bool zr_cuf_attn_group_at(ZrCuForward *f, int pos, int group_pos) {
-    const bool want = pos >= (group_pos > 0 ? group_pos : ZR_CUF_ATTN_GROUP_POS) && decode_qg(f) > 1;
+    const bool want = pos >= group_pos_or_default(group_pos) && decode_qg(f) > 1;
     if (want == f->attn_grouped) return false;
     f->attn_grouped = want;
     return true;
 }
 
 int zr_cuf_attn_group_next(const ZrCuForward *f, int pos, int group_pos) {
-    const int gp = group_pos > 0 ? group_pos : ZR_CUF_ATTN_GROUP_POS;
+    const int gp = group_pos_or_default(group_pos);
     if (f->attn_grouped || decode_qg(f) == 1) return INT_MAX;
     return pos > gp ? pos : gp; /* due now when pos is past it (not yet taken) */
 }
