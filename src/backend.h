@@ -116,8 +116,16 @@ void zr_cuda_early_drop(ZrCudaEarly *e);
 #define ZR_FIRST_ROWS_ALL 0
 #define ZR_FIRST_ROWS_LATER (-1)
 
+/* The KV cache's element type (-ctk/-ctv). F32 keeps the attention's inputs as computed; F16, the
+ * commands' default as llama.cpp's, halves the cache's memory and the bytes a decode step's
+ * attention reads: each K and V value is rounded to the nearest half when it is stored (the CPU
+ * reference rounds the same values the same way), and every read sees the rounded value, the
+ * current position's included. The zero value is F32, so an options struct left zero is exact. */
+typedef enum ZrKvType { ZR_KV_F32 = 0, ZR_KV_F16 = 1 } ZrKvType;
+
 typedef struct ZrBackendOptions {
     int n_ctx;            /* KV cache positions; the commands always give it (zr_backend_default_ctx) */
+    ZrKvType kv_type;     /* the K and V caches' element type (the commands: -ctk/-ctv, default F16) */
     int n_threads;        /* CPU; 0 = all cores */
     bool graph;           /* CUDA: decode through the recorded graph (the command resolved
                            * --graph/--no-graph/CUDA_GRAPH_ENABLE); false = eager */

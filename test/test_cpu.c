@@ -1,6 +1,6 @@
 /* The CPU backend: its ops on known values, its thread pool and matrix product, and the whole
  * forward pass against llama.cpp's reference logits and greedy ids (../shared/fixtures,
- * ../shared/models). */
+ * ../shared/models); its F16 KV cache (ZR_KV_F16) against the F32 one. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +19,9 @@
 /* Greedy ids are compared where our best logit leads the second by at least this much: the
  * reference ran on llama.cpp's native path, whose logits differ from exact by up to 0.42. */
 #define GREEDY_GAP 0.25f
+/* An F16 cache against the F32 one on stories260K (a real model): worst row max|diff| / row std
+ * (measured 1.9e-3) well under 1e-2, and the argmax of every row the same */
+#define F16_CACHE_TOL 5e-3
 
 /* ---- ops ---- */
 
@@ -198,13 +201,13 @@ typedef struct Loaded {
     ZrBackend *be;
 } Loaded;
 
-static bool load(Loaded *l, const char *path, int n_ctx, int n_threads) {
+static bool load_kv(Loaded *l, const char *path, int n_ctx, int n_threads, ZrKvType kv_type) {
     ZrError err;
     if (zr_model_load(&l->m, path, &err)) {
         fprintf(stderr, "  %s\n", err.msg);
         return false;
     }
-    ZrBackendOptions o = {.n_ctx = n_ctx, .n_threads = n_threads};
+    ZrBackendOptions o = {.n_ctx = n_ctx, .kv_type = kv_type, .n_threads = n_threads};
     l->be = zr_cpu_backend_create(&l->m, &o, &err);
     if (!l->be) {
         fprintf(stderr, "  %s\n", err.msg);
@@ -212,6 +215,11 @@ static bool load(Loaded *l, const char *path, int n_ctx, int n_threads) {
         return false;
     }
     return true;
+}
+
+/* The F32 cache (the options' zero value): the references were computed with one. */
+static bool load(Loaded *l, const char *path, int n_ctx, int n_threads) {
+    return load_kv(l, path, n_ctx, n_threads, ZR_KV_F32);
 }
 
 static void unload(Loaded *l) {
@@ -324,10 +332,12 @@ ZT_TEST(stories260K_greedy_from_bos_gives_the_reference_64_ids) {
     unload(&l);
 }
 
-/* Logits of a fixture model for its tokens fed as given by `split` (chunk sizes summing to n). */
-static float *logits_fed_in_chunks(const char *gguf, const int32_t *ids, int n, const int *split, int n_threads, int *V) {
+/* Logits of a model for its tokens fed as given by `split` (chunk sizes summing to n), with an
+ * F32 cache or an F16 one. */
+static float *logits_fed_in_chunks_kv(const char *gguf, const int32_t *ids, int n, const int *split, int n_threads,
+                                      ZrKvType kv_type, int *V) {
     Loaded l;
-    if (!load(&l, gguf, n, n_threads)) return NULL;
+    if (!load_kv(&l, gguf, n, n_threads, kv_type)) return NULL;
     *V = l.m.hp.n_vocab;
     float *out = malloc(sizeof(float) * n * *V);
     ZrError err;
@@ -340,6 +350,10 @@ static float *logits_fed_in_chunks(const char *gguf, const int32_t *ids, int n, 
         }
     unload(&l);
     return out;
+}
+
+static float *logits_fed_in_chunks(const char *gguf, const int32_t *ids, int n, const int *split, int n_threads, int *V) {
+    return logits_fed_in_chunks_kv(gguf, ids, n, split, n_threads, ZR_KV_F32, V);
 }
 
 static const char *fixture_file(const char *name, const char *ext, char *buf) {
@@ -383,6 +397,76 @@ ZT_TEST(thread_count_does_not_change_the_logits) {
     free(a);
     free(b);
     free(ids);
+}
+
+/* ---- the F16 KV cache ---- */
+
+/* the fixtures' sequence T (../shared/fixtures/README.md), stories260K's vocabulary */
+static const int32_t k_story_ids[33] = {1,   403, 407, 261, 378, 432, 383, 286, 261, 376, 400, 428, 395, 392, 412, 444, 426,
+                                        346, 397, 355, 267, 352, 379, 322, 265, 282, 295, 433, 335, 345, 374, 419, 426};
+
+ZT_TEST(an_f16_cache_moves_the_logits_of_a_real_model_a_little_and_keeps_every_argmax) {
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return;
+    enum { N = 33 };
+    int V;
+    float *f32 = logits_fed_in_chunks_kv(path, k_story_ids, N, (int[]){N}, 2, ZR_KV_F32, &V);
+    float *f16 = logits_fed_in_chunks_kv(path, k_story_ids, N, (int[]){N}, 2, ZR_KV_F16, &V);
+    ZT_CHECK(f32 && f16);
+    if (!f32 || !f16) return;
+    /* the rounding is there: the first row too (position 0 attends to its own rounded V) */
+    ZT_CHECK(memcmp(f32, f16, sizeof(float) * V) != 0);
+    ZT_CHECK(memcmp(f32, f16, sizeof(float) * N * V) != 0);
+    ZtLogitsDiff d = zt_compare_logits(f16, f32, N, V);
+    fprintf(stderr, "  stories260K f16 cache vs f32: max|diff|/std %.2e (max|diff| %.2e), argmax %d/%d\n", d.worst_rel,
+            d.worst_abs, d.argmax_equal, N);
+    ZT_CHECKF(d.worst_rel > 0 && d.worst_rel <= F16_CACHE_TOL, "max|diff|/std %.3g, bound %.3g", d.worst_rel, F16_CACHE_TOL);
+    ZT_CHECKF(d.argmax_equal == N, "argmax equal at %d of %d rows", d.argmax_equal, N);
+    free(f32);
+    free(f16);
+}
+
+/* Rounding happens when a value is stored, so every read sees the same half whichever call stored
+ * it: one prefill, decode steps one token at a time, and chunks of any size give the same bits
+ * (a cache that rounded only the positions of earlier calls would differ from the prefill, whose
+ * positions are all of one call). */
+ZT_TEST(an_f16_cache_gives_the_same_bits_for_decode_steps_chunks_and_one_prefill) {
+    char gguf[4096], tokp[4096];
+    if (!fixture_file("qwen3-Q4_K_M", ".gguf", gguf) || !fixture_file("qwen3-Q4_K_M", ".tokens", tokp)) return;
+    int n, V;
+    int32_t *ids = zt_read_ids(tokp, &n);
+    ZT_CHECK(ids && n > 9 && n <= 64);
+    int one[64], mixed[4] = {1, 7, 1, n - 9};
+    for (int i = 0; i < n; i++) one[i] = 1;
+    float *prefill = logits_fed_in_chunks_kv(gguf, ids, n, (int[]){n}, 2, ZR_KV_F16, &V);
+    float *steps = logits_fed_in_chunks_kv(gguf, ids, n, one, 2, ZR_KV_F16, &V);
+    float *chunks = logits_fed_in_chunks_kv(gguf, ids, n, mixed, 2, ZR_KV_F16, &V);
+    /* N tokens, then the last one as a decode step */
+    float *then_step = logits_fed_in_chunks_kv(gguf, ids, n, (int[]){n - 1, 1}, 2, ZR_KV_F16, &V);
+    float *exact = logits_fed_in_chunks_kv(gguf, ids, n, (int[]){n}, 2, ZR_KV_F32, &V);
+    ZT_CHECK(prefill && steps && chunks && then_step && exact);
+    ZT_CHECK(memcmp(prefill, steps, sizeof(float) * n * V) == 0);
+    ZT_CHECK(memcmp(prefill, chunks, sizeof(float) * n * V) == 0);
+    ZT_CHECK(memcmp(prefill, then_step, sizeof(float) * n * V) == 0);
+    ZT_CHECK(memcmp(prefill, exact, sizeof(float) * n * V) != 0); /* the cache did round */
+    free(prefill);
+    free(steps);
+    free(chunks);
+    free(then_step);
+    free(exact);
+    free(ids);
+}
+
+ZT_TEST(an_unknown_kv_cache_type_is_refused_at_create) {
+    const char *path = zt_shared_model("models/stories260K.gguf");
+    if (!path) return;
+    ZrModel m;
+    ZrError err = {0};
+    ZT_CHECK(zr_model_load(&m, path, &err) == 0);
+    ZrBackendOptions o = {.n_ctx = 8, .n_threads = 1, .kv_type = (ZrKvType)2};
+    ZT_CHECK(zr_cpu_backend_create(&m, &o, &err) == NULL);
+    ZT_CHECKF(err.code == ZR_E_USAGE && strstr(err.msg, "KV cache type 2"), "%s", err.msg);
+    zr_model_free(&m);
 }
 
 ZT_TEST(a_prompt_longer_than_one_batch_is_prefilled_in_chunks_with_the_same_logits) {
@@ -602,11 +686,13 @@ static void ref_rmsnorm(double *y, const double *x, const float *w, int n) {
  * kv head shared by n_head/n_head_kv query heads) whatever q and k are: the rest of the layer
  * is plain matrix algebra, computed here in double. The embedding row is multiplied by
  * embd_scale. */
-static void ref_first_logits(const Wide *w, int32_t tok, double embd_scale, double *logits) {
+static void ref_first_logits_kv(const Wide *w, int32_t tok, double embd_scale, ZrKvType kv_type, double *logits) {
     double x[WE], xn[WE], v[WKV * WHD], att[WH * WHD], d[WE], g[WFF], u[WFF], h[WFF];
     for (int i = 0; i < WE; i++) x[i] = w->emb[tok * WE + i] * embd_scale;
     ref_rmsnorm(xn, x, w->norm, WE);
     ref_matvec(v, w->wv, xn, WKV * WHD, WE);
+    if (kv_type == ZR_KV_F16) /* the value the cache holds: the half nearest it */
+        for (int i = 0; i < WKV * WHD; i++) v[i] = zr_f16_to_f32(zr_f32_to_f16((float)v[i]));
     for (int hh = 0; hh < WH; hh++)
         for (int i = 0; i < WHD; i++) att[hh * WHD + i] = v[(hh / (WH / WKV)) * WHD + i];
     ref_matvec(d, w->wo, att, WE, WH * WHD);
@@ -621,10 +707,14 @@ static void ref_first_logits(const Wide *w, int32_t tok, double embd_scale, doub
     ref_matvec(logits, w->out, xn, WV, WE);
 }
 
+static void ref_first_logits(const Wide *w, int32_t tok, double embd_scale, double *logits) {
+    ref_first_logits_kv(w, tok, embd_scale, ZR_KV_F32, logits);
+}
+
 /* The CPU backend's logits of tok at position 0 into got[WV]. */
-static bool first_logits(const ZrModel *m, int32_t tok, float *got) {
+static bool first_logits_kv(const ZrModel *m, int32_t tok, ZrKvType kv_type, float *got) {
     ZrError err;
-    ZrBackendOptions o = {.n_ctx = 4, .n_threads = 2};
+    ZrBackendOptions o = {.n_ctx = 4, .kv_type = kv_type, .n_threads = 2};
     ZrBackend *be = zr_cpu_backend_create(m, &o, &err);
     if (!be) {
         fprintf(stderr, "  %s\n", err.msg);
@@ -635,6 +725,8 @@ static bool first_logits(const ZrModel *m, int32_t tok, float *got) {
     be->destroy(be);
     return rc == 0;
 }
+
+static bool first_logits(const ZrModel *m, int32_t tok, float *got) { return first_logits_kv(m, tok, ZR_KV_F32, got); }
 
 ZT_TEST(first_position_logits_of_a_model_with_heads_wider_than_the_embedding_match_a_direct_computation) {
     Wide w;
@@ -647,6 +739,31 @@ ZT_TEST(first_position_logits_of_a_model_with_heads_wider_than_the_embedding_mat
         ZT_CHECK(first_logits(&w.m, tok, got));
         for (int i = 0; i < WV; i++) ZT_NEAR(got[i], logits[i], 1e-4 * (1 + fabs(logits[i])));
     }
+    free_wide(&w);
+}
+
+/* Position 0 reads the value it has just stored: with an F16 cache that read is already the
+ * half nearest V, so the logits are those of the direct computation with V rounded (to 1e-5 of
+ * 1 + |logit|; measured 4.6e-7), and not those with V exact (rounding moves some logit by far
+ * more than that bound: ~78x here). */
+ZT_TEST(an_f16_cache_rounds_the_value_the_current_position_reads) {
+    Wide w;
+    ZT_CHECK(build_wide(&w));
+    const double tol = 1e-5;
+    double moved = 0;
+    for (int32_t tok = 0; tok < WV; tok += 13) {
+        double rounded[WV], exact[WV];
+        ref_first_logits_kv(&w, tok, 1.0, ZR_KV_F16, rounded);
+        ref_first_logits_kv(&w, tok, 1.0, ZR_KV_F32, exact);
+        float got[WV];
+        ZT_CHECK(first_logits_kv(&w.m, tok, ZR_KV_F16, got));
+        for (int i = 0; i < WV; i++) {
+            ZT_NEAR(got[i], rounded[i], tol * (1 + fabs(rounded[i])));
+            const double m = fabs(rounded[i] - exact[i]) / (tol * (1 + fabs(rounded[i])));
+            if (m > moved) moved = m;
+        }
+    }
+    ZT_CHECKF(moved > 10, "rounding V moves the logits by %.2f x the bound only: the test would prove nothing", moved);
     free_wide(&w);
 }
 

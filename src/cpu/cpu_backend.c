@@ -1,8 +1,9 @@
 /* The CPU backend: the reference forward pass (F32 activations, weights dequantized block by
- * block inside the dot products, F32 KV cache) and zrun's no-GPU path. A call to forward runs
- * a batch of tokens through the layers together, so a prefill reads every weight once per
- * chunk of ZR_CPU_UBATCH tokens. What differs between architectures comes from the model's
- * facts (ZrHparams, ZrLayerFacts), never from the architecture's name. */
+ * block inside the dot products, K and V cached exact or rounded to F16: ZrKvType) and zrun's
+ * no-GPU path. A call to forward runs a batch of tokens through the layers together, so a
+ * prefill reads every weight once per chunk of ZR_CPU_UBATCH tokens. What differs between
+ * architectures comes from the model's facts (ZrHparams, ZrLayerFacts), never from the
+ * architecture's name. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,9 @@ typedef struct CpuBackend {
     int n_past;         /* tokens in the KV cache */
     int64_t q_dim;      /* n_head * head_dim */
     int64_t kv_dim;     /* n_head_kv * head_dim */
+    ZrKvType kv_type;   /* ZR_KV_F16: every value stored is float(half(x)) (store_kv) */
+    /* F16 values are kept as floats: the reference needs the values a half cache holds, not its
+     * memory saving, and the attention reads them as before */
     float *k_cache;     /* [n_layer][n_ctx][kv_dim] */
     float *v_cache;     /* [n_layer][n_ctx][kv_dim] */
     int cap;            /* tokens the activation buffers below hold */
@@ -98,10 +102,22 @@ static void rope_rows(const CpuBackend *c, const ZrLayerFacts *f, float *v, int6
         for (int64_t i = 0; i < (int64_t)n * n_heads; i++) zr_cpu_scale(v + i * hp->head_dim, hp->rope_attn_factor, hp->rope_dim);
 }
 
+/* dst[i] = the half nearest src[i] (ties to even), as a float */
+static void round_to_half(float *dst, const float *src, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dst[i] = zr_f16_to_f32(zr_f32_to_f16(src[i]));
+}
+
+/* The chunk's K and V into the cache, before the attention reads them: with an F16 cache every
+ * read (the chunk's own positions included) sees the rounded value, as a GPU's half cache gives. */
 static void store_kv(CpuBackend *c, int il, int n, int pos) {
-    const int64_t layer = (int64_t)il * c->be.n_ctx * c->kv_dim;
-    memcpy(c->k_cache + layer + (int64_t)pos * c->kv_dim, c->k, sizeof(float) * n * c->kv_dim);
-    memcpy(c->v_cache + layer + (int64_t)pos * c->kv_dim, c->v, sizeof(float) * n * c->kv_dim);
+    const int64_t at = (int64_t)il * c->be.n_ctx * c->kv_dim + (int64_t)pos * c->kv_dim, count = (int64_t)n * c->kv_dim;
+    if (c->kv_type == ZR_KV_F16) {
+        round_to_half(c->k_cache + at, c->k, count);
+        round_to_half(c->v_cache + at, c->v, count);
+        return;
+    }
+    memcpy(c->k_cache + at, c->k, sizeof(float) * count);
+    memcpy(c->v_cache + at, c->v, sizeof(float) * count);
 }
 
 typedef struct AttnJob {
@@ -353,6 +369,10 @@ ZrBackend *zr_cpu_backend_create(const ZrModel *m, const ZrBackendOptions *o, Zr
         zr_err(err, ZR_E_USAGE, "cpu backend: a context of %d positions; expected >= 1 (zr_backend_default_ctx)", o->n_ctx);
         return NULL;
     }
+    if (o->kv_type != ZR_KV_F32 && o->kv_type != ZR_KV_F16) {
+        zr_err(err, ZR_E_USAGE, "cpu backend: KV cache type %d; expected ZR_KV_F32 (0) or ZR_KV_F16 (1)", (int)o->kv_type);
+        return NULL;
+    }
     const int n_ctx = o->n_ctx;
     int n_threads = o->n_threads > 0 ? (o->n_threads < ZR_CPU_MAX_THREADS ? o->n_threads : ZR_CPU_MAX_THREADS) : default_threads();
     CpuBackend *c = calloc(1, sizeof *c);
@@ -362,6 +382,7 @@ ZrBackend *zr_cpu_backend_create(const ZrModel *m, const ZrBackendOptions *o, Zr
     }
     c->be = (ZrBackend){.name = "cpu", .n_ctx = n_ctx, .forward = cpu_forward, .decode_run = cpu_decode_run, .truncate = cpu_truncate, .stats = cpu_stats, .destroy = cpu_destroy};
     c->m = m;
+    c->kv_type = o->kv_type;
     c->stop = o->stop;
     c->stop_ctx = o->stop_ctx;
     c->q_dim = (int64_t)hp->n_head * hp->head_dim;
