@@ -14,8 +14,10 @@
 //   (o = 0, max -inf, sum 0) that the merge weighs 0.
 // attn_combine_f32: grid (n_head, M), block 128: merges the live chunks into
 //   out[i*out_stride + h*head_dim + d].
-// Caches: [n_ctx, n_kv*head_dim] F32 per layer. q row i at q + i*q_stride, head h at +h*head_dim.
+// Caches: [n_ctx, n_kv*head_dim] per layer, F32 (attn_part_f32) or F16 (attn_part_f32_kvh;
+// cu/kv.cuh). q row i at q + i*q_stride, head h at +h*head_dim.
 #include "common.cuh"
+#include "kv.cuh"
 
 __device__ __forceinline__ float zr_block_reduce(float v, float *red, bool is_max) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
@@ -28,10 +30,12 @@ __device__ __forceinline__ float zr_block_reduce(float v, float *red, bool is_ma
     return r;
 }
 
-ZR_KERNEL void __launch_bounds__(128)
-    attn_part_f32(const float *__restrict__ q, int q_stride, const float *__restrict__ kc, const float *__restrict__ vc,
-                  float *__restrict__ part, const int *__restrict__ pos, int n_head, int n_kv, int head_dim, int chunk,
-                  int n_chunks, float scale, int window, float softcap) {
+template <typename KV>
+__device__ __forceinline__ void attn_part(const float *__restrict__ q, int q_stride, const KV *__restrict__ kc,
+                                          const KV *__restrict__ vc, float *__restrict__ part,
+                                          const int *__restrict__ pos, int n_head, int n_kv, int head_dim, int chunk,
+                                          int n_chunks, float scale, int window, float softcap) {
+    typedef ZrKv<KV> C;
     zr_grid_enter();
     extern __shared__ float4 zr_attn_smem[];
     float *qs = (float *)zr_attn_smem; // [head_dim]
@@ -60,16 +64,16 @@ ZR_KERNEL void __launch_bounds__(128)
     const float inv_cap = softcap > 0.f ? 1.0f / softcap : 0.f;
     float mx = -INFINITY;
     for (int p = t; p < n; p += blockDim.x) {
-        const float *kp = kc + (size_t)(lo + p) * kv_dim + (size_t)kvh * head_dim;
+        const KV *kp = kc + (size_t)(lo + p) * kv_dim + (size_t)kvh * head_dim;
         float s = 0.f;
         if ((head_dim & 3) == 0) {
             for (int d = 0; d < head_dim; d += 4) {
-                const float4 kv = *(const float4 *)(kp + d);
+                const float4 kv = C::wide(C::load4(kp + d));
                 s = fmaf(qs[d], kv.x, s); s = fmaf(qs[d + 1], kv.y, s);
                 s = fmaf(qs[d + 2], kv.z, s); s = fmaf(qs[d + 3], kv.w, s);
             }
         } else {
-            for (int d = 0; d < head_dim; d++) s = fmaf(qs[d], kp[d], s);
+            for (int d = 0; d < head_dim; d++) s = fmaf(qs[d], C::get(kp + d), s);
         }
         sc[p] = s;
         mx = fmaxf(mx, s);
@@ -89,12 +93,12 @@ ZR_KERNEL void __launch_bounds__(128)
     }
     l = zr_block_reduce(l, red, false);  // its barriers also publish sc[]
 
-    const float *vbase = vc + (size_t)lo * kv_dim + (size_t)kvh * head_dim;
+    const KV *vbase = vc + (size_t)lo * kv_dim + (size_t)kvh * head_dim;
     if (head_dim <= (int)blockDim.x) {
         const int G = blockDim.x / head_dim, d = t % head_dim, g = t / head_dim;
         float acc = 0.f;
         if (g < G)
-            for (int p = g; p < n; p += G) acc = fmaf(sc[p], vbase[(size_t)p * kv_dim + d], acc);
+            for (int p = g; p < n; p += G) acc = fmaf(sc[p], C::get(vbase + (size_t)p * kv_dim + d), acc);
         __syncthreads();
         red[t] = acc;
         __syncthreads();
@@ -106,7 +110,7 @@ ZR_KERNEL void __launch_bounds__(128)
     } else {
         for (int d = t; d < head_dim; d += blockDim.x) {
             float acc = 0.f;
-            for (int p = 0; p < n; p++) acc = fmaf(sc[p], vbase[(size_t)p * kv_dim + d], acc);
+            for (int p = 0; p < n; p++) acc = fmaf(sc[p], C::get(vbase + (size_t)p * kv_dim + d), acc);
             out[d] = acc;
         }
     }
@@ -115,6 +119,18 @@ ZR_KERNEL void __launch_bounds__(128)
         out[head_dim + 1] = l;
     }
 }
+
+#define ZR_ATTN_PART_KERNEL(NAME, KV)                                                                                 \
+    ZR_KERNEL void __launch_bounds__(128)                                                                             \
+        NAME(const float *__restrict__ q, int q_stride, const KV *__restrict__ kc, const KV *__restrict__ vc,         \
+             float *__restrict__ part, const int *__restrict__ pos, int n_head, int n_kv, int head_dim, int chunk,    \
+             int n_chunks, float scale, int window, float softcap) {                                                 \
+        attn_part<KV>(q, q_stride, kc, vc, part, pos, n_head, n_kv, head_dim, chunk, n_chunks, scale, window,        \
+                      softcap);                                                                                      \
+    }
+
+ZR_ATTN_PART_KERNEL(attn_part_f32, float)
+ZR_ATTN_PART_KERNEL(attn_part_f32_kvh, __half)
 
 ZR_KERNEL void __launch_bounds__(128)
     attn_combine_f32(const float *__restrict__ part, float *__restrict__ out, int out_stride,

@@ -51,13 +51,19 @@
 //   hd/(4V), at most 32), so a warp covers 32/L rows at a time; each warp keeps an online
 //   softmax (max, sum, P.V) of its rows, and the warps are merged in warp order through shared
 //   memory (one barrier). Needs head_dim % 4 == 0 and head_dim <= 128 V.
+// Every kernel has an F16-cache twin named with _kvh (cu/kv.cuh): a lane loads 4 halves (8 bytes)
+// where it loaded 4 floats, keeps them as halves in the row batch and widens them where they are
+// used, so a grouped block's batch holds ZR_AD_HROWS times the rows in the same registers; the
+// current row (written to the cache rounded) is taken from shared memory rounded too.
 #include "common.cuh"
+#include "kv.cuh"
 #include "rope.cuh"
 
 #define ZR_AD_THREADS 512
 #define ZR_AD_WARPS (ZR_AD_THREADS / 32)
 #define ZR_AD_UNROLL 8 // 16-byte cache loads a lane issues before using any (per batch)
 #define ZR_AD_PRE 4    // chunk partials the merge loads before using any
+#define ZR_AD_HROWS 2  // an F16 cache's row batch in the grouped kernels: times the F32 batch's rows
 
 __device__ __forceinline__ float4 zr_ad_fma4(float w, float4 v, float4 a) {
     return make_float4(fmaf(w, v.x, a.x), fmaf(w, v.y, a.y), fmaf(w, v.z, a.z), fmaf(w, v.w, a.w));
@@ -69,28 +75,27 @@ __device__ __forceinline__ float zr_ad_dot4(float4 q, float4 k) {
     return fmaf(q.x, k.x, fmaf(q.y, k.y, fmaf(q.z, k.z, q.w * k.w)));
 }
 
-// A batch of cache rows p0 + u*step (u < U): V float4s each (float4 sub + j*L of the row) at
-// `rows` + p*stride; zero where p >= n_cached (rows past the chunk, and row pos, which comes
-// from shared memory) or past the head.
-template <int U, int V>
-__device__ __forceinline__ void zr_ad_rows(float4 (&r)[U][V], const float *rows, int stride, int p0, int step,
-                                           int n_cached, int sub, int L, int hd4) {
+// A batch of cache rows p0 + u*step (u < U): V groups of 4 values each (group sub + j*L of the
+// row, as loaded: ZrKv<KV>::Raw4) at `rows` + p*stride; zero where p >= n_cached (rows past the
+// chunk, and row pos, which comes from shared memory) or past the head.
+template <int U, int V, typename KV>
+__device__ __forceinline__ void zr_ad_rows(typename ZrKv<KV>::Raw4 (&r)[U][V], const KV *rows, int stride, int p0,
+                                           int step, int n_cached, int sub, int L, int hd4) {
 #pragma unroll
     for (int u = 0; u < U; u++) {
         const int p = p0 + u * step;
 #pragma unroll
         for (int j = 0; j < V; j++) {
             const int i = sub + j * L;
-            r[u][j] = i < hd4 && p < n_cached ? *(const float4 *)(rows + (size_t)p * stride + 4 * i)
-                                              : make_float4(0.f, 0.f, 0.f, 0.f);
+            r[u][j] = i < hd4 && p < n_cached ? ZrKv<KV>::load4(rows + (size_t)p * stride + 4 * i) : ZrKv<KV>::zero4();
         }
     }
 }
 
 // Row pos (the chunk's last row n - 1 in the blocks that hold it) from shared memory.
-template <int U, int V>
-__device__ __forceinline__ void zr_ad_patch(float4 (&r)[U][V], const float4 *row, int p0, int step, int last_row,
-                                            int sub, int L, int hd4) {
+template <int U, int V, typename R>
+__device__ __forceinline__ void zr_ad_patch(R (&r)[U][V], const R *row, int p0, int step, int last_row, int sub, int L,
+                                            int hd4) {
 #pragma unroll
     for (int u = 0; u < U; u++)
         if (p0 + u * step == last_row) {
@@ -114,15 +119,21 @@ __device__ __forceinline__ float zr_ad_rope_cs(const float *x, int d, int rope_d
 // batch's registers stay the same). QG query heads of one KV head a block (1, 2 or 4): each row
 // a lane loads serves QG dot products and P.V sums, so a group's rows cross L2 once, not QG
 // times; the row batch halves for QG > 1 (the QG queries' and sums' registers).
-template <int V, int QG>
-__device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, float *__restrict__ kc,
-                                               float *__restrict__ vc, float *__restrict__ part,
+template <int V, int QG, typename KV>
+__device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV *__restrict__ kc,
+                                               KV *__restrict__ vc, float *__restrict__ part,
                                                int *__restrict__ count, float *__restrict__ out,
                                                const double *__restrict__ freq, const int *__restrict__ pos_p,
                                                const float *__restrict__ q_norm, const float *__restrict__ k_norm,
                                                int n_head, int n_kv, int head_dim, int rope_dim, int neox, int chunk,
                                                int n_split, float scale, float eps, int window, float softcap) {
-    constexpr int U = ZR_AD_UNROLL / V / (QG > 1 ? 2 : 1), MAX4 = 32 * V;
+    typedef ZrKv<KV> C;
+    typedef typename C::Raw4 R;
+    // an F16 cache doubles a group's row batch (its halves fit the registers of the F32 batch);
+    // the single-head kernels keep theirs: short contexts' chunks fill one F32 batch already, and
+    // twice the rows measured slower there (H200 tg128 from position 0: 8B 502.1 -> 477.9 t/s,
+    // Qwen3-30B-A3B 536.7 -> 502.8; cu/PERF.md session 23)
+    constexpr int U = ZR_AD_UNROLL / V / (QG > 1 ? 2 : 1) * (C::HALF && QG > 1 ? ZR_AD_HROWS : 1), MAX4 = 32 * V;
     // Before zr_grid_wait(): only the position (written by host copies before the step) and
     // cache rows < pos, which earlier decode steps or the prefill wrote. Under programmatic
     // dependent launch the kernel this one may overlap is the one just before it (the QKV
@@ -143,6 +154,7 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
     int n_cached = c == live - 1 ? n - 1 : n, cur_row = c == live - 1 ? n - 1 : -1;
     const int G = n_head / n_kv, kvh = h / G, hd = head_dim, hd4 = hd >> 2;
     const int kv_dim = n_kv * hd, q_dim = n_head * hd;
+    const bool writer = h % G == 0; // exactly one block per KV head writes cache row pos
     int L = 1;
     while (L * V < hd4) L <<= 1;
     const int NG = ZR_AD_THREADS / L, grp = t / L, sub = t % L; // NG row groups of L lanes
@@ -155,14 +167,25 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
     __shared__ float wm[ZR_AD_WARPS][QG], wl[ZR_AD_WARPS][QG]; // per warp and head: max, sum of the weights
     __shared__ float rinv[QG + 1];                             // 1/rms of the q heads and of k's row
     __shared__ int last;
+    // an F16 cache: rows pos of K and V as the cache holds them (halves), for the row batches
+    __shared__ __align__(16) __half knh[C::HALF ? 4 * MAX4 : 1], vnh[C::HALF ? 4 * MAX4 : 1];
     float *qs = (float *)qs4, *kn = (float *)kn4, *vn = (float *)vn4;
+    const R *kpatch = C::HALF ? (const R *)knh : (const R *)kn4, *vpatch = C::HALF ? (const R *)vnh : (const R *)vn4;
+    const size_t row_pos = (size_t)pos * kv_dim + (size_t)kvh * hd; // cache row pos of this KV head
+    // value d of rows pos: k (kv 0) or v (1) into shared memory, rounded as cached, and into the
+    // cache by the writer block
+    auto keep = [&](int kv, int d, float val) {
+        (kv ? vn : kn)[d] = val;
+        if constexpr (C::HALF) (kv ? vnh : knh)[d] = __float2half_rn(val);
+        if (writer) C::put((kv ? vc : kc) + row_pos + d, val);
+    };
 
     // the first batch of K and V rows goes out before the wait and the rope, to overlap their
     // latency with the previous kernel's tail and the rope
     size_t base = (size_t)lo * kv_dim + (size_t)kvh * hd; // row `lo` of this KV head
-    float4 kr[U][V], vr[U][V];
-    zr_ad_rows<U, V>(kr, kc + base, kv_dim, grp, NG, n_cached, sub, L, hd4);
-    zr_ad_rows<U, V>(vr, vc + base, kv_dim, grp, NG, n_cached, sub, L, hd4);
+    R kr[U][V], vr[U][V];
+    zr_ad_rows<U, V, KV>(kr, kc + base, kv_dim, grp, NG, n_cached, sub, L, hd4);
+    zr_ad_rows<U, V, KV>(vr, vc + base, kv_dim, grp, NG, n_cached, sub, L, hd4);
     // also before the wait: what this thread's value of q (t < hd) or of the new K row (hd <= t
     // < 2 hd) needs that no kernel writes: its pair's angle and norm weights (the first pass
     // below takes value t of q|k|v, so these are its q and k values at any head_dim <= 256)
@@ -183,7 +206,6 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
     }
     zr_grid_enter();
 
-    const bool writer = h % G == 0; // exactly one block per KV head writes cache row pos
     const float *qsrc = qkv + (size_t)h * hd, *ksrc = qkv + q_dim + (size_t)kvh * hd, *vsrc = ksrc + kv_dim;
     if constexpr (QG == 1) {
         if (!q_norm && !k_norm) {
@@ -195,13 +217,9 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
                 if (v == 0) {
                     qs[d] = zr_ad_rope_cs(qsrc, d, rope_dim, neox, tc, ts) * scale;
                 } else if (cur && v == 1) {
-                    const float val = zr_ad_rope_cs(ksrc, d, rope_dim, neox, tc, ts);
-                    kn[d] = val;
-                    if (writer) kc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
+                    keep(0, d, zr_ad_rope_cs(ksrc, d, rope_dim, neox, tc, ts));
                 } else if (cur) {
-                    const float val = vsrc[d];
-                    vn[d] = val;
-                    if (writer) vc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
+                    keep(1, d, vsrc[d]);
                 }
             }
         } else if ((hd & 31) == 0) {
@@ -236,17 +254,11 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
                 if (tv == 0) {
                     qs[td] = val * scale;
                 } else {
-                    kn[td] = val;
-                    if (writer) kc[(size_t)pos * kv_dim + (size_t)kvh * hd + td] = val;
+                    keep(0, td, val);
                 }
             }
             if (cur) // the V row
-                for (int i = 2 * hd + t; i < 3 * hd; i += ZR_AD_THREADS) {
-                    const int d = i - 2 * hd;
-                    const float val = vsrc[d];
-                    vn[d] = val;
-                    if (writer) vc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
-                }
+                for (int i = 2 * hd + t; i < 3 * hd; i += ZR_AD_THREADS) keep(1, i - 2 * hd, vsrc[i - 2 * hd]);
         } else {
             // (heads that are no multiple of 32: a warp spans both vectors) the head norms first,
             // then rope of the normed values: raw q and k into shared memory, their sums of squares
@@ -258,9 +270,7 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
                 } else if (cur && v == 1) {
                     kn[d] = ksrc[d];
                 } else if (cur) {
-                    const float val = vsrc[d];
-                    vn[d] = val;
-                    if (writer) vc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
+                    keep(1, d, vsrc[d]);
                 }
             }
             __syncthreads();
@@ -294,8 +304,7 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
             if (v == 0) {
                 qs[d] = val * scale;
             } else if (cur && v == 1) {
-                kn[d] = val;
-                if (writer) kc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
+                keep(0, d, val);
             }
         }
     } else {
@@ -310,9 +319,7 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
             } else if (cur && v == QG) {
                 kn[d] = ksrc[d];
             } else if (cur && v == QG + 1) {
-                const float val = vsrc[d];
-                vn[d] = val;
-                if (writer) vc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val;
+                keep(1, d, vsrc[d]);
             }
         }
         __syncthreads();
@@ -356,8 +363,7 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
                 qs[v * 4 * MAX4 + d] = val[r] * scale;
                 if (d < 4 * MAX4 - hd) qs[v * 4 * MAX4 + hd + d] = 0.f; // the lanes past the head multiply zeros
             } else if (cur && v == QG) {
-                kn[d] = val[r];
-                if (writer) kc[(size_t)pos * kv_dim + (size_t)kvh * hd + d] = val[r];
+                keep(0, d, val[r]);
             }
         }
     }
@@ -391,11 +397,11 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
         }
         for (int p0 = 0; p0 < n; p0 += U * NG) {
             if (p0 > 0 || k > 0) {
-                zr_ad_rows<U, V>(kr, kc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, hd4);
-                zr_ad_rows<U, V>(vr, vc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, hd4);
+                zr_ad_rows<U, V, KV>(kr, kc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, hd4);
+                zr_ad_rows<U, V, KV>(vr, vc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, hd4);
             }
-            zr_ad_patch<U, V>(kr, kn4, p0 + grp, NG, cur_row, sub, L, hd4);
-            zr_ad_patch<U, V>(vr, vn4, p0 + grp, NG, cur_row, sub, L, hd4);
+            zr_ad_patch<U, V>(kr, kpatch, p0 + grp, NG, cur_row, sub, L, hd4);
+            zr_ad_patch<U, V>(vr, vpatch, p0 + grp, NG, cur_row, sub, L, hd4);
             // the U rows' dots of the batch (per head), then their sums over the row's lanes level
             // by level, all together (QG U independent shuffles a level, not chains of 5 one after
             // another; rows past the chunk were loaded as zeros and are masked after), each row's
@@ -405,9 +411,10 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
             for (int g = 0; g < QG; g++)
 #pragma unroll
                 for (int u = 0; u < U; u++) {
-                    s[g][u] = zr_ad_dot4(QG == 1 ? q4[0] : qs4[g][sub], kr[u][0]);
+                    s[g][u] = zr_ad_dot4(QG == 1 ? q4[0] : qs4[g][sub], C::wide(kr[u][0]));
 #pragma unroll
-                    for (int j = 1; j < V; j++) s[g][u] += zr_ad_dot4(QG == 1 ? q4[j] : qs4[g][sub + j * L], kr[u][j]);
+                    for (int j = 1; j < V; j++)
+                        s[g][u] += zr_ad_dot4(QG == 1 ? q4[j] : qs4[g][sub + j * L], C::wide(kr[u][j]));
                 }
 #pragma unroll
             for (int o = 16; o > 0; o >>= 1)
@@ -441,7 +448,7 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
                         const float w = expf(s[g][u] - mn);
                         l[g] += w;
 #pragma unroll
-                        for (int j = 0; j < V; j++) acc[g][j] = zr_ad_fma4(w, vr[u][j], acc[g][j]);
+                        for (int j = 0; j < V; j++) acc[g][j] = zr_ad_fma4(w, C::wide(vr[u][j]), acc[g][j]);
                     }
                 m[g] = mn;
             }
@@ -546,20 +553,24 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, fl
     *(float4 *)(out + (size_t)ht * hd + 4 * tt) = zr_ad_scale4(1.0f / Ls, o);
 }
 
-#define ZR_AD_KERNEL(NAME, V, QG)                                                                                    \
+#define ZR_AD_KERNEL(NAME, V, QG, KV)                                                                                \
     ZR_KERNEL void __launch_bounds__(ZR_AD_THREADS, 1)                                                               \
-        NAME(const float *__restrict__ qkv, float *__restrict__ kc, float *__restrict__ vc, float *__restrict__ part, \
+        NAME(const float *__restrict__ qkv, KV *__restrict__ kc, KV *__restrict__ vc, float *__restrict__ part,       \
              int *__restrict__ count, float *__restrict__ out, const double *__restrict__ freq,                       \
              const int *__restrict__ pos_p, const float *__restrict__ q_norm, const float *__restrict__ k_norm,      \
              int n_head, int n_kv, int head_dim, int rope_dim, int neox, int chunk, int n_split, float scale,        \
              float eps, int window, float softcap) {                                                                 \
         ZR_TL_EXIT;                                                                                                  \
-        zr_attn_decode<V, QG>(qkv, kc, vc, part, count, out, freq, pos_p, q_norm, k_norm, n_head, n_kv, head_dim,    \
-                              rope_dim, neox, chunk, n_split, scale, eps, window, softcap);                          \
+        zr_attn_decode<V, QG, KV>(qkv, kc, vc, part, count, out, freq, pos_p, q_norm, k_norm, n_head, n_kv,          \
+                                  head_dim, rope_dim, neox, chunk, n_split, scale, eps, window, softcap);            \
     }
 
 // (512, 1): at most 128 registers; the two row batches (64) stay in registers
-ZR_AD_KERNEL(attn_decode_f32, 1, 1)
-ZR_AD_KERNEL(attn_decode_f32_g2, 1, 2)
-ZR_AD_KERNEL(attn_decode_f32_g4, 1, 4)
-ZR_AD_KERNEL(attn_decode_f32_d256, 2, 1)
+ZR_AD_KERNEL(attn_decode_f32, 1, 1, float)
+ZR_AD_KERNEL(attn_decode_f32_g2, 1, 2, float)
+ZR_AD_KERNEL(attn_decode_f32_g4, 1, 4, float)
+ZR_AD_KERNEL(attn_decode_f32_d256, 2, 1, float)
+ZR_AD_KERNEL(attn_decode_f32_kvh, 1, 1, __half)
+ZR_AD_KERNEL(attn_decode_f32_g2_kvh, 1, 2, __half)
+ZR_AD_KERNEL(attn_decode_f32_g4_kvh, 1, 4, __half)
+ZR_AD_KERNEL(attn_decode_f32_d256_kvh, 2, 1, __half)

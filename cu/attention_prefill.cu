@@ -19,9 +19,12 @@
 //   out[i*out_stride + h*D + d] = softmax(scores of q_i) V, rows i < M only.
 // Precision: Q, K, V and the probabilities are rounded to F16 (relative 2^-11 each); scores,
 // their maximum, the sums and O accumulate in F32. test/gpu/test_kernels.c bounds the error.
-// Caches: [n_ctx, n_kv*D] F32 per layer. q row i at q + i*q_stride, head h at +h*D.
+// Caches: [n_ctx, n_kv*D] per layer, F32 (attn_prefill_f16_*) or F16 (attn_prefill_f16_*_kvh,
+// cu/kv.cuh: the tiles' halves copied as they are, the bits an F32 cache's rows round to).
+// q row i at q + i*q_stride, head h at +h*D.
 // Needs sm_80+ (mma.sync.m16n8k16 with F16, ldmatrix).
 #include "common.cuh"
+#include "kv.cuh"
 #include "mma.cuh"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
@@ -43,9 +46,9 @@ template <int D> struct ZrAp {
 
 // SWA: the window and the soft cap are read (false: both taken as 0, the llama kernels' code
 // and registers as before they existed)
-template <int D, bool SWA>
-__device__ __forceinline__ void attn_prefill(const float *__restrict__ q, int q_stride, const float *__restrict__ kc,
-                                             const float *__restrict__ vc, float *__restrict__ out, int out_stride,
+template <int D, bool SWA, typename KV>
+__device__ __forceinline__ void attn_prefill(const float *__restrict__ q, int q_stride, const KV *__restrict__ kc,
+                                             const KV *__restrict__ vc, float *__restrict__ out, int out_stride,
                                              const int *__restrict__ pos, int M, int n_head, int n_kv, float q_scale,
                                              int window_, float cap_log2_, __half *ks, __half *vs, __half *qsm) {
     const int window = SWA ? window_ : 0;
@@ -114,7 +117,7 @@ __device__ __forceinline__ void attn_prefill(const float *__restrict__ q, int q_
     // and their oldest keys (a sliding window lets key k in for position p when p - k < window)
     const int first_lo = window > 0 ? pos_lo + 1 - window : 0, first_hi = window > 0 ? pos_hi + 1 - window : 0;
 
-    const float *kbase = kc + (size_t)kvh * D, *vbase = vc + (size_t)kvh * D;
+    const KV *kbase = kc + (size_t)kvh * D, *vbase = vc + (size_t)kvh * D;
     for (int t = t_first; t < n_tiles; t++) {
         const int key0 = t * BK;
         __syncthreads();  // the previous tile's fragments are read (QS: and the warps' Q rows written)
@@ -123,13 +126,23 @@ __device__ __forceinline__ void attn_prefill(const float *__restrict__ q, int q_
 #pragma unroll LU
         for (int i = tid; i < BK * D / 4; i += ZR_AP_THREADS) {
             const int key = i / (D / 4), d = (i % (D / 4)) * 4, gk = key0 + key;
-            float4 kv = make_float4(0.f, 0.f, 0.f, 0.f), vv = kv;
-            if (gk < kv_end && gk >= kv_first) {
-                kv = *(const float4 *)(kbase + (size_t)gk * kv_dim + d);
-                vv = *(const float4 *)(vbase + (size_t)gk * kv_dim + d);
+            if constexpr (ZrKv<KV>::HALF) {
+                uint2 kv = make_uint2(0u, 0u), vv = kv;
+                if (gk < kv_end && gk >= kv_first) {
+                    kv = ZrKv<KV>::load4(kbase + (size_t)gk * kv_dim + d);
+                    vv = ZrKv<KV>::load4(vbase + (size_t)gk * kv_dim + d);
+                }
+                *(uint2 *)&ks[key * LD + d] = kv;
+                *(uint2 *)&vs[key * LD + d] = vv;
+            } else {
+                float4 kv = make_float4(0.f, 0.f, 0.f, 0.f), vv = kv;
+                if (gk < kv_end && gk >= kv_first) {
+                    kv = *(const float4 *)(kbase + (size_t)gk * kv_dim + d);
+                    vv = *(const float4 *)(vbase + (size_t)gk * kv_dim + d);
+                }
+                *(uint2 *)&ks[key * LD + d] = make_uint2(zr_mma_pack(kv.x, kv.y), zr_mma_pack(kv.z, kv.w));
+                *(uint2 *)&vs[key * LD + d] = make_uint2(zr_mma_pack(vv.x, vv.y), zr_mma_pack(vv.z, vv.w));
             }
-            *(uint2 *)&ks[key * LD + d] = make_uint2(zr_mma_pack(kv.x, kv.y), zr_mma_pack(kv.z, kv.w));
-            *(uint2 *)&vs[key * LD + d] = make_uint2(zr_mma_pack(vv.x, vv.y), zr_mma_pack(vv.z, vv.w));
         }
         __syncthreads();
         // every key of this tile is after the warp's rows, or before its window
@@ -248,20 +261,23 @@ __device__ __forceinline__ void attn_prefill(const float *__restrict__ q, int q_
     }
 }
 
-#define ZR_AP_PARAMS                                                                                                \
-    const float *__restrict__ q, int q_stride, const float *__restrict__ kc, const float *__restrict__ vc,         \
+#define ZR_AP_PARAMS(KV)                                                                                            \
+    const float *__restrict__ q, int q_stride, const KV *__restrict__ kc, const KV *__restrict__ vc,               \
         float *__restrict__ out, int out_stride, const int *__restrict__ pos, int M, int n_head, int n_kv,          \
         float q_scale, int window, float cap_log2
 #define ZR_AP_ARGS q, q_stride, kc, vc, out, out_stride, pos, M, n_head, n_kv, q_scale, window, cap_log2
 
 // heads up to 128: the K/V tiles in static shared memory (2 x 64 x (D + 8) halves)
-// (NAME: the kernel's name after attn_prefill_f16_; SWA as above)
-#define ZR_AP_STATIC(NAME, D, SWA)                                                                                 \
-    ZR_KERNEL void __launch_bounds__(ZR_AP_THREADS) attn_prefill_f16_##NAME(ZR_AP_PARAMS) {                        \
+// (NAME: the kernel's name after attn_prefill_f16_; SWA as above; an F16 cache's kernel ends in _kvh)
+#define ZR_AP_STATIC1(NAME, D, SWA, KV)                                                                            \
+    ZR_KERNEL void __launch_bounds__(ZR_AP_THREADS) NAME(ZR_AP_PARAMS(KV)) {                                        \
         __shared__ __align__(16) __half ks[ZrAp<D>::BK * ZrAp<D>::LD];  /* [key][d] */                              \
         __shared__ __align__(16) __half vs[ZrAp<D>::BK * ZrAp<D>::LD];                                              \
-        attn_prefill<D, SWA>(ZR_AP_ARGS, ks, vs, nullptr);                                                          \
+        attn_prefill<D, SWA, KV>(ZR_AP_ARGS, ks, vs, nullptr);                                                      \
     }
+#define ZR_AP_STATIC(NAME, D, SWA)                                                                                 \
+    ZR_AP_STATIC1(attn_prefill_f16_##NAME, D, SWA, float)                                                          \
+    ZR_AP_STATIC1(attn_prefill_f16_##NAME##_kvh, D, SWA, __half)
 // window and cap ignored (0): the host takes these only for layers with neither
 ZR_AP_STATIC(d64, 64, false)
 // Phi-3's heads of 96: 6 k-steps, 12 n-tiles; rows of 104 halves (13 x 16 bytes: conflict-free)
@@ -273,9 +289,13 @@ ZR_AP_STATIC(d128_swa, 128, true)
 
 // gemma's heads of 256: K, V (32 keys each) and Q (64 rows) in ZrAp<256>::SMEM = 67584 bytes of
 // dynamic shared memory (src/cuda/kreg.c opts in; ZR_AP_D256_SMEM there)
-ZR_KERNEL void __launch_bounds__(ZR_AP_THREADS) attn_prefill_f16_d256(ZR_AP_PARAMS) {
-    extern __shared__ __align__(16) uint4 zr_ap_smem[];
-    __half *ks = (__half *)zr_ap_smem, *vs = ks + ZrAp<256>::BK * ZrAp<256>::LD, *qs = vs + ZrAp<256>::BK * ZrAp<256>::LD;
-    static_assert(ZrAp<256>::SMEM == 67584, "src/cuda/kreg.c's ZR_AP_D256_SMEM");
-    attn_prefill<256, true>(ZR_AP_ARGS, ks, vs, qs);
-}
+static_assert(ZrAp<256>::SMEM == 67584, "src/cuda/kreg.c's ZR_AP_D256_SMEM");
+#define ZR_AP_D256(NAME, KV)                                                                                       \
+    ZR_KERNEL void __launch_bounds__(ZR_AP_THREADS) NAME(ZR_AP_PARAMS(KV)) {                                        \
+        extern __shared__ __align__(16) uint4 zr_ap_smem[];                                                         \
+        __half *ks = (__half *)zr_ap_smem, *vs = ks + ZrAp<256>::BK * ZrAp<256>::LD;                                \
+        __half *qs = vs + ZrAp<256>::BK * ZrAp<256>::LD;                                                            \
+        attn_prefill<256, true, KV>(ZR_AP_ARGS, ks, vs, qs);                                                        \
+    }
+ZR_AP_D256(attn_prefill_f16_d256, float)
+ZR_AP_D256(attn_prefill_f16_d256_kvh, __half)

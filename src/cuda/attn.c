@@ -36,6 +36,11 @@ void zr_cuf_attn_fused_chunks(int n_ctx, int chunk_d, int head_dim, int *chunk, 
 
 static CUdeviceptr fptr(CUdeviceptr base, size_t floats) { return base + floats * sizeof(float); }
 
+/* The caches of layer il: base + il n_ctx kv_dim values of 2 (kv16) or 4 bytes */
+static CUdeviceptr kv_layer(const ZrCuForward *f, CUdeviceptr base, int il) {
+    return base + (size_t)il * f->n_ctx * f->kv_dim * (f->kv16 ? 2 : sizeof(float));
+}
+
 /* Q/K head norms (facts.qk_norm: qwen3) of `rows` rows of f->qkv, in place. */
 static int qk_norm(ZrCuForward *f, int il, int rows, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
@@ -67,13 +72,12 @@ static int qk_norm_rope(ZrCuForward *f, int il, int rows, ZrError *err) {
     const ZrHparams *hp = &f->m->hp;
     int rc = qk_norm(f, il, rows, err);
     if (rc) return rc;
-    const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
-    rc = zr_k_rope_kv(f->launcher, f->k, f->qkv, f->qkv_dim, hp->n_head, hp->n_head_kv, f->head_dim, hp->rope_dim,
-                      hp->rope == ZR_ROPE_NEOX, f->layers[il].rope_freq, f->d_pos, fptr(f->kc, layer), fptr(f->vc, layer), rows,
+    rc = zr_k_rope_kv(f->launcher, f->k, f->kv16, f->qkv, f->qkv_dim, hp->n_head, hp->n_head_kv, f->head_dim, hp->rope_dim,
+                      hp->rope == ZR_ROPE_NEOX, f->layers[il].rope_freq, f->d_pos, kv_layer(f, f->kc, il), kv_layer(f, f->vc, il), rows,
                       err);
     if (rc || !rope_scaled(f)) return rc;
-    return zr_k_rope_scale(f->launcher, f->k, f->qkv, f->qkv_dim, hp->n_head, hp->n_head_kv, f->head_dim, hp->rope_dim,
-                           hp->rope_attn_factor, f->d_pos, fptr(f->kc, layer), rows, err);
+    return zr_k_rope_scale(f->launcher, f->k, f->kv16, f->qkv, f->qkv_dim, hp->n_head, hp->n_head_kv, f->head_dim, hp->rope_dim,
+                           hp->rope_attn_factor, f->d_pos, kv_layer(f, f->kc, il), rows, err);
 }
 
 /* The scores' scale: attn_scale, times the rope attention factor squared when the file has one
@@ -92,8 +96,7 @@ static int attention_split(ZrCuForward *f, int il, int rows, CUdeviceptr part, i
     const ZrHparams *hp = &f->m->hp;
     int rc = qk_norm_rope(f, il, rows, err);
     if (rc) return rc;
-    const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
-    return zr_k_attn_split(f->launcher, f->k, f->qkv, f->qkv_dim, fptr(f->kc, layer), fptr(f->vc, layer), part,
+    return zr_k_attn_split(f->launcher, f->k, f->kv16, f->qkv, f->qkv_dim, kv_layer(f, f->kc, il), kv_layer(f, f->vc, il), part,
                            f->d_pos, f->att, f->q_dim, hp->n_head, hp->n_head_kv, f->head_dim, scores_scale(f),
                            f->m->layers[il].facts.window, hp->attn_softcap, chunk, n_chunks, rows, err);
 }
@@ -140,16 +143,15 @@ int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
     if (!f->attn_fused || rope_scaled(f)) return attention_split(f, il, 1, f->part_d, f->chunk_d, f->n_chunks_d, err);
     const ZrCuLayer *G = &f->layers[il];
     const bool qk = f->m->layers[il].facts.qk_norm;
-    const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
     const int qg = f->attn_grouped ? decode_qg(f) : 1;
-    const ZrCuAttnDecode a = {.qkv = f->qkv, .kc = fptr(f->kc, layer), .vc = fptr(f->vc, layer), .part = f->part_d,
+    const ZrCuAttnDecode a = {.qkv = f->qkv, .kc = kv_layer(f, f->kc, il), .vc = kv_layer(f, f->vc, il), .part = f->part_d,
                               .count = f->attn_count, .out = f->att, .freq = G->rope_freq, .pos = f->d_pos,
                               .q_norm = qk ? G->q_norm : 0, .k_norm = qk ? G->k_norm : 0, .n_head = hp->n_head,
                               .n_kv = hp->n_head_kv, .head_dim = f->head_dim, .rope_dim = hp->rope_dim,
                               .neox = hp->rope == ZR_ROPE_NEOX, .chunk = f->chunk_f, .n_chunks = f->n_chunks_f,
                               .n_split = decode_split(f, qg), .qg = qg,
                               .window = f->m->layers[il].facts.window, .scale = scores_scale(f), .eps = hp->rms_eps,
-                              .softcap = hp->attn_softcap};
+                              .softcap = hp->attn_softcap, .kv16 = f->kv16};
     return zr_k_attn_decode(f->launcher, f->k, &a, err);
 }
 
@@ -166,8 +168,7 @@ int zr_cuf_attn_prefill_layer(ZrCuForward *f, int il, int rows, ZrError *err) {
         return attention_split(f, il, rows, f->part_p, f->chunk_p, f->n_chunks_p, err);
     int rc = qk_norm_rope(f, il, rows, err);
     if (rc) return rc;
-    const size_t layer = (size_t)il * f->n_ctx * f->kv_dim;
-    return zr_k_attn_prefill(f->launcher, f->k, f->qkv, f->qkv_dim, fptr(f->kc, layer), fptr(f->vc, layer), f->att,
+    return zr_k_attn_prefill(f->launcher, f->k, f->kv16, f->qkv, f->qkv_dim, kv_layer(f, f->kc, il), kv_layer(f, f->vc, il), f->att,
                              f->q_dim, f->d_pos, hp->n_head, hp->n_head_kv, f->head_dim, scores_scale(f), window,
                              hp->attn_softcap, rows, err);
 }

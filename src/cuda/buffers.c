@@ -19,9 +19,9 @@ size_t zr_cuf_wbuf_elems(const ZrModel *m) {
     return smax(e, (size_t)16 << 20);
 }
 
-int zr_cuf_buffers(const ZrModel *m, int n_ctx, ZrCuBuffer out[ZR_CUF_MAX_BUFFERS]) {
+int zr_cuf_buffers(const ZrModel *m, int n_ctx, bool kv16, ZrCuBuffer out[ZR_CUF_MAX_BUFFERS]) {
     const ZrHparams *hp = &m->hp;
-    const size_t UB = ZR_CUF_UBATCH, fl = sizeof(float), ctx = (size_t)n_ctx;
+    const size_t UB = ZR_CUF_UBATCH, fl = sizeof(float), ctx = (size_t)n_ctx, kve = kv16 ? 2 : fl;
     const size_t n_embd = hp->n_embd, n_ff = hp->n_ff, n_head = hp->n_head, head_dim = hp->head_dim;
     const size_t q_dim = n_head * head_dim, kv_dim = (size_t)hp->n_head_kv * head_dim, qkv_dim = q_dim + 2 * kv_dim;
     const size_t wmax = smax(smax(n_embd, q_dim), n_ff);
@@ -29,8 +29,8 @@ int zr_cuf_buffers(const ZrModel *m, int n_ctx, ZrCuBuffer out[ZR_CUF_MAX_BUFFER
     zr_cuf_attn_chunks(n_ctx, &cd, &nd, &cp, &np);
 #define B(fld, b, w, k) {(w), offsetof(ZrCuForward, fld), (b), (k)}
     const ZrCuBuffer t[] = {
-        B(kc, (size_t)hp->n_layer * ctx * kv_dim * fl, "the K cache", true), /* [n_layer][n_ctx][kv_dim] */
-        B(vc, (size_t)hp->n_layer * ctx * kv_dim * fl, "the V cache", true),
+        B(kc, (size_t)hp->n_layer * ctx * kv_dim * kve, "the K cache", true), /* [n_layer][n_ctx][kv_dim] */
+        B(vc, (size_t)hp->n_layer * ctx * kv_dim * kve, "the V cache", true),
         /* token and position of the decode step, then (at 256) the prefill's token ids */
         B(d_tok, 256 + UB * sizeof(int32_t), "token ids and position", false),
         B(x, UB * n_embd * fl, "activations", false),
@@ -57,7 +57,7 @@ int zr_cuf_buffers(const ZrModel *m, int n_ctx, ZrCuBuffer out[ZR_CUF_MAX_BUFFER
 
 int zr_cuf_buffers_alloc(ZrCuForward *f, ZrError *err) {
     ZrCuBuffer t[ZR_CUF_MAX_BUFFERS];
-    const int n = zr_cuf_buffers(f->m, f->n_ctx, t);
+    const int n = zr_cuf_buffers(f->m, f->n_ctx, f->kv16, t);
     f->wbuf_elems = zr_cuf_wbuf_elems(f->m);
     f->lt_ws_bytes = LT_WS_BYTES;
     for (int i = 0; i < n; i++) {
@@ -67,9 +67,9 @@ int zr_cuf_buffers_alloc(ZrCuForward *f, ZrError *err) {
     return ZR_OK;
 }
 
-void zr_cuf_plan(const ZrModel *m, int n_ctx, size_t *weights, size_t *kv, size_t *work) {
+void zr_cuf_plan(const ZrModel *m, int n_ctx, bool kv16, size_t *weights, size_t *kv, size_t *work) {
     ZrCuBuffer t[ZR_CUF_MAX_BUFFERS];
-    const int n = zr_cuf_buffers(m, n_ctx, t);
+    const int n = zr_cuf_buffers(m, n_ctx, kv16, t);
     *weights = zr_cuf_upload_bytes(m);
     *kv = *work = 0;
     for (int i = 0; i < n; i++) *(t[i].kv ? kv : work) += align256(t[i].bytes);

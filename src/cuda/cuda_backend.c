@@ -238,7 +238,9 @@ static int recover(void *ctx, int n_past, ZrError *err) {
     if ((rc = kernels_lookup(c, err))) return rc;
     if ((rc = zr_cublaslt_open(&c->lt, err))) return rc;
     c->lt_open = true;
-    if ((rc = zr_cuf_init(&c->f, c->m, &c->cuda, &c->launcher, &c->lt, c->k, c->be.n_ctx, NULL, err))) return rc;
+    if ((rc = zr_cuf_init(&c->f, c->m, &c->cuda, &c->launcher, &c->lt, c->k, c->be.n_ctx, c->opt.kv_type == ZR_KV_F16,
+                          NULL, err)))
+        return rc;
     c->f_init = true;
     wire_io(c);
     c->io.epoch++;
@@ -899,6 +901,11 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
         zr_err(err, ZR_E_USAGE, "cuda backend: a context of %d positions; expected >= 1 (zr_backend_default_ctx)", o->n_ctx);
         goto fail_early;
     }
+    if (o->kv_type != ZR_KV_F32 && o->kv_type != ZR_KV_F16) {
+        zr_err(err, ZR_E_USAGE, "cuda backend: KV cache type %d; expected F32 (%d) or F16 (%d)", (int)o->kv_type, ZR_KV_F32,
+               ZR_KV_F16);
+        goto fail_early;
+    }
     const int n_ctx = o->n_ctx;
     if (o->graph_steps < 0 || o->graph_steps > ZR_GRAPH_STEPS_MAX) {
         zr_err(err, ZR_E_USAGE, "cuda backend: %d decode steps per graph launch; expected 1..%d (0: %d)", o->graph_steps,
@@ -957,7 +964,7 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     const ZrCuProgress prog = {.fn = o->progress, .ctx = o->progress_ctx, .buffers = zr_cuf_warm_buffers,
                                .buffers_ctx = c->warm, .module = kernels_module, .module_loaded = kernels_module_loaded,
                                .kernels_ctx = &kr, .staging = &staging};
-    const int irc = zr_cuf_init(&c->f, m, &c->cuda, &c->launcher, &c->lt, c->k, n_ctx, &prog, err);
+    const int irc = zr_cuf_init(&c->f, m, &c->cuda, &c->launcher, &c->lt, c->k, n_ctx, o->kv_type == ZR_KV_F16, &prog, err);
     zr_stage_host_release(&staging);
     if (irc) goto fail;
     c->f_init = true;

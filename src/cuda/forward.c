@@ -16,8 +16,9 @@ static CUdeviceptr fptr(CUdeviceptr base, size_t floats) { return base + floats 
 /* ---- setup ---- */
 
 int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, ZrCublasLt *lt, ZrCuKernels *k,
-                int n_ctx, const ZrCuProgress *progress, ZrError *err) {
+                int n_ctx, bool kv16, const ZrCuProgress *progress, ZrError *err) {
     memset(f, 0, sizeof *f);
+    f->kv16 = kv16;
     if (progress) f->progress = *progress;
     f->m = m;
     f->cuda = cuda;
@@ -40,7 +41,7 @@ int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, Z
 
     /* all of it must fit: say how much is needed before allocating any of it */
     size_t wb, kvb, workb, free_b = 0, total_b = 0;
-    zr_cuf_plan(m, n_ctx, &wb, &kvb, &workb);
+    zr_cuf_plan(m, n_ctx, kv16, &wb, &kvb, &workb);
     if (cuda->drv->cuMemGetInfo(&free_b, &total_b) == CUDA_SUCCESS && wb + kvb + workb > free_b)
         return zr_err(err, ZR_E_NOMEM,
                       "out of GPU memory: the model needs %.1f MiB (weights %.1f MiB, KV cache for %d tokens %.1f MiB, "

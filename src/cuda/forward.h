@@ -92,7 +92,8 @@ typedef struct ZrCuForward {
     CUdeviceptr arena;              /* during the upload: the weights' one allocation (zr_cuf_dalloc takes from it) */
     size_t arena_size, arena_used;
     /* state */
-    CUdeviceptr kc, vc;             /* f32 [n_layer][n_ctx][kv_dim] */
+    CUdeviceptr kc, vc;             /* [n_layer][n_ctx][kv_dim], f16 (kv16) or f32 */
+    bool kv16;                      /* the KV cache holds halves (ZR_KV_F16): the kernels' _h twins */
     CUdeviceptr d_tok;              /* i32 [1]: the decode step's token */
     CUdeviceptr d_pos;              /* i32 [1]: position of the first row; == d_tok + 4 (one copy writes both) */
     CUdeviceptr d_ptok;             /* i32 [ZR_CUF_UBATCH]: a prefill's token ids */
@@ -125,10 +126,11 @@ typedef struct ZrCuForward {
     int n_allocs, cap_allocs;
 } ZrCuForward;
 
-/* Uploads the weights and allocates the KV cache for n_ctx and every workspace. Checks first
+/* Uploads the weights and allocates the KV cache for n_ctx (of halves with kv16, else floats)
+ * and every workspace. Checks first
  * that it all fits: out of memory says how much was needed and how much was free. */
 int zr_cuf_init(ZrCuForward *f, const ZrModel *m, ZrCuda *cuda, ZrLauncher *l, ZrCublasLt *lt, ZrCuKernels *k,
-                int n_ctx, const ZrCuProgress *progress, ZrError *err);
+                int n_ctx, bool kv16, const ZrCuProgress *progress, ZrError *err);
 void zr_cuf_free(ZrCuForward *f);
 /* After the context was reset (its memory is gone with it): forgets the device pointers
  * without freeing them. */
@@ -147,4 +149,4 @@ int zr_cuf_prefill(ZrCuForward *f, const int32_t *tokens, int n, int pos, float 
 
 /* Bytes the weights, KV cache and workspaces will take on the device for this model and n_ctx
  * (what zr_cuf_init allocates). */
-void zr_cuf_plan(const ZrModel *m, int n_ctx, size_t *weights, size_t *kv, size_t *work);
+void zr_cuf_plan(const ZrModel *m, int n_ctx, bool kv16, size_t *weights, size_t *kv, size_t *work);

@@ -70,23 +70,23 @@ int zr_k_rmsnorm_f16(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, int xs,
     return ZR_LAUNCH(l, &k->rmsnorm_f16, ZR_DIM3(1, rows, 1), ZR_DIM1(256), 0, err, &x, &xs, &w, &y, &ys, &n, &eps);
 }
 
-int zr_k_rope_kv(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, int n_head, int n_kv,
+int zr_k_rope_kv(ZrLauncher *l, const ZrCuKernels *k, bool kv16, CUdeviceptr qkv, int qkv_stride, int n_head, int n_kv,
                  int head_dim, int rope_dim, int neox, CUdeviceptr freq, CUdeviceptr pos, CUdeviceptr kc,
                  CUdeviceptr vc, int rows, ZrError *err) {
     /* a thread per rotated pair of q and k, per K/V cache value, per unrotated k value */
     const size_t threads = (size_t)(n_head + n_kv) * (rope_dim / 2) + (size_t)n_kv * head_dim +
                            (size_t)n_kv * (head_dim - rope_dim);
-    return ZR_LAUNCH(l, &k->rope_kv, ZR_DIM3(cdiv(threads, 128), rows, 1), ZR_DIM1(128), 0, err, &qkv, &qkv_stride,
+    return ZR_LAUNCH(l, kv16 ? &k->rope_kv_h : &k->rope_kv, ZR_DIM3(cdiv(threads, 128), rows, 1), ZR_DIM1(128), 0, err, &qkv, &qkv_stride,
                      &n_head, &n_kv, &head_dim, &rope_dim, &neox, &freq, &pos, &kc, &vc);
 }
 
-int zr_k_attn_split(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
+int zr_k_attn_split(ZrLauncher *l, const ZrCuKernels *k, bool kv16, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
                     CUdeviceptr vc, CUdeviceptr part, CUdeviceptr pos, CUdeviceptr out, int out_stride, int n_head,
                     int n_kv, int head_dim, float scale, int window, float softcap, int chunk, int n_chunks, int rows,
                     ZrError *err) {
     /* q, a chunk of scores and the block's reduction scratch */
     const unsigned smem = (unsigned)((head_dim + chunk + 128) * sizeof(float));
-    int rc = ZR_LAUNCH(l, &k->attn_part, ZR_DIM3(n_head, n_chunks, rows), ZR_DIM1(128), smem, err, &qkv, &qkv_stride,
+    int rc = ZR_LAUNCH(l, kv16 ? &k->attn_part_h : &k->attn_part, ZR_DIM3(n_head, n_chunks, rows), ZR_DIM1(128), smem, err, &qkv, &qkv_stride,
                        &kc, &vc, &part, &pos, &n_head, &n_kv, &head_dim, &chunk, &n_chunks, (void *)&scale, &window,
                        (void *)&softcap);
     if (rc) return rc;
@@ -107,10 +107,10 @@ int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *
     if (!(qg == 1 || ((qg == 2 || qg == 4) && a->head_dim <= 128)) || (a->n_head / a->n_kv) % qg)
         return zr_err(err, ZR_E_INTERNAL, "attn_decode_f32: no kernel for %d query heads a block (%d/%d heads of %d)", qg,
                       a->n_head, a->n_kv, a->head_dim);
-    const ZrKernel *kern = a->head_dim > 128 ? &k->attn_decode_d256
-                           : qg == 1         ? &k->attn_decode
-                           : qg == 2         ? &k->attn_decode_g2
-                                             : &k->attn_decode_g4;
+    const ZrKernel *kern = a->head_dim > 128 ? (a->kv16 ? &k->attn_decode_d256_h : &k->attn_decode_d256)
+                           : qg == 1         ? (a->kv16 ? &k->attn_decode_h : &k->attn_decode)
+                           : qg == 2         ? (a->kv16 ? &k->attn_decode_g2_h : &k->attn_decode_g2)
+                                             : (a->kv16 ? &k->attn_decode_g4_h : &k->attn_decode_g4);
     /* a window's rows touch at most ceil(window / chunk) + 1 chunks: a local layer launches at
      * most that many blocks per head (or group), whatever the context's length */
     int split = a->n_split > 0 && a->n_split < a->n_chunks ? a->n_split : a->n_chunks;
@@ -129,7 +129,7 @@ bool zr_k_attn_prefill_fits(const ZrCuKernels *k, int head_dim, int window, floa
     return head_dim == 128 || (head_dim == 256 && k->has_attn_prefill_d256);
 }
 
-int zr_k_attn_prefill(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
+int zr_k_attn_prefill(ZrLauncher *l, const ZrCuKernels *k, bool kv16, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
                       CUdeviceptr vc, CUdeviceptr out, int out_stride, CUdeviceptr pos, int n_head, int n_kv,
                       int head_dim, float scale, int window, float softcap, int rows, ZrError *err) {
     if (!zr_k_attn_prefill_fits(k, head_dim, window, softcap))
@@ -137,11 +137,11 @@ int zr_k_attn_prefill(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int 
                       window, (double)softcap);
     /* the plain kernels take neither a window nor a cap (their registers: 3 blocks an SM) */
     const bool swa = window > 0 || softcap > 0.0f;
-    const ZrKernel *kern = head_dim == 64    ? &k->attn_prefill_d64
-                           : head_dim == 96  ? &k->attn_prefill_d96
-                           : head_dim == 256 ? &k->attn_prefill_d256
-                           : swa             ? &k->attn_prefill_d128_swa
-                                             : &k->attn_prefill_d128;
+    const ZrKernel *kern = head_dim == 64    ? (kv16 ? &k->attn_prefill_d64_h : &k->attn_prefill_d64)
+                           : head_dim == 96  ? (kv16 ? &k->attn_prefill_d96_h : &k->attn_prefill_d96)
+                           : head_dim == 256 ? (kv16 ? &k->attn_prefill_d256_h : &k->attn_prefill_d256)
+                           : swa             ? (kv16 ? &k->attn_prefill_d128_swa_h : &k->attn_prefill_d128_swa)
+                                             : (kv16 ? &k->attn_prefill_d128_h : &k->attn_prefill_d128);
     /* softmax in base 2: log2(e) goes into Q's scale, or with a cap into the cap (Q then takes
      * scale / cap: the kernel's scores are cap log2(e) tanh(q.k scale / cap)) */
     const double log2e = 1.4426950408889634;
@@ -182,10 +182,10 @@ int zr_k_rmsnorm_add(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdevic
     return ZR_LAUNCH(l, &k->rmsnorm_add, ZR_DIM3(1, rows, 1), ZR_DIM1(256), 0, err, &x, &w, &y, &n, &eps);
 }
 
-int zr_k_rope_scale(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, int n_head, int n_kv,
+int zr_k_rope_scale(ZrLauncher *l, const ZrCuKernels *k, bool kv16, CUdeviceptr qkv, int qkv_stride, int n_head, int n_kv,
                     int head_dim, int rope_dim, float factor, CUdeviceptr pos, CUdeviceptr kc, int rows, ZrError *err) {
     const size_t threads = (size_t)(n_head + n_kv) * rope_dim;
-    return ZR_LAUNCH(l, &k->rope_scale, ZR_DIM3(cdiv(threads, 128), rows, 1), ZR_DIM1(128), 0, err, &qkv, &qkv_stride,
+    return ZR_LAUNCH(l, kv16 ? &k->rope_scale_h : &k->rope_scale, ZR_DIM3(cdiv(threads, 128), rows, 1), ZR_DIM1(128), 0, err, &qkv, &qkv_stride,
                      &n_head, &n_kv, &head_dim, &rope_dim, &factor, &pos, &kc);
 }
 

@@ -40,9 +40,11 @@ int zr_k_rmsnorm(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, int xs, CUd
 /* rmsnorm_f32_f16: the same, one norm per row, into F16 y */
 int zr_k_rmsnorm_f16(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, int xs, CUdeviceptr w, CUdeviceptr y, int ys,
                      int n, float eps, int rows, ZrError *err);
+/* Every function below that takes the caches kc, vc takes kv16 too: they hold halves (the
+ * kernels' _kvh twins, cu/kv.cuh), else floats. */
 /* rope_kv_f32: rope of q and k in rows of qkv [rows][qkv_stride] at positions pos[0].., and the
  * K/V rows into the layer's caches kc, vc [n_ctx][n_kv head_dim] */
-int zr_k_rope_kv(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, int n_head, int n_kv,
+int zr_k_rope_kv(ZrLauncher *l, const ZrCuKernels *k, bool kv16, CUdeviceptr qkv, int qkv_stride, int n_head, int n_kv,
                  int head_dim, int rope_dim, int neox, CUdeviceptr freq, CUdeviceptr pos, CUdeviceptr kc,
                  CUdeviceptr vc, int rows, ZrError *err);
 /* attn_part_f32 + attn_combine_f32: causal attention of rows queries (q in rows of qkv) over the
@@ -50,7 +52,7 @@ int zr_k_rope_kv(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_s
  * (head_dim + 2) floats), merged into out [rows][out_stride]; scores scaled by `scale` (the
  * model's attn_scale); keys restricted to the last `window` positions of each query (0: all);
  * scores soft-capped as tanh(s / softcap) * softcap (0: not) */
-int zr_k_attn_split(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
+int zr_k_attn_split(ZrLauncher *l, const ZrCuKernels *k, bool kv16, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
                     CUdeviceptr vc, CUdeviceptr part, CUdeviceptr pos, CUdeviceptr out, int out_stride, int n_head,
                     int n_kv, int head_dim, float scale, int window, float softcap, int chunk, int n_chunks, int rows,
                     ZrError *err);
@@ -72,6 +74,7 @@ typedef struct ZrCuAttnDecode {
     int n_head, n_kv, head_dim, rope_dim, neox, chunk, n_chunks, n_split, window;
     float scale, eps, softcap;
     int qg; /* query heads of one KV head a block: 1 (or 0), 2 or 4 (heads of up to 128; dividing n_head / n_kv) */
+    bool kv16; /* the caches hold halves */
 } ZrCuAttnDecode;
 /* Whether attn_decode_f32(_d256) handles this shape (n_head a multiple of n_kv, head_dim % 4 == 0
  * and <= 256, any chunk); else the decode uses rope_kv_f32, attn_part_f32 and attn_combine_f32. */
@@ -84,7 +87,7 @@ int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *
  * Only for head_dim 64, 96 (Phi-3) and 128, and 256 (gemma) where the GPU allows the kernel's
  * shared memory; a window or a cap only on heads of 128 and 256 (zr_k_attn_prefill_fits). */
 bool zr_k_attn_prefill_fits(const ZrCuKernels *k, int head_dim, int window, float softcap);
-int zr_k_attn_prefill(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
+int zr_k_attn_prefill(ZrLauncher *l, const ZrCuKernels *k, bool kv16, CUdeviceptr qkv, int qkv_stride, CUdeviceptr kc,
                       CUdeviceptr vc, CUdeviceptr out, int out_stride, CUdeviceptr pos, int n_head, int n_kv,
                       int head_dim, float scale, int window, float softcap, int rows, ZrError *err);
 /* swiglu_f32 (f16 false) / swiglu_f32_f16: out[rows][n_ff] = silu(gate) * up of gu [rows][stride] */
@@ -105,7 +108,7 @@ int zr_k_rmsnorm_add(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr x, CUdevic
                      int rows, ZrError *err);
 /* rope_scale_f32: after zr_k_rope_kv, the rotated values (first rope_dim of each head) of q in rows
  * of qkv and of the K rows at pos[0].. of kc times factor */
-int zr_k_rope_scale(ZrLauncher *l, const ZrCuKernels *k, CUdeviceptr qkv, int qkv_stride, int n_head, int n_kv,
+int zr_k_rope_scale(ZrLauncher *l, const ZrCuKernels *k, bool kv16, CUdeviceptr qkv, int qkv_stride, int n_head, int n_kv,
                     int head_dim, int rope_dim, float factor, CUdeviceptr pos, CUdeviceptr kc, int rows, ZrError *err);
 /* mixture of experts (issue 15). matvec_id_<type>: for each slot j < n_used, y + j y_stride =
  * expert ids[j]'s rows of the stacked expert matrix w (n_out = n_rows per expert x experts) times

@@ -87,7 +87,8 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
      * a GPU that allows less has no such kernel (those layers take the split kernels) */
     k->has_attn_prefill_d256 = ZR_K_ATTN_PREFILL_D256_SMEM <= c->props.max_smem_optin;
     if (k->has_attn_prefill_d256 &&
-        (rc = zr_cuda_kernel_set_smem(c, &k->attn_prefill_d256, ZR_K_ATTN_PREFILL_D256_SMEM, err)))
+        ((rc = zr_cuda_kernel_set_smem(c, &k->attn_prefill_d256, ZR_K_ATTN_PREFILL_D256_SMEM, err)) ||
+         (rc = zr_cuda_kernel_set_smem(c, &k->attn_prefill_d256_h, ZR_K_ATTN_PREFILL_D256_SMEM, err))))
         return rc;
     if ((rc = zr_sample_kernels_smem(c, k, err))) return rc;
     return ZR_OK;

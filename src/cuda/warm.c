@@ -547,7 +547,7 @@ void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f) {
         return;
     }
     ZrCuBuffer t[ZR_CUF_MAX_BUFFERS];
-    const int n = zr_cuf_buffers(f->m, f->n_ctx, t);
+    const int n = zr_cuf_buffers(f->m, f->n_ctx, f->kv16, t);
     w->n_pool = 0;
     for (int i = 0; i < n; i++) {
         /* not the small ones zr_cuf_init clears after the upload, nor the workspace (the GEMMs' own) */

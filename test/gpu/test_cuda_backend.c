@@ -141,8 +141,9 @@ ZT_TEST(zrun_eval_device_cuda_matches_exact_logits_on_every_fixture) {
         char out[4200], tokens[4200];
         ZT_CHECK(snprintf(out, sizeof out, "%s/%s.cuda.f32", zt_tmpdir(), fx[i].name) < (int)sizeof out);
         ZT_CHECK(snprintf(tokens, sizeof tokens, "%s.tokens", fx[i].base) < (int)sizeof tokens);
+        /* -ctk f32: the fixtures' logits come from an exact (F32) cache */
         ZtProc p = zt_proc_zrun(NULL, (const char *const[]){"eval", "-m", fx[i].gguf, "--tokens", tokens, "--logits",
-                                                          out, "--device", "cuda", NULL}, NULL);
+                                                          out, "--device", "cuda", "-ctk", "f32", NULL}, NULL);
         const int st = p.status;
         zt_proc_free(&p);
         Loaded L;
@@ -330,7 +331,7 @@ ZT_TEST(decode_step_launches_are_identical_at_every_position) {
     ZrCublasLt lt;
     ZT_CHECKF(!zr_cublaslt_open(&lt, &err), "%s", err.msg);
     ZrCuForward f;
-    ZT_CHECKF(!zr_cuf_init(&f, &m, &g->cuda, &g->l, &lt, &g->k, 128, NULL, &err), "%s", err.msg);
+    ZT_CHECKF(!zr_cuf_init(&f, &m, &g->cuda, &g->l, &lt, &g->k, 128, false, NULL, &err), "%s", err.msg);
     ZrRecording r1 = {0};
     int32_t tok = 5;
     for (int pos = 0; pos < 3; pos++) {

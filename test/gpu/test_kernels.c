@@ -707,6 +707,34 @@ ZT_TEST(attention_decode_split_over_the_sequence_matches_cpu) {
     attention_case(4, 4, 256, 300, 0, 1, 256);     /* one key; head_dim above the block size */
 }
 
+/* The KV cache as the kernels hold it: floats, or with kv16 halves (cu/kv.cuh). The tests keep
+ * float host copies: kv_round makes each one the value its half holds (NaN stays NaN), so a copy
+ * downloaded and widened compares with memcmp. */
+static void kv_round(float *x, size_t n, bool kv16) {
+    if (kv16)
+        for (size_t i = 0; i < n; i++) x[i] = zr_f16_to_f32(zr_f32_to_f16(x[i]));
+}
+
+static CUdeviceptr kv_upload(GpuEnv *g, const float *x, size_t n, bool kv16) {
+    if (!kv16) return gpu_upload(g, x, sizeof(float) * n);
+    uint16_t *h = malloc(sizeof(uint16_t) * n);
+    for (size_t i = 0; i < n; i++) h[i] = zr_f32_to_f16(x[i]);
+    const CUdeviceptr d = gpu_upload(g, h, sizeof(uint16_t) * n);
+    free(h);
+    return d;
+}
+
+static void kv_download(GpuEnv *g, float *x, CUdeviceptr d, size_t n, bool kv16) {
+    if (!kv16) {
+        gpu_download(g, x, d, sizeof(float) * n);
+        return;
+    }
+    uint16_t *h = malloc(sizeof(uint16_t) * n);
+    gpu_download(g, h, d, sizeof(uint16_t) * n);
+    for (size_t i = 0; i < n; i++) x[i] = zr_f16_to_f32(h[i]);
+    free(h);
+}
+
 /* What a layer adds to the plain decode attention (gemma2/gemma3/qwen3): a sliding window (the
  * last `window` positions, 0: all), soft-capped scores (0: not), q/k head norms (norm true). */
 typedef struct DecodeExtras {
@@ -715,6 +743,7 @@ typedef struct DecodeExtras {
     bool norm;
     int split; /* blocks per group of qg heads (ZrCuAttnDecode.n_split; 0: one a chunk) */
     int qg;    /* query heads a block (ZrCuAttnDecode.qg; 0: one) */
+    bool kv16; /* an F16 cache (the _kvh kernels, the split path's too) */
 } DecodeExtras;
 
 /* attn_decode_f32(_d256) (norms + rope + KV write + split attention + merge in one launch) at
@@ -729,7 +758,11 @@ typedef struct DecodeExtras {
  * - the chunk counters are zero afterwards, and a second launch gives the same bits.
  * Cache rows past pos hold NaN (a read of them poisons the output), as do, with a window, the
  * rows before it (a local layer reads only its window, however long the context), and the output
- * and the partials before the launch. Raises *worst to this case's worst |diff| / tol. */
+ * and the partials before the launch. Raises *worst to this case's worst |diff| / tol.
+ * With x.kv16 both paths keep an F16 cache: row pos is the half of rope_kv's value (with head
+ * norms within one half's rounding of it: 2^-10 |v|), the reference reads the cache as the fused
+ * kernel left it (its row pos included, which the kernel used as rounded), and the tolerances
+ * are the same: the attention's own arithmetic is still F32. */
 static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, int n_ctx, int chunk, int pos,
                         DecodeExtras x, double *worst) {
     GpuEnv *g = gpu_env();
@@ -753,11 +786,13 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
         kc[i] = used ? gpu_rand(&s) : NAN;
         vc[i] = used ? gpu_rand(&s) : NAN;
     }
+    kv_round(kc, cache, x.kv16);
+    kv_round(vc, cache, x.kv16);
     for (int i = 0; i < rope_dim / 2; i++) freq[i] = pow(500000.0, -2.0 * i / rope_dim) / (1.0 + 0.5 * (gpu_rand(&s) + 1.0));
     CUdeviceptr dqkv = gpu_upload(g, qkv, sizeof(float) * qkv_dim), df = gpu_upload(g, freq, sizeof freq);
-    CUdeviceptr dp = gpu_upload(g, &pos, sizeof pos), dk = gpu_upload(g, kc, sizeof(float) * cache);
-    CUdeviceptr dv = gpu_upload(g, vc, sizeof(float) * cache), dkr = gpu_upload(g, kc, sizeof(float) * cache);
-    CUdeviceptr dvr = gpu_upload(g, vc, sizeof(float) * cache), drot = gpu_upload(g, qkv, sizeof(float) * qkv_dim);
+    CUdeviceptr dp = gpu_upload(g, &pos, sizeof pos), dk = kv_upload(g, kc, cache, x.kv16);
+    CUdeviceptr dv = kv_upload(g, vc, cache, x.kv16), dkr = kv_upload(g, kc, cache, x.kv16);
+    CUdeviceptr dvr = kv_upload(g, vc, cache, x.kv16), drot = gpu_upload(g, qkv, sizeof(float) * qkv_dim);
     CUdeviceptr dqn = gpu_upload(g, qn, sizeof(float) * hd), dkn = gpu_upload(g, kn, sizeof(float) * hd);
     CUdeviceptr part = gpu_alloc(g, sizeof(float) * n_head * n_chunks * (hd + 2)), dout = gpu_alloc(g, sizeof(float) * q_dim);
     CUdeviceptr douts = gpu_alloc(g, sizeof(float) * q_dim);
@@ -772,23 +807,23 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
                                 qkv_dim, hd, eps, n_kv, 1, &e),
                   "%s", e.msg);
     }
-    ZT_CHECKF(!zr_k_rope_kv(&g->l, &g->k, drot, qkv_dim, n_head, n_kv, hd, rope_dim, neox, df, dp, dkr, dvr, 1, &e), "%s",
-              e.msg);
-    ZT_CHECKF(!zr_k_attn_split(&g->l, &g->k, drot, qkv_dim, dkr, dvr, part, dp, douts, q_dim, n_head, n_kv, hd, scale,
+    ZT_CHECKF(!zr_k_rope_kv(&g->l, &g->k, x.kv16, drot, qkv_dim, n_head, n_kv, hd, rope_dim, neox, df, dp, dkr, dvr, 1, &e),
+              "%s", e.msg);
+    ZT_CHECKF(!zr_k_attn_split(&g->l, &g->k, x.kv16, drot, qkv_dim, dkr, dvr, part, dp, douts, q_dim, n_head, n_kv, hd, scale,
                                x.window, x.cap, chunk, n_chunks, 1, &e),
               "%s", e.msg);
     const ZrCuAttnDecode a = {.qkv = dqkv, .kc = dk, .vc = dv, .part = part, .count = dcount, .out = dout, .freq = df,
                               .pos = dp, .q_norm = x.norm ? dqn : 0, .k_norm = x.norm ? dkn : 0, .n_head = n_head,
                               .n_kv = n_kv, .head_dim = hd, .rope_dim = rope_dim, .neox = neox, .chunk = chunk,
                               .n_chunks = n_chunks, .n_split = x.split, .window = x.window, .scale = scale, .eps = eps,
-                              .softcap = x.cap, .qg = x.qg};
+                              .softcap = x.cap, .qg = x.qg, .kv16 = x.kv16};
     ZT_CHECKF(!zr_k_attn_decode(&g->l, &g->k, &a, &e), "%s", e.msg);
     gpu_download(g, out, dout, sizeof(float) * q_dim);
     gpu_download(g, outs, douts, sizeof(float) * q_dim);
-    gpu_download(g, kg, dk, sizeof(float) * cache);
-    gpu_download(g, vg, dv, sizeof(float) * cache);
-    gpu_download(g, kr, dkr, sizeof(float) * cache);
-    gpu_download(g, vr, dvr, sizeof(float) * cache);
+    kv_download(g, kg, dk, cache, x.kv16);
+    kv_download(g, vg, dv, cache, x.kv16);
+    kv_download(g, kr, dkr, cache, x.kv16);
+    kv_download(g, vr, dvr, cache, x.kv16);
     gpu_download(g, rot, drot, sizeof(float) * qkv_dim);
     gpu_download(g, back, dqkv, sizeof(float) * qkv_dim);
     gpu_download(g, count, dcount, sizeof(int32_t) * n_head);
@@ -799,13 +834,16 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
         const bool row = (int)(i / kv_dim) == pos;
         const float wk = row ? kr[i] : kc[i], wv = row ? vr[i] : vc[i];
         if (row && x.norm) {
-            if (!(fabsf(kg[i] - wk) <= 2e-6f + 4e-6f * fabsf(wk)) || memcmp(&vg[i], &wv, 4)) bad++;
+            const float rel = x.kv16 ? 1.0f / 1024 : 4e-6f; /* kv16: the two sums may round to neighbouring halves */
+            if (!(fabsf(kg[i] - wk) <= 2e-6f + rel * fabsf(wk)) || memcmp(&vg[i], &wv, 4)) bad++;
         } else if (memcmp(&kg[i], &wk, 4) || memcmp(&vg[i], &wv, 4)) {
             bad++;
         }
     }
     ZT_CHECKF(bad == 0, "pos %d: %zu cache values differ from rope_kv_f32's cache", pos, bad);
-    /* reference: double precision over the cache rope_kv_f32 wrote, q as it rotated it */
+    /* reference: double precision over the cache rope_kv_f32 wrote (kv16: as the fused kernel
+     * left it), q as rope_kv_f32 rotated it */
+    const float *kref = x.kv16 ? kg : kr, *vref = x.kv16 ? vg : vr;
     const double at = x.norm || x.cap > 0 ? 4e-6 : 2e-6, rt = x.norm || x.cap > 0 ? 2e-5 : 1e-5;
     double wq = 0;
     for (int h = 0; h < n_head; h++) {
@@ -813,7 +851,7 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
         double mx = -1e300, sum = 0;
         for (int p = first; p <= pos; p++) {
             double d = 0;
-            for (int j = 0; j < hd; j++) d += (double)(rot[h * hd + j] * scale) * kr[(size_t)p * kv_dim + kvh * hd + j];
+            for (int j = 0; j < hd; j++) d += (double)(rot[h * hd + j] * scale) * kref[(size_t)p * kv_dim + kvh * hd + j];
             if (x.cap > 0) d = tanh(d / x.cap) * x.cap;
             sc[p] = d;
             if (d > mx) mx = d;
@@ -821,7 +859,7 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
         for (int p = first; p <= pos; p++) sum += (sc[p] = exp(sc[p] - mx));
         for (int j = 0; j < hd; j++) {
             double o = 0;
-            for (int p = first; p <= pos; p++) o += sc[p] * vr[(size_t)p * kv_dim + kvh * hd + j];
+            for (int p = first; p <= pos; p++) o += sc[p] * vref[(size_t)p * kv_dim + kvh * hd + j];
             o /= sum;
             const float got = out[h * hd + j];
             const double q = isfinite(got) ? fabs(got - o) / (at + rt * fabs(o)) : 1e30;
@@ -829,9 +867,9 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
             const double qs = isfinite(got) ? fabs(got - outs[h * hd + j]) / (2 * (at + rt * fabs(o))) : 1e30;
             if (q > wq || qs > wq) wq = q > qs ? q : qs;
             if ((q > 1.0 || qs > 1.0) && (q == wq || qs == wq))
-                fprintf(stderr, "  heads %d/%d hd %d rope %d%s window %d cap %g%s pos %d head %d [%d]: %g vs %g (split %g)\n",
+                fprintf(stderr, "  heads %d/%d hd %d rope %d%s window %d cap %g%s%s pos %d head %d [%d]: %g vs %g (split %g)\n",
                         n_head, n_kv, hd, rope_dim, neox ? " neox" : "", x.window, (double)x.cap, x.norm ? " norms" : "",
-                        pos, h, j, got, o, outs[h * hd + j]);
+                        x.kv16 ? " kv16" : "", pos, h, j, got, o, outs[h * hd + j]);
         }
     }
     /* again, from the state the first launch left (counters, cache row pos): the same bits */
@@ -861,9 +899,9 @@ static void decode_positions_x(int n_head, int n_kv, int hd, int rope_dim, int n
         if (pos[i] >= n_ctx) continue;
         decode_case(n_head, n_kv, hd, rope_dim, neox, n_ctx, chunk, pos[i], x, &worst);
     }
-    fprintf(stderr, "  attn_decode heads %d/%d hd %d rope %d%s n_ctx %d chunk %d split %d qg %d window %d cap %g%s: worst |diff|/tol = %.3g\n",
+    fprintf(stderr, "  attn_decode heads %d/%d hd %d rope %d%s n_ctx %d chunk %d split %d qg %d window %d cap %g%s%s: worst |diff|/tol = %.3g\n",
             n_head, n_kv, hd, rope_dim, neox ? " neox" : "", n_ctx, chunk, x.split, x.qg, x.window, (double)x.cap,
-            x.norm ? " norms" : "", worst);
+            x.norm ? " norms" : "", x.kv16 ? " kv16" : "", worst);
     ZT_CHECKF(worst <= 1.0, "heads %d/%d hd %d window %d cap %g: worst |diff|/tol %.3g", n_head, n_kv, hd, x.window,
               (double)x.cap, worst);
 }
@@ -959,6 +997,28 @@ ZT_TEST(attention_decode_fused_query_head_groups_match_the_split_path_and_cpu) {
     }
 }
 
+/* An F16 cache (llama.cpp's default; the _kvh kernels): single heads and groups of 2 and 4, heads
+ * of 8, 64, 96, 128 and 256, norms, windows, caps, split grids, two row batches a chunk. Each
+ * case as above: the cache row bit for bit the half of rope_kv's, the output against a double
+ * reference over the rounded cache and against the F16 split path. */
+ZT_TEST(attention_decode_fused_on_an_f16_cache_matches_the_split_path_and_cpu) {
+    if (!gpu_env()) return;
+    decode_positions_x(8, 2, 128, 128, 0, 200, 32, (DecodeExtras){.kv16 = true});
+    decode_positions_x(32, 8, 128, 128, 0, 129, 128, (DecodeExtras){.kv16 = true}); /* tg128 on the 8B */
+    decode_positions_x(4, 1, 128, 128, 0, 600, 256, (DecodeExtras){.kv16 = true});  /* two row batches a chunk */
+    decode_positions_x(8, 4, 8, 8, 0, 64, 32, (DecodeExtras){.kv16 = true});        /* head_dim 8 */
+    decode_positions_x(8, 2, 128, 128, 0, 1100, 128, (DecodeExtras){.kv16 = true, .split = 3});
+    decode_positions_x(8, 2, 128, 128, 0, 1100, 128, (DecodeExtras){.kv16 = true, .qg = 4, .split = 3});
+    decode_positions_x(16, 2, 128, 128, 1, 700, 128, (DecodeExtras){.kv16 = true, .qg = 4, .norm = true, .split = 4});
+    decode_positions_x(8, 4, 128, 128, 1, 300, 64, (DecodeExtras){.kv16 = true, .qg = 2, .window = 40, .cap = 0.5f});
+    decode_positions_x(8, 2, 96, 96, 0, 500, 128, (DecodeExtras){.kv16 = true, .qg = 4, .norm = true, .split = 2});
+    decode_positions_x(4, 1, 128, 128, 0, 1300, 256, (DecodeExtras){.kv16 = true, .qg = 4, .split = 2});
+    decode_positions_x(8, 4, 256, 256, 1, 1100, 64, (DecodeExtras){.kv16 = true, .window = 1024, .norm = true, .split = 5});
+    decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.kv16 = true, .window = 48, .cap = 0.5f});
+    decode_positions_x(4, 4, 192, 96, 0, 300, 128, (DecodeExtras){.kv16 = true, .window = 33, .norm = true});
+    decode_positions_x(8, 2, 64, 32, 1, 600, 128, (DecodeExtras){.kv16 = true, .qg = 4, .window = 100});
+}
+
 ZT_TEST(attention_decode_fused_refuses_shapes_it_does_not_handle) {
     ZT_CHECK(!zr_cuf_attn_decode_fits(12, 8, 128, 128, 128)); /* query heads no multiple of the KV heads */
     ZT_CHECK(!zr_cuf_attn_decode_fits(8, 8, 512, 512, 128));  /* head_dim above 256 */
@@ -986,7 +1046,9 @@ ZT_TEST(attention_causal_prefill_matches_cpu) {
  *     |ds_j| <= 2u * scale * sum_d |q_d k_jd|   (F32 accumulation and exp2 add ~1e-6 relative;
  *     the cap's tanh has a slope of at most 1, so a capped score's error is no larger);
  * the test allows 1.5 times that plus 1e-6. A key let in or left out past the causal edge or the
- * window, a wrong fragment or a wrong head moves values by a fair fraction of |v| (0.3..1): 10..100x it. */
+ * window, a wrong fragment or a wrong head moves values by a fair fraction of |v| (0.3..1): 10..100x it.
+ * The kernel's F16-cache twin (_kvh) on the halves of the same cache gives the same bits: its
+ * tiles are the halves the F32 kernel rounds its rows to. */
 static double attention_prefill_case(int n_head, int n_kv, int hd, int M, int pos0, int window, float cap) {
     GpuEnv *g = gpu_env();
     uint64_t s = 1000 + 7 * hd + 3 * M + pos0 + n_kv + 11 * window;
@@ -1007,12 +1069,33 @@ static double attention_prefill_case(int n_head, int n_kv, int hd, int M, int po
     const double scale = 1.0 / sqrt((double)hd);
     ZrError e = {0};
     double *sc = malloc(sizeof(double) * n_ctx), *ds = malloc(sizeof(double) * n_ctx), worst = 0;
-    if (zr_k_attn_prefill(&g->l, &g->k, dq, q_stride, dk, dv, dout, q_dim, dp, n_head, n_kv, hd, (float)scale, window,
+    if (zr_k_attn_prefill(&g->l, &g->k, false, dq, q_stride, dk, dv, dout, q_dim, dp, n_head, n_kv, hd, (float)scale, window,
                           cap, M, &e)) {
         fprintf(stderr, "  %s\n", e.msg);
         worst = 1e30;
     }
     gpu_download(g, out, dout, sizeof(float) * (M + 1) * q_dim);
+    {
+        float *out16 = malloc(sizeof(float) * (M + 1) * q_dim);
+        for (int i = 0; i < (M + 1) * q_dim; i++) out16[i] = NAN;
+        CUdeviceptr dk16 = kv_upload(g, kc, (size_t)n_ctx * kv_dim, true), dv16 = kv_upload(g, vc, (size_t)n_ctx * kv_dim, true);
+        CUdeviceptr dout16 = gpu_upload(g, out16, sizeof(float) * (M + 1) * q_dim);
+        if (zr_k_attn_prefill(&g->l, &g->k, true, dq, q_stride, dk16, dv16, dout16, q_dim, dp, n_head, n_kv, hd,
+                              (float)scale, window, cap, M, &e)) {
+            fprintf(stderr, "  kv16: %s\n", e.msg);
+            worst = 1e30;
+        }
+        gpu_download(g, out16, dout16, sizeof(float) * (M + 1) * q_dim);
+        if (memcmp(out16, out, sizeof(float) * (M + 1) * q_dim)) {
+            fprintf(stderr, "  heads %d/%d hd %d M %d pos0 %d window %d cap %g: the F16 cache gave other bits\n", n_head,
+                    n_kv, hd, M, pos0, window, (double)cap);
+            worst = 1e30;
+        }
+        gpu_free(g, dk16);
+        gpu_free(g, dv16);
+        gpu_free(g, dout16);
+        free(out16);
+    }
     const double u = 1.0 / 2048;
     for (int i = 0; i < M; i++)
         for (int h = 0; h < n_head; h++) {
@@ -1380,8 +1463,10 @@ ZT_TEST(gemma_elementwise_kernels_match_the_cpu_reference) {
 
 /* attn_part_f32 + attn_combine_f32: `rows` queries at positions pos0.. over the cache, keys
  * restricted to the last `window` positions (0: all), scores soft-capped (0: not), against a
- * double-precision CPU computation. Chunks wholly before the window must merge as nothing. */
-static void swa_case(int n_head, int n_kv, int hd, int n_ctx, int pos0, int rows, int chunk, int window, float cap) {
+ * double-precision CPU computation. Chunks wholly before the window must merge as nothing.
+ * kv16: attn_part_f32_kvh over the halves of the cache (the reference reads the same values). */
+static void swa_case_kv(int n_head, int n_kv, int hd, int n_ctx, int pos0, int rows, int chunk, int window, float cap,
+                        bool kv16) {
     GpuEnv *g = gpu_env();
     uint64_t s = 31 + hd + pos0 + window;
     const int kv_dim = n_kv * hd, q_stride = n_head * hd + 2 * kv_dim, n_chunks = (n_ctx + chunk - 1) / chunk;
@@ -1389,13 +1474,15 @@ static void swa_case(int n_head, int n_kv, int hd, int n_ctx, int pos0, int rows
           *vc = malloc(sizeof(float) * n_ctx * kv_dim), *out = malloc(sizeof(float) * rows * n_head * hd);
     for (int i = 0; i < rows * q_stride; i++) q[i] = 4.0f * gpu_rand(&s);
     for (int i = 0; i < n_ctx * kv_dim; i++) kc[i] = gpu_rand(&s), vc[i] = gpu_rand(&s);
-    CUdeviceptr dq = gpu_upload(g, q, sizeof(float) * rows * q_stride), dk = gpu_upload(g, kc, sizeof(float) * n_ctx * kv_dim);
-    CUdeviceptr dv = gpu_upload(g, vc, sizeof(float) * n_ctx * kv_dim), dp = gpu_upload(g, &pos0, sizeof pos0);
+    kv_round(kc, (size_t)n_ctx * kv_dim, kv16);
+    kv_round(vc, (size_t)n_ctx * kv_dim, kv16);
+    CUdeviceptr dq = gpu_upload(g, q, sizeof(float) * rows * q_stride), dk = kv_upload(g, kc, (size_t)n_ctx * kv_dim, kv16);
+    CUdeviceptr dv = kv_upload(g, vc, (size_t)n_ctx * kv_dim, kv16), dp = gpu_upload(g, &pos0, sizeof pos0);
     CUdeviceptr part = gpu_alloc(g, sizeof(float) * rows * n_head * n_chunks * (hd + 2));
     CUdeviceptr dout = gpu_alloc(g, sizeof(float) * rows * n_head * hd);
     const float scale = 1.0f / sqrtf((float)hd);
     ZrError e = {0};
-    ZT_CHECKF(!zr_k_attn_split(&g->l, &g->k, dq, q_stride, dk, dv, part, dp, dout, n_head * hd, n_head, n_kv, hd, scale,
+    ZT_CHECKF(!zr_k_attn_split(&g->l, &g->k, kv16, dq, q_stride, dk, dv, part, dp, dout, n_head * hd, n_head, n_kv, hd, scale,
                                window, cap, chunk, n_chunks, rows, &e),
               "%s", e.msg);
     gpu_download(g, out, dout, sizeof(float) * rows * n_head * hd);
@@ -1418,8 +1505,8 @@ static void swa_case(int n_head, int n_kv, int hd, int n_ctx, int pos0, int rows
                 for (int p = first; p < n_keys; p++) o += sc[p] * vc[p * kv_dim + kvh * hd + j];
                 o /= sum;
                 ZT_CHECKF(fabs(out[(i * n_head + h) * hd + j] - o) <= 4e-6 + 2e-5 * fabs(o),
-                          "window %d cap %g hd %d pos %d row %d head %d [%d]: %g vs %g", window, (double)cap, hd, pos0, i, h,
-                          j, out[(i * n_head + h) * hd + j], o);
+                          "window %d cap %g hd %d%s pos %d row %d head %d [%d]: %g vs %g", window, (double)cap, hd,
+                          kv16 ? " kv16" : "", pos0, i, h, j, out[(i * n_head + h) * hd + j], o);
             }
         }
     gpu_free(g, dq);
@@ -1435,6 +1522,10 @@ static void swa_case(int n_head, int n_kv, int hd, int n_ctx, int pos0, int rows
     free(sc);
 }
 
+static void swa_case(int n_head, int n_kv, int hd, int n_ctx, int pos0, int rows, int chunk, int window, float cap) {
+    swa_case_kv(n_head, n_kv, hd, n_ctx, pos0, rows, chunk, window, cap, false);
+}
+
 ZT_TEST(sliding_window_and_soft_capped_attention_match_the_cpu_past_the_window) {
     if (!gpu_env()) return;
     swa_case(4, 2, 64, 256, 100, 1, 32, 16, 0.0f);    /* decode: chunks 0..2 wholly before the window */
@@ -1446,11 +1537,23 @@ ZT_TEST(sliding_window_and_soft_capped_attention_match_the_cpu_past_the_window) 
     swa_case(2, 1, 64, 64, 5, 1, 32, 100, 0.0f);      /* a window wider than the sequence */
 }
 
-/* rope_scale_f32 multiplies exactly the rotated values of Q (rows of qkv) and of the K rows at
- * pos[0].. in the cache by the factor, and nothing else. */
-ZT_TEST(rope_scale_scales_the_rotated_values_of_q_and_the_new_k_rows_only) {
+/* The split path on an F16 cache (attn_part_f32_kvh): decode and prefill rows, windows, caps,
+ * heads of 64, 128, 256 and one that is no multiple of 4 (the scalar loads). */
+ZT_TEST(split_attention_on_an_f16_cache_matches_the_cpu) {
+    if (!gpu_env()) return;
+    swa_case_kv(4, 2, 64, 256, 100, 1, 32, 40, 0.0f, true);
+    swa_case_kv(8, 4, 256, 256, 200, 1, 64, 16, 50.0f, true);
+    swa_case_kv(4, 1, 128, 128, 0, 60, 128, 0, 0.0f, true);
+    swa_case_kv(4, 2, 64, 512, 30, 70, 32, 24, 30.0f, true);
+    swa_case_kv(2, 2, 6, 64, 10, 3, 32, 0, 0.0f, true);
+}
+
+/* rope_scale_f32 multiplies exactly the rotated values of Q (rows of qkv) by the factor, and
+ * writes the K rows at pos[0].. of the cache as qkv's (rotated) K values times the factor, over
+ * the rotated values only; every other value stays. kv16: the cache holds halves, each the half
+ * of the scaled value (one rounding). */
+static void rope_scale_case(bool kv16) {
     GpuEnv *g = gpu_env();
-    if (!g) return;
     const int n_head = 4, n_kv = 2, hd = 64, rd = 48, rows = 3, pos0 = 5, n_ctx = 16;
     const int kv_dim = n_kv * hd, stride = n_head * hd + 2 * kv_dim;
     const float factor = 1.19f;
@@ -1459,12 +1562,13 @@ ZT_TEST(rope_scale_scales_the_rotated_values_of_q_and_the_new_k_rows_only) {
     float *q2 = malloc(sizeof(float) * rows * stride), *k2 = malloc(sizeof(float) * n_ctx * kv_dim);
     for (int i = 0; i < rows * stride; i++) qkv[i] = gpu_rand(&s);
     for (int i = 0; i < n_ctx * kv_dim; i++) kc[i] = gpu_rand(&s);
-    CUdeviceptr dq = gpu_upload(g, qkv, sizeof(float) * rows * stride), dk = gpu_upload(g, kc, sizeof(float) * n_ctx * kv_dim);
+    kv_round(kc, (size_t)n_ctx * kv_dim, kv16);
+    CUdeviceptr dq = gpu_upload(g, qkv, sizeof(float) * rows * stride), dk = kv_upload(g, kc, (size_t)n_ctx * kv_dim, kv16);
     CUdeviceptr dp = gpu_upload(g, &pos0, sizeof pos0);
     ZrError e = {0};
-    ZT_CHECKF(!zr_k_rope_scale(&g->l, &g->k, dq, stride, n_head, n_kv, hd, rd, factor, dp, dk, rows, &e), "%s", e.msg);
+    ZT_CHECKF(!zr_k_rope_scale(&g->l, &g->k, kv16, dq, stride, n_head, n_kv, hd, rd, factor, dp, dk, rows, &e), "%s", e.msg);
     gpu_download(g, q2, dq, sizeof(float) * rows * stride);
-    gpu_download(g, k2, dk, sizeof(float) * n_ctx * kv_dim);
+    kv_download(g, k2, dk, (size_t)n_ctx * kv_dim, kv16);
     for (int r = 0; r < rows; r++)
         for (int i = 0; i < stride; i++) {
             const bool rotated_q = i < n_head * hd && i % hd < rd;
@@ -1473,7 +1577,10 @@ ZT_TEST(rope_scale_scales_the_rotated_values_of_q_and_the_new_k_rows_only) {
     for (int p = 0; p < n_ctx; p++)
         for (int i = 0; i < kv_dim; i++) {
             const bool scaled = p >= pos0 && p < pos0 + rows && i % hd < rd;
-            ZT_CHECK(k2[p * kv_dim + i] == (scaled ? kc[p * kv_dim + i] * factor : kc[p * kv_dim + i]));
+            float want = scaled ? qkv[(p - pos0) * stride + n_head * hd + i] * factor : kc[p * kv_dim + i];
+            kv_round(&want, 1, kv16);
+            ZT_CHECKF(!memcmp(&k2[p * kv_dim + i], &want, 4), "%s row %d [%d]: %g vs %g", kv16 ? "kv16" : "f32", p, i,
+                      (double)k2[p * kv_dim + i], (double)want);
         }
     gpu_free(g, dq);
     gpu_free(g, dk);
@@ -1482,6 +1589,12 @@ ZT_TEST(rope_scale_scales_the_rotated_values_of_q_and_the_new_k_rows_only) {
     free(kc);
     free(q2);
     free(k2);
+}
+
+ZT_TEST(rope_scale_scales_the_rotated_values_of_q_and_the_new_k_rows_only) {
+    if (!gpu_env()) return;
+    rope_scale_case(false);
+    rope_scale_case(true);
 }
 
 int main(void) { return gpu_main(); }

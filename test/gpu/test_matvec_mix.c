@@ -268,7 +268,7 @@ static bool decode_logits(GpuEnv *g, const char *path, bool mix, float *out, uin
     memcpy(saved, g->k.has_mv_mix, sizeof saved);
     if (!mix) memset(g->k.has_mv_mix, 0, sizeof g->k.has_mv_mix);
     if (zr_cublaslt_open(&lt, &err)) goto done_model;
-    if (zr_cuf_init(&f, &m, &g->cuda, &g->l, &lt, &g->k, 64, NULL, &err)) goto done_lt;
+    if (zr_cuf_init(&f, &m, &g->cuda, &g->l, &lt, &g->k, 64, false, NULL, &err)) goto done_lt;
     *mixed = mixed_layers(&f);
     const int V = m.hp.n_vocab;
     ok = true;

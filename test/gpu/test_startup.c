@@ -110,7 +110,7 @@ static bool no_heuristic_after_the_warm_up(GpuEnv *g, const char *name, const ch
                           ZR_FIRST_ROWS_ALL, NULL, &err))
         goto done;
     const ZrCuProgress prog = {.buffers = zr_cuf_warm_buffers, .buffers_ctx = w};
-    const int irc = zr_cuf_init(&f, &m, &g->cuda, &g->l, &lt, &g->k, n_ctx, &prog, &err);
+    const int irc = zr_cuf_init(&f, &m, &g->cuda, &g->l, &lt, &g->k, n_ctx, false, &prog, &err);
     ZrError werr = {0};
     const int wrc = zr_cuf_warm_wait(w, &lt, &st, &werr);
     if (irc) goto done;
