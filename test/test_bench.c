@@ -488,6 +488,71 @@ ZT_TEST(depth_runs_each_test_after_a_context_in_the_cache) {
     run_free(&r);
 }
 
+/* -ctk/-ctv (llama-bench's): every json, jsonl and csv record names the KV cache's types next to
+ * n_ctx, f16 by default; the md table adds type_k and type_v columns only when they are not f16
+ * (as llama-bench does); the type reaches the backend (an f32 cache gives other logits); types
+ * that differ or that zrun lacks are usage errors. */
+ZT_TEST(the_kv_cache_type_is_in_every_record_and_in_the_md_table_when_not_f16) {
+    const char *m = tiny_model();
+    ZT_CHECK(m);
+#define KV_RUN(fmt, ...)                                                                                             \
+    run_zrun((const char *const[]){"-m", m, "-p", "8", "-n", "3", "-r", "1", "--device", "cpu", "-t", "1", "--bw-mib", \
+                                   "0", "-o", fmt, __VA_ARGS__ NULL})
+    char h16[2][17], h32[2][17];
+    Run r = KV_RUN("jsonl", );
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    ZT_CHECKF(count(r.out, "\"type_k\": \"f16\", \"type_v\": \"f16\", \"reps\"") == 2, "%s", r.out);
+    ZT_CHECK(count(r.out, "\"n_ctx\": ") == 2 && strstr(r.out, "\"n_ctx\": 8, \"type_k\""));
+    ZT_CHECK(hash_of(r.out, "pp8", h16[0]) && hash_of(r.out, "tg3", h16[1]));
+    run_free(&r);
+    r = KV_RUN("jsonl", "-ctk", "f32", "-ctv", "f32", );
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    ZT_CHECKF(count(r.out, "\"type_k\": \"f32\", \"type_v\": \"f32\"") == 2, "%s", r.out);
+    ZT_CHECK(hash_of(r.out, "pp8", h32[0]) && hash_of(r.out, "tg3", h32[1]));
+    ZT_CHECKF(strcmp(h16[0], h32[0]) != 0, "pp8: f16 and f32 caches give the same logits %s", h16[0]);
+    run_free(&r);
+    r = KV_RUN("json", "--cache-type-k", "f32", );
+    ZT_CHECKF(r.status == 0 && json_valid(r.out), "exit %d: %s", r.status, r.err);
+    ZT_CHECK(count(r.out, "\"type_k\": \"f32\", \"type_v\": \"f32\"") == 2);
+    run_free(&r);
+    r = KV_RUN("csv", );
+    ZT_CHECKF(r.status == 0 && strstr(r.out, ",n_ctx,type_k,type_v,reps,warmup,"), "exit %d: %s", r.status, r.out);
+    ZT_CHECKF(count(r.out, ",8,\"f16\",\"f16\",1,1,") == 2, "%s", r.out); /* n_ctx 8 (pp8's), reps 1, warm-up 1 */
+    run_free(&r);
+    r = KV_RUN("csv", "-ctk", "f32", "-ctv", "f32", );
+    ZT_CHECKF(r.status == 0 && count(r.out, ",\"f32\",\"f32\",1,1,") == 2, "exit %d: %s", r.status, r.out);
+    run_free(&r);
+    r = KV_RUN("md", );
+    ZT_CHECKF(r.status == 0 && !strstr(r.out, "type_k") && !strstr(r.out, "f16"), "exit %d: %s", r.status, r.out);
+    run_free(&r);
+    r = KV_RUN("md", "-ctk", "f32", "-ctv", "f32", );
+    ZT_CHECKF(r.status == 0, "exit %d: %s", r.status, r.err);
+    ZT_CHECKF(strstr(r.out, "|       1 | type_k | type_v | mode ") || strstr(r.out, "| threads | type_k | type_v |"), "%s",
+              r.out);
+    ZT_CHECKF(count(r.out, "|       1 | f32    | f32    | eager ") == 2, "%s", r.out);
+    /* the separator row has as many columns as the head */
+    const char *head = strstr(r.out, "| model"), *sep = head ? strchr(head, '\n') + 1 : NULL;
+    ZT_CHECK(head && sep);
+    if (head && sep) {
+        int bars_head = 0, bars_sep = 0;
+        for (const char *p = head; *p != '\n'; p++) bars_head += *p == '|';
+        for (const char *p = sep; *p != '\n'; p++) bars_sep += *p == '|';
+        ZT_CHECKF(bars_head == bars_sep && bars_head == 21, "head %d, separator %d columns", bars_head - 1, bars_sep - 1);
+    }
+    run_free(&r);
+#undef KV_RUN
+    r = run_zrun((const char *const[]){"-m", m, "-ctk", "f16", "-ctv", "f32", NULL});
+    ZT_CHECKF(r.status == 2 && strstr(r.err, "-ctk f16 and -ctv f32: zrun keeps K and V in one type; give the same to both") &&
+                  strstr(r.err, "usage: zrun bench") && r.out[0] == 0,
+              "exit %d: %s", r.status, r.err);
+    run_free(&r);
+    r = run_zrun((const char *const[]){"-m", m, "-ctv", "q8_0", NULL});
+    ZT_CHECKF(r.status == 2 && strstr(r.err, "-ctv/--cache-type-v q8_0: a llama.cpp cache type zrun does not have; zrun keeps "
+                                             "the KV cache in f16 (the default) or f32"),
+              "exit %d: %s", r.status, r.err);
+    run_free(&r);
+}
+
 ZT_TEST(a_missing_model_is_reported_and_the_others_still_run) {
     const char *m = tiny_model();
     ZT_CHECK(m);

@@ -83,7 +83,7 @@ ZT_TEST(the_environment_and_exit_status_are_in_the_man_page) {
 static const char *sample_value(const char *meta) {
     static const struct { const char *meta, *value; } v[] = {
         {"FILE", "x.txt"}, {"TEXT", "hi"}, {"N", "3"}, {"T", "0.5"}, {"K", "7"},
-        {"P", "0.5"},      {"R", "1.1"},   {"S", "9"}, {"D", "cpu"}, {"F", "0.5"},
+        {"P", "0.5"},      {"R", "1.1"},   {"S", "9"}, {"D", "cpu"}, {"F", "0.5"}, {"TYPE", "f32"},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (!strcmp(meta, v[i].meta)) return v[i].value;
@@ -131,13 +131,13 @@ ZT_TEST(every_generation_option_of_the_help_is_accepted_by_the_parser) {
             p = e;
         }
     }
-    ZT_CHECKF(checked == 34, "%d options found in the generation section, expected 34", checked);
+    ZT_CHECKF(checked == 36, "%d options found in the generation section, expected 36", checked);
 }
 
 ZT_TEST(the_llama_cpp_single_dash_options_of_the_help_are_in_the_man_page) {
     char *man = man_text();
     ZT_CHECK(man);
-    static const char *const names[] = {"-ngl", "-fa", "-mmp", "-ub", "-cnv", "-sys", "-no-cnv"};
+    static const char *const names[] = {"-ngl", "-fa", "-mmp", "-ub", "-cnv", "-sys", "-no-cnv", "-ctk", "-ctv"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         ZT_CHECKF(has_option(zr_usage_text, names[i], strlen(names[i])), "%s is not in zrun --help", names[i]);
         ZT_CHECKF(has_option(man, names[i], strlen(names[i])), "%s is not in man/zrun.1", names[i]);

@@ -199,6 +199,54 @@ ZT_TEST(llama_cpp_generation_flags_reach_the_settings) {
     REFUSED("-r/--reverse-prompt: expected a text", "-m", "m", "-p", "x", "-r", "");
 }
 
+/* -ctk/-ctv, llama.cpp's spellings and default (f16): zrun keeps K and V in one type, so one
+ * flag alone sets it and two that differ are refused naming both */
+ZT_TEST(cache_type_flags_reach_the_settings_and_f16_is_the_default) {
+    ZrRunSettings s;
+    ZrError err;
+    const char *a[] = {"zrun", "-m", "m", "-p", "x"};
+    ZT_CHECK(parse(&s, &err, ARGC(a), a) == 0 && s.kv_type == ZR_KV_F16);
+    const char *b[] = {"zrun", "-m", "m", "-p", "x", "-ctk", "f32", "-ctv", "f32"};
+    ZT_CHECKF(parse(&s, &err, ARGC(b), b) == 0 && s.kv_type == ZR_KV_F32, "%s", err.msg);
+    const char *c[] = {"zrun", "-m", "m", "-p", "x", "--cache-type-k=f32", "--cache-type-v", "f32"};
+    ZT_CHECKF(parse(&s, &err, ARGC(c), c) == 0 && s.kv_type == ZR_KV_F32, "%s", err.msg);
+    const char *d[] = {"zrun", "-m", "m", "-p", "x", "-ctk", "f32"};
+    ZT_CHECKF(parse(&s, &err, ARGC(d), d) == 0 && s.kv_type == ZR_KV_F32, "%s", err.msg);
+    const char *e[] = {"zrun", "-m", "m", "-p", "x", "-ctv", "f32"};
+    ZT_CHECKF(parse(&s, &err, ARGC(e), e) == 0 && s.kv_type == ZR_KV_F32, "%s", err.msg);
+    const char *f[] = {"zrun", "-m", "m", "-p", "x", "-ctk", "f16", "-ctv", "f16", "-c", "64"};
+    ZT_CHECKF(parse(&s, &err, ARGC(f), f) == 0 && s.kv_type == ZR_KV_F16 && s.n_ctx == 64, "%s", err.msg); /* not "-c tk" */
+    /* zrun chat reads them too */
+    const char *g[] = {"chat", "-m", "m", "-ctk", "f32", "-ctv", "f32"};
+    ZT_CHECKF(zr_cli_parse_chat(&s, ARGC(g), (char **)g, &err) == 0 && s.chat && s.kv_type == ZR_KV_F32, "%s", err.msg);
+    ZT_CHECK(!strcmp(zr_kv_type_name(ZR_KV_F16), "f16") && !strcmp(zr_kv_type_name(ZR_KV_F32), "f32"));
+}
+
+ZT_TEST(cache_types_that_differ_are_a_usage_error_naming_both_flags) {
+    REFUSED("-ctk f16 and -ctv f32: zrun keeps K and V in one type; give the same to both", "-m", "m", "-p", "x", "-ctk",
+            "f16", "-ctv", "f32");
+    REFUSED("-ctk f32 and -ctv f16: zrun keeps K and V in one type", "-m", "m", "-p", "x", "--cache-type-v", "f16",
+            "--cache-type-k", "f32");
+}
+
+ZT_TEST(cache_types_zrun_lacks_are_usage_errors_naming_the_ones_it_has) {
+    static const char *const llama_only[] = {"q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1", "bf16"};
+    for (size_t i = 0; i < sizeof llama_only / sizeof llama_only[0]; i++) {
+        char want[160];
+        snprintf(want, sizeof want,
+                 "-ctk/--cache-type-k %s: a llama.cpp cache type zrun does not have; zrun keeps the KV cache in f16 (the "
+                 "default) or f32",
+                 llama_only[i]);
+        REFUSED(want, "-m", "m", "-p", "x", "-ctk", llama_only[i]);
+        snprintf(want, sizeof want, "-ctv/--cache-type-v %s: a llama.cpp cache type zrun does not have", llama_only[i]);
+        REFUSED(want, "-m", "m", "-p", "x", "-ctv", llama_only[i]);
+    }
+    REFUSED("-ctk/--cache-type-k: expected f16 or f32, found 'F16'", "-m", "m", "-p", "x", "-ctk", "F16");
+    REFUSED("--cache-type-v: expected f16 or f32, found 'half'", "-m", "m", "-p", "x", "--cache-type-v", "half");
+    REFUSED("-ctk/--cache-type-k: expected f16 or f32, found ''", "-m", "m", "-p", "x", "-ctk", "");
+    REFUSED("-ctk needs a value", "-m", "m", "-p", "x", "-ctk");
+}
+
 ZT_TEST(escapes_are_processed_as_llama_cpp_does) {
     char t[] = "a\\nb\\t\\\\c\\x41\\q\\";
     size_t n = zr_cli_unescape(t, strlen(t));

@@ -9,6 +9,9 @@
 #include "zt_proc.h"
 
 #define EXACT_TOL 3e-5
+/* llama.cpp's reference logits were computed with an F32 KV cache: compared with them, eval keeps
+ * K and V exact (zrun's default f16 cache rounds them; test_cpu bounds that) */
+#define F32_CACHE "-ctk f32 -ctv f32"
 
 static char err_text[8192];
 
@@ -68,7 +71,7 @@ ZT_TEST(eval_writes_every_position_logits_matching_the_reference) {
     char gguf[4096], tokens[4096], args[16384];
     if (!fixture("llama-Q4_K_M", gguf, tokens)) return;
     const char *out = out_path("q4km.f32");
-    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu -t 2", gguf, tokens, out);
+    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu -t 2 " F32_CACHE, gguf, tokens, out);
     ZT_CHECKF(run_eval(args) == 0, "%s", err_text);
     size_t n;
     free(zt_read_f32(out, &n));
@@ -76,6 +79,36 @@ ZT_TEST(eval_writes_every_position_logits_matching_the_reference) {
     int eq, rows;
     double worst = compare_with_exact("llama-Q4_K_M", out, &eq, &rows);
     ZT_CHECKF(worst <= EXACT_TOL && eq == rows && rows == 33, "max|diff|/std %.3g, argmax %d/%d", worst, eq, rows);
+}
+
+/* The default cache is f16 (as llama.cpp's): the same bits as -ctk f16 -ctv f16, other bits than
+ * f32's but close to llama.cpp's F32-cache reference (max|diff|/std under 1e-2, every argmax). */
+ZT_TEST(eval_caches_f16_by_default_and_f32_when_asked) {
+    char gguf[4096], tokens[4096], args[16384], dflt[4200], f16[4200], f32[4200];
+    if (!fixture("llama-Q4_K_M", gguf, tokens)) return;
+    snprintf(dflt, sizeof dflt, "%s", out_path("kv_default.f32"));
+    snprintf(f16, sizeof f16, "%s", out_path("kv_f16.f32"));
+    snprintf(f32, sizeof f32, "%s", out_path("kv_f32.f32"));
+    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu -t 2", gguf, tokens, dflt);
+    ZT_CHECKF(run_eval(args) == 0, "%s", err_text);
+    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu -t 2 -ctk f16 -ctv f16", gguf, tokens, f16);
+    ZT_CHECKF(run_eval(args) == 0, "%s", err_text);
+    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' --device cpu -t 2 --cache-type-k f32", gguf, tokens, f32);
+    ZT_CHECKF(run_eval(args) == 0, "%s", err_text);
+    size_t na, nb, nc;
+    float *a = zt_read_f32(dflt, &na), *b = zt_read_f32(f16, &nb), *c = zt_read_f32(f32, &nc);
+    ZT_CHECK(a && b && c && na == 33 * 512 && nb == na && nc == na);
+    if (a && b && c && nb == na && nc == na) {
+        ZT_CHECK(!memcmp(a, b, na * sizeof(float)));
+        ZT_CHECK(memcmp(a, c, na * sizeof(float)) != 0);
+    }
+    free(a);
+    free(b);
+    free(c);
+    int eq, rows;
+    const double worst = compare_with_exact("llama-Q4_K_M", dflt, &eq, &rows);
+    ZT_CHECKF(worst <= 1e-2 && eq == rows && rows == 33, "max|diff|/std %.3g, argmax %d/%d", worst, eq, rows);
+    ZT_CHECKF(compare_with_exact("llama-Q4_K_M", f32, &eq, &rows) <= EXACT_TOL, "-ctk f32 alone keeps V f32 too");
 }
 
 ZT_TEST(eval_logits_dash_writes_standard_output) {
@@ -103,7 +136,7 @@ ZT_TEST(eval_device_auto_without_a_gpu_falls_back_to_the_cpu_with_a_note) {
     char gguf[4096], tokens[4096], args[16384];
     if (!fixture("qwen2-Q8_0", gguf, tokens)) return;
     const char *out = out_path("auto.f32");
-    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s'", gguf, tokens, out);
+    snprintf(args, sizeof args, "-m '%s' --tokens '%s' --logits '%s' " F32_CACHE, gguf, tokens, out);
     ZT_CHECKF(run_eval(args) == 0, "%s", err_text);
     if (strstr(err_text, "cpu backend")) ZT_CHECKF(strstr(err_text, "running on the CPU"), "%s", err_text);
     int eq, rows;
@@ -217,6 +250,10 @@ ZT_TEST(eval_usage_errors_exit_2) {
     ZT_CHECK(run_eval("-m a --tokens b --logits c -t x") == 2);
     ZT_CHECK(run_eval("-m a --tokens b --logits c --bogus") == 2);
     ZT_CHECK(run_eval("-m a --tokens b --logits c -c") == 2);
+    ZT_CHECK(run_eval("-m a --tokens b --logits c -ctk f16 -ctv f32") == 2);
+    ZT_CHECKF(strstr(err_text, "-ctk f16 and -ctv f32: zrun keeps K and V in one type"), "%s", err_text);
+    ZT_CHECK(run_eval("-m a --tokens b --logits c -ctk q4_0") == 2);
+    ZT_CHECKF(strstr(err_text, "-ctk/--cache-type-k q4_0: a llama.cpp cache type zrun does not have"), "%s", err_text);
 }
 
 ZT_TEST(eval_missing_model_file_is_a_runtime_error_naming_it) {

@@ -87,6 +87,19 @@ ZT_TEST(the_text_is_kept_at_every_step_when_characters_are_split_over_tokens) {
     run_free(&e);
 }
 
+/* The new process opens its cache in the type the state records: with -ctk f32 -ctv f32 too the
+ * text is the text without the loss. */
+ZT_TEST(the_text_after_a_lost_context_is_kept_with_an_f32_cache) {
+    const char *m = stories();
+    if (!m) return;
+    Run e = RUN(NULL, SAMPLED(m), "-ctk", "f32", "-ctv", "f32");
+    Run f = RUN("context-lost:7", SAMPLED(m), "-ctk", "f32", "-ctv", "f32");
+    ZT_CHECKF(e.status == 0 && f.status == 0 && count(f.err, LINE) == 1, "exit %d %d: %s", e.status, f.status, f.err);
+    ZT_CHECKF(!strcmp(e.out, f.out), "the text differs:\n%s\n---\n%s", e.out, f.out);
+    run_free(&e);
+    run_free(&f);
+}
+
 ZT_TEST(a_fault_after_the_last_decode_step_changes_nothing) {
     const char *m = stories();
     if (!m) return;
@@ -165,6 +178,7 @@ static int sample_state(ZrResumeState *st, const char *model) {
     snprintf(st->cause, sizeof st->cause, "the CUDA context was lost (CUDA_ERROR_LAUNCH_FAILED)");
     st->n_vocab = 512;
     st->n_ctx = 512;
+    st->kv_type = ZR_KV_F16;
     st->n_predict = 20;
     st->sampler = zr_sampler_defaults();
     st->sampler.repeat_last_n = 0;
@@ -200,6 +214,7 @@ ZT_TEST(a_state_round_trips_and_every_damage_is_refused) {
     ZT_CHECKF(zr_resume_decode(buf, len, &back, &err) == 0, "%s", err.msg);
     ZT_CHECK(!strcmp(back.model, m) && back.model_size == st.model_size && back.model_mtime_ns == st.model_mtime_ns);
     ZT_CHECK(!strcmp(back.backend, "cpu") && !strcmp(back.cause, st.cause));
+    ZT_CHECK(back.n_ctx == 512 && back.kv_type == ZR_KV_F16);
     ZT_CHECK(back.n_fed == 6 && !memcmp(back.tokens, g_tokens, sizeof g_tokens) && back.pending == 400);
     ZT_CHECK(back.n_gen == 5 && back.n_decode == 4 && back.n_prompt == 2 && back.n_predict == 20);
     ZT_CHECK(back.sampler.seed == 5 && back.sampler.temp == st.sampler.temp && back.sampler.top_k == st.sampler.top_k);
@@ -229,6 +244,12 @@ ZT_TEST(a_state_round_trips_and_every_damage_is_refused) {
     ZT_CHECK(zr_resume_decode(buf, len, &back, &err) == ZR_E_FORMAT);
     ZT_CHECKF(strstr(err.msg, "token 3"), "%s", err.msg);
     g_tokens[3] = 261;
+    free(buf);
+    /* a cache type this zrun does not have */
+    st.kv_type = (ZrKvType)5;
+    ZT_CHECK(zr_resume_encode(&st, &buf, &len, &err) == 0);
+    ZT_CHECK(zr_resume_decode(buf, len, &back, &err) == ZR_E_FORMAT);
+    ZT_CHECKF(strstr(err.msg, "kv_type: expected 0 (f32) or 1 (f16), found 5"), "%s", err.msg);
     free(buf);
 }
 

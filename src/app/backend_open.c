@@ -12,6 +12,51 @@ int zr_device_parse(const char *opt, const char *arg, ZrDevice *out, ZrError *er
     return ZR_OK;
 }
 
+/* One table: the flags' names of zrun's cache types (the first is the default). */
+static const struct {
+    ZrKvType type;
+    const char *name;
+} k_kv_types[] = {{ZR_KV_F16, "f16"}, {ZR_KV_F32, "f32"}};
+
+/* llama.cpp's other -ctk/-ctv types (common/arg.cpp kv_cache_types): named in the refusal. */
+static const char *const k_kv_llama_only[] = {"bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"};
+
+int zr_kv_type_parse(const char *opt, const char *arg, ZrKvType *out, ZrError *err) {
+    for (size_t i = 0; i < sizeof k_kv_types / sizeof k_kv_types[0]; i++)
+        if (!strcmp(arg, k_kv_types[i].name)) {
+            *out = k_kv_types[i].type;
+            return ZR_OK;
+        }
+    for (size_t i = 0; i < sizeof k_kv_llama_only / sizeof k_kv_llama_only[0]; i++)
+        if (!strcmp(arg, k_kv_llama_only[i]))
+            return zr_err(err, ZR_E_USAGE,
+                          "%s %s: a llama.cpp cache type zrun does not have; zrun keeps the KV cache in f16 (the default) or f32",
+                          opt, arg);
+    return zr_err(err, ZR_E_USAGE, "%s: expected f16 or f32, found '%s'", opt, arg);
+}
+
+int zr_kv_flag(ZrKvFlags *f, bool is_v, const char *opt, const char *arg, ZrError *err) {
+    int rc = zr_kv_type_parse(opt, arg, is_v ? &f->v : &f->k, err);
+    if (rc) return rc;
+    if (is_v) f->v_given = true;
+    else f->k_given = true;
+    return ZR_OK;
+}
+
+int zr_kv_flags_type(const ZrKvFlags *f, ZrKvType *out, ZrError *err) {
+    if (f->k_given && f->v_given && f->k != f->v)
+        return zr_err(err, ZR_E_USAGE, "-ctk %s and -ctv %s: zrun keeps K and V in one type; give the same to both",
+                      zr_kv_type_name(f->k), zr_kv_type_name(f->v));
+    *out = f->k_given ? f->k : f->v_given ? f->v : k_kv_types[0].type;
+    return ZR_OK;
+}
+
+const char *zr_kv_type_name(ZrKvType t) {
+    for (size_t i = 0; i < sizeof k_kv_types / sizeof k_kv_types[0]; i++)
+        if (k_kv_types[i].type == t) return k_kv_types[i].name;
+    return "?";
+}
+
 ZrBackend *zr_backend_open(ZrDevice device, const ZrModel *m, const ZrBackendOptions *o, const char *who,
                            ZrError *err) {
     if (device == ZR_DEVICE_CPU) {

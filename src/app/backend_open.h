@@ -20,6 +20,26 @@ typedef enum ZrDevice { ZR_DEVICE_AUTO, ZR_DEVICE_CPU, ZR_DEVICE_CUDA } ZrDevice
 /* "auto", "cpu" or "cuda" (the --device value); anything else is ZR_E_USAGE naming opt. */
 int zr_device_parse(const char *opt, const char *arg, ZrDevice *out, ZrError *err);
 
+/* The KV cache's type from -ctk/--cache-type-k and -ctv/--cache-type-v, as every command that
+ * opens a backend reads them (llama.cpp's spellings and its default, f16). zrun keeps K and V in
+ * one type: f16 (each value rounded to the nearest half when stored) or f32 (kept as computed).
+ * A command checks each value as it comes (zr_kv_flag) and resolves the pair after the last
+ * option (zr_kv_flags_type): one flag alone sets both, two that differ are ZR_E_USAGE. */
+typedef struct ZrKvFlags {
+    bool k_given, v_given; /* -ctk, -ctv seen */
+    ZrKvType k, v;
+} ZrKvFlags;
+
+/* "f16" or "f32" into *out; llama.cpp's other cache types (q8_0, q4_0, ..., bf16) and anything
+ * else are ZR_E_USAGE naming opt and the types zrun has. */
+int zr_kv_type_parse(const char *opt, const char *arg, ZrKvType *out, ZrError *err);
+/* One of the pair: is_v false for -ctk, true for -ctv. */
+int zr_kv_flag(ZrKvFlags *f, bool is_v, const char *opt, const char *arg, ZrError *err);
+/* The one type: both given and equal, the one given, or ZR_KV_F16 when neither was. */
+int zr_kv_flags_type(const ZrKvFlags *f, ZrKvType *out, ZrError *err);
+/* "f16", "f32" (the flags' spelling; "?" for a value that is neither) */
+const char *zr_kv_type_name(ZrKvType t);
+
 /* Opens the backend for device under the rule above. who ("zrun", "zrun eval", ...) prefixes
  * the fallback line on stderr; NULL falls back silently (--quiet). */
 ZrBackend *zr_backend_open(ZrDevice device, const ZrModel *m, const ZrBackendOptions *o, const char *who,

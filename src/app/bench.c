@@ -19,6 +19,8 @@
  *        repetition: pp<P> @ d<D> prefills P more tokens at positions D.., tg<N> @ d<D> picks the
  *        first token from the context's last logits and decodes N steps at positions D.. (the
  *        attention then reads D cached positions a step; GB/s and % BW count the weights only).
+ * -ctk/-ctv T (llama-bench's): the KV cache's type, f16 (the default, as llama-bench's) or f32, for
+ *        every test; every record names it (type_k, type_v), the md table only when not f16.
  * Each test runs --warmup untimed repetitions, then -r timed ones, each on an empty cache;
  * t/s is the median over the timed ones, ± their sample standard deviation. The logits hash
  * (FNV-1a 64 of the final logits' bytes) lets runs, modes and machines be compared.
@@ -72,6 +74,7 @@ typedef struct BenchArgs {
     ZrDevice device;
     int n_threads;                        /* 0: all cores */
     int n_ctx;                            /* 0: what the tests need */
+    ZrKvType kv_type;                     /* -ctk/-ctv resolved (default f16) */
     int bw_mib;                           /* probe buffer, MiB; 0 = no probe */
     int bw_reps;                          /* 0: 10 on the GPU, 5 on the CPU */
     bool host_argmax;                     /* --argmax host: logits back to the host every decode step */
@@ -87,7 +90,8 @@ typedef struct BenchArgs {
 
 static const char k_bench_usage[] =
     "usage: zrun bench -m FILE [-m FILE ...] [-p 512] [-n 128] [-r 5] [--graph on|off|both]\n"
-    "                  [-o md|json|csv|jsonl] [--device auto|cpu|cuda] [-t N] [--warmup N] (see zrun --help)\n";
+    "                  [-o md|json|csv|jsonl] [--device auto|cpu|cuda] [-t N] [--warmup N] [-ctk/-ctv f16|f32]\n"
+    "                  (see zrun --help)\n";
 
 static int usage_error(ZrError *err, const char *fmt, const char *arg) {
     char msg[512];
@@ -118,7 +122,7 @@ static int parse_list(const char *opt, const char *arg, int *out, int *n, ZrErro
 static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrError *err) {
     enum { O_MODEL = 1, O_PP, O_TG, O_DEPTH, O_REPS, O_OUTPUT, O_THREADS, O_CTX, O_GRAPH, O_DEVICE, O_WARMUP, O_BW_MIB,
            O_BW_REPS, O_PROFILE, O_PROGRESS, O_QUIET, O_ARGMAX, O_SAMPLING, O_VERBOSE, O_HELP, O_PLAN_CACHE,
-           O_NO_PLAN_CACHE };
+           O_NO_PLAN_CACHE, O_CTK, O_CTV };
     /* llama-bench's spellings; its -ngl, -fa, -mmp, -b, -ub take a value (or a list) */
     static const ZrOpt opts[] = {
         {O_MODEL, "-m|--model", ZR_OPT_VALUE, NULL},
@@ -129,6 +133,8 @@ static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrE
         {O_OUTPUT, "-o|--output", ZR_OPT_VALUE, NULL},
         {O_THREADS, "-t|--threads", ZR_OPT_VALUE, NULL},
         {O_CTX, "-c|--ctx-size", ZR_OPT_VALUE, NULL},
+        {O_CTK, "-ctk|--cache-type-k", ZR_OPT_VALUE, NULL},
+        {O_CTV, "-ctv|--cache-type-v", ZR_OPT_VALUE, NULL},
         {O_GRAPH, "--graph", ZR_OPT_VALUE, NULL},
         {O_DEVICE, "--device", ZR_OPT_VALUE, NULL},
         {O_WARMUP, "--warmup", ZR_OPT_VALUE, NULL},
@@ -157,6 +163,7 @@ static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrE
     a->sp.temp = 0.0f;
     const char *plan_cache = NULL;
     bool no_plan_cache = false;
+    ZrKvFlags kv = {0};
     ZrOptReader rd;
     zr_opt_init(&rd, argc, argv);
     for (;;) {
@@ -205,6 +212,10 @@ static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrE
         case O_DEVICE:
             if (zr_device_parse(name, v, &a->device, err)) return ZR_E_USAGE;
             break;
+        case O_CTK:
+        case O_CTV:
+            if (zr_kv_flag(&kv, id == O_CTV, name, v, err)) return ZR_E_USAGE;
+            break;
         case O_ARGMAX:
             if (!strcmp(v, "device")) a->host_argmax = false;
             else if (!strcmp(v, "host")) a->host_argmax = true;
@@ -236,6 +247,7 @@ static int parse_args(int argc, char **argv, const ZrEnv *env, BenchArgs *a, ZrE
         default: zr_cli_note_compat(a->notes, &a->n_notes, BENCH_MAX_NOTES, name, v, id); break;
         }
     }
+    if (zr_kv_flags_type(&kv, &a->kv_type, err)) return ZR_E_USAGE;
     if (!a->n_models) return usage_error(err, "%s", "no model: -m FILE is required");
     a->plan_cache = zr_backend_plan_cache(plan_cache, no_plan_cache, env->xdg_cache_home, env->home, a->plan_cache_buf,
                                           sizeof a->plan_cache_buf);
@@ -487,6 +499,7 @@ static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const c
     model_type(&m, r->model_type, sizeof r->model_type, &r->model_bytes);
     r->n_params = m.n_params;
     r->bytes_per_token = m.bytes_per_token;
+    r->type_k = r->type_v = zr_kv_type_name(a->kv_type);
 
     const int n_vocab = m.hp.n_vocab;
     int max_pp = 0, max_tg = 0, max_d = 0;
@@ -532,9 +545,9 @@ static int bench_model(const BenchArgs *a, BenchDev *d, ZrBenchOut *out, const c
     if (a->graph != GRAPH_ON) modes[n_modes++] = false;
     if (a->graph != GRAPH_OFF) modes[n_modes++] = true;
     for (int mi = 0; mi < n_modes && !rc; mi++) {
-        ZrBackendOptions o = {.n_ctx = n_ctx, .n_threads = a->n_threads, .graph = modes[mi], .verify_graph = 1,
-                              .profile = a->profile, .fault = a->fault, .quiet = a->quiet, .plan_cache = a->plan_cache,
-                              .cuda_early = early};
+        ZrBackendOptions o = {.n_ctx = n_ctx, .kv_type = a->kv_type, .n_threads = a->n_threads, .graph = modes[mi],
+                              .verify_graph = 1, .profile = a->profile, .fault = a->fault, .quiet = a->quiet,
+                              .plan_cache = a->plan_cache, .cuda_early = early};
         early = NULL; /* the backend's now */
         const double t_open = (zr_clock_ms() / 1e3);
         t.be = zr_backend_open(device, &m, &o, a->quiet ? NULL : "zrun bench", err);
@@ -587,7 +600,7 @@ int zr_cmd_bench(int argc, char **argv, const ZrEnv *env) {
     if (!a.quiet)
         for (int i = 0; i < a.n_notes; i++) fprintf(stderr, "zrun bench: note: %s\n", a.notes[i]);
     BenchDev d = {0};
-    ZrBenchOut out = {.f = stdout, .format = a.format};
+    ZrBenchOut out = {.f = stdout, .format = a.format, .md_kv_columns = a.kv_type != ZR_KV_F16};
     int status = 0;
     for (int i = 0; i < a.n_models; i++) {
         if (bench_model(&a, &d, &out, a.models[i], &err)) {

@@ -64,6 +64,7 @@ typedef struct ZrBenchRow {
     int n_prompt, n_gen;        /* pp: n_prompt > 0, n_gen 0; tg: n_prompt 0 (BOS only), n_gen > 0 */
     int n_depth;                /* context tokens in the cache before the test (-d; 0: none) */
     int n_ctx, reps, warmup;
+    const char *type_k, *type_v; /* the KV cache: "f16" or "f32" (-ctk/-ctv; zrun keeps them equal) */
     double load_ms;             /* the file to a ready backend (model load + backend open, the upload), ms */
     double ttft_ms;             /* then the first prompt (ZR_BENCH_TTFT_TOKENS ids, BOS first) to its first token, ms */
     const double *samples_ts;   /* [reps] tokens/s of each timed repetition */
@@ -83,6 +84,8 @@ typedef struct ZrBenchRow {
 typedef struct ZrBenchOut {
     FILE *f;
     ZrBenchFormat format;
+    bool md_kv_columns; /* md: type_k and type_v columns (as llama-bench, only when not its default f16;
+                         * json, jsonl and csv always carry both fields) */
     int n_rows;
 } ZrBenchOut;
 

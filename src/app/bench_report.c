@@ -82,8 +82,13 @@ static void json_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     json_str(f, r->test);
     fputs(", \"sampling\": ", f);
     json_str(f, r->sampling);
-    fprintf(f, ", \"n_prompt\": %d, \"n_gen\": %d, \"n_depth\": %d, \"n_ctx\": %d, \"reps\": %d, \"warmup\": %d", r->n_prompt,
-            r->n_gen, r->n_depth, r->n_ctx, r->reps, r->warmup);
+    fprintf(f, ", \"n_prompt\": %d, \"n_gen\": %d, \"n_depth\": %d, \"n_ctx\": %d", r->n_prompt, r->n_gen, r->n_depth,
+            r->n_ctx);
+    fputs(", \"type_k\": ", f);
+    json_str(f, r->type_k);
+    fputs(", \"type_v\": ", f);
+    json_str(f, r->type_v);
+    fprintf(f, ", \"reps\": %d, \"warmup\": %d", r->reps, r->warmup);
     fputs(", \"load_ms\": ", f);
     json_num(f, r->load_ms, true);
     fputs(", \"ttft_ms\": ", f);
@@ -128,7 +133,7 @@ static void json_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
 static const char *const csv_cols[] = {
     "build", "backend", "device", "driver", "cuda_version", "n_threads", "read_gbps", "model_filename",
     "model_type", "model_size", "model_n_params", "bytes_per_token", "mode", "test", "sampling", "n_prompt", "n_gen", "n_depth", "n_ctx",
-    "reps", "warmup", "load_ms", "ttft_ms", "median_ts", "sd_ts", "avg_ts", "min_ts", "max_ts", "samples_ts", "gbps", "bw_pct",
+    "type_k", "type_v", "reps", "warmup", "load_ms", "ttft_ms", "median_ts", "sd_ts", "avg_ts", "min_ts", "max_ts", "samples_ts", "gbps", "bw_pct",
     "kernels_per_token", "host_us_per_token", "host_steps", "gap_us_min", "gap_us_median", "graph_build_ms", "pdl", "logits_hash", "hash_stable",
 };
 
@@ -170,7 +175,11 @@ static void csv_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     csv_str(f, r->test);
     fputc(',', f);
     csv_str(f, r->sampling);
-    fprintf(f, ",%d,%d,%d,%d,%d,%d,", r->n_prompt, r->n_gen, r->n_depth, r->n_ctx, r->reps, r->warmup);
+    fprintf(f, ",%d,%d,%d,%d,", r->n_prompt, r->n_gen, r->n_depth, r->n_ctx);
+    csv_str(f, r->type_k);
+    fputc(',', f);
+    csv_str(f, r->type_v);
+    fprintf(f, ",%d,%d,", r->reps, r->warmup);
     csv_num(f, r->load_ms, true);
     fputc(',', f);
     csv_num(f, r->ttft_ms, true);
@@ -202,7 +211,13 @@ static void csv_record(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
 
 /* ---- markdown ---- */
 
-static void md_row(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
+/* md: "| f32    | f32    " after the threads column when the cache is not f16 (ZrBenchOut.md_kv_columns) */
+static void md_kv(FILE *f, const ZrBenchOut *o, const char *type_k, const char *type_v) {
+    if (o->md_kv_columns) fprintf(f, " %-6s | %-6s |", type_k, type_v);
+}
+
+static void md_row(const ZrBenchOut *o, const ZrBenchDevice *d, const ZrBenchRow *r) {
+    FILE *f = o->f;
     char ts[64], gbps[32] = "-", pct[32] = "-", kern[32] = "-", host[32] = "-", graph[32] = "-", thr[16] = "-",
          gap[48] = "-";
     if (r->gap_us_median >= 0) snprintf(gap, sizeof gap, "%.2f (%.2f)", r->gap_us_median, r->gap_us_min);
@@ -225,11 +240,12 @@ static void md_row(FILE *f, const ZrBenchDevice *d, const ZrBenchRow *r) {
     else snprintf(params, sizeof params, "%.2f K", np / 1e3);
     if (mb >= 1024.0 * 1024.0 * 1024.0) snprintf(size, sizeof size, "%.2f GiB", mb / (1024.0 * 1024.0 * 1024.0));
     else snprintf(size, sizeof size, "%.2f MiB", mb / (1024.0 * 1024.0));
+    fprintf(f, "| %-24s | %14s | %10s | %-7s | %7s |", r->model_type, size, params, d->backend, thr);
+    md_kv(f, o, r->type_k, r->type_v);
     fprintf(f,
-            "| %-24s | %14s | %10s | %-7s | %7s | %-14s | %14s | %-8s | %20s | %8s | %6s | %8s | %11s | %13s | %8s | "
-            "%7s | %7s | %016" PRIx64 "%s |\n",
-            r->model_type, size, params, d->backend, thr, mode, r->test, r->sampling, ts, gbps, pct, kern, host, gap, graph,
-            load, ttft, r->logits_hash, r->hash_stable ? "" : " (varies)");
+            " %-14s | %14s | %-8s | %20s | %8s | %6s | %8s | %11s | %13s | %8s | %7s | %7s | %016" PRIx64 "%s |\n",
+            mode, r->test, r->sampling, ts, gbps, pct, kern, host, gap, graph, load, ttft, r->logits_hash,
+            r->hash_stable ? "" : " (varies)");
 }
 
 void zr_bench_out_begin(ZrBenchOut *o, const ZrBenchDevice *dev) {
@@ -240,15 +256,17 @@ void zr_bench_out_begin(ZrBenchOut *o, const ZrBenchDevice *dev) {
         char line[768];
         zr_bench_device_line(dev, line, sizeof line);
         fprintf(f, "%s\n\n", line);
-        fprintf(f,
-                "| %-24s | %14s | %10s | %-7s | %7s | %-14s | %14s | %-8s | %20s | %8s | %6s | %8s | %11s | %13s | %8s | "
-                "%7s | %7s | %-16s |\n",
-                "model", "size", "params", "backend", "threads", "mode", "test", "sampling", "t/s", "GB/s", "% BW",
-                "kern/tok", "host µs/tok", "gap µs (min)", "graph ms", "load ms", "TTFT ms", "logits hash");
-        fprintf(f, "| %s | %s: | %s: | %s | %s: | %s | %s: | %s | %s: | %s: | %s: | %s: | %s: | %s: | %s: | %s: | %s: | %s |\n",
-                "------------------------", "-------------", "---------", "-------", "------", "--------------",
-                "-------------", "--------", "-------------------", "-------", "-----", "-------", "----------", "------------",
-                "-------", "------", "------", "----------------");
+        fprintf(f, "| %-24s | %14s | %10s | %-7s | %7s |", "model", "size", "params", "backend", "threads");
+        md_kv(f, o, "type_k", "type_v");
+        fprintf(f, " %-14s | %14s | %-8s | %20s | %8s | %6s | %8s | %11s | %13s | %8s | %7s | %7s | %-16s |\n", "mode",
+                "test", "sampling", "t/s", "GB/s", "% BW", "kern/tok", "host µs/tok", "gap µs (min)", "graph ms", "load ms",
+                "TTFT ms", "logits hash");
+        fprintf(f, "| %s | %s: | %s: | %s | %s: |", "------------------------", "-------------", "---------", "-------",
+                "------");
+        md_kv(f, o, "------", "------");
+        fprintf(f, " %s | %s: | %s | %s: | %s: | %s: | %s: | %s: | %s: | %s: | %s: | %s: | %s |\n", "--------------",
+                "-------------", "--------", "-------------------", "-------", "-----", "-------", "----------",
+                "------------", "-------", "------", "------", "----------------");
         break;
     }
     case ZR_BENCH_JSON: fputs("[\n", f); break;
@@ -264,7 +282,7 @@ void zr_bench_out_begin(ZrBenchOut *o, const ZrBenchDevice *dev) {
 void zr_bench_out_row(ZrBenchOut *o, const ZrBenchDevice *dev, const ZrBenchRow *r) {
     FILE *f = o->f;
     switch (o->format) {
-    case ZR_BENCH_MD: md_row(f, dev, r); break;
+    case ZR_BENCH_MD: md_row(o, dev, r); break;
     case ZR_BENCH_JSON:
         if (o->n_rows) fputs(",\n", f);
         fputs("  ", f);

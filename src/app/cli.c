@@ -18,6 +18,7 @@ void zr_run_settings_defaults(ZrRunSettings *s) {
     s->sampler = zr_sampler_defaults();
     s->repeat_last_n = s->sampler.repeat_last_n;
     s->device = ZR_DEVICE_AUTO;
+    s->kv_type = ZR_KV_F16;
     s->graph = -1;
     s->verify_graph = 1;
     s->resume_fd = -1;
@@ -181,6 +182,8 @@ enum {
     OPT_CHAT_TEMPLATE,
     OPT_PLAN_CACHE,
     OPT_NO_PLAN_CACHE,
+    OPT_CACHE_TYPE_K,
+    OPT_CACHE_TYPE_V,
 };
 
 static const ZrOpt run_options[] = {
@@ -207,6 +210,8 @@ static const ZrOpt run_options[] = {
     {OPT_VERBOSE, "-v|--verbose|--log-verbose", ZR_OPT_FLAG, NULL},
     {OPT_SPECIAL, "--special", ZR_OPT_FLAG, NULL},
     {OPT_DEVICE, "--device", ZR_OPT_VALUE, NULL},
+    {OPT_CACHE_TYPE_K, "-ctk|--cache-type-k", ZR_OPT_VALUE, NULL},
+    {OPT_CACHE_TYPE_V, "-ctv|--cache-type-v", ZR_OPT_VALUE, NULL},
     {OPT_GRAPH, "--graph", ZR_OPT_FLAG, NULL},
     {OPT_NO_GRAPH, "--no-graph", ZR_OPT_FLAG, NULL},
     {OPT_VERIFY_GRAPH, "--verify-graph", ZR_OPT_VALUE, NULL},
@@ -249,6 +254,7 @@ static int parse(ZrRunSettings *s, int argc, char **argv, bool chat, ZrError *er
     s->chat = chat;
     ZrOptReader rd;
     zr_opt_init(&rd, argc, argv);
+    ZrKvFlags kv = {0};
     int rc = 0;
     for (;;) {
         const char *v;
@@ -295,6 +301,8 @@ static int parse(ZrRunSettings *s, int argc, char **argv, bool chat, ZrError *er
         case OPT_VERBOSE: s->verbose = true; break;
         case OPT_SPECIAL: s->special = true; break;
         case OPT_DEVICE: rc = zr_device_parse(name, v, &s->device, err); break;
+        case OPT_CACHE_TYPE_K:
+        case OPT_CACHE_TYPE_V: rc = zr_kv_flag(&kv, id == OPT_CACHE_TYPE_V, name, v, err); break;
         case OPT_GRAPH: s->graph = 1; break;
         case OPT_NO_GRAPH: s->graph = 0; break;
         case OPT_VERIFY_GRAPH: rc = zr_cli_int(name, v, 0, INT_MAX, &s->verify_graph, err); break;
@@ -332,6 +340,7 @@ static int parse(ZrRunSettings *s, int argc, char **argv, bool chat, ZrError *er
         if (rc) return rc;
     }
     if (s->help) return 0;
+    if ((rc = zr_kv_flags_type(&kv, &s->kv_type, err))) return rc;
     if (!s->model) return zr_err(err, ZR_E_USAGE, "no model: give -m FILE (a GGUF file)");
     if (s->prompt && s->prompt_file)
         return zr_err(err, ZR_E_USAGE, "-p and -f both give the prompt: use one of them");

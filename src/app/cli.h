@@ -26,6 +26,7 @@ typedef struct ZrRunSettings {
     bool special;             /* --special: parse special-token text in the prompt */
     bool no_display_prompt;   /* --no-display-prompt: do not echo the prompt to stdout */
     ZrDevice device;          /* --device: the fallback rule is zr_backend_open's */
+    ZrKvType kv_type;         /* -ctk/-ctv resolved (zr_kv_flags_type): ZR_KV_F16 unless f32 is given */
     int graph;                /* -1 = no flag (CUDA_GRAPH_ENABLE decides, in the command), 0 --no-graph, 1 --graph */
     int verify_graph;
     int graph_steps;          /* --graph-steps: decode steps a graph launch runs, 1..8; 0 = the backend's (4) */

@@ -383,6 +383,7 @@ int zr_chat_session(const ZrRunSettings *s, const ZrEnv *env) {
     char plan_cache[4096];
     const ZrBackendOptions bo = {
         .n_ctx = r->n_ctx,
+        .kv_type = s->kv_type,
         .n_threads = s->n_threads,
         .graph = s->graph >= 0 ? s->graph > 0 : env->graph,
         .verify_graph = s->verify_graph,

@@ -1,5 +1,5 @@
 /* zrun eval: teacher-forced logits of a token sequence, for comparing implementations.
- *   zrun eval -m FILE --tokens IDS_FILE --logits OUT.f32 [--device auto|cpu|cuda] [-t N] [-c N]
+ *   zrun eval -m FILE --tokens IDS_FILE --logits OUT.f32 [--device auto|cpu|cuda] [-t N] [-c N] [-ctk/-ctv f16|f32]
  * Every position's logits (n_tokens x n_vocab, little-endian float32, row-major) go to OUT. */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,11 +24,13 @@ typedef struct EvalArgs {
     const char *plan_cache; /* --plan-cache FILE; NULL: the default */
     bool no_plan_cache;     /* --no-plan-cache */
     ZrDevice device;
+    ZrKvType kv_type; /* -ctk/-ctv resolved (default f16) */
     int n_threads, n_ctx;
 } EvalArgs;
 
 static const char k_eval_usage[] =
-    "usage: zrun eval -m FILE --tokens IDS_FILE --logits OUT.f32|- [--device auto|cpu|cuda] [-t N] [-c N]\n";
+    "usage: zrun eval -m FILE --tokens IDS_FILE --logits OUT.f32|- [--device auto|cpu|cuda] [-t N] [-c N]\n"
+    "                 [-ctk f16|f32] [-ctv f16|f32]\n";
 
 static int usage_error(const char *msg) {
     fprintf(stderr, "zrun eval: %s\n%s", msg, k_eval_usage);
@@ -37,18 +39,20 @@ static int usage_error(const char *msg) {
 
 /* 0, -1 for --help, or 2 after the message. */
 static int parse_args(int argc, char **argv, EvalArgs *a) {
-    enum { O_MODEL = 1, O_TOKENS, O_LOGITS, O_DEVICE, O_THREADS, O_CTX, O_HELP, O_PLAN_CACHE, O_NO_PLAN_CACHE };
+    enum { O_MODEL = 1, O_TOKENS, O_LOGITS, O_DEVICE, O_THREADS, O_CTX, O_HELP, O_PLAN_CACHE, O_NO_PLAN_CACHE, O_CTK, O_CTV };
     static const ZrOpt opts[] = {
         {O_MODEL, "-m|--model", ZR_OPT_VALUE, NULL},     {O_TOKENS, "--tokens", ZR_OPT_VALUE, NULL},
         {O_LOGITS, "--logits", ZR_OPT_VALUE, NULL},      {O_DEVICE, "--device", ZR_OPT_VALUE, NULL},
         {O_THREADS, "-t|--threads", ZR_OPT_VALUE, NULL}, {O_CTX, "-c|--ctx-size", ZR_OPT_VALUE, NULL},
         {O_HELP, "-h|--help", ZR_OPT_FLAG, NULL},        {O_PLAN_CACHE, "--plan-cache", ZR_OPT_VALUE, NULL},
-        {O_NO_PLAN_CACHE, "--no-plan-cache", ZR_OPT_FLAG, NULL}, {0, NULL, 0, NULL},
+        {O_NO_PLAN_CACHE, "--no-plan-cache", ZR_OPT_FLAG, NULL}, {O_CTK, "-ctk|--cache-type-k", ZR_OPT_VALUE, NULL},
+        {O_CTV, "-ctv|--cache-type-v", ZR_OPT_VALUE, NULL},      {0, NULL, 0, NULL},
     };
     *a = (EvalArgs){.device = ZR_DEVICE_AUTO};
     ZrOptReader rd;
     zr_opt_init(&rd, argc, argv);
     ZrError e = {0};
+    ZrKvFlags kv = {0};
     for (;;) {
         const char *v;
         int id = zr_opt_next(&rd, opts, &v, &e), rc = 0;
@@ -72,9 +76,12 @@ static int parse_args(int argc, char **argv, EvalArgs *a) {
             a->plan_cache = v, a->no_plan_cache = false; /* the last of the two wins */
             break;
         case O_NO_PLAN_CACHE: a->no_plan_cache = true, a->plan_cache = NULL; break;
+        case O_CTK:
+        case O_CTV: rc = zr_kv_flag(&kv, id == O_CTV, name, v, &e); break;
         }
         if (rc) return usage_error(e.msg);
     }
+    if (zr_kv_flags_type(&kv, &a->kv_type, &e)) return usage_error(e.msg);
     if (!a->model) return usage_error("-m FILE is required");
     if (!a->tokens) return usage_error("--tokens IDS_FILE is required");
     if (!a->logits) return usage_error("--logits OUT.f32 is required (- for standard output)");
@@ -188,7 +195,8 @@ int zr_cmd_eval(int argc, char **argv, const ZrEnv *env) {
             goto fail_model;
         }
     char plan_cache[4096];
-    const ZrBackendOptions o = {.n_ctx = a.n_ctx ? a.n_ctx : zr_backend_default_ctx(&m, n), .n_threads = a.n_threads,
+    const ZrBackendOptions o = {.n_ctx = a.n_ctx ? a.n_ctx : zr_backend_default_ctx(&m, n), .kv_type = a.kv_type,
+                                .n_threads = a.n_threads,
                                 .verify_graph = 1, .quiet = true, .all_logits = true,
                                 .plan_cache = zr_backend_plan_cache(a.plan_cache, a.no_plan_cache, env->xdg_cache_home,
                                                                     env->home, plan_cache, sizeof plan_cache)};

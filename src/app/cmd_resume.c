@@ -57,6 +57,7 @@ int zr_run_resume(const ZrRunSettings *s, const ZrEnv *env) {
     char plan_cache[4096];
     const ZrBackendOptions bo = {
         .n_ctx = r.n_ctx,
+        .kv_type = rs.kv_type, /* the first process's cache: the same values in it */
         .n_threads = s->n_threads,
         .graph = false, /* a resumed run decodes eagerly */
         .verify_graph = s->verify_graph,

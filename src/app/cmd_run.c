@@ -127,6 +127,7 @@ static int state_from(const ZrRun *r, const ZrResumeState *model_id, const char 
     snprintf(st->cause, sizeof st->cause, "%s", cause);
     st->n_vocab = r->n_vocab;
     st->n_ctx = r->n_ctx;
+    st->kv_type = r->s->kv_type;
     st->n_predict = r->n_predict;
     st->sampler = r->sp;
     st->n_prompt = r->n_prompt;
@@ -194,6 +195,7 @@ int zr_run_fresh(const ZrRunSettings *s, const ZrEnv *env, int argc, char **argv
     char plan_cache[4096];
     const ZrBackendOptions bo = {
         .n_ctx = r.n_ctx,
+        .kv_type = s->kv_type,
         .n_threads = s->n_threads,
         .graph = s->graph >= 0 ? s->graph > 0 : env->graph, /* a flag wins over CUDA_GRAPH_ENABLE */
         .verify_graph = s->verify_graph,

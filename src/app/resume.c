@@ -66,6 +66,8 @@ int zr_resume_encode(const ZrResumeState *st, uint8_t **buf, size_t *len, ZrErro
     put_str(&w, st->cause);
     PUT(&w, st->n_vocab);
     PUT(&w, st->n_ctx);
+    const uint32_t kv_type = (uint32_t)st->kv_type;
+    PUT(&w, kv_type);
     PUT(&w, st->n_predict);
     const ZrSamplerParams *sp = &st->sampler;
     PUT(&w, sp->temp);
@@ -174,7 +176,7 @@ int zr_resume_decode(const uint8_t *buf, size_t len, ZrResumeState *st, ZrError 
 
     Reader r = {buf + 16, len - 16 - sizeof sum, NULL};
     ZrSamplerParams *sp = &st->sampler;
-    uint32_t blob = 0;
+    uint32_t blob = 0, kv_type = 0;
     GET(&r, st->resumes);
     get_str(&r, st->model, sizeof st->model, "model");
     GET(&r, st->model_size);
@@ -184,6 +186,7 @@ int zr_resume_decode(const uint8_t *buf, size_t len, ZrResumeState *st, ZrError 
     get_str(&r, st->cause, sizeof st->cause, "cause");
     GET(&r, st->n_vocab);
     GET(&r, st->n_ctx);
+    GET(&r, kv_type);
     GET(&r, st->n_predict);
     GET(&r, sp->temp);
     GET(&r, sp->top_k);
@@ -227,6 +230,9 @@ int zr_resume_decode(const uint8_t *buf, size_t len, ZrResumeState *st, ZrError 
     if (st->n_vocab <= 0) return bad(st, err, "n_vocab: expected > 0, found %d", st->n_vocab);
     if (st->n_ctx <= 0 || st->n_ctx > ZR_RESUME_MAX_TOKENS)
         return bad(st, err, "n_ctx: expected 1..%d, found %d", ZR_RESUME_MAX_TOKENS, st->n_ctx);
+    if (kv_type != ZR_KV_F32 && kv_type != ZR_KV_F16)
+        return bad(st, err, "kv_type: expected %d (f32) or %d (f16), found %u", ZR_KV_F32, ZR_KV_F16, kv_type);
+    st->kv_type = (ZrKvType)kv_type;
     if (st->n_prompt < 1 || st->n_prompt > st->n_fed || st->n_fed >= st->n_ctx)
         return bad(st, err, "token counts: expected 1 <= prompt (%d) <= fed (%d) < context (%d)", st->n_prompt,
                    st->n_fed, st->n_ctx);

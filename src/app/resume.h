@@ -19,10 +19,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend.h"
 #include "err.h"
 #include "sampler.h"
 
-#define ZR_RESUME_VERSION 2 /* 2: the presence and frequency penalties */
+#define ZR_RESUME_VERSION 3 /* 2: the presence and frequency penalties; 3: the KV cache's type */
 #define ZR_RESUME_MAX_TOKENS (1 << 24) /* a sanity bound on n_ctx for a state read back */
 
 typedef struct ZrResumeState {
@@ -35,6 +36,7 @@ typedef struct ZrResumeState {
     char cause[256];            /* "the CUDA context was lost (CUDA_ERROR_...)" */
     int32_t n_vocab;
     int32_t n_ctx;              /* resolved (-c or the model's) */
+    ZrKvType kv_type;           /* -ctk/-ctv resolved: the new process's cache holds the same values */
     int32_t n_predict;          /* -n */
     ZrSamplerParams sampler;    /* as used: seed and repeat_last_n resolved */
     int32_t n_prompt;           /* prompt tokens (fed in one forward, at positions 0..n_prompt) */

@@ -248,7 +248,8 @@ void zr_run_notes(const ZrRun *r) {
     if (!s->verbose) return;
     fprintf(stderr, "zrun: model %s: %s, %d layers, vocabulary %d\n", s->model, r->model.hp.arch_name,
             r->model.hp.n_layer, r->n_vocab);
-    fprintf(stderr, "zrun: prompt %d tokens, context %d, -n %d\n", r->n_prompt, r->n_ctx, r->n_predict);
+    fprintf(stderr, "zrun: prompt %d tokens, context %d (KV cache %s), -n %d\n", r->n_prompt, r->n_ctx,
+            zr_kv_type_name(s->kv_type), r->n_predict);
     fprintf(stderr,
             "zrun: sampling: penalties (last %d: repeat %g, presence %g, frequency %g) -> top-k %d -> top-p %g -> "
             "min-p %g -> temp %g%s; seed %llu\n",
