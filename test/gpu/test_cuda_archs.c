@@ -154,6 +154,38 @@ ZT_TEST(greedy_ids_equal_the_cpu_on_gemma2_gemma3_phi3) {
     }
 }
 
+/* n ids in 2..501, a fixed walk over tiny's vocabulary (malloc'd) */
+static int32_t *walk_tokens(int n) {
+    int32_t *tok = malloc(sizeof(int32_t) * n);
+    for (int i = 0; i < n; i++) tok[i] = (int32_t)((i * 7919 + 2) % 500) + 2;
+    return tok;
+}
+
+/* Synthesizes and loads the case's model into *m, and returns the CPU reference's logits of
+ * every position [n][n_vocab] (one prefill pass, cache type kv); NULL when a step failed (said on
+ * stderr, the test marked failed; *m loaded only when the load succeeded: m->hp.n_vocab 0 else). */
+static float *case_cpu_logits(const Case *k, ZrModel *m, const int32_t *tok, int n, ZrKvType kv) {
+    char path[4200];
+    ZrError err = {0};
+    memset(m, 0, sizeof *m);
+    if (zt_synth("cuda_arch.gguf", k->args, 0, path, sizeof path) != 0 || zr_model_load(m, path, &err)) {
+        fprintf(stderr, "  %s: zrun-synth or load failed: %s\n", k->name, err.msg);
+        zt_failed_flag = 1;
+        return NULL;
+    }
+    float *ref = malloc(sizeof(float) * n * m->hp.n_vocab);
+    ZrBackendOptions oc = {.n_ctx = k->n_ctx, .n_threads = 4, .kv_type = kv};
+    ZrBackend *cb = zr_cpu_backend_create(m, &oc, &err);
+    if (!cb || cb->forward(cb, tok, n, 0, ref, true, &err)) {
+        fprintf(stderr, "  %s: the CPU reference: %s\n", k->name, err.msg);
+        zt_failed_flag = 1;
+        free(ref);
+        ref = NULL;
+    }
+    if (cb) cb->destroy(cb);
+    return ref;
+}
+
 /* Past several chunks of the fused decode attention (n_ctx 512: chunks of 128, 64 for heads of
  * 256) and past the
  * window: 300 decode steps on the CUDA backend, eager and graph, against the CPU's logits of
@@ -167,24 +199,16 @@ ZT_TEST(gemma_decode_past_several_attention_chunks_and_the_window_matches_the_cp
         {"gemma3-F32-hd256-w40", "--arch gemma3 --layers 7 --seed 13 --window 40 --embd 512 --heads 4 --kv-heads 2 --head-dim 256 --type f32", 512},
         {"gemma2-F32-caps-w40", "--arch gemma2 --layers 4 --seed 14 --window 40 --attn-softcap 0.5 --final-softcap 5 --type f32", 512},
     };
-    int32_t *tok = malloc(sizeof(int32_t) * LONG_POS);
-    for (int i = 0; i < LONG_POS; i++) tok[i] = (int32_t)((i * 7919 + 2) % 500) + 2;
+    int32_t *tok = walk_tokens(LONG_POS);
     int failed = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const Case *k = &cases[i];
-        char path[4200];
         ZrModel m;
         ZrError err = {0};
-        ZT_CHECK(zt_synth("cuda_arch.gguf", k->args, 0, path, sizeof path) == 0);
-        ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s: %s", k->name, err.msg);
+        float *ref = case_cpu_logits(k, &m, tok, LONG_POS, ZR_KV_F32);
+        ZT_CHECK(ref != NULL);
         const int V = m.hp.n_vocab;
-        float *ref = malloc(sizeof(float) * LONG_POS * V), *lg = malloc(sizeof(float) * LONG_POS * V),
-              *lgg = malloc(sizeof(float) * LONG_POS * V);
-        ZrBackendOptions oc = {.n_ctx = k->n_ctx, .n_threads = 4};
-        ZrBackend *cb = zr_cpu_backend_create(&m, &oc, &err);
-        ZT_CHECKF(cb != NULL, "%s: %s", k->name, err.msg);
-        ZT_CHECKF(!cb->forward(cb, tok, LONG_POS, 0, ref, true, &err), "%s: %s", k->name, err.msg);
-        cb->destroy(cb);
+        float *lg = malloc(sizeof(float) * LONG_POS * V), *lgg = malloc(sizeof(float) * LONG_POS * V);
         ZrBackendOptions oe = {.n_ctx = k->n_ctx, .quiet = true}, og = {.n_ctx = k->n_ctx, .graph = 1, .verify_graph = 2, .quiet = true};
         ZrBackend *eg = zr_cuda_backend_create(&m, &oe, &err), *gg = eg ? zr_cuda_backend_create(&m, &og, &err) : NULL;
         ZT_CHECKF(eg && gg, "%s: %s", k->name, err.msg);
@@ -237,24 +261,17 @@ ZT_TEST(an_f16_kv_cache_matches_the_cpu_rounding_the_same_and_graph_equals_eager
         {"qwen3-F16-gqa8", "--arch qwen3 --layers 3 --seed 23 --heads 16 --kv-heads 2 --head-dim 64 --type f16", 256},
         {"phi3-F32-partial", "--arch phi3 --layers 3 --seed 11 --orig-ctx 64 --rope-dim 48 --type f32", 256},
     };
-    int32_t *tok = malloc(sizeof(int32_t) * KV16_POS);
-    for (int i = 0; i < KV16_POS; i++) tok[i] = (int32_t)((i * 7919 + 2) % 500) + 2;
+    int32_t *tok = walk_tokens(KV16_POS);
     int failed = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const Case *k = &cases[i];
-        char path[4200];
         ZrModel m;
         ZrError err = {0};
-        ZT_CHECK(zt_synth("cuda_arch.gguf", k->args, 0, path, sizeof path) == 0);
-        ZT_CHECKF(zr_model_load(&m, path, &err) == 0, "%s: %s", k->name, err.msg);
+        float *ref = case_cpu_logits(k, &m, tok, KV16_POS, ZR_KV_F16);
+        ZT_CHECK(ref != NULL);
         const int V = m.hp.n_vocab;
         const size_t all = sizeof(float) * KV16_POS * V;
-        float *ref = malloc(all), *lg = malloc(all), *lgg = malloc(all), *lp = malloc(all), *l32 = malloc(all);
-        ZrBackendOptions oc = {.n_ctx = k->n_ctx, .n_threads = 4, .kv_type = ZR_KV_F16};
-        ZrBackend *cb = zr_cpu_backend_create(&m, &oc, &err);
-        ZT_CHECKF(cb != NULL, "%s: %s", k->name, err.msg);
-        ZT_CHECKF(!cb->forward(cb, tok, KV16_POS, 0, ref, true, &err), "%s: %s", k->name, err.msg);
-        cb->destroy(cb);
+        float *lg = malloc(all), *lgg = malloc(all), *lp = malloc(all), *l32 = malloc(all);
         ZrBackendOptions oe = {.n_ctx = k->n_ctx, .quiet = true, .kv_type = ZR_KV_F16, .attn_group_pos = 100};
         ZrBackendOptions og = oe, o32 = {.n_ctx = k->n_ctx, .quiet = true};
         og.graph = true;
