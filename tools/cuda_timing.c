@@ -7,8 +7,9 @@
  * only: the second prefill's wall time minus half the table's sum is the cuBLASLt GEMMs plus
  * gaps). -g: the graph pass only (skips the eager one and its model upload). -T FILE (kernels
  * built with meson -Dtimeline=true): the graph pass writes the grid-wait stamps of its last
- * decode steps to FILE (src/cuda/timeline.h), for tools/timeline.py.
- *     zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P] [-g] [-T FILE] */
+ * decode steps to FILE (src/cuda/timeline.h), for tools/timeline.py. -k f16|f32: the KV cache's
+ * type (default f16, zrun's).
+ *     zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P] [-g] [-T FILE] [-k f16|f32] */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +37,9 @@ static double median(double *v, int n) {
 
 int main(int argc, char **argv) {
     const char *path = NULL, *timeline = NULL;
-    int p = 512, n = 128, reps = 3, opt, profile = 0, graph_only = 0;
-    while ((opt = getopt(argc, argv, "m:p:n:r:PgT:")) != -1) {
+    int p = 512, n = 128, reps = 3, opt, profile = 0, graph_only = 0, bad = 0;
+    ZrKvType kv = ZR_KV_F16;
+    while ((opt = getopt(argc, argv, "m:p:n:r:PgT:k:")) != -1) {
         if (opt == 'P' || opt == 'g') {
             if (opt == 'P') profile = 1;
             else graph_only = 1;
@@ -48,10 +50,11 @@ int main(int argc, char **argv) {
         else if (opt == 'p') p = atoi(optarg);
         else if (opt == 'n') n = atoi(optarg);
         else if (opt == 'r') reps = atoi(optarg);
-        else return 2;
+        else if (opt == 'k' && (!strcmp(optarg, "f16") || !strcmp(optarg, "f32"))) kv = optarg[1] == '1' ? ZR_KV_F16 : ZR_KV_F32;
+        else bad = 1;
     }
-    if (!path || p < 2 || n < 1 || reps < 1 || reps > 64) {
-        fprintf(stderr, "usage: zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P] [-g] [-T FILE]\n");
+    if (bad || !path || p < 2 || n < 1 || reps < 1 || reps > 64) {
+        fprintf(stderr, "usage: zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P] [-g] [-T FILE] [-k f16|f32]\n");
         return 2;
     }
     ZrModel m;
@@ -66,7 +69,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < p; i++) tok[i] = (int32_t)((1 + 7919 * (int64_t)i) % V);
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     for (int graph = graph_only; graph <= 1; graph++) {
-        ZrBackendOptions o = {.n_ctx = p + n + 16, .graph = graph, .verify_graph = 1, .quiet = graph,
+        ZrBackendOptions o = {.n_ctx = p + n + 16, .kv_type = kv, .graph = graph, .verify_graph = 1, .quiet = graph,
                               .timeline = graph ? timeline : NULL};
         ZrBackend *be = zr_cuda_backend_create(&m, &o, &err);
         if (!be) {
@@ -104,7 +107,7 @@ int main(int argc, char **argv) {
         be->destroy(be);
     }
     if (profile) {
-        ZrBackendOptions o = {.n_ctx = p + n + 16, .graph = 0, .profile = true, .quiet = true};
+        ZrBackendOptions o = {.n_ctx = p + n + 16, .kv_type = kv, .graph = 0, .profile = true, .quiet = true};
         /* the prefill first, on its own backend so its table holds prefill launches only */
         ZrBackend *be = zr_cuda_backend_create(&m, &o, &err);
         int rc = be ? 0 : 1;
