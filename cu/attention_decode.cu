@@ -51,10 +51,12 @@
 //   hd/(4V), at most 32), so a warp covers 32/L rows at a time; each warp keeps an online
 //   softmax (max, sum, P.V) of its rows, and the warps are merged in warp order through shared
 //   memory (one barrier). Needs head_dim % 4 == 0 and head_dim <= 128 V.
-// Every kernel has an F16-cache twin named with _kvh (cu/kv.cuh): a lane loads 4 halves (8 bytes)
-// where it loaded 4 floats, keeps them as halves in the row batch and widens them where they are
-// used, so a grouped block's batch holds ZR_AD_HROWS times the rows in the same registers; the
-// current row (written to the cache rounded) is taken from shared memory rounded too.
+// Every kernel has an F16-cache twin named with _kvh (cu/kv.cuh): a lane keeps the halves it loads
+// in the row batch and widens them where they are used; the current row (written to the cache
+// rounded) is taken from shared memory rounded too. The single-head twins load 4 halves (8 bytes)
+// where they loaded 4 floats; the grouped ones 8 halves (16 bytes) a lane, so a row takes half
+// the lanes (L = head_dim / 8: one shuffle level less for each of the QG dots, the part of a
+// lane's work that bound them; head_dim % 8 == 0).
 #include "common.cuh"
 #include "kv.cuh"
 #include "rope.cuh"
@@ -63,7 +65,6 @@
 #define ZR_AD_WARPS (ZR_AD_THREADS / 32)
 #define ZR_AD_UNROLL 8 // 16-byte cache loads a lane issues before using any (per batch)
 #define ZR_AD_PRE 4    // chunk partials the merge loads before using any
-#define ZR_AD_HROWS 2  // an F16 cache's row batch in the grouped kernels: times the F32 batch's rows
 
 __device__ __forceinline__ float4 zr_ad_fma4(float w, float4 v, float4 a) {
     return make_float4(fmaf(w, v.x, a.x), fmaf(w, v.y, a.y), fmaf(w, v.z, a.z), fmaf(w, v.w, a.w));
@@ -75,19 +76,37 @@ __device__ __forceinline__ float zr_ad_dot4(float4 q, float4 k) {
     return fmaf(q.x, k.x, fmaf(q.y, k.y, fmaf(q.z, k.z, q.w * k.w)));
 }
 
-// A batch of cache rows p0 + u*step (u < U): V groups of 4 values each (group sub + j*L of the
-// row, as loaded: ZrKv<KV>::Raw4) at `rows` + p*stride; zero where p >= n_cached (rows past the
-// chunk, and row pos, which comes from shared memory) or past the head.
-template <int U, int V, typename KV>
-__device__ __forceinline__ void zr_ad_rows(typename ZrKv<KV>::Raw4 (&r)[U][V], const KV *rows, int stride, int p0,
-                                           int step, int n_cached, int sub, int L, int hd4) {
+// A lane's slot of a cache row: W groups of 4 values (W float4s once widened), as loaded: 4
+// values (16 bytes of floats, 8 of halves), or with W = 2 8 halves (16 bytes).
+template <typename KV, int W> struct ZrAdSlot {
+    typedef typename ZrKv<KV>::Raw4 T;
+    __device__ static __forceinline__ T load(const KV *p) { return ZrKv<KV>::load4(p); }
+    __device__ static __forceinline__ float4 get(T r, int) { return ZrKv<KV>::wide(r); }
+    __device__ static __forceinline__ T zero() { return ZrKv<KV>::zero4(); }
+};
+template <> struct ZrAdSlot<__half, 2> {
+    typedef uint4 T;
+    __device__ static __forceinline__ T load(const __half *p) { return *(const uint4 *)p; }
+    __device__ static __forceinline__ float4 get(T r, int w) {
+        return ZrKv<__half>::wide(w ? make_uint2(r.z, r.w) : make_uint2(r.x, r.y));
+    }
+    __device__ static __forceinline__ T zero() { return make_uint4(0u, 0u, 0u, 0u); }
+};
+
+// A batch of cache rows p0 + u*step (u < U): V slots each (slot sub + j*L of the row: values
+// 4W(sub + j*L) ..) at `rows` + p*stride; zero where p >= n_cached (rows past the chunk, and row
+// pos, which comes from shared memory) or past the head (n_slots slots a row).
+template <int U, int V, int W, typename KV>
+__device__ __forceinline__ void zr_ad_rows(typename ZrAdSlot<KV, W>::T (&r)[U][V], const KV *rows, int stride, int p0,
+                                           int step, int n_cached, int sub, int L, int n_slots) {
 #pragma unroll
     for (int u = 0; u < U; u++) {
         const int p = p0 + u * step;
 #pragma unroll
         for (int j = 0; j < V; j++) {
             const int i = sub + j * L;
-            r[u][j] = i < hd4 && p < n_cached ? ZrKv<KV>::load4(rows + (size_t)p * stride + 4 * i) : ZrKv<KV>::zero4();
+            r[u][j] = i < n_slots && p < n_cached ? ZrAdSlot<KV, W>::load(rows + (size_t)p * stride + 4 * W * i)
+                                                  : ZrAdSlot<KV, W>::zero();
         }
     }
 }
@@ -128,12 +147,14 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
                                                int n_head, int n_kv, int head_dim, int rope_dim, int neox, int chunk,
                                                int n_split, float scale, float eps, int window, float softcap) {
     typedef ZrKv<KV> C;
-    typedef typename C::Raw4 R;
-    // an F16 cache doubles a group's row batch (its halves fit the registers of the F32 batch);
-    // the single-head kernels keep theirs: short contexts' chunks fill one F32 batch already, and
-    // twice the rows measured slower there (H200 tg128 from position 0: 8B 502.1 -> 477.9 t/s,
-    // Qwen3-30B-A3B 536.7 -> 502.8; cu/PERF.md session 23)
-    constexpr int U = ZR_AD_UNROLL / V / (QG > 1 ? 2 : 1) * (C::HALF && QG > 1 ? ZR_AD_HROWS : 1), MAX4 = 32 * V;
+    // an F16 cache's groups take slots of 8 halves a lane (W = 2: half the lanes a row, one
+    // shuffle level less for each dot); everything else slots of 4 values
+    constexpr int W = C::HALF && QG > 1 ? 2 : 1;
+    typedef ZrAdSlot<KV, W> S;
+    typedef typename S::T R;
+    // (the F16 groups of 4 with W = 2 spill 32 bytes at U = 4; U = 3 spilled nothing and measured
+    // slower: H200 8B after 16384 positions 305.4 against 292.8 t/s; cu/PERF.md session 23)
+    constexpr int U = ZR_AD_UNROLL / V / (QG > 1 ? 2 : 1), MAX4 = 32 * V;
     // Before zr_grid_wait(): only the position (written by host copies before the step) and
     // cache rows < pos, which earlier decode steps or the prefill wrote. Under programmatic
     // dependent launch the kernel this one may overlap is the one just before it (the QKV
@@ -155,8 +176,9 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
     const int G = n_head / n_kv, kvh = h / G, hd = head_dim, hd4 = hd >> 2;
     const int kv_dim = n_kv * hd, q_dim = n_head * hd;
     const bool writer = h % G == 0; // exactly one block per KV head writes cache row pos
+    const int n_slots = hd4 / W; // (W = 2: head_dim % 8 == 0, the host's rule)
     int L = 1;
-    while (L * V < hd4) L <<= 1;
+    while (L * V < n_slots) L <<= 1;
     const int NG = ZR_AD_THREADS / L, grp = t / L, sub = t % L; // NG row groups of L lanes
     const int warp = t >> 5, lane = t & 31, wg0 = warp * (32 / L); // the warp's first row group
 
@@ -184,8 +206,8 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
     // latency with the previous kernel's tail and the rope
     size_t base = (size_t)lo * kv_dim + (size_t)kvh * hd; // row `lo` of this KV head
     R kr[U][V], vr[U][V];
-    zr_ad_rows<U, V, KV>(kr, kc + base, kv_dim, grp, NG, n_cached, sub, L, hd4);
-    zr_ad_rows<U, V, KV>(vr, vc + base, kv_dim, grp, NG, n_cached, sub, L, hd4);
+    zr_ad_rows<U, V, W, KV>(kr, kc + base, kv_dim, grp, NG, n_cached, sub, L, n_slots);
+    zr_ad_rows<U, V, W, KV>(vr, vc + base, kv_dim, grp, NG, n_cached, sub, L, n_slots);
     // also before the wait: what this thread's value of q (t < hd) or of the new K row (hd <= t
     // < 2 hd) needs that no kernel writes: its pair's angle and norm weights (the first pass
     // below takes value t of q|k|v, so these are its q and k values at any head_dim <= 256)
@@ -373,14 +395,16 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
     // the warp's running max (the same in every lane), l and acc the lane's row group's sums. The
     // loop bounds are the same for every thread (the shuffles need whole warps).
     const float4 zero4 = make_float4(0.f, 0.f, 0.f, 0.f);
-    float4 q4[V], acc[QG][V]; // q of a single head in registers (groups read theirs from shared memory)
+    static_assert(QG > 1 || W == 1, "a single head's q registers hold slots of one float4");
+    float4 q4[V], acc[QG][V][W]; // q of a single head in registers (groups read theirs from shared memory)
     float m[QG], l[QG];
 #pragma unroll
     for (int g = 0; g < QG; g++) {
 #pragma unroll
         for (int j = 0; j < V; j++) {
             if (QG == 1) q4[j] = sub + j * L < hd4 ? qs4[0][sub + j * L] : zero4;
-            acc[g][j] = zero4;
+#pragma unroll
+            for (int w = 0; w < W; w++) acc[g][j][w] = zero4;
         }
         m[g] = -INFINITY;
         l[g] = 0.f;
@@ -397,11 +421,11 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
         }
         for (int p0 = 0; p0 < n; p0 += U * NG) {
             if (p0 > 0 || k > 0) {
-                zr_ad_rows<U, V, KV>(kr, kc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, hd4);
-                zr_ad_rows<U, V, KV>(vr, vc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, hd4);
+                zr_ad_rows<U, V, W, KV>(kr, kc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, n_slots);
+                zr_ad_rows<U, V, W, KV>(vr, vc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, n_slots);
             }
-            zr_ad_patch<U, V>(kr, kpatch, p0 + grp, NG, cur_row, sub, L, hd4);
-            zr_ad_patch<U, V>(vr, vpatch, p0 + grp, NG, cur_row, sub, L, hd4);
+            zr_ad_patch<U, V>(kr, kpatch, p0 + grp, NG, cur_row, sub, L, n_slots);
+            zr_ad_patch<U, V>(vr, vpatch, p0 + grp, NG, cur_row, sub, L, n_slots);
             // the U rows' dots of the batch (per head), then their sums over the row's lanes level
             // by level, all together (QG U independent shuffles a level, not chains of 5 one after
             // another; rows past the chunk were loaded as zeros and are masked after), each row's
@@ -411,10 +435,14 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
             for (int g = 0; g < QG; g++)
 #pragma unroll
                 for (int u = 0; u < U; u++) {
-                    s[g][u] = zr_ad_dot4(QG == 1 ? q4[0] : qs4[g][sub], C::wide(kr[u][0]));
+                    s[g][u] = zr_ad_dot4(QG == 1 ? q4[0] : qs4[g][sub * W], S::get(kr[u][0], 0));
+#pragma unroll
+                    for (int w = 1; w < W; w++) s[g][u] += zr_ad_dot4(qs4[g][sub * W + w], S::get(kr[u][0], w));
 #pragma unroll
                     for (int j = 1; j < V; j++)
-                        s[g][u] += zr_ad_dot4(QG == 1 ? q4[j] : qs4[g][sub + j * L], C::wide(kr[u][j]));
+#pragma unroll
+                        for (int w = 0; w < W; w++)
+                            s[g][u] += zr_ad_dot4(QG == 1 ? q4[j] : qs4[g][(sub + j * L) * W + w], S::get(kr[u][j], w));
                 }
 #pragma unroll
             for (int o = 16; o > 0; o >>= 1)
@@ -441,14 +469,18 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
                 const float corr = expf(m[g] - mn);
                 l[g] *= corr;
 #pragma unroll
-                for (int j = 0; j < V; j++) acc[g][j] = zr_ad_scale4(corr, acc[g][j]);
+                for (int j = 0; j < V; j++)
+#pragma unroll
+                    for (int w = 0; w < W; w++) acc[g][j][w] = zr_ad_scale4(corr, acc[g][j][w]);
 #pragma unroll
                 for (int u = 0; u < U; u++)
                     if (p0 + u * NG + wg0 < n) {
                         const float w = expf(s[g][u] - mn);
                         l[g] += w;
 #pragma unroll
-                        for (int j = 0; j < V; j++) acc[g][j] = zr_ad_fma4(w, C::wide(vr[u][j]), acc[g][j]);
+                        for (int j = 0; j < V; j++)
+#pragma unroll
+                            for (int x = 0; x < W; x++) acc[g][j][x] = zr_ad_fma4(w, S::get(vr[u][j], x), acc[g][j][x]);
                     }
                 m[g] = mn;
             }
@@ -462,17 +494,21 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
             if (o >= L) {
                 l[g] += __shfl_xor_sync(0xffffffffu, l[g], o);
 #pragma unroll
-                for (int j = 0; j < V; j++) {
-                    acc[g][j].x += __shfl_xor_sync(0xffffffffu, acc[g][j].x, o);
-                    acc[g][j].y += __shfl_xor_sync(0xffffffffu, acc[g][j].y, o);
-                    acc[g][j].z += __shfl_xor_sync(0xffffffffu, acc[g][j].z, o);
-                    acc[g][j].w += __shfl_xor_sync(0xffffffffu, acc[g][j].w, o);
-                }
+                for (int j = 0; j < V; j++)
+#pragma unroll
+                    for (int w = 0; w < W; w++) {
+                        acc[g][j][w].x += __shfl_xor_sync(0xffffffffu, acc[g][j][w].x, o);
+                        acc[g][j][w].y += __shfl_xor_sync(0xffffffffu, acc[g][j][w].y, o);
+                        acc[g][j][w].z += __shfl_xor_sync(0xffffffffu, acc[g][j][w].z, o);
+                        acc[g][j][w].w += __shfl_xor_sync(0xffffffffu, acc[g][j][w].w, o);
+                    }
             }
         if (lane < L) {
 #pragma unroll
             for (int j = 0; j < V; j++)
-                if (sub + j * L < hd4) wo4[warp][g][sub + j * L] = acc[g][j];
+                if (sub + j * L < n_slots)
+#pragma unroll
+                    for (int w = 0; w < W; w++) wo4[warp][g][(sub + j * L) * W + w] = acc[g][j][w];
         }
         if (lane == 0) {
             wm[warp][g] = m[g];

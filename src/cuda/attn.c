@@ -116,7 +116,8 @@ static int decode_split(const ZrCuForward *f, int qg) {
  * depth (484.4 -> 447.7 t/s after 16384 positions; cu/PERF.md session 22). */
 static int decode_qg(const ZrCuForward *f) {
     const int G = f->m->hp.n_head / f->m->hp.n_head_kv;
-    return f->head_dim > 128 ? 1 : G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1;
+    if (f->head_dim > 128 || (f->kv16 && f->head_dim % 8)) return 1; /* an F16 cache's groups: slots of 8 halves */
+    return G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1;
 }
 
 /* The switch position: the caller's, or ZR_CUF_ATTN_GROUP_POS for 0 */

@@ -104,7 +104,8 @@ int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *
         return zr_err(err, ZR_E_INTERNAL, "attn_decode_f32: no kernel for %d/%d heads of %d (rope %d), chunks of %d",
                       a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk);
     const int qg = a->qg > 1 ? a->qg : 1;
-    if (!(qg == 1 || ((qg == 2 || qg == 4) && a->head_dim <= 128)) || (a->n_head / a->n_kv) % qg)
+    if (!(qg == 1 || ((qg == 2 || qg == 4) && a->head_dim <= 128 && (!a->kv16 || a->head_dim % 8 == 0))) ||
+        (a->n_head / a->n_kv) % qg)
         return zr_err(err, ZR_E_INTERNAL, "attn_decode_f32: no kernel for %d query heads a block (%d/%d heads of %d)", qg,
                       a->n_head, a->n_kv, a->head_dim);
     const ZrKernel *kern = a->head_dim > 128 ? (a->kv16 ? &k->attn_decode_d256_h : &k->attn_decode_d256)

@@ -73,7 +73,8 @@ typedef struct ZrCuAttnDecode {
     CUdeviceptr qkv, kc, vc, part, count, out, freq, pos, q_norm, k_norm;
     int n_head, n_kv, head_dim, rope_dim, neox, chunk, n_chunks, n_split, window;
     float scale, eps, softcap;
-    int qg; /* query heads of one KV head a block: 1 (or 0), 2 or 4 (heads of up to 128; dividing n_head / n_kv) */
+    int qg; /* query heads of one KV head a block: 1 (or 0), 2 or 4 (heads of up to 128, with kv16 a multiple of
+             * 8; dividing n_head / n_kv) */
     bool kv16; /* the caches hold halves */
 } ZrCuAttnDecode;
 /* Whether attn_decode_f32(_d256) handles this shape (n_head a multiple of n_kv, head_dim % 4 == 0

@@ -989,7 +989,9 @@ ZT_TEST(attention_decode_fused_query_head_groups_match_the_split_path_and_cpu) {
     GpuEnv *g = gpu_env();
     const ZrCuAttnDecode bad[] = {{.n_head = 8, .n_kv = 4, .head_dim = 128, .rope_dim = 128, .chunk = 128, .qg = 4},
                                   {.n_head = 8, .n_kv = 2, .head_dim = 256, .rope_dim = 256, .chunk = 64, .qg = 2},
-                                  {.n_head = 12, .n_kv = 2, .head_dim = 128, .rope_dim = 128, .chunk = 128, .qg = 3}};
+                                  {.n_head = 12, .n_kv = 2, .head_dim = 128, .rope_dim = 128, .chunk = 128, .qg = 3},
+                                  /* an F16 cache's groups take slots of 8 halves */
+                                  {.n_head = 8, .n_kv = 4, .head_dim = 12, .rope_dim = 12, .chunk = 128, .qg = 2, .kv16 = true}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ZrError e = {0};
         ZT_CHECK(zr_k_attn_decode(&g->l, &g->k, &bad[i], &e) == ZR_E_INTERNAL);
@@ -1017,6 +1019,8 @@ ZT_TEST(attention_decode_fused_on_an_f16_cache_matches_the_split_path_and_cpu) {
     decode_positions_x(8, 4, 256, 256, 1, 300, 128, (DecodeExtras){.kv16 = true, .window = 48, .cap = 0.5f});
     decode_positions_x(4, 4, 192, 96, 0, 300, 128, (DecodeExtras){.kv16 = true, .window = 33, .norm = true});
     decode_positions_x(8, 2, 64, 32, 1, 600, 128, (DecodeExtras){.kv16 = true, .qg = 4, .window = 100});
+    decode_positions_x(8, 4, 8, 8, 0, 64, 32, (DecodeExtras){.kv16 = true, .qg = 2});  /* head_dim 8: one lane a row */
+    decode_positions_x(8, 4, 40, 40, 1, 300, 64, (DecodeExtras){.kv16 = true, .qg = 2, .norm = true, .split = 2}); /* 5 slots */
 }
 
 ZT_TEST(attention_decode_fused_refuses_shapes_it_does_not_handle) {
