@@ -47,16 +47,17 @@
 //   - out [n_head*head_dim]: the attention output.
 //   - scale: the scores' scale (folded into q); softcap > 0: each score s becomes
 //     tanh(s / softcap) * softcap before the softmax (llama.cpp: scale, then cap).
-//   Within a block: a K/V row is read by L lanes (16 bytes each, V times: L the power of two >=
-//   hd/(4V), at most 32), so a warp covers 32/L rows at a time; each warp keeps an online
+//   Within a block: a K/V row is read by L lanes (4 values each, V times: L the power of two >=
+//   hd/(4V), at most 32; the F16 groups below: 8 halves, L >= hd/(8V)), so a warp covers 32/L
+//   rows at a time; each warp keeps an online
 //   softmax (max, sum, P.V) of its rows, and the warps are merged in warp order through shared
 //   memory (one barrier). Needs head_dim % 4 == 0 and head_dim <= 128 V.
 // Every kernel has an F16-cache twin named with _kvh (cu/kv.cuh): a lane keeps the halves it loads
 // in the row batch and widens them where they are used; the current row (written to the cache
 // rounded) is taken from shared memory rounded too. The single-head twins load 4 halves (8 bytes)
 // where they loaded 4 floats; the grouped ones 8 halves (16 bytes) a lane, so a row takes half
-// the lanes (L = head_dim / 8: one shuffle level less for each of the QG dots, the part of a
-// lane's work that bound them; head_dim % 8 == 0).
+// the lanes (one shuffle level less for each of the QG dots, the part of a lane's work that bound
+// them; head_dim % 8 == 0; cu/PERF.md session 23).
 #include "common.cuh"
 #include "kv.cuh"
 #include "rope.cuh"
