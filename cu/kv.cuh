@@ -2,8 +2,8 @@
 // KV = float (ZR_KV_F32) or __half (ZR_KV_F16, llama.cpp's default cache). A value is rounded to
 // the nearest half once, when it is stored; every read converts back exactly, so a kernel that
 // reads a row sees float(half(x)) whichever kernel wrote it, and the row of the current position
-// a decode block takes from shared memory is rounded the same way (zr_kv_round) before it is
-// used. With KV = float every helper is the identity: the F32 kernels keep their bits.
+// a decode block takes from shared memory is rounded the same way (put's __float2half_rn) before
+// it is used. With KV = float every helper is the identity: the F32 kernels keep their bits.
 #pragma once
 #include "common.cuh"
 
@@ -17,7 +17,6 @@ template <> struct ZrKv<float> {
     __device__ static __forceinline__ Raw4 zero4() { return make_float4(0.f, 0.f, 0.f, 0.f); }
     __device__ static __forceinline__ float get(const float *p) { return *p; }
     __device__ static __forceinline__ void put(float *p, float v) { *p = v; }
-    __device__ static __forceinline__ float round(float v) { return v; }
 };
 
 template <> struct ZrKv<__half> {
@@ -31,5 +30,4 @@ template <> struct ZrKv<__half> {
     __device__ static __forceinline__ Raw4 zero4() { return make_uint2(0u, 0u); }
     __device__ static __forceinline__ float get(const __half *p) { return __half2float(*p); }
     __device__ static __forceinline__ void put(__half *p, float v) { *p = __float2half_rn(v); }
-    __device__ static __forceinline__ float round(float v) { return __half2float(__float2half_rn(v)); }
 };

@@ -36,9 +36,9 @@ void zr_cuf_attn_fused_chunks(int n_ctx, int chunk_d, int head_dim, int *chunk, 
 
 static CUdeviceptr fptr(CUdeviceptr base, size_t floats) { return base + floats * sizeof(float); }
 
-/* The caches of layer il: base + il n_ctx kv_dim values of 2 (kv16) or 4 bytes */
+/* The caches of layer il: base + il n_ctx kv_dim cached values */
 static CUdeviceptr kv_layer(const ZrCuForward *f, CUdeviceptr base, int il) {
-    return base + (size_t)il * f->n_ctx * f->kv_dim * (f->kv16 ? 2 : sizeof(float));
+    return base + (size_t)il * f->n_ctx * f->kv_dim * zr_cuf_kv_value_bytes(f->kv16);
 }
 
 /* Q/K head norms (facts.qk_norm: qwen3) of `rows` rows of f->qkv, in place. */

@@ -21,7 +21,7 @@ size_t zr_cuf_wbuf_elems(const ZrModel *m) {
 
 int zr_cuf_buffers(const ZrModel *m, int n_ctx, bool kv16, ZrCuBuffer out[ZR_CUF_MAX_BUFFERS]) {
     const ZrHparams *hp = &m->hp;
-    const size_t UB = ZR_CUF_UBATCH, fl = sizeof(float), ctx = (size_t)n_ctx, kve = kv16 ? 2 : fl;
+    const size_t UB = ZR_CUF_UBATCH, fl = sizeof(float), ctx = (size_t)n_ctx, kve = zr_cuf_kv_value_bytes(kv16);
     const size_t n_embd = hp->n_embd, n_ff = hp->n_ff, n_head = hp->n_head, head_dim = hp->head_dim;
     const size_t q_dim = n_head * head_dim, kv_dim = (size_t)hp->n_head_kv * head_dim, qkv_dim = q_dim + 2 * kv_dim;
     const size_t wmax = smax(smax(n_embd, q_dim), n_ff);

@@ -126,6 +126,9 @@ typedef struct ZrCuForward {
     int n_allocs, cap_allocs;
 } ZrCuForward;
 
+/* Bytes of one cached K or V value: a half (kv16) or a float */
+static inline size_t zr_cuf_kv_value_bytes(bool kv16) { return kv16 ? 2 : sizeof(float); }
+
 /* Uploads the weights and allocates the KV cache for n_ctx (of halves with kv16, else floats)
  * and every workspace. Checks first
  * that it all fits: out of memory says how much was needed and how much was free. */
