@@ -112,16 +112,17 @@ __device__ __forceinline__ void zr_ad_rows(typename ZrAdSlot<KV, W>::T (&r)[U][V
     }
 }
 
-// Row pos (the chunk's last row n - 1 in the blocks that hold it) from shared memory.
+// Row pos (the chunk's last row n - 1 in the blocks that hold it) from shared memory, in slots
+// as zr_ad_rows loads them.
 template <int U, int V, typename R>
 __device__ __forceinline__ void zr_ad_patch(R (&r)[U][V], const R *row, int p0, int step, int last_row, int sub, int L,
-                                            int hd4) {
+                                            int n_slots) {
 #pragma unroll
     for (int u = 0; u < U; u++)
         if (p0 + u * step == last_row) {
 #pragma unroll
             for (int j = 0; j < V; j++)
-                if (sub + j * L < hd4) r[u][j] = row[sub + j * L];
+                if (sub + j * L < n_slots) r[u][j] = row[sub + j * L];
         }
 }
 
