@@ -154,7 +154,7 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
     constexpr int W = C::HALF && QG > 1 ? 2 : 1;
     typedef ZrAdSlot<KV, W> S;
     typedef typename S::T R;
-    // (the F16 groups of 4 with W = 2 spill 32 bytes at U = 4; U = 3 spilled nothing and measured
+    // (the F16 groups of 4 with W = 2 spill 24 bytes at U = 4; U = 3 spilled nothing and measured
     // slower: H200 8B after 16384 positions 305.4 against 292.8 t/s; cu/PERF.md session 23)
     constexpr int U = ZR_AD_UNROLL / V / (QG > 1 ? 2 : 1), MAX4 = 32 * V;
     // Before zr_grid_wait(): only the position (written by host copies before the step) and
@@ -412,81 +412,93 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
         l[g] = 0.f;
     }
     const float inv_cap = softcap > 0.f ? 1.0f / softcap : 0.f;
-    for (int k = 0; k < n_mine; k++) {
-        if (k > 0) {
-            c += n_split;
-            lo = c * chunk; // past the window's first row: only a block's first chunk starts before it
-            n = min(lo + chunk, seq) - lo;
-            n_cached = c == live - 1 ? n - 1 : n;
-            cur_row = c == live - 1 ? n - 1 : -1;
-            base = (size_t)lo * kv_dim + (size_t)kvh * hd;
+    // the block's row batches, one after another: rows p0 .. p0 + U NG - 1 of its chunk k (the
+    // first batch was requested before the wait). Each iteration finds the next batch before it
+    // uses the current one and requests it after: one flat loop, where a loop over chunks around a
+    // loop over batches made ptxas spill more in the F16 groups of 4 (32 bytes, not 24) and give
+    // the F16 single head 96 registers, not 90: H200 tg128 after 16384 positions 8B 305.6 -> 312.6,
+    // Qwen3-30B-A3B 269.8 -> 278.8 t/s, after 1024-2048 +0.6%, Gemma-3-4B's heads of 256 after
+    // 16384 -1%; the same bits (cu/PERF.md session 24)
+    for (int k = 0, p0 = 0;;) {
+        // the next batch: the chunk's next rows, else the block's next chunk (past the window's
+        // first row: only a block's first chunk starts before it)
+        int k1 = k, p1 = p0 + U * NG, c1 = c, n1 = n, nc1 = n_cached, cr1 = cur_row;
+        size_t base1 = base;
+        if (p1 >= n) {
+            k1 = k + 1;
+            p1 = 0;
+            c1 = c + n_split;
+            const int lo1 = c1 * chunk;
+            n1 = min(lo1 + chunk, seq) - lo1;
+            nc1 = c1 == live - 1 ? n1 - 1 : n1;
+            cr1 = c1 == live - 1 ? n1 - 1 : -1;
+            base1 = (size_t)lo1 * kv_dim + (size_t)kvh * hd;
         }
-        for (int p0 = 0; p0 < n; p0 += U * NG) {
-            if (p0 > 0 || k > 0) {
-                zr_ad_rows<U, V, W, KV>(kr, kc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, n_slots);
-                zr_ad_rows<U, V, W, KV>(vr, vc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, n_slots);
+        const bool more = k1 < n_mine;
+        zr_ad_patch<U, V>(kr, kpatch, p0 + grp, NG, cur_row, sub, L, n_slots);
+        zr_ad_patch<U, V>(vr, vpatch, p0 + grp, NG, cur_row, sub, L, n_slots);
+        // the U rows' dots of the batch (per head), then their sums over the row's lanes level
+        // by level, all together (QG U independent shuffles a level, not chains of 5 one after
+        // another; rows past the chunk were loaded as zeros and are masked after), each row's
+        // arithmetic as it was alone
+        float s[QG][U];
+#pragma unroll
+        for (int g = 0; g < QG; g++)
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                s[g][u] = zr_ad_dot4(QG == 1 ? q4[0] : qs4[g][sub * W], S::get(kr[u][0], 0));
+#pragma unroll
+                for (int w = 1; w < W; w++) s[g][u] += zr_ad_dot4(qs4[g][sub * W + w], S::get(kr[u][0], w));
+#pragma unroll
+                for (int j = 1; j < V; j++)
+#pragma unroll
+                    for (int w = 0; w < W; w++)
+                        s[g][u] += zr_ad_dot4(QG == 1 ? q4[j] : qs4[g][(sub + j * L) * W + w], S::get(kr[u][j], w));
             }
-            zr_ad_patch<U, V>(kr, kpatch, p0 + grp, NG, cur_row, sub, L, n_slots);
-            zr_ad_patch<U, V>(vr, vpatch, p0 + grp, NG, cur_row, sub, L, n_slots);
-            // the U rows' dots of the batch (per head), then their sums over the row's lanes level
-            // by level, all together (QG U independent shuffles a level, not chains of 5 one after
-            // another; rows past the chunk were loaded as zeros and are masked after), each row's
-            // arithmetic as it was alone
-            float s[QG][U];
 #pragma unroll
-            for (int g = 0; g < QG; g++)
+        for (int o = 16; o > 0; o >>= 1)
+            if (o < L) {
 #pragma unroll
-                for (int u = 0; u < U; u++) {
-                    s[g][u] = zr_ad_dot4(QG == 1 ? q4[0] : qs4[g][sub * W], S::get(kr[u][0], 0));
+                for (int g = 0; g < QG; g++)
 #pragma unroll
-                    for (int w = 1; w < W; w++) s[g][u] += zr_ad_dot4(qs4[g][sub * W + w], S::get(kr[u][0], w));
+                    for (int u = 0; u < U; u++) s[g][u] += __shfl_xor_sync(0xffffffffu, s[g][u], o);
+            }
 #pragma unroll
-                    for (int j = 1; j < V; j++)
+        for (int g = 0; g < QG; g++) {
+            float bm = -INFINITY;
 #pragma unroll
-                        for (int w = 0; w < W; w++)
-                            s[g][u] += zr_ad_dot4(QG == 1 ? q4[j] : qs4[g][(sub + j * L) * W + w], S::get(kr[u][j], w));
-                }
+            for (int u = 0; u < U; u++) {
+                if (softcap > 0.f) s[g][u] = tanhf(s[g][u] * inv_cap) * softcap;
+                if (!(p0 + u * NG + grp < n)) s[g][u] = -INFINITY;
+                bm = fmaxf(bm, s[g][u]);
+            }
 #pragma unroll
             for (int o = 16; o > 0; o >>= 1)
-                if (o < L) {
+                if (o >= L) bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, o));
+            const float mn = fmaxf(m[g], bm);
+            if (mn == -INFINITY) continue; // no row of this warp yet (warp-uniform)
+            const float corr = expf(m[g] - mn);
+            l[g] *= corr;
 #pragma unroll
-                    for (int g = 0; g < QG; g++)
+            for (int j = 0; j < V; j++)
 #pragma unroll
-                        for (int u = 0; u < U; u++) s[g][u] += __shfl_xor_sync(0xffffffffu, s[g][u], o);
+                for (int w = 0; w < W; w++) acc[g][j][w] = zr_ad_scale4(corr, acc[g][j][w]);
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (p0 + u * NG + wg0 < n) {
+                    const float w = expf(s[g][u] - mn);
+                    l[g] += w;
+#pragma unroll
+                    for (int j = 0; j < V; j++)
+#pragma unroll
+                        for (int x = 0; x < W; x++) acc[g][j][x] = zr_ad_fma4(w, S::get(vr[u][j], x), acc[g][j][x]);
                 }
-#pragma unroll
-            for (int g = 0; g < QG; g++) {
-                float bm = -INFINITY;
-#pragma unroll
-                for (int u = 0; u < U; u++) {
-                    if (softcap > 0.f) s[g][u] = tanhf(s[g][u] * inv_cap) * softcap;
-                    if (!(p0 + u * NG + grp < n)) s[g][u] = -INFINITY;
-                    bm = fmaxf(bm, s[g][u]);
-                }
-#pragma unroll
-                for (int o = 16; o > 0; o >>= 1)
-                    if (o >= L) bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, o));
-                const float mn = fmaxf(m[g], bm);
-                if (mn == -INFINITY) continue; // no row of this warp yet (warp-uniform)
-                const float corr = expf(m[g] - mn);
-                l[g] *= corr;
-#pragma unroll
-                for (int j = 0; j < V; j++)
-#pragma unroll
-                    for (int w = 0; w < W; w++) acc[g][j][w] = zr_ad_scale4(corr, acc[g][j][w]);
-#pragma unroll
-                for (int u = 0; u < U; u++)
-                    if (p0 + u * NG + wg0 < n) {
-                        const float w = expf(s[g][u] - mn);
-                        l[g] += w;
-#pragma unroll
-                        for (int j = 0; j < V; j++)
-#pragma unroll
-                            for (int x = 0; x < W; x++) acc[g][j][x] = zr_ad_fma4(w, S::get(vr[u][j], x), acc[g][j][x]);
-                    }
-                m[g] = mn;
-            }
+            m[g] = mn;
         }
+        if (!more) break;
+        k = k1, p0 = p1, c = c1, n = n1, n_cached = nc1, cur_row = cr1, base = base1;
+        zr_ad_rows<U, V, W, KV>(kr, kc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, n_slots);
+        zr_ad_rows<U, V, W, KV>(vr, vc + base, kv_dim, p0 + grp, NG, n_cached, sub, L, n_slots);
     }
     // the warp's row groups added (every lane then holds the warp's sums)
 #pragma unroll
