@@ -171,8 +171,9 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
     const int blocks = min(n_split, n_live);  // the blocks that hold rows
     const int n_mine = (n_live - y + n_split - 1) / n_split; // this block's chunks
     const bool cur = (live - 1 - c0) % n_split == y;          // one of them holds row pos
-    // chunk k of this block: its rows [lo, lo + n), n_cached of them in the cache (the last row
-    // of the chunk that holds pos comes from shared memory: cur_row)
+    // the block's first chunk: its rows [lo, lo + n), n_cached of them in the cache (the last row
+    // of the chunk that holds pos comes from shared memory: cur_row); the row loop below moves c,
+    // n, n_cached, cur_row and base (row lo's offset) on to each next chunk
     int c = c0 + y, lo = max(c * chunk, first), n = min(c * chunk + chunk, seq) - lo;
     int n_cached = c == live - 1 ? n - 1 : n, cur_row = c == live - 1 ? n - 1 : -1;
     const int G = n_head / n_kv, kvh = h / G, hd = head_dim, hd4 = hd >> 2;
