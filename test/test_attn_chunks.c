@@ -90,4 +90,28 @@ ZT_TEST(heads_without_a_grouped_kernel_never_change) {
     ZT_CHECK(zr_cuf_attn_group_at(&h.f, ZR_CUF_ATTN_GROUP_POS, 0));
 }
 
+/* A local layer's window shorter than the switch position keeps a block a head past it; global
+ * layers and windows that reach it take the groups (Gemma-3-27B: heads of 128, 2 a KV head, 5
+ * local layers of 1024 rows to a global one). */
+ZT_TEST(local_layers_whose_window_is_short_of_the_switch_keep_a_block_a_head) {
+    Heads h;
+    heads(&h, 32, 16, 128);
+    ZrLayer layers[3];
+    memset(layers, 0, sizeof layers);
+    layers[0].facts.window = 1024; /* local */
+    layers[2].facts.window = ZR_CUF_ATTN_GROUP_POS; /* a window that reaches the switch */
+    h.m.layers = layers;
+    ZrCuForward *f = &h.f;
+    for (int il = 0; il < 3; il++) ZT_CHECK(zr_cuf_attn_layer_qg(f, il) == 1); /* before the switch */
+    ZT_CHECK(zr_cuf_attn_group_at(f, ZR_CUF_ATTN_GROUP_POS, 0));
+    ZT_CHECK(zr_cuf_attn_layer_qg(f, 0) == 1);
+    ZT_CHECK(zr_cuf_attn_layer_qg(f, 1) == 2);
+    ZT_CHECK(zr_cuf_attn_layer_qg(f, 2) == 2);
+    /* a test's switch position under the window: every layer takes the groups */
+    ZT_CHECK(zr_cuf_attn_group_at(f, 10, 8) == false && f->attn_grouped);
+    ZT_CHECK(zr_cuf_attn_layer_qg(f, 0) == 2);
+    ZT_CHECK(zr_cuf_attn_group_at(f, 10, 2000) && !f->attn_grouped); /* a new run: 10 < 2000 */
+    ZT_CHECK(zr_cuf_attn_group_at(f, 3000, 2000) && zr_cuf_attn_layer_qg(f, 0) == 1);
+}
+
 int main(void) { return zt_run(); }

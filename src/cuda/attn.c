@@ -124,6 +124,7 @@ static int decode_qg(const ZrCuForward *f) {
 static int group_pos_or_default(int group_pos) { return group_pos > 0 ? group_pos : ZR_CUF_ATTN_GROUP_POS; }
 
 bool zr_cuf_attn_group_at(ZrCuForward *f, int pos, int group_pos) {
+    f->attn_group_rows = group_pos_or_default(group_pos);
     const bool want = pos >= group_pos_or_default(group_pos) && decode_qg(f) > 1;
     if (want == f->attn_grouped) return false;
     f->attn_grouped = want;
@@ -136,6 +137,12 @@ int zr_cuf_attn_group_next(const ZrCuForward *f, int pos, int group_pos) {
     return pos > gp ? pos : gp; /* due now when pos is past it (not yet taken) */
 }
 
+int zr_cuf_attn_layer_qg(const ZrCuForward *f, int il) {
+    const int window = f->m->layers[il].facts.window;
+    if (!f->attn_grouped || (window > 0 && window < f->attn_group_rows)) return 1;
+    return decode_qg(f);
+}
+
 /* The fused kernel (one launch per layer, the q/k head norms, a sliding window and soft-capped
  * scores included) wherever it takes the shape: H100 tg128 graph, 1B Q4_0 1501 -> 1835 t/s, 8B
  * Q4_0 386 -> 447 over the split kernels (cu/PERF.md). */
@@ -144,14 +151,15 @@ int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
     if (!f->attn_fused || rope_scaled(f)) return attention_split(f, il, 1, f->part_d, f->chunk_d, f->n_chunks_d, err);
     const ZrCuLayer *G = &f->layers[il];
     const bool qk = f->m->layers[il].facts.qk_norm;
-    const int qg = f->attn_grouped ? decode_qg(f) : 1;
+    const int window = f->m->layers[il].facts.window;
+    const int qg = zr_cuf_attn_layer_qg(f, il);
     const ZrCuAttnDecode a = {.qkv = f->qkv, .kc = kv_layer(f, f->kc, il), .vc = kv_layer(f, f->vc, il), .part = f->part_d,
                               .count = f->attn_count, .out = f->att, .freq = G->rope_freq, .pos = f->d_pos,
                               .q_norm = qk ? G->q_norm : 0, .k_norm = qk ? G->k_norm : 0, .n_head = hp->n_head,
                               .n_kv = hp->n_head_kv, .head_dim = f->head_dim, .rope_dim = hp->rope_dim,
                               .neox = hp->rope == ZR_ROPE_NEOX, .chunk = f->chunk_f, .n_chunks = f->n_chunks_f,
                               .n_split = decode_split(f, qg), .qg = qg,
-                              .window = f->m->layers[il].facts.window, .scale = scores_scale(f), .eps = hp->rms_eps,
+                              .window = window, .scale = scores_scale(f), .eps = hp->rms_eps,
                               .softcap = hp->attn_softcap, .kv16 = f->kv16};
     return zr_k_attn_decode(f->launcher, f->k, &a, err);
 }

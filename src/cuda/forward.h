@@ -116,6 +116,7 @@ typedef struct ZrCuForward {
     CUdeviceptr attn_count;         /* i32 [n_head]: the fused decode attention's chunk counters (0 between launches) */
     bool attn_fused;                /* decode attention in one kernel per layer (attn_decode_f32), where it fits */
     bool attn_grouped;              /* ... in blocks of query-head groups (cuda/attn.h zr_cuf_attn_group_at) */
+    int attn_group_rows;            /* ... from this position, in layers whose window reaches it */
     CUdeviceptr xh;                 /* f16 [UB][max width] GEMM activation operand */
     CUdeviceptr wbuf;               /* f16 [wbuf_elems] dequantized weight rows for one GEMM */
     size_t wbuf_elems;
