@@ -124,8 +124,9 @@ static int decode_qg(const ZrCuForward *f) {
 static int group_pos_or_default(int group_pos) { return group_pos > 0 ? group_pos : ZR_CUF_ATTN_GROUP_POS; }
 
 bool zr_cuf_attn_group_at(ZrCuForward *f, int pos, int group_pos) {
-    f->attn_group_rows = group_pos_or_default(group_pos);
-    const bool want = pos >= group_pos_or_default(group_pos) && decode_qg(f) > 1;
+    const int gp = group_pos_or_default(group_pos);
+    f->attn_group_rows = gp;
+    const bool want = pos >= gp && decode_qg(f) > 1;
     if (want == f->attn_grouped) return false;
     f->attn_grouped = want;
     return true;

@@ -29,10 +29,11 @@ bool zr_cuf_attn_group_at(ZrCuForward *f, int pos, int group_pos);
  * when the change is due and not yet taken; INT_MAX: none in a run whose positions grow): a
  * queue of recorded steps stops before it, so the step there is taken with nothing queued. */
 int zr_cuf_attn_group_next(const ZrCuForward *f, int pos, int group_pos);
-/* The query heads a decode block of layer il serves once f->attn_grouped is set (1: a block a
- * head). A local layer whose window is shorter than the switch position never reads as many
- * rows as the groups need to gain (gemma3's windows of 1024 on Gemma-3-27B's heads of 128, or a
- * test's position): it keeps a block a head. */
+/* The query heads a decode block of layer il serves (1: a block a head): the groups once
+ * f->attn_grouped is set, but for a local layer whose window is shorter than the switch position
+ * (the caller's or ZR_CUF_ATTN_GROUP_POS): it never reads as many rows as the groups need to gain
+ * (gemma3's windows of 1024 on Gemma-3-27B's heads of 128: H200 tg128 after 16384 positions 114.4
+ * -> 116.5 t/s, cu/PERF.md session 24), so it keeps a block a head. */
 int zr_cuf_attn_layer_qg(const ZrCuForward *f, int il);
 
 /* The decode step's attention of layer il: from the QKV projection's output f->qkv (row 0) to
