@@ -18,6 +18,11 @@
 int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, CUdeviceptr x,
                 CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
                 const ZrMvPost *post, ZrError *err);
+/* matvec_q6_k_mma: the same product of a Q6_K W on the tensor cores (cu/matvec_mma.cu), on
+ * `blocks` blocks of 512 threads (at most a wave: each loops over tiles of 16 rows a warp) */
+int zr_k_matvec_mma(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
+                    CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, unsigned blocks, const ZrMvPost *post,
+                    ZrError *err);
 /* embed_<type>: x[rows][n_embd] = rows tok[0..rows) of W (w: [n_embd, n_vocab]) * scale */
 int zr_k_embed(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x, int n_embd,
                int n_vocab, int rows, float scale, ZrError *err);

@@ -25,6 +25,33 @@ int zr_cuf_kernel_blocks_per_sm(const ZrKernel *kern, int threads) {
 /* cu/matvec.cuh zr_mv_smem_bytes: x padded with 4 floats after every 32 */
 size_t zr_cuf_mv_smem(int n_in) { return ((size_t)n_in + 4 * (size_t)((n_in + 31) / 32)) * sizeof(float); }
 
+/* x' padded, then per item of 32 values its hi and lo halves (64 halves), then 24 words (16 zero) */
+size_t zr_cuf_mv_mma_smem(int n_in) { return zr_cuf_mv_smem(n_in) + 4 * (size_t)n_in + 24 * 4; }
+
+/* The float product's warp takes a row's items 32 at a time, so rows of 80 items (2560 values:
+ * Gemma-3-4B's vocabulary output, 550 MB a token) leave half its lanes idle a third of the time;
+ * the tensor-core product takes 4 items a quad. H200 tg128 in two calls (cu/PERF.md session 25):
+ * Gemma-3-4B 603.1 -> 612.1 and 604.1 -> 608.8 t/s; where the items fill the lanes it gained
+ * nothing: Llama-3-8B (128 items) 501.7 -> 500.8 and 500.7 -> 496.8, Llama-3.2-3B (96) 884.4 ->
+ * 885.8 and 883.2 -> 878.6, Llama-3.2-1B (64) 1741 -> 1755 and 1741 -> 1745, Qwen3-30B-A3B (64)
+ * 538.3 -> 537.2: those keep the float one. */
+bool zr_cuf_mv_mma_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape) {
+    return shape.blocks > 0 && w->type == ZR_TYPE_Q6_K && w->n_in % 256 == 0 && (w->n_in / 32) % 32 != 0 &&
+           zr_cuf_mv_mma_smem(w->n_in) <= k->mma_smem && !(mode & (ZR_CUF_MV_GLU | ZR_CUF_MV_SSQ)) &&
+           (mode & 3) != ZR_CUF_MV_SWIGLU;
+}
+
+static int matvec_mma(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
+                      CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, const ZrMvPost *post, ZrError *err) {
+    const ZrKernel *kern = &k->mv_q6k_mma;
+    const int per_sm = zr_cuf_kernel_blocks_per_sm(kern, ZR_CUF_MV_MMA_THREADS);
+    const long per_block = ZR_CUF_MV_MMA_THREADS / 32 * 16; /* rows: 16 a warp */
+    const long tiles = ((long)w->n_out + per_block - 1) / per_block;
+    long blocks = (long)k->sm_count * (per_sm > 0 ? per_sm : 1); /* one wave, each block looping over its tiles */
+    if (tiles < blocks) blocks = tiles;
+    return zr_k_matvec_mma(l, kern, w, x, y, add, norm_w, eps, mode, (unsigned)blocks, post, err);
+}
+
 /* Which rule shape_of follows: a dense product's own launch (zr_cuf_mv_shape; a mix launch's
  * parts take it too), the general rule (zr_cuf_mv_shape_general: rows too short for the 4 KiB rule
  * split in Q8_0 alone) and one expert's matrix (zr_cuf_mv_shape_expert). */
@@ -193,6 +220,7 @@ int zr_cuf_matvec_post(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w,
     if (p->x_out == x) return zr_err(err, ZR_E_INTERNAL, "%s: ADDNORM writes its residual over its input", k->mv[w->type].name);
     mode = (mode & ~3) | ZR_CUF_MV_ADDNORM;
     const ZrMvShape shape = zr_cuf_mv_shape(k, w, mode);
+    if (zr_cuf_mv_mma_takes(k, w, mode, shape)) return matvec_mma(l, k, w, x, y, 0, norm_w, eps, mode, p, err);
     return zr_k_matvec(l, shape.blocks > 0 ? &k->mvt[w->type] : &k->mv[w->type], zr_cuf_mv_rows_per_warp(w->type), w, x,
                        y, 0, norm_w, eps, mode, shape, p, err);
 }
@@ -201,7 +229,9 @@ int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUde
                   CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrError *err) {
     if (w->type >= ZR_TYPE_COUNT || !k->has_mv[w->type])
         return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
-    return zr_cuf_matvec_shaped(l, k, w, x, y, add, norm_w, eps, mode, zr_cuf_mv_shape(k, w, mode), err);
+    const ZrMvShape shape = zr_cuf_mv_shape(k, w, mode);
+    if (zr_cuf_mv_mma_takes(k, w, mode, shape)) return matvec_mma(l, k, w, x, y, add, norm_w, eps, mode, NULL, err);
+    return zr_cuf_matvec_shaped(l, k, w, x, y, add, norm_w, eps, mode, shape, err);
 }
 
 /* each computed type's id by its kernel suffix (ZR_KSUF_q4_k == ZR_TYPE_Q4_K) */

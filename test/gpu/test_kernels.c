@@ -41,7 +41,7 @@ static double gelu_tanh(double a) {
  * zr_cpu_rmsnorm or gates with zr_cpu_swiglu first. GLU bounds the gated value through the
  * two dot products' bounds: |silu'| <= 1.1 times the gate's error times |up|, plus |silu(gate)|
  * times the up's error. */
-static double matvec_case(uint32_t type, MvCase c) {
+static double matvec_case_x(uint32_t type, MvCase c, bool wide) {
     GpuEnv *g = gpu_env();
     const int n_in = c.n_in, n_out = c.n_out, in_mode = c.mode & 3;
     const bool glu = (c.mode & ZR_CUF_MV_GLU) != 0, with_add = c.add && !glu, gelu = (c.mode & ZR_CUF_MV_GELU) != 0;
@@ -55,6 +55,8 @@ static double matvec_case(uint32_t type, MvCase c) {
     float *add = malloc(sizeof(float) * n_out), *y = malloc(sizeof(float) * n_out);
     double *ref = malloc(sizeof(double) * n_out), *tol = malloc(sizeof(double) * n_out);
     for (int i = 0; i < nx; i++) x[i] = (in_mode == ZR_CUF_MV_SWIGLU ? 4.0f : 1.0f) * gpu_rand(&s);
+    if (wide) /* x over 7 decades (|x| from 1e-4 to 1e3), not within 1 */
+        for (int i = 0; i < nx; i++) x[i] *= powf(10.0f, 3.0f - 7.0f * (0.5f + 0.5f * gpu_rand(&s)));
     for (int i = 0; i < n_in; i++) gw[i] = 1.0f + 0.2f * gpu_rand(&s);
     for (int r = 0; r < n_out; r++) add[r] = with_add ? 10.0f * gpu_rand(&s) : 0.0f;
     const float eps = 1e-5f;
@@ -117,6 +119,8 @@ static double matvec_case(uint32_t type, MvCase c) {
     free(tol);
     return worst;
 }
+
+static double matvec_case(uint32_t type, MvCase c) { return matvec_case_x(type, c, false); }
 
 static void print_case(uint32_t type, MvCase c, double q) {
     const char *mode_name[] = {"", " rmsnorm", " swiglu", " addnorm"};
@@ -438,6 +442,40 @@ ZT_TEST(matvec_tall_is_bit_equal_and_takes_vocabulary_outputs) {
                 n_out, q);
         ZT_CHECKF(q >= 0 && q <= 1.0, "%s tall addnorm: worst |diff|/tol %.3g", zr_type_name(type), q);
     }
+}
+
+/* Q6_K's tall products with rows of items that leave lanes of the float product idle (gemma's
+ * vocabulary outputs: 2560 values, 80 items; 3840, 120) take the tensor-core kernel
+ * (cu/matvec_mma.cu): x' as two halves, each group of 16 summed by the mma. It stays within
+ * matvec_case's bounds as the float kernel does (both printed), with x over 7 decades (the hi/lo
+ * split after the block's power-of-two scale), with an addend, normed and after gemma's pending
+ * post norm, and a partial last tile of 16 rows. Rows of 128 items keep the float kernel. */
+ZT_TEST(matvec_q6_k_tall_products_take_the_tensor_cores) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    const int n_out = 16 * 32 * g->k.sm_count + 37, R = ZR_CUF_MV_RMSNORM;
+    const ZrCuWeight wide_rows = {.type = ZR_TYPE_Q6_K, .n_in = 4096, .n_out = n_out};
+    ZT_CHECKF(!zr_cuf_mv_mma_takes(&g->k, &wide_rows, R, zr_cuf_mv_shape(&g->k, &wide_rows, R)),
+              "q6_K [4096 x %d] (128 items a row) went to the tensor cores", n_out);
+    const MvCase cases[] = {{2560, n_out, 1, 0, 0, 0, 0}, {2560, n_out, 0, R, 0, 0, 0}, {3840, n_out, 0, R, 0, 0, 0}};
+    const bool wide[] = {false, true, false};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const ZrCuWeight probe = {.type = ZR_TYPE_Q6_K, .n_in = cases[c].n_in, .n_out = n_out};
+        const ZrMvShape tall = zr_cuf_mv_shape(&g->k, &probe, cases[c].mode);
+        ZT_CHECKF(zr_cuf_mv_mma_takes(&g->k, &probe, cases[c].mode, tall), "q6_K [%d x %d]: not on the tensor cores",
+                  cases[c].n_in, n_out);
+        const double q = matvec_case_x(ZR_TYPE_Q6_K, cases[c], wide[c]);
+        MvCase fl = cases[c]; /* the float tall kernel on the same product, for comparison */
+        fl.groups = tall.groups, fl.split = tall.split, fl.blocks = tall.blocks;
+        const double qf = matvec_case_x(ZR_TYPE_Q6_K, fl, wide[c]);
+        fprintf(stderr, "  matvec q6_K [%d x %d]%s%s%s: worst |diff|/tol %.3g on the tensor cores, %.3g in floats\n",
+                cases[c].n_in, n_out, cases[c].add ? " +add" : "", cases[c].mode == R ? " rmsnorm" : "",
+                wide[c] ? " wide x" : "", q, qf);
+        ZT_CHECKF(q >= 0 && q <= 1.0, "q6_K mma [%d x %d]: worst |diff|/tol %.3g", cases[c].n_in, n_out, q);
+    }
+    const double q = matvec_post_case(ZR_TYPE_Q6_K, 2560, n_out, 0);
+    fprintf(stderr, "  matvec addnorm q6_K [2560 x %d] (tensor cores): worst |diff|/tol = %.3g\n", n_out, q);
+    ZT_CHECKF(q >= 0 && q <= 1.0, "q6_K mma addnorm: worst |diff|/tol %.3g", q);
 }
 
 #define MATVEC_TEST(T, ID) \
