@@ -7,10 +7,10 @@
 // permute and an add, then multiplies it: ncu counts 5.5-5.8 thread instructions a weight, and the
 // LM head is bound by them (0.75 of an issue slot a cycle, DRAM at 45-52%), more so where a row
 // of 80 items leaves half the lanes idle in its last step: Gemma-3-4B's 262144 x 2560 took 200 us
-// for 550 MB (cu/PERF.md session 25). Here a weight costs about one thread instruction: its 6 bits
-// put together by masks (as the float item), two of them made one f16x2 by one byte permute
-// (0x64XX is the half 1024 + XX) and one subtraction, and one mma.sync.m16n8k16 takes the
-// multiply-adds of 16 rows x 16 values (ncu: 67 M warp instructions against 145 M). It is not
+// for 550 MB (cu/PERF.md session 25). Here a weight's 6 bits are put together by masks (as the
+// float item), two of them made one f16x2 by one byte permute (0x64XX is the half 1024 + XX) and one
+// subtraction, and one mma.sync.m16n8k16 takes the multiply-adds of 16 rows x 16 values (ncu: 3.2
+// thread instructions a weight against 5.8, 67 M warp instructions against 145 M). It is not
 // bound by its instructions (issue 0.53) nor by the bytes it has in flight (more warps, or a
 // cp.async ring, measured slower), and where the float product's lanes are full it gains nothing.
 //
