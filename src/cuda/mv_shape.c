@@ -28,15 +28,23 @@ size_t zr_cuf_mv_smem(int n_in) { return ((size_t)n_in + 4 * (size_t)((n_in + 31
 /* x' padded, then per item of 32 values its hi and lo halves (64 halves), then 24 words (16 zero) */
 size_t zr_cuf_mv_mma_smem(int n_in) { return zr_cuf_mv_smem(n_in) + 4 * (size_t)n_in + 24 * 4; }
 
-/* The float product's warp takes a row's items 32 at a time, so rows of 80 items (2560 values:
- * Gemma-3-4B's vocabulary output, 550 MB a token) leave half its lanes idle a third of the time;
- * the tensor-core product takes 4 items a quad. H200 tg128 in two calls (cu/PERF.md session 25):
- * Gemma-3-4B 603.1 -> 612.1 and 604.1 -> 608.8 t/s; where the items fill the lanes it gained
- * nothing: Llama-3-8B (128 items) 501.7 -> 500.8 and 500.7 -> 496.8, Llama-3.2-3B (96) 884.4 ->
- * 885.8 and 883.2 -> 878.6, Llama-3.2-1B (64) 1741 -> 1755 and 1741 -> 1745, Qwen3-30B-A3B (64)
- * 538.3 -> 537.2: those keep the float one. */
+/* The float product's warp takes a row's items (32 values) 32 at a time, so a row's last step
+ * leaves lanes idle where its items are no multiple of 32: a third of Gemma-3-4B's 80 items' steps
+ * is half idle (its vocabulary output, 262144 x 2560, 550 MB a token). The tensor-core product
+ * takes 4 items a quad instead. H200 tg128 (cu/PERF.md session 25): rows of 80 items (idle: 16 of
+ * 96 lane-steps) Gemma-3-4B 603.1 -> 612.1, 604.1 -> 608.8, 603.3 -> 609.0 t/s; of 120 (8 of 128)
+ * Gemma-3-12B 300.4 -> 298.1; of 64, 96 and 128 (none) Llama-3.2-1B 1741 -> 1755 and 1741 ->
+ * 1745, Llama-3.2-3B 884.4 -> 885.8 and 883.2 -> 878.6, Llama-3-8B 501.7 -> 500.8 and 500.7 ->
+ * 496.8, Qwen3-30B-A3B 538.3 -> 537.2. So it takes rows that leave more than an eighth of the
+ * float product's lane-steps idle (Gemma-3-4B's; gemma2-2b's 72 items and gemma3-1b's 36 too, not
+ * measured), and the others keep the float one. */
+static bool mma_rows(int n_in) {
+    const int items = n_in / 32, steps = (items + 31) / 32, idle = 32 * steps - items;
+    return 8 * idle > 32 * steps;
+}
+
 bool zr_cuf_mv_mma_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape) {
-    return shape.blocks > 0 && w->type == ZR_TYPE_Q6_K && w->n_in % 256 == 0 && (w->n_in / 32) % 32 != 0 &&
+    return shape.blocks > 0 && w->type == ZR_TYPE_Q6_K && w->n_in % 256 == 0 && mma_rows(w->n_in) &&
            zr_cuf_mv_mma_smem(w->n_in) <= k->mma_smem && !(mode & (ZR_CUF_MV_GLU | ZR_CUF_MV_SSQ)) &&
            (mode & 3) != ZR_CUF_MV_SWIGLU;
 }

@@ -54,9 +54,9 @@ int zr_cuf_kernel_blocks_per_sm(const ZrKernel *kern, int threads);
 /* The tensor-core product of Q6_K's tall matrices (cu/matvec_mma.cu, blocks of
  * ZR_CUF_MV_MMA_THREADS): dynamic shared memory for rows of n_in values (x' staged as the others
  * stage it, then its f16 halves), and whether it takes W in this mode with this shape (Q6_K, the
- * tall shape, rows of items that do not fill 32 lanes, x' as is, normed or ADDNORM, no GLU, no
- * SSQ, the staging within what the GPU allows): zr_cuf_matvec and zr_cuf_matvec_post launch it
- * there. */
+ * tall shape, rows whose items leave more than an eighth of the float product's lane-steps idle,
+ * x' as is, normed or ADDNORM, no GLU, no SSQ, the staging within what the GPU allows):
+ * zr_cuf_matvec and zr_cuf_matvec_post launch it there. */
 #define ZR_CUF_MV_MMA_THREADS 512
 size_t zr_cuf_mv_mma_smem(int n_in);
 bool zr_cuf_mv_mma_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape);

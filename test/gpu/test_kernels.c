@@ -444,20 +444,24 @@ ZT_TEST(matvec_tall_is_bit_equal_and_takes_vocabulary_outputs) {
     }
 }
 
-/* Q6_K's tall products with rows of items that leave lanes of the float product idle (gemma's
- * vocabulary outputs: 2560 values, 80 items; 3840, 120) take the tensor-core kernel
- * (cu/matvec_mma.cu): x' as two halves, each group of 16 summed by the mma. It stays within
- * matvec_case's bounds as the float kernel does (both printed), with x over 7 decades (the hi/lo
- * split after the block's power-of-two scale), with an addend, normed and after gemma's pending
- * post norm, and a partial last tile of 16 rows. Rows of 128 items keep the float kernel. */
+/* Q6_K's tall products with rows of items that leave lanes of the float product idle
+ * (Gemma-3-4B's vocabulary output: 2560 values, 80 items; gemma2-2b's 2304, 72) take the
+ * tensor-core kernel (cu/matvec_mma.cu): x' as two halves, each group of 16 summed by the mma. It
+ * stays within matvec_case's bounds as the float kernel does (both printed), with x over 7
+ * decades (the hi/lo split after the block's power-of-two scale), with an addend, normed and
+ * after gemma's pending post norm, and a partial last tile of 16 rows. Rows of 120 and 128 items
+ * (Gemma-3-12B's, Llama-3-8B's) keep the float kernel. */
 ZT_TEST(matvec_q6_k_tall_products_take_the_tensor_cores) {
     GpuEnv *g = gpu_env();
     if (!g) return;
     const int n_out = 16 * 32 * g->k.sm_count + 37, R = ZR_CUF_MV_RMSNORM;
-    const ZrCuWeight wide_rows = {.type = ZR_TYPE_Q6_K, .n_in = 4096, .n_out = n_out};
-    ZT_CHECKF(!zr_cuf_mv_mma_takes(&g->k, &wide_rows, R, zr_cuf_mv_shape(&g->k, &wide_rows, R)),
-              "q6_K [4096 x %d] (128 items a row) went to the tensor cores", n_out);
-    const MvCase cases[] = {{2560, n_out, 1, 0, 0, 0, 0}, {2560, n_out, 0, R, 0, 0, 0}, {3840, n_out, 0, R, 0, 0, 0}};
+    const int float_rows[] = {3840, 4096};
+    for (size_t i = 0; i < sizeof float_rows / sizeof float_rows[0]; i++) {
+        const ZrCuWeight w = {.type = ZR_TYPE_Q6_K, .n_in = float_rows[i], .n_out = n_out};
+        ZT_CHECKF(!zr_cuf_mv_mma_takes(&g->k, &w, R, zr_cuf_mv_shape(&g->k, &w, R)),
+                  "q6_K [%d x %d] went to the tensor cores", float_rows[i], n_out);
+    }
+    const MvCase cases[] = {{2560, n_out, 1, 0, 0, 0, 0}, {2560, n_out, 0, R, 0, 0, 0}, {2304, n_out, 0, R, 0, 0, 0}};
     const bool wide[] = {false, true, false};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const ZrCuWeight probe = {.type = ZR_TYPE_Q6_K, .n_in = cases[c].n_in, .n_out = n_out};
