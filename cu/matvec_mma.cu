@@ -1,5 +1,6 @@
 // The vocabulary output of Q6_K files (the LM head of Q4_K_M and Q5_K_M files) on the tensor
-// cores, where its rows' items do not fill a warp's 32 lanes (gemma's: src/cuda/mv_shape.c):
+// cores, where its rows' items leave the float product's lanes idle (Gemma-3-4B's: the rule and
+// its measurements in src/cuda/mv_shape.c):
 // y[n_out] = W[n_out, n_in] x'[n_in] (+ add), x' as the other products stage it (as is,
 // RMSNorm(x) * norm_w, or gemma's ADDNORM), one launch per token.
 //
