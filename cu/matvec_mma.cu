@@ -100,22 +100,21 @@ __device__ __forceinline__ void zr_matvec_q6k_mma(const uint8_t *__restrict__ w,
 
     int tile = blockIdx.x * ZR_MVM_WARPS + warp;
     uint32_t sb_g = 0, sb_g8 = 0; // rows g and g + 8 of the tile (clamped): their first super-block
-    auto rows_of = [&](int tl) {
-        const int r0 = min(tl * 16 + g, n_out - 1), r1 = min(tl * 16 + g + 8, n_out - 1);
-        sb_g = (uint32_t)r0 * (uint32_t)nsb;
-        sb_g8 = (uint32_t)r1 * (uint32_t)nsb;
-    };
     ZrMvmItem f[P][2];
     auto load_step = [&](int m, ZrMvmItem (&dst)[2]) {
         zr_mvm_load(w, ws, sb_g, 4 * m + t, dst[0]);
         zr_mvm_load(w, ws, sb_g8, 4 * m + t, dst[1]);
     };
-    if (tile < n_tiles) {
-        rows_of(tile);
+    // tile tl's rows, and its first P - 1 steps requested
+    auto begin_tile = [&](int tl) {
+        const int r0 = min(tl * 16 + g, n_out - 1), r1 = min(tl * 16 + g + 8, n_out - 1);
+        sb_g = (uint32_t)r0 * (uint32_t)nsb;
+        sb_g8 = (uint32_t)r1 * (uint32_t)nsb;
 #pragma unroll
         for (int q = 0; q < P - 1; q++)
             if (q < steps) load_step(q, f[q]);
-    }
+    };
+    if (tile < n_tiles) begin_tile(tile);
     // everything above reads weights only
     zr_grid_enter_after_loads(w);
 
@@ -126,17 +125,17 @@ __device__ __forceinline__ void zr_matvec_q6k_mma(const uint8_t *__restrict__ w,
         if (lane == 0) red_ss[warp] = ss;
     }
     __syncthreads();
-    float m = 0.f;
-    for (int v = tid; v < n_in; v += ZR_MVM_THREADS) m = fmaxf(m, fabsf(xs[zr_xpad(v)]));
-    m = zr_warp_max(m);
-    if (lane == 0) red_max[warp] = m;
+    float amax = 0.f; // the block's largest |x'|
+    for (int v = tid; v < n_in; v += ZR_MVM_THREADS) amax = fmaxf(amax, fabsf(xs[zr_xpad(v)]));
+    amax = zr_warp_max(amax);
+    if (lane == 0) red_max[warp] = amax;
     __syncthreads();
-    m = 0.f;
+    amax = 0.f;
 #pragma unroll
-    for (int k = 0; k < ZR_MVM_WARPS; k++) m = fmaxf(m, red_max[k]);
+    for (int k = 0; k < ZR_MVM_WARPS; k++) amax = fmaxf(amax, red_max[k]);
     int e = 0;
-    frexpf(m, &e); // m in [2^(e-1), 2^e)
-    const float s = m > 0.f && m <= 3.0e38f ? ldexpf(1.f, min(14 - e, 126)) : 1.f;
+    frexpf(amax, &e); // amax in [2^(e-1), 2^e)
+    const float s = amax > 0.f && amax <= 3.0e38f ? ldexpf(1.f, min(14 - e, 126)) : 1.f;
     __half *bh = (__half *)bw;
     for (int v = tid; v < n_in; v += ZR_MVM_THREADS) {
         const float val = xs[zr_xpad(v)] * s;
@@ -196,13 +195,7 @@ __device__ __forceinline__ void zr_matvec_q6k_mma(const uint8_t *__restrict__ w,
         const int row0 = tile * 16 + g, row1 = row0 + 8;
         if (t == 0 && row0 < n_out) y[row0] = acc0 * out_scale + (add ? add[row0] : 0.f);
         if (t == 0 && row1 < n_out) y[row1] = acc1 * out_scale + (add ? add[row1] : 0.f);
-        const int next = tile + tile_step;
-        if (next < n_tiles) {
-            rows_of(next);
-#pragma unroll
-            for (int q = 0; q < P - 1; q++)
-                if (q < steps) load_step(q, f[q]);
-        }
+        if (tile + tile_step < n_tiles) begin_tile(tile + tile_step);
     }
 }
 

@@ -391,7 +391,8 @@ ZT_TEST(matvec_ssq_writes_each_blocks_sum_of_squares_after_its_results) {
 /* The tall kernel (several tiles of rows per block, x staged once) gives every row the bits of a
  * block per tile; the forward pass's pick (zr_cuf_mv_shape) takes it for a matrix of 32 tiles of
  * 16 rows per multiprocessor and more (gemma3's 262144-row output), through which the plain,
- * RMSNORM and ADDNORM (gemma's pending post norm) products stay within matvec_case's bounds. */
+ * RMSNORM and ADDNORM (gemma's pending post norm) products stay within matvec_case's bounds
+ * (Q6_K's rows of 256 values, 8 items, take the tensor-core product there: zr_cuf_mv_mma_takes). */
 ZT_TEST(matvec_tall_is_bit_equal_and_takes_vocabulary_outputs) {
     GpuEnv *g = gpu_env();
     if (!g) return;
