@@ -14,6 +14,9 @@
 // thread instructions a weight against 5.8, 67 M warp instructions against 145 M). It is not
 // bound by its instructions (issue 0.53) nor by the bytes it has in flight (more warps, or a
 // cp.async ring, measured slower), and where the float product's lanes are full it gains nothing.
+// Its rows' scale records (18 bytes a super-block: 16 int8 scales and d) come a tile at a time into
+// shared memory by whole-line copies (cp.async), not as each lane's 2-byte loads every step (H200,
+// session 26: Gemma-3-4B's output 168.4 -> 163.7 us in the graph, tg128 +0.4-0.5%).
 //
 // Exactness: a weight q - 32 (-32..31) is exact in f16. x' is split into two halves, hi + lo
 // (x' s = hi + lo with |error| <= 2^-22 |x' s|, after scaling by the power of two s that puts the
@@ -33,14 +36,16 @@
 //
 // Launch: grid up to one wave (blocks loop over tiles of 16 rows x 16 warps), block 512 threads,
 // dynamic shared memory zr_cuf_mv_mma_smem(n_in): x' padded as matvec.cuh stages it, then B
-// (n_in / 32 items x 2 planes x 32 halves) and 24 words (16 zero words from the 8th). n_in % 256 == 0.
+// (n_in / 32 items x 2 planes x 32 halves), 24 words (16 zero words from the 8th), then each
+// warp's two buffers of a tile's scale records (2 x 16 rows x n_in / 256 x 18 bytes). n_in % 256 ==
+// 0; ws 16-byte aligned (the host's rule).
 #include "matvec.cuh"
 
 #define ZR_MVM_THREADS 512
 #define ZR_MVM_WARPS (ZR_MVM_THREADS / 32)
 
-// The loads of one step for one row: item it's 16 bytes of low bits, 8 of high bits, its two
-// scales and its super-block's d.
+// One step for one row: item it's 16 bytes of low bits and 8 of high bits (loaded), its two
+// scales and its super-block's d (read from the tile's scale records in shared memory).
 struct ZrMvmItem {
     uint4 q;
     uint2 h;
@@ -48,14 +53,17 @@ struct ZrMvmItem {
     uint32_t d;  // the half d in bits 0..15
 };
 
-__device__ __forceinline__ void zr_mvm_load(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, uint32_t sb0,
-                                            int it, ZrMvmItem &f) {
+__device__ __forceinline__ void zr_mvm_load(const uint8_t *__restrict__ w, uint32_t sb0, int it, ZrMvmItem &f) {
     const uint32_t sb = sb0 + (uint32_t)(it >> 3);
-    const uint8_t *b = w + (size_t)sb * 192, *s = ws + (size_t)sb * 18;
+    const uint8_t *b = w + (size_t)sb * 192;
     f.q = zr_ld16(b + 16 * (it & 7));
     f.h = __ldg((const uint2 *)(b + 128 + 8 * (it & 7)));
-    f.sc = __ldg((const uint16_t *)s + (it & 7));
-    f.d = __ldg((const uint16_t *)(s + 16));
+}
+
+// 16 bytes global -> shared by cp.async (L2 only); n < 16 reads n bytes and zero-fills the rest.
+__device__ __forceinline__ void zr_mvm_cp16(void *dst, const void *src, int n) {
+    const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
 }
 
 // Bytes 0,1 (sel 0x4140) or 2,3 (0x4342) of v as an f16x2 of v - 32: 0x64XX is 1024 + XX.
@@ -102,8 +110,21 @@ __device__ __forceinline__ void zr_matvec_q6k_mma(const uint8_t *__restrict__ w,
     uint32_t sb_g = 0, sb_g8 = 0; // rows g and g + 8 of the tile (clamped): their first super-block
     ZrMvmItem f[P][2];
     auto load_step = [&](int m, ZrMvmItem (&dst)[2]) {
-        zr_mvm_load(w, ws, sb_g, 4 * m + t, dst[0]);
-        zr_mvm_load(w, ws, sb_g8, 4 * m + t, dst[1]);
+        zr_mvm_load(w, sb_g, 4 * m + t, dst[0]);
+        zr_mvm_load(w, sb_g8, 4 * m + t, dst[1]);
+    };
+    // a tile's scale records (16 rows x nsb x 18 bytes, contiguous and 16-byte aligned) copied by
+    // the warp in 16-byte pieces into one of its two buffers, after the B planes: a few requests
+    // of whole lines instead of each lane's 2-byte scales and d of every step
+    const int tsc = nsb * 18 * 16;
+    uint8_t *scb = (uint8_t *)(bw + items * 32 + 24) + (size_t)warp * 2 * tsc;
+    auto issue_scales = [&](int tl, int b) {
+        const size_t total = (size_t)n_out * nsb * 18, base = (size_t)tl * tsc;
+        for (int c = lane; c < tsc / 16; c += 32) {
+            const size_t off = base + 16 * (size_t)c;
+            const int n = off >= total ? 0 : (int)min((size_t)16, total - off);
+            zr_mvm_cp16(scb + b * tsc + 16 * c, ws + (n ? off : 0), n);
+        }
     };
     // tile tl's rows, and its first P - 1 steps requested
     auto begin_tile = [&](int tl) {
@@ -114,7 +135,11 @@ __device__ __forceinline__ void zr_matvec_q6k_mma(const uint8_t *__restrict__ w,
         for (int q = 0; q < P - 1; q++)
             if (q < steps) load_step(q, f[q]);
     };
-    if (tile < n_tiles) begin_tile(tile);
+    if (tile < n_tiles) {
+        begin_tile(tile);
+        issue_scales(tile, 0);
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
     // everything above reads weights only
     zr_grid_enter_after_loads(w);
 
@@ -153,7 +178,15 @@ __device__ __forceinline__ void zr_matvec_q6k_mma(const uint8_t *__restrict__ w,
     const uint32_t *bsrc = feeds ? bw + (g & 1) * 16 : bw + items * 32 + 8; // + item * 32 words (feeds)
     const int bstep = feeds ? 4 * 32 : 0;                                 // words a step (4 items)
 
-    for (; tile < n_tiles; tile += tile_step) {
+    for (int buf = 0; tile < n_tiles; tile += tile_step, buf ^= 1) {
+        // the next tile's records requested into the other buffer (the last tile's reads of it
+        // are done), then this tile's awaited
+        __syncwarp();
+        if (tile + tile_step < n_tiles) issue_scales(tile + tile_step, buf ^ 1);
+        asm volatile("cp.async.commit_group;" ::: "memory");
+        asm volatile("cp.async.wait_group 1;" ::: "memory");
+        __syncwarp();
+        const uint8_t *sr0 = scb + buf * tsc + g * nsb * 18, *sr1 = sr0 + 8 * nsb * 18;
         float acc0 = 0.f, acc1 = 0.f; // rows g, g + 8: this lane's items' sums
         const uint32_t *bp = bsrc + (feeds ? t * 32 : 0);
         for (int m0 = 0; m0 < steps; m0 += P) {
@@ -162,7 +195,14 @@ __device__ __forceinline__ void zr_matvec_q6k_mma(const uint8_t *__restrict__ w,
                 const int mi = m0 + q;
                 if (mi < steps) {
                     if (mi + P - 1 < steps) load_step(mi + P - 1, f[(q + P - 1) % P]);
-                    const ZrMvmItem &r0 = f[q][0], &r1 = f[q][1];
+                    ZrMvmItem &r0 = f[q][0], &r1 = f[q][1];
+                    {
+                        const int o = (mi >> 1) * 18; // the step's super-block; item 4 (mi & 1) + t
+                        r0.sc = *(const uint16_t *)(sr0 + o + 2 * (4 * (mi & 1) + t));
+                        r1.sc = *(const uint16_t *)(sr1 + o + 2 * (4 * (mi & 1) + t));
+                        r0.d = *(const uint16_t *)(sr0 + o + 16);
+                        r1.d = *(const uint16_t *)(sr1 + o + 16);
+                    }
                     uint4 bq[4];
 #pragma unroll
                     for (int k = 0; k < 4; k++) bq[k] = *(const uint4 *)(bp + 4 * k);
@@ -210,7 +250,8 @@ __device__ __forceinline__ void zr_matvec_q6k_mma(const uint8_t *__restrict__ w,
         zr_matvec_q6k_mma<P>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, post_r, post_w, x_out);        \
     }
 
-// P = 3 (107 registers, one block an SM): H200 tg128 Gemma-3-4B 603.1 -> 612.1 t/s, where P = 2
+// P = 3 (107 registers, one block an SM; 101 since the scales come from shared memory): H200
+// tg128 Gemma-3-4B 603.1 -> 612.1 t/s, where P = 2
 // (84 registers) gave 606.0, blocks of 256 threads three an SM (P = 2, 76 registers) 602.3, and a
 // cp.async ring of 4 or 6 steps in shared memory 590.9 / 586.4 (cu/PERF.md session 25)
 ZR_MVM_KERNEL(matvec_q6_k_mma, 3)

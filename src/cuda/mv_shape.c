@@ -25,8 +25,13 @@ int zr_cuf_kernel_blocks_per_sm(const ZrKernel *kern, int threads) {
 /* cu/matvec.cuh zr_mv_smem_bytes: x padded with 4 floats after every 32 */
 size_t zr_cuf_mv_smem(int n_in) { return ((size_t)n_in + 4 * (size_t)((n_in + 31) / 32)) * sizeof(float); }
 
-/* x' padded, then per item of 32 values its hi and lo halves (64 halves), then 24 words (16 zero) */
-size_t zr_cuf_mv_mma_smem(int n_in) { return zr_cuf_mv_smem(n_in) + 4 * (size_t)n_in + 24 * 4; }
+/* x' padded, then per item of 32 values its hi and lo halves (64 halves), then 24 words (16 zero),
+ * then the scale records (cu/matvec_mma.cu) */
+size_t zr_cuf_mv_mma_smem(int n_in) {
+    /* and each warp's two buffers of a tile's scale records: 2 x 16 rows x n_in / 256 x 18 bytes */
+    const size_t records = (size_t)ZR_CUF_MV_MMA_THREADS / 32 * 2 * 16 * (size_t)(n_in / 256) * 18;
+    return zr_cuf_mv_smem(n_in) + 4 * (size_t)n_in + 24 * 4 + records;
+}
 
 /* The float product's warp takes a row's items (32 values) 32 at a time, so a row's last step
  * leaves lanes idle where its items are no multiple of 32: a third of Gemma-3-4B's 80 items' steps
@@ -38,15 +43,15 @@ size_t zr_cuf_mv_mma_smem(int n_in) { return zr_cuf_mv_smem(n_in) + 4 * (size_t)
  * 496.8, Qwen3-30B-A3B 538.3 -> 537.2. So it takes rows that leave more than an eighth of the
  * float product's lane-steps idle (Gemma-3-4B's; gemma2-2b's 72 items and gemma3-1b's 36 too, not
  * measured), and the others keep the float one. */
-static bool mma_rows(int n_in) {
-    const int items = n_in / 32, steps = (items + 31) / 32, idle = 32 * steps - items;
+static bool lanes_idle(long items) {
+    const long steps = (items + 31) / 32, idle = 32 * steps - items;
     return 8 * idle > 32 * steps;
 }
 
 bool zr_cuf_mv_mma_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape) {
-    return shape.blocks > 0 && w->type == ZR_TYPE_Q6_K && w->n_in % 256 == 0 && mma_rows(w->n_in) &&
-           zr_cuf_mv_mma_smem(w->n_in) <= k->mma_smem && !(mode & (ZR_CUF_MV_GLU | ZR_CUF_MV_SSQ)) &&
-           (mode & 3) != ZR_CUF_MV_SWIGLU;
+    return shape.blocks > 0 && w->type == ZR_TYPE_Q6_K && w->n_in % 256 == 0 && lanes_idle(w->n_in / 32) &&
+           zr_cuf_mv_mma_smem(w->n_in) <= k->mma_smem && w->side % 16 == 0 &&
+           !(mode & (ZR_CUF_MV_GLU | ZR_CUF_MV_SSQ)) && (mode & 3) != ZR_CUF_MV_SWIGLU;
 }
 
 static int matvec_mma(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
