@@ -45,6 +45,23 @@ int zr_k_matvec_mma(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CU
                      (void *)&w->n_out, &mode, (void *)&split, (void *)&p->r, (void *)&p->post_w, (void *)&p->x_out);
 }
 
+int zr_k_matvec_glu_flat(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
+                         CUdeviceptr norm_w, float eps, int mode, unsigned blocks, const ZrMvPost *post, ZrError *err) {
+    const ZrMvPost none = {0}, *p = post ? post : &none;
+    const int split = 1;
+    CUdeviceptr add = 0;
+    if (w->type != ZR_TYPE_Q4_K || !(mode & ZR_CUF_MV_GLU) || w->n_out % 2 || blocks < 1 ||
+        (int)blocks > w->n_out / 2 || (mode & ZR_CUF_MV_SSQ) || (mode & 3) == ZR_CUF_MV_SWIGLU ||
+        (((mode & 3) == ZR_CUF_MV_ADDNORM) != (post != NULL)) || (mode >> ZR_CUF_MV_NSS_SHIFT) != 0 ||
+        (post && (p->n_ss < 1 || p->n_ss > (1 << 20))))
+        return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %s [%d x %d] in mode %d", kern->name, zr_type_name(w->type),
+                      w->n_out, w->n_in, mode);
+    if (post) mode |= p->n_ss << ZR_CUF_MV_NSS_SHIFT;
+    return ZR_LAUNCH(l, kern, ZR_DIM1(blocks), ZR_DIM1(ZR_CUF_MV_FLAT_THREADS), (unsigned)zr_cuf_mv_smem(w->n_in), err,
+                     (void *)&w->main, (void *)&w->side, &x, &y, &add, &norm_w, &eps, (void *)&w->n_in,
+                     (void *)&w->n_out, &mode, (void *)&split, (void *)&p->r, (void *)&p->post_w, (void *)&p->x_out);
+}
+
 int zr_k_embed(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x, int n_embd,
                int n_vocab, int rows, float scale, ZrError *err) {
     return zr_k_embed_stamp(l, k, w, tok, x, n_embd, n_vocab, rows, scale, 0, 1, err);

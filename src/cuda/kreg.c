@@ -67,6 +67,13 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         if (k->has_mv_id[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mv_id[t], (int)smem, err))) return rc;
         if (k->has_mv_idflat[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mv_idflat[t], (int)smem, err))) return rc;
     }
+    /* the flat gate|up product stages x as the others beside its static 17 KiB of lane sums: it
+     * takes the rows whose staging fits beside them (zr_cuf_mv_flat_takes) */
+    size_t flat_smem = smem;
+    if (flat_smem + 18 * 1024 > (size_t)c->props.max_smem_optin) flat_smem = (size_t)c->props.max_smem_optin - 18 * 1024;
+    k->flat_smem = flat_smem;
+    if (flat_smem + 18 * 1024 > 48 * 1024 && (rc = zr_cuda_kernel_set_smem(c, &k->mv_glu_flat_q4_k, (int)flat_smem, err)))
+        return rc;
     /* the tensor-core Q6_K product needs more: it takes the rows whose staging fits what the GPU
      * allows (the others keep the tall float product: zr_cuf_mv_mma_takes) */
     size_t mma_smem = zr_cuf_mv_mma_smem(max_n_in);

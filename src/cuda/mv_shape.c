@@ -54,6 +54,43 @@ bool zr_cuf_mv_mma_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, Zr
            !(mode & (ZR_CUF_MV_GLU | ZR_CUF_MV_SSQ)) && (mode & 3) != ZR_CUF_MV_SWIGLU;
 }
 
+/* The tall gate|up product gives a warp a result at a time (its gate and up rows), its lanes over
+ * the result's items: where those leave lanes idle and a wave of warps takes a fraction of a
+ * result each (Gemma-3-4B's 10240 results of 80 Q4_K items on 4224 warps: 2.42 results, the warps
+ * with 3 taking 9 steps of 32 items where the work is 6.06), the flat product cuts each block's
+ * results x items into equal runs, one a warp (cu/matvec_glu_flat.cu). H200 tg128 (cu/PERF.md
+ * session 26): Gemma-3-4B Q4_K_M 610.2 -> 625.8 t/s (+2.6%; its gate|up ran at 1.62 TB/s in the
+ * graph against Llama-3.2-3B's 2.13); where the tall product's lanes are full it lost: Llama-3.2-3B
+ * Q4_K_M 887.4 -> 847.1 (96 items), Q8_0 on Gemma-3-4B (160 items of 16 values: 5 full steps)
+ * 536.5 -> 534.6, on Llama-3.2-3B 739.2 -> 697.2 (the Q8_0 kernel was deleted). So it takes Q4_K
+ * gate|up products on the tall shape whose items leave more than an eighth of the tall product's
+ * lane-steps idle, where a warp's run spans at most ZR_CUF_MV_FLAT_KMAX results (Gemma-3-4B's and
+ * Qwen3-4B's 2560-wide rows; Gemma-3-12B's 3840 would span 5). */
+static long flat_blocks(const ZrCuKernels *k, long n_res) {
+    const int per_sm = zr_cuf_kernel_blocks_per_sm(&k->mv_glu_flat_q4_k, ZR_CUF_MV_FLAT_THREADS);
+    const long blocks = (long)k->sm_count * (per_sm > 0 ? per_sm : 1); /* one wave, at most a block a result */
+    return blocks < n_res ? blocks : n_res;
+}
+
+bool zr_cuf_mv_flat_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape) {
+    if (w->type != ZR_TYPE_Q4_K || shape.blocks <= 0 || !(mode & ZR_CUF_MV_GLU) || (mode & ZR_CUF_MV_SSQ) ||
+        (mode & 3) == ZR_CUF_MV_SWIGLU || w->n_out % 2 || w->n_in % 256 || zr_cuf_mv_smem(w->n_in) > k->flat_smem)
+        return false;
+    const long items = w->n_in / 32, n_res = w->n_out / 2, blocks = flat_blocks(k, n_res);
+    if (items < 32 || !lanes_idle(items)) return false;
+    /* a block's results, its pairs, a warp's run (the kernel cuts at floor(v nf / 16) rounded
+     * down to a multiple of 32) and the results a run of that length may touch */
+    const long per_block = (n_res + blocks - 1) / blocks;
+    const long run = (per_block * items + ZR_CUF_MV_FLAT_THREADS / 32 - 1) / (ZR_CUF_MV_FLAT_THREADS / 32) + 31;
+    return (run - 1) / items + 2 <= ZR_CUF_MV_FLAT_KMAX;
+}
+
+static int matvec_glu_flat(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
+                           CUdeviceptr norm_w, float eps, int mode, const ZrMvPost *post, ZrError *err) {
+    return zr_k_matvec_glu_flat(l, &k->mv_glu_flat_q4_k, w, x, y, norm_w, eps, mode,
+                                (unsigned)flat_blocks(k, w->n_out / 2), post, err);
+}
+
 static int matvec_mma(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                       CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, const ZrMvPost *post, ZrError *err) {
     const ZrKernel *kern = &k->mv_q6k_mma;
@@ -234,6 +271,7 @@ int zr_cuf_matvec_post(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w,
     mode = (mode & ~3) | ZR_CUF_MV_ADDNORM;
     const ZrMvShape shape = zr_cuf_mv_shape(k, w, mode);
     if (zr_cuf_mv_mma_takes(k, w, mode, shape)) return matvec_mma(l, k, w, x, y, 0, norm_w, eps, mode, p, err);
+    if (zr_cuf_mv_flat_takes(k, w, mode, shape)) return matvec_glu_flat(l, k, w, x, y, norm_w, eps, mode, p, err);
     return zr_k_matvec(l, shape.blocks > 0 ? &k->mvt[w->type] : &k->mv[w->type], zr_cuf_mv_rows_per_warp(w->type), w, x,
                        y, 0, norm_w, eps, mode, shape, p, err);
 }
@@ -244,6 +282,7 @@ int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUde
         return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
     const ZrMvShape shape = zr_cuf_mv_shape(k, w, mode);
     if (zr_cuf_mv_mma_takes(k, w, mode, shape)) return matvec_mma(l, k, w, x, y, add, norm_w, eps, mode, NULL, err);
+    if (zr_cuf_mv_flat_takes(k, w, mode, shape)) return matvec_glu_flat(l, k, w, x, y, norm_w, eps, mode, NULL, err);
     return zr_cuf_matvec_shaped(l, k, w, x, y, add, norm_w, eps, mode, shape, err);
 }
 

@@ -60,6 +60,14 @@ int zr_cuf_kernel_blocks_per_sm(const ZrKernel *kern, int threads);
 #define ZR_CUF_MV_MMA_THREADS 512
 size_t zr_cuf_mv_mma_smem(int n_in);
 bool zr_cuf_mv_mma_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape);
+/* The gate|up product of Q4_K whose warps take flat runs of (result, item) pairs
+ * (cu/matvec_glu_flat.cu, blocks of ZR_CUF_MV_FLAT_THREADS, one wave): whether it takes W in this
+ * mode with this shape (the tall shape, GLU, x' normed or ADDNORM or as is, rows of 32 items or
+ * more that leave the tall product's lanes idle, a warp's run spanning at most
+ * ZR_CUF_MV_FLAT_KMAX results): zr_cuf_matvec and zr_cuf_matvec_post launch it there. */
+#define ZR_CUF_MV_FLAT_THREADS 512
+#define ZR_CUF_MV_FLAT_KMAX 4
+bool zr_cuf_mv_flat_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape);
 /* Dynamic shared memory of a product over rows of n_in values (x staged with padding). */
 size_t zr_cuf_mv_smem(int n_in);
 /* The shape the forward pass uses for W in this mode on this device. */

@@ -483,6 +483,40 @@ ZT_TEST(matvec_q6_k_tall_products_take_the_tensor_cores) {
     ZT_CHECKF(q >= 0 && q <= 1.0, "q6_K mma addnorm: worst |diff|/tol %.3g", q);
 }
 
+/* The flat gate|up product (cu/matvec_glu_flat.cu) takes Q4_K's Gemma-3-4B shape (10240 results
+ * of 80 items: 2.42 results a warp of the tall product, its lanes idle in a third of the steps),
+ * also with an odd count of results (runs cut across results everywhere), and is held to
+ * matvec_case's bounds with the tall float product's figure beside it; full rows keep the tall
+ * product: Llama-3.2-3B's 96 items, Llama-3-8B's 128, and Q8_0 (160 items of 16 values). */
+ZT_TEST(matvec_glu_flat_cuts_results_across_warps) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    const int R = ZR_CUF_MV_RMSNORM, GL = ZR_CUF_MV_GLU, GE = ZR_CUF_MV_GELU;
+    const ZrCuWeight tall[] = {{.type = ZR_TYPE_Q4_K, .n_in = 3072, .n_out = 2 * 8192},
+                               {.type = ZR_TYPE_Q4_K, .n_in = 4096, .n_out = 2 * 14336},
+                               {.type = ZR_TYPE_Q8_0, .n_in = 2560, .n_out = 2 * 10240}};
+    for (size_t i = 0; i < sizeof tall / sizeof tall[0]; i++)
+        ZT_CHECKF(!zr_cuf_mv_flat_takes(&g->k, &tall[i], R | GL, zr_cuf_mv_shape(&g->k, &tall[i], R | GL)),
+                  "%s [%d x %d] took the flat product", zr_type_name(tall[i].type), tall[i].n_in, tall[i].n_out);
+    const MvCase cases[] = {{2560, 2 * 10240, 0, R | GL | GE, 0, 0, 0}, {2560, 2 * 10241, 0, R | GL, 0, 0, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const ZrCuWeight probe = {.type = ZR_TYPE_Q4_K, .n_in = cases[c].n_in, .n_out = cases[c].n_out};
+        const ZrMvShape shape = zr_cuf_mv_shape(&g->k, &probe, cases[c].mode);
+        ZT_CHECKF(zr_cuf_mv_flat_takes(&g->k, &probe, cases[c].mode, shape), "q4_K [%d x %d]: not the flat product",
+                  cases[c].n_in, cases[c].n_out);
+        const double q = matvec_case(ZR_TYPE_Q4_K, cases[c]);
+        MvCase fl = cases[c]; /* the tall float product on the same product, for comparison */
+        fl.groups = shape.groups, fl.split = shape.split, fl.blocks = shape.blocks;
+        const double qf = matvec_case(ZR_TYPE_Q4_K, fl);
+        fprintf(stderr, "  matvec q4_K [%d x %d]%s: worst |diff|/tol %.3g flat, %.3g tall\n", cases[c].n_in,
+                cases[c].n_out, cases[c].mode & GE ? " gelu" : "", q, qf);
+        ZT_CHECKF(q >= 0 && q <= 1.0, "q4_K flat [%d x %d]: worst |diff|/tol %.3g", cases[c].n_in, cases[c].n_out, q);
+    }
+    const double q = matvec_post_case(ZR_TYPE_Q4_K, 2560, 2 * 10240, GL | GE);
+    fprintf(stderr, "  matvec addnorm q4_K [2560 x %d] glu gelu (flat): worst |diff|/tol = %.3g\n", 2 * 10240, q);
+    ZT_CHECKF(q >= 0 && q <= 1.0, "q4_K flat addnorm: worst |diff|/tol %.3g", q);
+}
+
 #define MATVEC_TEST(T, ID) \
     ZT_TEST(matvec_##T##_matches_cpu_dot_row) { matvec_type(ID); }
 MATVEC_TEST(f32, ZR_TYPE_F32)
