@@ -1353,16 +1353,19 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     }
 }
 
+// The parameters of every decode product kernel (kernels.def's "PPPPPPFIIIIPPP": matvec_<type>,
+// _tall, the tensor-core and flat ones)
+#define ZR_MV_KPARAMS                                                                                   \
+    const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, const float *__restrict__ x, float *y, \
+        const float *add, const float *__restrict__ norm_w, float eps, int n_in, int n_out, int mode,   \
+        int split, const float *__restrict__ post_r, const float *__restrict__ post_w, float *x_out
+
 // NREG caps the registers (so enough warps fit per SM to keep loads in flight). A block of 1024
 // threads (ZR_MV_MAX_THREADS) launches at 64 registers; every kernel takes blocks of 512 (the host
 // reads which take 1024 from the driver: src/cuda/mv_shape.c zr_cuf_kernel_max_threads).
 // NAME##_tall: the same product taking several tiles per block (TALL above).
 #define ZR_MATVEC_KERNEL(NAME, TRAITS, R, P, NREG, TALL)                                                   \
-    ZR_KERNEL void __maxnreg__(NREG)                                                                    \
-        NAME(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, const float *__restrict__ x, \
-             float *y, const float *add, const float *__restrict__ norm_w, float eps, int n_in, int n_out, \
-             int mode, int split, const float *__restrict__ post_r, const float *__restrict__ post_w,     \
-             float *x_out) {                                                                            \
+    ZR_KERNEL void __maxnreg__(NREG) NAME(ZR_MV_KPARAMS) {                                              \
         ZR_TL_EXIT;                                                                                     \
         zr_matvec<TRAITS, R, P, TALL>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, split, post_r,    \
                                       post_w, x_out);                                                   \

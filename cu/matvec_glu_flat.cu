@@ -147,11 +147,7 @@ __device__ __forceinline__ void zr_matvec_glu_flat(const uint8_t *__restrict__ w
 }
 
 #define ZR_MVF_KERNEL(NAME, TRAITS)                                                                            \
-    ZR_KERNEL void __launch_bounds__(ZR_MVF_THREADS, 2)                                                        \
-        NAME(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, const float *__restrict__ x,      \
-             float *y, const float *add, const float *__restrict__ norm_w, float eps, int n_in, int n_out,    \
-             int mode, int split, const float *__restrict__ post_r, const float *__restrict__ post_w,          \
-             float *x_out) {                                                                                  \
+    ZR_KERNEL void __launch_bounds__(ZR_MVF_THREADS, 2) NAME(ZR_MV_KPARAMS) {                                  \
         ZR_TL_EXIT;                                                                                           \
         (void)add;                                                                                            \
         (void)split;                                                                                          \

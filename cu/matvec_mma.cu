@@ -240,11 +240,7 @@ __device__ __forceinline__ void zr_matvec_q6k_mma(const uint8_t *__restrict__ w,
 }
 
 #define ZR_MVM_KERNEL(NAME, P)                                                                                 \
-    ZR_KERNEL void __launch_bounds__(ZR_MVM_THREADS, 1)                                                        \
-        NAME(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, const float *__restrict__ x,      \
-             float *y, const float *add, const float *__restrict__ norm_w, float eps, int n_in, int n_out,    \
-             int mode, int split, const float *__restrict__ post_r, const float *__restrict__ post_w,          \
-             float *x_out) {                                                                                  \
+    ZR_KERNEL void __launch_bounds__(ZR_MVM_THREADS, 1) NAME(ZR_MV_KPARAMS) {                                  \
         ZR_TL_EXIT;                                                                                           \
         (void)split;                                                                                          \
         zr_matvec_q6k_mma<P>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, post_r, post_w, x_out);        \
