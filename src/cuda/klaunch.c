@@ -10,56 +10,57 @@ static unsigned cdiv(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
  * powers of two */
 static bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
+/* The checks every decode product shares: ADDNORM comes with its post vectors (and only with them),
+ * the mode's n_ss bits are still free, and the count of r's sum-of-squares pieces is sane */
+static bool post_fits(int mode, const ZrMvPost *post) {
+    return ((mode & 3) == ZR_CUF_MV_ADDNORM) == (post != NULL) && (mode >> ZR_CUF_MV_NSS_SHIFT) == 0 &&
+           (!post || (post->n_ss >= 1 && post->n_ss <= (1 << 20)));
+}
+
+/* Launches a decode product (cu/matvec.cuh's ZR_MV_KPARAMS) on blocks x threads with smem bytes of
+ * dynamic shared memory, the post's n_ss folded into the mode's high bits */
+static int launch_product(ZrLauncher *l, const ZrKernel *kern, unsigned blocks, unsigned threads, unsigned smem,
+                          const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w,
+                          float eps, int mode, int split, const ZrMvPost *post, ZrError *err) {
+    const ZrMvPost none = {0}, *p = post ? post : &none;
+    if (post) mode |= p->n_ss << ZR_CUF_MV_NSS_SHIFT;
+    return ZR_LAUNCH(l, kern, ZR_DIM1(blocks), ZR_DIM1(threads), smem, err, (void *)&w->main, (void *)&w->side, &x, &y,
+                     &add, &norm_w, &eps, (void *)&w->n_in, (void *)&w->n_out, &mode, &split, (void *)&p->r,
+                     (void *)&p->post_w, (void *)&p->x_out);
+}
+
 int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const ZrCuWeight *w, CUdeviceptr x,
                 CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
                 const ZrMvPost *post, ZrError *err) {
     const int R = rows_per_warp;
-    const ZrMvPost none = {0}, *p = post ? post : &none;
     if (!pow2(shape.groups) || !pow2(shape.split) || shape.blocks < 0 ||
         shape.groups * shape.split * 32 > zr_cuf_kernel_max_threads(kern) || ((mode & ZR_CUF_MV_GLU) && (R % 2 || w->n_out % 2)) ||
-        (((mode & 3) == ZR_CUF_MV_ADDNORM) != (post != NULL)) || (mode >> ZR_CUF_MV_NSS_SHIFT) != 0 ||
-        (post && (p->n_ss < 1 || p->n_ss > (1 << 20))) || ((mode & ZR_CUF_MV_SSQ) && shape.blocks > 0))
+        !post_fits(mode, post) || ((mode & ZR_CUF_MV_SSQ) && shape.blocks > 0))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d x %d warps (%d rows each), mode %d", kern->name,
                       shape.groups, shape.split, R, mode);
-    if (post) mode |= p->n_ss << ZR_CUF_MV_NSS_SHIFT; /* the count of r's sum-of-squares pieces */
-    const unsigned blocks = zr_cuf_mv_grid(w, mode, shape);
-    return ZR_LAUNCH(l, kern, ZR_DIM1(blocks), ZR_DIM1(32 * shape.groups * shape.split),
-                     (unsigned)zr_cuf_mv_smem(w->n_in), err, (void *)&w->main, (void *)&w->side, &x, &y, &add,
-                     &norm_w, &eps, (void *)&w->n_in, (void *)&w->n_out, &mode, (void *)&shape.split, (void *)&p->r,
-                     (void *)&p->post_w, (void *)&p->x_out);
+    return launch_product(l, kern, zr_cuf_mv_grid(w, mode, shape), (unsigned)(32 * shape.groups * shape.split),
+                          (unsigned)zr_cuf_mv_smem(w->n_in), w, x, y, add, norm_w, eps, mode, shape.split, post, err);
 }
 
 int zr_k_matvec_mma(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                     CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, unsigned blocks, const ZrMvPost *post,
                     ZrError *err) {
-    const ZrMvPost none = {0}, *p = post ? post : &none;
-    const int split = 1;
     if (w->type != ZR_TYPE_Q6_K || w->n_in % 256 || blocks < 1 || (mode & (ZR_CUF_MV_GLU | ZR_CUF_MV_SSQ)) ||
-        (mode & 3) == ZR_CUF_MV_SWIGLU || (((mode & 3) == ZR_CUF_MV_ADDNORM) != (post != NULL)) ||
-        (mode >> ZR_CUF_MV_NSS_SHIFT) != 0 || (post && (p->n_ss < 1 || p->n_ss > (1 << 20))))
+        (mode & 3) == ZR_CUF_MV_SWIGLU || !post_fits(mode, post))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %s [%d x %d] in mode %d", kern->name, zr_type_name(w->type),
                       w->n_out, w->n_in, mode);
-    if (post) mode |= p->n_ss << ZR_CUF_MV_NSS_SHIFT;
-    return ZR_LAUNCH(l, kern, ZR_DIM1(blocks), ZR_DIM1(ZR_CUF_MV_MMA_THREADS), (unsigned)zr_cuf_mv_mma_smem(w->n_in), err,
-                     (void *)&w->main, (void *)&w->side, &x, &y, &add, &norm_w, &eps, (void *)&w->n_in,
-                     (void *)&w->n_out, &mode, (void *)&split, (void *)&p->r, (void *)&p->post_w, (void *)&p->x_out);
+    return launch_product(l, kern, blocks, ZR_CUF_MV_MMA_THREADS, (unsigned)zr_cuf_mv_mma_smem(w->n_in), w, x, y, add,
+                          norm_w, eps, mode, 1, post, err);
 }
 
 int zr_k_matvec_glu_flat(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                          CUdeviceptr norm_w, float eps, int mode, unsigned blocks, const ZrMvPost *post, ZrError *err) {
-    const ZrMvPost none = {0}, *p = post ? post : &none;
-    const int split = 1;
-    CUdeviceptr add = 0;
     if (w->type != ZR_TYPE_Q4_K || !(mode & ZR_CUF_MV_GLU) || w->n_out % 2 || blocks < 1 ||
-        (int)blocks > w->n_out / 2 || (mode & ZR_CUF_MV_SSQ) || (mode & 3) == ZR_CUF_MV_SWIGLU ||
-        (((mode & 3) == ZR_CUF_MV_ADDNORM) != (post != NULL)) || (mode >> ZR_CUF_MV_NSS_SHIFT) != 0 ||
-        (post && (p->n_ss < 1 || p->n_ss > (1 << 20))))
+        (int)blocks > w->n_out / 2 || (mode & ZR_CUF_MV_SSQ) || (mode & 3) == ZR_CUF_MV_SWIGLU || !post_fits(mode, post))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %s [%d x %d] in mode %d", kern->name, zr_type_name(w->type),
                       w->n_out, w->n_in, mode);
-    if (post) mode |= p->n_ss << ZR_CUF_MV_NSS_SHIFT;
-    return ZR_LAUNCH(l, kern, ZR_DIM1(blocks), ZR_DIM1(ZR_CUF_MV_FLAT_THREADS), (unsigned)zr_cuf_mv_smem(w->n_in), err,
-                     (void *)&w->main, (void *)&w->side, &x, &y, &add, &norm_w, &eps, (void *)&w->n_in,
-                     (void *)&w->n_out, &mode, (void *)&split, (void *)&p->r, (void *)&p->post_w, (void *)&p->x_out);
+    return launch_product(l, kern, blocks, ZR_CUF_MV_FLAT_THREADS, (unsigned)zr_cuf_mv_smem(w->n_in), w, x, y, 0, norm_w,
+                          eps, mode, 1, post, err);
 }
 
 int zr_k_embed(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x, int n_embd,

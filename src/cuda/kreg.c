@@ -67,19 +67,20 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         if (k->has_mv_id[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mv_id[t], (int)smem, err))) return rc;
         if (k->has_mv_idflat[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mv_idflat[t], (int)smem, err))) return rc;
     }
-    /* the flat gate|up product stages x as the others beside its static 17 KiB of lane sums: it
-     * takes the rows whose staging fits beside them (zr_cuf_mv_flat_takes) */
-    size_t flat_smem = smem;
-    if (flat_smem + 18 * 1024 > (size_t)c->props.max_smem_optin) flat_smem = (size_t)c->props.max_smem_optin - 18 * 1024;
+    /* the flat gate|up product stages x as the others beside its static 17 KiB of lane sums (read
+     * from the kernel): it takes the rows whose staging fits beside them (zr_cuf_mv_flat_takes) */
+    const size_t flat_static = (size_t)k->mv_glu_flat_q4_k.static_smem, optin = (size_t)c->props.max_smem_optin;
+    const size_t flat_smem = smem + flat_static <= optin ? smem : optin > flat_static ? optin - flat_static : 0;
     k->flat_smem = flat_smem;
-    if (flat_smem + 18 * 1024 > 48 * 1024 && (rc = zr_cuda_kernel_set_smem(c, &k->mv_glu_flat_q4_k, (int)flat_smem, err)))
+    if (flat_smem + flat_static > 48 * 1024 && (rc = zr_cuda_kernel_set_smem(c, &k->mv_glu_flat_q4_k, (int)flat_smem, err)))
         return rc;
     /* the tensor-core Q6_K product needs more: it takes the rows whose staging fits what the GPU
      * allows (the others keep the tall float product: zr_cuf_mv_mma_takes) */
-    size_t mma_smem = zr_cuf_mv_mma_smem(max_n_in);
-    if (mma_smem + 1024 > (size_t)c->props.max_smem_optin) mma_smem = (size_t)c->props.max_smem_optin - 1024;
+    const size_t mma_static = (size_t)k->mv_q6k_mma.static_smem, mma_need = zr_cuf_mv_mma_smem(max_n_in);
+    const size_t mma_smem = mma_need + mma_static <= optin ? mma_need : optin > mma_static ? optin - mma_static : 0;
     k->mma_smem = mma_smem;
-    if (mma_smem + 1024 > 48 * 1024 && (rc = zr_cuda_kernel_set_smem(c, &k->mv_q6k_mma, (int)mma_smem, err))) return rc;
+    if (mma_smem + mma_static > 48 * 1024 && (rc = zr_cuda_kernel_set_smem(c, &k->mv_q6k_mma, (int)mma_smem, err)))
+        return rc;
     /* the small prefill product stages up to 8 rows of x (cuda/mm_small.h); a GPU that allows
      * less keeps the default 48 KiB (less its static 1 KiB), and the prefill takes the product
      * only for the rows that fit it */

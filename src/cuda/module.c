@@ -167,8 +167,10 @@ int zr_cuda_kernel(const ZrCuda *c, const char *name, const size_t *sizes, int n
         return zr_driver_err(d, err, r, "kernel %s: not found in the embedded module (cuModuleGetFunction)", name);
     if (d->cuFuncGetAttribute) {
         if ((r = d->cuFuncGetAttribute(&out->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, out->fn)) != CUDA_SUCCESS ||
-            (r = d->cuFuncGetAttribute(&out->regs, CU_FUNC_ATTRIBUTE_NUM_REGS, out->fn)) != CUDA_SUCCESS)
-            return zr_driver_err(d, err, r, "kernel %s: its block limit and registers (cuFuncGetAttribute)", name);
+            (r = d->cuFuncGetAttribute(&out->regs, CU_FUNC_ATTRIBUTE_NUM_REGS, out->fn)) != CUDA_SUCCESS ||
+            (r = d->cuFuncGetAttribute(&out->static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, out->fn)) != CUDA_SUCCESS)
+            return zr_driver_err(d, err, r, "kernel %s: its block limit, registers and static shared memory (cuFuncGetAttribute)",
+                                 name);
     }
     if (d->cuFuncGetParamInfo) {
         int n = 0;

@@ -41,8 +41,9 @@ typedef struct ZrKernel {
     uint32_t offset[ZR_KERNEL_MAX_PARAMS]; /* offset of parameter i in the kernel's parameter buffer */
     /* from cuFuncGetAttribute at load (0: not known, a driver table without it): the largest block
      * it launches (its register cap may hold fewer than the device's 1024 threads) and its registers
-     * a thread; the launch shapes read them (cuda/mv_shape.c) instead of mirroring cu/'s caps */
-    int max_threads, regs;
+     * a thread; the launch shapes read them (cuda/mv_shape.c) instead of mirroring cu/'s caps; its
+     * static shared memory in bytes, which the dynamic shared memory it may opt in to sits beside */
+    int max_threads, regs, static_smem;
 } ZrKernel;
 
 /* Retains the primary context of device `ordinal`, makes it current, creates the stream and

@@ -54,6 +54,14 @@ bool zr_cuf_mv_mma_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, Zr
            !(mode & (ZR_CUF_MV_GLU | ZR_CUF_MV_SSQ)) && (mode & 3) != ZR_CUF_MV_SWIGLU;
 }
 
+/* One wave of kern's blocks of `threads` (persistent blocks that loop over their work), at most
+ * `work` blocks */
+static long one_wave(const ZrCuKernels *k, const ZrKernel *kern, int threads, long work) {
+    const int per_sm = zr_cuf_kernel_blocks_per_sm(kern, threads);
+    const long blocks = (long)k->sm_count * (per_sm > 0 ? per_sm : 1);
+    return blocks < work ? blocks : work;
+}
+
 /* The tall gate|up product gives a warp a result at a time (its gate and up rows), its lanes over
  * the result's items: where those leave lanes idle and a wave of warps takes a fraction of a
  * result each (Gemma-3-4B's 10240 results of 80 Q4_K items on 4224 warps: 2.42 results, the warps
@@ -66,10 +74,8 @@ bool zr_cuf_mv_mma_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, Zr
  * gate|up products on the tall shape whose items leave more than an eighth of the tall product's
  * lane-steps idle, where a warp's run spans at most ZR_CUF_MV_FLAT_KMAX results (Gemma-3-4B's and
  * Qwen3-4B's 2560-wide rows; Gemma-3-12B's 3840 would span 5). */
-static long flat_blocks(const ZrCuKernels *k, long n_res) {
-    const int per_sm = zr_cuf_kernel_blocks_per_sm(&k->mv_glu_flat_q4_k, ZR_CUF_MV_FLAT_THREADS);
-    const long blocks = (long)k->sm_count * (per_sm > 0 ? per_sm : 1); /* one wave, at most a block a result */
-    return blocks < n_res ? blocks : n_res;
+static long flat_blocks(const ZrCuKernels *k, long n_res) { /* at most a block a result */
+    return one_wave(k, &k->mv_glu_flat_q4_k, ZR_CUF_MV_FLAT_THREADS, n_res);
 }
 
 bool zr_cuf_mv_flat_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape) {
@@ -93,13 +99,25 @@ static int matvec_glu_flat(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight
 
 static int matvec_mma(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                       CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, const ZrMvPost *post, ZrError *err) {
-    const ZrKernel *kern = &k->mv_q6k_mma;
-    const int per_sm = zr_cuf_kernel_blocks_per_sm(kern, ZR_CUF_MV_MMA_THREADS);
     const long per_block = ZR_CUF_MV_MMA_THREADS / 32 * 16; /* rows: 16 a warp */
     const long tiles = ((long)w->n_out + per_block - 1) / per_block;
-    long blocks = (long)k->sm_count * (per_sm > 0 ? per_sm : 1); /* one wave, each block looping over its tiles */
-    if (tiles < blocks) blocks = tiles;
-    return zr_k_matvec_mma(l, kern, w, x, y, add, norm_w, eps, mode, (unsigned)blocks, post, err);
+    const long blocks = one_wave(k, &k->mv_q6k_mma, ZR_CUF_MV_MMA_THREADS, tiles); /* each looping over its tiles */
+    return zr_k_matvec_mma(l, &k->mv_q6k_mma, w, x, y, add, norm_w, eps, mode, (unsigned)blocks, post, err);
+}
+
+/* The products that take some shapes from the float and dp4a kernels (the tensor-core output, the
+ * flat gate|up, which adds no vector), tried in this order; 1 when one launched (its result in
+ * *rc), 0 when none takes the shape */
+static int special_product(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
+                           CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
+                           const ZrMvPost *post, int *rc, ZrError *err) {
+    if (zr_cuf_mv_mma_takes(k, w, mode, shape))
+        *rc = matvec_mma(l, k, w, x, y, add, norm_w, eps, mode, post, err);
+    else if (zr_cuf_mv_flat_takes(k, w, mode, shape) && add == 0)
+        *rc = matvec_glu_flat(l, k, w, x, y, norm_w, eps, mode, post, err);
+    else
+        return 0;
+    return 1;
 }
 
 /* Which rule shape_of follows: a dense product's own launch (zr_cuf_mv_shape; a mix launch's
@@ -270,8 +288,8 @@ int zr_cuf_matvec_post(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w,
     if (p->x_out == x) return zr_err(err, ZR_E_INTERNAL, "%s: ADDNORM writes its residual over its input", k->mv[w->type].name);
     mode = (mode & ~3) | ZR_CUF_MV_ADDNORM;
     const ZrMvShape shape = zr_cuf_mv_shape(k, w, mode);
-    if (zr_cuf_mv_mma_takes(k, w, mode, shape)) return matvec_mma(l, k, w, x, y, 0, norm_w, eps, mode, p, err);
-    if (zr_cuf_mv_flat_takes(k, w, mode, shape)) return matvec_glu_flat(l, k, w, x, y, norm_w, eps, mode, p, err);
+    int rc;
+    if (special_product(l, k, w, x, y, 0, norm_w, eps, mode, shape, p, &rc, err)) return rc;
     return zr_k_matvec(l, shape.blocks > 0 ? &k->mvt[w->type] : &k->mv[w->type], zr_cuf_mv_rows_per_warp(w->type), w, x,
                        y, 0, norm_w, eps, mode, shape, p, err);
 }
@@ -281,8 +299,8 @@ int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUde
     if (w->type >= ZR_TYPE_COUNT || !k->has_mv[w->type])
         return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
     const ZrMvShape shape = zr_cuf_mv_shape(k, w, mode);
-    if (zr_cuf_mv_mma_takes(k, w, mode, shape)) return matvec_mma(l, k, w, x, y, add, norm_w, eps, mode, NULL, err);
-    if (zr_cuf_mv_flat_takes(k, w, mode, shape)) return matvec_glu_flat(l, k, w, x, y, norm_w, eps, mode, NULL, err);
+    int rc;
+    if (special_product(l, k, w, x, y, add, norm_w, eps, mode, shape, NULL, &rc, err)) return rc;
     return zr_cuf_matvec_shaped(l, k, w, x, y, add, norm_w, eps, mode, shape, err);
 }
 
