@@ -63,6 +63,16 @@ int zr_k_matvec_glu_flat(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *
                           eps, mode, 1, post, err);
 }
 
+int zr_k_matvec_glu_bal(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
+                        CUdeviceptr norm_w, float eps, int mode, unsigned blocks, const ZrMvPost *post, ZrError *err) {
+    if ((w->type != ZR_TYPE_Q4_K && w->type != ZR_TYPE_Q8_0) || !(mode & ZR_CUF_MV_GLU) || w->n_out % 2 || blocks < 1 ||
+        (int)blocks > w->n_out / 2 || (mode & ZR_CUF_MV_SSQ) || (mode & 3) == ZR_CUF_MV_SWIGLU || !post_fits(mode, post))
+        return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %s [%d x %d] in mode %d", kern->name, zr_type_name(w->type),
+                      w->n_out, w->n_in, mode);
+    return launch_product(l, kern, blocks, ZR_CUF_MV_BAL_THREADS, (unsigned)zr_cuf_mv_smem(w->n_in), w, x, y, 0, norm_w,
+                          eps, mode, 1, post, err);
+}
+
 int zr_k_embed(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x, int n_embd,
                int n_vocab, int rows, float scale, ZrError *err) {
     return zr_k_embed_stamp(l, k, w, tok, x, n_embd, n_vocab, rows, scale, 0, 1, err);

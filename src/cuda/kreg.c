@@ -74,6 +74,15 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
     k->flat_smem = flat_smem;
     if (flat_smem + flat_static > 48 * 1024 && (rc = zr_cuda_kernel_set_smem(c, &k->mv_glu_flat_q4_k, (int)flat_smem, err)))
         return rc;
+    /* the balanced gate|up products likewise beside their static 4 KiB of remainder sums */
+    const size_t bal_static = (size_t)k->mv_glu_bal_q4_k.static_smem > (size_t)k->mv_glu_bal_q8_0.static_smem
+                                  ? (size_t)k->mv_glu_bal_q4_k.static_smem
+                                  : (size_t)k->mv_glu_bal_q8_0.static_smem;
+    k->bal_smem = smem + bal_static <= optin ? smem : optin > bal_static ? optin - bal_static : 0;
+    if (k->bal_smem + bal_static > 48 * 1024 &&
+        ((rc = zr_cuda_kernel_set_smem(c, &k->mv_glu_bal_q4_k, (int)k->bal_smem, err)) ||
+         (rc = zr_cuda_kernel_set_smem(c, &k->mv_glu_bal_q8_0, (int)k->bal_smem, err))))
+        return rc;
     /* the tensor-core Q6_K product needs more: it takes the rows whose staging fits what the GPU
      * allows (the others keep the tall float product: zr_cuf_mv_mma_takes) */
     const size_t mma_static = (size_t)k->mv_q6k_mma.static_smem, mma_need = zr_cuf_mv_mma_smem(max_n_in);

@@ -37,6 +37,7 @@ typedef struct ZrCuKernels {
     int sm_count; /* the device's multiprocessors (matrix-vector grid shapes) */
     size_t mm_smem; /* dynamic shared memory the small prefill products may take (cuda/mm_small.h) */
     size_t flat_smem; /* dynamic shared memory the flat gate|up product may take (cu/matvec_glu_flat.cu) */
+    size_t bal_smem;  /* ... and the balanced gate|up products (cu/matvec_glu_bal.cu) */
     size_t mma_smem; /* dynamic shared memory the tensor-core Q6_K product may take (cu/matvec_mma.cu) */
     bool has_attn_prefill_d256; /* the GPU allows its ZR_K_ATTN_PREFILL_D256_SMEM bytes (both caches' kernels) */
     ZrKernel mv_mix[ZR_KMIX_COUNT]; /* ZR_KMIX lines: matvec_mix_<a>_<b> */

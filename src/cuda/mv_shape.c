@@ -97,6 +97,49 @@ static int matvec_glu_flat(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight
                                 (unsigned)flat_blocks(k, w->n_out / 2), post, err);
 }
 
+static const ZrKernel *bal_kernel(const ZrCuKernels *k, uint32_t type) {
+    return type == ZR_TYPE_Q4_K ? &k->mv_glu_bal_q4_k : type == ZR_TYPE_Q8_0 ? &k->mv_glu_bal_q8_0 : NULL;
+}
+
+/* The steps of 32 items its slowest warp takes: p results a block, whole rounds of 16, then the
+ * remainder's chunks (results x steps) dealt to 16 warps */
+static long bal_steps(long p, long steps) {
+    return p / 16 * steps + (p % 16 * steps + 15) / 16;
+}
+
+/* Where the tall gate|up product's tiles of 16 results are no multiple of its wave of blocks, its
+ * warps that take a tile more set the time: Llama-3-8B's 14336 results of 4096 values on 264 x 16
+ * warps take 4 x 4 steps of Q4_K items where the work is 13.6, Gemma-3-4B's Q8_0 gate|up 3 x 5 where
+ * it is 12.1. The balanced product takes whole rounds of a result a warp and cuts the rest into
+ * steps (cu/matvec_glu_bal.cu): 3 x 4 + 2 and 2 x 5 + 3. H200 (cu/PERF.md session 27), tg128 and
+ * the gate|up in the graph: Llama-3-8B Q4_K_M +2.8% (27.65 -> 23.25 us), Gemma-3-12B Q4_K_M +1.6%
+ * (16 -> 15 steps), Gemma-3-4B Q8_0 +1.9% (20.45 -> 19.37 us), Llama-3-8B Q8_0 +0.9% (32 -> 28);
+ * Gemma-3-12B Q8_0 lost 1.2% (32 -> 30 steps; 37.73 -> 38.70 us): Q8_0's float steps are bound by
+ * their issue once every warp runs (its rounds ran 1.03-1.09 us a step against the tall product's
+ * first tile's 0.90-0.94), so a few steps less do not pay for the remainder's sums. So it takes
+ * GLU products on the tall shape where its slowest warp takes fewer steps than the tall
+ * product's, Q8_0 an eighth fewer (not Llama-3.2-3B's 8192 results: 2 x 3 either way). */
+bool zr_cuf_mv_bal_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape) {
+    const ZrKernel *kern = bal_kernel(k, w->type);
+    if (!kern || shape.blocks <= 0 || shape.split != 1 || !(mode & ZR_CUF_MV_GLU) || (mode & ZR_CUF_MV_SSQ) ||
+        (mode & 3) == ZR_CUF_MV_SWIGLU || w->n_out % 2 || w->n_in % zr_type_info(w->type)->block ||
+        zr_cuf_mv_smem(w->n_in) > k->bal_smem)
+        return false;
+    const long items = w->n_in / (long)zr_type_info(w->type)->item, steps = (items + 31) / 32, n_res = w->n_out / 2;
+    const long blocks = one_wave(k, kern, ZR_CUF_MV_BAL_THREADS, n_res), p = (n_res + blocks - 1) / blocks;
+    if (items < 32 || 15 * steps > ZR_CUF_MV_BAL_CHUNKS) return false;
+    const long tiles = (n_res + shape.groups - 1) / shape.groups, tall = (tiles + shape.blocks - 1) / shape.blocks * steps;
+    const long bal = p > 1 && bal_steps(p - 1, steps) > bal_steps(p, steps) ? bal_steps(p - 1, steps) : bal_steps(p, steps);
+    return w->type == ZR_TYPE_Q8_0 ? 8 * (tall - bal) >= tall : bal < tall;
+}
+
+static int matvec_glu_bal(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
+                          CUdeviceptr norm_w, float eps, int mode, const ZrMvPost *post, ZrError *err) {
+    const ZrKernel *kern = bal_kernel(k, w->type);
+    return zr_k_matvec_glu_bal(l, kern, w, x, y, norm_w, eps, mode,
+                               (unsigned)one_wave(k, kern, ZR_CUF_MV_BAL_THREADS, w->n_out / 2), post, err);
+}
+
 static int matvec_mma(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                       CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, const ZrMvPost *post, ZrError *err) {
     const long per_block = ZR_CUF_MV_MMA_THREADS / 32 * 16; /* rows: 16 a warp */
@@ -106,7 +149,7 @@ static int matvec_mma(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, 
 }
 
 /* The products that take some shapes from the float and dp4a kernels (the tensor-core output, the
- * flat gate|up, which adds no vector), tried in this order; 1 when one launched (its result in
+ * flat and the balanced gate|up, which add no vector), tried in this order; 1 when one launched (its result in
  * *rc), 0 when none takes the shape */
 static int special_product(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                            CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
@@ -115,6 +158,8 @@ static int special_product(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight
         *rc = matvec_mma(l, k, w, x, y, add, norm_w, eps, mode, post, err);
     else if (zr_cuf_mv_flat_takes(k, w, mode, shape) && add == 0)
         *rc = matvec_glu_flat(l, k, w, x, y, norm_w, eps, mode, post, err);
+    else if (zr_cuf_mv_bal_takes(k, w, mode, shape) && add == 0)
+        *rc = matvec_glu_bal(l, k, w, x, y, norm_w, eps, mode, post, err);
     else
         return 0;
     return 1;

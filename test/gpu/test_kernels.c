@@ -517,6 +517,102 @@ ZT_TEST(matvec_glu_flat_cuts_results_across_warps) {
     ZT_CHECKF(q >= 0 && q <= 1.0, "q4_K flat addnorm: worst |diff|/tol %.3g", q);
 }
 
+/* The balanced gate|up product against the tall one on the same GLU product (RMSNORM, GELU): each
+ * block's whole rounds of a result a warp (cu/matvec_glu_bal.cu) give the tall product's bits, and
+ * the remainder's rows are counted; returns the rows of whole rounds that differ (all of them
+ * when a launch failed), -1 when the quantizer refused the type */
+static int bal_rounds_differ(GpuEnv *g, uint32_t type, int n_in, int n_res, int *n_rem) {
+    const int mode = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU | ZR_CUF_MV_GELU, n_out = 2 * n_res;
+    uint64_t s = 0xba1ull + type;
+    uint8_t *w = gpu_random_matrix(type, n_in, n_out, &s);
+    if (!w) return -1;
+    ZrCuWeight dw = gpu_upload_weight(g, type, w, n_in, n_out);
+    float *x = malloc(sizeof(float) * n_in), *nw = malloc(sizeof(float) * n_in);
+    float *y1 = malloc(sizeof(float) * n_res), *y2 = malloc(sizeof(float) * n_res);
+    for (int i = 0; i < n_in; i++) {
+        x[i] = gpu_rand(&s);
+        nw[i] = 1.0f + 0.2f * gpu_rand(&s);
+    }
+    CUdeviceptr dx = gpu_upload(g, x, sizeof(float) * n_in), dn = gpu_upload(g, nw, sizeof(float) * n_in);
+    CUdeviceptr dy1 = gpu_alloc(g, sizeof(float) * n_res), dy2 = gpu_alloc(g, sizeof(float) * n_res);
+    ZrError e = {0};
+    const ZrMvShape tall = zr_cuf_mv_shape(&g->k, &dw, mode);
+    int rc = zr_cuf_matvec_shaped(&g->l, &g->k, &dw, dx, dy1, 0, dn, 1e-5f, mode, tall, &e);
+    if (!rc) rc = zr_cuf_matvec(&g->l, &g->k, &dw, dx, dy2, 0, dn, 1e-5f, mode, &e);
+    if (rc) fprintf(stderr, "  %s\n", e.msg);
+    gpu_download(g, y1, dy1, sizeof(float) * n_res);
+    gpu_download(g, y2, dy2, sizeof(float) * n_res);
+    /* the kernel's cut: one wave of blocks, block b's results [b U / B, (b + 1) U / B) */
+    const ZrKernel *kern = type == ZR_TYPE_Q4_K ? &g->k.mv_glu_bal_q4_k : &g->k.mv_glu_bal_q8_0;
+    long blocks = (long)g->k.sm_count * zr_cuf_kernel_blocks_per_sm(kern, ZR_CUF_MV_BAL_THREADS);
+    if (blocks > n_res) blocks = n_res;
+    int differ = rc ? n_res : 0;
+    *n_rem = 0;
+    for (long b = 0; b < blocks; b++) {
+        const long lo = b * n_res / blocks, hi = (b + 1) * n_res / blocks, whole = lo + (hi - lo) / 16 * 16;
+        for (long r = lo; r < whole; r++) differ += memcmp(&y1[r], &y2[r], sizeof(float)) != 0;
+        *n_rem += (int)(hi - whole);
+    }
+    const CUdeviceptr bufs[] = {dw.main, dw.side, dx, dn, dy1, dy2};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) gpu_free(g, bufs[i]);
+    free(w), free(x), free(nw), free(y1), free(y2);
+    return differ;
+}
+
+/* The balanced gate|up product (cu/matvec_glu_bal.cu) takes the GLU products whose tiles of 16
+ * results leave the tall product's last round to some of its blocks: Llama-3-8B's Q4_K (14336
+ * results of 4096 values: 3.39 a warp) and Q8_0, Gemma-3-4B's Q8_0, Gemma-3-12B's Q4_K (Gemma-3-4B's
+ * Q4_K takes the flat product, before it); not Llama-3.2-3B's 8192 results (2 rounds either way)
+ * nor Gemma-3-12B's Q8_0 (30 steps against 32: less than the eighth Q8_0 asks). Its whole rounds give the tall product's bits; the whole product stays within
+ * matvec_case's bounds, the tall one's figure beside it, and after gemma's pending post norm. */
+ZT_TEST(matvec_glu_bal_deals_the_last_round_by_steps) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    const int R = ZR_CUF_MV_RMSNORM, GL = ZR_CUF_MV_GLU, GE = ZR_CUF_MV_GELU;
+    const ZrCuWeight takes[] = {{.type = ZR_TYPE_Q4_K, .n_in = 4096, .n_out = 2 * 14336},
+                                {.type = ZR_TYPE_Q8_0, .n_in = 2560, .n_out = 2 * 10240},
+                                {.type = ZR_TYPE_Q8_0, .n_in = 4096, .n_out = 2 * 14336},
+                                {.type = ZR_TYPE_Q4_K, .n_in = 3840, .n_out = 2 * 15360}};
+    const ZrCuWeight keeps[] = {{.type = ZR_TYPE_Q4_K, .n_in = 3072, .n_out = 2 * 8192},
+                                {.type = ZR_TYPE_Q8_0, .n_in = 3072, .n_out = 2 * 8192},
+                                {.type = ZR_TYPE_Q8_0, .n_in = 3840, .n_out = 2 * 15360},
+                                {.type = ZR_TYPE_Q6_K, .n_in = 4096, .n_out = 2 * 14336}};
+    for (size_t i = 0; i < sizeof takes / sizeof takes[0]; i++)
+        ZT_CHECKF(zr_cuf_mv_bal_takes(&g->k, &takes[i], R | GL, zr_cuf_mv_shape(&g->k, &takes[i], R | GL)),
+                  "%s [%d x %d]: not the balanced product", zr_type_name(takes[i].type), takes[i].n_in, takes[i].n_out);
+    for (size_t i = 0; i < sizeof keeps / sizeof keeps[0]; i++)
+        ZT_CHECKF(!zr_cuf_mv_bal_takes(&g->k, &keeps[i], R | GL, zr_cuf_mv_shape(&g->k, &keeps[i], R | GL)),
+                  "%s [%d x %d] took the balanced product", zr_type_name(keeps[i].type), keeps[i].n_in, keeps[i].n_out);
+    /* Q4_K: rows of 96 items (3 steps, on the tall shape from 4 tiles of 16 results a multiprocessor)
+     * and 2.25 tiles a block of the wave plus an odd few results */
+    const int q4_res = 16 * 2 * g->k.sm_count * 9 / 4 + 5;
+    const struct { uint32_t type; int n_in, n_res; } bits[] = {{ZR_TYPE_Q8_0, 2560, 10240}, {ZR_TYPE_Q4_K, 3072, q4_res}};
+    for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
+        int n_rem = 0;
+        const ZrCuWeight probe = {.type = bits[i].type, .n_in = bits[i].n_in, .n_out = 2 * bits[i].n_res};
+        ZT_CHECKF(zr_cuf_mv_bal_takes(&g->k, &probe, R | GL | GE, zr_cuf_mv_shape(&g->k, &probe, R | GL | GE)),
+                  "%s [%d x %d]: not the balanced product", zr_type_name(probe.type), probe.n_in, probe.n_out);
+        const int differ = bal_rounds_differ(g, bits[i].type, bits[i].n_in, bits[i].n_res, &n_rem);
+        fprintf(stderr, "  matvec glu bal %-5s [%d x %d]: %d rows of whole rounds differ from the tall product, %d in remainders\n",
+                zr_type_name(bits[i].type), bits[i].n_in, 2 * bits[i].n_res, differ, n_rem);
+        ZT_CHECKF(differ == 0 && n_rem > 0, "%s bal: %d rows of whole rounds differ (%d in remainders)",
+                  zr_type_name(bits[i].type), differ, n_rem);
+        const MvCase c = {bits[i].n_in, 2 * bits[i].n_res, 0, R | GL | GE, 0, 0, 0};
+        const double q = matvec_case(bits[i].type, c);
+        MvCase tl = c; /* the tall product on the same product, for comparison */
+        const ZrMvShape shape = zr_cuf_mv_shape(&g->k, &probe, c.mode);
+        tl.groups = shape.groups, tl.split = shape.split, tl.blocks = shape.blocks;
+        const double qt = matvec_case(bits[i].type, tl);
+        fprintf(stderr, "  matvec %s [%d x %d] glu gelu: worst |diff|/tol %.3g balanced, %.3g tall\n",
+                zr_type_name(bits[i].type), c.n_in, c.n_out, q, qt);
+        ZT_CHECKF(q >= 0 && q <= 1.0, "%s bal: worst |diff|/tol %.3g", zr_type_name(bits[i].type), q);
+        const double qp = matvec_post_case(bits[i].type, bits[i].n_in, 2 * bits[i].n_res, GL | GE);
+        fprintf(stderr, "  matvec addnorm %s [%d x %d] glu gelu (balanced): worst |diff|/tol = %.3g\n",
+                zr_type_name(bits[i].type), bits[i].n_in, 2 * bits[i].n_res, qp);
+        ZT_CHECKF(qp >= 0 && qp <= 1.0, "%s bal addnorm: worst |diff|/tol %.3g", zr_type_name(bits[i].type), qp);
+    }
+}
+
 #define MATVEC_TEST(T, ID) \
     ZT_TEST(matvec_##T##_matches_cpu_dot_row) { matvec_type(ID); }
 MATVEC_TEST(f32, ZR_TYPE_F32)
