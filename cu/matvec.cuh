@@ -596,6 +596,16 @@ __device__ __forceinline__ int zr_dp4a_us(uint32_t a, uint32_t b, int c) {
     asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
     return d;
 }
+__device__ __forceinline__ int zr_dp4a_ss(uint32_t a, uint32_t b, int c) {
+    int d;
+    asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+__device__ __forceinline__ int zr_dp4a_su(uint32_t a, uint32_t b, int c) {
+    int d;
+    asm("dp4a.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
 __device__ __forceinline__ int zr_dp4a_uu(uint32_t a, uint32_t b, int c) {
     uint32_t d;
     asm("dp4a.u32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"((uint32_t)c));
@@ -652,6 +662,35 @@ struct ZrMvQ4Ki : ZrMvQ4K {
             const float sc0 = scm.x, sc1 = scm.y, m0 = scm.z, m1 = scm.w;
             acc[r] = fmaf(dm.x, fmaf(sc0 * dx.x, fl, (sc1 * dx.y * 0.0625f) * fh), acc[r]);
             acc[r] = fmaf(-dm.y, fmaf(m0, sx.x, m1 * sx.y), acc[r]);
+        }
+    }
+};
+
+// q8_0 on integer dot products: x staged as q4_K's three int8 planes (23-bit integers per block
+// of 32, ZR_XQ_Q / max|x|), in natural order (XQ 2 in zr_mv_put_x4: item it's 16 values at
+// 16 (it % 16) of its super-block's planes, the block's scale at 768 + 4 (it % 16 / 2)); the
+// weights' signed bytes against each plane by 4 dp4a (signed x signed for the high plane, signed
+// x unsigned for the others), the planes combined in integers and floats as q4_K's: 12 dp4a and
+// ~6 more instructions for 16 weights of a row, where the float product takes ~2 a weight. Sums
+// of 16 products of 127 by 64 (high) or 255: no overflow; hi 256 + mid < 2^26.
+struct ZrMvQ8i : ZrMvQ8_0 {
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        const uint8_t *g = (const uint8_t *)xs + ZR_XQ_SB * (it >> 4);
+        const uint4 vh = *(const uint4 *)(g + 16 * (it & 15)), vm = *(const uint4 *)(g + 256 + 16 * (it & 15)),
+                    vl = *(const uint4 *)(g + 512 + 16 * (it & 15));
+        const float dx = *(const float *)(g + 768 + 4 * ((it & 15) >> 1));
+        const uint32_t xh[4] = {vh.x, vh.y, vh.z, vh.w}, xm[4] = {vm.x, vm.y, vm.z, vm.w}, xl[4] = {vl.x, vl.y, vl.z, vl.w};
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const uint32_t q[4] = {f[r].q.x, f[r].q.y, f[r].q.z, f[r].q.w};
+            int h = 0, m = 0, l = 0;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                h = zr_dp4a_ss(q[k], xh[k], h);
+                m = zr_dp4a_su(q[k], xm[k], m);
+                l = zr_dp4a_su(q[k], xl[k], l);
+            }
+            acc[r] = fmaf(f[r].d * dx, fmaf((float)(h * 256 + m), 256.f, (float)l), acc[r]);
         }
     }
 };
@@ -1042,21 +1081,48 @@ __device__ __forceinline__ float4 zr_mv_addnorm4(float4 t, float4 r, float4 pw, 
     return t;
 }
 
-// Types whose comp reads x as integers (ZrMvQ4Ki's planes) instead of the floats.
+// Types whose comp reads x as integers (ZrMvQ4Ki's planes in q4_K's item order: 1; ZrMvQ8i's in
+// natural order: 2) instead of the floats (0).
 template <class T> struct ZrMvXq {
-    static constexpr bool value = false;
+    static constexpr int value = 0;
 };
 template <> struct ZrMvXq<ZrMvQ4Ki> {
-    static constexpr bool value = true;
+    static constexpr int value = 1;
+};
+template <> struct ZrMvXq<ZrMvQ8i> {
+    static constexpr int value = 2;
 };
 
 // float4 i of the staged x' into the padded copy xs; XS: and the sums of its 16 values (below).
 // XQ: into the integer planes instead (ZrMvQ4Ki): the 8 threads of a block of 32 (float4s
 // 8b..8b+7, adjacent lanes: whole warps stage, n_in % 128 == 0) share its max by 3 shuffles, the 4
 // of a run of 16 its sum by 2.
-template <bool XS, bool XQ = false>
+// XQ 2 (ZrMvQ8i): the same planes and block scales in natural order (float4 i at 4 (i % 64) of
+// super-block i / 64's planes), no sums; the 8 threads of a block of 32 shuffle among themselves
+// only (q8_0 rows are multiples of 32 values, not of 128: a warp's last threads may be past the
+// row, each block's 8 threads all within it or all past it).
+template <bool XS, int XQ = 0>
 __device__ __forceinline__ void zr_mv_put_x4(float *xs, int i, float4 t) {
-    if (XQ) {
+    if (XQ == 2) {
+        const unsigned gm = 0xffu << (threadIdx.x & 24);
+        float m = fmaxf(fmaxf(fabsf(t.x), fabsf(t.y)), fmaxf(fabsf(t.z), fabsf(t.w)));
+        m = fmaxf(m, __shfl_xor_sync(gm, m, 1));
+        m = fmaxf(m, __shfl_xor_sync(gm, m, 2));
+        m = fmaxf(m, __shfl_xor_sync(gm, m, 4));
+        const float id = m != 0.f ? ZR_XQ_Q * __frcp_rn(m) : 0.f, d = m * (1.f / ZR_XQ_Q);
+        const int q0 = __float2int_rn(t.x * id), q1 = __float2int_rn(t.y * id), q2 = __float2int_rn(t.z * id),
+                  q3 = __float2int_rn(t.w * id);
+        uint8_t *g = (uint8_t *)xs + ZR_XQ_SB * (i >> 6);
+        const int at = (i & 63) << 2;
+        const uint32_t a = __byte_perm(q0, q1, 0x5140), c = __byte_perm(q2, q3, 0x5140);
+        const uint32_t e = __byte_perm(q0, q1, 0x0062), f = __byte_perm(q2, q3, 0x0062);
+        *(uint32_t *)(g + at) = __byte_perm(e, f, 0x5410);
+        *(uint32_t *)(g + 256 + at) = __byte_perm(a, c, 0x7632);
+        *(uint32_t *)(g + 512 + at) = __byte_perm(a, c, 0x5410);
+        if ((i & 7) == 0) *(float *)(g + 768 + ((i >> 1) & 0x1c)) = d;
+        return;
+    }
+    if (XQ == 1) {
         float m = fmaxf(fmaxf(fabsf(t.x), fabsf(t.y)), fmaxf(fabsf(t.z), fabsf(t.w)));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
@@ -1108,7 +1174,7 @@ __device__ __forceinline__ void zr_mv_put_x4(float *xs, int i, float4 t) {
 // more float4s of post_r and post_w a round made ptxas spill 4-80 bytes in 18 matvec kernels).
 // The tall kernels (staging once for dozens of tiles) keep the rounds of the other modes with
 // post_r and post_w loaded in their compute half (the pass of their own spilled them).
-template <bool XS = false, bool TALL = false, bool XQ = false>
+template <bool XS = false, bool TALL = false, int XQ = 0>
 __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, const float *__restrict__ norm_w, float *xs,
                                                int n_in, int in_mode, int tid, int nthr, bool gelu = false,
                                                const float *__restrict__ post_r = nullptr,

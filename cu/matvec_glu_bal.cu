@@ -156,4 +156,4 @@ __device__ __forceinline__ void zr_matvec_glu_bal(const uint8_t *__restrict__ w,
     }
 
 ZR_MVB_KERNEL(matvec_glu_bal_q4_k, ZrMvQ4Ki)
-ZR_MVB_KERNEL(matvec_glu_bal_q8_0, ZrMvQ8_0)
+ZR_MVB_KERNEL(matvec_glu_bal_q8_0, ZrMvQ8i)

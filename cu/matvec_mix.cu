@@ -16,7 +16,7 @@
 // cu/matvec_q_k.cu / cu/matvec_q_legacy.cu (R must be mv_shape.c's zr_cuf_mv_rows_per_warp: the
 // GPU test holds every pair to the per-type kernels bit for bit, which catches a drift of R; a
 // drift of P or the cap changes the speed only).
-#define ZR_MVMIX_q8_0 ZrMvQ8_0, 2, 2, 64
+#define ZR_MVMIX_q8_0 ZrMvQ8i, 2, 2, 64
 #define ZR_MVMIX_q5_0 ZrMvQ4x<ZR_T_Q5_0>, 2, 2, 80
 #define ZR_MVMIX_q5_1 ZrMvQ4x<ZR_T_Q5_1>, 2, 2, 128
 #define ZR_MVMIX_q2_k ZrMvQ23K<ZR_T_Q2_K>, 2, 2, 64

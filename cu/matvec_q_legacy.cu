@@ -4,7 +4,7 @@
 // of 256 threads per SM (cu/PERF.md, run 3).
 #include "matvec.cuh"
 
-ZR_MATVEC(matvec_q8_0, ZrMvQ8_0, 2, 2, 64)
+ZR_MATVEC(matvec_q8_0, ZrMvQ8i, 2, 2, 64) // integer dot products (session 27)
 ZR_MATVEC(matvec_q4_0, ZrMvQ4x<ZR_T_Q4_0>, 2, 2, 64)
 ZR_MATVEC(matvec_q4_1, ZrMvQ4x<ZR_T_Q4_1>, 2, 2, 64)
 ZR_MATVEC(matvec_q5_0, ZrMvQ4x<ZR_T_Q5_0>, 2, 2, 80)

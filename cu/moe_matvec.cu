@@ -48,7 +48,7 @@ template <class T> struct ZrMvXsum<ZrMvExpert<T>> {
     static constexpr bool value = ZrMvXsum<T>::value;
 };
 template <class T> struct ZrMvXq<ZrMvExpert<T>> {
-    static constexpr bool value = ZrMvXq<T>::value;
+    static constexpr int value = ZrMvXq<T>::value;
 };
 
 template <class T, int R, int P>
@@ -133,7 +133,7 @@ template <class T> struct ZrMvXsum<ZrMvExpertFlat<T>> {
     static constexpr bool value = ZrMvXsum<T>::value;
 };
 template <class T> struct ZrMvXq<ZrMvExpertFlat<T>> {
-    static constexpr bool value = ZrMvXq<T>::value;
+    static constexpr int value = ZrMvXq<T>::value;
 };
 
 // mode: GLU (| RMSNORM / GELU); n_used <= 32; logits != NULL: route as matvec_id does (block 0

@@ -23,7 +23,13 @@ int zr_cuf_kernel_blocks_per_sm(const ZrKernel *kern, int threads) {
 }
 
 /* cu/matvec.cuh zr_mv_smem_bytes: x padded with 4 floats after every 32 */
-size_t zr_cuf_mv_smem(int n_in) { return ((size_t)n_in + 4 * (size_t)((n_in + 31) / 32)) * sizeof(float); }
+size_t zr_cuf_mv_smem(int n_in) {
+    /* x' padded (4 floats after every 32), or as integer planes: 864 bytes a super-block of 256
+     * values, a partial last one too (cu/matvec.cuh ZR_XQ_SB; less than the floats from 256 values) */
+    const size_t floats = ((size_t)n_in + 4 * (size_t)((n_in + 31) / 32)) * sizeof(float);
+    const size_t planes = (size_t)((n_in + 255) / 256) * 864;
+    return floats > planes ? floats : planes;
+}
 
 /* x' padded, then per item of 32 values its hi and lo halves (64 halves), then 24 words (16 zero),
  * then the scale records (cu/matvec_mma.cu) */
@@ -116,7 +122,8 @@ static long bal_steps(long p, long steps) {
  * (16 -> 15 steps), Gemma-3-4B Q8_0 +1.9% (20.45 -> 19.37 us), Llama-3-8B Q8_0 +0.9% (32 -> 28);
  * Gemma-3-12B Q8_0 lost 1.2% (32 -> 30 steps; 37.73 -> 38.70 us): Q8_0's float steps are bound by
  * their issue once every warp runs (its rounds ran 1.03-1.09 us a step against the tall product's
- * first tile's 0.90-0.94), so a few steps less do not pay for the remainder's sums. So it takes
+ * first tile's 0.90-0.94), so a few steps less do not pay for the remainder's sums. (Measured on
+ * Q8_0's float arithmetic, before its integer planes; not measured again.) So it takes
  * GLU products on the tall shape where its slowest warp takes fewer steps than the tall
  * product's, Q8_0 an eighth fewer (not Llama-3.2-3B's 8192 results: 2 x 3 either way). */
 bool zr_cuf_mv_bal_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape) {

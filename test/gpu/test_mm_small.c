@@ -252,12 +252,12 @@ static bool columns_equal_the_matvec(uint32_t type, int n_in) {
     return ok;
 }
 
-/* q4_K's decode matvec runs on integer dot products with x in 23-bit integers (cu/matvec.cuh
- * ZrMvQ4Ki), the small product on ZrMvQ4K's floats: both within the tolerance above, not the same
- * bits. */
+/* q4_K's and q8_0's decode matvecs run on integer dot products with x in 23-bit integers
+ * (cu/matvec.cuh ZrMvQ4Ki, ZrMvQ8i), the small product on ZrMvQ4K's and ZrMvQ8_0's floats: both
+ * within the tolerance above, not the same bits. */
 static bool decode_matvec_is_float(uint32_t type) {
-    if (type != ZR_TYPE_Q4_K) return true;
-    fprintf(stderr, "  q4_K: not compared bit for bit (the decode matvec's integer dot products)\n");
+    if (type != ZR_TYPE_Q4_K && type != ZR_TYPE_Q8_0) return true;
+    fprintf(stderr, "  %s: not compared bit for bit (the decode matvec's integer dot products)\n", zr_type_name(type));
     return false;
 }
 
