@@ -1426,6 +1426,16 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
         const float *add, const float *__restrict__ norm_w, float eps, int n_in, int n_out, int mode,   \
         int split, const float *__restrict__ post_r, const float *__restrict__ post_w, float *x_out
 
+// A gate|up product kernel of its own (cu/matvec_glu_flat.cu, cu/matvec_glu_bal.cu): FN<TRAITS> on
+// blocks of THREADS, two a multiprocessor; the mv parameters, add and split unused
+#define ZR_MV_GLU_KERNEL(NAME, FN, TRAITS, THREADS)                                                           \
+    ZR_KERNEL void __launch_bounds__(THREADS, 2) NAME(ZR_MV_KPARAMS) {                                        \
+        ZR_TL_EXIT;                                                                                           \
+        (void)add;                                                                                            \
+        (void)split;                                                                                          \
+        FN<TRAITS>(w, ws, x, y, norm_w, eps, n_in, n_out, mode, post_r, post_w, x_out);                       \
+    }
+
 // NREG caps the registers (so enough warps fit per SM to keep loads in flight). A block of 1024
 // threads (ZR_MV_MAX_THREADS) launches at 64 registers; every kernel takes blocks of 512 (the host
 // reads which take 1024 from the driver: src/cuda/mv_shape.c zr_cuf_kernel_max_threads).

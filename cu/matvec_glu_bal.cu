@@ -147,13 +147,6 @@ __device__ __forceinline__ void zr_matvec_glu_bal(const uint8_t *__restrict__ w,
     }
 }
 
-#define ZR_MVB_KERNEL(NAME, TRAITS)                                                                            \
-    ZR_KERNEL void __launch_bounds__(ZR_MVB_THREADS, 2) NAME(ZR_MV_KPARAMS) {                                  \
-        ZR_TL_EXIT;                                                                                           \
-        (void)add;                                                                                            \
-        (void)split;                                                                                          \
-        zr_matvec_glu_bal<TRAITS>(w, ws, x, y, norm_w, eps, n_in, n_out, mode, post_r, post_w, x_out);        \
-    }
-
-ZR_MVB_KERNEL(matvec_glu_bal_q4_k, ZrMvQ4Ki)
-ZR_MVB_KERNEL(matvec_glu_bal_q8_0, ZrMvQ8i)
+// q4_K: 64 registers, 8 bytes spilled (the tall product: 12); q8_0 (integer planes): 62, none
+ZR_MV_GLU_KERNEL(matvec_glu_bal_q4_k, zr_matvec_glu_bal, ZrMvQ4Ki, ZR_MVB_THREADS)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_q8_0, zr_matvec_glu_bal, ZrMvQ8i, ZR_MVB_THREADS)

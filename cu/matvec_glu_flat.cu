@@ -146,15 +146,7 @@ __device__ __forceinline__ void zr_matvec_glu_flat(const uint8_t *__restrict__ w
     }
 }
 
-#define ZR_MVF_KERNEL(NAME, TRAITS)                                                                            \
-    ZR_KERNEL void __launch_bounds__(ZR_MVF_THREADS, 2) NAME(ZR_MV_KPARAMS) {                                  \
-        ZR_TL_EXIT;                                                                                           \
-        (void)add;                                                                                            \
-        (void)split;                                                                                          \
-        zr_matvec_glu_flat<TRAITS>(w, ws, x, y, norm_w, eps, n_in, n_out, mode, post_r, post_w, x_out);       \
-    }
-
 // 64 registers, 24 bytes spilled (the tall Q4_K product: 12). A Q8_0 twin (ZrMvQ8_0, no spill)
 // measured slower on every row it took, Gemma-3-4B's 160 items too (5 full steps: no lane idle in
 // the tall product): -0.3 to -6% (cu/PERF.md session 26), deleted.
-ZR_MVF_KERNEL(matvec_glu_flat_q4_k, ZrMvQ4Ki)
+ZR_MV_GLU_KERNEL(matvec_glu_flat_q4_k, zr_matvec_glu_flat, ZrMvQ4Ki, ZR_MVF_THREADS)

@@ -563,8 +563,9 @@ static int bal_rounds_differ(GpuEnv *g, uint32_t type, int n_in, int n_res, int 
  * results leave the tall product's last round to some of its blocks: Llama-3-8B's Q4_K (14336
  * results of 4096 values: 3.39 a warp) and Q8_0, Gemma-3-4B's Q8_0, Gemma-3-12B's Q4_K (Gemma-3-4B's
  * Q4_K takes the flat product, before it); not Llama-3.2-3B's 8192 results (2 rounds either way)
- * nor Gemma-3-12B's Q8_0 (30 steps against 32: less than the eighth Q8_0 asks). Its whole rounds give the tall product's bits; the whole product stays within
- * matvec_case's bounds, the tall one's figure beside it, and after gemma's pending post norm. */
+ * nor Gemma-3-12B's Q8_0 (30 steps against 32: less than the eighth Q8_0 asks). Its whole rounds
+ * give the tall product's bits; the whole product stays within matvec_case's bounds, the tall
+ * one's figure beside it, and after gemma's pending post norm. */
 ZT_TEST(matvec_glu_bal_deals_the_last_round_by_steps) {
     GpuEnv *g = gpu_env();
     if (!g) return;
