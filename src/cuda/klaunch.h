@@ -25,13 +25,13 @@ int zr_k_matvec_mma(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CU
                     ZrError *err);
 /* matvec_glu_flat_q4_k: the gate|up product (mode GLU) of a Q4_K W, each warp a flat run of
  * (result, item) pairs (cu/matvec_glu_flat.cu), on `blocks` blocks of 512 threads (one wave) */
+int zr_k_matvec_glu_flat(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
+                         CUdeviceptr norm_w, float eps, int mode, unsigned blocks, const ZrMvPost *post, ZrError *err);
 /* matvec_glu_bal_<q4_k|q8_0>: the gate|up product (mode GLU) of a Q4_K or Q8_0 W, each block's
  * results in whole rounds of one a warp and a remainder cut into steps (cu/matvec_glu_bal.cu), on
  * `blocks` blocks of 512 threads (one wave) */
 int zr_k_matvec_glu_bal(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                         CUdeviceptr norm_w, float eps, int mode, unsigned blocks, const ZrMvPost *post, ZrError *err);
-int zr_k_matvec_glu_flat(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
-                         CUdeviceptr norm_w, float eps, int mode, unsigned blocks, const ZrMvPost *post, ZrError *err);
 /* embed_<type>: x[rows][n_embd] = rows tok[0..rows) of W (w: [n_embd, n_vocab]) * scale */
 int zr_k_embed(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x, int n_embd,
                int n_vocab, int rows, float scale, ZrError *err);

@@ -31,6 +31,15 @@ static int load(const ZrCuda *c, const char *name, const char *params, ZrKernel 
 #define ZR_KEXCEPT_NONE ZR_TYPE_COUNT
 #define ZR_KEXCEPT_F16 ZR_TYPE_F16
 
+/* A kernel that stages `need` bytes of dynamic shared memory beside its static shared memory: *got
+ * = what it may take (need, or what the GPU's opt-in limit leaves beside the static part), and the
+ * kernel's limit raised to it where that passes the default 48 KiB */
+static int opt_in_beside(const ZrCuda *c, const ZrKernel *kern, size_t need, int optin, size_t *got, ZrError *err) {
+    const size_t st = (size_t)kern->static_smem, lim = optin > 0 ? (size_t)optin : 0;
+    *got = need + st <= lim ? need : lim > st ? lim - st : 0;
+    return *got + st > 48 * 1024 ? zr_cuda_kernel_set_smem(c, kern, (int)*got, err) : ZR_OK;
+}
+
 int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *err) {
     char name[64];
     int rc;
@@ -67,29 +76,19 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         if (k->has_mv_id[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mv_id[t], (int)smem, err))) return rc;
         if (k->has_mv_idflat[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mv_idflat[t], (int)smem, err))) return rc;
     }
-    /* the flat gate|up product stages x as the others beside its static 17 KiB of lane sums (read
-     * from the kernel): it takes the rows whose staging fits beside them (zr_cuf_mv_flat_takes) */
-    const size_t flat_static = (size_t)k->mv_glu_flat_q4_k.static_smem, optin = (size_t)c->props.max_smem_optin;
-    const size_t flat_smem = smem + flat_static <= optin ? smem : optin > flat_static ? optin - flat_static : 0;
-    k->flat_smem = flat_smem;
-    if (flat_smem + flat_static > 48 * 1024 && (rc = zr_cuda_kernel_set_smem(c, &k->mv_glu_flat_q4_k, (int)flat_smem, err)))
+    /* the flat gate|up product stages x as the others beside its static 17 KiB of lane sums, the
+     * balanced ones beside 4 KiB of remainder sums (read from the kernels): they take the rows whose
+     * staging fits beside them (zr_cuf_mv_flat_takes, zr_cuf_mv_bal_takes) */
+    const int optin = c->props.max_smem_optin;
+    if ((rc = opt_in_beside(c, &k->mv_glu_flat_q4_k, smem, optin, &k->flat_smem, err))) return rc;
+    size_t bal4, bal8;
+    if ((rc = opt_in_beside(c, &k->mv_glu_bal_q4_k, smem, optin, &bal4, err)) ||
+        (rc = opt_in_beside(c, &k->mv_glu_bal_q8_0, smem, optin, &bal8, err)))
         return rc;
-    /* the balanced gate|up products likewise beside their static 4 KiB of remainder sums */
-    const size_t bal_static = (size_t)k->mv_glu_bal_q4_k.static_smem > (size_t)k->mv_glu_bal_q8_0.static_smem
-                                  ? (size_t)k->mv_glu_bal_q4_k.static_smem
-                                  : (size_t)k->mv_glu_bal_q8_0.static_smem;
-    k->bal_smem = smem + bal_static <= optin ? smem : optin > bal_static ? optin - bal_static : 0;
-    if (k->bal_smem + bal_static > 48 * 1024 &&
-        ((rc = zr_cuda_kernel_set_smem(c, &k->mv_glu_bal_q4_k, (int)k->bal_smem, err)) ||
-         (rc = zr_cuda_kernel_set_smem(c, &k->mv_glu_bal_q8_0, (int)k->bal_smem, err))))
-        return rc;
+    k->bal_smem = bal4 < bal8 ? bal4 : bal8;
     /* the tensor-core Q6_K product needs more: it takes the rows whose staging fits what the GPU
      * allows (the others keep the tall float product: zr_cuf_mv_mma_takes) */
-    const size_t mma_static = (size_t)k->mv_q6k_mma.static_smem, mma_need = zr_cuf_mv_mma_smem(max_n_in);
-    const size_t mma_smem = mma_need + mma_static <= optin ? mma_need : optin > mma_static ? optin - mma_static : 0;
-    k->mma_smem = mma_smem;
-    if (mma_smem + mma_static > 48 * 1024 && (rc = zr_cuda_kernel_set_smem(c, &k->mv_q6k_mma, (int)mma_smem, err)))
-        return rc;
+    if ((rc = opt_in_beside(c, &k->mv_q6k_mma, zr_cuf_mv_mma_smem(max_n_in), optin, &k->mma_smem, err))) return rc;
     /* the small prefill product stages up to 8 rows of x (cuda/mm_small.h); a GPU that allows
      * less keeps the default 48 KiB (less its static 1 KiB), and the prefill takes the product
      * only for the rows that fit it */
