@@ -1426,6 +1426,24 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
         const float *add, const float *__restrict__ norm_w, float eps, int n_in, int n_out, int mode,   \
         int split, const float *__restrict__ post_r, const float *__restrict__ post_w, float *x_out
 
+// The gate|up products of their own (cu/matvec_glu_flat.cu, cu/matvec_glu_bal.cu): x' staged for T
+// as the tall product stages it (ADDNORM's rounds, block 0's x_out), RMSNorm's sum of squares a warp
+// into red_ss, then the block's barrier
+template <class T>
+__device__ __forceinline__ void zr_mv_glu_stage(const float *__restrict__ x, const float *__restrict__ norm_w, float *xs,
+                                                int n_in, int mode, int nthr, const float *__restrict__ post_r,
+                                                const float *__restrict__ post_w, float *x_out, float eps, float *red_ss) {
+    const int in_mode = mode & ZR_MV_IN, tid = threadIdx.x;
+    float ss = zr_mv_stage_x<ZrMvXsum<T>::value, true, ZrMvXq<T>::value>(
+        x, norm_w, xs, n_in, in_mode, tid, nthr, (mode & ZR_MV_GELU) != 0, post_r, post_w, x_out, eps,
+        mode >> ZR_MV_NSS_SHIFT);
+    if (zr_mv_normed(in_mode)) {
+        ss = zr_warp_sum(ss);
+        if ((tid & 31) == 0) red_ss[tid >> 5] = ss;
+    }
+    __syncthreads();
+}
+
 // A gate|up product kernel of its own (cu/matvec_glu_flat.cu, cu/matvec_glu_bal.cu): FN<TRAITS> on
 // blocks of THREADS, two a multiprocessor; the mv parameters, add and split unused
 #define ZR_MV_GLU_KERNEL(NAME, FN, TRAITS, THREADS)                                                           \

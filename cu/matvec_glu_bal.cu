@@ -66,13 +66,7 @@ __device__ __forceinline__ void zr_matvec_glu_bal(const uint8_t *__restrict__ w,
     // everything above reads weights only
     zr_grid_enter_after_loads(w);
 
-    float ss = zr_mv_stage_x<ZrMvXsum<T>::value, true, ZrMvXq<T>::value>(
-        x, norm_w, xs, n_in, in_mode, tid, ZR_MVB_THREADS, gelu, post_r, post_w, x_out, eps, mode >> ZR_MV_NSS_SHIFT);
-    if (zr_mv_normed(in_mode)) {
-        ss = zr_warp_sum(ss);
-        if (lane == 0) red_ss[warp] = ss;
-    }
-    __syncthreads();
+    zr_mv_glu_stage<T>(x, norm_w, xs, n_in, mode, ZR_MVB_THREADS, post_r, post_w, x_out, eps, red_ss);
     if (zr_mv_normed(in_mode)) {
         // 1/rms once a warp, as the tall product's (the same sum in the same order)
         const float inv = zr_mv_inv_rms(red_ss, ZR_MVB_WARPS, n_in, eps);

@@ -78,13 +78,7 @@ __device__ __forceinline__ void zr_matvec_glu_flat(const uint8_t *__restrict__ w
     // everything above reads weights only
     zr_grid_enter_after_loads(w);
 
-    float ss = zr_mv_stage_x<ZrMvXsum<T>::value, true, ZrMvXq<T>::value>(
-        x, norm_w, xs, n_in, in_mode, tid, ZR_MVF_THREADS, gelu, post_r, post_w, x_out, eps, mode >> ZR_MV_NSS_SHIFT);
-    if (zr_mv_normed(in_mode)) {
-        ss = zr_warp_sum(ss);
-        if (lane == 0) red_ss[warp] = ss;
-    }
-    __syncthreads();
+    zr_mv_glu_stage<T>(x, norm_w, xs, n_in, mode, ZR_MVF_THREADS, post_r, post_w, x_out, eps, red_ss);
     ZR_TL_MARK(0); // x staged
 
 #pragma unroll

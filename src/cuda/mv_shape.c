@@ -22,7 +22,7 @@ int zr_cuf_kernel_blocks_per_sm(const ZrKernel *kern, int threads) {
     return threads > zr_cuf_kernel_max_threads(kern) ? 0 : by_regs < by_threads ? by_regs : by_threads;
 }
 
-/* cu/matvec.cuh zr_mv_smem_bytes: x padded with 4 floats after every 32 */
+/* cu/matvec.cuh zr_mv_smem_bytes: x padded with 4 floats after every 32, or its integer planes */
 size_t zr_cuf_mv_smem(int n_in) {
     /* x' padded (4 floats after every 32), or as integer planes: 864 bytes a super-block of 256
      * values, a partial last one too (cu/matvec.cuh ZR_XQ_SB; less than the floats from 256 values) */
@@ -156,8 +156,8 @@ static int matvec_mma(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, 
 }
 
 /* The products that take some shapes from the float and dp4a kernels (the tensor-core output, the
- * flat and the balanced gate|up, which add no vector), tried in this order; 1 when one launched (its result in
- * *rc), 0 when none takes the shape */
+ * flat and the balanced gate|up, which add no vector), tried in this order; 1 when one launched
+ * (its result in *rc), 0 when none takes the shape */
 static int special_product(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                            CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
                            const ZrMvPost *post, int *rc, ZrError *err) {
