@@ -40,6 +40,7 @@
 // warp's two buffers of a tile's scale records (2 x 16 rows x n_in / 256 x 18 bytes). n_in % 256 ==
 // 0; ws 16-byte aligned (the host's rule).
 #include "matvec.cuh"
+#include "mma.cuh"
 
 #define ZR_MVM_THREADS 512
 #define ZR_MVM_WARPS (ZR_MVM_THREADS / 32)
@@ -60,26 +61,12 @@ __device__ __forceinline__ void zr_mvm_load(const uint8_t *__restrict__ w, uint3
     f.h = __ldg((const uint2 *)(b + 128 + 8 * (it & 7)));
 }
 
-// 16 bytes global -> shared by cp.async (L2 only); n < 16 reads n bytes and zero-fills the rest.
-__device__ __forceinline__ void zr_mvm_cp16(void *dst, const void *src, int n) {
-    const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
-}
-
 // Bytes 0,1 (sel 0x4140) or 2,3 (0x4342) of v as an f16x2 of v - 32: 0x64XX is 1024 + XX.
 __device__ __forceinline__ uint32_t zr_mvm_h2(uint32_t v, uint32_t sel) {
     const uint32_t h = __byte_perm(v, 0x64646464u, sel);
     uint32_t r;
     asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(h), "r"(0x64206420u)); // 1056 = 1024 + 32
     return r;
-}
-
-__device__ __forceinline__ void zr_mvm_mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                           uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 // Word j of group grp (0: low nibbles, values 4j..4j+3 of the item; 1: high nibbles, 16 + 4j..)
@@ -123,7 +110,7 @@ __device__ __forceinline__ void zr_matvec_q6k_mma(const uint8_t *__restrict__ w,
         for (int c = lane; c < tsc / 16; c += 32) {
             const size_t off = base + 16 * (size_t)c;
             const int n = off >= total ? 0 : (int)min((size_t)16, total - off);
-            zr_mvm_cp16(scb + b * tsc + 16 * c, ws + (n ? off : 0), n);
+            zr_cp16(scb + b * tsc + 16 * c, ws + (n ? off : 0), n);
         }
     };
     // tile tl's rows, and its first P - 1 steps requested
@@ -139,7 +126,7 @@ __device__ __forceinline__ void zr_matvec_q6k_mma(const uint8_t *__restrict__ w,
         begin_tile(tile);
         issue_scales(tile, 0);
     }
-    asm volatile("cp.async.commit_group;" ::: "memory");
+    zr_cp_commit();
     // everything above reads weights only
     zr_grid_enter_after_loads(w);
 
@@ -183,8 +170,8 @@ __device__ __forceinline__ void zr_matvec_q6k_mma(const uint8_t *__restrict__ w,
         // are done), then this tile's awaited
         __syncwarp();
         if (tile + tile_step < n_tiles) issue_scales(tile + tile_step, buf ^ 1);
-        asm volatile("cp.async.commit_group;" ::: "memory");
-        asm volatile("cp.async.wait_group 1;" ::: "memory");
+        zr_cp_commit();
+        zr_cp_wait<1>();
         __syncwarp();
         const uint8_t *sr0 = scb + buf * tsc + g * nsb * 18, *sr1 = sr0 + 8 * nsb * 18;
         float acc0 = 0.f, acc1 = 0.f; // rows g, g + 8: this lane's items' sums
@@ -215,8 +202,9 @@ __device__ __forceinline__ void zr_matvec_q6k_mma(const uint8_t *__restrict__ w,
 #pragma unroll
                         for (int j = 0; j < 4; j++) {
                             const uint32_t u0 = zr_mvm_word(r0, grp, j), u1 = zr_mvm_word(r1, grp, j);
-                            zr_mvm_mma(d, zr_mvm_h2(u0, 0x4140), zr_mvm_h2(u1, 0x4140), zr_mvm_h2(u0, 0x4342),
-                                       zr_mvm_h2(u1, 0x4342), b[grp * 8 + 2 * j], b[grp * 8 + 2 * j + 1]);
+                            const uint32_t a[4] = {zr_mvm_h2(u0, 0x4140), zr_mvm_h2(u1, 0x4140), zr_mvm_h2(u0, 0x4342),
+                                                   zr_mvm_h2(u1, 0x4342)};
+                            zr_mma_16816(d, a, b[grp * 8 + 2 * j], b[grp * 8 + 2 * j + 1]);
                         }
                         const float s0 = __half2float(__ushort_as_half((unsigned short)r0.d)) *
                                          (float)(int8_t)(r0.sc >> (8 * grp));

@@ -1,8 +1,24 @@
-// Tensor-core pieces shared by the kernels that use mma.sync (attention_prefill.cu, moe_mm.cu):
-// F16 operands from shared memory through ldmatrix, F32 accumulation. Needs sm_80+.
+// Tensor-core pieces shared by the kernels that use mma.sync (attention_prefill.cu, moe_mm.cu,
+// matvec_mma.cu): F16 operands from shared memory through ldmatrix, F32 accumulation, and the
+// asynchronous global -> shared copies that feed them. Needs sm_80+.
 #pragma once
 #include <cuda_fp16.h>
 #include <stdint.h>
+
+// 16 bytes global -> shared by cp.async (L2 only): n (0..16) bytes read, the rest zero-filled (n 0:
+// src unread)
+__device__ __forceinline__ void zr_cp16(void *dst, const void *src, int n) {
+    const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
+}
+// the same, all 16 bytes or (!valid) none
+template <class E> __device__ __forceinline__ void zr_cp16_if(E *dst, const E *src, bool valid) {
+    const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void zr_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// waits until at most N of this thread's committed groups are in flight
+template <int N> __device__ __forceinline__ void zr_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
 // Two floats as one F16 pair: .x (the low 16 bits) = lo.
 __device__ __forceinline__ uint32_t zr_mma_pack(float lo, float hi) {

@@ -35,13 +35,6 @@
 #define ZR_GM_BK 64  // k per step
 #define ZR_GM_LD 72  // halves per shared row: 64 + 8, so ldmatrix's 8 rows hit 8 distinct 16-byte bank groups
 
-// 16 bytes global -> shared, zero-filled when !valid (src then unread).
-__device__ __forceinline__ void zr_gm_cp16(__half *dst, const __half *src, bool valid) {
-    const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
-}
-__device__ __forceinline__ void zr_gm_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void zr_gm_cp_wait() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
 // 8 values -> one 16-byte shared store
 __device__ __forceinline__ void zr_gm_put8(__half *dst, const float *v) {
@@ -365,11 +358,11 @@ __device__ __forceinline__ void zr_moe_mm(const uint8_t *__restrict__ w, const u
 #pragma unroll
     for (int i = 0; i < BCH; i++) {
         const int c = tid + 256 * i;
-        zr_gm_cp16(sB + (c >> 3) * LD + (c & 7) * 8, bsrc[i], bok[i]);
+        zr_cp16_if(sB + (c >> 3) * LD + (c & 7) * 8, bsrc[i], bok[i]);
     }
-    zr_gm_cp_commit();
+    zr_cp_commit();
     A::put(raw, w, ws, n_in, n_out, aq, sA + am * LD);
-    zr_gm_cp_wait();
+    zr_cp_wait<0>();
     __syncthreads();
     for (int s = 0; s < n_steps; s++) {
         const int cur = s & 1;
@@ -381,9 +374,9 @@ __device__ __forceinline__ void zr_moe_mm(const uint8_t *__restrict__ w, const u
 #pragma unroll
             for (int i = 0; i < BCH; i++) {
                 const int c = tid + 256 * i;
-                zr_gm_cp16(nb + (c >> 3) * LD + (c & 7) * 8, bsrc[i] + k1, bok[i]);
+                zr_cp16_if(nb + (c >> 3) * LD + (c & 7) * 8, bsrc[i] + k1, bok[i]);
             }
-            zr_gm_cp_commit();
+            zr_cp_commit();
         }
         const __half *ta = sA + cur * BM * LD + (wm * 32) * LD, *tb = sB + cur * BN * LD;
 #pragma unroll
@@ -406,7 +399,7 @@ __device__ __forceinline__ void zr_moe_mm(const uint8_t *__restrict__ w, const u
         }
         if (more) {
             A::put(raw, w, ws, n_in, n_out, aq, sA + (cur ^ 1) * BM * LD + am * LD);
-            zr_gm_cp_wait();
+            zr_cp_wait<0>();
         }
         __syncthreads();
     }
