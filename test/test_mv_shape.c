@@ -251,6 +251,38 @@ ZT_TEST(a_product_that_writes_sums_of_squares_is_never_tall) {
     ZT_CHECKF(v.blocks == 0, "SSQ vocabulary-sized product on %d blocks", v.blocks);
 }
 
+/* The balanced gate|up product (each block's whole rounds of a result a warp, the rest cut into
+ * steps) takes a GLU product on the tall shape where its slowest warp takes fewer steps than the
+ * tall product's, in the types that have the kernel (sessions 27-28): Llama-3-8B's 14336 results
+ * (3 x 4 + 2 steps against 4 x 4) in Q4_K, Q8_0, Q4_0, Q4_1, Q5_K, Gemma-3-12B's Q8_0 (30 against
+ * 32), a 14B's Q2_K; not Q5_0 (it lost), Q5_1, Q6_K (none), nor Llama-3.2-3B's 8192 results (2 x 3
+ * either way), nor a product that is not GLU. */
+static bool bal(uint32_t type, int n_in, int n_res, int mode) {
+    ZrCuKernels k = kernels(132);
+    k.bal_smem = 227 * 1024;
+    const ZrCuWeight w = {.type = type, .n_in = n_in, .n_out = 2 * n_res};
+    return zr_cuf_mv_bal_takes(&k, &w, mode, zr_cuf_mv_shape(&k, &w, mode));
+}
+
+ZT_TEST(the_balanced_gate_up_takes_its_types_where_its_warps_take_fewer_steps) {
+    const int GLU = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU;
+    const uint32_t takes[] = {ZR_TYPE_Q4_K, ZR_TYPE_Q8_0, ZR_TYPE_Q4_0, ZR_TYPE_Q4_1, ZR_TYPE_Q5_K};
+    for (size_t i = 0; i < sizeof takes / sizeof takes[0]; i++)
+        ZT_CHECKF(bal(takes[i], 4096, 14336, GLU), "%s: llama3-8b's gate|up not balanced", zr_type_name(takes[i]));
+    ZT_CHECK(bal(ZR_TYPE_Q8_0, 3840, 15360, GLU));
+    ZT_CHECK(bal(ZR_TYPE_Q2_K, 5120, 13824, GLU));
+    const uint32_t keeps[] = {ZR_TYPE_Q5_0, ZR_TYPE_Q5_1, ZR_TYPE_Q6_K, ZR_TYPE_Q3_K, ZR_TYPE_F16};
+    for (size_t i = 0; i < sizeof keeps / sizeof keeps[0]; i++)
+        ZT_CHECKF(!bal(keeps[i], 4096, 14336, GLU), "%s: llama3-8b's gate|up balanced", zr_type_name(keeps[i]));
+    ZT_CHECK(!bal(ZR_TYPE_Q4_K, 3072, 8192, GLU));
+    ZT_CHECK(!bal(ZR_TYPE_Q8_0, 3072, 8192, GLU));
+    ZT_CHECK(!bal(ZR_TYPE_Q4_K, 4096, 14336, ZR_CUF_MV_RMSNORM));
+    /* without room for x beside its remainder sums it takes nothing */
+    ZrCuKernels k = kernels(132);
+    const ZrCuWeight w = {.type = ZR_TYPE_Q4_0, .n_in = 4096, .n_out = 2 * 14336};
+    ZT_CHECK(!zr_cuf_mv_bal_takes(&k, &w, GLU, zr_cuf_mv_shape(&k, &w, GLU)));
+}
+
 /* cu/matvec.cuh finds a warp's row group and split-K part by shifts: a launch whose row groups
  * or split are not powers of two is refused before anything is launched (no launcher needed) */
 ZT_TEST(a_launch_shape_that_is_not_a_power_of_two_is_refused) {

@@ -1,6 +1,7 @@
 #include "cuda/klaunch.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "quant.h"
 
@@ -15,6 +16,13 @@ static bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 static bool post_fits(int mode, const ZrMvPost *post) {
     return ((mode & 3) == ZR_CUF_MV_ADDNORM) == (post != NULL) && (mode >> ZR_CUF_MV_NSS_SHIFT) == 0 &&
            (!post || (post->n_ss >= 1 && post->n_ss <= (1 << 20)));
+}
+
+/* kern is prefix's kernel for W's type (its name: prefix, then the type's kernel suffix) */
+static bool named_for(const ZrKernel *kern, const char *prefix, uint32_t type) {
+    const char *suffix = zr_type_kernel_suffix(type);
+    const size_t n = strlen(prefix);
+    return suffix && strncmp(kern->name, prefix, n) == 0 && strcmp(kern->name + n, suffix) == 0;
 }
 
 /* Launches a decode product (cu/matvec.cuh's ZR_MV_KPARAMS) on blocks x threads with smem bytes of
@@ -65,7 +73,7 @@ int zr_k_matvec_glu_flat(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *
 
 int zr_k_matvec_glu_bal(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                         CUdeviceptr norm_w, float eps, int mode, unsigned blocks, const ZrMvPost *post, ZrError *err) {
-    if ((w->type != ZR_TYPE_Q4_K && w->type != ZR_TYPE_Q8_0) || !(mode & ZR_CUF_MV_GLU) || w->n_out % 2 || blocks < 1 ||
+    if (!named_for(kern, "matvec_glu_bal_", w->type) || !(mode & ZR_CUF_MV_GLU) || w->n_out % 2 || blocks < 1 ||
         (int)blocks > w->n_out / 2 || (mode & ZR_CUF_MV_SSQ) || (mode & 3) == ZR_CUF_MV_SWIGLU || !post_fits(mode, post))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %s [%d x %d] in mode %d", kern->name, zr_type_name(w->type),
                       w->n_out, w->n_in, mode);

@@ -27,7 +27,7 @@ int zr_k_matvec_mma(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CU
  * (result, item) pairs (cu/matvec_glu_flat.cu), on `blocks` blocks of 512 threads (one wave) */
 int zr_k_matvec_glu_flat(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                          CUdeviceptr norm_w, float eps, int mode, unsigned blocks, const ZrMvPost *post, ZrError *err);
-/* matvec_glu_bal_<q4_k|q8_0>: the gate|up product (mode GLU) of a Q4_K or Q8_0 W, each block's
+/* matvec_glu_bal_<type>: the gate|up product (mode GLU) of W of a type that has one, each block's
  * results in whole rounds of one a warp and a remainder cut into steps (cu/matvec_glu_bal.cu), on
  * `blocks` blocks of 512 threads (one wave) */
 int zr_k_matvec_glu_bal(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,

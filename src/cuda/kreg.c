@@ -81,11 +81,14 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
      * staging fits beside them (zr_cuf_mv_flat_takes, zr_cuf_mv_bal_takes) */
     const int optin = c->props.max_smem_optin;
     if ((rc = opt_in_beside(c, &k->mv_glu_flat_q4_k, smem, optin, &k->flat_smem, err))) return rc;
-    size_t bal4, bal8;
-    if ((rc = opt_in_beside(c, &k->mv_glu_bal_q4_k, smem, optin, &bal4, err)) ||
-        (rc = opt_in_beside(c, &k->mv_glu_bal_q8_0, smem, optin, &bal8, err)))
-        return rc;
-    k->bal_smem = bal4 < bal8 ? bal4 : bal8;
+    k->bal_smem = smem; /* the least any balanced kernel may take */
+    for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
+        const ZrKernel *bal = zr_cuf_mv_bal_kernel(k, t);
+        size_t got;
+        if (!bal) continue;
+        if ((rc = opt_in_beside(c, bal, smem, optin, &got, err))) return rc;
+        if (got < k->bal_smem) k->bal_smem = got;
+    }
     /* the tensor-core Q6_K product needs more: it takes the rows whose staging fits what the GPU
      * allows (the others keep the tall float product: zr_cuf_mv_mma_takes) */
     if ((rc = opt_in_beside(c, &k->mv_q6k_mma, zr_cuf_mv_mma_smem(max_n_in), optin, &k->mma_smem, err))) return rc;

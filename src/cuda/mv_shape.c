@@ -103,8 +103,16 @@ static int matvec_glu_flat(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight
                                 (unsigned)flat_blocks(k, w->n_out / 2), post, err);
 }
 
-static const ZrKernel *bal_kernel(const ZrCuKernels *k, uint32_t type) {
-    return type == ZR_TYPE_Q4_K ? &k->mv_glu_bal_q4_k : type == ZR_TYPE_Q8_0 ? &k->mv_glu_bal_q8_0 : NULL;
+const ZrKernel *zr_cuf_mv_bal_kernel(const ZrCuKernels *k, uint32_t type) {
+    switch (type) {
+    case ZR_TYPE_Q4_K: return &k->mv_glu_bal_q4_k;
+    case ZR_TYPE_Q8_0: return &k->mv_glu_bal_q8_0;
+    case ZR_TYPE_Q4_0: return &k->mv_glu_bal_q4_0;
+    case ZR_TYPE_Q4_1: return &k->mv_glu_bal_q4_1;
+    case ZR_TYPE_Q5_K: return &k->mv_glu_bal_q5_k;
+    case ZR_TYPE_Q2_K: return &k->mv_glu_bal_q2_k;
+    default: return NULL;
+    }
 }
 
 /* The steps of 32 items its slowest warp takes: p results a block, whole rounds of 16, then the
@@ -120,14 +128,17 @@ static long bal_steps(long p, long steps) {
  * steps (cu/matvec_glu_bal.cu): 3 x 4 + 2 and 2 x 5 + 3. H200 (cu/PERF.md session 27), tg128 and
  * the gate|up in the graph: Llama-3-8B Q4_K_M +2.8% (27.65 -> 23.25 us), Gemma-3-12B Q4_K_M +1.6%
  * (16 -> 15 steps), Gemma-3-4B Q8_0 +1.9% (20.45 -> 19.37 us), Llama-3-8B Q8_0 +0.9% (32 -> 28);
- * Gemma-3-12B Q8_0 lost 1.2% (32 -> 30 steps; 37.73 -> 38.70 us): Q8_0's float steps are bound by
- * their issue once every warp runs (its rounds ran 1.03-1.09 us a step against the tall product's
- * first tile's 0.90-0.94), so a few steps less do not pay for the remainder's sums. (Measured on
- * Q8_0's float arithmetic, before its integer planes; not measured again.) So it takes
- * GLU products on the tall shape where its slowest warp takes fewer steps than the tall
- * product's, Q8_0 an eighth fewer (not Llama-3.2-3B's 8192 results: 2 x 3 either way). */
+ * Gemma-3-12B Q8_0 lost 1.2% (32 -> 30 steps) on Q8_0's float arithmetic, so session 27 held Q8_0
+ * to an eighth fewer steps; on its integer planes it gains 0.14% (240.26 -> 240.60 t/s, session 28),
+ * so the eighth is gone. Session 28, Llama-3-8B's other types (the tall product on 264 blocks, 4 x
+ * 4 steps; here 3 x 4 + 2): Q4_0 519.1 -> 536.8 (+3.4%), Q4_1 443.1 -> 461.6 (+4.2%), Q5_K_M 402.3
+ * -> 423.3 (+5.2%), a qwen2.5-14b Q2_K file 223.4 -> 236.2 (+5.7%); Q5_0 lost 0.4% (its tall
+ * product of 79 registers runs a block of 512 an SM: 7 x 4 steps; this one at 64 registers, 2 an
+ * SM) and has no such kernel. So it takes GLU products on the tall shape where its slowest warp
+ * takes fewer steps than the tall product's (not Llama-3.2-3B's 8192 results: 2 x 3 either way),
+ * in the types that have the kernel (zr_cuf_mv_bal_kernel). */
 bool zr_cuf_mv_bal_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape) {
-    const ZrKernel *kern = bal_kernel(k, w->type);
+    const ZrKernel *kern = zr_cuf_mv_bal_kernel(k, w->type);
     if (!kern || shape.blocks <= 0 || shape.split != 1 || !(mode & ZR_CUF_MV_GLU) || (mode & ZR_CUF_MV_SSQ) ||
         (mode & 3) == ZR_CUF_MV_SWIGLU || w->n_out % 2 || w->n_in % zr_type_info(w->type)->block ||
         zr_cuf_mv_smem(w->n_in) > k->bal_smem)
@@ -137,12 +148,12 @@ bool zr_cuf_mv_bal_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, Zr
     if (items < 32 || 15 * steps > ZR_CUF_MV_BAL_CHUNKS) return false;
     const long tiles = (n_res + shape.groups - 1) / shape.groups, tall = (tiles + shape.blocks - 1) / shape.blocks * steps;
     const long bal = p > 1 && bal_steps(p - 1, steps) > bal_steps(p, steps) ? bal_steps(p - 1, steps) : bal_steps(p, steps);
-    return w->type == ZR_TYPE_Q8_0 ? 8 * (tall - bal) >= tall : bal < tall;
+    return bal < tall;
 }
 
 static int matvec_glu_bal(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                           CUdeviceptr norm_w, float eps, int mode, const ZrMvPost *post, ZrError *err) {
-    const ZrKernel *kern = bal_kernel(k, w->type);
+    const ZrKernel *kern = zr_cuf_mv_bal_kernel(k, w->type);
     return zr_k_matvec_glu_bal(l, kern, w, x, y, norm_w, eps, mode,
                                (unsigned)one_wave(k, kern, ZR_CUF_MV_BAL_THREADS, w->n_out / 2), post, err);
 }

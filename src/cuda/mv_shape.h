@@ -68,16 +68,18 @@ bool zr_cuf_mv_mma_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, Zr
 #define ZR_CUF_MV_FLAT_THREADS 512
 #define ZR_CUF_MV_FLAT_KMAX 4
 bool zr_cuf_mv_flat_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape);
-/* The gate|up product of Q4_K or Q8_0 whose blocks take whole rounds of a result a warp and cut the
- * rest into steps (cu/matvec_glu_bal.cu, blocks of ZR_CUF_MV_BAL_THREADS, one wave): whether it
- * takes W in this mode with this shape (the tall shape, GLU, x' normed or ADDNORM or as is, rows of
- * 32 items or more, where its slowest warp takes fewer steps than the tall product's, Q8_0 an
- * eighth fewer): zr_cuf_matvec and zr_cuf_matvec_post launch it there (after the flat product).
+/* The gate|up product of Q4_K, Q8_0, Q4_0, Q4_1, Q5_K or Q2_K whose blocks take whole rounds of a
+ * result a warp and cut the rest into steps (cu/matvec_glu_bal.cu, blocks of ZR_CUF_MV_BAL_THREADS,
+ * one wave): whether it takes W in this mode with this shape (the tall shape, GLU, x' normed or
+ * ADDNORM or as is, rows of 32 items or more, where its slowest warp takes fewer steps than the
+ * tall product's): zr_cuf_matvec and zr_cuf_matvec_post launch it there (after the flat product).
  * THREADS and CHUNKS (a block's remainder chunks at most) are the kernel's ZR_MVB_THREADS and
  * ZR_MVB_CHUNKS. */
 #define ZR_CUF_MV_BAL_THREADS 512
 #define ZR_CUF_MV_BAL_CHUNKS 512
 bool zr_cuf_mv_bal_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape);
+/* The balanced gate|up kernel of a type (NULL: none; cu/kernels.def's mv_glu_bal_<type> lines) */
+const ZrKernel *zr_cuf_mv_bal_kernel(const ZrCuKernels *k, uint32_t type);
 /* Dynamic shared memory of a product over rows of n_in values (x staged with padding, or as
  * integer planes: the larger of the two). */
 size_t zr_cuf_mv_smem(int n_in);

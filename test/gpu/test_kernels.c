@@ -543,7 +543,7 @@ static int bal_rounds_differ(GpuEnv *g, uint32_t type, int n_in, int n_res, int 
     gpu_download(g, y1, dy1, sizeof(float) * n_res);
     gpu_download(g, y2, dy2, sizeof(float) * n_res);
     /* the kernel's cut: one wave of blocks, block b's results [b U / B, (b + 1) U / B) */
-    const ZrKernel *kern = type == ZR_TYPE_Q4_K ? &g->k.mv_glu_bal_q4_k : &g->k.mv_glu_bal_q8_0;
+    const ZrKernel *kern = zr_cuf_mv_bal_kernel(&g->k, type);
     long blocks = (long)g->k.sm_count * zr_cuf_kernel_blocks_per_sm(kern, ZR_CUF_MV_BAL_THREADS);
     if (blocks > n_res) blocks = n_res;
     int differ = rc ? n_res : 0;
@@ -561,11 +561,11 @@ static int bal_rounds_differ(GpuEnv *g, uint32_t type, int n_in, int n_res, int 
 
 /* The balanced gate|up product (cu/matvec_glu_bal.cu) takes the GLU products whose tiles of 16
  * results leave the tall product's last round to some of its blocks: Llama-3-8B's Q4_K (14336
- * results of 4096 values: 3.39 a warp) and Q8_0, Gemma-3-4B's Q8_0, Gemma-3-12B's Q4_K (Gemma-3-4B's
- * Q4_K takes the flat product, before it); not Llama-3.2-3B's 8192 results (2 rounds either way)
- * nor Gemma-3-12B's Q8_0 (30 steps against 32: less than the eighth Q8_0 asks). Its whole rounds
- * give the tall product's bits; the whole product stays within matvec_case's bounds, the tall
- * one's figure beside it, and after gemma's pending post norm. */
+ * results of 4096 values: 3.39 a warp), Q8_0, Q4_0, Q4_1 and Q5_K, Gemma-3-4B's Q8_0,
+ * Gemma-3-12B's Q4_K and Q8_0 (30 steps against 32), a 14B's Q2_K (Gemma-3-4B's Q4_K takes the flat
+ * product, before it); not Llama-3.2-3B's 8192 results (2 rounds either way), nor Q6_K, Q5_0 and
+ * Q5_1 (no such kernel). Its whole rounds give the tall product's bits; the whole product stays within
+ * matvec_case's bounds, the tall one's figure beside it, and after gemma's pending post norm. */
 ZT_TEST(matvec_glu_bal_deals_the_last_round_by_steps) {
     GpuEnv *g = gpu_env();
     if (!g) return;
@@ -573,11 +573,17 @@ ZT_TEST(matvec_glu_bal_deals_the_last_round_by_steps) {
     const ZrCuWeight takes[] = {{.type = ZR_TYPE_Q4_K, .n_in = 4096, .n_out = 2 * 14336},
                                 {.type = ZR_TYPE_Q8_0, .n_in = 2560, .n_out = 2 * 10240},
                                 {.type = ZR_TYPE_Q8_0, .n_in = 4096, .n_out = 2 * 14336},
-                                {.type = ZR_TYPE_Q4_K, .n_in = 3840, .n_out = 2 * 15360}};
+                                {.type = ZR_TYPE_Q4_K, .n_in = 3840, .n_out = 2 * 15360},
+                                {.type = ZR_TYPE_Q8_0, .n_in = 3840, .n_out = 2 * 15360},
+                                {.type = ZR_TYPE_Q4_0, .n_in = 4096, .n_out = 2 * 14336},
+                                {.type = ZR_TYPE_Q4_1, .n_in = 4096, .n_out = 2 * 14336},
+                                {.type = ZR_TYPE_Q5_K, .n_in = 4096, .n_out = 2 * 14336},
+                                {.type = ZR_TYPE_Q2_K, .n_in = 5120, .n_out = 2 * 13824}};
     const ZrCuWeight keeps[] = {{.type = ZR_TYPE_Q4_K, .n_in = 3072, .n_out = 2 * 8192},
                                 {.type = ZR_TYPE_Q8_0, .n_in = 3072, .n_out = 2 * 8192},
-                                {.type = ZR_TYPE_Q8_0, .n_in = 3840, .n_out = 2 * 15360},
-                                {.type = ZR_TYPE_Q6_K, .n_in = 4096, .n_out = 2 * 14336}};
+                                {.type = ZR_TYPE_Q6_K, .n_in = 4096, .n_out = 2 * 14336},
+                                {.type = ZR_TYPE_Q5_0, .n_in = 4096, .n_out = 2 * 14336},
+                                {.type = ZR_TYPE_Q5_1, .n_in = 4096, .n_out = 2 * 14336}};
     for (size_t i = 0; i < sizeof takes / sizeof takes[0]; i++)
         ZT_CHECKF(zr_cuf_mv_bal_takes(&g->k, &takes[i], R | GL, zr_cuf_mv_shape(&g->k, &takes[i], R | GL)),
                   "%s [%d x %d]: not the balanced product", zr_type_name(takes[i].type), takes[i].n_in, takes[i].n_out);
@@ -587,7 +593,9 @@ ZT_TEST(matvec_glu_bal_deals_the_last_round_by_steps) {
     /* Q4_K: rows of 96 items (3 steps, on the tall shape from 4 tiles of 16 results a multiprocessor)
      * and 2.25 tiles a block of the wave plus an odd few results */
     const int q4_res = 16 * 2 * g->k.sm_count * 9 / 4 + 5;
-    const struct { uint32_t type; int n_in, n_res; } bits[] = {{ZR_TYPE_Q8_0, 2560, 10240}, {ZR_TYPE_Q4_K, 3072, q4_res}};
+    const struct { uint32_t type; int n_in, n_res; } bits[] = {{ZR_TYPE_Q8_0, 2560, 10240}, {ZR_TYPE_Q4_K, 3072, q4_res},
+                                                               {ZR_TYPE_Q4_0, 4096, 14336}, {ZR_TYPE_Q5_K, 4096, 14336},
+                                                               {ZR_TYPE_Q4_1, 2560, 10240}, {ZR_TYPE_Q2_K, 5120, 13824}};
     for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
         int n_rem = 0;
         const ZrCuWeight probe = {.type = bits[i].type, .n_in = bits[i].n_in, .n_out = 2 * bits[i].n_res};
