@@ -143,7 +143,8 @@ __device__ __forceinline__ void zr_matvec_glu_bal(const uint8_t *__restrict__ w,
 
 // q4_K: 64 registers, 8 bytes spilled (the tall product: 12); q8_0 (integer planes): 62, none; q4_0
 // 63, q4_1 and q5_K 64, q2_K 63, none. Q5_0 has none (at 64 registers, none spilled, it lost 0.4%
-// to its tall product of 79 registers: cu/PERF.md session 28), nor Q5_1 (it spilled 24 bytes).
+// to its tall product of 79 registers, one block an SM and near the balance already: cu/PERF.md
+// session 28), nor Q5_1 (it spilled 24 bytes).
 ZR_MV_GLU_KERNEL(matvec_glu_bal_q4_k, zr_matvec_glu_bal, ZrMvQ4Ki, ZR_MVB_THREADS)
 ZR_MV_GLU_KERNEL(matvec_glu_bal_q8_0, zr_matvec_glu_bal, ZrMvQ8i, ZR_MVB_THREADS)
 ZR_MV_GLU_KERNEL(matvec_glu_bal_q4_0, zr_matvec_glu_bal, ZrMvQ4x<ZR_T_Q4_0>, ZR_MVB_THREADS)

@@ -281,6 +281,13 @@ ZT_TEST(the_balanced_gate_up_takes_its_types_where_its_warps_take_fewer_steps) {
     ZrCuKernels k = kernels(132);
     const ZrCuWeight w = {.type = ZR_TYPE_Q4_0, .n_in = 4096, .n_out = 2 * 14336};
     ZT_CHECK(!zr_cuf_mv_bal_takes(&k, &w, GLU, zr_cuf_mv_shape(&k, &w, GLU)));
+    /* a tall kernel whose registers hold one block of 512 an SM runs another wave (132 blocks):
+     * its warps' steps do not compare, and it keeps the tall product */
+    k.bal_smem = 227 * 1024;
+    ZT_CHECK(zr_cuf_mv_bal_takes(&k, &w, GLU, zr_cuf_mv_shape(&k, &w, GLU)));
+    k.mvt[ZR_TYPE_Q4_0].regs = 80;
+    const ZrMvShape one = zr_cuf_mv_shape(&k, &w, GLU);
+    ZT_CHECKF(one.blocks == 132 && !zr_cuf_mv_bal_takes(&k, &w, GLU, one), "tall on %d blocks", one.blocks);
 }
 
 /* cu/matvec.cuh finds a warp's row group and split-K part by shifts: a launch whose row groups

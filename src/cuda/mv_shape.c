@@ -133,10 +133,11 @@ static long bal_steps(long p, long steps) {
  * so the eighth is gone. Session 28, Llama-3-8B's other types (the tall product on 264 blocks, 4 x
  * 4 steps; here 3 x 4 + 2): Q4_0 519.1 -> 536.8 (+3.4%), Q4_1 443.1 -> 461.6 (+4.2%), Q5_K_M 402.3
  * -> 423.3 (+5.2%), a qwen2.5-14b Q2_K file 223.4 -> 236.2 (+5.7%); Q5_0 lost 0.4% (its tall
- * product of 79 registers runs a block of 512 an SM: 7 x 4 steps; this one at 64 registers, 2 an
- * SM) and has no such kernel. So it takes GLU products on the tall shape where its slowest warp
- * takes fewer steps than the tall product's (not Llama-3.2-3B's 8192 results: 2 x 3 either way),
- * in the types that have the kernel (zr_cuf_mv_bal_kernel). */
+ * product of 79 registers runs one block of 512 an SM, 132 of them: 6.8 tiles a block, 7 for the
+ * slowest, already near the balance) and has no such kernel. So it takes GLU products on the tall
+ * shape of the same wave (two blocks of 512 an SM, so a warp's steps compare) where its slowest
+ * warp takes fewer steps than the tall product's (not Llama-3.2-3B's 8192 results: 2 x 3 either
+ * way), in the types that have the kernel (zr_cuf_mv_bal_kernel). */
 bool zr_cuf_mv_bal_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape) {
     const ZrKernel *kern = zr_cuf_mv_bal_kernel(k, w->type);
     if (!kern || shape.blocks <= 0 || shape.split != 1 || !(mode & ZR_CUF_MV_GLU) || (mode & ZR_CUF_MV_SSQ) ||
@@ -145,7 +146,7 @@ bool zr_cuf_mv_bal_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, Zr
         return false;
     const long items = w->n_in / (long)zr_type_info(w->type)->item, steps = (items + 31) / 32, n_res = w->n_out / 2;
     const long blocks = one_wave(k, kern, ZR_CUF_MV_BAL_THREADS, n_res), p = (n_res + blocks - 1) / blocks;
-    if (items < 32 || 15 * steps > ZR_CUF_MV_BAL_CHUNKS) return false;
+    if (items < 32 || 15 * steps > ZR_CUF_MV_BAL_CHUNKS || shape.blocks != blocks) return false;
     const long tiles = (n_res + shape.groups - 1) / shape.groups, tall = (tiles + shape.blocks - 1) / shape.blocks * steps;
     const long bal = p > 1 && bal_steps(p - 1, steps) > bal_steps(p, steps) ? bal_steps(p - 1, steps) : bal_steps(p, steps);
     return bal < tall;
