@@ -7,8 +7,9 @@
 // the x values of the item are read once from shared memory and reused for the R rows, and
 // the quant -> float conversion avoids the slow converter (zr_byte_f). x is staged in shared
 // memory with 4 floats of padding every 32 so the per-lane 16-byte reads do not conflict.
-// Q4_K instead stages x as 23-bit integers in int8 planes and sums with dp4a (ZrMvQ4Ki: the
-// products are bound by their arithmetic, not by memory; cu/PERF.md session 14).
+// Q4_K, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 instead stage x as 23-bit integers in int8 planes and sum
+// with dp4a (ZrMvQ4Ki, ZrMvQ8i, ZrMvQ4xi: the products are bound by their arithmetic, not by
+// memory; cu/PERF.md session 14).
 //
 // Launch (src/cuda/mv_shape.c picks the shape per matrix): block 32*G*S threads (at most
 // ZR_MV_MAX_THREADS) = G row groups of R rows, each split over S warps along the row (split-K,
@@ -695,6 +696,74 @@ struct ZrMvQ8i : ZrMvQ8_0 {
     }
 };
 
+// q4_0 / q4_1 / q5_0 / q5_1 on integer dot products: x staged as q4_K's three int8 planes (23-bit
+// integers per block of 32, ZR_XQ_Q / max|x|), each block of 32 as its low run (values 0..15)
+// and high run (16..31), which are the item's low and high nibbles (XQ 3 and 4 in zr_mv_put_x4:
+// block u of a super-block's 8 has its low run at 16 u of each plane, its high run at 128 + 16 u,
+// its scale at 768 + 4 u; XQ 3 also the sum of its rounded values times the scale at 800 + 4 u).
+// q4_0 and q5_0 (XQ 4) read their quants as signed bytes (q - 8) 16 and (q - 16) 8: the value
+// moved to the byte's top bits, whose top bit is flipped (one LOP3 for q4_0's high nibbles), so
+// the offset needs no sum; q4_1 and q5_1 (XQ 3) take their unsigned quants and the min against
+// the staged sum. Each plane by 8 dp4a, the planes combined in integers and floats as q8_0's: 24
+// dp4a and a mask or two a word for 32 weights of a row, where the float product converts and
+// multiplies each weight. Sums of 32 products of 128 by 64 (high) or 255: hi 256 + mid < 2^27, no
+// overflow. H200 tg128 (cu/PERF.md session 29): Llama-3-8B Q4_0 +9.1%, Q4_1 +12.8%, Q5_0 +21.3%,
+// Q5_1 +22.9% (these two also from 64 registers, two blocks an SM, and the balanced gate|up).
+// Lanes take consecutive items: a phase of 8 lanes reads 128 contiguous bytes of a plane, no
+// bank conflict.
+template <int TYPE>
+struct ZrMvQ4xi : ZrMvQ4x<TYPE> {
+    using B = ZrMvQ4x<TYPE>;
+    using F = typename B::F;
+    static constexpr bool SIGNED_Q = !B::has_m;
+    // word k's quants of the low runs (HI false) or the high runs, as dp4a takes them
+    template <bool HI> __device__ static uint32_t quants(const F &f, uint32_t w, int k) {
+        if (!B::has_h) {
+            const uint32_t q = (HI ? w : w << 4) & 0xF0F0F0F0u; // 16 q
+            return SIGNED_Q ? q ^ 0x80808080u : q >> 4;
+        }
+        const uint32_t b4 = (f.qh >> (4 * k + (HI ? 16 : 0))) & 0xF;
+        if (!SIGNED_Q) return ((HI ? w >> 4 : w) & 0x0F0F0F0Fu) | zr_expand4_bit4(b4);
+        // 8 (q - 16): the nibble at bits 3..6, bit 7 the fifth bit flipped
+        return ((HI ? w >> 1 : w << 3) & 0x78787878u) | ((((b4 ^ 0xF) * 0x00204081u) & 0x01010101u) << 7);
+    }
+    // the low runs or the high runs: R rows' quants against the three planes' run at p, added into
+    // h, m, l (one half at a time: fewer live registers)
+    template <int R, bool HI>
+    __device__ static void half(const F (&f)[R], const uint8_t *p, int (&h)[R], int (&m)[R], int (&l)[R]) {
+        const uint4 vh = *(const uint4 *)p, vm = *(const uint4 *)(p + 256), vl = *(const uint4 *)(p + 512);
+        const uint32_t xh[4] = {vh.x, vh.y, vh.z, vh.w}, xm[4] = {vm.x, vm.y, vm.z, vm.w}, xl[4] = {vl.x, vl.y, vl.z, vl.w};
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const uint32_t w[4] = {f[r].q.x, f[r].q.y, f[r].q.z, f[r].q.w};
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const uint32_t q = quants<HI>(f[r], w[k], k);
+                h[r] = SIGNED_Q ? zr_dp4a_ss(q, xh[k], h[r]) : zr_dp4a_us(q, xh[k], h[r]);
+                m[r] = SIGNED_Q ? zr_dp4a_su(q, xm[k], m[r]) : zr_dp4a_uu(q, xm[k], m[r]);
+                l[r] = SIGNED_Q ? zr_dp4a_su(q, xl[k], l[r]) : zr_dp4a_uu(q, xl[k], l[r]);
+            }
+        }
+    }
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        const int u = it & 7;
+        const uint8_t *g = (const uint8_t *)xs + ZR_XQ_SB * (it >> 3);
+        int h[R], m[R], l[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) h[r] = m[r] = l[r] = 0;
+        half<R, false>(f, g + 16 * u, h, m, l);
+        half<R, true>(f, g + 128 + 16 * u, h, m, l);
+        // the quants' factor (16 or 8 for the signed ones) goes into the scale: exact
+        const float dx = *(const float *)(g + 768 + 4 * u) * (!SIGNED_Q ? 1.f : B::has_h ? 0.125f : 0.0625f);
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float t = fmaf((float)(h[r] * 256 + m[r]), 256.f, (float)l[r]);
+            if (B::has_m) acc[r] = fmaf(f[r].d * dx, t, fmaf(f[r].m, *(const float *)(g + 800 + 4 * u), acc[r]));
+            else acc[r] = fmaf(f[r].d * dx, t, acc[r]);
+        }
+    }
+};
+
 // q5_K (device layout in cu/quant.cuh): q4_K's item (16 bytes of nibbles, the same elements) and
 // one word of the item's fifth bits, plus q4_K's scale word and (d, dmin): 28 B per item and
 // row, 7 registers. The arithmetic is q4_K's: staged sums of x per 16 values for the mins, and
@@ -1082,7 +1151,7 @@ __device__ __forceinline__ float4 zr_mv_addnorm4(float4 t, float4 r, float4 pw, 
 }
 
 // Types whose comp reads x as integers (ZrMvQ4Ki's planes in q4_K's item order: 1; ZrMvQ8i's in
-// natural order: 2) instead of the floats (0).
+// natural order: 2; ZrMvQ4xi's in blocks of 32, with sums: 3, without: 4) instead of the floats (0).
 template <class T> struct ZrMvXq {
     static constexpr int value = 0;
 };
@@ -1091,6 +1160,9 @@ template <> struct ZrMvXq<ZrMvQ4Ki> {
 };
 template <> struct ZrMvXq<ZrMvQ8i> {
     static constexpr int value = 2;
+};
+template <int TYPE> struct ZrMvXq<ZrMvQ4xi<TYPE>> {
+    static constexpr int value = ZrMvQ4xi<TYPE>::SIGNED_Q ? 4 : 3;
 };
 
 // float4 i of the staged x' into the padded copy xs; XS: and the sums of its 16 values (below).
@@ -1101,9 +1173,11 @@ template <> struct ZrMvXq<ZrMvQ8i> {
 // super-block i / 64's planes), no sums; the 8 threads of a block of 32 shuffle among themselves
 // only (q8_0 rows are multiples of 32 values, not of 128: a warp's last threads may be past the
 // row, each block's 8 threads all within it or all past it).
+// XQ 3 and 4 (ZrMvQ4xi): XQ 2's, each block of 32 as its low and high runs; XQ 3 also the sum of
+// its rounded values times its scale (3 more shuffles among the same 8 threads).
 template <bool XS, int XQ = 0>
 __device__ __forceinline__ void zr_mv_put_x4(float *xs, int i, float4 t) {
-    if (XQ == 2) {
+    if (XQ >= 2) {
         const unsigned gm = 0xffu << (threadIdx.x & 24);
         float m = fmaxf(fmaxf(fabsf(t.x), fabsf(t.y)), fmaxf(fabsf(t.z), fabsf(t.w)));
         m = fmaxf(m, __shfl_xor_sync(gm, m, 1));
@@ -1113,12 +1187,20 @@ __device__ __forceinline__ void zr_mv_put_x4(float *xs, int i, float4 t) {
         const int q0 = __float2int_rn(t.x * id), q1 = __float2int_rn(t.y * id), q2 = __float2int_rn(t.z * id),
                   q3 = __float2int_rn(t.w * id);
         uint8_t *g = (uint8_t *)xs + ZR_XQ_SB * (i >> 6);
-        const int at = (i & 63) << 2;
+        // XQ 3, 4: block u = i % 64 / 8's low run (i % 8 < 4) at 16 u, its high run at 128 + 16 u
+        const int at = XQ == 2 ? (i & 63) << 2 : ((i & 4) << 5) | ((i & 0x38) << 1) | ((i & 3) << 2);
         const uint32_t a = __byte_perm(q0, q1, 0x5140), c = __byte_perm(q2, q3, 0x5140);
         const uint32_t e = __byte_perm(q0, q1, 0x0062), f = __byte_perm(q2, q3, 0x0062);
         *(uint32_t *)(g + at) = __byte_perm(e, f, 0x5410);
         *(uint32_t *)(g + 256 + at) = __byte_perm(a, c, 0x7632);
         *(uint32_t *)(g + 512 + at) = __byte_perm(a, c, 0x5410);
+        if (XQ == 3) { // |sum of 32| < 2^27
+            int sq = (q0 + q1) + (q2 + q3);
+            sq += __shfl_xor_sync(gm, sq, 1);
+            sq += __shfl_xor_sync(gm, sq, 2);
+            sq += __shfl_xor_sync(gm, sq, 4);
+            if ((i & 7) == 0) *(float *)(g + 800 + ((i >> 1) & 0x1c)) = (float)sq * d;
+        }
         if ((i & 7) == 0) *(float *)(g + 768 + ((i >> 1) & 0x1c)) = d;
         return;
     }

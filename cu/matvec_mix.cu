@@ -17,8 +17,8 @@
 // GPU test holds every pair to the per-type kernels bit for bit, which catches a drift of R; a
 // drift of P or the cap changes the speed only).
 #define ZR_MVMIX_q8_0 ZrMvQ8i, 2, 2, 64
-#define ZR_MVMIX_q5_0 ZrMvQ4x<ZR_T_Q5_0>, 2, 2, 80
-#define ZR_MVMIX_q5_1 ZrMvQ4x<ZR_T_Q5_1>, 2, 2, 128
+#define ZR_MVMIX_q5_0 ZrMvQ4xi<ZR_T_Q5_0>, 2, 2, 64
+#define ZR_MVMIX_q5_1 ZrMvQ4xi<ZR_T_Q5_1>, 2, 2, 64
 #define ZR_MVMIX_q2_k ZrMvQ23K<ZR_T_Q2_K>, 2, 2, 64
 #define ZR_MVMIX_q3_k ZrMvQ23K<ZR_T_Q3_K>, 2, 2, 64
 #define ZR_MVMIX_q4_k ZrMvQ4Ki, 2, 2, 64

@@ -6,7 +6,7 @@
  * 19); F16 and Q8_0 take the tall kernel from 2 waves of tiles, every other type from 8, and
  * quantized gate|up products from 1 where a lane has 3 items of a row (session 12) or 2.5 (session
  * 16, 19 and 20; not Q6_K, Q3_K); quantized types run it on 2 blocks of 16 row groups a
- * multiprocessor (1 where the kernel holds no block of 1024 threads: Q5_0, Q5_1), F16 on 4 of 8; a product that writes SSQ pieces is never tall.
+ * multiprocessor (1 where the kernel holds no block of 1024 threads: the experts' Q5_0, Q5_1), F16 on 4 of 8; a product that writes SSQ pieces is never tall.
  * No GPU needed: the pick reads only sizes, types and the multiprocessor count. */
 #include <string.h>
 
@@ -77,7 +77,8 @@ ZT_TEST(short_rows_of_every_type_split_in_two_the_general_rule_only_q8_0s) {
 /* A split grid of blocks of 8 row groups that takes 1 to 2 of them a multiprocessor (133 to 264
  * blocks on 132) takes blocks of 16 row groups (1024 threads, one a multiprocessor: x staged once
  * an SM; session 19): a dense product of x as is (or SwiGLU's) only, in types whose kernel holds
- * 1024 threads (not Q5_0 and Q5_1, at 80 and 128 registers). */
+ * 1024 threads (every dense one since session 29; not the experts' Q5_0 and Q5_1, at 72 and 119
+ * registers). */
 ZT_TEST(a_split_grid_of_one_to_two_blocks_an_sm_takes_blocks_of_1024_threads) {
     const int P = ZR_CUF_MV_PLAIN;
     check(ZR_TYPE_Q4_K, 14336, 4096, P, 16, 2, 0); /* llama3-8b down: 2048 row groups */
@@ -91,10 +92,11 @@ ZT_TEST(a_split_grid_of_one_to_two_blocks_an_sm_takes_blocks_of_1024_threads) {
     check(ZR_TYPE_Q4_K, 4096, 2 * 2112, P, 8, 1, 0);    /* 16 warps an SM: no split */
     check(ZR_TYPE_Q4_K, 4096, 2 * 8 * 132, P, 8, 2, 0); /* 132 blocks of 8: one an SM already */
     check(ZR_TYPE_Q4_K, 4096, 2 * 8 * 132 + 2, P, 16, 2, 0); /* 133 blocks of 8 */
-    check(ZR_TYPE_Q5_0, 14336, 4096, P, 8, 2, 0); /* its kernel holds 512 threads */
+    check(ZR_TYPE_Q5_0, 14336, 4096, P, 16, 2, 0); /* 64 registers since session 29 */
+    check(ZR_TYPE_Q5_1, 14336, 4096, P, 16, 2, 0);
     /* the general rule and an expert's matrix keep their blocks */
     const ZrCuKernels k = kernels(132);
-    ZT_CHECK(zr_cuf_kernel_max_threads(&k.mv[ZR_TYPE_Q5_0]) < 1024 && zr_cuf_kernel_max_threads(&k.mv[ZR_TYPE_Q5_1]) < 1024 &&
+    ZT_CHECK(zr_cuf_kernel_max_threads(&k.mv_id[ZR_TYPE_Q5_0]) < 1024 && zr_cuf_kernel_max_threads(&k.mv_id[ZR_TYPE_Q5_1]) < 1024 &&
              zr_cuf_kernel_max_threads(&k.mv[ZR_TYPE_Q4_K]) == 1024 && zr_cuf_kernel_max_threads(&k.mv[ZR_TYPE_F16]) == 1024);
     const ZrCuWeight dn = {.type = ZR_TYPE_Q8_0, .n_in = 14336, .n_out = 4096};
     const ZrMvShape g = zr_cuf_mv_shape_general(&k, &dn, P), e = zr_cuf_mv_shape_expert(&k, &dn, P);
@@ -148,7 +150,7 @@ ZT_TEST(an_experts_down_over_its_slots_takes_one_block_of_1024_threads_an_sm) {
     ZT_CHECK(three.groups == one.groups && three.split == one.split && three.blocks == 0);
     const ZrCuKernels k130 = kernels(130); /* 128 blocks on 130 SMs: still one round */
     ZT_CHECK(zr_cuf_mv_shape_expert_slots(&k130, &q4, P, 2).groups == 32);
-    /* Q5_0 and Q5_1 hold no block of 1024 threads; a GLU product and an unsplit expert keep theirs */
+    /* the experts' Q5_0 and Q5_1 hold no block of 1024 threads; a GLU product and an unsplit expert keep theirs */
     const ZrCuWeight q5 = {.type = ZR_TYPE_Q5_0, .n_in = 14336, .n_out = 4096};
     const ZrMvShape q5s = zr_cuf_mv_shape_expert_slots(&k, &q5, P, 2), q5e = zr_cuf_mv_shape_expert(&k, &q5, P);
     ZT_CHECK(q5s.groups == q5e.groups && q5s.split == q5e.split);
@@ -218,7 +220,7 @@ ZT_TEST(quantized_gate_up_of_one_to_two_waves_is_tall_where_a_lane_has_three_ite
 }
 
 /* Sessions 16, 19 and 20: from 2.5 items a lane in any number of waves, every quantized type but Q6_K
- * and Q3_K; Q5_0 and Q5_1 on one block an SM */
+ * and Q3_K (Q5_0 and Q5_1 on two blocks an SM too since session 29: 64 registers) */
 ZT_TEST(gate_up_of_one_wave_and_more_is_tall_from_two_and_a_half_items_a_lane) {
     const int GLU = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, blocks = 4 * 132, q = 2 * 132;
     /* gemma3-4b: 10240 results of 2560 values (80 items), 1280 tiles (2.4 waves); qwen3-4b 1216 tiles */
@@ -228,10 +230,8 @@ ZT_TEST(gate_up_of_one_wave_and_more_is_tall_from_two_and_a_half_items_a_lane) {
     check(ZR_TYPE_Q4_K, 4096, 28672, GLU, 16, 1, q);
     check(ZR_TYPE_Q4_K, 3584, 37888, GLU, 16, 1, q);
     check(ZR_TYPE_Q4_K, 2560, 2 * 8 * 9 * blocks, GLU, 16, 1, q);
-    const uint32_t wide[] = {ZR_TYPE_Q4_0, ZR_TYPE_Q4_1, ZR_TYPE_Q5_K};
-    for (int i = 0; i < 3; i++) check(wide[i], 4096, 28672, GLU, 16, 1, q);
-    check(ZR_TYPE_Q5_0, 4096, 28672, GLU, 16, 1, 132);
-    check(ZR_TYPE_Q5_1, 4096, 28672, GLU, 16, 1, 132);
+    const uint32_t wide[] = {ZR_TYPE_Q4_0, ZR_TYPE_Q4_1, ZR_TYPE_Q5_K, ZR_TYPE_Q5_0, ZR_TYPE_Q5_1};
+    for (int i = 0; i < 5; i++) check(wide[i], 4096, 28672, GLU, 16, 1, q);
     check(ZR_TYPE_Q2_K, 5120, 2 * 13824, GLU, 16, 1, q); /* 80 items of 64 values */
     check(ZR_TYPE_Q2_K, 4096, 28672, GLU, 8, 1, 0);      /* 64: 2 a lane */
     /* one wave of tiles exactly, and one tile fewer */
@@ -254,9 +254,9 @@ ZT_TEST(a_product_that_writes_sums_of_squares_is_never_tall) {
 /* The balanced gate|up product (each block's whole rounds of a result a warp, the rest cut into
  * steps) takes a GLU product on the tall shape where its slowest warp takes fewer steps than the
  * tall product's, in the types that have the kernel (sessions 27-28): Llama-3-8B's 14336 results
- * (3 x 4 + 2 steps against 4 x 4) in Q4_K, Q8_0, Q4_0, Q4_1, Q5_K, Gemma-3-12B's Q8_0 (30 against
- * 32), a 14B's Q2_K; not Q5_0 (it lost), Q5_1, Q6_K (none), nor Llama-3.2-3B's 8192 results (2 x 3
- * either way), nor a product that is not GLU. */
+ * (3 x 4 + 2 steps against 4 x 4) in Q4_K, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (session 29), Q5_K,
+ * Gemma-3-12B's Q8_0 (30 against 32), a 14B's Q2_K; not Q6_K, Q3_K (none), nor Llama-3.2-3B's 8192
+ * results (2 x 3 either way), nor a product that is not GLU. */
 static bool bal(uint32_t type, int n_in, int n_res, int mode) {
     ZrCuKernels k = kernels(132);
     k.bal_smem = 227 * 1024;
@@ -266,12 +266,12 @@ static bool bal(uint32_t type, int n_in, int n_res, int mode) {
 
 ZT_TEST(the_balanced_gate_up_takes_its_types_where_its_warps_take_fewer_steps) {
     const int GLU = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU;
-    const uint32_t takes[] = {ZR_TYPE_Q4_K, ZR_TYPE_Q8_0, ZR_TYPE_Q4_0, ZR_TYPE_Q4_1, ZR_TYPE_Q5_K};
+    const uint32_t takes[] = {ZR_TYPE_Q4_K, ZR_TYPE_Q8_0, ZR_TYPE_Q4_0, ZR_TYPE_Q4_1, ZR_TYPE_Q5_0, ZR_TYPE_Q5_1, ZR_TYPE_Q5_K};
     for (size_t i = 0; i < sizeof takes / sizeof takes[0]; i++)
         ZT_CHECKF(bal(takes[i], 4096, 14336, GLU), "%s: llama3-8b's gate|up not balanced", zr_type_name(takes[i]));
     ZT_CHECK(bal(ZR_TYPE_Q8_0, 3840, 15360, GLU));
     ZT_CHECK(bal(ZR_TYPE_Q2_K, 5120, 13824, GLU));
-    const uint32_t keeps[] = {ZR_TYPE_Q5_0, ZR_TYPE_Q5_1, ZR_TYPE_Q6_K, ZR_TYPE_Q3_K, ZR_TYPE_F16};
+    const uint32_t keeps[] = {ZR_TYPE_Q6_K, ZR_TYPE_Q3_K, ZR_TYPE_F16};
     for (size_t i = 0; i < sizeof keeps / sizeof keeps[0]; i++)
         ZT_CHECKF(!bal(keeps[i], 4096, 14336, GLU), "%s: llama3-8b's gate|up balanced", zr_type_name(keeps[i]));
     ZT_CHECK(!bal(ZR_TYPE_Q4_K, 3072, 8192, GLU));

@@ -109,6 +109,8 @@ const ZrKernel *zr_cuf_mv_bal_kernel(const ZrCuKernels *k, uint32_t type) {
     case ZR_TYPE_Q8_0: return &k->mv_glu_bal_q8_0;
     case ZR_TYPE_Q4_0: return &k->mv_glu_bal_q4_0;
     case ZR_TYPE_Q4_1: return &k->mv_glu_bal_q4_1;
+    case ZR_TYPE_Q5_0: return &k->mv_glu_bal_q5_0;
+    case ZR_TYPE_Q5_1: return &k->mv_glu_bal_q5_1;
     case ZR_TYPE_Q5_K: return &k->mv_glu_bal_q5_k;
     case ZR_TYPE_Q2_K: return &k->mv_glu_bal_q2_k;
     default: return NULL;
@@ -133,8 +135,9 @@ static long bal_steps(long p, long steps) {
  * so the eighth is gone. Session 28, Llama-3-8B's other types (the tall product on 264 blocks, 4 x
  * 4 steps; here 3 x 4 + 2): Q4_0 519.1 -> 536.8 (+3.4%), Q4_1 443.1 -> 461.6 (+4.2%), Q5_K_M 402.3
  * -> 423.3 (+5.2%), a qwen2.5-14b Q2_K file 223.4 -> 236.2 (+5.7%); Q5_0 lost 0.4% (its tall
- * product of 79 registers runs one block of 512 an SM, 132 of them: 6.8 tiles a block, 7 for the
- * slowest, already near the balance) and has no such kernel. So it takes GLU products on the tall
+ * product of 79 registers ran one block of 512 an SM, 132 of them: 6.8 tiles a block, 7 for the
+ * slowest, already near the balance). Session 29, Q5_0 and Q5_1 on integer planes at 64 registers
+ * (two blocks an SM): 440.6 -> 466.7 (+5.9%) and 402.8 -> 423.8 (+5.2%). So it takes GLU products on the tall
  * shape of the same wave (two blocks of 512 an SM, so a warp's steps compare) where its slowest
  * warp takes fewer steps than the tall product's (not Llama-3.2-3B's 8192 results: 2 x 3 either
  * way), in the types that have the kernel (zr_cuf_mv_bal_kernel). */
@@ -279,8 +282,8 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, e
      * threads an SM): half the blocks stage x (H200 tg128, session 12: gemma3-4b Q8_0 +2.0%,
      * llama3-8b Q8_0 +1.5%, the Q4_K_M files' Q6_K outputs +0.25-0.5%); F16 keeps 8 and 4
      * (zrun-mv-bench: 16 and 2 no faster on its outputs). A kernel whose registers hold one such
-     * block an SM (Q5_0, Q5_1: 79 and 125) gets one block an SM, not two in two rounds (session 20,
-     * llama3-8b tg128: Q5_0 +2.6%, Q5_1 +2.6%). */
+     * block an SM (the float Q5_0, Q5_1 until session 29: 79 and 125) gets one block an SM, not two
+     * in two rounds (session 20, llama3-8b tg128: Q5_0 +2.6%, Q5_1 +2.6%). */
     if (quant) {
         const int per_sm = zr_cuf_kernel_blocks_per_sm(&k->mvt[w->type], 32 * 16);
         return (ZrMvShape){.groups = 16, .split = 1, .blocks = (per_sm < 2 ? 1 : 2) * k->sm_count};

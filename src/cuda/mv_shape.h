@@ -45,7 +45,8 @@ typedef struct ZrMvShape {
 /* Rows of W each warp of the type's kernel computes (cu/matvec_*.cu). */
 int zr_cuf_mv_rows_per_warp(uint32_t type);
 /* The largest block kern launches: what the driver reported at load (a register cap over 64 holds
- * fewer than 1024 threads: Q5_0's and Q5_1's products), else 1024 (cu/matvec.cuh ZR_MV_MAX_THREADS). */
+ * fewer than 1024 threads: the experts' Q5_0 and Q5_1 products), else 1024 (cu/matvec.cuh
+ * ZR_MV_MAX_THREADS). */
 int zr_cuf_kernel_max_threads(const ZrKernel *kern);
 /* Blocks of `threads` threads of kern that one multiprocessor holds by its registers (64 K,
  * allocated a warp at a time in units of 256; 64 a thread where the driver reported none) and by

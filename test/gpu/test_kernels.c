@@ -163,9 +163,9 @@ static void matvec_type(uint32_t type) {
         if (q > worst) worst = q;
     }
     ZT_CHECKF(worst <= 1.0, "%s: worst |diff|/tol %.3g", zr_type_name(type), worst);
-    /* blocks of 1024 threads (split downs and wo, session 19) in every type whose kernel holds them;
-     * Q5_0's and Q5_1's (76 and 117 registers: the driver's block limit under 1024) are refused before
-     * launch */
+    /* blocks of 1024 threads (split downs and wo, session 19) in every type whose kernel holds them
+     * (every type since session 29: Q5_0 and Q5_1 at 64 registers); a kernel of more registers (the
+     * driver's block limit under 1024) is refused before launch */
     const MvCase big[] = {{14336, 66, 1, 0, 16, 2, 0}, {4096, 200, 0, R, 32, 1, 0}, {2048, 330, 0, R | GL, 16, 2, 0}};
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
         const double q = matvec_case(type, big[i]);
@@ -563,9 +563,10 @@ static int bal_rounds_differ(GpuEnv *g, uint32_t type, int n_in, int n_res, int 
  * results leave the tall product's last round to some of its blocks: Llama-3-8B's Q4_K (14336
  * results of 4096 values: 3.39 a warp), Q8_0, Q4_0, Q4_1 and Q5_K, Gemma-3-4B's Q8_0,
  * Gemma-3-12B's Q4_K and Q8_0 (30 steps against 32), a 14B's Q2_K (Gemma-3-4B's Q4_K takes the flat
- * product, before it); not Llama-3.2-3B's 8192 results (2 rounds either way), nor Q6_K, Q5_0 and
- * Q5_1 (no such kernel). Its whole rounds give the tall product's bits; the whole product stays within
- * matvec_case's bounds, the tall one's figure beside it, and after gemma's pending post norm. */
+ * product, before it), Q5_0's and Q5_1's (session 29); not Llama-3.2-3B's 8192 results (2 rounds
+ * either way), nor Q6_K (no such kernel). Its whole rounds give the tall product's bits; the whole
+ * product stays within matvec_case's bounds, the tall one's figure beside it, and after gemma's
+ * pending post norm. */
 ZT_TEST(matvec_glu_bal_deals_the_last_round_by_steps) {
     GpuEnv *g = gpu_env();
     if (!g) return;
@@ -578,12 +579,12 @@ ZT_TEST(matvec_glu_bal_deals_the_last_round_by_steps) {
                                 {.type = ZR_TYPE_Q4_0, .n_in = 4096, .n_out = 2 * 14336},
                                 {.type = ZR_TYPE_Q4_1, .n_in = 4096, .n_out = 2 * 14336},
                                 {.type = ZR_TYPE_Q5_K, .n_in = 4096, .n_out = 2 * 14336},
-                                {.type = ZR_TYPE_Q2_K, .n_in = 5120, .n_out = 2 * 13824}};
-    const ZrCuWeight keeps[] = {{.type = ZR_TYPE_Q4_K, .n_in = 3072, .n_out = 2 * 8192},
-                                {.type = ZR_TYPE_Q8_0, .n_in = 3072, .n_out = 2 * 8192},
-                                {.type = ZR_TYPE_Q6_K, .n_in = 4096, .n_out = 2 * 14336},
+                                {.type = ZR_TYPE_Q2_K, .n_in = 5120, .n_out = 2 * 13824},
                                 {.type = ZR_TYPE_Q5_0, .n_in = 4096, .n_out = 2 * 14336},
                                 {.type = ZR_TYPE_Q5_1, .n_in = 4096, .n_out = 2 * 14336}};
+    const ZrCuWeight keeps[] = {{.type = ZR_TYPE_Q4_K, .n_in = 3072, .n_out = 2 * 8192},
+                                {.type = ZR_TYPE_Q8_0, .n_in = 3072, .n_out = 2 * 8192},
+                                {.type = ZR_TYPE_Q6_K, .n_in = 4096, .n_out = 2 * 14336}};
     for (size_t i = 0; i < sizeof takes / sizeof takes[0]; i++)
         ZT_CHECKF(zr_cuf_mv_bal_takes(&g->k, &takes[i], R | GL, zr_cuf_mv_shape(&g->k, &takes[i], R | GL)),
                   "%s [%d x %d]: not the balanced product", zr_type_name(takes[i].type), takes[i].n_in, takes[i].n_out);
@@ -595,7 +596,8 @@ ZT_TEST(matvec_glu_bal_deals_the_last_round_by_steps) {
     const int q4_res = 16 * 2 * g->k.sm_count * 9 / 4 + 5;
     const struct { uint32_t type; int n_in, n_res; } bits[] = {{ZR_TYPE_Q8_0, 2560, 10240}, {ZR_TYPE_Q4_K, 3072, q4_res},
                                                                {ZR_TYPE_Q4_0, 4096, 14336}, {ZR_TYPE_Q5_K, 4096, 14336},
-                                                               {ZR_TYPE_Q4_1, 2560, 10240}, {ZR_TYPE_Q2_K, 5120, 13824}};
+                                                               {ZR_TYPE_Q4_1, 2560, 10240}, {ZR_TYPE_Q2_K, 5120, 13824},
+                                                               {ZR_TYPE_Q5_0, 4096, 14336}, {ZR_TYPE_Q5_1, 2560, 10240}};
     for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
         int n_rem = 0;
         const ZrCuWeight probe = {.type = bits[i].type, .n_in = bits[i].n_in, .n_out = 2 * bits[i].n_res};

@@ -12,8 +12,9 @@ static void set(ZrKernel *kern, int regs) {
 void zt_kernel_attrs(ZrCuKernels *k) {
     for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
         const bool q5_0 = t == ZR_TYPE_Q5_0, q5_1 = t == ZR_TYPE_Q5_1;
-        set(&k->mv[t], q5_0 ? 76 : q5_1 ? 117 : 64);
-        set(&k->mvt[t], q5_0 ? 79 : q5_1 ? 125 : 64);
+        /* the dense products at their cap of 64 (cu/matvec_q_legacy.cu: Q5_0 and Q5_1 too since session 29) */
+        set(&k->mv[t], 64);
+        set(&k->mvt[t], 64);
         set(&k->mv_id[t], q5_0 ? 72 : q5_1 ? 119 : 64);
         /* the flat kernels whose TALL loop spilled at 64 run at 72 (cu/moe_matvec.cu FLAT_NREG) */
         const bool r72 = t == ZR_TYPE_Q4_1 || t == ZR_TYPE_Q3_K || t == ZR_TYPE_Q4_K || t == ZR_TYPE_Q5_K;
