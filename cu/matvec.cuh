@@ -7,9 +7,9 @@
 // the x values of the item are read once from shared memory and reused for the R rows, and
 // the quant -> float conversion avoids the slow converter (zr_byte_f). x is staged in shared
 // memory with 4 floats of padding every 32 so the per-lane 16-byte reads do not conflict.
-// Q4_K, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 instead stage x as 23-bit integers in int8 planes and sum
-// with dp4a (ZrMvQ4Ki, ZrMvQ8i, ZrMvQ4xi: the products are bound by their arithmetic, not by
-// memory; cu/PERF.md session 14).
+// Q4_K, Q5_K, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 instead stage x as 23-bit integers in int8 planes
+// and sum with dp4a (ZrMvQ4Ki, ZrMvQ5Ki, ZrMvQ8i, ZrMvQ4xi: the products are bound by their
+// arithmetic, not by memory; cu/PERF.md session 14).
 //
 // Launch (src/cuda/mv_shape.c picks the shape per matrix): block 32*G*S threads (at most
 // ZR_MV_MAX_THREADS) = G row groups of R rows, each split over S warps along the row (split-K,
@@ -900,6 +900,47 @@ struct ZrMvQ5K {
     }
 };
 
+// q5_K on integer dot products (ZrMvXq 1): x as q4_K's integer planes in q4_K's item order (a
+// q5_K item holds q4_K's elements), each 5-bit q as an unsigned byte (the nibble masked, the fifth
+// bit moved to bit 4) against each plane by ZrMvQ4Ki::plane; the scales, mins and staged sums as
+// q4_K's. Sums of 16 products of 31 by 64 (high) or 255: hi 256 + mid < 2^24. The dense products
+// only (the experts' and the prefill's small ones keep ZrMvQ5K's floats). H200 tg128, Q5_K_M files
+// (cu/PERF.md session 29): Llama-3-8B +8.0%, Llama-3.2-3B +8.9%, Llama-3.2-1B +2.9%, Gemma-3-4B +6.5%.
+struct ZrMvQ5Ki : ZrMvQ5K {
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        const uint8_t *g = (const uint8_t *)xs + ZR_XQ_SB * (it >> 3) + 16 * (it & 7);
+        uint32_t lo[R][4], hi[R][4];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const uint32_t w[4] = {f[r].q.x, f[r].q.y, f[r].q.z, f[r].q.w};
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const uint32_t hk = f[r].qh >> (2 * k); // byte i: bit 0 the low nibble's fifth bit, bit 1 the high's
+                lo[r][k] = (w[k] & 0x0F0F0F0Fu) | ((hk << 4) & 0x10101010u);
+                hi[r][k] = ((w[k] >> 4) & 0x0F0F0F0Fu) | ((hk << 3) & 0x10101010u);
+            }
+        }
+        int tl[R], th[R], sl[R], sh[R];
+        ZrMvQ4Ki::plane<R, true>(g, lo, hi, tl, th);
+        ZrMvQ4Ki::plane<R, false>(g + 256, lo, hi, sl, sh);
+#pragma unroll
+        for (int r = 0; r < R; r++) tl[r] = tl[r] * 256 + sl[r], th[r] = th[r] * 256 + sh[r];
+        ZrMvQ4Ki::plane<R, false>(g + 512, lo, hi, sl, sh);
+        const int u = it & 7;
+        const uint8_t *gs = (const uint8_t *)xs + ZR_XQ_SB * (it >> 3) + 768;
+        const float2 dx = *(const float2 *)(gs + 4 * (u & 6));
+        const float2 sx = *(const float2 *)(gs + 32 + 8 * u);
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float fl = fmaf((float)tl[r], 256.f, (float)sl[r]), fh = fmaf((float)th[r], 256.f, (float)sh[r]);
+            const float2 dm = __half22float2(f[r].dm);
+            const float4 scm = zr_k_scales(f[r].sm);
+            acc[r] = fmaf(dm.x, fmaf(scm.x * dx.x, fl, (scm.y * dx.y) * fh), acc[r]);
+            acc[r] = fmaf(-dm.y, fmaf(scm.z, sx.x, scm.w * sx.y), acc[r]);
+        }
+    }
+};
+
 // q6_K (regrouped layout in cu/quant.cuh): item = 32 elements 32 it.. of the row: 16 bytes of
 // nibbles (low: elements +0..15, high: +16..31) and 8 bytes of their high bits, plus the two
 // int8 scales of the item (one u16) and d: 26 B per item and row, 8 registers.
@@ -1150,12 +1191,16 @@ __device__ __forceinline__ float4 zr_mv_addnorm4(float4 t, float4 r, float4 pw, 
     return t;
 }
 
-// Types whose comp reads x as integers (ZrMvQ4Ki's planes in q4_K's item order: 1; ZrMvQ8i's in
-// natural order: 2; ZrMvQ4xi's in blocks of 32, with sums: 3, without: 4) instead of the floats (0).
+// Types whose comp reads x as integers (ZrMvQ4Ki's and ZrMvQ5Ki's planes in q4_K's item order: 1;
+// ZrMvQ8i's in natural order: 2; ZrMvQ4xi's in blocks of 32, with sums: 3, without: 4) instead of
+// the floats (0).
 template <class T> struct ZrMvXq {
     static constexpr int value = 0;
 };
 template <> struct ZrMvXq<ZrMvQ4Ki> {
+    static constexpr int value = 1;
+};
+template <> struct ZrMvXq<ZrMvQ5Ki> {
     static constexpr int value = 1;
 };
 template <> struct ZrMvXq<ZrMvQ8i> {

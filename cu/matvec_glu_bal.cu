@@ -142,8 +142,8 @@ __device__ __forceinline__ void zr_matvec_glu_bal(const uint8_t *__restrict__ w,
 }
 
 // q4_K: 64 registers, 8 bytes spilled (the tall product: 12); q8_0 (integer planes): 62, none;
-// q4_1, q5_0 and q5_1 (integer planes, session 29) 64, 20, 32 and 84 bytes spilled; q4_0, q5_K 64,
-// q2_K 63, none. Q5_0's and Q5_1's came with their tall products' 64 registers (session 29: +5.9%
+// q4_1, q5_0, q5_1 and q5_K (integer planes, session 29) 64, 20, 32, 84 and 12 bytes spilled;
+// q4_0 64, q2_K 63, none. Q5_0's and Q5_1's came with their tall products' 64 registers (session 29: +5.9%
 // and +5.2% on Llama-3-8B against the tall product; on the floats, at 79 registers and one block
 // of 512 an SM, Q5_0's lost 0.4%: cu/PERF.md session 28).
 ZR_MV_GLU_KERNEL(matvec_glu_bal_q4_k, zr_matvec_glu_bal, ZrMvQ4Ki, ZR_MVB_THREADS)
@@ -152,5 +152,5 @@ ZR_MV_GLU_KERNEL(matvec_glu_bal_q4_0, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q4_0>, ZR
 ZR_MV_GLU_KERNEL(matvec_glu_bal_q4_1, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q4_1>, ZR_MVB_THREADS)
 ZR_MV_GLU_KERNEL(matvec_glu_bal_q5_0, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q5_0>, ZR_MVB_THREADS)
 ZR_MV_GLU_KERNEL(matvec_glu_bal_q5_1, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q5_1>, ZR_MVB_THREADS)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q5_k, zr_matvec_glu_bal, ZrMvQ5K, ZR_MVB_THREADS)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_q5_k, zr_matvec_glu_bal, ZrMvQ5Ki, ZR_MVB_THREADS)
 ZR_MV_GLU_KERNEL(matvec_glu_bal_q2_k, zr_matvec_glu_bal, ZrMvQ23K<ZR_T_Q2_K>, ZR_MVB_THREADS)

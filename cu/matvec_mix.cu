@@ -22,7 +22,7 @@
 #define ZR_MVMIX_q2_k ZrMvQ23K<ZR_T_Q2_K>, 2, 2, 64
 #define ZR_MVMIX_q3_k ZrMvQ23K<ZR_T_Q3_K>, 2, 2, 64
 #define ZR_MVMIX_q4_k ZrMvQ4Ki, 2, 2, 64
-#define ZR_MVMIX_q5_k ZrMvQ5K, 2, 2, 64
+#define ZR_MVMIX_q5_k ZrMvQ5Ki, 2, 2, 64
 #define ZR_MVMIX_q6_k ZrMvQ6K, 2, 2, 64
 
 #define ZR_MVMIX_MAX(a, b) ((a) > (b) ? (a) : (b))
