@@ -633,7 +633,6 @@ struct ZrMvQ4Ki : ZrMvQ4K {
         }
     }
     template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        const uint8_t *g = (const uint8_t *)xs + ZR_XQ_SB * (it >> 3) + 16 * (it & 7);
         uint32_t lo[R][4], hi[R][4];
 #pragma unroll
         for (int r = 0; r < R; r++) {
@@ -644,6 +643,15 @@ struct ZrMvQ4Ki : ZrMvQ4K {
                 hi[r][k] = w[k] & 0xF0F0F0F0u;
             }
         }
+        planes<R>(f, it, xs, lo, hi, 0.0625f, acc);
+    }
+    // the item's three planes against R rows' quants lo (the low runs') and hi (the high runs',
+    // times hf: q4_K's masked in place are 16 q, hf 1/16), then the scales and the mins against the
+    // staged sums; FF: q4_K's or q5_K's item (dm, sm)
+    template <int R, class FF>
+    __device__ static void planes(const FF (&f)[R], int it, const float *xs, const uint32_t (&lo)[R][4],
+                                  const uint32_t (&hi)[R][4], float hf, float (&acc)[R]) {
+        const uint8_t *g = (const uint8_t *)xs + ZR_XQ_SB * (it >> 3) + 16 * (it & 7);
         int tl[R], th[R], sl[R], sh[R];
         plane<R, true>(g, lo, hi, tl, th);        // hi plane: |sum| <= 16 * 240 * 64
         plane<R, false>(g + 256, lo, hi, sl, sh); // mid plane
@@ -661,7 +669,7 @@ struct ZrMvQ4Ki : ZrMvQ4K {
             const uint32_t sm = f[r].sm;
             const float4 scm = zr_k_scales(sm);
             const float sc0 = scm.x, sc1 = scm.y, m0 = scm.z, m1 = scm.w;
-            acc[r] = fmaf(dm.x, fmaf(sc0 * dx.x, fl, (sc1 * dx.y * 0.0625f) * fh), acc[r]);
+            acc[r] = fmaf(dm.x, fmaf(sc0 * dx.x, fl, (sc1 * dx.y * hf) * fh), acc[r]);
             acc[r] = fmaf(-dm.y, fmaf(m0, sx.x, m1 * sx.y), acc[r]);
         }
     }
@@ -902,13 +910,12 @@ struct ZrMvQ5K {
 
 // q5_K on integer dot products (ZrMvXq 1): x as q4_K's integer planes in q4_K's item order (a
 // q5_K item holds q4_K's elements), each 5-bit q as an unsigned byte (the nibble masked, the fifth
-// bit moved to bit 4) against each plane by ZrMvQ4Ki::plane; the scales, mins and staged sums as
+// bit moved to bit 4) against each plane, the scales, mins and staged sums by ZrMvQ4Ki::planes as
 // q4_K's. Sums of 16 products of 31 by 64 (high) or 255: hi 256 + mid < 2^24. The dense products
 // only (the experts' and the prefill's small ones keep ZrMvQ5K's floats). H200 tg128, Q5_K_M files
 // (cu/PERF.md session 29): Llama-3-8B +8.0%, Llama-3.2-3B +8.9%, Llama-3.2-1B +2.9%, Gemma-3-4B +6.5%.
 struct ZrMvQ5Ki : ZrMvQ5K {
     template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        const uint8_t *g = (const uint8_t *)xs + ZR_XQ_SB * (it >> 3) + 16 * (it & 7);
         uint32_t lo[R][4], hi[R][4];
 #pragma unroll
         for (int r = 0; r < R; r++) {
@@ -920,24 +927,7 @@ struct ZrMvQ5Ki : ZrMvQ5K {
                 hi[r][k] = ((w[k] >> 4) & 0x0F0F0F0Fu) | ((hk << 3) & 0x10101010u);
             }
         }
-        int tl[R], th[R], sl[R], sh[R];
-        ZrMvQ4Ki::plane<R, true>(g, lo, hi, tl, th);
-        ZrMvQ4Ki::plane<R, false>(g + 256, lo, hi, sl, sh);
-#pragma unroll
-        for (int r = 0; r < R; r++) tl[r] = tl[r] * 256 + sl[r], th[r] = th[r] * 256 + sh[r];
-        ZrMvQ4Ki::plane<R, false>(g + 512, lo, hi, sl, sh);
-        const int u = it & 7;
-        const uint8_t *gs = (const uint8_t *)xs + ZR_XQ_SB * (it >> 3) + 768;
-        const float2 dx = *(const float2 *)(gs + 4 * (u & 6));
-        const float2 sx = *(const float2 *)(gs + 32 + 8 * u);
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const float fl = fmaf((float)tl[r], 256.f, (float)sl[r]), fh = fmaf((float)th[r], 256.f, (float)sh[r]);
-            const float2 dm = __half22float2(f[r].dm);
-            const float4 scm = zr_k_scales(f[r].sm);
-            acc[r] = fmaf(dm.x, fmaf(scm.x * dx.x, fl, (scm.y * dx.y) * fh), acc[r]);
-            acc[r] = fmaf(-dm.y, fmaf(scm.z, sx.x, scm.w * sx.y), acc[r]);
-        }
+        ZrMvQ4Ki::planes<R>(f, it, xs, lo, hi, 1.f, acc);
     }
 };
 
