@@ -911,9 +911,10 @@ struct ZrMvQ5K {
 // q5_K on integer dot products (ZrMvXq 1): x as q4_K's integer planes in q4_K's item order (a
 // q5_K item holds q4_K's elements), each 5-bit q as an unsigned byte (the nibble masked, the fifth
 // bit moved to bit 4) against each plane, the scales, mins and staged sums by ZrMvQ4Ki::planes as
-// q4_K's. Sums of 16 products of 31 by 64 (high) or 255: hi 256 + mid < 2^24. The dense products
-// only (the experts' and the prefill's small ones keep ZrMvQ5K's floats). H200 tg128, Q5_K_M files
-// (cu/PERF.md session 29): Llama-3-8B +8.0%, Llama-3.2-3B +8.9%, Llama-3.2-1B +2.9%, Gemma-3-4B +6.5%.
+// q4_K's. Sums of 16 products of 31 by 64 (high) or 255: hi 256 + mid < 2^24. The decode's dense and
+// expert products (the prefill's small product keeps ZrMvQ5K's floats). H200 tg128, Q5_K_M files
+// (cu/PERF.md session 29): Llama-3-8B +8.0%, Llama-3.2-3B +8.9%, Llama-3.2-1B +2.9%, Gemma-3-4B +6.5%;
+// the experts' (session 30) Qwen3-30B-A3B +3.7%.
 struct ZrMvQ5Ki : ZrMvQ5K {
     template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
         uint32_t lo[R][4], hi[R][4];

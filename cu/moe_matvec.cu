@@ -196,16 +196,19 @@ __device__ __forceinline__ void zr_matvec_id_flat(const uint8_t *__restrict__ w,
     }                                                                                                            \
     ZR_KCHECK_FAMILY(mv_idflat, NAME##_flat);
 
+// Q8_0, the 32-value block types and Q4_K/Q5_K on the dense products' integer planes (ZrMvQ8i,
+// ZrMvQ4xi, ZrMvQ4Ki, ZrMvQ5Ki: H200 tg128, Qwen3-30B-A3B Q8_0 +1.8%, Q4_0 +0.5%, Q5_K_M +3.7%,
+// cu/PERF.md session 30); ptxas sm_90: q4_0_flat spills 24 bytes at 64, q4_1 8 (the floats none).
 ZR_MATVEC_ID(matvec_id_f32, ZrMvF32, 2, 2, 64, 64)
 ZR_MATVEC_ID(matvec_id_f16, ZrMvF16, 2, 2, 64, 64)
 ZR_MATVEC_ID(matvec_id_bf16, ZrMvBF16, 2, 2, 64, 64)
-ZR_MATVEC_ID(matvec_id_q8_0, ZrMvQ8_0, 2, 2, 64, 64)
-ZR_MATVEC_ID(matvec_id_q4_0, ZrMvQ4x<ZR_T_Q4_0>, 2, 2, 64, 64)
-ZR_MATVEC_ID(matvec_id_q4_1, ZrMvQ4x<ZR_T_Q4_1>, 2, 2, 64, 72)
-ZR_MATVEC_ID(matvec_id_q5_0, ZrMvQ4x<ZR_T_Q5_0>, 2, 2, 80, 80)
-ZR_MATVEC_ID(matvec_id_q5_1, ZrMvQ4x<ZR_T_Q5_1>, 2, 2, 128, 128)
+ZR_MATVEC_ID(matvec_id_q8_0, ZrMvQ8i, 2, 2, 64, 64)
+ZR_MATVEC_ID(matvec_id_q4_0, ZrMvQ4xi<ZR_T_Q4_0>, 2, 2, 64, 64)
+ZR_MATVEC_ID(matvec_id_q4_1, ZrMvQ4xi<ZR_T_Q4_1>, 2, 2, 64, 72)
+ZR_MATVEC_ID(matvec_id_q5_0, ZrMvQ4xi<ZR_T_Q5_0>, 2, 2, 80, 80)
+ZR_MATVEC_ID(matvec_id_q5_1, ZrMvQ4xi<ZR_T_Q5_1>, 2, 2, 128, 128)
 ZR_MATVEC_ID(matvec_id_q2_k, ZrMvQ23K<ZR_T_Q2_K>, 2, 2, 64, 64)
 ZR_MATVEC_ID(matvec_id_q3_k, ZrMvQ23K<ZR_T_Q3_K>, 2, 2, 64, 72)
 ZR_MATVEC_ID(matvec_id_q4_k, ZrMvQ4Ki, 2, 2, 64, 72)
-ZR_MATVEC_ID(matvec_id_q5_k, ZrMvQ5K, 2, 2, 64, 72)
+ZR_MATVEC_ID(matvec_id_q5_k, ZrMvQ5Ki, 2, 2, 64, 72)
 ZR_MATVEC_ID(matvec_id_q6_k, ZrMvQ6K, 2, 2, 64, 64)

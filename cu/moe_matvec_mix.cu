@@ -14,8 +14,8 @@
 //
 // x: the slots' inputs, contiguous [n_used][n_in] with n_in % 32 == 0 (slot j's staged copy then
 // starts on a pad boundary, xs + 36 j n_in / 32, so cu/matvec.cuh's item offsets and staged sums
-// hold within it; Q4_K's integer planes, ZrMvQ4Ki as matvec_id's, start on a super-block: n_in
-// is a multiple of 256), staged once for all slots: zr_cuf_mv_smem(n_used n_in) bytes of
+// hold within it; the integer planes (ZrMvXq types, as matvec_id's) are one row of n_used n_in
+// values, zr_mix_slot_x), staged once for all slots: zr_cuf_mv_smem(n_used n_in) bytes of
 // dynamic shared memory (n_in > 0: a lane's walk over the pairs steps by whole rows). Block 32
 // G threads: warp g of block b computes row b G + g (n_rows rows of one expert); n_used <= 32;
 // an id outside 0..n_total/n_rows-1 is clamped (as matvec_id's). Arithmetic: each item's value
@@ -24,9 +24,16 @@
 // bit for bit (the same bits launch after launch).
 #include "matvec.cuh"
 
-// slot s's staged x: its padded floats, or its integer planes for ZrMvQ4Ki (ZrMvXq)
-template <class T> __device__ __forceinline__ const float *zr_mix_slot_x(const float *xs, int s, int n_in) {
-    if (ZrMvXq<T>::value) return (const float *)((const uint8_t *)xs + (size_t)s * (n_in >> 8) * ZR_XQ_SB);
+// slot s's item it of x as staged for T: the floats' pads make slot s's copy start at 36 (n_in / 32)
+// floats; the integer planes (ZrMvXq) lay the slots' values out as one row of n_used n_in values
+// whose super-blocks a slot may share (Q8_0 and the 32-value block types: n_in % 256 need not be
+// 0), so comp takes that row's item s items + it, and its blocks of 32 (n_in % 32 == 0) are the
+// slot's. Returns the x pointer and sets it.
+template <class T> __device__ __forceinline__ const float *zr_mix_slot_x(const float *xs, int s, int n_in, int &it) {
+    if (ZrMvXq<T>::value) {
+        it += s * (n_in / T::EPI);
+        return xs;
+    }
     return xs + (size_t)s * (n_in >> 5) * 36;
 }
 
@@ -85,7 +92,9 @@ __device__ __forceinline__ void zr_matvec_id_mix(const uint8_t *__restrict__ w, 
                 const int s = bs[q];
                 if (s < n_used) {
                     float a[1] = {0.f};
-                    T::template comp<1>(buf[q], bi[q], zr_mix_slot_x<T>(xs, s, n_in), a);
+                    int it = bi[q];
+                    const float *xsl = zr_mix_slot_x<T>(xs, s, n_in, it);
+                    T::template comp<1>(buf[q], it, xsl, a);
                     acc = fmaf(wt[s], a[0], acc);
                 }
             }
@@ -108,13 +117,13 @@ __device__ __forceinline__ void zr_matvec_id_mix(const uint8_t *__restrict__ w, 
 ZR_MATVEC_ID_MIX(matvec_id_mix_f32, ZrMvF32, 8, 128)
 ZR_MATVEC_ID_MIX(matvec_id_mix_f16, ZrMvF16, 8, 128)
 ZR_MATVEC_ID_MIX(matvec_id_mix_bf16, ZrMvBF16, 8, 128)
-ZR_MATVEC_ID_MIX(matvec_id_mix_q8_0, ZrMvQ8_0, 8, 128)
-ZR_MATVEC_ID_MIX(matvec_id_mix_q4_0, ZrMvQ4x<ZR_T_Q4_0>, 8, 128)
-ZR_MATVEC_ID_MIX(matvec_id_mix_q4_1, ZrMvQ4x<ZR_T_Q4_1>, 8, 128)
-ZR_MATVEC_ID_MIX(matvec_id_mix_q5_0, ZrMvQ4x<ZR_T_Q5_0>, 8, 128)
-ZR_MATVEC_ID_MIX(matvec_id_mix_q5_1, ZrMvQ4x<ZR_T_Q5_1>, 8, 128)
+ZR_MATVEC_ID_MIX(matvec_id_mix_q8_0, ZrMvQ8i, 8, 128)
+ZR_MATVEC_ID_MIX(matvec_id_mix_q4_0, ZrMvQ4xi<ZR_T_Q4_0>, 8, 128)
+ZR_MATVEC_ID_MIX(matvec_id_mix_q4_1, ZrMvQ4xi<ZR_T_Q4_1>, 8, 128)
+ZR_MATVEC_ID_MIX(matvec_id_mix_q5_0, ZrMvQ4xi<ZR_T_Q5_0>, 8, 128)
+ZR_MATVEC_ID_MIX(matvec_id_mix_q5_1, ZrMvQ4xi<ZR_T_Q5_1>, 8, 128)
 ZR_MATVEC_ID_MIX(matvec_id_mix_q2_k, ZrMvQ23K<ZR_T_Q2_K>, 8, 128)
 ZR_MATVEC_ID_MIX(matvec_id_mix_q3_k, ZrMvQ23K<ZR_T_Q3_K>, 8, 128)
 ZR_MATVEC_ID_MIX(matvec_id_mix_q4_k, ZrMvQ4Ki, 8, 128)
-ZR_MATVEC_ID_MIX(matvec_id_mix_q5_k, ZrMvQ5K, 8, 128)
+ZR_MATVEC_ID_MIX(matvec_id_mix_q5_k, ZrMvQ5Ki, 8, 128)
 ZR_MATVEC_ID_MIX(matvec_id_mix_q6_k, ZrMvQ6K, 8, 128)
