@@ -198,12 +198,13 @@ __device__ __forceinline__ void zr_matvec_id_flat(const uint8_t *__restrict__ w,
 
 // Q8_0, the 32-value block types and Q4_K/Q5_K on the dense products' integer planes (ZrMvQ8i,
 // ZrMvQ4xi, ZrMvQ4Ki, ZrMvQ5Ki: H200 tg128, Qwen3-30B-A3B Q8_0 +1.8%, Q4_0 +0.5%, Q5_K_M +3.7%,
-// cu/PERF.md session 30); ptxas sm_90: q4_0_flat spills 24 bytes at 64, q4_1 8 (the floats none).
+// cu/PERF.md session 30); ptxas sm_90: q4_1 spills 8 bytes at 64 (the floats none); q4_0_flat
+// spilled 24 at 64, none at 72 (Qwen3-30B-A3B Q4_0 +4.9% more).
 ZR_MATVEC_ID(matvec_id_f32, ZrMvF32, 2, 2, 64, 64)
 ZR_MATVEC_ID(matvec_id_f16, ZrMvF16, 2, 2, 64, 64)
 ZR_MATVEC_ID(matvec_id_bf16, ZrMvBF16, 2, 2, 64, 64)
 ZR_MATVEC_ID(matvec_id_q8_0, ZrMvQ8i, 2, 2, 64, 64)
-ZR_MATVEC_ID(matvec_id_q4_0, ZrMvQ4xi<ZR_T_Q4_0>, 2, 2, 64, 64)
+ZR_MATVEC_ID(matvec_id_q4_0, ZrMvQ4xi<ZR_T_Q4_0>, 2, 2, 64, 72)
 ZR_MATVEC_ID(matvec_id_q4_1, ZrMvQ4xi<ZR_T_Q4_1>, 2, 2, 64, 72)
 ZR_MATVEC_ID(matvec_id_q5_0, ZrMvQ4xi<ZR_T_Q5_0>, 2, 2, 80, 80)
 ZR_MATVEC_ID(matvec_id_q5_1, ZrMvQ4xi<ZR_T_Q5_1>, 2, 2, 128, 128)
