@@ -172,8 +172,8 @@ __device__ __forceinline__ void zr_matvec_id_flat(const uint8_t *__restrict__ w,
 
 // The same R, P and register cap as each type's matvec (cu/matvec_float.cu, matvec_q_legacy.cu,
 // matvec_q_k.cu); NAME##_flat: FLAT_NREG, 72 where the TALL loop spilled at 64 (q4_1 12 bytes,
-// q3_k 4, q5_k 8, as their dense _tall kernels'; q4_k 16 on integer dot products), so none of
-// them spills. The host sizes the flat grids by each kernel's registers as the driver reports them
+// q3_k 4, q5_k 8, as their dense _tall kernels'; q4_k 16 and q4_0 24 on integer dot products), so
+// none of them spills. The host sizes the flat grids by each kernel's registers as the driver reports them
 // at load (src/cuda/mv_shape.c zr_cuf_mv_flat_blocks), so a cap may change without the host.
 #define ZR_MATVEC_ID(NAME, TRAITS, R, P, NREG, FLAT_NREG)                                                        \
     ZR_KERNEL void __maxnreg__(NREG)                                                                             \
