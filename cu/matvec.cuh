@@ -139,18 +139,9 @@ struct ZrMvQ8_0 {
         f.q = zr_ld16(rw.q + 16 * (size_t)it);
         f.d = __half2float(__ldg(rw.d + (it >> 1)));
     }
-    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        float xv[16];
-        zr_x16(xs, 16 * it, xv);
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const uint32_t q[4] = {f[r].q.x ^ 0x80808080u, f[r].q.y ^ 0x80808080u, f[r].q.z ^ 0x80808080u,
-                                   f[r].q.w ^ 0x80808080u};
-            acc[r] = fmaf(f[r].d, zr_dot16_bytes(q, xv, ZR_MAGIC + 128.f), acc[r]);
-        }
-    }
-    // comp<R> for N rows of x at once (the small product, cu/matmul_small.cu): row t's x at
-    // xs + t * xst, each word decoded once for all N; row t's arithmetic is comp's, in its order
+    // The item's product of R rows with N rows of x at once (the small product,
+    // cu/matmul_small.cu; the decode's is ZrMvQ8i's): row t's x at xs + t * xst, each word decoded
+    // once for all N, each byte read as a float by the unsigned magic
     template <int R, int N, int T0 = 0, int T1 = N>
     __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
         float s[N][R];
@@ -217,42 +208,9 @@ struct ZrMvQ4x {
             f.d = dm.x; f.m = dm.y;
         }
     }
-    // word k of an item: elements 4k..4k+3 (low nibbles) and 16+4k.. (high); x is read in
-    // pieces of 8 values so few registers hold it
-    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        const float off = ZR_MAGIC + (TYPE == ZR_T_Q4_0 ? 8.f : TYPE == ZR_T_Q5_0 ? 16.f : 0.f);
-        const float *xp = xs + zr_xpad(32 * it);  // 32 values after a padded start: no pad inside
-        float s[R], xsum = 0.f;
-#pragma unroll
-        for (int r = 0; r < R; r++) s[r] = 0.f;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const float4 a = *(const float4 *)(xp + 4 * k), b = *(const float4 *)(xp + 16 + 4 * k);
-            const float xl[4] = {a.x, a.y, a.z, a.w}, xh[4] = {b.x, b.y, b.z, b.w};
-            if (has_m) xsum += (a.x + a.y) + (a.z + a.w) + (b.x + b.y) + (b.z + b.w);
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
-                uint32_t lo = w4 & 0x0F0F0F0Fu, hi = (w4 >> 4) & 0x0F0F0F0Fu;
-                if (has_h) {
-                    lo |= zr_expand4_bit4((f[r].qh >> (4 * k)) & 0xF);
-                    hi |= zr_expand4_bit4((f[r].qh >> (16 + 4 * k)) & 0xF);
-                }
-                float t = s[r];
-#pragma unroll
-                for (int i = 0; i < 4; i++) t = fmaf(xl[i], zr_byte_f(lo, i, off), t);
-#pragma unroll
-                for (int i = 0; i < 4; i++) t = fmaf(xh[i], zr_byte_f(hi, i, off), t);
-                s[r] = t;
-            }
-        }
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            acc[r] = fmaf(f[r].d, s[r], acc[r]);
-            if (has_m) acc[r] = fmaf(f[r].m, xsum, acc[r]);
-        }
-    }
-    // comp<R> for N rows of x (row t at xs + t * xst), each word decoded once; comp's order per row
+    // The item's product of R rows with N rows of x (the small product; the decode's is
+    // ZrMvQ4xi's): row t at xs + t * xst, each word decoded once; word k of an item holds elements
+    // 4k..4k+3 (low nibbles) and 16+4k.. (high)
     template <int R, int N, int T0 = 0, int T1 = N>
     __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
         const float off = ZR_MAGIC + (TYPE == ZR_T_Q4_0 ? 8.f : TYPE == ZR_T_Q5_0 ? 16.f : 0.f);
@@ -463,51 +421,11 @@ struct ZrMvQ4K {
     // instead of PRMT + FADD + FFMA. The offset is at most ~2x the part kept (q/16 < 1), so the
     // cancellation costs ~1-2 bits of the F32 sum, not the ~5 of Q4_0's removed 0.5 + q/256
     // variant (PERF.md run 3).
-    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        // 32 it = 256 sb + 64 j + 32 hf; the 16 values at e0 (and at e0 + 32) do not cross a pad
-        const int e0 = 32 * it - 16 * (it & 1), g0 = e0 >> 5, hf = it & 1;
-        const float *xl = xs + zr_xpad(e0), *xh = xs + zr_xpad(e0 + 32);
-        // the sums of the 16 values at e0 and at e0 + 32 are slots 32 + hf of the pads
-        const float sum_lo = xs[36 * g0 + 32 + hf], sum_hi = xs[36 * g0 + 68 + hf];
-        float slo[R], shi[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) slo[r] = shi[r] = 0.f;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const float4 a = *(const float4 *)(xl + 4 * k), b = *(const float4 *)(xh + 4 * k);
-            const float va[4] = {a.x, a.y, a.z, a.w}, vb[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
-                float tl = slo[r], th = shi[r];
-                // byte i: 0x80 | q << 3 (bit 7 is the exponent's low bit under 0x3F)
-                const uint32_t lo = ((w4 << 3) & 0x78787878u) | 0x80808080u;
-                const uint32_t hi = ((w4 >> 1) & 0x78787878u) | 0x80808080u;
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    tl = fmaf(va[i], __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), tl);
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    th = fmaf(vb[i], __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), th);
-                slo[r] = tl;
-                shi[r] = th;
-            }
-        }
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const float2 dm = __half22float2(f[r].dm);
-            const uint32_t sm = f[r].sm;
-            const float4 scm = zr_k_scales(sm);
-            const float sc0 = scm.x, sc1 = scm.y, m0 = scm.z, m1 = scm.w;
-            // sum x q = 16 (slo - sum_lo): the 16 goes into d (a power of two: exact)
-            acc[r] = fmaf(16.f * dm.x, fmaf(sc0, slo[r] - sum_lo, sc1 * (shi[r] - sum_hi)), acc[r]);
-            acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
-        }
-    }
-    // comp<R> for N rows of x (row t at xs + t * xst), each word decoded once for all N (low
-    // nibbles, then high: independent chains); comp's order per row. x is staged in item order
-    // (ZrMvItemOrder: the item's 16 low-nibble values at 36 it, its 16 high at 36 it + 16, their
-    // two sums at 36 it + 32 and 33), so the lanes' float4 reads hit distinct banks
+    // Here for N rows of x at once (the small product, cu/matmul_small.cu; the decode's products
+    // are ZrMvQ4Ki's): row t at xs + t * xst, each word decoded once for all N (low nibbles, then
+    // high: independent chains). x is staged in item order (ZrMvItemOrder: the item's 16 low-nibble
+    // values at 36 it, its 16 high at 36 it + 16, their two sums at 36 it + 32 and 33), so the
+    // lanes' float4 reads hit distinct banks
     template <int R, int N, int T0 = 0, int T1 = N>
     __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
         const int xl0 = 36 * it, xh0 = 36 * it + 16;
@@ -795,53 +713,11 @@ struct ZrMvQ5K {
     }
     // sum x (0.5 + q/64) = S/2 + (sum x q)/64 with S the staged sum: the offset is at most ~1x
     // the part kept (q/64 < 0.5), as q4_K's 1 + q/16
-    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        // as q4_K's: the 16 values at e0 (and at e0 + 32) do not cross a pad
-        const int e0 = 32 * it - 16 * (it & 1), g0 = e0 >> 5, hf = it & 1;
-        const float *xl = xs + zr_xpad(e0), *xh = xs + zr_xpad(e0 + 32);
-        const float sum_lo = xs[36 * g0 + 32 + hf], sum_hi = xs[36 * g0 + 68 + hf];
-        float slo[R], shi[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) slo[r] = shi[r] = 0.f;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const float4 a = *(const float4 *)(xl + 4 * k), b = *(const float4 *)(xh + 4 * k);
-            const float va[4] = {a.x, a.y, a.z, a.w}, vb[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
-                const uint32_t h = f[r].qh;
-                // byte i: q << 2 (nibble at bits 2..5, fifth bit at 6; bit 7, the exponent's low
-                // bit under 0x3F, is 0)
-                const uint32_t hk = h >> (2 * k);
-                const uint32_t lo = ((w4 << 2) & 0x3C3C3C3Cu) | ((hk << 6) & 0x40404040u);
-                const uint32_t hi = ((w4 >> 2) & 0x3C3C3C3Cu) | ((hk << 5) & 0x40404040u);
-                float tl = slo[r], th = shi[r];
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    tl = fmaf(va[i], __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), tl);
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    th = fmaf(vb[i], __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), th);
-                slo[r] = tl;
-                shi[r] = th;
-            }
-        }
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const float2 dm = __half22float2(f[r].dm);
-            const uint32_t sm = f[r].sm;
-            const float4 scm = zr_k_scales(sm);
-            const float sc0 = scm.x, sc1 = scm.y, m0 = scm.z, m1 = scm.w;
-            // sum x q = 64 (s - S/2): the 64 goes into d (a power of two: exact)
-            acc[r] = fmaf(64.f * dm.x, fmaf(sc0, fmaf(-0.5f, sum_lo, slo[r]), sc1 * fmaf(-0.5f, sum_hi, shi[r])), acc[r]);
-            acc[r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[r]);
-        }
-    }
-    // comp<R> for N rows of x (row t at xs + t * xst), each word decoded once for all N (low
-    // nibbles, then high: independent chains); comp's order per row. x is staged in item order
-    // (ZrMvItemOrder: the item's 16 low-nibble values at 36 it, its 16 high at 36 it + 16, their
-    // two sums at 36 it + 32 and 33), so the lanes' float4 reads hit distinct banks
+    // (the small product, for N rows of x at once; the decode's products are ZrMvQ5Ki's): row t at
+    // xs + t * xst, each word decoded once for all N (low nibbles, then high: independent chains).
+    // x is staged in item order (ZrMvItemOrder: the item's 16 low-nibble values at 36 it, its 16
+    // high at 36 it + 16, their two sums at 36 it + 32 and 33), so the lanes' float4 reads hit
+    // distinct banks
     template <int R, int N, int T0 = 0, int T1 = N>
     __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
         const int xl0 = 36 * it, xh0 = 36 * it + 16;
