@@ -393,6 +393,67 @@ __device__ __forceinline__ float4 zr_k_scales(uint32_t sm) {
                        zr_byte_f(sm, 3, ZR_MAGIC));
 }
 
+// The small product's item (comp_n) of q4_K and q5_K, N rows of x at once: row t at xs + t * xst,
+// x staged in item order (ZrMvItemOrder: the item's 16 low-nibble values at 36 it, its 16 high at
+// 36 it + 16, their two sums at 36 it + 32 and 33: the lanes' float4 reads hit distinct banks),
+// each word's quants read as floats by T::lo_bytes / T::hi_bytes under the exponent 0x3F (q4_K: 1 +
+// q/16, q5_K: 0.5 + q/64) once for all N rows (low nibbles, then high: independent chains), the
+// offset taken out against the staged sums and the mins applied.
+template <class T, int R, int N, int T0, int T1>
+__device__ __forceinline__ void zr_k_comp_n(const typename T::F (&f)[R], int it, const float *xs, int xst,
+                                            float (&acc)[N][R]) {
+    const int xl0 = 36 * it, xh0 = 36 * it + 16;
+    float slo[N][R], shi[N][R];
+#pragma unroll
+    for (int t = T0; t < T1; t++)
+#pragma unroll
+        for (int r = 0; r < R; r++) slo[t][r] = shi[t][r] = 0.f;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+#pragma unroll
+        for (int h = 0; h < 2; h++) { // the low nibbles, then the high
+            float(&sh)[N][R] = h ? shi : slo;
+            float wv[R][4];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                const uint32_t q = h ? T::hi_bytes(f[r], w4, k) : T::lo_bytes(f[r], w4, k);
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    wv[r][i] = __uint_as_float(__byte_perm(q, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
+            }
+#pragma unroll
+            for (int t = T0; t < T1; t++) {
+                const float4 a = *(const float4 *)(xs + t * xst + (h ? xh0 : xl0) + 4 * k);
+                const float va[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+                for (int r = 0; r < R; r++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) sh[t][r] = fmaf(va[i], wv[r][i], sh[t][r]);
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const float2 dm = __half22float2(f[r].dm);
+        const uint32_t sm = f[r].sm;
+        const float4 scm = zr_k_scales(sm);
+        const float sc0 = scm.x, sc1 = scm.y, m0 = scm.z, m1 = scm.w;
+#pragma unroll
+        for (int t = T0; t < T1; t++) {
+            const float2 sum = *(const float2 *)(xs + t * xst + 36 * it + 32);  // low, high
+            const float sum_lo = sum.x, sum_hi = sum.y;
+            if constexpr (T::FIVE) { // sum x q = 64 (s - S/2): the 64 goes into d (a power of two: exact)
+                const float q = fmaf(sc0, fmaf(-0.5f, sum_lo, slo[t][r]), sc1 * fmaf(-0.5f, sum_hi, shi[t][r]));
+                acc[t][r] = fmaf(64.f * dm.x, q, acc[t][r]);
+            } else { // sum x q = 16 (s - S)
+                acc[t][r] = fmaf(16.f * dm.x, fmaf(sc0, slo[t][r] - sum_lo, sc1 * (shi[t][r] - sum_hi)), acc[t][r]);
+            }
+            acc[t][r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[t][r]);
+        }
+    }
+}
+
 // q4_K (device layout in cu/quant.cuh): item = 16 bytes of nibbles, one of 8 per super-block:
 // chunk j = u/2 of 64 elements, half hf = u%2; low nibbles are elements 64j + 16hf + l (sub-block
 // 2j), high nibbles 64j + 32 + 16hf + l (sub-block 2j+1). Besides the quants a lane loads one
@@ -420,72 +481,16 @@ struct ZrMvQ4K {
     // sum x (1 + q/16) = S + (sum x q)/16 with S the staged sum, so a weight costs PRMT + FFMA
     // instead of PRMT + FADD + FFMA. The offset is at most ~2x the part kept (q/16 < 1), so the
     // cancellation costs ~1-2 bits of the F32 sum, not the ~5 of Q4_0's removed 0.5 + q/256
-    // variant (PERF.md run 3).
-    // Here for N rows of x at once (the small product, cu/matmul_small.cu; the decode's products
-    // are ZrMvQ4Ki's): row t at xs + t * xst, each word decoded once for all N (low nibbles, then
-    // high: independent chains). x is staged in item order (ZrMvItemOrder: the item's 16 low-nibble
-    // values at 36 it, its 16 high at 36 it + 16, their two sums at 36 it + 32 and 33), so the
-    // lanes' float4 reads hit distinct banks
+    // variant (PERF.md run 3). The small product's only (zr_k_comp_n, N rows of x at once); the
+    // decode's products are ZrMvQ4Ki's.
+    static constexpr bool FIVE = false; // zr_k_comp_n: q4_K's offset
+    // word k's low and high nibbles as bytes under the exponent 0x3F: 0x80 | q << 3 (bit 7 is the
+    // exponent's low bit), the float 1 + q/16
+    __device__ static uint32_t lo_bytes(const F &, uint32_t w4, int) { return ((w4 << 3) & 0x78787878u) | 0x80808080u; }
+    __device__ static uint32_t hi_bytes(const F &, uint32_t w4, int) { return ((w4 >> 1) & 0x78787878u) | 0x80808080u; }
     template <int R, int N, int T0 = 0, int T1 = N>
     __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
-        const int xl0 = 36 * it, xh0 = 36 * it + 16;
-        float slo[N][R], shi[N][R];
-#pragma unroll
-        for (int t = T0; t < T1; t++)
-#pragma unroll
-            for (int r = 0; r < R; r++) slo[t][r] = shi[t][r] = 0.f;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            float wv[R][4];
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
-                const uint32_t lo = ((w4 << 3) & 0x78787878u) | 0x80808080u;
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    wv[r][i] = __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
-            }
-#pragma unroll
-            for (int t = T0; t < T1; t++) {
-                const float4 a = *(const float4 *)(xs + t * xst + xl0 + 4 * k);
-                const float va[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-                for (int r = 0; r < R; r++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++) slo[t][r] = fmaf(va[i], wv[r][i], slo[t][r]);
-            }
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
-                const uint32_t hi = ((w4 >> 1) & 0x78787878u) | 0x80808080u;
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    wv[r][i] = __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
-            }
-#pragma unroll
-            for (int t = T0; t < T1; t++) {
-                const float4 b = *(const float4 *)(xs + t * xst + xh0 + 4 * k);
-                const float vb[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-                for (int r = 0; r < R; r++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++) shi[t][r] = fmaf(vb[i], wv[r][i], shi[t][r]);
-            }
-        }
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const float2 dm = __half22float2(f[r].dm);
-            const uint32_t sm = f[r].sm;
-            const float4 scm = zr_k_scales(sm);
-            const float sc0 = scm.x, sc1 = scm.y, m0 = scm.z, m1 = scm.w;
-#pragma unroll
-            for (int t = T0; t < T1; t++) {
-                const float2 sum = *(const float2 *)(xs + t * xst + 36 * it + 32);  // low, high
-                const float sum_lo = sum.x, sum_hi = sum.y;
-                acc[t][r] = fmaf(16.f * dm.x, fmaf(sc0, slo[t][r] - sum_lo, sc1 * (shi[t][r] - sum_hi)), acc[t][r]);
-                acc[t][r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[t][r]);
-            }
-        }
+        zr_k_comp_n<ZrMvQ4K, R, N, T0, T1>(f, it, xs, xst, acc);
     }
 };
 
@@ -712,75 +717,20 @@ struct ZrMvQ5K {
         f.dm = __ldg((const __half2 *)(s + 16));
     }
     // sum x (0.5 + q/64) = S/2 + (sum x q)/64 with S the staged sum: the offset is at most ~1x
-    // the part kept (q/64 < 0.5), as q4_K's 1 + q/16
-    // (the small product, for N rows of x at once; the decode's products are ZrMvQ5Ki's): row t at
-    // xs + t * xst, each word decoded once for all N (low nibbles, then high: independent chains).
-    // x is staged in item order (ZrMvItemOrder: the item's 16 low-nibble values at 36 it, its 16
-    // high at 36 it + 16, their two sums at 36 it + 32 and 33), so the lanes' float4 reads hit
-    // distinct banks
+    // the part kept (q/64 < 0.5), as q4_K's 1 + q/16. The small product's only (zr_k_comp_n);
+    // the decode's products are ZrMvQ5Ki's.
+    static constexpr bool FIVE = true; // zr_k_comp_n: q5_K's offset
+    // word k's low and high 5-bit quants as bytes under the exponent 0x3F: q << 2 (nibble at bits
+    // 2..5, fifth bit at 6; bit 7, the exponent's low bit, is 0), the float 0.5 + q/64
+    __device__ static uint32_t lo_bytes(const F &f, uint32_t w4, int k) {
+        return ((w4 << 2) & 0x3C3C3C3Cu) | (((f.qh >> (2 * k)) << 6) & 0x40404040u);
+    }
+    __device__ static uint32_t hi_bytes(const F &f, uint32_t w4, int k) {
+        return ((w4 >> 2) & 0x3C3C3C3Cu) | (((f.qh >> (2 * k)) << 5) & 0x40404040u);
+    }
     template <int R, int N, int T0 = 0, int T1 = N>
     __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
-        const int xl0 = 36 * it, xh0 = 36 * it + 16;
-        float slo[N][R], shi[N][R];
-#pragma unroll
-        for (int t = T0; t < T1; t++)
-#pragma unroll
-            for (int r = 0; r < R; r++) slo[t][r] = shi[t][r] = 0.f;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            float wv[R][4];
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
-                const uint32_t hk = f[r].qh >> (2 * k);
-                const uint32_t lo = ((w4 << 2) & 0x3C3C3C3Cu) | ((hk << 6) & 0x40404040u);
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    wv[r][i] = __uint_as_float(__byte_perm(lo, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
-            }
-#pragma unroll
-            for (int t = T0; t < T1; t++) {
-                const float4 a = *(const float4 *)(xs + t * xst + xl0 + 4 * k);
-                const float va[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-                for (int r = 0; r < R; r++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++) slo[t][r] = fmaf(va[i], wv[r][i], slo[t][r]);
-            }
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
-                const uint32_t hk = f[r].qh >> (2 * k);
-                const uint32_t hi = ((w4 >> 2) & 0x3C3C3C3Cu) | ((hk << 5) & 0x40404040u);
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    wv[r][i] = __uint_as_float(__byte_perm(hi, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
-            }
-#pragma unroll
-            for (int t = T0; t < T1; t++) {
-                const float4 b = *(const float4 *)(xs + t * xst + xh0 + 4 * k);
-                const float vb[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-                for (int r = 0; r < R; r++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++) shi[t][r] = fmaf(vb[i], wv[r][i], shi[t][r]);
-            }
-        }
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const float2 dm = __half22float2(f[r].dm);
-            const uint32_t sm = f[r].sm;
-            const float4 scm = zr_k_scales(sm);
-            const float sc0 = scm.x, sc1 = scm.y, m0 = scm.z, m1 = scm.w;
-#pragma unroll
-            for (int t = T0; t < T1; t++) {
-                const float2 sum = *(const float2 *)(xs + t * xst + 36 * it + 32);  // low, high
-                const float sum_lo = sum.x, sum_hi = sum.y;
-                const float q = fmaf(sc0, fmaf(-0.5f, sum_lo, slo[t][r]), sc1 * fmaf(-0.5f, sum_hi, shi[t][r]));
-                acc[t][r] = fmaf(64.f * dm.x, q, acc[t][r]);
-                acc[t][r] = fmaf(-dm.y, fmaf(m0, sum_lo, m1 * sum_hi), acc[t][r]);
-            }
-        }
+        zr_k_comp_n<ZrMvQ5K, R, N, T0, T1>(f, it, xs, xst, acc);
     }
 };
 
