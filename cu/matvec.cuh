@@ -266,6 +266,39 @@ struct ZrMvQ4x {
     }
 };
 
+// q2_K's and q3_K's item (64 values, four groups s of 16): each group's words as bytes q << 4 under
+// the exponent 0x3F (T::bytes: the float 0.5 + q/16, one PRMT a weight) against its 16 values of x,
+// then T::group with the group's staged sum (zr_mv_stage_x<true>: slot s & 1 of the pad after its
+// 32 values). x's value o < 64 of the item is at xp + o + 4 (o >= 32).
+template <class T, int R>
+__device__ __forceinline__ void zr_k23_comp(const typename T::F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+    const float *xp = xs + zr_xpad(64 * it);
+#pragma unroll
+    for (int s = 0; s < 4; s++) {
+        float t[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) t[r] = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float4 a = *(const float4 *)(xp + 16 * s + 4 * k + 4 * (s >> 1));
+            const float va[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
+                const uint32_t q = T::bytes(f[r], w4, s, k);
+                float v = t[r];
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    v = fmaf(va[i], __uint_as_float(__byte_perm(q, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), v);
+                t[r] = v;
+            }
+        }
+        const float S = xs[36 * (2 * it + (s >> 1)) + 32 + (s & 1)];
+#pragma unroll
+        for (int r = 0; r < R; r++) acc[r] = T::group(f[r], s, t[r], S, acc[r]);
+    }
+}
+
 // q2_K (device layout in cu/quant.cuh): item = the 64 elements 64 it.. of the row: 16 bytes of
 // 2-bit quants placed as q3_K's low bits, the item's 4 scale|min bytes (one word) and (d, dmin):
 // 24 B per item and row, 6 registers (ggml's block as it was: 36 B per item, the header's 16
@@ -285,40 +318,20 @@ struct ZrMvQ2K {
         f.sc = __ldg((const uint32_t *)s + (it & 3));
         f.dm = __ldg((const __half2 *)(s + 16));
     }
+    // word k's quants of group s as bytes q << 4 (bits 4..5; bit 7 clear)
+    __device__ static uint32_t bytes(const F &, uint32_t w4, int s, int) {
+        return (2 * s <= 4 ? w4 << (4 - 2 * s) : w4 >> (2 * s - 4)) & 0x30303030u;
+    }
+    // group s's sum T of the floats 0.5 + q/16 against x and x's staged sum S: sum x q = 16 T - 8 S
+    __device__ static float group(const F &f, int s, float t, float S, float acc) {
+        const float2 dm = __half22float2(f.dm);
+        const float sc = zr_byte_f(f.sc & 0x0F0F0F0Fu, s, ZR_MAGIC);
+        const float m = zr_byte_f((f.sc >> 4) & 0x0F0F0F0Fu, s, ZR_MAGIC);
+        acc = fmaf(dm.x * sc, fmaf(16.f, t, -8.f * S), acc);
+        return fmaf(-dm.y * m, S, acc);
+    }
     template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        const float *xp = xs + zr_xpad(64 * it);  // value o < 64 of the item at xp + o + 4 (o >= 32)
-#pragma unroll
-        for (int s = 0; s < 4; s++) {
-            float t[R];
-#pragma unroll
-            for (int r = 0; r < R; r++) t[r] = 0.f;
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                const float4 a = *(const float4 *)(xp + 16 * s + 4 * k + 4 * (s >> 1));
-                const float va[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
-                    // byte i: q << 4 (bits 4..5; bit 7 clear)
-                    const uint32_t q = (2 * s <= 4 ? w4 << (4 - 2 * s) : w4 >> (2 * s - 4)) & 0x30303030u;
-                    float v = t[r];
-#pragma unroll
-                    for (int i = 0; i < 4; i++)
-                        v = fmaf(va[i], __uint_as_float(__byte_perm(q, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), v);
-                    t[r] = v;
-                }
-            }
-            // the staged sum of the group's 16 values: slot s&1 of the pad after its 32
-            const float S = xs[36 * (2 * it + (s >> 1)) + 32 + (s & 1)];
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const float2 dm = __half22float2(f[r].dm);
-                const float sc = zr_byte_f(f[r].sc & 0x0F0F0F0Fu, s, ZR_MAGIC);
-                const float m = zr_byte_f((f[r].sc >> 4) & 0x0F0F0F0Fu, s, ZR_MAGIC);
-                acc[r] = fmaf(dm.x * sc, fmaf(16.f, t[r], -8.f * S), acc[r]);
-                acc[r] = fmaf(-dm.y * m, S, acc[r]);
-            }
-        }
+        zr_k23_comp<ZrMvQ2K, R>(f, it, xs, acc);
     }
 };
 
@@ -343,40 +356,20 @@ struct ZrMvQ3K {
         f.sc = __ldg((const uint32_t *)s + (it & 3));
         f.d = __ldg((const __half *)(s + 16));
     }
+    // word k's quants of group s as bytes q << 4 (low bits at 4..5, high bit at 6, bit 7 clear)
+    __device__ static uint32_t bytes(const F &f, uint32_t w4, int s, int k) {
+        const uint32_t hw = s < 2 ? f.h.x : f.h.y;
+        const int hb = 4 * (s & 1) + k; // the high bits' place in each byte of hw
+        return ((2 * s <= 4 ? w4 << (4 - 2 * s) : w4 >> (2 * s - 4)) & 0x30303030u) |
+               ((hb <= 6 ? hw << (6 - hb) : hw >> (hb - 6)) & 0x40404040u);
+    }
+    // group s's sum T of the floats 0.5 + q/16 against x and x's staged sum S: sum x (q - 4) = 16 T - 12 S
+    __device__ static float group(const F &f, int s, float t, float S, float acc) {
+        const float sc = zr_byte_f(f.sc ^ 0x80808080u, s, ZR_MAGIC + 128.f);
+        return fmaf(__half2float(f.d) * sc, fmaf(16.f, t, -12.f * S), acc);
+    }
     template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        const float *xp = xs + zr_xpad(64 * it);  // value o < 64 of the item at xp + o + 4 (o >= 32)
-#pragma unroll
-        for (int s = 0; s < 4; s++) {
-            float t[R];
-#pragma unroll
-            for (int r = 0; r < R; r++) t[r] = 0.f;
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                const float4 a = *(const float4 *)(xp + 16 * s + 4 * k + 4 * (s >> 1));
-                const float va[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-                for (int r = 0; r < R; r++) {
-                    const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
-                    const uint32_t hw = s < 2 ? f[r].h.x : f[r].h.y;
-                    const int hb = 4 * (s & 1) + k;  // the high bits' place in each byte of hw
-                    // byte i: q << 4 (low bits at 4..5, high bit at 6, bit 7 clear)
-                    const uint32_t q = ((2 * s <= 4 ? w4 << (4 - 2 * s) : w4 >> (2 * s - 4)) & 0x30303030u) |
-                                       ((hb <= 6 ? hw << (6 - hb) : hw >> (hb - 6)) & 0x40404040u);
-                    float v = t[r];
-#pragma unroll
-                    for (int i = 0; i < 4; i++)
-                        v = fmaf(va[i], __uint_as_float(__byte_perm(q, 0x3F000000u, 0x7044u | ((uint32_t)i << 8))), v);
-                    t[r] = v;
-                }
-            }
-            // the staged sum of the group's 16 values: slot s&1 of the pad after its 32
-            const float S = xs[36 * (2 * it + (s >> 1)) + 32 + (s & 1)];
-#pragma unroll
-            for (int r = 0; r < R; r++) {
-                const float sc = zr_byte_f(f[r].sc ^ 0x80808080u, s, ZR_MAGIC + 128.f);
-                acc[r] = fmaf(__half2float(f[r].d) * sc, fmaf(16.f, t[r], -12.f * S), acc[r]);
-            }
-        }
+        zr_k23_comp<ZrMvQ3K, R>(f, it, xs, acc);
     }
 };
 
