@@ -126,6 +126,21 @@ struct ZrMvBF16 {
     __device__ static float elem(const Row &rw, int e) { return zr_bf2f(((const uint16_t *)rw.p)[e]); }
 };
 
+// The small product's step (comp_n): four decoded weights of each of R rows, wv, against the four
+// x values at x + t * xst of each row t of x in T0..T1, added into s[t][r] in the values' order.
+template <int R, int N, int T0, int T1>
+__device__ __forceinline__ void zr_mm_fma4(const float *x, int xst, const float (&wv)[R][4], float (&s)[N][R]) {
+#pragma unroll
+    for (int t = T0; t < T1; t++) {
+        const float4 a = *(const float4 *)(x + t * xst);
+        const float va[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) s[t][r] = fmaf(va[i], wv[r][i], s[t][r]);
+    }
+}
+
 // q8_0: item = half a block (16 int8); bytes are biased by 0x80 to use the unsigned magic.
 struct ZrMvQ8_0 {
     static constexpr int EPI = 16;
@@ -158,15 +173,7 @@ struct ZrMvQ8_0 {
 #pragma unroll
                 for (int i = 0; i < 4; i++) wv[r][i] = zr_byte_f(q, i, ZR_MAGIC + 128.f);
             }
-#pragma unroll
-            for (int t = T0; t < T1; t++) {
-                const float4 a = *(const float4 *)(xs + t * xst + zr_xpad(16 * it) + 4 * k);
-                const float va[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-                for (int r = 0; r < R; r++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++) s[t][r] = fmaf(va[i], wv[r][i], s[t][r]);
-            }
+            zr_mm_fma4<R, N, T0, T1>(xs + zr_xpad(16 * it) + 4 * k, xst, wv, s);
         }
 #pragma unroll
         for (int t = T0; t < T1; t++)
@@ -415,15 +422,7 @@ __device__ __forceinline__ void zr_k_comp_n(const typename T::F (&f)[R], int it,
                 for (int i = 0; i < 4; i++)
                     wv[r][i] = __uint_as_float(__byte_perm(q, 0x3F000000u, 0x7044u | ((uint32_t)i << 8)));
             }
-#pragma unroll
-            for (int t = T0; t < T1; t++) {
-                const float4 a = *(const float4 *)(xs + t * xst + (h ? xh0 : xl0) + 4 * k);
-                const float va[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-                for (int r = 0; r < R; r++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++) sh[t][r] = fmaf(va[i], wv[r][i], sh[t][r]);
-            }
+            zr_mm_fma4<R, N, T0, T1>(xs + (h ? xh0 : xl0) + 4 * k, xst, wv, sh);
         }
     }
 #pragma unroll
@@ -818,15 +817,7 @@ struct ZrMvQ6K {
 #pragma unroll
                 for (int i = 0; i < 4; i++) wv[r][i] = zr_byte_f(lo, i, ZR_MAGIC + 32.f);
             }
-#pragma unroll
-            for (int t = T0; t < T1; t++) {
-                const float4 a = *(const float4 *)(xs + t * xst + x0 + 4 * k);
-                const float va[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-                for (int r = 0; r < R; r++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++) slo[t][r] = fmaf(va[i], wv[r][i], slo[t][r]);
-            }
+            zr_mm_fma4<R, N, T0, T1>(xs + x0 + 4 * k, xst, wv, slo);
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 const uint32_t w4 = k == 0 ? f[r].q.x : k == 1 ? f[r].q.y : k == 2 ? f[r].q.z : f[r].q.w;
@@ -834,15 +825,7 @@ struct ZrMvQ6K {
 #pragma unroll
                 for (int i = 0; i < 4; i++) wv[r][i] = zr_byte_f(hi, i, ZR_MAGIC + 32.f);
             }
-#pragma unroll
-            for (int t = T0; t < T1; t++) {
-                const float4 b = *(const float4 *)(xs + t * xst + x0 + 16 + 4 * k);
-                const float vb[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-                for (int r = 0; r < R; r++)
-#pragma unroll
-                    for (int i = 0; i < 4; i++) shi[t][r] = fmaf(vb[i], wv[r][i], shi[t][r]);
-            }
+            zr_mm_fma4<R, N, T0, T1>(xs + x0 + 16 + 4 * k, xst, wv, shi);
         }
 #pragma unroll
         for (int r = 0; r < R; r++) {
