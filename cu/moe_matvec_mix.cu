@@ -12,30 +12,17 @@
 // the launch is 2048 warps in one wave, every lane busy (Qwen3-30B-A3B: 6 pairs a lane), and the
 // warp adds the weighted sum of its slots into mix_x itself.
 //
-// x: the slots' inputs, contiguous [n_used][n_in] with n_in % 32 == 0 (slot j's staged copy then
-// starts on a pad boundary, xs + 36 j n_in / 32, so cu/matvec.cuh's item offsets and staged sums
-// hold within it; the integer planes (ZrMvXq types, as matvec_id's) are one row of n_used n_in
-// values, zr_mix_slot_x), staged once for all slots: zr_cuf_mv_smem(n_used n_in) bytes of
-// dynamic shared memory (n_in > 0: a lane's walk over the pairs steps by whole rows). Block 32
-// G threads: warp g of block b computes row b G + g (n_rows rows of one expert); n_used <= 32;
-// an id outside 0..n_total/n_rows-1 is clamped (as matvec_id's). Arithmetic: each item's value
+// x: the slots' inputs, contiguous [n_used][n_in] with n_in % 32 == 0, staged once for all slots
+// as one row of n_used n_in values (zr_cuf_mv_smem(n_used n_in) bytes of dynamic shared memory),
+// so slot s's item it is that row's item s items + it: the floats' pads and staged sums, and the
+// integer planes' blocks of 32, are the slot's (a super-block of 256 may span two slots: Q8_0 and
+// the 32-value block types need only n_in % 32 == 0). n_in > 0: a lane's walk over the pairs
+// steps by whole rows. Block 32 G threads: warp g of block b computes row b G + g (n_rows rows of
+// one expert); n_used <= 32; an id outside 0..n_total/n_rows-1 is clamped (as matvec_id's). Arithmetic: each item's value
 // (cu/matvec.cuh's comp on a zero sum) times its slot's weight, added in the lane's pair order,
 // then one warp sum; equal to matvec_id's rows then moe_combine_f32 within the CPU's bound, not
 // bit for bit (the same bits launch after launch).
 #include "matvec.cuh"
-
-// slot s's item it of x as staged for T: the floats' pads make slot s's copy start at 36 (n_in / 32)
-// floats; the integer planes (ZrMvXq) lay the slots' values out as one row of n_used n_in values
-// whose super-blocks a slot may share (Q8_0 and the 32-value block types: n_in % 256 need not be
-// 0), so comp takes that row's item s items + it, and its blocks of 32 (n_in % 32 == 0) are the
-// slot's. Returns the x pointer and sets it.
-template <class T> __device__ __forceinline__ const float *zr_mix_slot_x(const float *xs, int s, int n_in, int &it) {
-    if (ZrMvXq<T>::value) {
-        it += s * (n_in / T::EPI);
-        return xs;
-    }
-    return xs + (size_t)s * (n_in >> 5) * 36;
-}
 
 template <class T, int P>
 __device__ __forceinline__ void zr_matvec_id_mix(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
@@ -92,9 +79,7 @@ __device__ __forceinline__ void zr_matvec_id_mix(const uint8_t *__restrict__ w, 
                 const int s = bs[q];
                 if (s < n_used) {
                     float a[1] = {0.f};
-                    int it = bi[q];
-                    const float *xsl = zr_mix_slot_x<T>(xs, s, n_in, it);
-                    T::template comp<1>(buf[q], it, xsl, a);
+                    T::template comp<1>(buf[q], s * items + bi[q], xs, a);
                     acc = fmaf(wt[s], a[0], acc);
                 }
             }
