@@ -7,9 +7,9 @@
 // the x values of the item are read once from shared memory and reused for the R rows, and
 // the quant -> float conversion avoids the slow converter (zr_byte_f). x is staged in shared
 // memory with 4 floats of padding every 32 so the per-lane 16-byte reads do not conflict.
-// Q4_K, Q5_K, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 instead stage x as 23-bit integers in int8 planes
-// and sum with dp4a (ZrMvQ4Ki, ZrMvQ5Ki, ZrMvQ8i, ZrMvQ4xi: the products are bound by their
-// arithmetic, not by memory; cu/PERF.md session 14).
+// Q2_K, Q4_K, Q5_K, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 instead stage x as 23-bit integers in int8
+// planes and sum with dp4a (ZrMvQ2Ki, ZrMvQ4Ki, ZrMvQ5Ki, ZrMvQ8i, ZrMvQ4xi: the products are
+// bound by their arithmetic, not by memory; cu/PERF.md session 14).
 //
 // Launch (src/cuda/mv_shape.c picks the shape per matrix): block 32*G*S threads (at most
 // ZR_MV_MAX_THREADS) = G row groups of R rows, each split over S warps along the row (split-K,
@@ -310,7 +310,8 @@ __device__ __forceinline__ void zr_k23_comp(const typename T::F (&f)[R], int it,
 // 2-bit quants placed as q3_K's low bits, the item's 4 scale|min bytes (one word) and (d, dmin):
 // 24 B per item and row, 6 registers (ggml's block as it was: 36 B per item, the header's 16
 // scale bytes loaded by every lane). q is read as the float 0.5 + q/16 as in q3_K: sum x q =
-// 16 T - 8 S against the group's staged sum S, which the mins need anyway.
+// 16 T - 8 S against the group's staged sum S, which the mins need anyway. The small product's
+// (cu/matmul_small.cu); the decode's products are ZrMvQ2Ki's.
 struct ZrMvQ2K {
     static constexpr int EPI = 64;
     struct Row { const uint8_t *w, *ws; uint32_t g; };  // as q4_K's
@@ -687,6 +688,64 @@ struct ZrMvQ4xi : ZrMvQ4x<TYPE> {
     }
 };
 
+// q2_K on integer dot products (ZrMvXq 5): x as q8_0's integer planes in natural order (an item's
+// group s of 16 values at 64 (it % 4) + 16 s of its super-block's planes, its block of 32's scale at
+// 768 + 4 (2 (it % 4) + s / 2)), with the sum of each 16 rounded values times its block's scale at
+// 800 + 4 (4 (it % 4) + s) for the mins (their term then meets the quants' rounding, as q4_K's).
+// The 2-bit q of quant word k at group s are the unsigned bytes (w >> 2 s) & 0x03030303 (two
+// instructions), against each plane by dp4a, the planes combined in integers and floats as q8_0's
+// a group at a time: 5 instructions for 4 weights of a row where the float item takes 10 (the same
+// 2, then PRMT and FFMA a weight). Two words of each plane at a time and the mins once an item, after the groups (the
+// item's whole x at once and the mins a group at a time spilled 28-92 bytes in the tall and
+// balanced kernels under their cap of 64: now 12 and 20). A group's sums: 16 products of 3 by 64
+// (high) or 255: (hi 256 + mid) 256 < 2^28. H200 tg128 (cu/PERF.md session 31): Llama-3.2-3B in
+// llama.cpp's Q2_K mix +5.6%. q3_K's like form (each q the signed byte 32 (q - 4), no sums) lost
+// 1.5% on Llama-3-8B Q3_K_M and was deleted.
+struct ZrMvQ2Ki : ZrMvQ2K {
+    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
+        const int u = it & 3;
+        const uint8_t *g = (const uint8_t *)xs + ZR_XQ_SB * (it >> 2);
+#pragma unroll
+        for (int s = 0; s < 4; s++) {
+            const uint8_t *p = g + 64 * u + 16 * s;
+            int h[R], m[R], l[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) h[r] = m[r] = l[r] = 0;
+#pragma unroll
+            for (int kh = 0; kh < 4; kh += 2) { // two words of each plane at a time: 6 registers of x
+                const uint2 vh = *(const uint2 *)(p + 4 * kh), vm = *(const uint2 *)(p + 256 + 4 * kh),
+                            vl = *(const uint2 *)(p + 512 + 4 * kh);
+                const uint32_t xh[2] = {vh.x, vh.y}, xm[2] = {vm.x, vm.y}, xl[2] = {vl.x, vl.y};
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    const uint32_t w[4] = {f[r].q.x, f[r].q.y, f[r].q.z, f[r].q.w};
+#pragma unroll
+                    for (int k = 0; k < 2; k++) {
+                        const uint32_t q = (w[kh + k] >> (2 * s)) & 0x03030303u;
+                        h[r] = zr_dp4a_us(q, xh[k], h[r]);
+                        m[r] = zr_dp4a_uu(q, xm[k], m[r]);
+                        l[r] = zr_dp4a_uu(q, xl[k], l[r]);
+                    }
+                }
+            }
+            const float dx = *(const float *)(g + 768 + 8 * u + 4 * (s >> 1));
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const float sc = zr_byte_f(f[r].sc & 0x0F0F0F0Fu, s, ZR_MAGIC);
+                acc[r] = fmaf(__low2float(f[r].dm) * dx * sc, (float)((h[r] * 256 + m[r]) * 256 + l[r]), acc[r]);
+            }
+        }
+        const float4 sx = *(const float4 *)(g + 800 + 16 * u); // the groups' sums, for the mins
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const uint32_t mn = (f[r].sc >> 4) & 0x0F0F0F0Fu;
+            const float t = fmaf(zr_byte_f(mn, 0, ZR_MAGIC), sx.x, zr_byte_f(mn, 1, ZR_MAGIC) * sx.y) +
+                            fmaf(zr_byte_f(mn, 2, ZR_MAGIC), sx.z, zr_byte_f(mn, 3, ZR_MAGIC) * sx.w);
+            acc[r] = fmaf(-__high2float(f[r].dm), t, acc[r]);
+        }
+    }
+};
+
 // q5_K (device layout in cu/quant.cuh): q4_K's item (16 bytes of nibbles, the same elements) and
 // one word of the item's fifth bits, plus q4_K's scale word and (d, dmin): 28 B per item and
 // row, 7 registers. The arithmetic is q4_K's: staged sums of x per 16 values for the mins, and
@@ -985,8 +1044,8 @@ __device__ __forceinline__ float4 zr_mv_addnorm4(float4 t, float4 r, float4 pw, 
 }
 
 // Types whose comp reads x as integers (ZrMvQ4Ki's and ZrMvQ5Ki's planes in q4_K's item order: 1;
-// ZrMvQ8i's in natural order: 2; ZrMvQ4xi's in blocks of 32, with sums: 3, without: 4) instead of
-// the floats (0).
+// ZrMvQ8i's in natural order: 2; ZrMvQ4xi's in blocks of 32, with sums: 3, without: 4; ZrMvQ2Ki's
+// in natural order with the sums of runs of 16: 5) instead of the floats (0).
 template <class T> struct ZrMvXq {
     static constexpr int value = 0;
 };
@@ -1002,6 +1061,9 @@ template <> struct ZrMvXq<ZrMvQ8i> {
 template <int TYPE> struct ZrMvXq<ZrMvQ4xi<TYPE>> {
     static constexpr int value = ZrMvQ4xi<TYPE>::SIGNED_Q ? 4 : 3;
 };
+template <> struct ZrMvXq<ZrMvQ2Ki> {
+    static constexpr int value = 5;
+};
 
 // float4 i of the staged x' into the padded copy xs; XS: and the sums of its 16 values (below).
 // XQ: into the integer planes instead (ZrMvQ4Ki): the 8 threads of a block of 32 (float4s
@@ -1013,6 +1075,8 @@ template <int TYPE> struct ZrMvXq<ZrMvQ4xi<TYPE>> {
 // row, each block's 8 threads all within it or all past it).
 // XQ 3 and 4 (ZrMvQ4xi): XQ 2's, each block of 32 as its low and high runs; XQ 3 also the sum of
 // its rounded values times its scale (3 more shuffles among the same 8 threads).
+// XQ 5 (ZrMvQ2Ki): XQ 2's, and the sum of each run of 16 rounded values times its block's scale at
+// 800 + 4 (i % 64 / 4) (2 more shuffles among the same 8 threads).
 template <bool XS, int XQ = 0>
 __device__ __forceinline__ void zr_mv_put_x4(float *xs, int i, float4 t) {
     if (XQ >= 2) {
@@ -1026,7 +1090,7 @@ __device__ __forceinline__ void zr_mv_put_x4(float *xs, int i, float4 t) {
                   q3 = __float2int_rn(t.w * id);
         uint8_t *g = (uint8_t *)xs + ZR_XQ_SB * (i >> 6);
         // XQ 3, 4: block u = i % 64 / 8's low run (i % 8 < 4) at 16 u, its high run at 128 + 16 u
-        const int at = XQ == 2 ? (i & 63) << 2 : ((i & 4) << 5) | ((i & 0x38) << 1) | ((i & 3) << 2);
+        const int at = XQ == 2 || XQ == 5 ? (i & 63) << 2 : ((i & 4) << 5) | ((i & 0x38) << 1) | ((i & 3) << 2);
         const uint32_t a = __byte_perm(q0, q1, 0x5140), c = __byte_perm(q2, q3, 0x5140);
         const uint32_t e = __byte_perm(q0, q1, 0x0062), f = __byte_perm(q2, q3, 0x0062);
         *(uint32_t *)(g + at) = __byte_perm(e, f, 0x5410);
@@ -1038,6 +1102,12 @@ __device__ __forceinline__ void zr_mv_put_x4(float *xs, int i, float4 t) {
             sq += __shfl_xor_sync(gm, sq, 2);
             sq += __shfl_xor_sync(gm, sq, 4);
             if ((i & 7) == 0) *(float *)(g + 800 + ((i >> 1) & 0x1c)) = (float)sq * d;
+        }
+        if (XQ == 5) { // each run of 16's: |sum| < 2^26
+            int sq = (q0 + q1) + (q2 + q3);
+            sq += __shfl_xor_sync(gm, sq, 1);
+            sq += __shfl_xor_sync(gm, sq, 2);
+            if ((i & 3) == 0) *(float *)(g + 800 + (i & 0x3c)) = (float)sq * d;
         }
         if ((i & 7) == 0) *(float *)(g + 768 + ((i >> 1) & 0x1c)) = d;
         return;

@@ -153,4 +153,4 @@ ZR_MV_GLU_KERNEL(matvec_glu_bal_q4_1, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q4_1>, ZR
 ZR_MV_GLU_KERNEL(matvec_glu_bal_q5_0, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q5_0>, ZR_MVB_THREADS)
 ZR_MV_GLU_KERNEL(matvec_glu_bal_q5_1, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q5_1>, ZR_MVB_THREADS)
 ZR_MV_GLU_KERNEL(matvec_glu_bal_q5_k, zr_matvec_glu_bal, ZrMvQ5Ki, ZR_MVB_THREADS)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q2_k, zr_matvec_glu_bal, ZrMvQ23K<ZR_T_Q2_K>, ZR_MVB_THREADS)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_q2_k, zr_matvec_glu_bal, ZrMvQ2Ki, ZR_MVB_THREADS)

@@ -19,7 +19,7 @@
 #define ZR_MVMIX_q8_0 ZrMvQ8i, 2, 2, 64
 #define ZR_MVMIX_q5_0 ZrMvQ4xi<ZR_T_Q5_0>, 2, 2, 64
 #define ZR_MVMIX_q5_1 ZrMvQ4xi<ZR_T_Q5_1>, 2, 2, 64
-#define ZR_MVMIX_q2_k ZrMvQ23K<ZR_T_Q2_K>, 2, 2, 64
+#define ZR_MVMIX_q2_k ZrMvQ2Ki, 2, 2, 64
 #define ZR_MVMIX_q3_k ZrMvQ23K<ZR_T_Q3_K>, 2, 2, 64
 #define ZR_MVMIX_q4_k ZrMvQ4Ki, 2, 2, 64
 #define ZR_MVMIX_q5_k ZrMvQ5Ki, 2, 2, 64

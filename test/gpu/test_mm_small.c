@@ -252,13 +252,13 @@ static bool columns_equal_the_matvec(uint32_t type, int n_in) {
     return ok;
 }
 
-/* The decode matvecs of q4_K, q5_K, q8_0 and the 32-value block types run on integer dot products
- * with x in 23-bit integers (cu/matvec.cuh ZrMvQ4Ki, ZrMvQ5Ki, ZrMvQ8i, ZrMvQ4xi), the small
- * product on the floats (ZrMvQ4K, ZrMvQ5K, ZrMvQ8_0, ZrMvQ4x): both within the tolerance above, not
- * the same bits. */
+/* The decode matvecs of q2_K, q4_K, q5_K, q8_0 and the 32-value block types run on integer dot
+ * products with x in 23-bit integers (cu/matvec.cuh ZrMvQ2Ki, ZrMvQ4Ki, ZrMvQ5Ki, ZrMvQ8i,
+ * ZrMvQ4xi), the small product on the floats (ZrMvQ2K, ZrMvQ4K, ZrMvQ5K, ZrMvQ8_0, ZrMvQ4x): both
+ * within the tolerance above, not the same bits. */
 static bool decode_matvec_is_float(uint32_t type) {
-    if (type != ZR_TYPE_Q4_K && type != ZR_TYPE_Q5_K && type != ZR_TYPE_Q8_0 && type != ZR_TYPE_Q4_0 &&
-        type != ZR_TYPE_Q4_1 && type != ZR_TYPE_Q5_0 && type != ZR_TYPE_Q5_1)
+    if (type != ZR_TYPE_Q2_K && type != ZR_TYPE_Q4_K && type != ZR_TYPE_Q5_K && type != ZR_TYPE_Q8_0 &&
+        type != ZR_TYPE_Q4_0 && type != ZR_TYPE_Q4_1 && type != ZR_TYPE_Q5_0 && type != ZR_TYPE_Q5_1)
         return true;
     fprintf(stderr, "  %s: not compared bit for bit (the decode matvec's integer dot products)\n", zr_type_name(type));
     return false;
