@@ -172,8 +172,10 @@ __device__ __forceinline__ void zr_matvec_id_flat(const uint8_t *__restrict__ w,
 
 // The same R, P and register cap as each type's matvec (cu/matvec_float.cu, matvec_q_legacy.cu,
 // matvec_q_k.cu); NAME##_flat: FLAT_NREG, 72 where the TALL loop spilled at 64 (q4_1 12 bytes,
-// q3_k 4, q5_k 8, as their dense _tall kernels'; q4_k 16, q4_0 24 and q2_k 12 on integer dot
-// products), so none of them spills (q2_k's: H200 tg128 Qwen3-30B-A3B Q2_K mix +3.5%). The host sizes the flat grids by each kernel's registers as the driver reports them
+// q3_k 4, q5_k 8, q6_k 4, as their dense _tall kernels'; q4_k 16, q4_0 24 and q2_k 12 on integer
+// dot products), so none of them spills; q3_k at 80, where 72 still spilled 4 (blocks of 256: 3 an
+// SM at 72 and at 80). H200 tg128, Qwen3-30B-A3B (cu/PERF.md session 31): Q2_K mix +3.5%, Q6_K
+// +4.8%, Q3_K_M +0.4%. The host sizes the flat grids by each kernel's registers as the driver reports them
 // at load (src/cuda/mv_shape.c zr_cuf_mv_flat_blocks), so a cap may change without the host.
 #define ZR_MATVEC_ID(NAME, TRAITS, R, P, NREG, FLAT_NREG)                                                        \
     ZR_KERNEL void __maxnreg__(NREG)                                                                             \
@@ -209,7 +211,7 @@ ZR_MATVEC_ID(matvec_id_q4_1, ZrMvQ4xi<ZR_T_Q4_1>, 2, 2, 64, 72)
 ZR_MATVEC_ID(matvec_id_q5_0, ZrMvQ4xi<ZR_T_Q5_0>, 2, 2, 80, 80)
 ZR_MATVEC_ID(matvec_id_q5_1, ZrMvQ4xi<ZR_T_Q5_1>, 2, 2, 128, 128)
 ZR_MATVEC_ID(matvec_id_q2_k, ZrMvQ2Ki, 2, 2, 64, 72)
-ZR_MATVEC_ID(matvec_id_q3_k, ZrMvQ23K<ZR_T_Q3_K>, 2, 2, 64, 72)
+ZR_MATVEC_ID(matvec_id_q3_k, ZrMvQ23K<ZR_T_Q3_K>, 2, 2, 64, 80)
 ZR_MATVEC_ID(matvec_id_q4_k, ZrMvQ4Ki, 2, 2, 64, 72)
 ZR_MATVEC_ID(matvec_id_q5_k, ZrMvQ5Ki, 2, 2, 64, 72)
-ZR_MATVEC_ID(matvec_id_q6_k, ZrMvQ6K, 2, 2, 64, 64)
+ZR_MATVEC_ID(matvec_id_q6_k, ZrMvQ6K, 2, 2, 64, 72)

@@ -17,9 +17,9 @@ void zt_kernel_attrs(ZrCuKernels *k) {
         set(&k->mvt[t], 64);
         /* the experts' (cu/moe_matvec.cu; on the integer planes since session 30, ptxas sm_90) */
         set(&k->mv_id[t], q5_0 ? 78 : q5_1 ? 101 : 64);
-        /* the flat kernels whose TALL loop spilled at 64 run at 72 (cu/moe_matvec.cu FLAT_NREG) */
-        const bool r72 = t == ZR_TYPE_Q4_0 || t == ZR_TYPE_Q4_1 || t == ZR_TYPE_Q2_K || t == ZR_TYPE_Q3_K ||
-                         t == ZR_TYPE_Q4_K || t == ZR_TYPE_Q5_K;
-        set(&k->mv_idflat[t], q5_0 ? 80 : q5_1 ? 117 : r72 ? 72 : 64);
+        /* the flat kernels whose TALL loop spilled at 64 run at 72, Q3_K at 80 (cu/moe_matvec.cu FLAT_NREG) */
+        const bool r72 = t == ZR_TYPE_Q4_0 || t == ZR_TYPE_Q4_1 || t == ZR_TYPE_Q2_K || t == ZR_TYPE_Q4_K ||
+                         t == ZR_TYPE_Q5_K || t == ZR_TYPE_Q6_K;
+        set(&k->mv_idflat[t], q5_0 || t == ZR_TYPE_Q3_K ? 80 : q5_1 ? 117 : r72 ? 72 : 64);
     }
 }
