@@ -5,7 +5,7 @@
 // their repacked layouts (cu/PERF.md session 5; they ran at 128 before).
 #include "matvec.cuh"
 
-ZR_MATVEC(matvec_q2_k, ZrMvQ2Ki, 2, 2, 64)
+ZR_MATVEC(matvec_q2_k, ZrMvQ2Ki, 2, 2, 64)  // integer dot products (session 31); _tall spills 12 B
 ZR_MATVEC(matvec_q3_k, ZrMvQ23K<ZR_T_Q3_K>, 2, 2, 64)  // 64 registers, no spills (_tall: 4 B)
 ZR_MATVEC(matvec_q4_k, ZrMvQ4Ki, 2, 2, 64)  // integer dot products (session 14); _tall spills 12 B
 ZR_MATVEC(matvec_q5_k, ZrMvQ5Ki, 2, 2, 64)  // integer dot products (session 29); _tall spills 12 B

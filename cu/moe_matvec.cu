@@ -175,8 +175,9 @@ __device__ __forceinline__ void zr_matvec_id_flat(const uint8_t *__restrict__ w,
 // q3_k 4, q5_k 8, q6_k 4, as their dense _tall kernels'; q4_k 16, q4_0 24 and q2_k 12 on integer
 // dot products), so none of them spills; q3_k at 80, where 72 still spilled 4 (blocks of 256: 3 an
 // SM at 72 and at 80). H200 tg128, Qwen3-30B-A3B (cu/PERF.md session 31): Q2_K mix +3.5%, Q6_K
-// +4.8%, Q3_K_M +0.4%. The host sizes the flat grids by each kernel's registers as the driver reports them
-// at load (src/cuda/mv_shape.c zr_cuf_mv_flat_blocks), so a cap may change without the host.
+// +4.8%, Q3_K_M +0.4%. The host sizes the flat grids by each kernel's registers as the driver
+// reports them at load (src/cuda/mv_shape.c zr_cuf_mv_flat_blocks), so a cap may change without the
+// host.
 #define ZR_MATVEC_ID(NAME, TRAITS, R, P, NREG, FLAT_NREG)                                                        \
     ZR_KERNEL void __maxnreg__(NREG)                                                                             \
         NAME(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, const float *x, int x_stride, float *y, \

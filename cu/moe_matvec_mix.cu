@@ -18,9 +18,9 @@
 // integer planes' blocks of 32, are the slot's (a super-block of 256 may span two slots: Q8_0 and
 // the 32-value block types need only n_in % 32 == 0). n_in > 0: a lane's walk over the pairs
 // steps by whole rows. Block 32 G threads: warp g of block b computes row b G + g (n_rows rows of
-// one expert); n_used <= 32; an id outside 0..n_total/n_rows-1 is clamped (as matvec_id's). Arithmetic: each item's value
-// (cu/matvec.cuh's comp on a zero sum) times its slot's weight, added in the lane's pair order,
-// then one warp sum; equal to matvec_id's rows then moe_combine_f32 within the CPU's bound, not
+// one expert); n_used <= 32; an id outside 0..n_total/n_rows-1 is clamped (as matvec_id's).
+// Arithmetic: each item's value (cu/matvec.cuh's comp on a zero sum) times its slot's weight,
+// added in the lane's pair order, then one warp sum; equal to matvec_id's rows then moe_combine_f32 within the CPU's bound, not
 // bit for bit (the same bits launch after launch).
 #include "matvec.cuh"
 
