@@ -73,40 +73,21 @@ struct ZrMvF32 {
     __device__ static float elem(const Row &rw, int e) { return ((const float *)rw.p)[e]; }
 };
 
-struct ZrMvF16 {
+// F16 and BF16: item = 8 values (16 bytes); each word's two values widened by pair (half2 ->
+// float2; bf16: the low half shifted up, the high half masked), all four words first, then added
+// against x in order (the float chain and the machine code are the two types' former copies').
+template <int TYPE> struct ZrMvH16 {
     static constexpr int EPI = 8;
     struct Row { const uint8_t *p; };
     struct F { uint4 w; };
     __device__ static Row row(const uint8_t *w, const uint8_t *, int n_in, int, int r) {
-        return {w + (size_t)r * zr_main_row_bytes(ZR_T_F16, n_in)};
+        return {w + (size_t)r * zr_main_row_bytes(TYPE, n_in)};
     }
     __device__ static void load(const Row &rw, int it, F &f) { f.w = zr_ld16(rw.p + 16 * (size_t)it); }
-    template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
-        const float *xp = xs + zr_xpad(8 * it);
-        const float4 x0 = *(const float4 *)xp, x1 = *(const float4 *)(xp + 4);
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const float2 a = __half22float2(*(const __half2 *)&f[r].w.x);
-            const float2 b = __half22float2(*(const __half2 *)&f[r].w.y);
-            const float2 c = __half22float2(*(const __half2 *)&f[r].w.z);
-            const float2 d = __half22float2(*(const __half2 *)&f[r].w.w);
-            float s = acc[r];
-            s = fmaf(a.x, x0.x, s); s = fmaf(a.y, x0.y, s); s = fmaf(b.x, x0.z, s); s = fmaf(b.y, x0.w, s);
-            s = fmaf(c.x, x1.x, s); s = fmaf(c.y, x1.y, s); s = fmaf(d.x, x1.z, s); s = fmaf(d.y, x1.w, s);
-            acc[r] = s;
-        }
+    __device__ static float2 pair(const uint32_t &u) {
+        if (TYPE == ZR_T_F16) return __half22float2(*(const __half2 *)&u);
+        return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
     }
-    __device__ static float elem(const Row &rw, int e) { return __half2float(((const __half *)rw.p)[e]); }
-};
-
-struct ZrMvBF16 {
-    static constexpr int EPI = 8;
-    struct Row { const uint8_t *p; };
-    struct F { uint4 w; };
-    __device__ static Row row(const uint8_t *w, const uint8_t *, int n_in, int, int r) {
-        return {w + (size_t)r * zr_main_row_bytes(ZR_T_BF16, n_in)};
-    }
-    __device__ static void load(const Row &rw, int it, F &f) { f.w = zr_ld16(rw.p + 16 * (size_t)it); }
     template <int R> __device__ static void comp(const F (&f)[R], int it, const float *xs, float (&acc)[R]) {
         const float *xp = xs + zr_xpad(8 * it);
         const float4 x0 = *(const float4 *)xp, x1 = *(const float4 *)(xp + 4);
@@ -114,17 +95,25 @@ struct ZrMvBF16 {
 #pragma unroll
         for (int r = 0; r < R; r++) {
             const uint32_t u[4] = {f[r].w.x, f[r].w.y, f[r].w.z, f[r].w.w};
+            float2 v[4];
+#pragma unroll
+            for (int k = 0; k < 4; k++) v[k] = pair(u[k]);
             float s = acc[r];
 #pragma unroll
             for (int k = 0; k < 4; k++) {
-                s = fmaf(__uint_as_float(u[k] << 16), xv[2 * k], s);
-                s = fmaf(__uint_as_float(u[k] & 0xffff0000u), xv[2 * k + 1], s);
+                s = fmaf(v[k].x, xv[2 * k], s);
+                s = fmaf(v[k].y, xv[2 * k + 1], s);
             }
             acc[r] = s;
         }
     }
-    __device__ static float elem(const Row &rw, int e) { return zr_bf2f(((const uint16_t *)rw.p)[e]); }
+    __device__ static float elem(const Row &rw, int e) {
+        if (TYPE == ZR_T_F16) return __half2float(((const __half *)rw.p)[e]);
+        return zr_bf2f(((const uint16_t *)rw.p)[e]);
+    }
 };
+using ZrMvF16 = ZrMvH16<ZR_T_F16>;
+using ZrMvBF16 = ZrMvH16<ZR_T_BF16>;
 
 // The small product's step (comp_n): four decoded weights of each of R rows, wv, against the four
 // x values at x + t * xst of each row t of x in T0..T1, added into s[t][r] in the values' order.
