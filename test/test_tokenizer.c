@@ -357,6 +357,13 @@ static ZrTokenizer *synth_load(Synth *s, ZrError *err) {
     return t;
 }
 
+/* synth_bpe's vocabulary with pre-tokenizer `pre` and nothing else, loaded */
+static ZrTokenizer *bpe_loaded(const char *pre, ZrError *err) {
+    Synth s;
+    synth_bpe(&s, pre);
+    return synth_load(&s, err);
+}
+
 static bool encode_is(const ZrTokenizer *t, const char *text, bool add_special, bool parse_special,
                       const int32_t *want, size_t n_want) {
     int32_t *ids;
@@ -380,10 +387,8 @@ static bool encode_is(const ZrTokenizer *t, const char *text, bool add_special, 
               sizeof((const int32_t[]){__VA_ARGS__}) / sizeof(int32_t))
 
 ZT_TEST(bpe_merges_apply_lowest_rank_first) {
-    Synth s;
     ZrError err;
-    synth_bpe(&s, "gpt-2");
-    ZrTokenizer *t = synth_load(&s, &err);
+    ZrTokenizer *t = bpe_loaded("gpt-2", &err);
     ZT_CHECKF(t, "%s", err.msg);
     ZT_CHECK(ENCODES_TO(t, "abc", false, false, 4));
     /* " ab" is Ġ a b: "a b" (rank 0) goes before "Ġ a" (rank 2), leaving Ġ, ab */
@@ -394,10 +399,8 @@ ZT_TEST(bpe_merges_apply_lowest_rank_first) {
 }
 
 ZT_TEST(bpe_merge_with_a_half_outside_the_vocabulary_still_applies) {
-    Synth s;
     ZrError err;
-    synth_bpe(&s, "gpt-2");
-    ZrTokenizer *t = synth_load(&s, &err);
+    ZrTokenizer *t = bpe_loaded("gpt-2", &err);
     ZT_CHECKF(t, "%s", err.msg);
     /* "x" is no token, but the merge "x y" makes the token "xy" */
     ZT_CHECK(ENCODES_TO(t, "xy", false, false, 7));
@@ -407,10 +410,8 @@ ZT_TEST(bpe_merge_with_a_half_outside_the_vocabulary_still_applies) {
 }
 
 ZT_TEST(special_token_text_is_parsed_only_when_asked) {
-    Synth s;
     ZrError err;
-    synth_bpe(&s, "gpt-2");
-    ZrTokenizer *t = synth_load(&s, &err);
+    ZrTokenizer *t = bpe_loaded("gpt-2", &err);
     ZT_CHECKF(t, "%s", err.msg);
     ZT_CHECK(ENCODES_TO(t, "ab<|end|>c", false, true, 3, 9, 2));
     int32_t *ids;
@@ -424,10 +425,8 @@ ZT_TEST(special_token_text_is_parsed_only_when_asked) {
 }
 
 ZT_TEST(user_defined_tokens_are_recognised_without_parse_special_longest_first) {
-    Synth s;
     ZrError err;
-    synth_bpe(&s, "gpt-2");
-    ZrTokenizer *t = synth_load(&s, &err);
+    ZrTokenizer *t = bpe_loaded("gpt-2", &err);
     ZT_CHECKF(t, "%s", err.msg);
     ZT_CHECK(ENCODES_TO(t, "a<u>b", false, false, 0, 10, 1));
     /* llama.cpp cuts at the longest token's occurrences first: "u>cc" wins over "<u>" */
@@ -456,24 +455,20 @@ ZT_TEST(add_special_adds_bos_and_eos_as_the_file_says) {
     ZT_CHECK(zr_tokenizer_is_eog(t, 13) && zr_tokenizer_is_eog(t, 9) && !zr_tokenizer_is_eog(t, 12));
     zr_tokenizer_free(t);
 
-    synth_bpe(&s, "gpt-2"); /* gpt-2 adds nothing unless the file says so */
-    t = synth_load(&s, &err);
+    t = bpe_loaded("gpt-2", &err); /* gpt-2 adds nothing unless the file says so */
     ZT_CHECKF(t, "%s", err.msg);
     ZT_CHECK(ENCODES_TO(t, "abc", true, false, 4));
     zr_tokenizer_free(t);
 
-    synth_bpe(&s, "llama-bpe"); /* llama3 adds BOS when the file does not say */
-    t = synth_load(&s, &err);
+    t = bpe_loaded("llama-bpe", &err); /* llama3 adds BOS when the file does not say */
     ZT_CHECKF(t, "%s", err.msg);
     ZT_CHECK(ENCODES_TO(t, "abc", true, false, 12, 4));
     zr_tokenizer_free(t);
 }
 
 ZT_TEST(empty_text_gives_no_tokens) {
-    Synth s;
     ZrError err;
-    synth_bpe(&s, "gpt-2");
-    ZrTokenizer *t = synth_load(&s, &err);
+    ZrTokenizer *t = bpe_loaded("gpt-2", &err);
     ZT_CHECKF(t, "%s", err.msg);
     int32_t *ids = (int32_t *)&err;
     size_t n = 7;
@@ -483,10 +478,8 @@ ZT_TEST(empty_text_gives_no_tokens) {
 }
 
 ZT_TEST(unknown_pre_tokenizer_is_refused_by_name) {
-    Synth s;
     ZrError err;
-    synth_bpe(&s, "no-such-pre");
-    ZrTokenizer *t = synth_load(&s, &err);
+    ZrTokenizer *t = bpe_loaded("no-such-pre", &err);
     ZT_CHECK(t == NULL);
     ZT_CHECK(err.code == ZR_E_UNSUPPORTED);
     ZT_CHECKF(strstr(err.msg, "'no-such-pre'") && strstr(err.msg, "llama-bpe"), "%s", err.msg);
