@@ -10,9 +10,9 @@
 // accumulators in registers, the loops over columns unrolled); the others call T::comp once per
 // column (each re-decodes the item: n x the decode's arithmetic). Either way a column's
 // arithmetic is the float product's, in its order: where the decode matvec runs that product too
-// (F32, F16, BF16, Q2_K, Q3_K, Q6_K) each column equals it bit for bit (test_mm_small); the types
-// whose decode runs on integer dot products (Q8_0, Q4_0/Q4_1/Q5_0/Q5_1, Q4_K, Q5_K: ZrMvQ8i,
-// ZrMvQ4xi, ZrMvQ4Ki, ZrMvQ5Ki) are held to the CPU's bound instead.
+// (F32, F16, BF16, Q3_K, Q6_K) each column equals it bit for bit (test_mm_small); the types whose
+// decode runs on integer dot products (Q8_0, Q4_0/Q4_1/Q5_0/Q5_1, Q2_K, Q4_K, Q5_K: ZrMvQ8i,
+// ZrMvQ4xi, ZrMvQ2Ki, ZrMvQ4Ki, ZrMvQ5Ki) are held to the CPU's bound instead.
 //
 // x for n columns of a long row does not fit shared memory (n_ff 14336 x 8 x 4 B = 458 KB), so
 // it is staged in chunks of `chunk` values (a multiple of ZR_MM_UNIT, the host's pick): every

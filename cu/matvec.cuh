@@ -115,6 +115,15 @@ template <int TYPE> struct ZrMvH16 {
 using ZrMvF16 = ZrMvH16<ZR_T_F16>;
 using ZrMvBF16 = ZrMvH16<ZR_T_BF16>;
 
+// The small product's two sum arrays (an item's low and high runs), rows T0..T1-1 of x zeroed.
+template <int R, int N, int T0, int T1>
+__device__ __forceinline__ void zr_mm_zero2(float (&a)[N][R], float (&b)[N][R]) {
+#pragma unroll
+    for (int t = T0; t < T1; t++)
+#pragma unroll
+        for (int r = 0; r < R; r++) a[t][r] = b[t][r] = 0.f;
+}
+
 // The small product's step (comp_n): four decoded weights of each of R rows, wv, against the four
 // x values at x + t * xst of each row t of x in T0..T1, added into s[t][r] in the values' order.
 template <int R, int N, int T0, int T1>
@@ -394,10 +403,7 @@ __device__ __forceinline__ void zr_k_comp_n(const typename T::F (&f)[R], int it,
                                             float (&acc)[N][R]) {
     const int xl0 = 36 * it, xh0 = 36 * it + 16;
     float slo[N][R], shi[N][R];
-#pragma unroll
-    for (int t = T0; t < T1; t++)
-#pragma unroll
-        for (int r = 0; r < R; r++) slo[t][r] = shi[t][r] = 0.f;
+    zr_mm_zero2<R, N, T0, T1>(slo, shi);
 #pragma unroll
     for (int k = 0; k < 4; k++) {
 #pragma unroll
@@ -851,10 +857,7 @@ struct ZrMvQ6K {
     __device__ static void comp_n(const F (&f)[R], int it, const float *xs, int xst, float (&acc)[N][R]) {
         const int x0 = zr_xpad(32 * it);
         float slo[N][R], shi[N][R];
-#pragma unroll
-        for (int t = T0; t < T1; t++)
-#pragma unroll
-            for (int r = 0; r < R; r++) slo[t][r] = shi[t][r] = 0.f;
+        zr_mm_zero2<R, N, T0, T1>(slo, shi);
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             float wv[R][4];

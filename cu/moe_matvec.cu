@@ -202,7 +202,8 @@ __device__ __forceinline__ void zr_matvec_id_flat(const uint8_t *__restrict__ w,
 // Q8_0, the 32-value block types and Q4_K/Q5_K on the dense products' integer planes (ZrMvQ8i,
 // ZrMvQ4xi, ZrMvQ4Ki, ZrMvQ5Ki: H200 tg128, Qwen3-30B-A3B Q8_0 +1.8%, Q4_0 +0.5%, Q5_K_M +3.7%,
 // cu/PERF.md session 30); ptxas sm_90: q4_1 spills 8 bytes at 64 (the floats none); q4_0_flat
-// spilled 24 at 64, none at 72 (Qwen3-30B-A3B Q4_0 +4.9% more).
+// spilled 24 at 64, none at 72 (Qwen3-30B-A3B Q4_0 +4.9% more). Q2_K's too since session 31
+// (ZrMvQ2Ki: Qwen3-30B-A3B Q2_K mix +3.3%, +3.5% more with its flat kernel at 72).
 ZR_MATVEC_ID(matvec_id_f32, ZrMvF32, 2, 2, 64, 64)
 ZR_MATVEC_ID(matvec_id_f16, ZrMvF16, 2, 2, 64, 64)
 ZR_MATVEC_ID(matvec_id_bf16, ZrMvBF16, 2, 2, 64, 64)
