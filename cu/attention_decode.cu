@@ -58,6 +58,7 @@
 // where they loaded 4 floats; the grouped ones 8 halves (16 bytes) a lane, so a row takes half
 // the lanes (one shuffle level less for each of the QG dots, the part of a lane's work that bound
 // them; head_dim % 8 == 0; cu/PERF.md session 23).
+#include "attn_decode.cuh"
 #include "common.cuh"
 #include "kv.cuh"
 #include "rope.cuh"
@@ -66,12 +67,6 @@
 #define ZR_AD_WARPS (ZR_AD_THREADS / 32)
 #define ZR_AD_UNROLL 8 // 16-byte cache loads a lane issues before using any (per batch)
 #define ZR_AD_PRE 4    // chunk partials the merge loads before using any
-
-__device__ __forceinline__ float4 zr_ad_fma4(float w, float4 v, float4 a) {
-    return make_float4(fmaf(w, v.x, a.x), fmaf(w, v.y, a.y), fmaf(w, v.z, a.z), fmaf(w, v.w, a.w));
-}
-
-__device__ __forceinline__ float4 zr_ad_scale4(float w, float4 a) { return make_float4(w * a.x, w * a.y, w * a.z, w * a.w); }
 
 __device__ __forceinline__ float zr_ad_dot4(float4 q, float4 k) {
     return fmaf(q.x, k.x, fmaf(q.y, k.y, fmaf(q.z, k.z, q.w * k.w)));

@@ -110,6 +110,8 @@ static int decode_split(const ZrCuForward *f, int qg) {
     const int n = f->k->sm_count / (f->m->hp.n_head / qg);
     return n < 1 ? 1 : n;
 }
+/* (the tensor-core kernel: a block of 4 warps per KV head, one resident an SM for its rings, so the
+ * same rule with qg = G: a block per KV head and SM share) */
 
 /* Query heads a grouped decode block serves: 4 of one KV head, 2 where G is no multiple of 4;
  * heads of 256 (gemma) keep a block a head: Gemma-3-4B with blocks of 2 was slower at every
@@ -120,29 +122,50 @@ static int decode_qg(const ZrCuForward *f) {
     return G % 4 == 0 ? 4 : G % 2 == 0 ? 2 : 1;
 }
 
-/* The switch position: the caller's, or ZR_CUF_ATTN_GROUP_POS for 0 */
-static int group_pos_or_default(int group_pos) { return group_pos > 0 ? group_pos : ZR_CUF_ATTN_GROUP_POS; }
+/* Whether the grouped decode takes the tensor-core kernel, a block per KV head (an F16 cache, heads of
+ * 64 or 128, 2 to 16 query heads a KV head), from ZR_CUF_ATTN_MMA_POS per 4 of them: H200 tg128
+ * (Q4_K_M) after 16384 positions, Llama-3-8B 316.0 -> 381.1 t/s, Qwen3-30B-A3B 278.5 -> 356.2,
+ * Llama-3.2-3B 384.5 -> 580.2, Llama-3.2-1B 1080.7 -> 1230.0 (cu/PERF.md session 32). It takes the
+ * heads the CUDA-core groups do not (Llama-3.2-3B's 3 a KV head, Qwen2.5-7B's 7). */
+static bool decode_mma(const ZrCuForward *f) {
+    const ZrHparams *hp = &f->m->hp;
+    return f->kv16 && hp->n_head_kv > 0 && hp->n_head / hp->n_head_kv >= 2 &&
+           zr_k_attn_decode_mma_fits(f->k, f->kv16, hp->n_head, hp->n_head_kv, f->head_dim);
+}
+
+/* Whether the model's heads have a grouped decode kernel */
+static bool decode_groups(const ZrCuForward *f) { return decode_mma(f) || decode_qg(f) > 1; }
+
+/* The switch position: the caller's, or for 0 the model's (attn.h) */
+static int group_pos_or_default(const ZrCuForward *f, int group_pos) {
+    if (group_pos > 0) return group_pos;
+    if (!decode_mma(f)) return ZR_CUF_ATTN_GROUP_POS;
+    const int G = f->m->hp.n_head / f->m->hp.n_head_kv;
+    return ZR_CUF_ATTN_MMA_POS * ((G + 3) / 4);
+}
 
 bool zr_cuf_attn_group_at(ZrCuForward *f, int pos, int group_pos) {
-    const int gp = group_pos_or_default(group_pos);
+    const int gp = group_pos_or_default(f, group_pos);
     f->attn_group_rows = gp;
-    const bool want = pos >= gp && decode_qg(f) > 1;
+    const bool want = pos >= gp && decode_groups(f);
     if (want == f->attn_grouped) return false;
     f->attn_grouped = want;
     return true;
 }
 
 int zr_cuf_attn_group_next(const ZrCuForward *f, int pos, int group_pos) {
-    const int gp = group_pos_or_default(group_pos);
-    if (f->attn_grouped || decode_qg(f) == 1) return INT_MAX;
+    const int gp = group_pos_or_default(f, group_pos);
+    if (f->attn_grouped || !decode_groups(f)) return INT_MAX;
     return pos > gp ? pos : gp; /* due now when pos is past it (not yet taken) */
 }
 
 int zr_cuf_attn_layer_qg(const ZrCuForward *f, int il) {
     const int window = f->m->layers[il].facts.window;
     if (!f->attn_grouped || (window > 0 && window < f->attn_group_rows)) return 1;
-    return decode_qg(f);
+    return decode_mma(f) ? f->m->hp.n_head / f->m->hp.n_head_kv : decode_qg(f);
 }
+
+bool zr_cuf_attn_layer_mma(const ZrCuForward *f, int il) { return decode_mma(f) && zr_cuf_attn_layer_qg(f, il) > 1; }
 
 /* The fused kernel (one launch per layer, the q/k head norms, a sliding window and soft-capped
  * scores included) wherever it takes the shape: H100 tg128 graph, 1B Q4_0 1501 -> 1835 t/s, 8B
@@ -161,7 +184,7 @@ int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
                               .neox = hp->rope == ZR_ROPE_NEOX, .chunk = f->chunk_f, .n_chunks = f->n_chunks_f,
                               .n_split = decode_split(f, qg), .qg = qg,
                               .window = window, .scale = scores_scale(f), .eps = hp->rms_eps,
-                              .softcap = hp->attn_softcap, .kv16 = f->kv16};
+                              .softcap = hp->attn_softcap, .kv16 = f->kv16, .mma = zr_cuf_attn_layer_mma(f, il)};
     return zr_k_attn_decode(f->launcher, f->k, &a, err);
 }
 

@@ -20,10 +20,19 @@ void zr_cuf_attn_fused_chunks(int n_ctx, int chunk_d, int head_dim, int *chunk, 
  * positions 235.8 / 266.4 t/s, after 4096 377.1 / 375.2, from position 0 502.1 / 465.1;
  * Qwen3-30B-A3B (G = 8) after 16384 196.4 / 227.3 (cu/PERF.md session 22). */
 #define ZR_CUF_ATTN_GROUP_POS 4096
-/* Sets f->attn_grouped for a decode step at pos (from group_pos, 0: ZR_CUF_ATTN_GROUP_POS, where
- * the model's heads have a grouped kernel); true when it changed: the step launches another
- * kernel than a graph recorded before (the caller moves its epoch). Both kernels are exact at
- * every position, so the choice is speed alone. */
+/* The tensor-core groups (an F16 cache, heads of 64 or 128: attn_decode_mma_d*_kvh, a block per KV
+ * head) from this position per 4 query heads a KV head (G = 3, 4: 1024; 8: 2048; 16: 4096). Their
+ * fixed cost (the prologue of G heads in 4 warps, the merge) loses to a block a head before it
+ * and grows with G. H200 tg128 (Q4_K_M) against a block a head / the CUDA-core groups, after 512,
+ * 1024, 4096 and 16384 positions: Llama-3-8B -0.9%, +1.6%, +11.0%, +20.6%; Llama-3.2-3B (G = 3)
+ * after 1024 +0.8%; Llama-3.2-1B +1.7%; Qwen3-30B-A3B (G = 8) -2.5%, +3.9% and +27.9% after 1024,
+ * 4096, 16384; from position 0 -5.5% on the 8B (cu/PERF.md session 32). */
+#define ZR_CUF_ATTN_MMA_POS 1024
+/* Sets f->attn_grouped for a decode step at pos (from group_pos, 0: the model's own switch,
+ * ZR_CUF_ATTN_MMA_POS per 4 query heads for the tensor-core groups, else ZR_CUF_ATTN_GROUP_POS,
+ * where the model's heads have a grouped kernel); true when it changed: the step launches
+ * another kernel than a graph recorded before (the caller moves its epoch). Both kernels are
+ * exact at every position, so the choice is speed alone. */
 bool zr_cuf_attn_group_at(ZrCuForward *f, int pos, int group_pos);
 /* The first position >= pos at which zr_cuf_attn_group_at would change the choice (pos itself
  * when the change is due and not yet taken; INT_MAX: none in a run whose positions grow): a
@@ -35,6 +44,9 @@ int zr_cuf_attn_group_next(const ZrCuForward *f, int pos, int group_pos);
  * (gemma3's windows of 1024 on Gemma-3-27B's heads of 128: H200 tg128 after 16384 positions 114.4
  * -> 116.5 t/s, cu/PERF.md session 24), so it keeps a block a head. */
 int zr_cuf_attn_layer_qg(const ZrCuForward *f, int il);
+/* Whether layer il's grouped blocks are the tensor-core kernel's (a block per KV head, qg = G above;
+ * an F16 cache, heads of 64 or 128, 2 <= G <= 16). */
+bool zr_cuf_attn_layer_mma(const ZrCuForward *f, int il);
 
 /* The decode step's attention of layer il: from the QKV projection's output f->qkv (row 0) to
  * f->att, writing the KV cache row at d_pos[0]. */

@@ -151,10 +151,35 @@ bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, i
            rope_dim <= head_dim && rope_dim % 2 == 0 && chunk > 0;
 }
 
+bool zr_k_attn_decode_mma_fits(const ZrCuKernels *k, bool kv16, int n_head, int n_kv, int head_dim) {
+    return k->has_attn_decode_mma && kv16 && (head_dim == 64 || head_dim == 128) && n_kv > 0 && n_head % n_kv == 0 &&
+           n_head / n_kv <= 16;
+}
+
+/* attn_decode_mma_d<D>_kvh: grid (n_kv, split), its blocks cut the rows the query sees into tiles of 16
+ * (cu/attention_decode_mma.cu); split stays within the partials' slots (n_chunks a head) and, on a local
+ * layer, within the window's tiles */
+static int attn_decode_mma(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err) {
+    if (!zr_k_attn_decode_mma_fits(k, a->kv16, a->n_head, a->n_kv, a->head_dim))
+        return zr_err(err, ZR_E_INTERNAL, "attn_decode_mma: no kernel for %d/%d heads of %d%s", a->n_head, a->n_kv,
+                      a->head_dim, a->kv16 ? "" : " (an F32 cache)");
+    int split = a->n_split > 0 && a->n_split < a->n_chunks ? a->n_split : a->n_chunks;
+    const int wt = (a->window + 15) / 16;
+    if (a->window > 0 && wt < split) split = wt;
+    const ZrKernel *kern = a->head_dim == 64 ? &k->attn_decode_mma64_h : &k->attn_decode_mma128_h;
+    return ZR_LAUNCH(l, kern, ZR_DIM3(a->n_kv, split, 1), ZR_DIM1(128), ZR_K_ATTN_DECODE_MMA_SMEM(a->head_dim), err,
+                     (void *)&a->qkv, (void *)&a->kc, (void *)&a->vc, (void *)&a->part, (void *)&a->count,
+                     (void *)&a->out, (void *)&a->freq, (void *)&a->pos, (void *)&a->q_norm, (void *)&a->k_norm,
+                     (void *)&a->n_head, (void *)&a->n_kv, (void *)&a->head_dim, (void *)&a->rope_dim,
+                     (void *)&a->neox, (void *)&a->chunk, (void *)&split, (void *)&a->scale, (void *)&a->eps,
+                     (void *)&a->window, (void *)&a->softcap);
+}
+
 int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err) {
     if (!zr_cuf_attn_decode_fits(a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk) || a->window < 0)
         return zr_err(err, ZR_E_INTERNAL, "attn_decode_f32: no kernel for %d/%d heads of %d (rope %d), chunks of %d",
                       a->n_head, a->n_kv, a->head_dim, a->rope_dim, a->chunk);
+    if (a->mma) return attn_decode_mma(l, k, a, err);
     const int qg = a->qg > 1 ? a->qg : 1;
     if (!(qg == 1 || ((qg == 2 || qg == 4) && a->head_dim <= 128 && (!a->kv16 || a->head_dim % 8 == 0))) ||
         (a->n_head / a->n_kv) % qg)

@@ -90,10 +90,15 @@ typedef struct ZrCuAttnDecode {
     int qg; /* query heads of one KV head a block: 1 (or 0), 2 or 4 (heads of up to 128, with kv16 a multiple of
              * 8; dividing n_head / n_kv) */
     bool kv16; /* the caches hold halves */
+    bool mma;  /* the tensor-core kernel: a block per KV head, qg unused (kv16, heads of 64 or 128, at most 16 query
+                * heads a KV head: zr_k_attn_decode_mma_fits) */
 } ZrCuAttnDecode;
 /* Whether attn_decode_f32(_d256) handles this shape (n_head a multiple of n_kv, head_dim % 4 == 0
  * and <= 256, any chunk); else the decode uses rope_kv_f32, attn_part_f32 and attn_combine_f32. */
 bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, int chunk);
+/* Whether attn_decode_mma_d<D>_kvh takes these heads: an F16 cache, heads of 64 or 128 values, at most 16
+ * query heads a KV head, and a GPU that allows its shared memory. */
+bool zr_k_attn_decode_mma_fits(const ZrCuKernels *k, bool kv16, int n_head, int n_kv, int head_dim);
 int zr_k_attn_decode(ZrLauncher *l, const ZrCuKernels *k, const ZrCuAttnDecode *a, ZrError *err);
 
 /* attn_prefill_f16_d64 / _d96 / _d128 / _d128_swa / _d256: the tiled causal attention of rows

@@ -115,6 +115,14 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
         ((rc = zr_cuda_kernel_set_smem(c, &k->attn_prefill_d256, ZR_K_ATTN_PREFILL_D256_SMEM, err)) ||
          (rc = zr_cuda_kernel_set_smem(c, &k->attn_prefill_d256_h, ZR_K_ATTN_PREFILL_D256_SMEM, err))))
         return rc;
+    /* the tensor-core decode attention's rings (cu/attention_decode_mma.cu): without them the
+     * decode takes the CUDA-core kernels at every position */
+    const size_t dm64 = ZR_K_ATTN_DECODE_MMA_SMEM(64), dm128 = ZR_K_ATTN_DECODE_MMA_SMEM(128);
+    k->has_attn_decode_mma = dm128 + (size_t)k->attn_decode_mma128_h.static_smem <= (size_t)c->props.max_smem_optin;
+    if (k->has_attn_decode_mma &&
+        ((rc = zr_cuda_kernel_set_smem(c, &k->attn_decode_mma64_h, (int)dm64, err)) ||
+         (rc = zr_cuda_kernel_set_smem(c, &k->attn_decode_mma128_h, (int)dm128, err))))
+        return rc;
     if ((rc = zr_sample_kernels_smem(c, k, err))) return rc;
     return ZR_OK;
 }

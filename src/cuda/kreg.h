@@ -24,6 +24,9 @@ enum {
 /* attn_prefill_f16_d256's dynamic shared memory: K and V tiles of 32 keys and Q's 64 rows, rows
  * of 264 halves (cu/attention_prefill.cu checks the figure) */
 #define ZR_K_ATTN_PREFILL_D256_SMEM 67584
+/* attn_decode_mma_d<D>_kvh's dynamic shared memory: 4 warps' rings of 4 slots of 16 K and 16 V
+ * rows of D + 8 halves (cu/attention_decode_mma.cu checks the figure) */
+#define ZR_K_ATTN_DECODE_MMA_SMEM(D) (4 * 4 * 2 * 16 * ((D) + 8) * 2)
 
 /* Every kernel of the forward pass, one field per line of cu/kernels.def: a ZR_KFIXED kernel is
  * a ZrKernel, a ZR_KFAMILY is a ZrKernel per weight type (indexed by ZrType) with has_<field>
@@ -40,6 +43,7 @@ typedef struct ZrCuKernels {
     size_t bal_smem;  /* ... and the balanced gate|up products (cu/matvec_glu_bal.cu) */
     size_t mma_smem; /* dynamic shared memory the tensor-core Q6_K product may take (cu/matvec_mma.cu) */
     bool has_attn_prefill_d256; /* the GPU allows its ZR_K_ATTN_PREFILL_D256_SMEM bytes (both caches' kernels) */
+    bool has_attn_decode_mma;   /* ... and the tensor-core decode attention's ZR_K_ATTN_DECODE_MMA_SMEM(128) */
     ZrKernel mv_mix[ZR_KMIX_COUNT]; /* ZR_KMIX lines: matvec_mix_<a>_<b> */
     bool has_mv_mix[ZR_KMIX_COUNT]; /* loaded (tests clear it to force one launch per type) */
 } ZrCuKernels;

@@ -246,9 +246,10 @@ ZT_TEST(gemma_decode_past_several_attention_chunks_and_the_window_matches_the_cp
  * .. 3.5e-4 (llama Q8_0), F32 weights 7.3e-5 .. 1.6e-4, where an F32 cache keeps them under 3e-5
  * (ZT_DECODE_TOL). ZT_KV16_TOL allows 1e-3, with every argmax equal.
  * The F16 logits must also differ from the F32 cache's (the cache really holds halves).
- * Cases: a llama (GQA 4:1; the grouped decode kernel from position 100 by the test-only switch
- * position), gemma3 (window 40, q/k norms, heads of 256), gemma2 (caps that bite), qwen3-style
- * 8:1 groups with norms, and phi3's partial rotation (rope_scale_f32_kvh, the split kernels). */
+ * Cases: llamas (GQA 4:1, heads of 128 and 64; from position 100, by the test-only switch
+ * position, the grouped decode kernel: with heads of 64 or 128 the tensor-core one), gemma3
+ * (window 40, q/k norms, heads of 256), gemma2 (caps that bite), qwen3-style 8:1 groups with
+ * norms (tensor-core), and phi3's partial rotation (rope_scale_f32_kvh, the split kernels). */
 #define ZT_KV16_TOL 1e-3
 #define KV16_POS 160
 ZT_TEST(an_f16_kv_cache_matches_the_cpu_rounding_the_same_and_graph_equals_eager) {

@@ -928,6 +928,7 @@ typedef struct DecodeExtras {
     int split; /* blocks per group of qg heads (ZrCuAttnDecode.n_split; 0: one a chunk) */
     int qg;    /* query heads a block (ZrCuAttnDecode.qg; 0: one) */
     bool kv16; /* an F16 cache (the _kvh kernels, the split path's too) */
+    bool mma;  /* the tensor-core kernel, a block per KV head (ZrCuAttnDecode.mma; with kv16) */
 } DecodeExtras;
 
 /* attn_decode_f32(_d256) (norms + rope + KV write + split attention + merge in one launch) at
@@ -1000,7 +1001,7 @@ static void decode_case(int n_head, int n_kv, int hd, int rope_dim, int neox, in
                               .pos = dp, .q_norm = x.norm ? dqn : 0, .k_norm = x.norm ? dkn : 0, .n_head = n_head,
                               .n_kv = n_kv, .head_dim = hd, .rope_dim = rope_dim, .neox = neox, .chunk = chunk,
                               .n_chunks = n_chunks, .n_split = x.split, .window = x.window, .scale = scale, .eps = eps,
-                              .softcap = x.cap, .qg = x.qg, .kv16 = x.kv16};
+                              .softcap = x.cap, .qg = x.qg, .kv16 = x.kv16, .mma = x.mma};
     ZT_CHECKF(!zr_k_attn_decode(&g->l, &g->k, &a, &e), "%s", e.msg);
     gpu_download(g, out, dout, sizeof(float) * q_dim);
     gpu_download(g, outs, douts, sizeof(float) * q_dim);
@@ -1083,9 +1084,9 @@ static void decode_positions_x(int n_head, int n_kv, int hd, int rope_dim, int n
         if (pos[i] >= n_ctx) continue;
         decode_case(n_head, n_kv, hd, rope_dim, neox, n_ctx, chunk, pos[i], x, &worst);
     }
-    fprintf(stderr, "  attn_decode heads %d/%d hd %d rope %d%s n_ctx %d chunk %d split %d qg %d window %d cap %g%s%s: worst |diff|/tol = %.3g\n",
+    fprintf(stderr, "  attn_decode heads %d/%d hd %d rope %d%s n_ctx %d chunk %d split %d qg %d window %d cap %g%s%s%s: worst |diff|/tol = %.3g\n",
             n_head, n_kv, hd, rope_dim, neox ? " neox" : "", n_ctx, chunk, x.split, x.qg, x.window, (double)x.cap,
-            x.norm ? " norms" : "", x.kv16 ? " kv16" : "", worst);
+            x.norm ? " norms" : "", x.kv16 ? " kv16" : "", x.mma ? " mma" : "", worst);
     ZT_CHECKF(worst <= 1.0, "heads %d/%d hd %d window %d cap %g: worst |diff|/tol %.3g", n_head, n_kv, hd, x.window,
               (double)x.cap, worst);
 }
@@ -1205,6 +1206,43 @@ ZT_TEST(attention_decode_fused_on_an_f16_cache_matches_the_split_path_and_cpu) {
     decode_positions_x(8, 2, 64, 32, 1, 600, 128, (DecodeExtras){.kv16 = true, .qg = 4, .window = 100});
     decode_positions_x(8, 4, 8, 8, 0, 64, 32, (DecodeExtras){.kv16 = true, .qg = 2});  /* head_dim 8: one lane a row */
     decode_positions_x(8, 4, 40, 40, 1, 300, 64, (DecodeExtras){.kv16 = true, .qg = 2, .norm = true, .split = 2}); /* 5 slots */
+}
+
+/* The tensor-core kernel (attn_decode_mma_d64/_d128_kvh, a block per KV head serving all its query
+ * heads as the rows of its mma.sync): held to the CUDA-core kernels' tolerances against the double
+ * reference and the F16 split path (its Q and P each split into two halves: F32's precision).
+ * Groups of 2, 3 (Llama-3.2-3B), 4 (the 8B), 7 (Qwen2.5-7B), 8 (Qwen3-30B-A3B) and 16; heads of 64
+ * and 128; one block and several (tiles that do not divide evenly; more blocks than tiles at the
+ * first positions); norms, windows (tiles from the window's first row), caps; a long context. */
+ZT_TEST(attention_decode_mma_matches_the_split_path_and_cpu) {
+    GpuEnv *g = gpu_env();
+    if (!g) return;
+    if (!g->k.has_attn_decode_mma) {
+        fprintf(stderr, "  skipped: this GPU does not allow the tensor-core decode attention's shared memory\n");
+        return;
+    }
+    decode_positions_x(8, 2, 128, 128, 0, 1100, 128, (DecodeExtras){.kv16 = true, .mma = true, .split = 3});
+    decode_positions_x(8, 2, 128, 128, 0, 200, 128, (DecodeExtras){.kv16 = true, .mma = true, .split = 1});
+    decode_positions_x(32, 8, 64, 64, 1, 900, 128, (DecodeExtras){.kv16 = true, .mma = true, .split = 16});
+    decode_positions_x(24, 8, 128, 128, 1, 700, 128, (DecodeExtras){.kv16 = true, .mma = true, .split = 5}); /* 3 a KV head */
+    decode_positions_x(28, 4, 128, 128, 1, 500, 128, (DecodeExtras){.kv16 = true, .mma = true, .split = 4}); /* 7 */
+    decode_positions_x(16, 2, 128, 128, 1, 700, 128, (DecodeExtras){.kv16 = true, .mma = true, .norm = true, .split = 33});
+    decode_positions_x(16, 1, 128, 128, 0, 600, 128, (DecodeExtras){.kv16 = true, .mma = true, .norm = true, .split = 2});
+    decode_positions_x(8, 4, 128, 128, 1, 300, 64, (DecodeExtras){.kv16 = true, .mma = true, .window = 40, .cap = 0.5f, .split = 4});
+    decode_positions_x(8, 4, 128, 128, 1, 1100, 64, (DecodeExtras){.kv16 = true, .mma = true, .window = 1024, .norm = true, .split = 5});
+    decode_positions_x(4, 2, 128, 128, 1, 700, 128, (DecodeExtras){.kv16 = true, .mma = true, .window = 300, .cap = 3.0f, .norm = true, .split = 2});
+    decode_positions_x(8, 2, 64, 32, 1, 600, 128, (DecodeExtras){.kv16 = true, .mma = true, .window = 100, .split = 3}); /* half-rotated */
+    decode_positions_x(32, 8, 128, 128, 0, 5000, 128, (DecodeExtras){.kv16 = true, .mma = true, .split = 16}); /* the 8B past 4096 */
+    /* an F32 cache and heads of 96 or 256 have no such kernel: refused by name */
+    const ZrCuAttnDecode bad[] = {{.n_head = 8, .n_kv = 2, .head_dim = 128, .rope_dim = 128, .chunk = 128, .mma = true},
+                                  {.n_head = 8, .n_kv = 2, .head_dim = 96, .rope_dim = 96, .chunk = 128, .mma = true, .kv16 = true},
+                                  {.n_head = 8, .n_kv = 4, .head_dim = 256, .rope_dim = 256, .chunk = 64, .mma = true, .kv16 = true},
+                                  {.n_head = 34, .n_kv = 2, .head_dim = 128, .rope_dim = 128, .chunk = 64, .mma = true, .kv16 = true}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ZrError e = {0};
+        ZT_CHECK(zr_k_attn_decode(&g->l, &g->k, &bad[i], &e) == ZR_E_INTERNAL);
+        ZT_CHECKF(strstr(e.msg, "attn_decode_mma: no kernel") != NULL, "%s", e.msg);
+    }
 }
 
 ZT_TEST(attention_decode_fused_refuses_shapes_it_does_not_handle) {
