@@ -118,44 +118,44 @@ ZT_TEST(local_layers_whose_window_is_short_of_the_switch_keep_a_block_a_head) {
  * block per KV head: for 2 to 16 query heads a KV head and heads of 64 or 128, the counts the CUDA-core
  * groups do not take (3 a KV head: Llama-3.2-3B; 7: Qwen2.5-7B) included; an F32 cache, heads of 96 or
  * 256, one query head a KV head and 17 keep the CUDA-core kernels. */
+/* h as heads() makes it with one global layer, an F16 cache and the kernels k */
+static void heads_f16(Heads *h, const int shape[3], ZrLayer *layer, ZrCuKernels *k) {
+    heads(h, shape[0], shape[1], shape[2]);
+    memset(layer, 0, sizeof *layer);
+    h->m.layers = layer;
+    h->f.k = k;
+    h->f.kv16 = true;
+}
+
 ZT_TEST(an_f16_cache_takes_the_tensor_core_groups_where_its_heads_fit) {
     static ZrCuKernels k;
     k.has_attn_decode_mma = true;
     const int take[][3] = {{24, 8, 128}, {28, 4, 128}, {32, 8, 128}, {32, 4, 128}, {32, 8, 64}, {32, 2, 128}};
     for (size_t i = 0; i < sizeof take / sizeof take[0]; i++) {
         Heads h;
-        heads(&h, take[i][0], take[i][1], take[i][2]);
         ZrLayer layer;
-        memset(&layer, 0, sizeof layer);
-        h.m.layers = &layer;
-        h.f.k = &k;
-        h.f.kv16 = true;
+        heads_f16(&h, take[i], &layer, &k);
         ZT_CHECK(!zr_cuf_attn_layer_mma(&h.f, 0)); /* before the switch: a block a head */
         /* the switch: ZR_CUF_ATTN_MMA_POS per 4 query heads a KV head */
         const int G = take[i][0] / take[i][1], at = ZR_CUF_ATTN_MMA_POS * ((G + 3) / 4);
         ZT_CHECK(zr_cuf_attn_group_next(&h.f, 0, 0) == at && !zr_cuf_attn_group_at(&h.f, at - 1, 0));
         ZT_CHECKF(zr_cuf_attn_group_at(&h.f, at, 0), "%d/%d heads of %d", take[i][0], take[i][1], take[i][2]);
-        ZT_CHECK(zr_cuf_attn_layer_mma(&h.f, 0) && zr_cuf_attn_layer_qg(&h.f, 0) == take[i][0] / take[i][1]);
+        ZT_CHECK(zr_cuf_attn_layer_mma(&h.f, 0) && zr_cuf_attn_layer_qg(&h.f, 0) == G);
         h.f.kv16 = false; /* an F32 cache: the CUDA-core groups where they exist */
         ZT_CHECK(!zr_cuf_attn_layer_mma(&h.f, 0));
     }
     const int keep[][3] = {{8, 4, 256}, {32, 32, 96}, {32, 32, 128}, {34, 2, 128}};
     for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
         Heads h;
-        heads(&h, keep[i][0], keep[i][1], keep[i][2]);
         ZrLayer layer;
-        memset(&layer, 0, sizeof layer);
-        h.m.layers = &layer;
-        h.f.k = &k;
-        h.f.kv16 = true;
+        heads_f16(&h, keep[i], &layer, &k);
         zr_cuf_attn_group_at(&h.f, 100000, 0);
         ZT_CHECKF(!zr_cuf_attn_layer_mma(&h.f, 0), "%d/%d heads of %d", keep[i][0], keep[i][1], keep[i][2]);
     }
     k.has_attn_decode_mma = false; /* a GPU without the shared memory: Llama-3.2-3B's heads never change */
     Heads h;
-    heads(&h, 24, 8, 128);
-    h.f.k = &k;
-    h.f.kv16 = true;
+    ZrLayer layer;
+    heads_f16(&h, take[0], &layer, &k);
     ZT_CHECK(!zr_cuf_attn_group_at(&h.f, 100000, 0) && zr_cuf_attn_group_next(&h.f, 0, 0) == INT_MAX);
 }
 
