@@ -108,8 +108,9 @@ __device__ __forceinline__ void zr_attn_decode_mma(const float *__restrict__ qkv
     // partials the last one merges (one block: no merge)
     const int blocks = min(n_split, (tiles + ZR_ADM_BLOCK_TILES - 1) / ZR_ADM_BLOCK_TILES);
     if (y >= blocks) return;
-    // (32-bit: tiles n_split < 2^31 for n_ctx < 2^20 on 2048 SMs)
-    const int t0 = (int)((unsigned)(y * tiles) / (unsigned)blocks), t1 = (int)((unsigned)((y + 1) * tiles) / (unsigned)blocks);
+    // (in 32 bits: n_split <= the partials' 1024 slots a head, tiles <= n_ctx / 16)
+    const int t0 = (int)((unsigned)(y * tiles) / (unsigned)blocks);
+    const int t1 = (int)((unsigned)((y + 1) * tiles) / (unsigned)blocks);
     const bool cur = y == blocks - 1; // the block whose last tile holds row pos
     const int mine = (t1 - t0 - warp + ZR_ADM_WARPS - 1) / ZR_ADM_WARPS; // this warp's tiles: t0 + warp + i NW
     const __half *kb = kc + (size_t)kvh * D, *vb = vc + (size_t)kvh * D;

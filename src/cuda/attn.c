@@ -105,13 +105,12 @@ static int attention_split(ZrCuForward *f, int il, int rows, CUdeviceptr part, i
  * of 512 threads is resident alone on an SM: every head's blocks together at most the SMs), each block looping over its
  * share of the chunks, so the grid does not grow with the context (cu/attention_decode.cu). H200
  * tg128 after 16384 positions, Llama-3-8B Q4_K_M: 2 waves rounded up 192.7 t/s, 2 down 224.9,
- * 4 down 209.4, one 234.4 (the 1B: 674.6 / 792.9 / 701.1 / 843.9); cu/PERF.md session 21. */
+ * 4 down 209.4, one 234.4 (the 1B: 674.6 / 792.9 / 701.1 / 843.9); cu/PERF.md session 21. The
+ * tensor-core kernel (qg = G: a block per KV head, one resident an SM for its rings) by the same rule. */
 static int decode_split(const ZrCuForward *f, int qg) {
     const int n = f->k->sm_count / (f->m->hp.n_head / qg);
     return n < 1 ? 1 : n;
 }
-/* (the tensor-core kernel: a block of 4 warps per KV head, one resident an SM for its rings, so the
- * same rule with qg = G: a block per KV head and SM share) */
 
 /* Query heads a grouped decode block serves: 4 of one KV head, 2 where G is no multiple of 4;
  * heads of 256 (gemma) keep a block a head: Gemma-3-4B with blocks of 2 was slower at every
