@@ -128,8 +128,8 @@ static int decode_qg(const ZrCuForward *f) {
  * heads the CUDA-core groups do not (Llama-3.2-3B's 3 a KV head, Qwen2.5-7B's 7). */
 static bool decode_mma(const ZrCuForward *f) {
     const ZrHparams *hp = &f->m->hp;
-    return f->kv16 && hp->n_head_kv > 0 && hp->n_head / hp->n_head_kv >= 2 &&
-           zr_k_attn_decode_mma_fits(f->k, f->kv16, hp->n_head, hp->n_head_kv, f->head_dim);
+    return zr_k_attn_decode_mma_fits(f->k, f->kv16, hp->n_head, hp->n_head_kv, f->head_dim) &&
+           hp->n_head / hp->n_head_kv >= 2;
 }
 
 /* Whether the model's heads have a grouped decode kernel */

@@ -152,7 +152,7 @@ bool zr_cuf_attn_decode_fits(int n_head, int n_kv, int head_dim, int rope_dim, i
 }
 
 bool zr_k_attn_decode_mma_fits(const ZrCuKernels *k, bool kv16, int n_head, int n_kv, int head_dim) {
-    return k->has_attn_decode_mma && kv16 && (head_dim == 64 || head_dim == 128) && n_kv > 0 && n_head % n_kv == 0 &&
+    return kv16 && k->has_attn_decode_mma && (head_dim == 64 || head_dim == 128) && n_kv > 0 && n_head % n_kv == 0 &&
            n_head / n_kv <= 16;
 }
 
