@@ -17,6 +17,12 @@
 //     its slot from shared memory, rounded as cached), keeping the next tiles in flight while it
 //     computes one. The first tiles are requested before the grid wait (they are rows < pos,
 //     which no kernel of this step writes).
+//   - The prologue after the wait is short, because 4 warps run it alone on the SM: a warp
+//     takes whole vectors in turn (the G q heads, then K and V of row pos), a lane D / 32 values
+//     of each, its next vector loaded while it works one; the rope's angles and pairs and the
+//     norm weights are the lane's registers from before the wait (cu/PERF.md session 33: the
+//     prologue of a thread an element in turn ran ~680 instructions a warp after the wait for
+//     G = 4; Llama-3-8B +2.3% with these groups from position 0).
 //   - S = Q K^T and O += P V by mma.sync m16n8k16 (F16 operands, F32 accumulation), with the
 //     query heads as the 16 rows of A (heads past G are zeros). Q and P are each split into two
 //     halves, hi = half(x) and lo = half(x - hi), and both are multiplied: Q and P then carry ~22
@@ -73,6 +79,11 @@ __device__ __forceinline__ void zr_adm_issue(__half *slot, const __half *kc, con
     }
 }
 
+// vector v of a block's prologue: q head v of the group (v < G), else K (G) or V (G + 1) of row pos
+__device__ __forceinline__ const float *zr_adm_vec(const float *qsrc, const float *ksrc, int v, int G, int D, int kv_dim) {
+    return v < G ? qsrc + v * D : ksrc + (v - G) * kv_dim;
+}
+
 // x as two F16 pairs: hi = half(x), lo = half(x - hi)
 __device__ __forceinline__ void zr_adm_split(float a, float b, uint32_t &hi, uint32_t &lo) {
     const __half2 h = __floats2half2_rn(a, b);
@@ -90,11 +101,10 @@ __device__ __forceinline__ void zr_attn_decode_mma(const float *__restrict__ qkv
                                                    int n_head, int n_kv, int rope_dim, int neox, int n_split, float scale,
                                                    float eps, int window, float softcap) {
     constexpr int LD = ZrAdm<D>::LD, KS = D / 16, NT = D / 8;
+    constexpr int VPL = D / 32; // values of a vector a lane holds: d = lane + 32 i
     extern __shared__ __align__(16) __half adm_ring[];
-    __shared__ float raw[(ZR_ADM_HEADS + 2) * D];                   // raw q of the heads, then k and v of row pos
+    __shared__ float raw[(ZR_ADM_HEADS + 1) * D]; // the q heads, then k of row pos: normed, not rotated
     __shared__ __align__(16) __half qhs[ZR_ADM_HEADS * LD], qls[ZR_ADM_HEADS * LD]; // rotated q * scale: hi, lo
-    __shared__ float2 rcs[D / 2];                                   // the rope's (cos, sin) of each pair
-    __shared__ float rinv[ZR_ADM_HEADS + 1];
     __shared__ __align__(16) __half knh[D], vnh[D]; // row pos of K and V, as cached
     __shared__ float wm[ZR_ADM_WARPS * ZR_ADM_HEADS], wl[ZR_ADM_WARPS * ZR_ADM_HEADS];
     __shared__ int last;
@@ -116,8 +126,9 @@ __device__ __forceinline__ void zr_attn_decode_mma(const float *__restrict__ qkv
     const __half *kb = kc + (size_t)kvh * D, *vb = vc + (size_t)kvh * D;
     __half *ring = adm_ring + warp * ZrAdm<D>::RING;
 
-    // before the wait: the first tiles (a commit group per tile, empty past the warp's last) and
-    // the rope's angles (pos is written by host copies before the step, freq by none)
+    // before the wait (none of it is written by a kernel of this step; pos by host copies before
+    // it): the first tiles (a commit group per tile, empty past the warp's last), the rows of q
+    // past G as zeros, and for each of the lane's values its rope pair (i0, i1), angle and norm weights
 #pragma unroll 1
     for (int s = 0; s < ZR_ADM_STAGES - 1; s++) {
         if (s < mine)
@@ -125,67 +136,91 @@ __device__ __forceinline__ void zr_attn_decode_mma(const float *__restrict__ qkv
                             pos, lane);
         zr_cp_commit();
     }
-    if (2 * t < rope_dim) zr_rope_cos_sin(pos, freq[t], &rcs[t].x, &rcs[t].y);
-    zr_grid_enter();
-
-    // raw q of the G heads (adjacent in qkv), and in the block that holds pos the new K and V rows;
-    // the V row straight to the cache (rounded) and to shared memory
-    const float *qsrc = qkv + (size_t)h * D, *ksrc = qkv + (size_t)n_head * D + (size_t)kvh * D;
-    const size_t row_pos = (size_t)pos * kv_dim + (size_t)kvh * D;
-    const int n_raw = (G + (cur ? 2 : 0)) * D;
-#pragma unroll 4
-    for (int i = t; i < n_raw; i += ZR_ADM_THREADS) {
-        const int v = i / D, d = i - v * D;
-        raw[i] = v < G ? qsrc[i] : ksrc[(size_t)(v - G) * kv_dim + d];
-    }
-    __syncthreads();
-    if (cur)
-        for (int d = t; d < D; d += ZR_ADM_THREADS) {
-            const __half hv = __float2half_rn(raw[(G + 1) * D + d]);
-            vnh[d] = hv;
-            vc[row_pos + d] = hv;
-        }
-    // the head norms' 1/rms (rmsnorm_f32's: each vector's squares in one warp's order)
-    for (int v = warp; v <= G; v += ZR_ADM_WARPS) {
-        const bool on = v < G ? q_norm != nullptr : k_norm != nullptr && cur;
-        float ss = 0.f;
-        if (on)
-            for (int d = lane; d < D; d += 32) ss = fmaf(raw[v * D + d], raw[v * D + d], ss);
-        ss = zr_warp_sum(ss);
-        if (lane == 0) rinv[v] = on ? 1.0f / sqrtf(ss / (float)D + eps) : 1.0f;
-    }
-    __syncthreads();
-    // every q and k value normed and rotated (rope_kv_f32's arithmetic): q times scale as two halves
-    // (heads past G zero), k rounded into the cache and shared memory
-    for (int i = t; i < (ZR_ADM_HEADS - G) * D / 8; i += ZR_ADM_THREADS) { // the rows past G: zeros
+    for (int i = t; i < (ZR_ADM_HEADS - G) * D / 8; i += ZR_ADM_THREADS) {
         const int v = G + i / (D / 8), d8 = i % (D / 8);
         *(uint4 *)(qhs + v * LD + 8 * d8) = make_uint4(0u, 0u, 0u, 0u);
         *(uint4 *)(qls + v * LD + 8 * d8) = make_uint4(0u, 0u, 0u, 0u);
     }
-    for (int i = t; i < (G + (cur ? 1 : 0)) * D; i += ZR_ADM_THREADS) {
-        const int v = i / D, d = i - v * D;
-        const bool isk = v == G;
-        const float *x = raw + v * D, *w = isk ? k_norm : q_norm;
-        const float rr = rinv[v];
-        float val;
-        if (d < rope_dim) {
-            const int half = rope_dim >> 1, j = neox ? (d < half ? d : d - half) : d >> 1;
-            const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
-            const float2 cs = rcs[j];
-            const float a = w ? x[i0] * rr * w[i0] : x[i0], b = w ? x[i1] * rr * w[i1] : x[i1];
-            val = d == i0 ? zr_rope_first(a, b, cs.x, cs.y) : zr_rope_second(a, b, cs.x, cs.y);
-        } else {
-            val = w ? x[d] * rr * w[d] : x[d];
+    int p0[VPL], p1[VPL];
+    float rc[VPL], rs[VPL], wq[VPL], wk[VPL];
+#pragma unroll
+    for (int i = 0; i < VPL; i++) {
+        const int d = lane + 32 * i, half = rope_dim >> 1, j = neox ? (d < half ? d : d - half) : d >> 1;
+        p0[i] = neox ? j : 2 * j;
+        p1[i] = neox ? j + half : 2 * j + 1;
+        rc[i] = rs[i] = 0.f;
+        if (d < rope_dim) zr_rope_cos_sin(pos, freq[j], &rc[i], &rs[i]);
+        wq[i] = q_norm ? q_norm[d] : 1.f;
+        wk[i] = k_norm ? k_norm[d] : 1.f;
+    }
+    zr_grid_enter();
+
+    // Vectors G + 2 at most, a warp each in turn: the q heads (adjacent in qkv), then in the block
+    // that holds pos the new K and V rows. Each vector: its head norm (rmsnorm_f32's 1/rms: its
+    // squares in one warp's order), its rope (rope_kv_f32's arithmetic: the pair's other value
+    // from shared memory), q times scale as two halves, k and v rounded into the cache and shared
+    // memory.
+    const float *qsrc = qkv + (size_t)h * D, *ksrc = qkv + (size_t)n_head * D + (size_t)kvh * D;
+    const size_t row_pos = (size_t)pos * kv_dim + (size_t)kvh * D;
+    const int n_vec = G + (cur ? 2 : 0);
+    float xn[VPL]; // the warp's next vector, loaded while the one before it is worked
+    if (warp < n_vec) {
+#pragma unroll
+        for (int i = 0; i < VPL; i++) xn[i] = zr_adm_vec(qsrc, ksrc, warp, G, D, kv_dim)[lane + 32 * i];
+    }
+#pragma unroll 1
+    for (int v = warp; v < n_vec; v += ZR_ADM_WARPS) {
+        float x[VPL];
+#pragma unroll
+        for (int i = 0; i < VPL; i++) x[i] = xn[i];
+        const int vn = v + ZR_ADM_WARPS;
+        if (vn < n_vec) {
+#pragma unroll
+            for (int i = 0; i < VPL; i++) xn[i] = zr_adm_vec(qsrc, ksrc, vn, G, D, kv_dim)[lane + 32 * i];
         }
-        if (isk) {
-            const __half hv = __float2half_rn(val);
-            knh[d] = hv;
-            kc[row_pos + d] = hv;
-        } else {
-            val *= scale;
-            const __half hi = __float2half_rn(val);
-            qhs[v * LD + d] = hi;
-            qls[v * LD + d] = __float2half_rn(val - __half2float(hi));
+        if (v == G + 1) { // the V row: rounded as cached
+#pragma unroll
+            for (int i = 0; i < VPL; i++) {
+                const __half hv = __float2half_rn(x[i]);
+                vnh[lane + 32 * i] = hv;
+                vc[row_pos + lane + 32 * i] = hv;
+            }
+            continue;
+        }
+        const bool isk = v == G, on = isk ? k_norm != nullptr : q_norm != nullptr;
+        float rr = 1.0f;
+        if (on) {
+            float ss = 0.f;
+#pragma unroll
+            for (int i = 0; i < VPL; i++) ss = fmaf(x[i], x[i], ss);
+            ss = zr_warp_sum(ss);
+            rr = 1.0f / sqrtf(ss / (float)D + eps);
+        }
+        float *xs = raw + v * D;
+#pragma unroll
+        for (int i = 0; i < VPL; i++) {
+            if (on) x[i] = x[i] * rr * (isk ? wk[i] : wq[i]);
+            xs[lane + 32 * i] = x[i];
+        }
+        __syncwarp();
+#pragma unroll
+        for (int i = 0; i < VPL; i++) {
+            const int d = lane + 32 * i;
+            float val = x[i];
+            if (d < rope_dim) {
+                const float a = xs[p0[i]], b = xs[p1[i]];
+                val = d == p0[i] ? zr_rope_first(a, b, rc[i], rs[i]) : zr_rope_second(a, b, rc[i], rs[i]);
+            }
+            if (isk) {
+                const __half hv = __float2half_rn(val);
+                knh[d] = hv;
+                kc[row_pos + d] = hv;
+            } else {
+                val *= scale;
+                const __half hi = __float2half_rn(val);
+                qhs[v * LD + d] = hi;
+                qls[v * LD + d] = __float2half_rn(val - __half2float(hi));
+            }
         }
     }
     __syncthreads();

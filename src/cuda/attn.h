@@ -21,13 +21,14 @@ void zr_cuf_attn_fused_chunks(int n_ctx, int chunk_d, int head_dim, int *chunk, 
  * Qwen3-30B-A3B (G = 8) after 16384 196.4 / 227.3 (cu/PERF.md session 22). */
 #define ZR_CUF_ATTN_GROUP_POS 4096
 /* The tensor-core groups (an F16 cache, heads of 64 or 128: attn_decode_mma_d*_kvh, a block per KV
- * head) from this position per 4 query heads a KV head (G = 3, 4: 1024; 8: 2048; 16: 4096). Their
- * fixed cost (the prologue of G heads in 4 warps, the merge) loses to a block a head before it
- * and grows with G. H200 tg128 (Q4_K_M) against a block a head / the CUDA-core groups, after 512,
- * 1024, 4096 and 16384 positions: Llama-3-8B -0.9%, +1.6%, +11.0%, +20.6%; Llama-3.2-3B (G = 3)
- * after 1024 +0.8%; Llama-3.2-1B +1.7%; Qwen3-30B-A3B (G = 8) -2.5%, +3.9% and +27.9% after 1024,
- * 4096, 16384; from position 0 -5.5% on the 8B (cu/PERF.md session 32). */
-#define ZR_CUF_ATTN_MMA_POS 1024
+ * head) from this position per 4 query heads a KV head (G = 2 to 4: 512; 8: 1024; 16: 2048). Their
+ * fixed cost (G heads' prologue and the tiles in 4 warps, the merge) loses to a block a head before
+ * it and grows with G. H200 tg128 (Q4_K_M), against session 32 (a block a head before 1024 per 4
+ * query heads, this kernel with its older prologue from there): Llama-3-8B +0.4%, +1.0%, +0.5%,
+ * +0.5% after 512, 1024, 4096, 16384 positions; Llama-3.2-3B (G = 3) +0.9% after 512; Llama-3.2-1B
+ * (heads of 64) +3.7%; Qwen3-30B-A3B (G = 8) +2.0% after 1024, +2.4% after 4096; from position 0
+ * -3.0% on the 8B, -6.2% with G = 8 (cu/PERF.md sessions 32 and 33). */
+#define ZR_CUF_ATTN_MMA_POS 512
 /* Sets f->attn_grouped for a decode step at pos (from group_pos, 0: the model's own switch,
  * ZR_CUF_ATTN_MMA_POS per 4 query heads for the tensor-core groups, else ZR_CUF_ATTN_GROUP_POS,
  * where the model's heads have a grouped kernel); true when it changed: the step launches
