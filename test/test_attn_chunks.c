@@ -131,9 +131,9 @@ ZT_TEST(an_f16_cache_takes_the_tensor_core_groups_where_its_heads_fit) {
     static ZrCuKernels k;
     k.has_attn_decode_mma = true;
     /* heads, KV heads, head size, and the switch position measured for them (cu/PERF.md session
-     * 33: 512 per 4 query heads a KV head) */
+     * 33: 512 per 4 query heads a KV head, 256 for heads of 64) */
     const int take[][4] = {{24, 8, 128, 512}, {28, 4, 128, 1024}, {32, 8, 128, 512},
-                           {32, 4, 128, 1024}, {32, 8, 64, 512},  {32, 2, 128, 2048}};
+                           {32, 4, 128, 1024}, {32, 8, 64, 256},  {32, 2, 128, 2048}, {14, 2, 64, 512}};
     for (size_t i = 0; i < sizeof take / sizeof take[0]; i++) {
         Heads h;
         ZrLayer layer;
