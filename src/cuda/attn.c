@@ -140,7 +140,7 @@ static int group_pos_or_default(const ZrCuForward *f, int group_pos) {
     if (group_pos > 0) return group_pos;
     if (!decode_mma(f)) return ZR_CUF_ATTN_GROUP_POS;
     const int G = f->m->hp.n_head / f->m->hp.n_head_kv;
-    return (f->head_dim == 64 ? ZR_CUF_ATTN_MMA_POS_D64 : ZR_CUF_ATTN_MMA_POS) * ((G + 3) / 4);
+    return ZR_CUF_ATTN_MMA_POS * f->head_dim / 128 * ((G + 3) / 4);
 }
 
 bool zr_cuf_attn_group_at(ZrCuForward *f, int pos, int group_pos) {

@@ -21,21 +21,19 @@ void zr_cuf_attn_fused_chunks(int n_ctx, int chunk_d, int head_dim, int *chunk, 
  * Qwen3-30B-A3B (G = 8) after 16384 196.4 / 227.3 (cu/PERF.md session 22). */
 #define ZR_CUF_ATTN_GROUP_POS 4096
 /* The tensor-core groups (an F16 cache, heads of 64 or 128: attn_decode_mma_d*_kvh, a block per KV
- * head) from this position per 4 query heads a KV head for heads of 128 (G = 2 to 4: 512; 8: 1024;
- * 16: 2048). Their fixed cost (G heads' prologue and the tiles in 4 warps, the merge) loses to a
- * block a head before it and grows with G. H200 tg128 (Q4_K_M), against session 32 (a block a head
- * before 1024 per 4 query heads, this kernel with its older prologue from there): Llama-3-8B
- * +0.4%, +1.0%, +0.5%, +0.5% after 512, 1024, 4096, 16384 positions (-1.2% after 256);
+ * head) from this position per 4 query heads a KV head for heads of 128, scaled by the head's
+ * length (a cached row's bytes): G = 2 to 4: 512; 8: 1024; 16: 2048; heads of 64 half of that.
+ * Their fixed cost (G heads' prologue and the tiles in 4 warps, the merge) loses to a block a head
+ * before it and grows with G. H200 tg128 (Q4_K_M), against session 32 (a block a head before 1024
+ * per 4 query heads, this kernel with its older prologue from there): Llama-3-8B +0.4%, +1.0%,
+ * +0.5%, +0.5% after 512, 1024, 4096, 16384 positions (-1.2% after 256, -0.7% after 384);
  * Llama-3.2-3B (G = 3) +0.9% after 512; Qwen3-30B-A3B (G = 8) +2.0% after 1024, +2.4% after 4096
- * (-2.4% after 512); from position 0 -3.0% on the 8B, -6.2% with G = 8 (cu/PERF.md sessions 32
+ * (-2.4% after 512); Llama-3.2-1B (heads of 64) +2.4% after 256, +2.0% after 384, +3.7% after
+ * 512; from position 0 -3.0% on the 8B, -6.2% with G = 8, -1.9% on the 1B (cu/PERF.md sessions 32
  * and 33). */
 #define ZR_CUF_ATTN_MMA_POS 512
-/* ... and for heads of 64 values, whose rows are half as long: Llama-3.2-1B +2.4% after 256
- * positions, +2.0% after 384, against Llama-3-8B's -1.2% and -0.7% there (H200 tg128, Q4_K_M);
- * -1.9% from position 0 (cu/PERF.md session 33). */
-#define ZR_CUF_ATTN_MMA_POS_D64 256
 /* Sets f->attn_grouped for a decode step at pos (from group_pos, 0: the model's own switch,
- * ZR_CUF_ATTN_MMA_POS or _D64 per 4 query heads for the tensor-core groups, else ZR_CUF_ATTN_GROUP_POS,
+ * ZR_CUF_ATTN_MMA_POS per 4 query heads for the tensor-core groups, else ZR_CUF_ATTN_GROUP_POS,
  * where the model's heads have a grouped kernel); true when it changed: the step launches
  * another kernel than a graph recorded before (the caller moves its epoch). Both kernels are
  * exact at every position, so the choice is speed alone. */
