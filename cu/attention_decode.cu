@@ -388,6 +388,7 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
         }
     }
     __syncthreads();
+    ZR_TL_MARK(0); // q (and rows pos of K and V) ready
 
     // each lane: an online softmax per query head over rows grp, grp + NG, ... of the chunk; m is
     // the warp's running max (the same in every lane), l and acc the lane's row group's sums. The
@@ -526,6 +527,7 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
         }
     }
     __syncthreads();
+    ZR_TL_MARK(1); // the warps' sums in shared memory
 
     // this block's (unnormalized) outputs: the warps merged in warp order, value tt of head h + g
     // by thread t = g hd4 + tt

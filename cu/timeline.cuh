@@ -9,7 +9,8 @@
 // The kernels that matter most for the step (the products, the decode attention) also stamp when
 // each block's last warp leaves: ZR_TL_EXIT, the first statement of the kernel, is an object whose
 // destructor runs on every way out; zr_matvec stamps two phases of each block too (ZR_TL_MARK: x
-// staged, the first tile's items summed). The stamps cost each block a few atomics and a store:
+// staged, the first tile's items summed), and the CUDA-core decode attention two of its own (q
+// ready, the warps' sums in shared memory). The stamps cost each block a few atomics and a store:
 // the timeline build is a diagnostic, its step 5-9% slower than the plain build's (cu/PERF.md).
 #pragma once
 #include <stdint.h>

@@ -20,9 +20,11 @@ A kernel's wait returns once the kernel before it has completed, so the first re
   - skew: the last wait's return - W_i;
   - run: the last block's exit - W_i (kernels that stamp exits), and gap: W_{i+1} - that exit,
     the time from launch i's last block leaving to launch i+1 going on (share = run + gap);
-  - stage, sum, out (the products: zr_matvec's marks), each block's median time from its wait's
-    return to x staged, from there to its first tile's items summed (warp 0), and from there to
-    its exit.
+  - stage, sum, out (the kernels that mark two phases), each block's median time from its wait's
+    return to its first mark, from there to its second, and from there to its exit: the products
+    (zr_matvec) mark x staged and their first tile's items summed (warp 0); the CUDA-core decode
+    attention (attention_decode.cu) marks q ready and its warps' sums in shared memory, so its
+    out is the merge of its warps.
 The step's last launch has no successor within the step (the next step may start after a host
 gap), so its share is left out of the sums and shown as '-'.
 Medians over up to N whole steps (default 4) before the newest one. Launches are named by position: the stamps
@@ -53,7 +55,7 @@ def load(path):
             g, te, tw, tx, ts, tc = f5[0], f5[3], f5[4], f5[5], f5[6], f5[7]
             if tx - tw > STALE_NS:  # a later step's warp raised this old record (cu/timeline.cuh)
                 tx = 0
-            # a block's phases (zr_matvec's marks): x staged, its items summed, then out
+            # a block's phases (its two marks, then out)
             ph = (ts - tw, tc - ts, tx - tc) if tx and ts and tc else None
             recs.append((tw, te, g, tx, ph))
     recs.sort(key=lambda r: r[:4])
