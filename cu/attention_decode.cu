@@ -178,7 +178,7 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
     int L = 1;
     while (L * V < n_slots) L <<= 1;
     const int NG = ZR_AD_THREADS / L, grp = t / L, sub = t % L; // NG row groups of L lanes
-    const int warp = t >> 5, lane = t & 31, wg0 = warp * (32 / L); // the warp's first row group
+    const int warp = t >> 5, lane = t & 31;
 
     __shared__ float4 qs4[QG][MAX4];              // rotated q * scale, per query head
     __shared__ float4 kn4[MAX4];                  // rotated k of row pos (the chunk holding it)
@@ -480,16 +480,17 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
             for (int j = 0; j < V; j++)
 #pragma unroll
                 for (int w = 0; w < W; w++) acc[g][j][w] = zr_ad_scale4(corr, acc[g][j][w]);
+            // (no branch on the rows past the chunk: their weight expf(-INFINITY) is 0 and their
+            // values zeros, which leave l and acc as they are)
 #pragma unroll
-            for (int u = 0; u < U; u++)
-                if (p0 + u * NG + wg0 < n) {
-                    const float w = expf(s[g][u] - mn);
-                    l[g] += w;
+            for (int u = 0; u < U; u++) {
+                const float w = expf(s[g][u] - mn);
+                l[g] += w;
 #pragma unroll
-                    for (int j = 0; j < V; j++)
+                for (int j = 0; j < V; j++)
 #pragma unroll
-                        for (int x = 0; x < W; x++) acc[g][j][x] = zr_ad_fma4(w, S::get(vr[u][j], x), acc[g][j][x]);
-                }
+                    for (int x = 0; x < W; x++) acc[g][j][x] = zr_ad_fma4(w, S::get(vr[u][j], x), acc[g][j][x]);
+            }
             m[g] = mn;
         }
         if (!more) break;
@@ -533,30 +534,9 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
     // by thread t = g hd4 + tt
     const int tg = QG == 1 ? (t < hd4 ? 0 : 1) : t / hd4, tt = t - tg * hd4, ht = h + tg;
     float *po = part, *pml = part + (size_t)n_head * n_split * hd;
-    float M = -INFINITY, Lc = 0.f;
-    float4 o = zero4;
-    if (tg < QG) {
-#pragma unroll
-        for (int w = 0; w < ZR_AD_WARPS; w++) M = fmaxf(M, wm[w][tg]);
-#pragma unroll
-        for (int w = 0; w < ZR_AD_WARPS; w++) {
-            if (wm[w][tg] == -INFINITY) continue; // a warp without rows
-            const float e = expf(wm[w][tg] - M);
-            Lc = fmaf(e, wl[w][tg], Lc);
-            o = zr_ad_fma4(e, wo4[w][tg][tt], o);
-        }
-        if (blocks == 1) { // the only block with rows: no partials, no merge
-            const float inv = 1.0f / Lc;
-            *(float4 *)(out + (size_t)ht * hd + 4 * tt) = zr_ad_scale4(inv, o);
-        } else {
-            *(float4 *)(po + ((size_t)ht * n_split + y) * hd + 4 * tt) = o;
-            if (tt == 0) {
-                float *pm = pml + ((size_t)ht * n_split + y) * 2;
-                pm[0] = M;
-                pm[1] = Lc;
-            }
-        }
-    }
+    if (tg < QG)
+        zr_ad_block_put<ZR_AD_WARPS>(&wm[0][0], &wl[0][0], &wo4[0][0][0], QG, MAX4, tg, tt, ht, y, n_split, blocks, hd, po,
+                                     pml, out);
     if (blocks == 1) return;
     if (tg < QG) __threadfence(); // the partials are visible device-wide before the count says so
     __syncthreads();
@@ -566,39 +546,8 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
     __threadfence(); // every other block's partials are visible to this one
     if (t == 0) count[bx] = 0; // no other block of this launch touches it again
 
-    // merge the blocks' partials in block order (the same arithmetic as attn_combine_f32); the
-    // first ZR_AD_PRE partials' values load together with the maxima
-    const float *hm = pml + (size_t)ht * n_split * 2;
-    const float4 *ho = (const float4 *)(po + (size_t)ht * n_split * hd) + tt;
-    float4 opre[ZR_AD_PRE];
-    float mpre[ZR_AD_PRE], lpre[ZR_AD_PRE];
-#pragma unroll
-    for (int k = 0; k < ZR_AD_PRE; k++) {
-        const bool in = k < blocks;
-        opre[k] = in ? __ldcg(ho + (size_t)k * hd4) : zero4;
-        mpre[k] = in ? __ldcg(hm + 2 * k) : -INFINITY;
-        lpre[k] = in ? __ldcg(hm + 2 * k + 1) : 0.f;
-    }
-    M = -INFINITY;
-#pragma unroll
-    for (int k = 0; k < ZR_AD_PRE; k++)
-        if (k < blocks) M = fmaxf(M, mpre[k]);
-    for (int k = ZR_AD_PRE; k < blocks; k++) M = fmaxf(M, __ldcg(hm + 2 * k));
-    float Ls = 0.f;
-    o = zero4;
-#pragma unroll
-    for (int k = 0; k < ZR_AD_PRE; k++)
-        if (k < blocks) {
-            const float w = expf(mpre[k] - M);
-            Ls = fmaf(w, lpre[k], Ls);
-            o = zr_ad_fma4(w, opre[k], o);
-        }
-    for (int k = ZR_AD_PRE; k < blocks; k++) {
-        const float w = expf(__ldcg(hm + 2 * k) - M);
-        Ls = fmaf(w, __ldcg(hm + 2 * k + 1), Ls);
-        o = zr_ad_fma4(w, __ldcg(ho + (size_t)k * hd4), o);
-    }
-    *(float4 *)(out + (size_t)ht * hd + 4 * tt) = zr_ad_scale4(1.0f / Ls, o);
+    // merge the blocks' partials in block order (the same arithmetic as attn_combine_f32)
+    zr_ad_merge<ZR_AD_PRE>(po, pml, ht, tt, n_split, blocks, hd, out);
 }
 
 #define ZR_AD_KERNEL(NAME, V, QG, KV)                                                                                \

@@ -1,9 +1,6 @@
 // Pieces of the decode attention shared by its CUDA-core kernels (attention_decode.cu: the float4
 // arithmetic) and its tensor-core kernels (attention_decode_mma.cu: that, a block's output or
 // partial from its warps' sums, and the merge of the blocks' partials by a head's last block).
-// attention_decode.cu keeps its own inline form of the last two: calling these changed the
-// machine code of all eight of its kernels (ptxas sm_90), which then would have to be measured
-// again, while their arithmetic is the same.
 #pragma once
 #include "common.cuh"
 
@@ -25,10 +22,13 @@ __device__ __forceinline__ void zr_ad_block_put(const float *wm, const float *wl
     float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
     for (int w = 0; w < NW; w++) M = fmaxf(M, wm[w * ng + g]);
+    // A warp without rows (max -INFINITY) weighs expf(-INFINITY) = 0 and its sums are zeros, which
+    // leave Lc and o as they are, so no warp is skipped: without a branch the NW weights and loads
+    // go out together, not one warp's after another's (Mx: finite, should every warp lack rows)
+    const float Mx = M == -INFINITY ? 0.f : M;
 #pragma unroll
     for (int w = 0; w < NW; w++) {
-        if (wm[w * ng + g] == -INFINITY) continue; // a warp without rows
-        const float e = expf(wm[w * ng + g] - M);
+        const float e = expf(wm[w * ng + g] - Mx);
         Lc = fmaf(e, wl[w * ng + g], Lc);
         o = zr_ad_fma4(e, wo[(w * ng + g) * nslot + tt], o);
     }
