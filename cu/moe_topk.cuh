@@ -34,13 +34,15 @@ __device__ __forceinline__ void zr_moe_topk_n(const float *__restrict__ l, int n
         if (e < n_expert) m = fmaxf(m, p[i]);
     }
     m = zr_warp_max(m);
+    // No branch around an expf (a lane's NPL of them would run one after another): past n_expert p
+    // is -INFINITY, whose expf(p - m) adds 0 to s (m finite; with every logit -INFINITY the experts
+    // within n_expert make s NaN either way), and its p below becomes 0 - 2
     float s = 0.f;
 #pragma unroll
-    for (int i = 0; i < NPL; i++)
-        if (lane + 32 * i < n_expert) s += expf(p[i] - m);
+    for (int i = 0; i < NPL; i++) s += expf(p[i] - m);
     const float inv = 1.0f / zr_warp_sum(s);
 #pragma unroll
-    for (int i = 0; i < NPL; i++) p[i] = lane + 32 * i < n_expert ? expf(p[i] - m) * inv : -2.f; // -2: never chosen
+    for (int i = 0; i < NPL; i++) p[i] = expf(p[i] - m) * inv - (lane + 32 * i < n_expert ? 0.f : 2.f); // -2: never chosen
     float sum = 0.f, mine = 0.f; // mine: lane j's chosen p (j < 32)
     for (int j = 0; j < k; j++) {
         float best = -1.f;
