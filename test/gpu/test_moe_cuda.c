@@ -175,6 +175,13 @@ ZT_TEST(route_and_combine_match_the_cpu_reference) {
         int32_t *ids = malloc(sizeof(int32_t) * ROWS * k), *gids = malloc(sizeof(int32_t) * ROWS * k);
         float *w = malloc(sizeof(float) * ROWS * k), *gw = malloc(sizeof(float) * ROWS * k);
         for (int i = 0; i < ROWS * ne; i++) lg[i] = 3.0f * gpu_rand(&s);
+        /* equal p, chosen lowest id first: experts 3 and 35 (one lane's registers), and the last
+         * expert (another lane's); in odd rows they are the largest, so the first rounds take them */
+        for (int r = 0; r < ROWS && ne >= 64; r++) {
+            float *l = lg + (size_t)r * ne;
+            if (r & 1) l[3] = 3.5f;
+            l[35] = l[ne - 1] = l[3];
+        }
         for (int r = 0; r < ROWS; r++) zr_cpu_moe_route(lg + r * ne, probs, ne, k, ids + r * k, w + r * k);
         CUdeviceptr dl = gpu_upload(g, lg, sizeof(float) * ROWS * ne), di = gpu_alloc(g, sizeof(int32_t) * ROWS * k),
                     dw = gpu_alloc(g, sizeof(float) * ROWS * k);
@@ -241,6 +248,7 @@ ZT_TEST(matvec_id_routes_for_itself_and_mixes_into_the_residual) {
               *wts_ref = malloc(sizeof(float) * k), *wts_cpu = malloc(sizeof(float) * k);
         int32_t *ids = malloc(sizeof(int32_t) * k), *ids_ref = malloc(sizeof(int32_t) * k), *ids_cpu = malloc(sizeof(int32_t) * k);
         for (int i = 0; i < ne; i++) lg[i] = 3.0f * gpu_rand(&s);
+        if (ne >= 64) lg[3] = 3.5f, lg[35] = lg[3]; /* the largest p, twice in one lane's registers */
         if (ne >= 8) lg[ne - 1] = lg[3]; /* a tie: the lower id first */
         for (int i = 0; i < k * 2 * N_IN; i++) x[i] = gpu_rand(&s);
         for (int i = 0; i < N_IN; i++) gw[i] = 1.0f + 0.2f * gpu_rand(&s);
