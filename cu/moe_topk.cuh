@@ -35,8 +35,9 @@ __device__ __forceinline__ void zr_moe_topk_n(const float *__restrict__ l, int n
     }
     m = zr_warp_max(m);
     // No branch around an expf (a lane's NPL of them would run one after another): past n_expert p
-    // is -INFINITY, whose expf(p - m) adds 0 to s (m finite; with every logit -INFINITY the experts
-    // within n_expert make s NaN either way), and its p below becomes 0 - 2
+    // is -INFINITY, whose expf(p - m) adds 0 to s (m finite; with every logit -INFINITY or NaN the
+    // experts within n_expert make s NaN either way), and its p below becomes 0 - 2 (NaN where s
+    // is NaN, which no round chooses either)
     float s = 0.f;
 #pragma unroll
     for (int i = 0; i < NPL; i++) s += expf(p[i] - m);
