@@ -364,8 +364,9 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
                 const float *w = v < QG ? q_norm : k_norm;
                 const float rr = rinv[v];
                 if (d < rope_dim) {
-                    const int half = rope_dim >> 1, j = neox ? (d < half ? d : d - half) : d >> 1;
-                    const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
+                    const int half = rope_dim >> 1, j = zr_rope_pair_of(d, half, neox);
+                    int i0, i1;
+                    zr_rope_pair_values(j, half, neox, &i0, &i1);
                     float c, sn;
                     zr_rope_cos_sin(pos, freq[j], &c, &sn);
                     const float a = w ? x[i0] * rr * w[i0] : x[i0], b = w ? x[i1] * rr * w[i1] : x[i1];

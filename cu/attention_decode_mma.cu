@@ -145,9 +145,8 @@ __device__ __forceinline__ void zr_attn_decode_mma(const float *__restrict__ qkv
     float rc[VPL], rs[VPL], wq[VPL], wk[VPL];
 #pragma unroll
     for (int i = 0; i < VPL; i++) {
-        const int d = lane + 32 * i, half = rope_dim >> 1, j = neox ? (d < half ? d : d - half) : d >> 1;
-        p0[i] = neox ? j : 2 * j;
-        p1[i] = neox ? j + half : 2 * j + 1;
+        const int d = lane + 32 * i, half = rope_dim >> 1, j = zr_rope_pair_of(d, half, neox);
+        zr_rope_pair_values(j, half, neox, &p0[i], &p1[i]);
         rc[i] = rs[i] = 0.f;
         if (d < rope_dim) zr_rope_cos_sin(pos, freq[j], &rc[i], &rs[i]);
         wq[i] = q_norm ? q_norm[d] : 1.f;

@@ -31,7 +31,8 @@ __device__ __forceinline__ void rope_kv(float *qkv, int row_stride, int n_head, 
         float s, c;
         zr_rope_cos_sin(p, freq[j], &c, &s);
         float *v = row + (size_t)h * head_dim;
-        const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
+        int i0, i1;
+        zr_rope_pair_values(j, half, neox, &i0, &i1);
         const float a = v[i0], b = v[i1];
         const float ra = zr_rope_first(a, b, c, s), rb = zr_rope_second(a, b, c, s);
         v[i0] = ra;
