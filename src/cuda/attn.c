@@ -164,7 +164,10 @@ int zr_cuf_attn_layer_qg(const ZrCuForward *f, int il) {
     return decode_mma(f) ? f->m->hp.n_head / f->m->hp.n_head_kv : decode_qg(f);
 }
 
-bool zr_cuf_attn_layer_mma(const ZrCuForward *f, int il) { return decode_mma(f) && zr_cuf_attn_layer_qg(f, il) > 1; }
+/* Whether a layer whose decode takes qg query heads a block takes the tensor-core groups */
+static bool layer_mma_at(const ZrCuForward *f, int qg) { return decode_mma(f) && qg > 1; }
+
+bool zr_cuf_attn_layer_mma(const ZrCuForward *f, int il) { return layer_mma_at(f, zr_cuf_attn_layer_qg(f, il)); }
 
 /* The fused kernel (one launch per layer, the q/k head norms, a sliding window and soft-capped
  * scores included) wherever it takes the shape: H100 tg128 graph, 1B Q4_0 1501 -> 1835 t/s, 8B
@@ -183,7 +186,7 @@ int zr_cuf_attn_decode_layer(ZrCuForward *f, int il, ZrError *err) {
                               .neox = hp->rope == ZR_ROPE_NEOX, .chunk = f->chunk_f, .n_chunks = f->n_chunks_f,
                               .n_split = decode_split(f, qg), .qg = qg,
                               .window = window, .scale = scores_scale(f), .eps = hp->rms_eps,
-                              .softcap = hp->attn_softcap, .kv16 = f->kv16, .mma = zr_cuf_attn_layer_mma(f, il)};
+                              .softcap = hp->attn_softcap, .kv16 = f->kv16, .mma = layer_mma_at(f, qg)};
     return zr_k_attn_decode(f->launcher, f->k, &a, err);
 }
 
