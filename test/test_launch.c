@@ -1,7 +1,9 @@
 /* The launcher and recorder, on a driver double (no GPU needed). */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "cuda/graph.h"
 #include "cuda/launch.h"
 #include "cuda/module.h"
 #include "test_launch_double.h"
@@ -19,6 +21,7 @@ static const FakeKernel kernels[] = {
     {"axpb", 4, {8, 8, 4, 4}, k_axpb_run},
     {"noop", 1, {4}, NULL},
     {"mixed", 3, {1, 8, 2}, NULL},
+    {"matvec_q4_k", 1, {4}, NULL},
 };
 #define N_KERNELS (int)(sizeof kernels / sizeof kernels[0])
 
@@ -118,6 +121,139 @@ ZT_TEST(launches_stay_on_cuLaunchKernel_without_the_entry_point_or_below_cc_9_0)
     ZT_CHECK(!zr_launch_pdl_supported(&f.cuda));
     ZT_CHECK(zr_launcher_set_pdl(&f.l, zr_launch_pdl_supported(&f.cuda)) == false);
     ZT_CHECK(axpb_once(&f, &y) == 0 && y == 11.0f && fake_state()->launches_ex == 0);
+    fix_close(&f);
+}
+
+/* A kernel handle named `name` (only the name matters to zr_launch_cluster_of). */
+static ZrKernel named(const char *name) {
+    ZrKernel k = {0};
+    snprintf(k.name, sizeof k.name, "%s", name);
+    return k;
+}
+
+ZT_TEST(clusters_pair_the_products_that_stage_x_whole_on_even_one_dimensional_grids) {
+    static const char *const paired[] = {"matvec_q4_k", "matvec_q6_k_tall", "matvec_q8_0", "matvec_glu_bal_q4_k",
+                                         "matvec_f32", "matvec_f16"};
+    for (size_t i = 0; i < sizeof paired / sizeof paired[0]; i++) {
+        const ZrKernel k = named(paired[i]);
+        ZT_CHECKF(zr_launch_cluster_of(&k, ZR_DIM1(264)) == 2, "%s", paired[i]);
+        ZT_CHECKF(zr_launch_cluster_of(&k, ZR_DIM1(2)) == 2, "%s", paired[i]);
+        ZT_CHECKF(zr_launch_cluster_of(&k, ZR_DIM1(81)) == 1, "%s: odd grid", paired[i]);
+        ZT_CHECKF(zr_launch_cluster_of(&k, ZR_DIM1(1)) == 1, "%s: one block", paired[i]);
+        ZT_CHECKF(zr_launch_cluster_of(&k, ZR_DIM3(64, 2, 1)) == 1, "%s: 2-D grid", paired[i]);
+        ZT_CHECKF(zr_launch_cluster_of(&k, ZR_DIM3(64, 1, 2)) == 1, "%s: 3-D grid", paired[i]);
+    }
+    static const char *const alone[] = {"matvec_mix_q4_k_q6_k", "matvec_id_q4_k", "matvec_id_q4_k_flat",
+                                        "matvec_glu_flat_q4_k", "matvec_q6_k_mma", "attn_decode_f32_kvh",
+                                        "rmsnorm_f32", "argmax_f32"};
+    for (size_t i = 0; i < sizeof alone / sizeof alone[0]; i++) {
+        const ZrKernel k = named(alone[i]);
+        ZT_CHECKF(zr_launch_cluster_of(&k, ZR_DIM1(264)) == 1, "%s", alone[i]);
+    }
+}
+
+/* A fixture on Hopper with cuLaunchKernelEx, the node attribute's entry point or not, and a
+ * product kernel. */
+static int fix_open_clusters(Fix *f, int major, bool node_attr, ZrKernel *mv) {
+    if (fix_open_pdl(f, major, 0, true)) return 1;
+    fake_set_node_attributes(node_attr);
+    ZrError err = {0};
+    const size_t sizes[] = {4};
+    return zr_cuda_kernel(&f->cuda, "matvec_q4_k", sizes, 1, mv, &err);
+}
+
+ZT_TEST(clustered_launches_carry_the_cluster_attribute_beside_pdl_and_into_the_graph_node) {
+    Fix f;
+    ZrKernel mv;
+    ZT_CHECK(fix_open_clusters(&f, 9, true, &mv) == 0);
+    ZT_CHECK(zr_launch_clusters_supported(&f.cuda));
+    ZT_CHECK(!f.l.clusters); /* off until asked for */
+    ZT_CHECK(zr_launcher_set_clusters(&f.l, true) && f.l.clusters);
+    zr_launcher_set_pdl(&f.l, true);
+    ZrError err = {0};
+    int v = 1;
+    const FakeState *st = fake_state();
+    zr_launcher_record_begin(&f.l);
+    ZT_CHECK(ZR_LAUNCH(&f.l, &mv, ZR_DIM1(4), ZR_DIM1(256), 0, &err, &v) == 0);
+    ZT_CHECK(st->launches_ex == 1 && st->last_ex.numAttrs == 2);
+    ZT_CHECK(st->last_ex_attrs[0].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
+             st->last_ex_attrs[0].value.programmaticStreamSerializationAllowed == 1);
+    ZT_CHECK(st->last_ex_attrs[1].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+    ZT_CHECK(st->last_ex_attrs[1].value.clusterDim.x == 2 && st->last_ex_attrs[1].value.clusterDim.y == 1 &&
+             st->last_ex_attrs[1].value.clusterDim.z == 1);
+    ZT_CHECK(ZR_LAUNCH(&f.l, &mv, ZR_DIM1(3), ZR_DIM1(256), 0, &err, &v) == 0); /* odd: no cluster */
+    ZT_CHECK(st->launches_ex == 2 && st->last_ex.numAttrs == 1 &&
+             st->last_ex_attr.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+    ZT_CHECK(ZR_LAUNCH(&f.l, &f.noop, ZR_DIM1(4), ZR_DIM1(64), 0, &err, &v) == 0); /* not a product */
+    ZT_CHECK(st->launches_ex == 3 && st->last_ex.numAttrs == 1);
+    zr_launcher_set_pdl(&f.l, false);
+    ZT_CHECK(ZR_LAUNCH(&f.l, &mv, ZR_DIM1(8), ZR_DIM1(256), 0, &err, &v) == 0); /* the cluster alone */
+    ZT_CHECK(st->launches_ex == 4 && st->last_ex.numAttrs == 1 &&
+             st->last_ex_attr.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION && st->last_ex_attr.value.clusterDim.x == 2);
+    ZT_CHECK(ZR_LAUNCH(&f.l, &f.noop, ZR_DIM1(4), ZR_DIM1(64), 0, &err, &v) == 0); /* plain cuLaunchKernel */
+    ZT_CHECK(st->launches_ex == 4 && st->launches == 5);
+    zr_launcher_record_end(&f.l);
+    ZT_CHECK(f.l.rec.n == 5);
+    const unsigned want[] = {2, 1, 1, 2, 1};
+    for (size_t i = 0; i < 5; i++)
+        ZT_CHECKF((f.l.rec.recs[i].cluster > 1 ? f.l.rec.recs[i].cluster : 1) == want[i], "record %zu: %u", i,
+                  f.l.rec.recs[i].cluster);
+    ZrGraph g = {0};
+    ZT_CHECK(zr_graph_build(f.drv, &f.l.rec, NULL, 0, &g, &err) == CUDA_SUCCESS);
+    ZT_CHECK(st->n_nodes == 5);
+    for (int i = 0; i < st->n_nodes && i < 5; i++) {
+        const unsigned *c = st->nodes[i].cluster;
+        if (want[i] == 2) ZT_CHECKF(c[0] == 2 && c[1] == 1 && c[2] == 1, "node %d: (%u,%u,%u)", i, c[0], c[1], c[2]);
+        else ZT_CHECKF(c[0] == 0, "node %d: a cluster attribute set", i);
+    }
+    zr_graph_destroy(f.drv, &g);
+    fix_close(&f);
+}
+
+ZT_TEST(a_clustered_launch_the_device_refuses_runs_again_without_clusters_and_turns_them_off) {
+    Fix f;
+    ZrKernel mv;
+    ZT_CHECK(fix_open_clusters(&f, 9, true, &mv) == 0);
+    zr_launcher_set_pdl(&f.l, true);
+    ZT_CHECK(zr_launcher_set_clusters(&f.l, true));
+    FakeState *st = fake_state();
+    st->fail_launch_at = 1;
+    st->launch_result = CUDA_ERROR_INVALID_VALUE;
+    ZrError err = {0};
+    int v = 1;
+    zr_launcher_record_begin(&f.l);
+    ZT_CHECKF(ZR_LAUNCH(&f.l, &mv, ZR_DIM1(4), ZR_DIM1(256), 0, &err, &v) == 0, "%s", err.msg);
+    ZT_CHECK(st->launches == 2 && st->launches_ex == 2 && !f.l.clusters);
+    ZT_CHECK(st->last_ex.numAttrs == 1 && st->last_ex_attr.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+    ZT_CHECK(ZR_LAUNCH(&f.l, &mv, ZR_DIM1(4), ZR_DIM1(256), 0, &err, &v) == 0 && st->last_ex.numAttrs == 1);
+    zr_launcher_record_end(&f.l);
+    ZT_CHECK(f.l.rec.n == 2 && f.l.rec.recs[0].cluster <= 1 && f.l.rec.recs[1].cluster <= 1);
+    /* a sticky error is not retried */
+    ZT_CHECK(zr_launcher_set_clusters(&f.l, true));
+    st->fail_launch_at = 4;
+    st->launch_result = CUDA_ERROR_ILLEGAL_ADDRESS;
+    ZT_CHECK(ZR_LAUNCH(&f.l, &mv, ZR_DIM1(4), ZR_DIM1(256), 0, &err, &v) == ZR_E_CUDA);
+    ZT_CHECKF(strstr(err.msg, "clusters of 2") && strstr(err.msg, "CUDA_ERROR_ILLEGAL_ADDRESS"), "%s", err.msg);
+    ZT_CHECK(st->launches == 4);
+    fix_close(&f);
+}
+
+ZT_TEST(clusters_stay_off_without_the_node_attribute_entry_point_or_below_cc_9_0) {
+    Fix f;
+    ZrKernel mv;
+    ZrError err = {0};
+    int v = 1;
+    ZT_CHECK(fix_open_clusters(&f, 9, false, &mv) == 0);
+    ZT_CHECK(!zr_launch_clusters_supported(&f.cuda));
+    ZT_CHECK(!zr_launcher_set_clusters(&f.l, true) && !f.l.clusters);
+    ZT_CHECK(ZR_LAUNCH(&f.l, &mv, ZR_DIM1(4), ZR_DIM1(256), 0, &err, &v) == 0);
+    ZT_CHECK(fake_state()->launches == 1 && fake_state()->launches_ex == 0);
+    fix_close(&f);
+    ZT_CHECK(fix_open_clusters(&f, 8, true, &mv) == 0);
+    ZT_CHECK(!zr_launch_clusters_supported(&f.cuda));
+    ZT_CHECK(zr_launcher_set_clusters(&f.l, zr_launch_clusters_supported(&f.cuda)) == false);
+    ZT_CHECK(ZR_LAUNCH(&f.l, &mv, ZR_DIM1(4), ZR_DIM1(256), 0, &err, &v) == 0);
+    ZT_CHECK(fake_state()->launches == 1 && fake_state()->launches_ex == 0);
     fix_close(&f);
 }
 

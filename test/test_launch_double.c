@@ -154,8 +154,17 @@ static CUresult f_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params
     st.launches_ex++;
     st.last_ex = *c;
     st.last_ex_attr = c->numAttrs == 1 ? c->attrs[0] : (CUlaunchAttribute){.id = -1};
+    for (unsigned i = 0; i < c->numAttrs && i < 4; i++) st.last_ex_attrs[i] = c->attrs[i];
     return f_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
                     c->sharedMemBytes, c->hStream, params, extra);
+}
+static CUresult f_node_set_attr(CUgraphNode node, int attr, const CUlaunchAttributeValue *v) {
+    const int i = (int)(uintptr_t)node - 1;
+    if (i < 0 || i >= st.n_nodes || attr != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) return CUDA_ERROR_INVALID_VALUE;
+    st.nodes[i].cluster[0] = v->clusterDim.x;
+    st.nodes[i].cluster[1] = v->clusterDim.y;
+    st.nodes[i].cluster[2] = v->clusterDim.z;
+    return CUDA_SUCCESS;
 }
 static CUresult f_graph_create(CUgraph *g, unsigned f) {
     (void)f;
@@ -244,6 +253,8 @@ static CUresult f_dot(CUgraph g, const char *path, unsigned f) {
     fclose(o);
     return CUDA_SUCCESS;
 }
+
+void fake_set_node_attributes(bool on) { drv.cuGraphKernelNodeSetAttribute = on ? f_node_set_attr : NULL; }
 
 void fake_set_pdl(int cc_major, int cc_minor, bool add_dependencies, bool launch_ex) {
     st.cc_major = cc_major;

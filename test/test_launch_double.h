@@ -24,6 +24,7 @@ typedef struct FakeNode {
     size_t n_deps;
     int dep; /* index of the single dependency, -1 for none */
     CUgraphEdgeData edge; /* of that dependency (all zero: a plain edge) */
+    unsigned cluster[3];  /* cuGraphKernelNodeSetAttribute's CLUSTER_DIMENSION (zeros: none set) */
 } FakeNode;
 
 typedef struct FakeState {
@@ -45,6 +46,7 @@ typedef struct FakeState {
     int launches_ex;                       /* of `launches`, those through cuLaunchKernelEx */
     CUlaunchConfig last_ex;                /* the last cuLaunchKernelEx's configuration ... */
     CUlaunchAttribute last_ex_attr;        /* ... and its one attribute (else id -1) */
+    CUlaunchAttribute last_ex_attrs[4];    /* ... all of them (last_ex.numAttrs, up to 4) */
     size_t mem_free; /* reported by cuMemGetInfo */
     bool poison_is_process_wide; /* like driver 580: a reset does not clear the trap's error */
 } FakeState;
@@ -56,5 +58,7 @@ FakeState *fake_state(void);
  * cuLaunchKernelEx or not (fake_driver gives 1.1 and neither). Call before zr_cuda_open (it
  * reads the properties). */
 void fake_set_pdl(int cc_major, int cc_minor, bool add_dependencies, bool launch_ex);
+/* The table has cuGraphKernelNodeSetAttribute or not (fake_driver: not). */
+void fake_set_node_attributes(bool on);
 /* The CUfunction for a fake kernel (what cuModuleGetFunction returns). */
 CUfunction fake_fn(const FakeKernel *k);

@@ -112,19 +112,24 @@ typedef struct CUgraphEdgeData {
 enum { CU_GRAPH_KERNEL_NODE_PORT_DEFAULT = 0, CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC = 1 };
 enum { CU_GRAPH_DEPENDENCY_TYPE_DEFAULT = 0, CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1 };
 
-/* cuLaunchKernelEx's configuration (CUDA 11.8+), with the one attribute zrun sets:
+/* cuLaunchKernelEx's configuration (CUDA 11.8+), with the two attributes zrun sets:
  * PROGRAMMATIC_STREAM_SERIALIZATION = 1 lets the kernel start before the previous kernel in the
  * stream has finished (once that one runs griddepcontrol.launch_dependents); the kernel then
- * waits in griddepcontrol.wait. */
-enum { CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+ * waits in griddepcontrol.wait. CLUSTER_DIMENSION launches the grid as thread block clusters of
+ * clusterDim blocks (sm_90+; graph kernel nodes take it through cuGraphKernelNodeSetAttribute). */
+enum { CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+typedef union CUlaunchAttributeValue {
+    char pad[64];
+    uint64_t align_; /* the real union holds pointers */
+    struct {
+        unsigned int x, y, z;
+    } clusterDim;
+    int programmaticStreamSerializationAllowed;
+} CUlaunchAttributeValue;
 typedef struct CUlaunchAttribute {
     int id; /* CUlaunchAttributeID */
     char pad[4];
-    union {
-        char pad[64];
-        uint64_t align_; /* the real union holds pointers */
-        int programmaticStreamSerializationAllowed;
-    } value;
+    CUlaunchAttributeValue value;
 } CUlaunchAttribute;
 typedef struct CUlaunchConfig {
     unsigned int gridDimX, gridDimY, gridDimZ;
@@ -196,6 +201,8 @@ typedef CUresult (*PFN_cuLaunchKernelEx_v11060)(const CUlaunchConfig *config, CU
 typedef CUresult (*PFN_cuGraphCreate)(CUgraph *g, unsigned int flags);
 typedef CUresult (*PFN_cuGraphAddKernelNode_v2)(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
                                                 size_t n_deps, const CUDA_KERNEL_NODE_PARAMS *params);
+typedef CUresult (*PFN_cuGraphKernelNodeSetAttribute_v11000)(CUgraphNode node, int attr,
+                                                             const CUlaunchAttributeValue *value);
 /* cuGraphAddDependencies_v2: from[i] -> to[i] with edges[i] (NULL: plain edges). */
 typedef CUresult (*PFN_cuGraphAddDependencies_v12030)(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
                                                       const CUgraphEdgeData *edges, size_t n);

@@ -955,6 +955,8 @@ ZrBackend *zr_cuda_backend_create(const ZrModel *m, const ZrBackendOptions *o, Z
     /* programmatic dependent launch wherever it is supported (sm_90+, cuLaunchKernelEx): +18%
      * tg128 on the H100 (cu/PERF.md); the decode graph's edges follow the same rule (graph.c) */
     zr_launcher_set_pdl(&c->launcher, zr_launch_pdl_supported(&c->cuda));
+    /* the decode products in clusters of two blocks (zr_launch_cluster_of; the same bits) */
+    zr_launcher_set_clusters(&c->launcher, zr_launch_clusters_supported(&c->cuda));
     c->launcher_init = true;
     if (o->profile) {
         zr_profile_init(&c->prof, drv);

@@ -68,6 +68,7 @@ static const Entry k_entries[] = {
     E(cuGraphCreate, 10000),
     E(cuGraphAddKernelNode, ZR_CU_V_GRAPH_NODE),
     OPT(cuGraphAddDependencies, ZR_CU_V_GRAPH_EDGES),
+    OPT(cuGraphKernelNodeSetAttribute, 11000),
     E(cuGraphInstantiateWithFlags, ZR_CU_V_GRAPH_INST),
     E(cuGraphLaunch, 10000),
     E(cuGraphExecDestroy, 10000),

@@ -61,6 +61,7 @@ typedef struct ZrCuDriver {
     PFN_cuGraphCreate cuGraphCreate;
     PFN_cuGraphAddKernelNode_v2 cuGraphAddKernelNode;
     PFN_cuGraphAddDependencies_v12030 cuGraphAddDependencies; /* optional (driver >= 12.3); may be NULL */
+    PFN_cuGraphKernelNodeSetAttribute_v11000 cuGraphKernelNodeSetAttribute; /* optional; ONLY launch.c, graph.c */
     PFN_cuGraphInstantiateWithFlags cuGraphInstantiateWithFlags;
     PFN_cuGraphLaunch cuGraphLaunch;
     PFN_cuGraphExecDestroy cuGraphExecDestroy;

@@ -13,6 +13,24 @@ bool zr_launcher_set_pdl(ZrLauncher *l, bool on) { return l->pdl = on && l->drv-
 
 bool zr_launch_pdl_supported(const ZrCuda *c) { return c->props.cc_major >= 9 && c->drv->cuLaunchKernelEx != NULL; }
 
+bool zr_launcher_set_clusters(ZrLauncher *l, bool on) {
+    return l->clusters = on && l->drv->cuLaunchKernelEx != NULL && l->drv->cuGraphKernelNodeSetAttribute != NULL;
+}
+
+bool zr_launch_clusters_supported(const ZrCuda *c) {
+    return c->props.cc_major >= 9 && c->drv->cuLaunchKernelEx != NULL && c->drv->cuGraphKernelNodeSetAttribute != NULL;
+}
+
+unsigned zr_launch_cluster_of(const ZrKernel *k, ZrDim3 grid) {
+    const char *n = k->name;
+    if (grid.x % 2 || grid.y != 1 || grid.z != 1 || strncmp(n, "matvec_", 7)) return 1;
+    /* the expert products (grids of experts x tiles), the mixed-type ones (a part a row of the
+     * grid) and the tensor-core and flat ones measured no gain or a loss */
+    if (!strncmp(n, "matvec_id", 9) || !strncmp(n, "matvec_mix", 10) || strstr(n, "_mma") || strstr(n, "_flat"))
+        return 1;
+    return 2;
+}
+
 void zr_launcher_free(ZrLauncher *l) {
     zr_recording_free(&l->rec);
     memset(l, 0, sizeof *l);
@@ -50,7 +68,7 @@ const void *zr_recording_param(const ZrRecording *r, size_t i, int j) {
 
 /* Appends a record with a private copy of the parameter values. */
 static int record(ZrRecording *r, const ZrKernel *k, ZrDim3 grid, ZrDim3 block, unsigned shared_bytes,
-                  void *const *params, ZrError *err) {
+                  unsigned cluster, void *const *params, ZrError *err) {
     size_t bytes = 0;
     for (int i = 0; i < k->n_params; i++)
         if (k->offset[i] + k->size[i] > bytes) bytes = k->offset[i] + k->size[i];
@@ -74,10 +92,38 @@ static int record(ZrRecording *r, const ZrKernel *k, ZrDim3 grid, ZrDim3 block, 
     for (int i = 0; i < k->n_params; i++) memcpy(r->arena + off + k->offset[i], params[i], k->size[i]);
     r->arena_len = off + bytes;
     r->recs[r->n++] = (ZrLaunchRecord){
-        .kernel = k, .fn = k->fn, .grid = grid, .block = block, .shared_bytes = shared_bytes,
+        .kernel = k, .fn = k->fn, .grid = grid, .block = block, .shared_bytes = shared_bytes, .cluster = cluster,
         .param_off = off, .param_bytes = bytes,
     };
     return ZR_OK;
+}
+
+/* One launch of k: cuLaunchKernelEx with programmatic stream serialization (l->pdl) and a
+ * cluster of `cluster` blocks (> 1) where either is asked for, else cuLaunchKernel. */
+static CUresult launch_once(const ZrLauncher *l, const ZrKernel *k, ZrDim3 grid, ZrDim3 block, unsigned shared_bytes,
+                            void *const *params, unsigned cluster) {
+    const ZrCuDriver *d = l->drv;
+    if (!l->pdl && cluster <= 1)
+        return d->cuLaunchKernel(k->fn, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, l->stream,
+                                 (void **)params, NULL);
+    CUlaunchAttribute attr[2];
+    unsigned n_attr = 0;
+    if (l->pdl) {
+        attr[n_attr] = (CUlaunchAttribute){.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
+        attr[n_attr++].value.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cluster > 1) {
+        CUlaunchAttribute *a = &attr[n_attr++];
+        *a = (CUlaunchAttribute){.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+        a->value.clusterDim.x = cluster;
+        a->value.clusterDim.y = a->value.clusterDim.z = 1;
+    }
+    const CUlaunchConfig cfg = {
+        .gridDimX = grid.x, .gridDimY = grid.y, .gridDimZ = grid.z,
+        .blockDimX = block.x, .blockDimY = block.y, .blockDimZ = block.z,
+        .sharedMemBytes = shared_bytes, .hStream = l->stream, .attrs = attr, .numAttrs = n_attr,
+    };
+    return d->cuLaunchKernelEx(&cfg, k->fn, (void **)params, NULL);
 }
 
 int zr_launch(ZrLauncher *l, const ZrKernel *k, ZrDim3 grid, ZrDim3 block, unsigned shared_bytes,
@@ -91,28 +137,24 @@ int zr_launch(ZrLauncher *l, const ZrKernel *k, ZrDim3 grid, ZrDim3 block, unsig
                       grid.y, grid.z, block.x, block.y, block.z);
     int rc;
     if (l->profile && (rc = zr_profile_begin(l->profile, k, l->stream, err))) return rc;
-    CUresult r;
-    if (l->pdl) {
-        CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
-        attr.value.programmaticStreamSerializationAllowed = 1;
-        const CUlaunchConfig cfg = {
-            .gridDimX = grid.x, .gridDimY = grid.y, .gridDimZ = grid.z,
-            .blockDimX = block.x, .blockDimY = block.y, .blockDimZ = block.z,
-            .sharedMemBytes = shared_bytes, .hStream = l->stream, .attrs = &attr, .numAttrs = 1,
-        };
-        r = d->cuLaunchKernelEx(&cfg, k->fn, (void **)params, NULL);
-    } else {
-        r = d->cuLaunchKernel(k->fn, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, l->stream,
-                              (void **)params, NULL);
+    unsigned cluster = l->clusters ? zr_launch_cluster_of(k, grid) : 1;
+    CUresult r = launch_once(l, k, grid, block, shared_bytes, params, cluster);
+    if (r != CUDA_SUCCESS && cluster > 1 && !zr_driver_error_is_sticky(r)) {
+        /* a device that cannot place the clusters: the launch as before, and no more clusters */
+        l->clusters = false;
+        cluster = 1;
+        r = launch_once(l, k, grid, block, shared_bytes, params, cluster);
     }
     if (r != CUDA_SUCCESS)
-        return zr_driver_err(d, err, r, "launch %s grid (%u,%u,%u) block (%u,%u,%u) shared %u%s", k->name, grid.x,
+        return zr_driver_err(d, err, r, "launch %s grid (%u,%u,%u) block (%u,%u,%u) shared %u%s%s%s", k->name, grid.x,
                              grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
-                             l->pdl ? " (cuLaunchKernelEx, programmatic stream serialization)" : "");
+                             l->pdl || cluster > 1 ? " (cuLaunchKernelEx" : "",
+                             l->pdl ? ", programmatic stream serialization" : "",
+                             cluster > 1 ? ", clusters of 2)" : l->pdl ? ")" : "");
     if (l->profile && (rc = zr_profile_end(l->profile, l->stream, err))) return rc;
     l->n_launches++;
     if (l->sync_each) ZR_CU_TRY(d, err, d->cuStreamSynchronize(l->stream), "kernel %s failed", k->name);
-    if (l->recording && (rc = record(&l->rec, k, grid, block, shared_bytes, params, err))) return rc;
+    if (l->recording && (rc = record(&l->rec, k, grid, block, shared_bytes, cluster, params, err))) return rc;
     return ZR_OK;
 }
 

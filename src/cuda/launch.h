@@ -15,7 +15,12 @@
  * the stream drains (every kernel waits in griddepcontrol.wait before touching what earlier
  * work wrote: cu/common.cuh). The CUDA backend turns it on wherever it is supported
  * (zr_launch_pdl_supported); a launcher starts with it off (plain cuLaunchKernel), which is what
- * tests and tools get unless they ask. */
+ * tests and tools get unless they ask.
+ *
+ * Thread block clusters (zr_launcher_set_clusters): the launches zr_launch_cluster_of names go out
+ * as clusters of two blocks (cuLaunchKernelEx's CLUSTER_DIMENSION, and the graph node's attribute
+ * of the same name). The kernels do not use the cluster: only where the hardware places the
+ * blocks changes, and with it the time (cu/PERF.md session 36), not a bit of the results. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -35,6 +40,7 @@ typedef struct ZrLaunchRecord {
     CUfunction fn;
     ZrDim3 grid, block;
     unsigned shared_bytes;
+    unsigned cluster;       /* blocks a thread block cluster (0 or 1: none; zr_launch_cluster_of) */
     size_t param_off;       /* the parameter block in the arena, laid out at kernel->offset[i] */
     size_t param_bytes;     /* its length */
 } ZrLaunchRecord;
@@ -57,6 +63,7 @@ typedef struct ZrLauncher {
     bool sync_each;     /* debugging: wait after each launch so a fault names its kernel */
     uint64_t n_launches;/* launches issued since init */
     bool pdl;           /* cuLaunchKernelEx with programmatic stream serialization */
+    bool clusters;      /* the launches zr_launch_cluster_of names as clusters (cuLaunchKernelEx) */
 } ZrLauncher;
 
 void zr_launcher_init(ZrLauncher *l, const ZrCuDriver *drv, CUstream stream);
@@ -66,6 +73,19 @@ void zr_launcher_free(ZrLauncher *l);
 bool zr_launcher_set_pdl(ZrLauncher *l, bool on);
 /* Compute capability >= 9.0 and cuLaunchKernelEx in the driver. */
 bool zr_launch_pdl_supported(const ZrCuda *c);
+/* Clusters for the launches that follow, where `on` and the driver has cuLaunchKernelEx and
+ * cuGraphKernelNodeSetAttribute; returns whether they are on. The backend passes
+ * zr_launch_clusters_supported(cuda). */
+bool zr_launcher_set_clusters(ZrLauncher *l, bool on);
+/* Compute capability >= 9.0 and both entry points in the driver. */
+bool zr_launch_clusters_supported(const ZrCuda *c);
+/* The cluster a launch of k on grid takes with clusters on: 2 for the decode products that stage
+ * x whole in every block (matvec_<type>, _tall, the balanced gate|up, matvec_f32 / _f16) on an
+ * even one-dimensional grid, else 1. Measured (H200, cu/PERF.md session 36): Llama-3.2-1B
+ * Q4_K_M +0.5-0.75% tg128, the other models within 0.2%; the mixed-type products in twos gained
+ * 0.8-1.2% on Llama-3.2-3B / 3-8B but lost 0.7% on Gemma-3-4B, everything else in twos the same,
+ * in fours 10-32% slower. */
+unsigned zr_launch_cluster_of(const ZrKernel *k, ZrDim3 grid);
 
 /* Launches k on l->stream. params[0..n_params) point at the values; n_params must equal
  * k->n_params. Checks the launch; with sync_each also waits for it. */
