@@ -207,6 +207,20 @@ ZT_TEST(clustered_launches_carry_the_cluster_attribute_beside_pdl_and_into_the_g
         else ZT_CHECKF(c[0] == 0, "node %d: a cluster attribute set", i);
     }
     zr_graph_destroy(f.drv, &g);
+    /* the launch log names the cluster */
+    char text[4096] = {0};
+    FILE *mf = fmemopen(text, sizeof text - 1, "w");
+    ZT_CHECK(mf != NULL);
+    zr_recording_print(&f.l.rec, mf);
+    fclose(mf);
+    ZT_CHECKF(strstr(text, "grid (4,1,1) block (256,1,1) shared 0 cluster 2 params") &&
+                  strstr(text, "grid (3,1,1) block (256,1,1) shared 0 params"),
+              "%s", text);
+    /* a driver table without the node attribute cannot build a clustered recording: an error
+     * that names it, not a crash */
+    fake_set_node_attributes(false);
+    ZT_CHECK(zr_graph_build(f.drv, &f.l.rec, NULL, 0, &g, &err) == CUDA_ERROR_NOT_SUPPORTED);
+    ZT_CHECKF(strstr(err.msg, "cuGraphKernelNodeSetAttribute") && strstr(err.msg, "matvec_q4_k"), "%s", err.msg);
     fix_close(&f);
 }
 

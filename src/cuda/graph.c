@@ -85,9 +85,11 @@ CUresult zr_graph_build_steps(const ZrCuDriver *d, const ZrRecording *rec, int s
             build_failed(d, g, nodes);
             return r;
         }
-        if (x->cluster > 1) { /* only where the launcher had the entry point (zr_launcher_set_clusters) */
+        if (x->cluster > 1) { /* recorded by a launcher that had the entry point (zr_launcher_set_clusters) */
             const CUlaunchAttributeValue v = {.clusterDim = {x->cluster, 1, 1}};
-            r = d->cuGraphKernelNodeSetAttribute(node, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v);
+            r = d->cuGraphKernelNodeSetAttribute
+                    ? d->cuGraphKernelNodeSetAttribute(node, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &v)
+                    : CUDA_ERROR_NOT_SUPPORTED;
             if (r != CUDA_SUCCESS) {
                 zr_driver_err(d, err, r, "cuGraphKernelNodeSetAttribute (node %zu of %zu, %s: clusters of %u)", i, n,
                               x->kernel->name, x->cluster);

@@ -161,8 +161,10 @@ int zr_launch(ZrLauncher *l, const ZrKernel *k, ZrDim3 grid, ZrDim3 block, unsig
 void zr_recording_print(const ZrRecording *r, FILE *f) {
     for (size_t i = 0; i < r->n; i++) {
         const ZrLaunchRecord *x = &r->recs[i];
-        fprintf(f, "launch %4zu %-28s grid (%u,%u,%u) block (%u,%u,%u) shared %u params", i, x->kernel->name,
-                x->grid.x, x->grid.y, x->grid.z, x->block.x, x->block.y, x->block.z, x->shared_bytes);
+        fprintf(f, "launch %4zu %-28s grid (%u,%u,%u) block (%u,%u,%u) shared %u", i, x->kernel->name, x->grid.x,
+                x->grid.y, x->grid.z, x->block.x, x->block.y, x->block.z, x->shared_bytes);
+        if (x->cluster > 1) fprintf(f, " cluster %u", x->cluster);
+        fputs(" params", f);
         for (int j = 0; j < x->kernel->n_params; j++) {
             const unsigned char *p = zr_recording_param(r, i, j);
             fputc(' ', f);
