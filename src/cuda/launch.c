@@ -145,12 +145,14 @@ int zr_launch(ZrLauncher *l, const ZrKernel *k, ZrDim3 grid, ZrDim3 block, unsig
         cluster = 1;
         r = launch_once(l, k, grid, block, shared_bytes, params, cluster);
     }
-    if (r != CUDA_SUCCESS)
-        return zr_driver_err(d, err, r, "launch %s grid (%u,%u,%u) block (%u,%u,%u) shared %u%s%s%s", k->name, grid.x,
-                             grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
-                             l->pdl || cluster > 1 ? " (cuLaunchKernelEx" : "",
-                             l->pdl ? ", programmatic stream serialization" : "",
-                             cluster > 1 ? ", clusters of 2)" : l->pdl ? ")" : "");
+    if (r != CUDA_SUCCESS) {
+        char how[96] = "", cl[32] = "";
+        if (cluster > 1) snprintf(cl, sizeof cl, ", clusters of %u", cluster);
+        if (l->pdl || cluster > 1)
+            snprintf(how, sizeof how, " (cuLaunchKernelEx%s%s)", l->pdl ? ", programmatic stream serialization" : "", cl);
+        return zr_driver_err(d, err, r, "launch %s grid (%u,%u,%u) block (%u,%u,%u) shared %u%s", k->name, grid.x,
+                             grid.y, grid.z, block.x, block.y, block.z, shared_bytes, how);
+    }
     if (l->profile && (rc = zr_profile_end(l->profile, l->stream, err))) return rc;
     l->n_launches++;
     if (l->sync_each) ZR_CU_TRY(d, err, d->cuStreamSynchronize(l->stream), "kernel %s failed", k->name);
