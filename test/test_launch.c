@@ -124,10 +124,11 @@ ZT_TEST(launches_stay_on_cuLaunchKernel_without_the_entry_point_or_below_cc_9_0)
     fix_close(&f);
 }
 
-/* A kernel handle named `name` (only the name matters to zr_launch_cluster_of). */
+/* A kernel handle named `name`, its name's part of the cluster rule taken as zr_cuda_kernel takes it. */
 static ZrKernel named(const char *name) {
     ZrKernel k = {0};
     snprintf(k.name, sizeof k.name, "%s", name);
+    k.pairs = zr_launch_kernel_pairs(name);
     return k;
 }
 

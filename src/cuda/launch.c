@@ -21,14 +21,15 @@ bool zr_launch_clusters_supported(const ZrCuda *c) {
     return c->props.cc_major >= 9 && c->drv->cuLaunchKernelEx != NULL && c->drv->cuGraphKernelNodeSetAttribute != NULL;
 }
 
-unsigned zr_launch_cluster_of(const ZrKernel *k, ZrDim3 grid) {
-    const char *n = k->name;
-    if (grid.x % 2 || grid.y != 1 || grid.z != 1 || strncmp(n, "matvec_", 7)) return 1;
+bool zr_launch_kernel_pairs(const char *n) {
     /* the expert products (grids of experts x tiles), the mixed-type ones (a part a row of the
      * grid) and the tensor-core and flat ones measured no gain or a loss */
-    if (!strncmp(n, "matvec_id", 9) || !strncmp(n, "matvec_mix", 10) || strstr(n, "_mma") || strstr(n, "_flat"))
-        return 1;
-    return 2;
+    return !strncmp(n, "matvec_", 7) && strncmp(n, "matvec_id", 9) && strncmp(n, "matvec_mix", 10) &&
+           !strstr(n, "_mma") && !strstr(n, "_flat");
+}
+
+unsigned zr_launch_cluster_of(const ZrKernel *k, ZrDim3 grid) {
+    return k->pairs && grid.x % 2 == 0 && grid.y == 1 && grid.z == 1 ? 2 : 1;
 }
 
 void zr_launcher_free(ZrLauncher *l) {

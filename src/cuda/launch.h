@@ -86,6 +86,8 @@ bool zr_launch_clusters_supported(const ZrCuda *c);
  * 0.8-1.2% on Llama-3.2-3B and Llama-3-8B but lost 0.7% on Gemma-3-4B, everything else in twos
  * the same, in fours 10-32% slower. */
 unsigned zr_launch_cluster_of(const ZrKernel *k, ZrDim3 grid);
+/* The name half of that rule, taken once per kernel at lookup (ZrKernel.pairs: zr_cuda_kernel). */
+bool zr_launch_kernel_pairs(const char *name);
 
 /* Launches k on l->stream. params[0..n_params) point at the values; n_params must equal
  * k->n_params. Checks the launch; with sync_each also waits for it. */

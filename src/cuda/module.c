@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "cuda/launch.h" /* zr_launch_kernel_pairs */
 
 #if ZR_HAVE_KERNELS
 extern const unsigned char zr_kernels_fatbin[];
@@ -162,6 +163,7 @@ int zr_cuda_kernel(const ZrCuda *c, const char *name, const size_t *sizes, int n
                       ZR_KERNEL_MAX_PARAMS);
     if (!c->mod) return zr_err(err, ZR_E_INTERNAL, "kernel %s: no kernel module loaded", name);
     snprintf(out->name, sizeof out->name, "%s", name);
+    out->pairs = zr_launch_kernel_pairs(name); /* once here, not at every launch */
     CUresult r = d->cuModuleGetFunction(&out->fn, c->mod, name);
     if (r != CUDA_SUCCESS)
         return zr_driver_err(d, err, r, "kernel %s: not found in the embedded module (cuModuleGetFunction)", name);

@@ -44,6 +44,7 @@ typedef struct ZrKernel {
      * a thread; the launch shapes read them (cuda/mv_shape.c) instead of mirroring cu/'s caps; its
      * static shared memory in bytes, which the dynamic shared memory it may opt in to sits beside */
     int max_threads, regs, static_smem;
+    bool pairs; /* launched in clusters of two on even 1-D grids (zr_launch_kernel_pairs, at lookup) */
 } ZrKernel;
 
 /* Retains the primary context of device `ordinal`, makes it current, creates the stream and
