@@ -6,8 +6,6 @@
 #include "cuda/pick.h"
 #include "cuda/upload.h"
 
-#define LT_WS_BYTES ((size_t)32 << 20) /* cuBLASLt workspace */
-
 static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
 static size_t smax(size_t a, size_t b) { return a > b ? a : b; }
 
@@ -46,7 +44,7 @@ int zr_cuf_buffers(const ZrModel *m, int n_ctx, bool kv16, ZrCuBuffer out[ZR_CUF
         B(attn_count, n_head * sizeof(int32_t), "attention counters", false),
         B(xh, UB * wmax * 2, "f16 activations", false),
         B(wbuf, zr_cuf_wbuf_elems(m) * 2, "f16 weight buffer", false),
-        B(lt_ws, LT_WS_BYTES, "cuBLASLt workspace", false),
+        B(lt_ws, ZR_CUF_LT_WS_BYTES, "cuBLASLt workspace", false),
     };
 #undef B
     const int n = (int)(sizeof t / sizeof t[0]);
@@ -59,7 +57,7 @@ int zr_cuf_buffers_alloc(ZrCuForward *f, ZrError *err) {
     ZrCuBuffer t[ZR_CUF_MAX_BUFFERS];
     const int n = zr_cuf_buffers(f->m, f->n_ctx, f->kv16, t);
     f->wbuf_elems = zr_cuf_wbuf_elems(f->m);
-    f->lt_ws_bytes = LT_WS_BYTES;
+    f->lt_ws_bytes = ZR_CUF_LT_WS_BYTES;
     for (int i = 0; i < n; i++) {
         int rc = zr_cuf_dalloc(f, (CUdeviceptr *)((char *)f + t[i].field), t[i].bytes, t[i].what, err);
         if (rc) return rc;

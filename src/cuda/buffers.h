@@ -15,6 +15,9 @@ typedef struct ZrCuBuffer {
     bool kv;          /* part of the KV cache (the plan reports it apart) */
 } ZrCuBuffer;
 #define ZR_CUF_MAX_BUFFERS 32
+/* cuBLASLt's workspace (ZrCuForward.lt_ws): a constant, so the plans made before the buffers exist
+ * (cuda/warm.h) are for the shapes the prefill runs (a plan's shape includes it) */
+#define ZR_CUF_LT_WS_BYTES ((size_t)32 << 20)
 
 /* The table for this model and context, in allocation order; returns the number of buffers. */
 int zr_cuf_buffers(const ZrModel *m, int n_ctx, bool kv16, ZrCuBuffer out[ZR_CUF_MAX_BUFFERS]);

@@ -52,8 +52,7 @@ struct ZrCuWarm {
                              * the thread goes on with a second handle (zr_cublaslt_fork) */
     PoolBuf pool[WARM_MAX_POOL]; /* the buffers the GEMMs may use, largest first */
     int n_pool;
-    CUdeviceptr ws;
-    size_t ws_bytes;
+    CUdeviceptr ws; /* ZR_CUF_LT_WS_BYTES */
     CUdeviceptr d_own; /* the outputs of the GEMMs run after ready (the prompts' own buffers are in use then) */
     size_t d_own_bytes;
     /* the thread's */
@@ -225,17 +224,23 @@ static bool first_takes(const ZrCuWarm *w, const WarmGemm *x, int64_t n) {
     return w->first_rows > x->small_rows && w->first_rows >= 2 && zr_cublaslt_bucket(n) == zr_cublaslt_bucket(w->first_rows);
 }
 
-/* x's GEMM of n rows (n = the bucket's largest), with its operands from the pool, or from the own
- * output buffer (own): *g, or false when they do not fit. */
-static bool gemm_at(const ZrCuWarm *w, const WarmGemm *x, int64_t n, bool own, ZrGemm *g) {
+/* x's GEMM of n rows (n = the bucket's largest) as a shape: no operands (the plans made before
+ * the buffers exist, while the main thread may be posting them: nothing of the pool is read). */
+static void shape_at(const WarmGemm *x, int64_t n, ZrGemm *g) {
     *g = x->g;
     g->n = (uint64_t)zr_cublaslt_bucket(n);
     if (g->batch > 1) { /* each batch's B and D matrices g.n rows apart */
         g->stride_b = (int64_t)g->n * g->ldb;
         g->stride_d = (int64_t)g->n * g->ldd;
     }
+    g->workspace_bytes = ZR_CUF_LT_WS_BYTES; /* the prefill's: a plan's shape includes it */
+}
+
+/* x's GEMM of n rows with its operands from the pool, or from the own output buffer (own): *g,
+ * or false when they do not fit. Only once the buffers are posted. */
+static bool gemm_at(const ZrCuWarm *w, const WarmGemm *x, int64_t n, bool own, ZrGemm *g) {
+    shape_at(x, n, g);
     g->workspace = w->ws;
-    g->workspace_bytes = w->ws_bytes;
     const size_t d_bytes = (size_t)g->ldd * g->n * sizeof(float) * (g->batch > 1 ? (size_t)g->batch : 1);
     CUdeviceptr busy[3];
     busy[0] = g->a = pick(w, x->a_bytes, busy, 0);
@@ -264,7 +269,7 @@ static int run_gemms(ZrCuWarm *w, CUstream stream, Want want, ZrError *err) {
             }
             ZrGemm g;
             const bool fits = stream && gemm_at(w, x, n, want == WANT_REST, &g);
-            if (!stream) gemm_at(w, x, n, false, &g); /* the shape alone */
+            if (!stream) shape_at(x, n, &g);
             pthread_mutex_lock(&w->mu);
             const bool cancel = w->cancel;
             pthread_mutex_unlock(&w->mu);
@@ -563,8 +568,7 @@ void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f) {
         }
         w->pool[at] = b;
     }
-    w->ws = f->lt_ws;
-    w->ws_bytes = f->lt_ws_bytes;
+    w->ws = f->lt_ws; /* of f->lt_ws_bytes = ZR_CUF_LT_WS_BYTES, the size the plans were made for */
     post(w, true);
 }
 
