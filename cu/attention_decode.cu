@@ -126,8 +126,8 @@ __device__ __forceinline__ void zr_ad_patch(R (&r)[U][V], const R *row, int p0, 
 __device__ __forceinline__ float zr_ad_rope_cs(const float *x, int d, int rope_dim, int neox, float c, float s) {
     if (d >= rope_dim) return x[d];
     const int half = rope_dim >> 1;
-    const int j = neox ? (d < half ? d : d - half) : d >> 1;
-    const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
+    int i0, i1;
+    zr_rope_pair_values(zr_rope_pair_of(d, half, neox), half, neox, &i0, &i1);
     return d == i0 ? zr_rope_first(x[i0], x[i1], c, s) : zr_rope_second(x[i0], x[i1], c, s);
 }
 
@@ -214,9 +214,8 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
     int ti0 = td, ti1 = td;
     float tc = 1.f, ts = 0.f, tw0 = 0.f, tw1 = 0.f;
     if (rot) {
-        const int half = rope_dim >> 1, j = neox ? (td < half ? td : td - half) : td >> 1;
-        ti0 = neox ? j : 2 * j;
-        ti1 = neox ? j + half : 2 * j + 1;
+        const int half = rope_dim >> 1, j = zr_rope_pair_of(td, half, neox);
+        zr_rope_pair_values(j, half, neox, &ti0, &ti1);
         zr_rope_cos_sin(pos, freq[j], &tc, &ts);
     }
     const float *tw = tv == 0 ? q_norm : tv == 1 ? k_norm : nullptr;

@@ -16,9 +16,6 @@ __device__ __forceinline__ void zr_rope_cos_sin(int p, double freq, float *c, fl
 // The rope's pairs over the first rope_dim = 2 half values of a head: neox (gpt-neox style) pairs
 // value j with j + half, otherwise (llama style) 2 j with 2 j + 1. Pair j's angle is p * freq[j].
 // zr_rope_pair_of: the pair of value d < rope_dim; zr_rope_pair_values: pair j's two values.
-// (attention_decode.cu's single-head paths, zr_ad_rope_cs and the angles before the wait, still
-// spell the pair out: calling these there changed those kernels' sm_90 machine code, which would
-// have to be measured again; elsewhere the machine code is the same.)
 __device__ __forceinline__ int zr_rope_pair_of(int d, int half, int neox) { return neox ? (d < half ? d : d - half) : d >> 1; }
 __device__ __forceinline__ void zr_rope_pair_values(int j, int half, int neox, int *i0, int *i1) {
     *i0 = neox ? j : 2 * j;
