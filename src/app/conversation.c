@@ -79,18 +79,15 @@ static char *read_path(const char *path, size_t *len, ZrError *err) {
     return text;
 }
 
-int zr_conversation_read_json(ZrConversation *c, const char *path, ZrError *err) {
-    size_t len;
-    char *text = read_path(path, &len, err);
-    if (!text) return err->code;
+int zr_conversation_parse_json(ZrConversation *c, const char *text, size_t len, const char *name, ZrError *err) {
     const char *where = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len + 1, &where, true); /* the NUL counted: it must end the JSON */
     int rc = 0;
     if (!root) {
         rc = zr_err(err, ZR_E_FORMAT, "%s: not valid JSON at byte %td (expected an array of {\"role\", \"content\"})",
-                    path, where ? where - text : (ptrdiff_t)0);
+                    name, where ? where - text : (ptrdiff_t)0);
     } else if (!cJSON_IsArray(root)) {
-        rc = zr_err(err, ZR_E_FORMAT, "%s: expected a JSON array of {\"role\": ..., \"content\": ...} messages", path);
+        rc = zr_err(err, ZR_E_FORMAT, "%s: expected a JSON array of {\"role\": ..., \"content\": ...} messages", name);
     } else {
         int i = 0;
         const cJSON *m;
@@ -98,16 +95,24 @@ int zr_conversation_read_json(ZrConversation *c, const char *path, ZrError *err)
             i++;
             const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
             const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
-            if (!cJSON_IsObject(m)) rc = zr_err(err, ZR_E_FORMAT, "%s: message %d: expected an object", path, i);
+            if (!cJSON_IsObject(m)) rc = zr_err(err, ZR_E_FORMAT, "%s: message %d: expected an object", name, i);
             else if (!cJSON_IsString(role))
-                rc = zr_err(err, ZR_E_FORMAT, "%s: message %d: \"role\": expected a string", path, i);
+                rc = zr_err(err, ZR_E_FORMAT, "%s: message %d: \"role\": expected a string", name, i);
             else if (!cJSON_IsString(content))
-                rc = zr_err(err, ZR_E_FORMAT, "%s: message %d: \"content\": expected a string", path, i);
+                rc = zr_err(err, ZR_E_FORMAT, "%s: message %d: \"content\": expected a string", name, i);
             else rc = zr_conversation_add(c, role->valuestring, content->valuestring, err);
             if (rc) break;
         }
     }
     cJSON_Delete(root);
+    return rc;
+}
+
+int zr_conversation_read_json(ZrConversation *c, const char *path, ZrError *err) {
+    size_t len;
+    char *text = read_path(path, &len, err);
+    if (!text) return err->code;
+    const int rc = zr_conversation_parse_json(c, text, len, path, err);
     free(text);
     return rc;
 }

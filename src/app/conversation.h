@@ -21,6 +21,8 @@ void zr_conversation_pop(ZrConversation *c);
 /* Appends the messages of the JSON file at path ("-": standard input). Errors name the file, the
  * message's index and the field ("conv.json: message 2: \"content\": expected a string"). */
 int zr_conversation_read_json(ZrConversation *c, const char *path, ZrError *err);
+/* The same for the JSON text[0..len) (text[len] == 0), its errors naming it `name`. */
+int zr_conversation_parse_json(ZrConversation *c, const char *text, size_t len, const char *name, ZrError *err);
 void zr_conversation_free(ZrConversation *c);
 
 /* The template for arg (--chat-template: a built-in name, else a file of Jinja text whose
