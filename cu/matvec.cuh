@@ -1240,7 +1240,8 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
 // block b takes tiles b, b + gridDim.x, ..., staging x once for all of them (each warp requests
 // the next tile's first items right after it wrote the current one's results: issued before
 // the sums, they made ptxas spill matvec_q6_k_tall under its 64-register cap). A row's
-// arithmetic does not depend on the grid or on TALL.
+// arithmetic does not depend on the grid or on TALL. tile0 >= 0: the block's tile is tile0, not
+// blockIdx.x (cu/matvec_mix.cu packs its parts' tiles in one grid; no TALL, no SSQ there).
 // POST false (the expert products, cu/moe_matvec.cu): no ADDNORM and no SSQ compiled in (their
 // code cost matvec_id_q4_1 a spill under its register cap).
 template <class T, int R, int P, bool TALL = false, bool POST = true>
@@ -1248,7 +1249,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
                                           const float *__restrict__ x, float *y, const float *add,
                                           const float *__restrict__ norm_w, float eps, int n_in, int n_out, int mode,
                                           int split, const float *__restrict__ post_r, const float *__restrict__ post_w,
-                                          float *x_out) {
+                                          float *x_out, int tile0 = -1) {
     static_assert(R % 2 == 0, "GLU pairs R/2 gate rows with R/2 up rows");
     extern __shared__ float4 zr_mv_smem[];
     __shared__ float red_ss[ZR_MV_MAX_THREADS / 32];     // per-warp sums of squares (RMSNorm)
@@ -1301,7 +1302,8 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
             }
         }
     };
-    begin_tile(blockIdx.x);
+    const int b0 = tile0 >= 0 ? tile0 : (int)blockIdx.x; // the block's (first) tile
+    begin_tile(b0);
     // everything above reads weights only; activations, add and y belong to earlier kernels
     zr_grid_enter_after_loads(w);
     // stage x (padded: 4 floats after every 32) -- gated or times the norm weight on the way in;
@@ -1322,7 +1324,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
         __syncwarp();
     }
     ZR_TL_MARK(0); // x staged
-    for (int tile = blockIdx.x; !TALL || tile < n_tiles; tile += gridDim.x) {
+    for (int tile = b0; !TALL || tile < n_tiles; tile += gridDim.x) {
         float acc[R];
 #pragma unroll
         for (int r = 0; r < R; r++) acc[r] = 0.f;
@@ -1353,7 +1355,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
                 }
             }
         }
-        if (tile == (int)blockIdx.x) ZR_TL_MARK(1); // the first tile's items summed (warp 0)
+        if (tile == b0) ZR_TL_MARK(1); // the first tile's items summed (warp 0)
         float out = 0.f;  // lane r: row r's sum over this warp's items
 #pragma unroll
         for (int r = 0; r < R; r++) {

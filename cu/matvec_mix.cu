@@ -4,12 +4,17 @@
 // were two launches, each paying the ~3 us before its first weight arrives (cu/PERF.md).
 //
 // Launch (src/cuda/mv_shape.c zr_cuf_mv_mix_plan picks it, src/cuda/klaunch.c launches it): grid
-// (the largest part's tiles, parts), block 32*G_p*S_p threads for every part p (the same count);
-// blockIdx.y is the part and blockIdx.x its tile, so each block runs zr_matvec<T> of its part's
-// type exactly as that part's own matvec_<type> launch would (same R, split S_p, items in the same
-// order, and the same block size, which fixes the order of RMSNorm's sum of squares): the outputs
-// equal the per-type launches bit for bit. A part with fewer tiles leaves its last blocks idle
-// (they return before loading anything). Only part 0's block 0 writes ADDNORM's x_out.
+// tiles_0 + tiles_1 + tiles_2 (every part's tiles, part 0's first), block 32*G_p*S_p threads for
+// every part p (the same count); block b runs part p's tile b - (the tiles of the parts before
+// p) with zr_matvec<T> of its part's type exactly as that part's own matvec_<type> launch would
+// (same R, split S_p, items in the same order, and the same block size, which fixes the order of
+// RMSNorm's sum of squares): the outputs equal the per-type launches bit for bit. Only block 0
+// (part 0's tile 0) writes ADDNORM's x_out. The grid was (the largest part's tiles, parts)
+// until session 38, the smaller parts' extra blocks returning at once; but those blocks took a
+// block's place until then, and where the grid passed one wave of places (Gemma-3-4B's, 384
+// blocks of 512 threads for 256 tiles) they were placed only as the first products finished,
+// so the launch's last block released the attention after it only then: its blocks found no
+// room before the product completed and started ~3 us behind it (cu/PERF.md, session 38).
 #include "matvec.cuh"
 
 // The (traits, rows per warp R, stages P, register cap) of each type, as its ZR_MATVEC line in
@@ -31,7 +36,7 @@
 // local memory)
 template <class V> __device__ __forceinline__ V zr_mvmix_sel(int p, V a, V b, V c) { return p == 0 ? a : p == 1 ? b : c; }
 
-// The kernel: part p = blockIdx.y runs its own product, or nothing past its last tile. The two
+// The kernel: block b runs tile b - (the earlier parts' tiles) of the part p it falls in. The two
 // types' bodies are branches on a block-uniform value; the kernel's registers are the larger
 // body's (the cap is the larger of the two types' caps).
 #define ZR_MATVEC_MIX_(A, B, TA, RA, PA, NA, TB, RB, PB, NB)                                                        \
@@ -42,17 +47,17 @@ template <class V> __device__ __forceinline__ V zr_mvmix_sel(int p, V a, V b, V 
         const float *__restrict__ x, const float *__restrict__ norm_w, float eps, int n_in, int mode,               \
         const float *__restrict__ post_r, const float *__restrict__ post_w, float *x_out, int b_mask) {             \
         ZR_TL_EXIT;                                                                                                 \
-        const int p = blockIdx.y;                                                                                   \
-        if ((int)blockIdx.x >= zr_mvmix_sel(p, tiles0, tiles1, tiles2)) return;                                     \
+        const int b = blockIdx.x, p = b < tiles0 ? 0 : b < tiles0 + tiles1 ? 1 : 2;                                 \
+        const int tile = b - zr_mvmix_sel(p, 0, tiles0, tiles0 + tiles1);                                           \
         const uint8_t *w = zr_mvmix_sel(p, w0, w1, w2), *ws = zr_mvmix_sel(p, ws0, ws1, ws2);                       \
         float *y = zr_mvmix_sel(p, y0, y1, y2);                                                                     \
         const float *add = zr_mvmix_sel(p, add0, add1, add2);                                                       \
         const int n_out = zr_mvmix_sel(p, n_out0, n_out1, n_out2), split = zr_mvmix_sel(p, split0, split1, split2); \
         float *xo = p == 0 ? x_out : nullptr;                                                                       \
         if ((b_mask >> p) & 1)                                                                                      \
-            zr_matvec<TB, RB, PB>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, split, post_r, post_w, xo);     \
+            zr_matvec<TB, RB, PB>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, split, post_r, post_w, xo, tile); \
         else                                                                                                        \
-            zr_matvec<TA, RA, PA>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, split, post_r, post_w, xo);     \
+            zr_matvec<TA, RA, PA>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, split, post_r, post_w, xo, tile); \
     }
 // expands each type's table entry into its four arguments
 #define ZR_MATVEC_MIX_X(A, B, ...) ZR_MATVEC_MIX_(A, B, __VA_ARGS__)

@@ -409,10 +409,10 @@ int zr_k_matvec_mix(ZrLauncher *l, const ZrCuKernels *k, const ZrMvMix *mix, con
         n_out[i] = ws[i].n_out;
         split[i] = mix->split[i];
         tiles[i] = mix->tiles[i];
-        if ((unsigned)tiles[i] > grid) grid = (unsigned)tiles[i];
+        grid += (unsigned)tiles[i]; /* every part's tiles, one after another (cu/matvec_mix.cu) */
     }
     int b_mask = (int)mix->b_mask, n_in = ws[0].n_in;
-    return ZR_LAUNCH(l, &k->mv_mix[mix->kernel], ZR_DIM3(grid, (unsigned)mix->n_parts, 1), ZR_DIM1(mix->threads),
+    return ZR_LAUNCH(l, &k->mv_mix[mix->kernel], ZR_DIM1(grid), ZR_DIM1(mix->threads),
                      (unsigned)zr_cuf_mv_smem(n_in), err, &pw[0], &pws[0], &py[0], &padd[0], &n_out[0], &split[0],
                      &tiles[0], &pw[1], &pws[1], &py[1], &padd[1], &n_out[1], &split[1], &tiles[1], &pw[2], &pws[2],
                      &py[2], &padd[2], &n_out[2], &split[2], &tiles[2], &x, &norm_w, &eps, &n_in, &mode,

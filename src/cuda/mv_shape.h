@@ -133,7 +133,7 @@ typedef struct ZrMvMix {
     int n_parts;
     int threads;                         /* the block: 32 groups x split of every part's shape */
     int split[ZR_CUF_MV_MIX_PARTS];      /* each part's split-K */
-    int tiles[ZR_CUF_MV_MIX_PARTS];      /* each part's blocks (its own launch's grid); grid.x: the most */
+    int tiles[ZR_CUF_MV_MIX_PARTS];      /* each part's blocks (its own launch's grid); the grid: their sum */
     unsigned b_mask;                     /* bit p: part p is of the kernel's second type */
     bool general;                        /* the parts take zr_cuf_mv_shape_general's shapes */
 } ZrMvMix;
