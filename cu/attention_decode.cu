@@ -158,6 +158,27 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
     // projection), which writes neither, and every kernel before that one has completed (each
     // waits before it releases the next).
     const int bx = blockIdx.x, y = blockIdx.y, t = threadIdx.x, h = bx * QG; // query heads h .. h + QG - 1
+    // first, beside the position's load: what this thread's value of q (t < hd) or of the new K
+    // row (hd <= t < 2 hd) needs that no kernel writes and that does not depend on the position,
+    // its pair's frequency and norm weights (the first pass below takes value t of q|k|v, so
+    // these are its q and k values at any head_dim <= 256). Requested after the position (and
+    // its branch below) they were a second L2 round trip before the wait; issued with it, H200
+    // tg128 +0.2 to +0.45% on Gemma-3-4B/12B and Llama-3.2-3B/3-8B (cu/PERF.md, session 38).
+    const int tv = t / head_dim, td = t - tv * head_dim;
+    const bool rot = tv < 2 && td < rope_dim;
+    int ti0 = td, ti1 = td;
+    double tf = 0.0;
+    float tc = 1.f, ts = 0.f, tw0 = 0.f, tw1 = 0.f;
+    if (rot) {
+        const int half = rope_dim >> 1, j = zr_rope_pair_of(td, half, neox);
+        zr_rope_pair_values(j, half, neox, &ti0, &ti1);
+        tf = freq[j];
+    }
+    const float *tw = tv == 0 ? q_norm : tv == 1 ? k_norm : nullptr;
+    if (tw) {
+        tw0 = tw[ti0];
+        tw1 = tw[ti1];
+    }
     const int pos = pos_p[0], seq = pos + 1;
     const int first = window > 0 && seq > window ? seq - window : 0; // the first row the query sees
     const int c0 = first / chunk;                                     // the first live chunk
@@ -206,23 +227,8 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
     R kr[U][V], vr[U][V];
     zr_ad_rows<U, V, W, KV>(kr, kc + base, kv_dim, grp, NG, n_cached, sub, L, n_slots);
     zr_ad_rows<U, V, W, KV>(vr, vc + base, kv_dim, grp, NG, n_cached, sub, L, n_slots);
-    // also before the wait: what this thread's value of q (t < hd) or of the new K row (hd <= t
-    // < 2 hd) needs that no kernel writes: its pair's angle and norm weights (the first pass
-    // below takes value t of q|k|v, so these are its q and k values at any head_dim <= 256)
-    const int tv = t / hd, td = t - tv * hd;
-    const bool rot = tv < 2 && td < rope_dim;
-    int ti0 = td, ti1 = td;
-    float tc = 1.f, ts = 0.f, tw0 = 0.f, tw1 = 0.f;
-    if (rot) {
-        const int half = rope_dim >> 1, j = zr_rope_pair_of(td, half, neox);
-        zr_rope_pair_values(j, half, neox, &ti0, &ti1);
-        zr_rope_cos_sin(pos, freq[j], &tc, &ts);
-    }
-    const float *tw = tv == 0 ? q_norm : tv == 1 ? k_norm : nullptr;
-    if (tw) {
-        tw0 = tw[ti0];
-        tw1 = tw[ti1];
-    }
+    // also before the wait: the pair's angle at pos
+    if (rot) zr_rope_cos_sin(pos, tf, &tc, &ts);
     zr_grid_enter();
 
     const float *qsrc = qkv + (size_t)h * hd, *ksrc = qkv + q_dim + (size_t)kvh * hd, *vsrc = ksrc + kv_dim;
