@@ -13,8 +13,9 @@
 // until session 38, the smaller parts' extra blocks returning at once; but those blocks took a
 // block's place until then, and where the grid passed one wave of places (Gemma-3-4B's, 384
 // blocks of 512 threads for 256 tiles) they were placed only as the first products finished,
-// so the launch's last block released the attention after it only then: its blocks found no
-// room before the product completed and started ~3 us behind it (cu/PERF.md, session 38).
+// so the launch's last block released the attention after it only then (the timeline build: in
+// those layers the attention's blocks now wait early, its wait returns ~1 us sooner). H200
+// tg128: Llama-3-8B Q4_K_M +0.37%, the Gemma rows unchanged (cu/PERF.md, session 38).
 #include "matvec.cuh"
 
 // The (traits, rows per warp R, stages P, register cap) of each type, as its ZR_MATVEC line in
