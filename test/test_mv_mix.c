@@ -4,11 +4,17 @@
  * condition for the outputs to equal the per-type launches bit for bit (test/gpu/test_matvec_mix.c
  * checks that on a GPU), or, where those shapes would take the launch past one wave, the general
  * rule's (zr_cuf_mv_shape_general) for every part. No GPU needed: the plan reads only sizes, types
- * and the device's multiprocessor count. */
+ * and the device's multiprocessor count. Last, the launch itself on the driver double: one block
+ * per tile of every part, no more. */
+#include <stdint.h>
 #include <string.h>
 
+#include "cuda/klaunch.h"
+#include "cuda/launch.h"
+#include "cuda/module.h"
 #include "cuda/mv_shape.h"
 #include "quant.h"
+#include "test_launch_double.h"
 #include "zt.h"
 #include "zt_kattrs.h"
 
@@ -254,3 +260,69 @@ ZT_TEST(gated_parts_count_results_not_rows_and_need_even_rows) {
 }
 
 int main(void) { return zt_run(); }
+
+/* each mixed pair's parameter string (cu/kernels.def) */
+static const char *const mix_params[] = {
+#define ZR_KMIX(a, b, params) params,
+#include "cu/kernels.def"
+};
+
+/* The launch of a plan (cu/matvec_mix.cu): a 1-D grid of every part's tiles, part 0's first, so no
+ * block returns idle. Its grid was (the largest part's tiles, parts): on Gemma-3-4B's layers with a
+ * Q6_K V, 384 blocks of 512 threads for 256 tiles, more than one wave, whose idle blocks were
+ * placed only as the products finished and held back the attention after them (cu/PERF.md,
+ * session 38). Recorded on the driver double: grid, block and each part's tiles as passed. */
+ZT_TEST(the_mixed_launch_is_one_block_per_tile_of_every_part_and_no_idle_block) {
+    static const FakeKernel fk[] = {{"matvec_mix_q4_k_q6_k", 30, {0}, NULL}};
+    const ZrCuDriver *drv = fake_driver(fk, 1, false);
+    ZrCuda cuda;
+    ZrError err = {0};
+    ZT_CHECKF(!zr_cuda_open(drv, 0, &cuda, &err) && !zr_cuda_load_module(&cuda, "image", &err), "%s", err.msg);
+    size_t sizes[30]; /* its cu/kernels.def line: pointers 8 bytes, ints and floats 4 */
+    const char *params = mix_params[ZR_KMIX_q4_k_q6_k];
+    ZT_CHECK(strlen(params) == 30);
+    for (int i = 0; i < 30; i++) sizes[i] = params[i] == 'P' ? 8 : 4;
+    ZrCuKernels k = kernels(132);
+    ZT_CHECKF(!zr_cuda_kernel(&cuda, "matvec_mix_q4_k_q6_k", sizes, 30, &k.mv_mix[ZR_KMIX_q4_k_q6_k], &err), "%s", err.msg);
+    ZrLauncher l;
+    zr_launcher_init(&l, drv, cuda.stream);
+    /* Gemma-3-4B (2560 wide, 8 heads and 4 KV heads of 256): q|k Q4_K, v Q6_K; a three-part
+     * group too (q, k in Q4_K, v in Q6_K between them) */
+    const ZrCuWeight two[2] = {mat(ZR_TYPE_Q4_K, 2560, 3072), mat(ZR_TYPE_Q6_K, 2560, 1024)};
+    const ZrCuWeight three[3] = {mat(ZR_TYPE_Q4_K, 2560, 2048), mat(ZR_TYPE_Q6_K, 2560, 1024),
+                                 mat(ZR_TYPE_Q4_K, 2560, 1024)};
+    const ZrCuWeight *groups[2] = {two, three};
+    static float buf[8192];
+    const CUdeviceptr dev = (CUdeviceptr)(uintptr_t)buf;
+    for (int gi = 0; gi < 2; gi++) {
+        const int n = gi ? 3 : 2, off[3] = {0, 3072, 4096};
+        ZrMvMix m;
+        ZT_CHECK(zr_cuf_mv_mix_plan(&k, groups[gi], n, ZR_CUF_MV_RMSNORM, &m));
+        zr_launcher_record_begin(&l);
+        ZT_CHECKF(!zr_k_matvec_mix(&l, &k, &m, groups[gi], off, dev, dev, 0, dev, 1e-6f, ZR_CUF_MV_RMSNORM, NULL, &err),
+                  "%s", err.msg);
+        zr_launcher_record_end(&l);
+        ZT_CHECK(l.rec.n == 1);
+        if (l.rec.n != 1) break;
+        const ZrLaunchRecord *r = &l.rec.recs[0];
+        unsigned sum = 0, biggest = 0;
+        for (int p = 0; p < n; p++) {
+            int tiles;
+            memcpy(&tiles, zr_recording_param(&l.rec, 0, 7 * p + 6), sizeof tiles);
+            ZT_CHECKF(tiles == m.tiles[p], "part %d: %d tiles passed, the plan's %d", p, tiles, m.tiles[p]);
+            sum += (unsigned)m.tiles[p];
+            biggest = (unsigned)m.tiles[p] > biggest ? (unsigned)m.tiles[p] : biggest;
+        }
+        ZT_CHECKF(r->grid.x == sum && r->grid.y == 1 && r->grid.z == 1 && r->block.x == (unsigned)m.threads,
+                  "%d parts: grid %u x %u x %u of %u threads, expected %u x 1 x 1 of %d (no idle blocks)", n, r->grid.x,
+                  r->grid.y, r->grid.z, r->block.x, sum, m.threads);
+        ZT_CHECKF(sum < biggest * (unsigned)n, "%d parts of tiles summing to %u: no idle block to avoid", n, sum);
+    }
+    /* Gemma-3-4B's: 256 blocks of 512 threads, within one wave of 132 multiprocessors (2048 threads each) */
+    ZrMvMix m;
+    ZT_CHECK(zr_cuf_mv_mix_plan(&k, two, 2, ZR_CUF_MV_RMSNORM, &m));
+    ZT_CHECKF(m.tiles[0] + m.tiles[1] == 256 && m.threads == 512, "tiles %d + %d of %d threads", m.tiles[0], m.tiles[1],
+              m.threads);
+    zr_launcher_free(&l);
+    zr_cuda_close(&cuda);
+}
