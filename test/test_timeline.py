@@ -50,6 +50,15 @@ with tempfile.TemporaryDirectory() as d:
     rows = [l.split(',') for l in open(out).read().split('\n')[1:] if l]
     check('a partial oldest step is left out (%s)' % r.stderr.strip(),
           r.returncode == 0 and 'medians of 2 steps' in r.stdout and rows == want)
+    # --room: A's blocks ran on SMs 0 and 1, the first to empty at 2.0 us (1.0 after A's wait);
+    # B's one block on SM 2 has no exit stamped (stale): no time; C's two on SM 3, the last out
+    # at 5.6 us (1.6 after its wait); four SMs in the file
+    with open(src, 'w') as f:
+        f.write(stamps(3))
+    r = subprocess.run([sys.executable, script, src, '--room'], capture_output=True, text=True)
+    tails = [l.split()[-2:] for l in r.stdout.split('\n') if l[:6].strip() in ('0', '1', '2')]
+    check('--room: sms and first free %s' % tails,
+          r.returncode == 0 and 'sms/4' in r.stdout and tails == [['2', '1.00'], ['1', '-'], ['1', '1.60']])
     with open(src, 'w') as f:
         f.write(stamps(1))
     r = subprocess.run([sys.executable, script, src], capture_output=True, text=True)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a decode step's time goes between kernels, from the timeline build's stamps.
 
-    tools/timeline.py STAMPS.csv [--steps N] [--csv OUT]
+    tools/timeline.py STAMPS.csv [--steps N] [--csv OUT] [--room]
 
 STAMPS.csv is what `zrun-cuda-timing -T` writes with kernels built by meson -Dtimeline=true
 (src/cuda/timeline.h): the launches of the decode step the graph replays ("# launch I NAME
@@ -25,6 +25,11 @@ A kernel's wait returns once the kernel before it has completed, so the first re
     (zr_matvec) mark x staged and their first tile's items summed (warp 0); the CUDA-core decode
     attention (attention_decode.cu) marks q ready and its warps' sums in shared memory, so its
     out is the merge of its warps.
+With --room, two more columns say how much of the GPU a launch held, which decides whether the
+launch after it can be resident early (its blocks need a multiprocessor with room beside these):
+  - sms: the multiprocessors its blocks ran on, of the ones any block of the file ran on;
+  - free: the first time one of them had no block of it left (its last exit there - W_i): before
+    that, a successor that does not fit beside its blocks has nowhere to go but the unused ones.
 The step's last launch has no successor within the step (the next step may start after a host
 gap), so its share is left out of the sums and shown as '-'.
 Medians over up to N whole steps (default 4) before the newest one. Launches are named by position: the stamps
@@ -41,7 +46,9 @@ def load(path):
     replay; the instances are told apart by time: every wait of an instance returns before any
     wait of the instance after it (that one waits for this one to complete, and a block arriving
     late returns from its wait at once), so in order of wait return an instance is a run of
-    stamps of one grid."""
+    stamps of one grid. Each instance also carries its room: the last exit on each multiprocessor
+    its blocks ran on (0 where none stamped an exit). Returns the launches, the instances and the
+    number of multiprocessors the file shows (the largest id + 1)."""
     launches, recs = [], []
     with open(path) as f:
         for line in f:
@@ -52,25 +59,28 @@ def load(path):
             if line.startswith('grid,') or not line.strip() or line.startswith('#'):
                 continue
             f5 = [int(v) for v in line.strip().split(',')] + [0, 0, 0]
-            g, te, tw, tx, ts, tc = f5[0], f5[3], f5[4], f5[5], f5[6], f5[7]
+            g, sm, te, tw, tx, ts, tc = f5[0], f5[2], f5[3], f5[4], f5[5], f5[6], f5[7]
             if tx - tw > STALE_NS:  # a later step's warp raised this old record (cu/timeline.cuh)
                 tx = 0
             # a block's phases (its two marks, then out)
             ph = (ts - tw, tc - ts, tx - tc) if tx and ts and tc else None
-            recs.append((tw, te, g, tx, ph))
+            recs.append((tw, te, g, tx, ph, sm))
     recs.sort(key=lambda r: r[:4])
-    inst, phases = [], []
-    for tw, te, g, tx, ph in recs:
+    inst, phases, rooms = [], [], []
+    for tw, te, g, tx, ph, sm in recs:
         if inst and inst[-1][0] == g:
             x = inst[-1]
             inst[-1] = (g, x[1] + 1, min(x[2], te), max(x[3], te), x[4], tw, max(x[6], tx))
         else:
             inst.append((g, 1, te, te, tw, tw, tx))
             phases.append([])
+            rooms.append({})
         if ph:
             phases[-1].append(ph)
-    return launches, [i + (tuple(statistics.median(p[k] for p in ph) for k in range(3)) if ph else (None,) * 3,)
-                      for i, ph in zip(inst, phases)]
+        rooms[-1][sm] = max(rooms[-1].get(sm, 0), tx)
+    n_sms = 1 + max((r[5] for r in recs), default=-1)
+    return launches, [i + (tuple(statistics.median(p[k] for p in ph) for k in range(3)) if ph else (None,) * 3, room)
+                      for i, ph, room in zip(inst, phases, rooms)], n_sms
 
 
 def analyse(launches, grids, n_steps):
@@ -109,13 +119,15 @@ def analyse(launches, grids, n_steps):
     for s in range(n_steps):
         for i in range(L):
             k = first + s * L + i
-            g, n, te_min, te_max, tw_min, tw_max, tx_max, ph = grids[k]
+            g, n, te_min, te_max, tw_min, tw_max, tx_max, ph, room = grids[k]
             share = grids[k + 1][4] - tw_min if i + 1 < L else None
             early = max(0, tw_min - te_min)
             late = max(0, te_max - tw_min)
             run = tx_max - tw_min if tx_max else None
             gap = grids[k + 1][4] - tx_max if tx_max and i + 1 < L else None
-            per[i].append((share, early, late, tw_max - tw_min, n, run, gap) + ph)
+            exits = [t for t in room.values() if t]
+            free = min(exits) - tw_min if len(exits) == len(room) else None  # every one stamped its exit
+            per[i].append((share, early, late, tw_max - tw_min, n, run, gap) + ph + (len(room), free))
             if n != launches[i][1]:
                 mismatched += 1
     return per, n_steps, mismatched
@@ -135,26 +147,30 @@ def main():
     ap.add_argument('stamps')
     ap.add_argument('--steps', type=int, default=4)
     ap.add_argument('--csv', help='also write the per-launch table as CSV here')
+    ap.add_argument('--room', action='store_true', help='two more columns: the multiprocessors a launch held, and when the first emptied')
     a = ap.parse_args()
-    launches, grids = load(a.stamps)
+    launches, grids, n_sms = load(a.stamps)
     per, n_steps, mismatched = analyse(launches, grids, a.steps)
     L = len(launches)
-    rows = []
+    rows, room = [], []
     for i, (name, blocks) in enumerate(launches):
         col = list(zip(*per[i]))
         rows.append((i, name, blocks, med(col[4]), med(col[0]), med(col[1]), med(col[2]), med(col[3]), med(col[5]),
                      med(col[6]), med(col[7]), med(col[8]), med(col[9])))
+        room.append((med(col[10]), med(col[11])))
     step = sum(r[4] for r in rows if r[4] is not None)
     print('%d launches a step, medians of %d steps; the shares add up to %.1f us (the last launch left out)'
           % (L, n_steps, step / 1000.0))
     if mismatched:
         print('note: %d of %d grids had a stamp count other than their block count (blocks that return before '
               'the wait, or kernels that wait twice)' % (mismatched, n_steps * L))
+    extra = ' %9s %8s' % ('sms/%d' % n_sms, 'free') if a.room else ''
     print('%6s  %-34s %7s %7s %8s %8s %8s %8s %8s %8s %8s %8s %8s' % (
-        'launch', 'kernel', 'blocks', 'stamps', 'share', 'early', 'late', 'skew', 'run', 'gap', 'stage', 'sum', 'out'))
-    for i, name, blocks, n, share, early, late, skew, run, gap, st, sm, ou in rows:
+        'launch', 'kernel', 'blocks', 'stamps', 'share', 'early', 'late', 'skew', 'run', 'gap', 'stage', 'sum', 'out') + extra)
+    for (i, name, blocks, n, share, early, late, skew, run, gap, st, sm, ou), (sms, free) in zip(rows, room):
+        extra = ' %9d %8s' % (sms, us(free)) if a.room else ''
         print('%6d  %-34s %7d %7d %8s %8s %8s %8s %8s %8s %8s %8s %8s' % (
-            i, name, blocks, n, us(share), us(early), us(late), us(skew), us(run), us(gap), us(st), us(sm), us(ou)))
+            i, name, blocks, n, us(share), us(early), us(late), us(skew), us(run), us(gap), us(st), us(sm), us(ou)) + extra)
     by = {}
     for i, name, blocks, n, share, early, late, skew, run, gap, st, sm, ou in rows:
         t = by.setdefault(name, [0, 0.0, 0, 0.0, 0])
