@@ -57,7 +57,6 @@ int zr_cuf_buffers_alloc(ZrCuForward *f, ZrError *err) {
     ZrCuBuffer t[ZR_CUF_MAX_BUFFERS];
     const int n = zr_cuf_buffers(f->m, f->n_ctx, f->kv16, t);
     f->wbuf_elems = zr_cuf_wbuf_elems(f->m);
-    f->lt_ws_bytes = ZR_CUF_LT_WS_BYTES;
     for (int i = 0; i < n; i++) {
         int rc = zr_cuf_dalloc(f, (CUdeviceptr *)((char *)f + t[i].field), t[i].bytes, t[i].what, err);
         if (rc) return rc;

@@ -21,7 +21,7 @@ typedef struct ZrCuBuffer {
 
 /* The table for this model and context, in allocation order; returns the number of buffers. */
 int zr_cuf_buffers(const ZrModel *m, int n_ctx, bool kv16, ZrCuBuffer out[ZR_CUF_MAX_BUFFERS]);
-/* Allocates every buffer of the table into f (and sets f->wbuf_elems, f->lt_ws_bytes). */
+/* Allocates every buffer of the table into f (and sets f->wbuf_elems). */
 int zr_cuf_buffers_alloc(ZrCuForward *f, ZrError *err);
 /* F16 values of the prefill's dequantization buffer: the largest layer matrix (stacked), at
  * least 16 Mi values; larger matrices (the output) go through it in row slices. */

@@ -254,7 +254,7 @@ static int gemm(ZrCuForward *f, const ZrCuWeight *w, int rows, CUdeviceptr x32, 
     const size_t rb = zr_cuw_main_row_bytes(w->type, w->n_in);
     ZrGemm g = {.trans_a = 1, .trans_b = 0, .n = (uint64_t)rows, .k = (uint64_t)w->n_in, .type_b = CUDA_R_16F,
                 .b = f->xh, .ldb = w->n_in, .type_d = CUDA_R_32F, .ldd = ldy, .alpha = 1.0f, .beta = beta,
-                .workspace = f->lt_ws, .workspace_bytes = f->lt_ws_bytes};
+                .workspace = f->lt_ws, .workspace_bytes = ZR_CUF_LT_WS_BYTES};
     if (w->type == ZR_TYPE_F32 || w->type == ZR_TYPE_F16) {
         g.m = (uint64_t)w->n_out;
         g.a = w->main;

@@ -120,8 +120,7 @@ typedef struct ZrCuForward {
     CUdeviceptr xh;                 /* f16 [UB][max width] GEMM activation operand */
     CUdeviceptr wbuf;               /* f16 [wbuf_elems] dequantized weight rows for one GEMM */
     size_t wbuf_elems;
-    CUdeviceptr lt_ws;              /* cuBLASLt workspace */
-    size_t lt_ws_bytes;
+    CUdeviceptr lt_ws;              /* cuBLASLt workspace of ZR_CUF_LT_WS_BYTES (cuda/buffers.h) */
     struct ZrCuMoe *moe;            /* the routed FFN's weights and workspaces (cuda/moe.h); NULL on a dense model */
     CUdeviceptr *allocs;            /* everything above, for freeing (cuda/upload.h zr_cuf_dalloc) */
     int n_allocs, cap_allocs;

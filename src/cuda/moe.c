@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/buffers.h" /* ZR_CUF_LT_WS_BYTES */
 #include "cuda/upload.h"
 
 #define RUN_MAX 32 /* experts per run of the prefill (one batched GEMM per matrix) */
@@ -253,7 +254,7 @@ static int run_gemm(ZrCuForward *f, const ZrCuWeight *w, CUdeviceptr a, int n_ro
     ZrGemm g = {.trans_a = 1, .trans_b = 0, .m = (uint64_t)n_rows, .n = (uint64_t)rows_in, .k = (uint64_t)w->n_in, .a = a,
                 .type_a = f32 ? CUDA_R_32F : CUDA_R_16F, .lda = lda, .type_b = f32 ? CUDA_R_32F : CUDA_R_16F, .b = f32 ? x32 : x16,
                 .ldb = w->n_in, .d = y, .type_d = CUDA_R_32F, .ldd = ldy, .alpha = 1.0f, .beta = 0.0f, .workspace = f->lt_ws,
-                .workspace_bytes = f->lt_ws_bytes, .batch = batch, .stride_a = lda * n_rows,
+                .workspace_bytes = ZR_CUF_LT_WS_BYTES, .batch = batch, .stride_a = lda * n_rows,
                 .stride_b = (int64_t)rows_in * w->n_in, .stride_d = (int64_t)rows_in * ldy};
     ZrCuMoe *M = f->moe;
     const size_t eb = f32 ? 4 : 2;

@@ -568,7 +568,7 @@ void zr_cuf_warm_buffers(void *warm, const ZrCuForward *f) {
         }
         w->pool[at] = b;
     }
-    w->ws = f->lt_ws; /* of f->lt_ws_bytes = ZR_CUF_LT_WS_BYTES, the size the plans were made for */
+    w->ws = f->lt_ws; /* of ZR_CUF_LT_WS_BYTES, the size the plans were made for */
     post(w, true);
 }
 
