@@ -80,11 +80,11 @@ bool zr_launcher_set_clusters(ZrLauncher *l, bool on);
 /* Compute capability >= 9.0 and both entry points in the driver. */
 bool zr_launch_clusters_supported(const ZrCuda *c);
 /* The cluster a launch of k on grid takes with clusters on: 2 for the decode products that stage
- * x whole in every block (matvec_<type>, _tall, the balanced gate|up, matvec_f32 / _f16) on an
- * even one-dimensional grid, else 1. Measured (H200, cu/PERF.md session 36): Llama-3.2-1B
- * Q4_K_M +0.5-0.75% tg128, the other models -0.1 to +0.4%; the mixed-type products in twos gained
- * 0.8-1.2% on Llama-3.2-3B and Llama-3-8B but lost 0.7% on Gemma-3-4B, everything else in twos
- * the same, in fours 10-32% slower. */
+ * x whole in every block (matvec_<type>, _tall, the balanced gate|up, matvec_f32 / _f16, the
+ * mixed-type Q/K/V) on an even one-dimensional grid, else 1. Measured (H200, cu/PERF.md sessions
+ * 36 and 39): Llama-3.2-1B Q4_K_M +0.5-0.75% tg128, the other models -0.1 to +0.4%; the
+ * mixed-type products (since their grid is 1-D) Llama-3.2-3B +1.0%, Llama-3-8B +0.7%,
+ * Gemma-3-4B +0.2%; everything else in twos the same, in fours 10-32% slower. */
 unsigned zr_launch_cluster_of(const ZrKernel *k, ZrDim3 grid);
 /* The name half of that rule, taken once per kernel at lookup (ZrKernel.pairs: zr_cuda_kernel). */
 bool zr_launch_kernel_pairs(const char *name);
