@@ -7,12 +7,17 @@
  * quantized gate|up products from 1 where a lane has 3 items of a row (session 12) or 2.5 (session
  * 16, 19 and 20; not Q6_K, Q3_K); quantized types run it on 2 blocks of 16 row groups a
  * multiprocessor (1 where the kernel holds no block of 1024 threads: the experts' Q5_0, Q5_1), F16 on 4 of 8; a product that writes SSQ pieces is never tall.
- * No GPU needed: the pick reads only sizes, types and the multiprocessor count. */
+ * A split grid of at most one block a multiprocessor asks for half of a multiprocessor's shared
+ * memory (session 39). No GPU needed: the pick reads only sizes, types and the multiprocessor
+ * count; the launch is recorded on the driver double. */
 #include <string.h>
 
 #include "cuda/klaunch.h"
+#include "cuda/launch.h"
+#include "cuda/module.h"
 #include "cuda/mv_shape.h"
 #include "quant.h"
+#include "test_launch_double.h"
 #include "zt.h"
 #include "zt_kattrs.h"
 
@@ -317,3 +322,82 @@ ZT_TEST(the_fused_expert_down_refuses_rows_of_no_values) {
 }
 
 int main(void) { return zt_run(); }
+
+/* The narrow products (a split grid of at most one block a multiprocessor, of blocks two of which
+ * could share one: Llama-3.2-1B's wo and down, 128 blocks of 512 threads) ask for half of a
+ * multiprocessor's shared memory, so no two of their blocks share one (H200: the 1B's down on 128
+ * multiprocessors, not 80; cu/PERF.md session 39). Blocks of 1024 threads (Gemma-3-4B's wo, 80;
+ * Llama-3.2-3B's, 96), wider grids (the 1B's gate|up), tall shapes, an expert's matrix and a GPU
+ * whose kernels cannot opt in to it (alone_smem 0) ask for nothing more. */
+ZT_TEST(a_split_grid_of_at_most_one_block_a_multiprocessor_asks_for_half_its_shared_memory) {
+    const int P = ZR_CUF_MV_PLAIN, A = ZR_CUF_MV_ADDNORM, S = ZR_CUF_MV_SSQ;
+    ZrCuKernels k = kernels(132);
+    k.alone_smem = 233472 / 2; /* an H100's or H200's 228 KiB a multiprocessor */
+    static const struct {
+        uint32_t type;
+        int n_in, n_out, mode;
+        unsigned grid;
+        bool alone;
+        const char *what;
+    } cases[] = {
+        {ZR_TYPE_Q4_K, 2048, 2048, A, 128, true, "llama3.2-1b wo"},
+        {ZR_TYPE_Q6_K, 8192, 2048, A, 128, true, "llama3.2-1b down (q6_K)"},
+        {ZR_TYPE_Q4_K, 8192, 2048, A, 128, true, "llama3.2-1b down (q4_K)"},
+        {ZR_TYPE_Q4_K, 2048, 2560, S, 80, false, "gemma3-4b wo (blocks of 1024 threads)"},
+        {ZR_TYPE_Q4_K, 3072, 3072, P, 96, false, "llama3.2-3b wo (blocks of 1024 threads)"},
+        {ZR_TYPE_Q4_K, 2048, 2 * 8192, ZR_CUF_MV_GLU, 1024, false, "llama3.2-1b gate|up"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const ZrCuWeight w = {.type = cases[i].type, .n_in = cases[i].n_in, .n_out = cases[i].n_out};
+        const ZrMvShape s = zr_cuf_mv_shape(&k, &w, cases[i].mode);
+        const unsigned grid = zr_cuf_mv_grid(&w, cases[i].mode, s);
+        ZT_CHECKF(s.blocks == 0 && grid == cases[i].grid, "%s: %u blocks (tall %d), expected %u", cases[i].what, grid,
+                  s.blocks, cases[i].grid);
+        ZT_CHECKF(s.smem == (cases[i].alone ? k.alone_smem : 0), "%s: %u bytes asked for", cases[i].what, s.smem);
+        const ZrMvShape e = zr_cuf_mv_shape_expert(&k, &w, cases[i].mode);
+        ZT_CHECKF(e.smem == 0, "%s as an expert's matrix: %u bytes asked for", cases[i].what, e.smem);
+    }
+    /* a tall shape (Llama-3.2-1B's Q6_K output, one wave of 264 blocks) */
+    const ZrCuWeight out = {.type = ZR_TYPE_Q6_K, .n_in = 2048, .n_out = 128256};
+    const ZrMvShape t = zr_cuf_mv_shape(&k, &out, P);
+    ZT_CHECKF(t.blocks > 0 && t.smem == 0, "the output: %d blocks, %u bytes asked for", t.blocks, t.smem);
+    k.alone_smem = 0;
+    const ZrCuWeight wo = {.type = ZR_TYPE_Q4_K, .n_in = 2048, .n_out = 2048};
+    ZT_CHECKF(zr_cuf_mv_shape(&k, &wo, A).smem == 0, "no opt-in, yet %u bytes", zr_cuf_mv_shape(&k, &wo, A).smem);
+}
+
+/* zr_k_matvec launches with the larger of the product's own staging and the shape's request:
+ * recorded on the driver double. */
+ZT_TEST(the_launch_asks_for_the_larger_of_its_staging_and_the_shapes_shared_memory) {
+    static const FakeKernel fk[] = {{"matvec_q4_k", 14, {0}, NULL}};
+    const ZrCuDriver *drv = fake_driver(fk, 1, false);
+    ZrCuda cuda;
+    ZrError err = {0};
+    ZT_CHECKF(!zr_cuda_open(drv, 0, &cuda, &err) && !zr_cuda_load_module(&cuda, "image", &err), "%s", err.msg);
+    size_t sizes[14];
+    const char *params = "PPPPPPFIIIIPPP"; /* its cu/kernels.def line: pointers 8 bytes, ints and floats 4 */
+    for (int i = 0; i < 14; i++) sizes[i] = params[i] == 'P' ? 8 : 4;
+    ZrKernel kern;
+    ZT_CHECKF(!zr_cuda_kernel(&cuda, "matvec_q4_k", sizes, 14, &kern, &err), "%s", err.msg);
+    ZrLauncher l;
+    zr_launcher_init(&l, drv, cuda.stream);
+    static float buf[8192];
+    const CUdeviceptr dev = (CUdeviceptr)(uintptr_t)buf;
+    const ZrCuWeight w = {.type = ZR_TYPE_Q4_K, .n_in = 2048, .n_out = 2048, .main = dev, .side = dev};
+    const unsigned own = (unsigned)zr_cuf_mv_smem(2048), asks[3] = {0, 116736, own / 2};
+    for (int i = 0; i < 3; i++) {
+        const ZrMvShape s = {.groups = 8, .split = 2, .blocks = 0, .smem = asks[i]};
+        zr_launcher_record_begin(&l);
+        ZT_CHECKF(!zr_k_matvec(&l, &kern, zr_cuf_mv_rows_per_warp(w.type), &w, dev, dev, 0, dev, 1e-6f, ZR_CUF_MV_PLAIN,
+                               s, NULL, &err),
+                  "%s", err.msg);
+        zr_launcher_record_end(&l);
+        ZT_CHECK(l.rec.n == 1);
+        if (l.rec.n != 1) break;
+        const unsigned want = asks[i] > own ? asks[i] : own;
+        ZT_CHECKF(l.rec.recs[0].shared_bytes == want, "asked for %u: %u bytes launched, expected %u", asks[i],
+                  l.rec.recs[0].shared_bytes, want);
+    }
+    zr_launcher_free(&l);
+    zr_cuda_close(&cuda);
+}

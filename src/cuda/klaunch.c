@@ -46,8 +46,9 @@ int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const Zr
         !post_fits(mode, post) || ((mode & ZR_CUF_MV_SSQ) && shape.blocks > 0))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d x %d warps (%d rows each), mode %d", kern->name,
                       shape.groups, shape.split, R, mode);
+    const unsigned smem = (unsigned)zr_cuf_mv_smem(w->n_in);
     return launch_product(l, kern, zr_cuf_mv_grid(w, mode, shape), (unsigned)(32 * shape.groups * shape.split),
-                          (unsigned)zr_cuf_mv_smem(w->n_in), w, x, y, add, norm_w, eps, mode, shape.split, post, err);
+                          smem > shape.smem ? smem : shape.smem, w, x, y, add, norm_w, eps, mode, shape.split, post, err);
 }
 
 int zr_k_matvec_mma(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,

@@ -38,6 +38,7 @@ static int read_props(ZrCuda *c, ZrError *err) {
         {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &p->sm_count},
         {CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, &p->l2_bytes},
         {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &p->max_smem_optin},
+        {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, &p->smem_per_sm},
         {CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, &p->mem_clock_khz},
         {CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, &p->bus_width_bits},
     };

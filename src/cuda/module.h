@@ -14,6 +14,7 @@ typedef struct ZrCudaProps {
     int sm_count;
     int l2_bytes;
     int max_smem_optin;      /* dynamic shared memory a kernel may opt in to, bytes */
+    int smem_per_sm;         /* shared memory of a multiprocessor, bytes */
     int mem_clock_khz, bus_width_bits;
     size_t total_mem;        /* bytes */
     int driver_version;      /* e.g. 13000 = CUDA 13.0 */

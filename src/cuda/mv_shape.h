@@ -40,6 +40,7 @@ typedef struct ZrMvPost {
  * each taking every blocks-th tile with x staged once (matvec_<type>_tall; very tall matrices). */
 typedef struct ZrMvShape {
     int groups, split, blocks;
+    unsigned smem; /* dynamic shared memory the launch asks for at least (0: the product's own; zr_k_matvec) */
 } ZrMvShape;
 
 /* Rows of W each warp of the type's kernel computes (cu/matvec_*.cu). */

@@ -376,8 +376,8 @@ ZT_TEST(matvec_ssq_writes_each_blocks_sum_of_squares_after_its_results) {
         ZrMvShape shape;
         const char *what;
     } cases[] = {{2048, 2560, 0, {0}, "g3-4b wo"},       {10240, 2560, S | GE, {0}, "g3-4b down"},
-                 {4096, 3840, 0, {0}, "g3-12b wo"},      {4096, 1000, 0, {4, 2, 0}, "split-K"},
-                 {2048, 202, GL, {2, 2, 0}, "glu"},      {2560, 1000, 0, {8, 1, 0}, "partial last warp"}};
+                 {4096, 3840, 0, {0}, "g3-12b wo"},      {4096, 1000, 0, {4, 2, 0, 0}, "split-K"},
+                 {2048, 202, GL, {2, 2, 0, 0}, "glu"},      {2560, 1000, 0, {8, 1, 0, 0}, "partial last warp"}};
     int failed = 0;
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
