@@ -7,7 +7,7 @@
  * quantized gate|up products from 1 where a lane has 3 items of a row (session 12) or 2.5 (session
  * 16, 19 and 20; not Q6_K, Q3_K); quantized types run it on 2 blocks of 16 row groups a
  * multiprocessor (1 where the kernel holds no block of 1024 threads: the experts' Q5_0, Q5_1), F16 on 4 of 8; a product that writes SSQ pieces is never tall.
- * A split grid of at most one block a multiprocessor asks for half of a multiprocessor's shared
+ * A split grid of at most one block a multiprocessor asks for over half of a multiprocessor's shared
  * memory (session 39). No GPU needed: the pick reads only sizes, types and the multiprocessor
  * count; the launch is recorded on the driver double. */
 #include <string.h>
@@ -324,7 +324,7 @@ ZT_TEST(the_fused_expert_down_refuses_rows_of_no_values) {
 int main(void) { return zt_run(); }
 
 /* The narrow products (a split grid of at most one block a multiprocessor, of blocks two of which
- * could share one: Llama-3.2-1B's wo and down, 128 blocks of 512 threads) ask for half of a
+ * could share one: Llama-3.2-1B's wo and down, 128 blocks of 512 threads) ask for over half of a
  * multiprocessor's shared memory, so no two of their blocks share one (H200: the 1B's down on 128
  * multiprocessors, not 80; cu/PERF.md session 39). Blocks of 1024 threads (Gemma-3-4B's wo, 80;
  * Llama-3.2-3B's, 96), wider grids (the 1B's gate|up), tall shapes, an expert's matrix and a GPU
@@ -332,7 +332,7 @@ int main(void) { return zt_run(); }
 ZT_TEST(a_split_grid_of_at_most_one_block_a_multiprocessor_asks_for_half_its_shared_memory) {
     const int P = ZR_CUF_MV_PLAIN, A = ZR_CUF_MV_ADDNORM, S = ZR_CUF_MV_SSQ;
     ZrCuKernels k = kernels(132);
-    k.alone_smem = 233472 / 2; /* an H100's or H200's 228 KiB a multiprocessor */
+    k.alone_smem = ZR_CUF_MV_ALONE_SMEM; /* an H100's or H200's (228 KiB a multiprocessor) */
     static const struct {
         uint32_t type;
         int n_in, n_out, mode;

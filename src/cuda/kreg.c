@@ -65,10 +65,14 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
 #include "cu/kernels.def"
     /* the matrix-vector kernels stage x in dynamic shared memory: above the default 48 KiB
      * (with the kernel's static reduction arrays on top) they must opt in */
-    /* a block of half the multiprocessor's shared memory (with the 1 KiB each block reserves) is
-     * alone on it: zr_cuf_mv_shape asks for it in the narrow products */
-    const size_t half = c->props.smem_per_sm > 0 ? (size_t)c->props.smem_per_sm / 2 : 0;
-    k->alone_smem = half >= 48 * 1024 && half + 1024 <= (size_t)c->props.max_smem_optin ? half : 0;
+    /* a block of over half the multiprocessor's shared memory is alone on it: zr_cuf_mv_shape asks
+     * for ZR_CUF_MV_ALONE_SMEM in the narrow products where that is over half and within the
+     * opt-in (H100, H200, A100; not a GPU of 100 KiB a multiprocessor) */
+    const size_t alone = ZR_CUF_MV_ALONE_SMEM;
+    k->alone_smem = c->props.smem_per_sm > 0 && 2 * alone > (size_t)c->props.smem_per_sm &&
+                            alone + 1024 <= (size_t)c->props.max_smem_optin
+                        ? alone
+                        : 0;
     const size_t smem = zr_cuf_mv_smem(max_n_in) > k->alone_smem ? zr_cuf_mv_smem(max_n_in) : k->alone_smem;
     for (uint32_t t = 0; t < ZR_TYPE_COUNT && smem + 1024 > 48 * 1024; t++) {
         if (!k->has_mv[t]) continue;

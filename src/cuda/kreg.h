@@ -42,8 +42,8 @@ typedef struct ZrCuKernels {
     size_t flat_smem; /* dynamic shared memory the flat gate|up product may take (cu/matvec_glu_flat.cu) */
     size_t bal_smem;  /* ... and the balanced gate|up products (cu/matvec_glu_bal.cu) */
     size_t alone_smem; /* dynamic shared memory that holds a block of the plain products alone on its
-                        * multiprocessor (half of the multiprocessor's; 0: none where they cannot opt
-                        * in to it): zr_cuf_mv_shape's narrow products (ZrMvShape.smem) */
+                        * multiprocessor (ZR_CUF_MV_ALONE_SMEM; 0 where that is not over half of it or
+                        * past the opt-in): zr_cuf_mv_shape's narrow products (ZrMvShape.smem) */
     size_t mma_smem; /* dynamic shared memory the tensor-core Q6_K product may take (cu/matvec_mma.cu) */
     bool has_attn_prefill_d256; /* the GPU allows its ZR_K_ATTN_PREFILL_D256_SMEM bytes (both caches' kernels) */
     bool has_attn_decode_mma;   /* ... and the tensor-core decode attention's ZR_K_ATTN_DECODE_MMA_SMEM(128) */

@@ -279,13 +279,13 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, e
         quant && (mode & ZR_CUF_MV_GLU) && tiles >= blocks && ((tiles < 2 * blocks && items >= 3 * 32) || wide_glu);
     if (!can_tall || (tiles < waves * blocks && !glu_tall)) {
         /* A product whose blocks number at most the multiprocessors and could share one (Llama-3.2-1B's
-         * wo and down: 128 blocks of 512 threads) asks for half a multiprocessor's shared memory, so
-         * no two of its blocks share one: placed early beside the launch before it (the gate|up, the
-         * attention) they took the first multiprocessors to empty, two each, 79-110 of 132, and the
-         * pairs set the end (the down's run 9.4 us where its blocks' phases add to 6.4). H200 tg128
-         * (cu/PERF.md session 39): Llama-3.2-1B Q4_K_M 1780.4 -> 1863.7 t/s (+4.7%), its down 9.7 ->
-         * 6.7 us on 128 multiprocessors. Blocks of 1024 threads are alone already (Llama-3.2-3B's 96,
-         * Llama-3-8B's 128, Gemma-3-4B's 80). */
+         * wo and down: 128 blocks of 512 threads) asks for over half a multiprocessor's shared memory
+         * (ZR_CUF_MV_ALONE_SMEM), so no two of its blocks share one: placed early beside the launch
+         * before it (the gate|up, the attention) they took the first multiprocessors to empty, two
+         * each, 79-110 of 132, and the pairs set the end (the down's run 9.4 us where its blocks'
+         * phases add to 6.4). H200 tg128 (cu/PERF.md session 39): Llama-3.2-1B Q4_K_M 1779 -> 1863
+         * t/s (+4.7%), its down 9.7 -> 6.7 us on 128 multiprocessors; Q8_0 +0.4%. Blocks of 1024
+         * threads are alone already (Llama-3.2-3B's 96, Llama-3-8B's 128, Gemma-3-4B's 80). */
         ZrMvShape s = {.groups = G, .split = split, .blocks = 0};
         if (rule == RULE_DENSE && k->alone_smem && zr_cuf_mv_grid(w, mode, s) <= (unsigned)k->sm_count &&
             zr_cuf_kernel_blocks_per_sm(&k->mv[w->type], 32 * G * split) >= 2)
