@@ -260,8 +260,9 @@ int main(int argc, char **argv) {
         {"q5_k", ZR_TYPE_Q5_K}, {"q3_k", ZR_TYPE_Q3_K}, {"q2_k", ZR_TYPE_Q2_K},
     };
     /* blocks < 0: the tall kernel on -blocks per multiprocessor */
-    static const ZrMvShape grid[] = {{8, 1, 0, 0}, {16, 1, 0, 0}, {4, 1, 0, 0},  {2, 1, 0, 0},  {4, 2, 0, 0},  {8, 2, 0, 0}, {2, 4, 0, 0},
-                                     {4, 4, 0, 0}, {1, 8, 0, 0},  {2, 8, 0, 0},  {8, 1, -4, 0}, {8, 1, -2, 0}, {16, 1, -2, 0}};
+    static const ZrMvShape grid[] = {{8, 1, 0, 0}, {16, 1, 0, 0}, {4, 1, 0, 0},  {2, 1, 0, 0},   {4, 2, 0, 0},
+                                     {8, 2, 0, 0}, {2, 4, 0, 0},  {4, 4, 0, 0},  {1, 8, 0, 0},   {2, 8, 0, 0},
+                                     {8, 1, -4, 0}, {8, 1, -2, 0}, {16, 1, -2, 0}};
     const ZrCuDriver *drv;
     ZrCuda cuda;
     ZrCuKernels k;

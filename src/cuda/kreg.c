@@ -63,8 +63,6 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
     if ((rc = load(c, "matvec_mix_" #a "_" #b, params, &k->mv_mix[ZR_KMIX_##a##_##b], err))) return rc; \
     k->has_mv_mix[ZR_KMIX_##a##_##b] = true;
 #include "cu/kernels.def"
-    /* the matrix-vector kernels stage x in dynamic shared memory: above the default 48 KiB
-     * (with the kernel's static reduction arrays on top) they must opt in */
     /* a block of over half the multiprocessor's shared memory is alone on it: zr_cuf_mv_shape asks
      * for ZR_CUF_MV_ALONE_SMEM in the narrow products where that is over half and within the
      * opt-in (H100, H200, A100; not a GPU of 100 KiB a multiprocessor) */
@@ -73,6 +71,8 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
                             alone + 1024 <= (size_t)c->props.max_smem_optin
                         ? alone
                         : 0;
+    /* the matrix-vector kernels stage x in dynamic shared memory: above the default 48 KiB
+     * (with the kernel's static reduction arrays on top) they must opt in, to that request too */
     const size_t smem = zr_cuf_mv_smem(max_n_in) > k->alone_smem ? zr_cuf_mv_smem(max_n_in) : k->alone_smem;
     for (uint32_t t = 0; t < ZR_TYPE_COUNT && smem + 1024 > 48 * 1024; t++) {
         if (!k->has_mv[t]) continue;

@@ -34,17 +34,17 @@ typedef struct ZrMvPost {
  * dense and matvec_id products' own is their kernel's (zr_cuf_kernel_max_threads). */
 #define ZR_CUF_MV_MAX_THREADS 512
 
+/* Dynamic shared memory a narrow product's block asks for to be alone on its multiprocessor
+ * (ZrCuKernels.alone_smem, zr_cuf_mv_shape): over half of an H200's 228 KiB, and more than that
+ * needs. H200 tg128, Llama-3.2-1B Q4_K_M: 1779 t/s without (session 39's call 6), 1836.4 with
+ * half (114 KiB), 1863.3 with 120, 1848.4 with 160 (call 8; cu/PERF.md session 39): what the rest
+ * of the multiprocessor then holds of the launches beside it decides, and 120 measured best. */
+#define ZR_CUF_MV_ALONE_SMEM (120 * 1024)
+
 /* The launch shape of a matrix-vector product: blocks of `groups` row groups (of the kernel's
  * rows per warp), each row split over `split` warps along its length (split-K). blocks 0: a
  * block per tile of `groups` row groups (matvec_<type>); blocks > 0: at most that many blocks,
  * each taking every blocks-th tile with x staged once (matvec_<type>_tall; very tall matrices). */
-/* Dynamic shared memory a narrow product's block asks for to be alone on its multiprocessor
- * (ZrCuKernels.alone_smem, zr_cuf_mv_shape). Over half of an H200's 228 KiB; more than needed:
- * H200 tg128 Llama-3.2-1B Q4_K_M 1779 t/s without, 1836.4 with half (114 KiB), 1863.3 with 120,
- * 1848.4 with 160 (cu/PERF.md session 39); what the rest of the multiprocessor then holds of the
- * launches beside it decides, and 120 measured best. */
-#define ZR_CUF_MV_ALONE_SMEM (120 * 1024)
-
 typedef struct ZrMvShape {
     int groups, split, blocks;
     unsigned smem; /* dynamic shared memory the launch asks for at least (0: the product's own; zr_k_matvec) */
