@@ -316,3 +316,18 @@ const ZrCuDriver *fake_driver(const FakeKernel *kernels, int n_kernels, bool par
     };
     return &drv;
 }
+
+int fake_open_kernel(const FakeKernel *fk, const char *params, ZrCuda *cuda, ZrKernel *kern, ZrError *err) {
+    size_t sizes[64];
+    const int n = (int)strlen(params);
+    if (n > 64 || n != fk->n_params)
+        return zr_err(err, ZR_E_INTERNAL, "%s: %d parameters, %d listed", fk->name, n, fk->n_params);
+    for (int i = 0; i < n; i++) sizes[i] = params[i] == 'P' ? 8 : 4;
+    const ZrCuDriver *d = fake_driver(fk, 1, false);
+    if (zr_cuda_open(d, 0, cuda, err)) return 1;
+    if (zr_cuda_load_module(cuda, "image", err) || zr_cuda_kernel(cuda, fk->name, sizes, n, kern, err)) {
+        zr_cuda_close(cuda);
+        return 1;
+    }
+    return 0;
+}

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "cuda/driver.h"
+#include "cuda/module.h"
 
 typedef struct FakeKernel {
     const char *name;
@@ -60,5 +61,9 @@ FakeState *fake_state(void);
 void fake_set_pdl(int cc_major, int cc_minor, bool add_dependencies, bool launch_ex);
 /* The table has cuGraphKernelNodeSetAttribute or not (fake_driver: not). */
 void fake_set_node_attributes(bool on);
+/* Opens the double with the one kernel fk (param_info off), its context and module, and looks
+ * the kernel up into *kern with its parameters' sizes from a cu/kernels.def string (P: 8 bytes,
+ * I and F: 4); 0, or nonzero with err set. */
+int fake_open_kernel(const FakeKernel *fk, const char *params, ZrCuda *cuda, ZrKernel *kern, ZrError *err);
 /* The CUfunction for a fake kernel (what cuModuleGetFunction returns). */
 CUfunction fake_fn(const FakeKernel *k);

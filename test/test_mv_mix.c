@@ -273,19 +273,15 @@ static const char *const mix_params[] = {
  * placed only as the products finished and held back the attention after them (cu/PERF.md,
  * session 38). Recorded on the driver double: grid, block and each part's tiles as passed. */
 ZT_TEST(the_mixed_launch_is_one_block_per_tile_of_every_part_and_no_idle_block) {
-    static const FakeKernel fk[] = {{"matvec_mix_q4_k_q6_k", 30, {0}, NULL}};
-    const ZrCuDriver *drv = fake_driver(fk, 1, false);
+    static const FakeKernel fk = {"matvec_mix_q4_k_q6_k", 30, {0}, NULL};
     ZrCuda cuda;
     ZrError err = {0};
-    ZT_CHECKF(!zr_cuda_open(drv, 0, &cuda, &err) && !zr_cuda_load_module(&cuda, "image", &err), "%s", err.msg);
-    size_t sizes[30]; /* its cu/kernels.def line: pointers 8 bytes, ints and floats 4 */
-    const char *params = mix_params[ZR_KMIX_q4_k_q6_k];
-    ZT_CHECK(strlen(params) == 30);
-    for (int i = 0; i < 30; i++) sizes[i] = params[i] == 'P' ? 8 : 4;
     ZrCuKernels k = kernels(132);
-    ZT_CHECKF(!zr_cuda_kernel(&cuda, "matvec_mix_q4_k_q6_k", sizes, 30, &k.mv_mix[ZR_KMIX_q4_k_q6_k], &err), "%s", err.msg);
+    /* its cu/kernels.def line */
+    ZT_CHECKF(!fake_open_kernel(&fk, mix_params[ZR_KMIX_q4_k_q6_k], &cuda, &k.mv_mix[ZR_KMIX_q4_k_q6_k], &err), "%s",
+              err.msg);
     ZrLauncher l;
-    zr_launcher_init(&l, drv, cuda.stream);
+    zr_launcher_init(&l, cuda.drv, cuda.stream);
     /* Gemma-3-4B (2560 wide, 8 heads and 4 KV heads of 256): q|k Q4_K, v Q6_K; a three-part
      * group too (q, k in Q4_K, v in Q6_K between them) */
     const ZrCuWeight two[2] = {mat(ZR_TYPE_Q4_K, 2560, 3072), mat(ZR_TYPE_Q6_K, 2560, 1024)};

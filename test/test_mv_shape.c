@@ -369,18 +369,14 @@ ZT_TEST(a_split_grid_of_at_most_one_block_a_multiprocessor_asks_for_half_its_sha
 /* zr_k_matvec launches with the larger of the product's own staging and the shape's request:
  * recorded on the driver double. */
 ZT_TEST(the_launch_asks_for_the_larger_of_its_staging_and_the_shapes_shared_memory) {
-    static const FakeKernel fk[] = {{"matvec_q4_k", 14, {0}, NULL}};
-    const ZrCuDriver *drv = fake_driver(fk, 1, false);
+    static const FakeKernel fk = {"matvec_q4_k", 14, {0}, NULL};
     ZrCuda cuda;
-    ZrError err = {0};
-    ZT_CHECKF(!zr_cuda_open(drv, 0, &cuda, &err) && !zr_cuda_load_module(&cuda, "image", &err), "%s", err.msg);
-    size_t sizes[14];
-    const char *params = "PPPPPPFIIIIPPP"; /* its cu/kernels.def line: pointers 8 bytes, ints and floats 4 */
-    for (int i = 0; i < 14; i++) sizes[i] = params[i] == 'P' ? 8 : 4;
     ZrKernel kern;
-    ZT_CHECKF(!zr_cuda_kernel(&cuda, "matvec_q4_k", sizes, 14, &kern, &err), "%s", err.msg);
+    ZrError err = {0};
+    /* its cu/kernels.def line */
+    ZT_CHECKF(!fake_open_kernel(&fk, "PPPPPPFIIIIPPP", &cuda, &kern, &err), "%s", err.msg);
     ZrLauncher l;
-    zr_launcher_init(&l, drv, cuda.stream);
+    zr_launcher_init(&l, cuda.drv, cuda.stream);
     static float buf[8192];
     const CUdeviceptr dev = (CUdeviceptr)(uintptr_t)buf;
     const ZrCuWeight w = {.type = ZR_TYPE_Q4_K, .n_in = 2048, .n_out = 2048, .main = dev, .side = dev};
