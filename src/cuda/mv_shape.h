@@ -37,7 +37,7 @@ typedef struct ZrMvPost {
 /* Dynamic shared memory a narrow product's block asks for to be alone on its multiprocessor
  * (ZrCuKernels.alone_smem, zr_cuf_mv_shape): over half of an H200's 228 KiB, and more than that
  * needs. H200 tg128, Llama-3.2-1B Q4_K_M: 1779 t/s without (session 39's call 6), 1836.4 with
- * half (114 KiB), 1863.3 with 120, 1848.4 with 160 (call 8; cu/PERF.md session 39): what the rest
+ * half (114 KiB), 1863.3 with 120, 1848.4 with 160 (call 7; cu/PERF.md session 39): what the rest
  * of the multiprocessor then holds of the launches beside it decides, and 120 measured best. */
 #define ZR_CUF_MV_ALONE_SMEM (120 * 1024)
 
