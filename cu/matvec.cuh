@@ -1258,8 +1258,9 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     __shared__ float red_inv[ZR_MV_MAX_THREADS / 32];    // TALL, RMSNorm: each warp's 1/rms (once a warp)
     float *xs = (float *)zr_mv_smem;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nthr = blockDim.x;
-    // S and G are powers of two (the launchers check): shifts, not the ~25 instructions of an
-    // emulated division each (the tall kernels ran four before a warp's first load)
+    // S is a power of two, and G too with TALL (the launchers check): shifts, not the ~25
+    // instructions of an emulated division each (the tall kernels ran four before a warp's first
+    // load); a one-tile block finds its tile's first row group by a multiply, so any G
     const int S = split, lS = __ffs(S) - 1, G = (nthr >> 5) >> lS, lG = __ffs(G) - 1;
     const int g = warp >> lS, ks = warp & (S - 1);
     const int in_mode = !POST && (mode & ZR_MV_IN) == ZR_MV_ADDNORM ? ZR_MV_PLAIN : mode & ZR_MV_IN;
@@ -1284,7 +1285,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     int res0 = 0;      // first result of this warp in the tile
     bool live = false; // the warp has rows in the tile
     auto begin_tile = [&](int tile) {
-        res0 = ((tile << lG) + g) << lper;
+        res0 = ((TALL ? tile << lG : tile * G) + g) << lper;
         live = res0 < n_res;
 #pragma unroll
         for (int r = 0; r < R; r++) {

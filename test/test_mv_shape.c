@@ -49,9 +49,10 @@ ZT_TEST(q8_0_rows_of_1928_to_3855_values_split_in_two_on_eight_row_groups) {
     check(ZR_TYPE_Q8_0, 2048, 2048, P, 8, 2, 0); /* llama3.2-1b wo: 128 blocks */
     check(ZR_TYPE_Q8_0, 2048, 3072, R, 8, 2, 0); /* its QKV: 192 blocks, normed x */
     /* llama3.2-3b's wo and gemma3-4b's (with its sums of squares): 1 to 2 blocks of 8 row groups
-     * a multiprocessor, so blocks of 16 */
+     * a multiprocessor, so blocks of 16 (96 of them), or one a multiprocessor where those would
+     * leave a third idle (gemma3-4b: 80 of 16, 128 of 10) */
     check(ZR_TYPE_Q8_0, 3072, 3072, P, 16, 2, 0);
-    check(ZR_TYPE_Q8_0, 2048, 2560, S, 16, 2, 0);
+    check(ZR_TYPE_Q8_0, 2048, 2560, S, 10, 2, 0);
     /* a grid of 16 warps a multiprocessor already (3b QKV: 2560 row pairs) does not split */
     check(ZR_TYPE_Q8_0, 3072, 5120, R, 8, 1, 0);
     /* rows long enough for the 4 KiB rule keep its split (llama3-8b wo: 16x2) */
@@ -96,7 +97,7 @@ ZT_TEST(a_split_grid_of_one_to_two_blocks_an_sm_takes_blocks_of_1024_threads) {
     check(ZR_TYPE_Q4_K, 4096, 2 * 2111, P, 16, 2, 0);   /* 264 blocks of 8, 132 of 16 */
     check(ZR_TYPE_Q4_K, 4096, 2 * 2112, P, 8, 1, 0);    /* 16 warps an SM: no split */
     check(ZR_TYPE_Q4_K, 4096, 2 * 8 * 132, P, 8, 2, 0); /* 132 blocks of 8: one an SM already */
-    check(ZR_TYPE_Q4_K, 4096, 2 * 8 * 132 + 2, P, 16, 2, 0); /* 133 blocks of 8 */
+    check(ZR_TYPE_Q4_K, 4096, 2 * 8 * 132 + 2, P, 9, 2, 0); /* 133 blocks of 8: 118 of 9 (67 of 16) */
     check(ZR_TYPE_Q5_0, 14336, 4096, P, 16, 2, 0); /* 64 registers since session 29 */
     check(ZR_TYPE_Q5_1, 14336, 4096, P, 16, 2, 0);
     /* the general rule and an expert's matrix keep their blocks */
@@ -107,6 +108,39 @@ ZT_TEST(a_split_grid_of_one_to_two_blocks_an_sm_takes_blocks_of_1024_threads) {
     const ZrMvShape g = zr_cuf_mv_shape_general(&k, &dn, P), e = zr_cuf_mv_shape_expert(&k, &dn, P);
     ZT_CHECKF(g.groups == 8 && g.split == 2 && e.groups == 8 && e.split == 2, "general %dx%d, expert %dx%d", g.groups,
               g.split, e.groups, e.split);
+}
+
+/* Where those blocks of 16 row groups leave a third of the multiprocessors or more idle, the row
+ * groups go to one block a multiprocessor: ceil(groups / SMs) a block, any count (cu/matvec.cuh
+ * finds a one-tile block's first row group by a multiply). H200 (cu/PERF.md session 40):
+ * Gemma-3-4B Q4_K_M +2.1%, Q8_0 +1.45%; Llama-3.2-3B's 96 and Gemma-3-12B's 120 blocks of 16 keep
+ * them (Q8_0, Q3_K_M and Gemma-3-12B lost with blocks of 12 and 15). */
+ZT_TEST(a_split_grid_whose_blocks_of_16_leave_a_third_of_the_sms_idle_takes_one_block_an_sm) {
+    const int P = ZR_CUF_MV_PLAIN, SW = ZR_CUF_MV_SWIGLU;
+    check(ZR_TYPE_Q4_K, 2048, 2560, P, 10, 2, 0);  /* gemma3-4b wo: 80 blocks of 16, 128 of 10 */
+    check(ZR_TYPE_Q6_K, 10240, 2560, SW, 10, 2, 0); /* its down */
+    check(ZR_TYPE_Q8_0, 10240, 2560, P, 10, 2, 0);  /* its Q8_0 down */
+    check(ZR_TYPE_Q4_K, 9216, 2304, P, 9, 2, 0);    /* gemma2-2b down: 72 of 16, 128 of 9 */
+    check(ZR_TYPE_Q4_K, 8192, 2 * 88 * 16, P, 11, 2, 0); /* 88 blocks of 16 (two thirds): 128 of 11 */
+    check(ZR_TYPE_Q4_K, 8192, 2 * 89 * 16, P, 16, 2, 0); /* 89 stay */
+    check(ZR_TYPE_Q4_K, 8192, 3072, SW, 16, 2, 0);  /* llama3.2-3b down: 96 of 16 stay */
+    check(ZR_TYPE_Q4_K, 15360, 3840, SW, 16, 2, 0); /* gemma3-12b down: 120 of 16 stay */
+    check(ZR_TYPE_Q4_K, 14336, 4096, SW, 16, 2, 0); /* llama3-8b down: 128 of 16 already */
+    check(ZR_TYPE_Q4_K, 8192, 2048, SW, 8, 2, 0);   /* llama3.2-1b down: 128 of 8, never larger */
+    check(ZR_TYPE_Q4_K, 8192, 3072, ZR_CUF_MV_RMSNORM, 8, 2, 0); /* normed x keeps blocks of 8 */
+    const ZrCuKernels k = kernels(132);
+    const ZrCuWeight dn = {.type = ZR_TYPE_Q6_K, .n_in = 10240, .n_out = 2560};
+    const ZrMvShape s = zr_cuf_mv_shape(&k, &dn, SW);
+    ZT_CHECKF(zr_cuf_mv_grid(&dn, SW, s) == 128, "%u blocks", zr_cuf_mv_grid(&dn, SW, s));
+    /* on a GPU of 114 multiprocessors (an H100 PCIe) the same down's 80 blocks of 16 leave less than
+     * a third idle; gemma2-2b's 72 go to 105 blocks of 11 */
+    const ZrCuKernels k114 = kernels(114);
+    const ZrMvShape s114 = zr_cuf_mv_shape(&k114, &dn, SW);
+    ZT_CHECKF(s114.groups == 16, "%dx%d", s114.groups, s114.split);
+    const ZrCuWeight g2 = {.type = ZR_TYPE_Q4_K, .n_in = 9216, .n_out = 2304};
+    const ZrMvShape t114 = zr_cuf_mv_shape(&k114, &g2, P);
+    ZT_CHECKF(t114.groups == 11 && zr_cuf_mv_grid(&g2, P, t114) == 105, "%dx%d on %u blocks", t114.groups,
+              t114.split, zr_cuf_mv_grid(&g2, P, t114));
 }
 
 /* An expert's matrix splits short rows from 2 KiB a warp's half only, on blocks of 4 row groups:
@@ -295,13 +329,15 @@ ZT_TEST(the_balanced_gate_up_takes_its_types_where_its_warps_take_fewer_steps) {
     ZT_CHECKF(one.blocks == 132 && !zr_cuf_mv_bal_takes(&k, &w, GLU, one), "tall on %d blocks", one.blocks);
 }
 
-/* cu/matvec.cuh finds a warp's row group and split-K part by shifts: a launch whose row groups
- * or split are not powers of two is refused before anything is launched (no launcher needed) */
+/* cu/matvec.cuh finds a warp's split-K part by shifts, and a tall block its tiles: a launch whose
+ * split is not a power of two, or a tall one whose row groups are not, is refused before anything
+ * is launched (no launcher needed); a one-tile launch of 10 row groups is not (test below) */
 ZT_TEST(a_launch_shape_that_is_not_a_power_of_two_is_refused) {
     const ZrKernel kern = {.name = "matvec_q4_k"};
     const ZrCuWeight w = {.type = ZR_TYPE_Q4_K, .n_in = 4096, .n_out = 1024};
-    const ZrMvShape bad[] = {{.groups = 3, .split = 1}, {.groups = 8, .split = 3}, {.groups = 6, .split = 2}};
-    for (int i = 0; i < 3; i++) {
+    const ZrMvShape bad[] = {{.groups = 3, .split = 1, .blocks = 264}, {.groups = 8, .split = 3}, {.groups = 6, .split = 2, .blocks = 132},
+                             {.groups = 0, .split = 2}};
+    for (int i = 0; i < 4; i++) {
         ZrError e = {0};
         ZT_CHECK(zr_k_matvec(NULL, &kern, 2, &w, 0, 0, 0, 0, 0.0f, ZR_CUF_MV_PLAIN, bad[i], NULL, &e) != 0);
         ZT_CHECK(e.code == ZR_E_INTERNAL);
@@ -343,8 +379,9 @@ ZT_TEST(a_split_grid_of_at_most_one_block_a_multiprocessor_asks_for_half_its_sha
         {ZR_TYPE_Q4_K, 2048, 2048, A, 128, true, "llama3.2-1b wo"},
         {ZR_TYPE_Q6_K, 8192, 2048, A, 128, true, "llama3.2-1b down (q6_K)"},
         {ZR_TYPE_Q4_K, 8192, 2048, A, 128, true, "llama3.2-1b down (q4_K)"},
-        {ZR_TYPE_Q4_K, 2048, 2560, S, 80, false, "gemma3-4b wo (blocks of 1024 threads)"},
+        {ZR_TYPE_Q4_K, 2048, 2560, S, 128, false, "gemma3-4b wo (blocks of 640 threads)"},
         {ZR_TYPE_Q4_K, 3072, 3072, P, 96, false, "llama3.2-3b wo (blocks of 1024 threads)"},
+        {ZR_TYPE_Q4_K, 4096, 4096, P, 128, false, "llama3-8b wo (blocks of 1024 threads)"},
         {ZR_TYPE_Q4_K, 2048, 2 * 8192, ZR_CUF_MV_GLU, 1024, false, "llama3.2-1b gate|up"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -394,6 +431,33 @@ ZT_TEST(the_launch_asks_for_the_larger_of_its_staging_and_the_shapes_shared_memo
         ZT_CHECKF(l.rec.recs[0].shared_bytes == want, "asked for %u: %u bytes launched, expected %u", asks[i],
                   l.rec.recs[0].shared_bytes, want);
     }
+    zr_launcher_free(&l);
+    zr_cuda_close(&cuda);
+}
+
+/* A one-tile launch of 10 row groups (Gemma-3-4B's wo: 2560 rows) goes out as 128 blocks of 640
+ * threads, recorded on the driver double; the kernel finds each block's rows by a multiply. */
+ZT_TEST(a_one_tile_launch_of_ten_row_groups_is_128_blocks_of_640_threads) {
+    static const FakeKernel fk = {"matvec_q4_k", 14, {0}, NULL};
+    ZrCuda cuda;
+    ZrKernel kern;
+    ZrError err = {0};
+    ZT_CHECKF(!fake_open_kernel(&fk, "PPPPPPFIIIIPPP", &cuda, &kern, &err), "%s", err.msg);
+    ZrLauncher l;
+    zr_launcher_init(&l, cuda.drv, cuda.stream);
+    static float buf[8192];
+    const CUdeviceptr dev = (CUdeviceptr)(uintptr_t)buf;
+    const ZrCuWeight w = {.type = ZR_TYPE_Q4_K, .n_in = 2048, .n_out = 2560, .main = dev, .side = dev};
+    const ZrMvShape s = {.groups = 10, .split = 2, .blocks = 0};
+    zr_launcher_record_begin(&l);
+    ZT_CHECKF(!zr_k_matvec(&l, &kern, zr_cuf_mv_rows_per_warp(w.type), &w, dev, dev, dev, 0, 1e-6f, ZR_CUF_MV_PLAIN, s,
+                           NULL, &err),
+              "%s", err.msg);
+    zr_launcher_record_end(&l);
+    ZT_CHECK(l.rec.n == 1);
+    if (l.rec.n == 1)
+        ZT_CHECKF(l.rec.recs[0].grid.x == 128 && l.rec.recs[0].block.x == 640, "%u blocks of %u threads",
+                  l.rec.recs[0].grid.x, l.rec.recs[0].block.x);
     zr_launcher_free(&l);
     zr_cuda_close(&cuda);
 }

@@ -7,8 +7,8 @@
 
 static unsigned cdiv(size_t a, size_t b) { return (unsigned)((a + b - 1) / b); }
 
-/* cu/matvec.cuh's zr_matvec finds its row group and split-K part by shifts: G and S must be
- * powers of two */
+/* cu/matvec.cuh's zr_matvec finds its split-K part by shifts, and a tall block its tiles: S must
+ * be a power of two, and G too where the grid is tall */
 static bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 /* The checks every decode product shares: ADDNORM comes with its post vectors (and only with them),
@@ -41,7 +41,7 @@ int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const Zr
                 CUdeviceptr y, CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, ZrMvShape shape,
                 const ZrMvPost *post, ZrError *err) {
     const int R = rows_per_warp;
-    if (!pow2(shape.groups) || !pow2(shape.split) || shape.blocks < 0 ||
+    if (shape.groups < 1 || (shape.blocks > 0 && !pow2(shape.groups)) || !pow2(shape.split) || shape.blocks < 0 ||
         shape.groups * shape.split * 32 > zr_cuf_kernel_max_threads(kern) || ((mode & ZR_CUF_MV_GLU) && (R % 2 || w->n_out % 2)) ||
         !post_fits(mode, post) || ((mode & ZR_CUF_MV_SSQ) && shape.blocks > 0))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d x %d warps (%d rows each), mode %d", kern->name,

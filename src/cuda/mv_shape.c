@@ -243,8 +243,19 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, e
      * qwen2.5-7b Q4_K_M +2.1%. */
     const int in = mode & 3;
     if (rule == RULE_DENSE && (in == ZR_CUF_MV_PLAIN || in == ZR_CUF_MV_SWIGLU) && split == 2 && G == 8 &&
-        (groups + 7) / 8 > k->sm_count && zr_cuf_kernel_max_threads(&k->mv[w->type]) >= 1024)
+        (groups + 7) / 8 > k->sm_count && zr_cuf_kernel_max_threads(&k->mv[w->type]) >= 1024) {
         G = 16;
+        /* Where blocks of 16 leave a third of the multiprocessors or more idle (Gemma-3-4B's and
+         * Qwen3-4B's wo and down, 2560 rows: 80 blocks on 132), the rows go to one block a
+         * multiprocessor, G the row groups it takes (10: 128 blocks of 640 threads). A K-quant
+         * block's sums take time in proportion to its rows (H200 timeline, cu/PERF.md session 40:
+         * Gemma-3-4B's Q6_K down 9.06 -> 6.10 us). H200 tg128: Gemma-3-4B Q4_K_M +2.1%, Q8_0
+         * +1.45%, Qwen3-4B +2.6%. Where fewer multiprocessors are idle the gain is smaller than what
+         * the launch beside it loses (its blocks find no room early): on Llama-3.2-3B's 96 blocks
+         * (12 row groups) Q4_K_M gained 0.75%, Q5_K_M 1.2% (the down alone), but Q8_0 lost 0.5% (0.7%
+         * the down alone) and Q3_K_M 0.6% (the down alone); Gemma-3-12B's 120 (15) lost 0.65%. */
+        if (3 * ((groups + 15) / 16) <= 2L * k->sm_count) G = (int)((groups + k->sm_count - 1) / k->sm_count);
+    }
     /* An expert's matrix: the expert kernels have no tall form (the flat gate|up sizes its own grid:
      * src/cuda/moe.c) */
     if (expert) return (ZrMvShape){.groups = G, .split = split, .blocks = 0};
