@@ -262,7 +262,7 @@ int main(int argc, char **argv) {
     /* blocks < 0: the tall kernel on -blocks per multiprocessor */
     static const ZrMvShape grid[] = {{8, 1, 0, 0}, {16, 1, 0, 0}, {4, 1, 0, 0},  {2, 1, 0, 0},   {4, 2, 0, 0},
                                      {8, 2, 0, 0}, {2, 4, 0, 0},  {4, 4, 0, 0},  {1, 8, 0, 0},   {2, 8, 0, 0},
-                                     {8, 1, -4, 0}, {8, 1, -2, 0}, {16, 1, -2, 0}};
+                                     {16, 2, 0, 0}, {8, 1, -4, 0}, {8, 1, -2, 0}, {16, 1, -2, 0}};
     const ZrCuDriver *drv;
     ZrCuda cuda;
     ZrCuKernels k;
