@@ -296,8 +296,9 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, e
          * each, 79-110 of 132, and the pairs set the end (the down's run 9.4 us where its blocks'
          * phases add to 6.4). H200 tg128 (cu/PERF.md session 39): Llama-3.2-1B Q4_K_M 1779 -> 1863
          * t/s (+4.7%), its down 9.7 -> 6.7 us on 128 multiprocessors; Q8_0 +0.4%, Q4_0 +1.3%, F16
-         * 0.0%; Qwen3-30B-A3B Q4_K_M (its wo) +1.8%. Blocks of 1024 threads are alone already
-         * (Llama-3.2-3B's 96, Llama-3-8B's 128, Gemma-3-4B's 80). */
+         * 0.0%; Qwen3-30B-A3B Q4_K_M (its wo) +1.8%. Blocks that one multiprocessor holds
+         * alone by their registers ask for nothing (Llama-3.2-3B's 96 and Llama-3-8B's 128 of 1024
+         * threads, Gemma-3-4B's 128 of 640). */
         ZrMvShape s = {.groups = G, .split = split, .blocks = 0};
         if (rule == RULE_DENSE && k->alone_smem && zr_cuf_mv_grid(w, mode, s) <= (unsigned)k->sm_count &&
             zr_cuf_kernel_blocks_per_sm(&k->mv[w->type], 32 * G * split) >= 2)

@@ -42,7 +42,8 @@ typedef struct ZrMvPost {
 #define ZR_CUF_MV_ALONE_SMEM (120 * 1024)
 
 /* The launch shape of a matrix-vector product: blocks of `groups` row groups (of the kernel's
- * rows per warp), each row split over `split` warps along its length (split-K). blocks 0: a
+ * rows per warp; any count where blocks is 0, a power of two where it is not), each row split
+ * over `split` warps along its length (split-K, a power of two). blocks 0: a
  * block per tile of `groups` row groups (matvec_<type>); blocks > 0: at most that many blocks,
  * each taking every blocks-th tile with x staged once (matvec_<type>_tall; very tall matrices). */
 typedef struct ZrMvShape {

@@ -173,6 +173,16 @@ static void matvec_type(uint32_t type) {
         if (zr_cuf_kernel_max_threads(&gpu_env()->k.mv[type]) >= 1024) ZT_CHECKF(q >= 0 && q <= 1.0, "%s, 1024 threads: worst |diff|/tol %.3g", zr_type_name(type), q);
         else ZT_CHECKF(q >= 1e30, "%s: a block of 1024 threads launched (%.3g)", zr_type_name(type), q);
     }
+    /* row groups that are no power of two (a block per tile finds its rows by a multiply, session
+     * 40): Gemma-3-4B's wo as the forward pass launches it (128 blocks of 10), a partial last block
+     * of 3, 9 with the SwiGLU staging, 5 unsplit with GLU */
+    const MvCase odd[] = {{2048, 2560, 1, 0, 10, 2, 0}, {4096, 333, 1, 0, 3, 2, 0}, {2304, 250, 0, S, 9, 2, 0},
+                          {2048, 202, 0, R | GL, 5, 1, 0}};
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+        const double q = matvec_case(type, odd[i]);
+        print_case(type, odd[i], q);
+        ZT_CHECKF(q >= 0 && q <= 1.0, "%s, %d row groups a block: worst |diff|/tol %.3g", zr_type_name(type), odd[i].groups, q);
+    }
 }
 
 /* ZR_CUF_MV_ADDNORM (gemma's post norm folded into the next product): y = W RMSNorm(x') * norm_w
