@@ -403,61 +403,52 @@ ZT_TEST(a_split_grid_of_at_most_one_block_a_multiprocessor_asks_for_half_its_sha
     ZT_CHECKF(zr_cuf_mv_shape(&k, &wo, A).smem == 0, "no opt-in, yet %u bytes", zr_cuf_mv_shape(&k, &wo, A).smem);
 }
 
-/* zr_k_matvec launches with the larger of the product's own staging and the shape's request:
- * recorded on the driver double. */
-ZT_TEST(the_launch_asks_for_the_larger_of_its_staging_and_the_shapes_shared_memory) {
+/* Records one zr_k_matvec launch of matvec_q4_k (its cu/kernels.def line) on the driver double: W
+ * of n_out rows of n_in values, x as is, shape s, into *rec; *one false (a check failed) where none
+ * was recorded */
+static void record_product(int n_in, int n_out, ZrMvShape s, ZrLaunchRecord *rec, bool *one) {
+    *one = false;
     static const FakeKernel fk = {"matvec_q4_k", 14, {0}, NULL};
     ZrCuda cuda;
     ZrKernel kern;
     ZrError err = {0};
-    /* its cu/kernels.def line */
     ZT_CHECKF(!fake_open_kernel(&fk, "PPPPPPFIIIIPPP", &cuda, &kern, &err), "%s", err.msg);
     ZrLauncher l;
     zr_launcher_init(&l, cuda.drv, cuda.stream);
     static float buf[8192];
     const CUdeviceptr dev = (CUdeviceptr)(uintptr_t)buf;
-    const ZrCuWeight w = {.type = ZR_TYPE_Q4_K, .n_in = 2048, .n_out = 2048, .main = dev, .side = dev};
-    const unsigned own = (unsigned)zr_cuf_mv_smem(2048), asks[3] = {0, 116736, own / 2};
-    for (int i = 0; i < 3; i++) {
-        const ZrMvShape s = {.groups = 8, .split = 2, .blocks = 0, .smem = asks[i]};
-        zr_launcher_record_begin(&l);
-        ZT_CHECKF(!zr_k_matvec(&l, &kern, zr_cuf_mv_rows_per_warp(w.type), &w, dev, dev, 0, dev, 1e-6f, ZR_CUF_MV_PLAIN,
-                               s, NULL, &err),
-                  "%s", err.msg);
-        zr_launcher_record_end(&l);
-        ZT_CHECK(l.rec.n == 1);
-        if (l.rec.n != 1) break;
-        const unsigned want = asks[i] > own ? asks[i] : own;
-        ZT_CHECKF(l.rec.recs[0].shared_bytes == want, "asked for %u: %u bytes launched, expected %u", asks[i],
-                  l.rec.recs[0].shared_bytes, want);
-    }
+    const ZrCuWeight w = {.type = ZR_TYPE_Q4_K, .n_in = n_in, .n_out = n_out, .main = dev, .side = dev};
+    zr_launcher_record_begin(&l);
+    ZT_CHECKF(!zr_k_matvec(&l, &kern, zr_cuf_mv_rows_per_warp(w.type), &w, dev, dev, 0, dev, 1e-6f, ZR_CUF_MV_PLAIN, s,
+                           NULL, &err),
+              "%s", err.msg);
+    zr_launcher_record_end(&l);
+    *one = l.rec.n == 1;
+    ZT_CHECK(*one);
+    if (*one) *rec = l.rec.recs[0];
     zr_launcher_free(&l);
     zr_cuda_close(&cuda);
 }
 
+/* zr_k_matvec launches with the larger of the product's own staging and the shape's request. */
+ZT_TEST(the_launch_asks_for_the_larger_of_its_staging_and_the_shapes_shared_memory) {
+    const unsigned own = (unsigned)zr_cuf_mv_smem(2048), asks[3] = {0, 116736, own / 2};
+    for (int i = 0; i < 3; i++) {
+        ZrLaunchRecord r;
+        bool one;
+        record_product(2048, 2048, (ZrMvShape){.groups = 8, .split = 2, .blocks = 0, .smem = asks[i]}, &r, &one);
+        if (!one) break;
+        const unsigned want = asks[i] > own ? asks[i] : own;
+        ZT_CHECKF(r.shared_bytes == want, "asked for %u: %u bytes launched, expected %u", asks[i], r.shared_bytes, want);
+    }
+}
+
 /* A one-tile launch of 10 row groups (Gemma-3-4B's wo: 2560 rows) goes out as 128 blocks of 640
- * threads, recorded on the driver double; the kernel finds each block's rows by a multiply. */
+ * threads; the kernel finds each block's rows by a multiply. */
 ZT_TEST(a_one_tile_launch_of_ten_row_groups_is_128_blocks_of_640_threads) {
-    static const FakeKernel fk = {"matvec_q4_k", 14, {0}, NULL};
-    ZrCuda cuda;
-    ZrKernel kern;
-    ZrError err = {0};
-    ZT_CHECKF(!fake_open_kernel(&fk, "PPPPPPFIIIIPPP", &cuda, &kern, &err), "%s", err.msg);
-    ZrLauncher l;
-    zr_launcher_init(&l, cuda.drv, cuda.stream);
-    static float buf[8192];
-    const CUdeviceptr dev = (CUdeviceptr)(uintptr_t)buf;
-    const ZrCuWeight w = {.type = ZR_TYPE_Q4_K, .n_in = 2048, .n_out = 2560, .main = dev, .side = dev};
-    const ZrMvShape s = {.groups = 10, .split = 2, .blocks = 0};
-    zr_launcher_record_begin(&l);
-    ZT_CHECKF(!zr_k_matvec(&l, &kern, zr_cuf_mv_rows_per_warp(w.type), &w, dev, dev, dev, 0, 1e-6f, ZR_CUF_MV_PLAIN, s,
-                           NULL, &err),
-              "%s", err.msg);
-    zr_launcher_record_end(&l);
-    ZT_CHECK(l.rec.n == 1);
-    if (l.rec.n == 1)
-        ZT_CHECKF(l.rec.recs[0].grid.x == 128 && l.rec.recs[0].block.x == 640, "%u blocks of %u threads",
-                  l.rec.recs[0].grid.x, l.rec.recs[0].block.x);
-    zr_launcher_free(&l);
-    zr_cuda_close(&cuda);
+    ZrLaunchRecord r;
+    bool one;
+    record_product(2048, 2560, (ZrMvShape){.groups = 10, .split = 2, .blocks = 0}, &r, &one);
+    if (one)
+        ZT_CHECKF(r.grid.x == 128 && r.block.x == 640, "%u blocks of %u threads", r.grid.x, r.block.x);
 }
