@@ -243,13 +243,19 @@ ZT_TEST(f16_and_q8_0_take_the_tall_kernel_from_two_waves_of_tiles_other_types_fr
     check(ZR_TYPE_F16, 2048, 128256, ZR_CUF_MV_RMSNORM, 8, 1, blocks);
 }
 
-ZT_TEST(quantized_gate_up_of_one_to_two_waves_is_tall_where_a_lane_has_three_items_of_a_row) {
+/* Session 12: from 3 items a lane (Q6_K and Q3_K); session 40: from 2 in the other types */
+ZT_TEST(quantized_gate_up_of_one_to_two_waves_is_tall_from_two_items_a_lane_q6_k_q3_k_from_three) {
     const int GLU = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU, blocks = 4 * 132, q = 2 * 132;
     /* llama3.2-3b / 1b gate|up: 8192 results, 1024 tiles (1.9 waves) */
     check(ZR_TYPE_Q4_K, 3072, 16384, GLU, 16, 1, q); /* 96 items a row: 3 a lane */
     check(ZR_TYPE_Q8_0, 3072, 16384, GLU, 16, 1, q);
     check(ZR_TYPE_Q8_0, 2048, 16384, GLU, 16, 1, q); /* 128 items: 4 a lane */
-    check(ZR_TYPE_Q4_K, 2048, 16384, GLU, 8, 1, 0);  /* 64 items: 2 a lane */
+    check(ZR_TYPE_Q4_K, 2048, 16384, GLU, 16, 1, q); /* 64 items: 2 a lane (llama3.2-1b, +5.1%) */
+    check(ZR_TYPE_Q4_0, 2048, 16384, GLU, 16, 1, q);
+    check(ZR_TYPE_Q5_K, 2048, 16384, GLU, 16, 1, q);
+    check(ZR_TYPE_Q6_K, 2048, 16384, GLU, 8, 1, 0);  /* Q6_K from 3 (-4.1% with 2) */
+    check(ZR_TYPE_Q6_K, 3072, 16384, GLU, 16, 1, q);
+    check(ZR_TYPE_Q4_K, 1536, 16384, GLU, 8, 1, 0);  /* 48 items: 1.5 a lane */
     check(ZR_TYPE_F16, 3072, 16384, GLU, 8, 1, 0);   /* F16 from 2 waves */
     /* one wave of tiles exactly, and one tile fewer */
     check(ZR_TYPE_Q4_K, 3072, 2 * 8 * blocks, GLU, 16, 1, q);
@@ -363,7 +369,7 @@ int main(void) { return zt_run(); }
  * could share one: Llama-3.2-1B's wo and down, 128 blocks of 512 threads) ask for over half of a
  * multiprocessor's shared memory, so no two of their blocks share one (H200: the 1B's down on 128
  * multiprocessors, not 80; cu/PERF.md session 39). Blocks one a multiprocessor by their registers
- * (Gemma-3-4B's wo, 128 of 640 threads; Llama-3.2-3B's, 96 of 1024), wider grids (the 1B's gate|up), tall shapes, an expert's matrix and a GPU
+ * (Gemma-3-4B's wo, 128 of 640 threads; Llama-3.2-3B's, 96 of 1024), wider grids (a Q6_K gate|up of the 1B's shape), tall shapes, an expert's matrix and a GPU
  * whose kernels cannot opt in to it (alone_smem 0) ask for nothing more. */
 ZT_TEST(a_split_grid_of_at_most_one_block_a_multiprocessor_asks_for_half_its_shared_memory) {
     const int P = ZR_CUF_MV_PLAIN, A = ZR_CUF_MV_ADDNORM, S = ZR_CUF_MV_SSQ;
@@ -382,7 +388,7 @@ ZT_TEST(a_split_grid_of_at_most_one_block_a_multiprocessor_asks_for_half_its_sha
         {ZR_TYPE_Q4_K, 2048, 2560, S, 128, false, "gemma3-4b wo (blocks of 640 threads)"},
         {ZR_TYPE_Q4_K, 3072, 3072, P, 96, false, "llama3.2-3b wo (blocks of 1024 threads)"},
         {ZR_TYPE_Q4_K, 4096, 4096, P, 128, false, "llama3-8b wo (blocks of 1024 threads)"},
-        {ZR_TYPE_Q4_K, 2048, 2 * 8192, ZR_CUF_MV_GLU, 1024, false, "llama3.2-1b gate|up"},
+        {ZR_TYPE_Q6_K, 2048, 2 * 8192, ZR_CUF_MV_GLU, 1024, false, "a q6_K gate|up of llama3.2-1b's shape"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const ZrCuWeight w = {.type = cases[i].type, .n_in = cases[i].n_in, .n_out = cases[i].n_out};

@@ -183,6 +183,12 @@ static void matvec_type(uint32_t type) {
         print_case(type, odd[i], q);
         ZT_CHECKF(q >= 0 && q <= 1.0, "%s, %d row groups a block: worst |diff|/tol %.3g", zr_type_name(type), odd[i].groups, q);
     }
+    /* the forward pass's pick for Llama-3.2-1B's gate|up (8192 results of 2048 values: tall from
+     * 2 items a lane since session 40, but in Q6_K and Q3_K) */
+    const MvCase gu = {2048, 2 * 8192, 0, R | GL, 0, 0, 0};
+    const double q = matvec_case(type, gu);
+    print_case(type, gu, q);
+    ZT_CHECKF(q >= 0 && q <= 1.0, "%s, llama3.2-1b gate|up: worst |diff|/tol %.3g", zr_type_name(type), q);
 }
 
 /* ZR_CUF_MV_ADDNORM (gemma's post norm folded into the next product): y = W RMSNorm(x') * norm_w
