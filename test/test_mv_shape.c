@@ -1,13 +1,15 @@
 /* The decode product's launch shape (cuda/mv_shape.h zr_cuf_mv_shape) on an H200's 132
- * multiprocessors: the picks sessions 9, 11, 18 and 19 measured in the model (cu/PERF.md). Rows too
- * short for the 4 KiB split rule split in two on blocks of 8 row groups (from 2 KiB a warp's half,
- * the K-quants from 1 KiB; an expert's matrix from 2 KiB on blocks of 4); a split grid of 1 to 2
- * such blocks a multiprocessor takes blocks of 16 (1024 threads), one a multiprocessor (session
- * 19), or ceil(row groups / SMs) where those would leave a third of the SMs idle (session 40); F16 and Q8_0 take the tall kernel from 2 waves of tiles, every other type from 8, and
- * quantized gate|up products from 1 where a lane has 3 items of a row (session 12) or 2.5 (session
- * 16, 19 and 20; not Q6_K, Q3_K); quantized types run it on 2 blocks of 16 row groups a
- * multiprocessor (1 where the kernel holds no block of 1024 threads: the experts' Q5_0, Q5_1), F16 on 4 of 8; a product that writes SSQ pieces is never tall.
- * A split grid of at most one block a multiprocessor asks for over half of a multiprocessor's shared
+ * multiprocessors: the picks sessions 9, 11, 18, 19 and 40 measured in the model (cu/PERF.md). Rows
+ * too short for the 4 KiB split rule split in two on blocks of 8 row groups (from 2 KiB a warp's
+ * half, the K-quants from 1 KiB; an expert's matrix from 2 KiB on blocks of 4); a split grid of 1 to
+ * 2 such blocks a multiprocessor takes blocks of 16 (1024 threads), one a multiprocessor (session
+ * 19), or ceil(row groups / SMs) where those would leave a third of the SMs idle (session 40); F16
+ * and Q8_0 take the tall kernel from 2 waves of tiles, every other type from 8, and quantized
+ * gate|up products from 1 where a lane has 2 items of a row (session 40; 3 in Q6_K and Q3_K,
+ * session 12) or 2.5 (sessions 16, 19 and 20; not Q6_K, Q3_K); quantized types run it on 2 blocks
+ * of 16 row groups a multiprocessor (1 where the kernel holds no block of 1024 threads: the
+ * experts' Q5_0, Q5_1), F16 on 4 of 8; a product that writes SSQ pieces is never tall. A split
+ * grid of at most one block a multiprocessor asks for over half of a multiprocessor's shared
  * memory (session 39). No GPU needed: the pick reads only sizes, types and the multiprocessor
  * count; the launch is recorded on the driver double. */
 #include <string.h>
@@ -369,8 +371,9 @@ int main(void) { return zt_run(); }
  * could share one: Llama-3.2-1B's wo and down, 128 blocks of 512 threads) ask for over half of a
  * multiprocessor's shared memory, so no two of their blocks share one (H200: the 1B's down on 128
  * multiprocessors, not 80; cu/PERF.md session 39). Blocks one a multiprocessor by their registers
- * (Gemma-3-4B's wo, 128 of 640 threads; Llama-3.2-3B's, 96 of 1024), wider grids (a Q6_K gate|up of the 1B's shape), tall shapes, an expert's matrix and a GPU
- * whose kernels cannot opt in to it (alone_smem 0) ask for nothing more. */
+ * (Gemma-3-4B's wo, 128 of 640 threads; Llama-3.2-3B's, 96 of 1024), wider grids (a Q6_K gate|up
+ * of the 1B's shape), tall shapes, an expert's matrix and a GPU whose kernels cannot opt in to it
+ * (alone_smem 0) ask for nothing more. */
 ZT_TEST(a_split_grid_of_at_most_one_block_a_multiprocessor_asks_for_half_its_shared_memory) {
     const int P = ZR_CUF_MV_PLAIN, A = ZR_CUF_MV_ADDNORM, S = ZR_CUF_MV_SSQ;
     ZrCuKernels k = kernels(132);
