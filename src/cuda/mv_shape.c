@@ -284,10 +284,10 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, e
      * llama3-8b Q4_K_M +6.7%, gemma3-12b Q4_K_M +8.3%, a qwen2.5-14b Q4_K_M +5.5%, a qwen2.5-7b
      * Q4_K_M +8.4%; llama3-8b Q4_0 +3.4%, Q4_1 +1.3%, Q5_0 +5.8%, Q5_1 +9.9%, Q5_K_M +0.9%), Q2_K
      * since session 20 (64-value items: 2.5 a lane from 5120 values; a qwen2.5-14b Q2_K file +0.6%).
-     * Q6_K lost 0.85% (llama3-8b), Q3_K 3.0% (a qwen2.5-14b Q3_K_M file). Since session 40 the types
-     * of those waves take it from 2 items a lane on 1 to 2 waves too (Llama-3.2-1B's 64 items; the
-     * tall kernels had gained the next tile's first requests issued with the current one's sums,
-     * session 19): H200 tg128 Q4_K_M +5.1%, its default sampling +4.8%, Q4_0 +3.6%, Q5_K_M +2.6%;
+     * Q6_K lost 0.85% (llama3-8b), Q3_K 3.0% (a qwen2.5-14b Q3_K_M file). Since session 40 every type
+     * but those two takes it from 2 items a lane on 1 to 2 waves (Llama-3.2-1B's 64 items; the tall
+     * kernels had gained the next tile's first requests issued with the current one's sums, session
+     * 19): H200 tg128 Q4_K_M +5.1%, its default sampling +4.8%, Q4_0 +3.6%, Q5_K_M +2.6%;
      * a Q6_K gate|up lost 4.1% (cu/PERF.md). */
     const bool tall_type = w->type != ZR_TYPE_Q6_K && w->type != ZR_TYPE_Q3_K;
     const bool wide_glu = tall_type && 2 * items >= 5 * 32;
