@@ -73,7 +73,7 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
                         : 0;
     /* the matrix-vector kernels stage x in dynamic shared memory: above the default 48 KiB
      * (with the kernel's static reduction arrays on top) they must opt in, to that request too */
-    const size_t smem = zr_cuf_mv_smem(max_n_in) > k->alone_smem ? zr_cuf_mv_smem(max_n_in) : k->alone_smem;
+    const size_t staging = zr_cuf_mv_smem(max_n_in), smem = staging > k->alone_smem ? staging : k->alone_smem;
     for (uint32_t t = 0; t < ZR_TYPE_COUNT && smem + 1024 > 48 * 1024; t++) {
         if (!k->has_mv[t]) continue;
         if ((int)smem > c->props.max_smem_optin)

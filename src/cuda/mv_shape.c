@@ -305,7 +305,7 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, e
          * alone by their registers ask for nothing (Llama-3.2-3B's 96 and Llama-3-8B's 128 of 1024
          * threads, Gemma-3-4B's 128 of 640). */
         ZrMvShape s = {.groups = G, .split = split, .blocks = 0};
-        if (rule == RULE_DENSE && k->alone_smem && zr_cuf_mv_grid(w, mode, s) <= (unsigned)k->sm_count &&
+        if (rule == RULE_DENSE && k->alone_smem && tiles <= k->sm_count && /* the grid: a block a tile */
             zr_cuf_kernel_blocks_per_sm(&k->mv[w->type], 32 * G * split) >= 2)
             s.smem = (unsigned)k->alone_smem;
         return s;
