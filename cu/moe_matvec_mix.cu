@@ -90,7 +90,8 @@ __device__ __forceinline__ void zr_matvec_id_mix(const uint8_t *__restrict__ w, 
 }
 
 // P: loads a lane keeps in flight (8: Qwen3-30B-A3B's 6 pairs a lane, all at once);
-// the register cap leaves 16 warps an SM (2 blocks of 256 threads), the launch's one wave.
+// the register cap leaves 16 warps an SM (one block of 512 threads: src/cuda/klaunch.c), the
+// launch's one wave.
 #define ZR_MATVEC_ID_MIX(NAME, TRAITS, P, NREG)                                                                   \
     ZR_KERNEL void __maxnreg__(NREG)                                                                             \
         NAME(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws, const float *x, int n_in, int n_rows, \

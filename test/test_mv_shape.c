@@ -461,3 +461,28 @@ ZT_TEST(a_one_tile_launch_of_ten_row_groups_is_128_blocks_of_640_threads) {
     if (one)
         ZT_CHECKF(r.grid.x == 128 && r.block.x == 640, "%u blocks of %u threads", r.grid.x, r.block.x);
 }
+
+/* The experts' fused down + mix (Qwen3-30B-A3B's: 2048 rows, 8 slots of 768 values) goes out as
+ * 128 blocks of 512 threads: one block a multiprocessor at the kernel's 128 registers, so each
+ * stages the slots' x once (two blocks of 256 staged it twice: cu/PERF.md session 41). */
+ZT_TEST(the_fused_expert_down_is_128_blocks_of_512_threads_on_qwen3_30b_a3b) {
+    static const FakeKernel fk = {"matvec_id_mix_q4_k", 10, {0}, NULL};
+    ZrCuda cuda;
+    ZrKernel kern;
+    ZrError err = {0};
+    ZT_CHECKF(!fake_open_kernel(&fk, "PPPIIPIIPP", &cuda, &kern, &err), "%s", err.msg);
+    ZrLauncher l;
+    zr_launcher_init(&l, cuda.drv, cuda.stream);
+    static float buf[64];
+    const CUdeviceptr dev = (CUdeviceptr)(uintptr_t)buf;
+    const ZrCuWeight down = {.type = ZR_TYPE_Q4_K, .n_in = 768, .n_out = 128 * 2048, .main = dev, .side = dev};
+    zr_launcher_record_begin(&l);
+    ZT_CHECKF(!zr_k_matvec_id_mix(&l, &kern, &down, 2048, dev, 8, dev, dev, dev, &err), "%s", err.msg);
+    zr_launcher_record_end(&l);
+    ZT_CHECK(l.rec.n == 1);
+    if (l.rec.n == 1)
+        ZT_CHECKF(l.rec.recs[0].grid.x == 128 && l.rec.recs[0].block.x == 512, "%u blocks of %u threads", l.rec.recs[0].grid.x,
+                  l.rec.recs[0].block.x);
+    zr_launcher_free(&l);
+    zr_cuda_close(&cuda);
+}

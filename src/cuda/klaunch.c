@@ -321,8 +321,10 @@ int zr_k_matvec_id_flat(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, 
                      &ids, &n_used, (void *)&w->n_out, (void *)&fuse->logits, (void *)&fuse->n_expert, (void *)&fuse->weights);
 }
 
-/* matvec_id_mix's block: 8 warps, one output row each (at its 128-register cap, 2 blocks an SM) */
-#define MV_ID_MIX_WARPS 8
+/* matvec_id_mix's block: 16 warps, one output row each (at its 128-register cap, one block an SM,
+ * so each multiprocessor stages the slots' x once, not twice as on two blocks of 8 warps: H200
+ * tg128, Qwen3-30B-A3B Q4_K_M +0.8%, Q8_0 +1.2%, cu/PERF.md session 41) */
+#define MV_ID_MIX_WARPS 16
 
 bool zr_k_matvec_id_mix_fits(const ZrCuWeight *w, int n_used) {
     /* every slot's x staged at once within the default 48 KiB (less the kernel's static 256 B),
