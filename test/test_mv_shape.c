@@ -412,31 +412,49 @@ ZT_TEST(a_split_grid_of_at_most_one_block_a_multiprocessor_asks_for_half_its_sha
     ZT_CHECKF(zr_cuf_mv_shape(&k, &wo, A).smem == 0, "no opt-in, yet %u bytes", zr_cuf_mv_shape(&k, &wo, A).smem);
 }
 
-/* Records one zr_k_matvec launch of matvec_q4_k (its cu/kernels.def line) on the driver double: W
- * of n_out rows of n_in values, x as is, shape s, into *rec; *one false (a check failed) where none
- * was recorded */
-static void record_product(int n_in, int n_out, ZrMvShape s, ZrLaunchRecord *rec, bool *one) {
-    *one = false;
-    static const FakeKernel fk = {"matvec_q4_k", 14, {0}, NULL};
+/* A recording of one launch on the driver double: rec_open opens kernel fk (its cu/kernels.def
+ * parameters) and starts recording (*ok false where it failed), rec_close stops and tells whether
+ * exactly one launch was recorded (into *rec) */
+typedef struct Rec {
     ZrCuda cuda;
     ZrKernel kern;
-    ZrError err = {0};
-    ZT_CHECKF(!fake_open_kernel(&fk, "PPPPPPFIIIIPPP", &cuda, &kern, &err), "%s", err.msg);
     ZrLauncher l;
-    zr_launcher_init(&l, cuda.drv, cuda.stream);
+} Rec;
+
+static void rec_open(Rec *r, const FakeKernel *fk, const char *params, bool *ok) {
+    ZrError err = {0};
+    *ok = !fake_open_kernel(fk, params, &r->cuda, &r->kern, &err);
+    ZT_CHECKF(*ok, "%s", err.msg);
+    zr_launcher_init(&r->l, r->cuda.drv, r->cuda.stream);
+    zr_launcher_record_begin(&r->l);
+}
+
+static void rec_close(Rec *r, ZrLaunchRecord *rec, bool *one) {
+    zr_launcher_record_end(&r->l);
+    *one = r->l.rec.n == 1;
+    if (*one) *rec = r->l.rec.recs[0];
+    zr_launcher_free(&r->l);
+    zr_cuda_close(&r->cuda);
+    ZT_CHECK(*one);
+}
+
+/* Records one zr_k_matvec launch of matvec_q4_k on the driver double: W of n_out rows of n_in
+ * values, x as is, shape s, into *rec; *one false (a check failed) where none was recorded */
+static void record_product(int n_in, int n_out, ZrMvShape s, ZrLaunchRecord *rec, bool *one) {
+    static const FakeKernel fk = {"matvec_q4_k", 14, {0}, NULL};
+    Rec r;
+    *one = false;
+    bool ok;
+    rec_open(&r, &fk, "PPPPPPFIIIIPPP", &ok);
+    if (!ok) return;
     static float buf[8192];
     const CUdeviceptr dev = (CUdeviceptr)(uintptr_t)buf;
     const ZrCuWeight w = {.type = ZR_TYPE_Q4_K, .n_in = n_in, .n_out = n_out, .main = dev, .side = dev};
-    zr_launcher_record_begin(&l);
-    ZT_CHECKF(!zr_k_matvec(&l, &kern, zr_cuf_mv_rows_per_warp(w.type), &w, dev, dev, 0, dev, 1e-6f, ZR_CUF_MV_PLAIN, s,
+    ZrError err = {0};
+    ZT_CHECKF(!zr_k_matvec(&r.l, &r.kern, zr_cuf_mv_rows_per_warp(w.type), &w, dev, dev, 0, dev, 1e-6f, ZR_CUF_MV_PLAIN, s,
                            NULL, &err),
               "%s", err.msg);
-    zr_launcher_record_end(&l);
-    *one = l.rec.n == 1;
-    ZT_CHECK(*one);
-    if (*one) *rec = l.rec.recs[0];
-    zr_launcher_free(&l);
-    zr_cuda_close(&cuda);
+    rec_close(&r, rec, one);
 }
 
 /* zr_k_matvec launches with the larger of the product's own staging and the shape's request. */
@@ -464,25 +482,26 @@ ZT_TEST(a_one_tile_launch_of_ten_row_groups_is_128_blocks_of_640_threads) {
 
 /* The experts' fused down + mix (Qwen3-30B-A3B's: 2048 rows, 8 slots of 768 values) goes out as
  * 128 blocks of 512 threads: one block a multiprocessor at the kernel's 128 registers, so each
- * stages the slots' x once (two blocks of 256 staged it twice: cu/PERF.md session 41). */
+ * stages the slots' x once (two blocks of 256 staged it twice: cu/PERF.md session 41); as 256
+ * blocks of 256 where the kernel as loaded holds fewer than 512 threads. */
 ZT_TEST(the_fused_expert_down_is_128_blocks_of_512_threads_on_qwen3_30b_a3b) {
     static const FakeKernel fk = {"matvec_id_mix_q4_k", 10, {0}, NULL};
-    ZrCuda cuda;
-    ZrKernel kern;
-    ZrError err = {0};
-    ZT_CHECKF(!fake_open_kernel(&fk, "PPPIIPIIPP", &cuda, &kern, &err), "%s", err.msg);
-    ZrLauncher l;
-    zr_launcher_init(&l, cuda.drv, cuda.stream);
     static float buf[64];
     const CUdeviceptr dev = (CUdeviceptr)(uintptr_t)buf;
     const ZrCuWeight down = {.type = ZR_TYPE_Q4_K, .n_in = 768, .n_out = 128 * 2048, .main = dev, .side = dev};
-    zr_launcher_record_begin(&l);
-    ZT_CHECKF(!zr_k_matvec_id_mix(&l, &kern, &down, 2048, dev, 8, dev, dev, dev, &err), "%s", err.msg);
-    zr_launcher_record_end(&l);
-    ZT_CHECK(l.rec.n == 1);
-    if (l.rec.n == 1)
-        ZT_CHECKF(l.rec.recs[0].grid.x == 128 && l.rec.recs[0].block.x == 512, "%u blocks of %u threads", l.rec.recs[0].grid.x,
-                  l.rec.recs[0].block.x);
-    zr_launcher_free(&l);
-    zr_cuda_close(&cuda);
+    const int max_threads[2] = {0 /* the double's: 1024 */, 384}, want_blocks[2] = {128, 256}, want_threads[2] = {512, 256};
+    for (int i = 0; i < 2; i++) {
+        Rec r;
+        bool ok, one;
+        rec_open(&r, &fk, "PPPIIPIIPP", &ok);
+        if (!ok) return;
+        if (max_threads[i]) r.kern.max_threads = max_threads[i];
+        ZrError err = {0};
+        ZT_CHECKF(!zr_k_matvec_id_mix(&r.l, &r.kern, &down, 2048, dev, 8, dev, dev, dev, &err), "%s", err.msg);
+        ZrLaunchRecord rec = {0};
+        rec_close(&r, &rec, &one);
+        if (one)
+            ZT_CHECKF(rec.grid.x == (unsigned)want_blocks[i] && rec.block.x == (unsigned)want_threads[i],
+                      "kernel of %d threads at most: %u blocks of %u threads", max_threads[i], rec.grid.x, rec.block.x);
+    }
 }

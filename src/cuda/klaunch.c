@@ -323,8 +323,9 @@ int zr_k_matvec_id_flat(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, 
 
 /* matvec_id_mix's block: 16 warps, one output row each (at its 128-register cap, one block an SM,
  * so each multiprocessor stages the slots' x once, not twice as on two blocks of 8 warps: H200
- * tg128, Qwen3-30B-A3B Q4_K_M +0.8%, Q8_0 +1.2%, cu/PERF.md session 41) */
-#define MV_ID_MIX_WARPS 16
+ * tg128, Qwen3-30B-A3B Q4_K_M +0.8%, Q8_0 +1.2%, cu/PERF.md session 41); 8 where the kernel as the
+ * driver loaded it holds fewer than 512 threads */
+static int mv_id_mix_warps(const ZrKernel *kern) { return zr_cuf_kernel_max_threads(kern) >= 512 ? 16 : 8; }
 
 bool zr_k_matvec_id_mix_fits(const ZrCuWeight *w, int n_used) {
     /* every slot's x staged at once within the default 48 KiB (less the kernel's static 256 B),
@@ -338,7 +339,8 @@ int zr_k_matvec_id_mix(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w,
     if (!zr_k_matvec_id_mix_fits(w, n_used) || n_rows < 1 || w->n_out % n_rows)
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d slots of %d rows of %d values (%d rows in all)", kern->name, n_used,
                       n_rows, w->n_in, w->n_out);
-    return ZR_LAUNCH(l, kern, ZR_DIM1((unsigned)cdiv((size_t)n_rows, MV_ID_MIX_WARPS)), ZR_DIM1(32 * MV_ID_MIX_WARPS),
+    const int warps = mv_id_mix_warps(kern);
+    return ZR_LAUNCH(l, kern, ZR_DIM1((unsigned)cdiv((size_t)n_rows, (size_t)warps)), ZR_DIM1(32 * (unsigned)warps),
                      (unsigned)zr_cuf_mv_smem(n_used * w->n_in), err, (void *)&w->main, (void *)&w->side, &x, (void *)&w->n_in,
                      &n_rows, &ids, &n_used, (void *)&w->n_out, &weights, &mix_x);
 }
