@@ -252,7 +252,10 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
             // from qkv: the warps of q's value threads (t < hd) and of k's (hd <= t < 2 hd, the blocks
             // that hold pos) each add their vector's squares in one warp's order (every warp gets the
             // bits one warp got: the 1/rms of the shared-memory path below), then rotate their values
-            // from the raw pair; no barrier before the one after these paths
+            // from the raw pair; no barrier before the one after these paths. Value t of the V row
+            // (t < hd: q's threads) is requested first, beside the head's loads: loaded after the
+            // norm it was a second round trip in the block that holds pos
+            const float vt = cur && t < hd ? vsrc[t] : 0.f;
             if (tv < 2 && (tv == 0 || cur)) {
                 const float *x = tv == 0 ? qsrc : ksrc;
                 float val;
@@ -282,8 +285,7 @@ __device__ __forceinline__ void zr_attn_decode(const float *__restrict__ qkv, KV
                     keep(0, td, val);
                 }
             }
-            if (cur) // the V row
-                for (int i = 2 * hd + t; i < 3 * hd; i += ZR_AD_THREADS) keep(1, i - 2 * hd, vsrc[i - 2 * hd]);
+            if (cur && t < hd) keep(1, t, vt); // the V row (hd <= ZR_AD_THREADS: one value a thread)
         } else {
             // (heads that are no multiple of 32: a warp spans both vectors) the head norms first,
             // then rope of the normed values: raw q and k into shared memory, their sums of squares
