@@ -1035,6 +1035,33 @@ __device__ __forceinline__ float4 zr_mv_addnorm4(float4 t, float4 r, float4 pw, 
     return t;
 }
 
+// Types whose one-tile products request add (the residual) right after the grid wait, into a
+// register held over the item loop, instead of at the store: a round trip less at the block's end
+// (H200 tg128: Llama-3.2-1B Q4_K_M +1.0%, Q8_0 +1.6%, Llama-3.2-3B +0.8%, Qwen3-4B +1.0%). The
+// others spilled with that register at their 64 (Q5_K 16 bytes, Q3_K 4, Q2_K 8, Q4_0 12, Q4_1,
+// Q5_0 and Q5_1 more than before; Llama-3.2-3B Q5_K_M -1.3%, Q3_K_M -0.9%: cu/PERF.md session 42).
+template <class T> struct ZrMvAddFirst {
+    static constexpr bool value = false;
+};
+template <> struct ZrMvAddFirst<ZrMvQ4Ki> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvAddFirst<ZrMvQ6K> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvAddFirst<ZrMvQ8i> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvAddFirst<ZrMvF32> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvAddFirst<ZrMvF16> {
+    static constexpr bool value = true;
+};
+template <> struct ZrMvAddFirst<ZrMvBF16> {
+    static constexpr bool value = true;
+};
+
 // Types whose comp reads x as integers (ZrMvQ4Ki's and ZrMvQ5Ki's planes in q4_K's item order: 1;
 // ZrMvQ8i's in natural order: 2; ZrMvQ4xi's in blocks of 32, with sums: 3, without: 4; ZrMvQ2Ki's
 // in natural order with the sums of runs of 16: 5) instead of the floats (0).
@@ -1243,8 +1270,9 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
 // arithmetic does not depend on the grid or on TALL. tile0 >= 0: the block's tile is tile0, not
 // blockIdx.x (cu/matvec_mix.cu packs its parts' tiles in one grid; no TALL, no SSQ there).
 // POST false (the expert products, cu/moe_matvec.cu): no ADDNORM and no SSQ compiled in (their
-// code cost matvec_id_q4_1 a spill under its register cap).
-template <class T, int R, int P, bool TALL = false, bool POST = true>
+// code cost matvec_id_q4_1 a spill under its register cap). ADD_EARLY false: add at the store
+// even in the types of ZrMvAddFirst (a mix kernel whose other part's type is not one of them).
+template <class T, int R, int P, bool TALL = false, bool POST = true, bool ADD_EARLY = true>
 __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                           const float *__restrict__ x, float *y, const float *add,
                                           const float *__restrict__ norm_w, float eps, int n_in, int n_out, int mode,
@@ -1307,6 +1335,11 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     begin_tile(b0);
     // everything above reads weights only; activations, add and y belong to earlier kernels
     zr_grid_enter_after_loads(w);
+    // a one-tile block of the types of ZrMvAddFirst: this lane's value of add, requested beside
+    // x's loads (at the store it was a round trip of its own after the sums)
+    constexpr bool ADD_FIRST = ADD_EARLY && !TALL && ZrMvAddFirst<T>::value;
+    float add_v = 0.f;
+    if (ADD_FIRST && add && !glu && ks == 0 && live && lane < R && res0 + lane < n_out) add_v = add[res0 + lane];
     // stage x (padded: 4 floats after every 32) -- gated or times the norm weight on the way in;
     // RMSNorm's 1/rms is applied to the results (it is one number for the whole row)
     float ss = zr_mv_stage_x<ZrMvXsum<T>::value, TALL, ZrMvXq<T>::value>(
@@ -1386,7 +1419,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
                 if (has) y[res0 + lane] = v = zr_mv_gate(out, gelu) * up;
             } else if (lane < R && res0 + lane < n_out) {
                 has = true;
-                y[res0 + lane] = v = out + (add ? add[res0 + lane] : 0.f);
+                y[res0 + lane] = v = out + (ADD_FIRST ? add_v : add ? add[res0 + lane] : 0.f);
             }
             if (ssq) wsq += zr_warp_sum(has ? __fmul_rn(v, v) : 0.f); // (no fma: a test repeats it on the host)
         }

@@ -55,10 +55,13 @@ template <class V> __device__ __forceinline__ V zr_mvmix_sel(int p, V a, V b, V 
         const float *add = zr_mvmix_sel(p, add0, add1, add2);                                                       \
         const int n_out = zr_mvmix_sel(p, n_out0, n_out1, n_out2), split = zr_mvmix_sel(p, split0, split1, split2); \
         float *xo = p == 0 ? x_out : nullptr;                                                                       \
+        constexpr bool AE = ZrMvAddFirst<TA>::value && ZrMvAddFirst<TB>::value; /* else spills: cu/matvec.cuh */  \
         if ((b_mask >> p) & 1)                                                                                      \
-            zr_matvec<TB, RB, PB>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, split, post_r, post_w, xo, tile); \
+            zr_matvec<TB, RB, PB, false, true, AE>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, split, post_r,   \
+                                                   post_w, xo, tile);                                               \
         else                                                                                                        \
-            zr_matvec<TA, RA, PA>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, split, post_r, post_w, xo, tile); \
+            zr_matvec<TA, RA, PA, false, true, AE>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, split, post_r,   \
+                                                   post_w, xo, tile);                                               \
     }
 // expands each type's table entry into its four arguments
 #define ZR_MATVEC_MIX_X(A, B, ...) ZR_MATVEC_MIX_(A, B, __VA_ARGS__)

@@ -37,6 +37,9 @@ __device__ __forceinline__ void zr_matvec_id_mix(const uint8_t *__restrict__ w, 
     const int row = blockIdx.x * (nthr >> 5) + (tid >> 5);
     const bool live = row < n_rows;
     zr_grid_enter(); // the ids, the weights and x come from the kernels before
+    // the row's value of mix_x, requested first (at the store it was a round trip of its own after
+    // the sums)
+    const float mix_v = live && lane == 0 ? mix_x[row] : 0.f;
     if (tid < n_used) {
         const int n_expert = n_total / n_rows;
         int e = ids[tid];
@@ -86,7 +89,7 @@ __device__ __forceinline__ void zr_matvec_id_mix(const uint8_t *__restrict__ w, 
         }
     }
     acc = zr_warp_sum(acc);
-    if (lane == 0) mix_x[row] += acc;
+    if (lane == 0) mix_x[row] = mix_v + acc;
 }
 
 // P: loads a lane keeps in flight (8: Qwen3-30B-A3B's 6 pairs a lane, all at once);
