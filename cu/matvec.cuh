@@ -1037,7 +1037,7 @@ __device__ __forceinline__ float4 zr_mv_addnorm4(float4 t, float4 r, float4 pw, 
 
 // Types whose one-tile products request add (the residual) right after the grid wait, into a
 // register held over the item loop, instead of at the store: a round trip less at the block's end
-// (H200 tg128: Llama-3.2-1B Q4_K_M +1.0%, Q8_0 +1.6%, Llama-3.2-3B +0.8%, Qwen3-4B +1.0%). The
+// (H200 tg128: Llama-3.2-1B Q4_K_M +1.0%, Q8_0 +1.7%, Llama-3.2-3B +0.8%, Qwen3-4B +0.95%). The
 // others spilled with that register at their 64 (Q5_K 16 bytes, Q3_K 4, Q2_K 8, Q4_0 12, Q4_1,
 // Q5_0 and Q5_1 more than before; Llama-3.2-3B Q5_K_M -1.3%, Q3_K_M -0.9%: cu/PERF.md session 42).
 template <class T> struct ZrMvAddFirst {
