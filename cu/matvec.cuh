@@ -1040,27 +1040,13 @@ __device__ __forceinline__ float4 zr_mv_addnorm4(float4 t, float4 r, float4 pw, 
 // (H200 tg128: Llama-3.2-1B Q4_K_M +1.0%, Q8_0 +1.7%, Llama-3.2-3B +0.8%, Qwen3-4B +0.95%). The
 // others spilled with that register at their 64 (Q5_K 16 bytes, Q3_K 4, Q2_K 8, Q4_0 12, Q4_1,
 // Q5_0 and Q5_1 more than before; Llama-3.2-3B Q5_K_M -1.3%, Q3_K_M -0.9%: cu/PERF.md session 42).
-template <class T> struct ZrMvAddFirst {
-    static constexpr bool value = false;
-};
-template <> struct ZrMvAddFirst<ZrMvQ4Ki> {
-    static constexpr bool value = true;
-};
-template <> struct ZrMvAddFirst<ZrMvQ6K> {
-    static constexpr bool value = true;
-};
-template <> struct ZrMvAddFirst<ZrMvQ8i> {
-    static constexpr bool value = true;
-};
-template <> struct ZrMvAddFirst<ZrMvF32> {
-    static constexpr bool value = true;
-};
-template <> struct ZrMvAddFirst<ZrMvF16> {
-    static constexpr bool value = true;
-};
-template <> struct ZrMvAddFirst<ZrMvBF16> {
-    static constexpr bool value = true;
-};
+template <class T> struct ZrMvAddFirst : std::false_type {};
+template <> struct ZrMvAddFirst<ZrMvQ4Ki> : std::true_type {};
+template <> struct ZrMvAddFirst<ZrMvQ6K> : std::true_type {};
+template <> struct ZrMvAddFirst<ZrMvQ8i> : std::true_type {};
+template <> struct ZrMvAddFirst<ZrMvF32> : std::true_type {};
+template <> struct ZrMvAddFirst<ZrMvF16> : std::true_type {};
+template <> struct ZrMvAddFirst<ZrMvBF16> : std::true_type {};
 
 // Types whose comp reads x as integers (ZrMvQ4Ki's and ZrMvQ5Ki's planes in q4_K's item order: 1;
 // ZrMvQ8i's in natural order: 2; ZrMvQ4xi's in blocks of 32, with sums: 3, without: 4; ZrMvQ2Ki's
