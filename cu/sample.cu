@@ -39,13 +39,21 @@ __device__ __forceinline__ void sample_block_reduce(unsigned long long *key, int
         s_bad[warp] = m;
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-        for (int w = 1; w < (int)(blockDim.x >> 5); w++) {
-            k = s_key[w] > k ? s_key[w] : k;
-            m = s_bad[w] < m ? s_bad[w] : m;
+    if (warp == 0) { // the warps' partials by warp 0's lanes and a butterfly, not one thread's loop
+        const bool on = lane < (int)(blockDim.x >> 5);
+        k = on ? s_key[lane] : 0;
+        m = on ? s_bad[lane] : INT_MAX;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const unsigned long long ko = __shfl_xor_sync(0xffffffffu, k, o);
+            const int mo = __shfl_xor_sync(0xffffffffu, m, o);
+            k = ko > k ? ko : k;
+            m = mo < m ? mo : m;
         }
-        *key = k;
-        *bad = m;
+        if (lane == 0) {
+            *key = k;
+            *bad = m;
+        }
     }
     __syncthreads();
 }
@@ -277,39 +285,76 @@ template <class T> __device__ void sample_block_scan(T *v, int n) {
 
 // The set the pick sorts, chosen by every block of sample_gather_f32 (the same in each) from the
 // per-level counts and masses (cnt, mass: [ZR_SAMPLE_BINS], per level, then the min-p set, in
-// shared memory), with the whole block; thread 0 writes the choice to *host, *cut, *refine, *thr, *hi.
+// shared memory), with the whole block (top-k: warp 0 alone); thread 0 writes the choice to *host, *cut,
+// *refine, *thr, *hi.
 // As the CPU's passes: top-k, the first level holding k ids; top-p, the first level whose mass
 // surely reaches top_p (a margin far above the rounding of the running sum), or the min-p set
 // once a level reaches the min-p floor; and a set past ZR_SAMPLE_CAP is ZR_PICK_HOST, but for
 // top-k's (*refine_out: the pick narrows it between *thr_out and *hi_out, sample_refine).
-__device__ void sample_choose_set(unsigned *cnt, unsigned long long *mass, double total, float max, float floor_l,
+__device__ __forceinline__ void sample_choose_set(unsigned *cnt, unsigned long long *mass, double total, float max, float floor_l,
                                   int mode, int k, float top_p, int *host_out, int *cut_out, int *refine_out,
                                   float *thr_out, float *hi_out) {
     __shared__ int s_first;
-    sample_block_scan(cnt, ZR_SAMPLE_LEVELS);
-    if (mode == ZR_SAMPLE_TOP_P) sample_block_scan(mass, ZR_SAMPLE_LEVELS); // the only mode that reads masses
-    // without min-p the min-p set is every finite logit: the last level
-    const unsigned floor_cnt = floor_l > -INFINITY ? cnt[ZR_SAMPLE_LEVELS] : cnt[ZR_SAMPLE_LEVELS - 1];
-    if (threadIdx.x == 0) s_first = ZR_SAMPLE_LEVELS - 1;
-    __syncthreads();
-    const double need = __dmul_rn(__dadd_rn((double)top_p, 1e-9), total) * 0x1.0p32;
-    // the first level where the mode's condition holds (it holds at every later level too)
-    for (int j = threadIdx.x; j < ZR_SAMPLE_LEVELS; j += blockDim.x) {
-        bool stop;
-        if (mode == ZR_SAMPLE_TOP_K) stop = cnt[j] >= (unsigned)k;
-        else if (mode == ZR_SAMPLE_TOP_P)
-            stop = sample_thr(j, max) <= floor_l || cnt[j] > ZR_SAMPLE_CAP || (double)mass[j] >= need;
-        else stop = true;
-        if (stop) atomicMin(&s_first, j);
+    __shared__ unsigned s_cum;
+    unsigned floor_cnt = 0;
+    if (mode == ZR_SAMPLE_TOP_K) {
+        // the first level holding k ids, by warp 0 alone: 32 levels a round, their running counts
+        // by a warp scan on the rounds' carry, until a level reaches k (a peaked row's first round,
+        // where the block's scan of every level took ~20 barriers)
+        if (threadIdx.x < 32) {
+            const int lane = threadIdx.x;
+            unsigned v = 0, hit = 0, carry = 0;
+            int b = 0;
+            for (; b < ZR_SAMPLE_LEVELS; b += 32) {
+                const int j = b + lane;
+                v = j < ZR_SAMPLE_LEVELS ? cnt[j] : 0u;
+#pragma unroll
+                for (int o = 1; o < 32; o <<= 1) {
+                    const unsigned u = __shfl_up_sync(0xffffffffu, v, o);
+                    if (lane >= o) v += u;
+                }
+                v += carry;
+                hit = __ballot_sync(0xffffffffu, j < ZR_SAMPLE_LEVELS && v >= (unsigned)k);
+                if (hit) break;
+                carry = __shfl_sync(0xffffffffu, v, 31);
+            }
+            // none: every finite id, the last level (lane 31 of the last round holds their count)
+            const int at = hit ? __ffs(hit) - 1 : 31;
+            const unsigned cj = __shfl_sync(0xffffffffu, v, at);
+            if (lane == 0) {
+                s_first = hit ? b + at : ZR_SAMPLE_LEVELS - 1;
+                s_cum = cj;
+            }
+        }
+        __syncthreads();
+        if (threadIdx.x != 0) return;
+    } else {
+        sample_block_scan(cnt, ZR_SAMPLE_LEVELS);
+        if (mode == ZR_SAMPLE_TOP_P) sample_block_scan(mass, ZR_SAMPLE_LEVELS); // the only mode that reads masses
+        // without min-p the min-p set is every finite logit: the last level
+        floor_cnt = floor_l > -INFINITY ? cnt[ZR_SAMPLE_LEVELS] : cnt[ZR_SAMPLE_LEVELS - 1];
+        if (threadIdx.x == 0) s_first = ZR_SAMPLE_LEVELS - 1;
+        __syncthreads();
+        const double need = __dmul_rn(__dadd_rn((double)top_p, 1e-9), total) * 0x1.0p32;
+        // the first level where the mode's condition holds (it holds at every later level too)
+        for (int j = threadIdx.x; j < ZR_SAMPLE_LEVELS; j += blockDim.x) {
+            bool stop;
+            if (mode == ZR_SAMPLE_TOP_P)
+                stop = sample_thr(j, max) <= floor_l || cnt[j] > ZR_SAMPLE_CAP || (double)mass[j] >= need;
+            else stop = true;
+            if (stop) atomicMin(&s_first, j);
+        }
+        __syncthreads();
+        if (threadIdx.x != 0) return;
+        s_cum = cnt[s_first];
     }
-    __syncthreads();
-    if (threadIdx.x != 0) return;
     const int j = s_first;
+    const unsigned cj = s_cum; // the ids at level j or above
     const float t = sample_thr(j, max);
     int host = 1, cut = 0, refine = 0;
     float thr = -INFINITY, hi = INFINITY;
     if (mode == ZR_SAMPLE_TOP_K) {
-        if (cnt[j] <= ZR_SAMPLE_CAP) {
+        if (cj <= ZR_SAMPLE_CAP) {
             host = 0;
             thr = t;
         } else if (j > 0 && k <= ZR_SAMPLE_CAP) {
@@ -327,7 +372,7 @@ __device__ void sample_choose_set(unsigned *cnt, unsigned long long *mass, doubl
             cut = 1;
             thr = floor_l;
         }
-    } else if (cnt[j] <= ZR_SAMPLE_CAP) {
+    } else if (cj <= ZR_SAMPLE_CAP) {
         host = 0; // its mass reaches top_p
         thr = t;
     }
@@ -419,8 +464,9 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
 // their logits, in any order. Every block chooses the set itself from sample_count_f32's bins
 // (the same bits in each, so the same set; block 0 writes the choice and top-p's total for the
 // pick): no last block of the count kernel between the two (a fence, an atomic and a round trip).
-// mode, k, top_p, lmp as sample_count_f32.
-ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS)
+// mode, k, top_p, lmp as sample_count_f32. Launch bounds of one block a multiprocessor: ptxas's
+// default for 256 threads, 32 registers, spilled in top-k's choice; at its 57 four blocks still fit.
+ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_COUNT_THREADS, 1)
     sample_gather_f32(const float *__restrict__ work, ZrSampleScratch *sc, int n, int mode, int k, float top_p,
                       float lmp) {
     zr_grid_enter();
@@ -541,23 +587,31 @@ __device__ __forceinline__ int sample_walk_reach(const double *v, int n, double 
     return -1;
 }
 
+// A candidate's sort key: the total order (cu/pick.cuh), or in ZR_SAMPLE_ALL ids ascending.
+__device__ __forceinline__ unsigned long long sample_set_key(float v, int id, int mode) {
+    return mode == ZR_SAMPLE_ALL ? (0xffffffff00000000ull | (unsigned)~(unsigned)id) : argmax_key(v, id);
+}
+
 // Sorts the set's keys s_key[0..n0) descending (the total order) with the logits s_l beside
 // them, by the whole block. Keys are distinct (the id is in them). Up to ZR_SAMPLE_RANK_MAX: a
 // rank sort (a key's place is the number of keys above it; g threads a key, g >= 4), which
 // needs no barrier per step; above, a bitonic sort and the logits loaded after it.
-// s_tmp: ZR_SAMPLE_CAP u64 of scratch.
+// s_tmp: ZR_SAMPLE_CAP u64 of scratch. pre: a set of at most ZR_SAMPLE_RANK_MAX whose keys and
+// logits the caller put in s_key and s_l[ZR_SAMPLE_RANK_MAX + i] already.
 __device__ void sample_sort_set(const float *__restrict__ work, const ZrSampleScratch *sc, int n0, int mode,
-                                unsigned long long *s_key, unsigned long long *s_tmp, float *s_l) {
+                                unsigned long long *s_key, unsigned long long *s_tmp, float *s_l, bool pre) {
     const int tid = threadIdx.x;
     int p2 = 1;
     while (p2 < n0) p2 *= 2;
     if (n0 <= ZR_SAMPLE_RANK_MAX) {
         float *s_l_in = s_l + ZR_SAMPLE_RANK_MAX; // the logits in gathered order
-        for (int i = tid; i < n0; i += blockDim.x) {
-            const int id = __ldcg(&sc->cand[i]); // written by other multiprocessors: from L2
-            const float v = __ldcg(&sc->cand_l[i]); // work[id], loaded beside the id
-            s_key[i] = mode == ZR_SAMPLE_ALL ? (0xffffffff00000000ull | (unsigned)~(unsigned)id) : argmax_key(v, id);
-            s_l_in[i] = v;
+        if (!pre) {
+            for (int i = tid; i < n0; i += blockDim.x) {
+                const int id = __ldcg(&sc->cand[i]); // written by other multiprocessors: from L2
+                const float v = __ldcg(&sc->cand_l[i]); // work[id], loaded beside the id
+                s_key[i] = sample_set_key(v, id, mode);
+                s_l_in[i] = v;
+            }
         }
         __syncthreads();
         const int g = min(32, ZR_SAMPLE_PICK_THREADS / p2); // a power of two dividing 32: groups within warps
@@ -580,7 +634,7 @@ __device__ void sample_sort_set(const float *__restrict__ work, const ZrSampleSc
         unsigned long long key = 0; // below every candidate
         if (i < n0) {
             const int id = __ldcg(&sc->cand[i]);
-            key = mode == ZR_SAMPLE_ALL ? (0xffffffff00000000ull | (unsigned)~(unsigned)id) : argmax_key(work[id], id);
+            key = sample_set_key(work[id], id, mode);
         }
         s_key[i] = key;
     }
@@ -734,9 +788,21 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
     const float set_lo = sc->set_thr, set_hi = sc->set_hi;
     const double vocab_total = sc->total; // top-p without top-k
     int n0 = min((int)__ldcg(&sc->n_set), ZR_SAMPLE_CAP);
+    // a set the rank sort takes, loaded beside the rest before its size is known (the gather's
+    // slots past n_set hold stale values, which the sort never reads): its round trip overlaps theirs
+    int pre_id = 0;
+    float pre_l = 0.f;
+    if (tid < ZR_SAMPLE_RANK_MAX) {
+        pre_id = __ldcg(&sc->cand[tid]);
+        pre_l = __ldcg(&sc->cand_l[tid]);
+    }
     unsigned long long best_key;
     int bad;
     sample_prep_result(sc, n, &best_key, &bad);
+    if (tid < ZR_SAMPLE_RANK_MAX) {
+        s_key[tid] = sample_set_key(pre_l, pre_id, mode);
+        s_l[ZR_SAMPLE_RANK_MAX + tid] = pre_l;
+    }
     const int best = argmax_key_id(best_key);
     const float max = argmax_key_value(best_key); // work[best] (cu/pick.cuh: -0 as +0 changes nothing here)
     if (tid == 0) {
@@ -761,7 +827,7 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
         }
     }
     if (!s_done) {
-        sample_sort_set(work, sc, n0, mode, s_key, (unsigned long long *)s_w, s_l);
+        sample_sort_set(work, sc, n0, mode, s_key, (unsigned long long *)s_w, s_l, !set_refine);
         if (tid == 0) sc->t_stage[ZR_SAMPLE_T_PICK_SORTED] = zr_globaltimer();
         int cnt = mode == ZR_SAMPLE_TOP_K ? min(k, n0) : n0;
         if (mode == ZR_SAMPLE_TOP_P || (mode == ZR_SAMPLE_TOP_K && top_p < 1.0f)) {
