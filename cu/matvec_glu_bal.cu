@@ -27,7 +27,7 @@
 #define ZR_MVB_WARPS (ZR_MVB_THREADS / 32)
 #define ZR_MVB_CHUNKS 512 // a block's remainder chunks: fewer than 16 results x their steps
 
-template <class T>
+template <class T, bool AN>
 __device__ __forceinline__ void zr_matvec_glu_bal(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                                   const float *__restrict__ x, float *y,
                                                   const float *__restrict__ norm_w, float eps, int n_in, int n_out,
@@ -66,7 +66,7 @@ __device__ __forceinline__ void zr_matvec_glu_bal(const uint8_t *__restrict__ w,
     // everything above reads weights only
     zr_grid_enter_after_loads(w);
 
-    zr_mv_glu_stage<T>(x, norm_w, xs, n_in, mode, ZR_MVB_THREADS, post_r, post_w, x_out, eps, red_ss);
+    zr_mv_glu_stage<T, !AN>(x, norm_w, xs, n_in, mode, ZR_MVB_THREADS, post_r, post_w, x_out, eps, red_ss);
     if (zr_mv_normed(in_mode)) {
         // 1/rms once a warp, as the tall product's (the same sum in the same order)
         const float inv = zr_mv_inv_rms(red_ss, ZR_MVB_WARPS, n_in, eps);
@@ -146,11 +146,23 @@ __device__ __forceinline__ void zr_matvec_glu_bal(const uint8_t *__restrict__ w,
 // q4_0 64, q2_K 63, none. Q5_0's and Q5_1's came with their tall products' 64 registers (session 29: +5.9%
 // and +5.2% on Llama-3-8B against the tall product; on the floats, at 79 registers and one block
 // of 512 an SM, Q5_0's lost 0.4%: cu/PERF.md session 28).
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q4_k, zr_matvec_glu_bal, ZrMvQ4Ki, ZR_MVB_THREADS)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q8_0, zr_matvec_glu_bal, ZrMvQ8i, ZR_MVB_THREADS)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q4_0, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q4_0>, ZR_MVB_THREADS)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q4_1, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q4_1>, ZR_MVB_THREADS)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q5_0, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q5_0>, ZR_MVB_THREADS)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q5_1, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q5_1>, ZR_MVB_THREADS)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q5_k, zr_matvec_glu_bal, ZrMvQ5Ki, ZR_MVB_THREADS)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q2_k, zr_matvec_glu_bal, ZrMvQ2Ki, ZR_MVB_THREADS)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_q4_k, zr_matvec_glu_bal, ZrMvQ4Ki, ZR_MVB_THREADS, false)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_q8_0, zr_matvec_glu_bal, ZrMvQ8i, ZR_MVB_THREADS, false)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_q4_0, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q4_0>, ZR_MVB_THREADS, false)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_q4_1, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q4_1>, ZR_MVB_THREADS, false)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_q5_0, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q5_0>, ZR_MVB_THREADS, false)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_q5_1, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q5_1>, ZR_MVB_THREADS, false)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_q5_k, zr_matvec_glu_bal, ZrMvQ5Ki, ZR_MVB_THREADS, false)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_q2_k, zr_matvec_glu_bal, ZrMvQ2Ki, ZR_MVB_THREADS, false)
+// The ADDNORM twins (ZR_MV_GLU_KERNEL's AN): 62 registers (q4_K), 56 (q8_0), 64 with 4 bytes spilled
+// (q5_1), 64 and none (the others). H200 tg128 against the kernels of every mode (cu/PERF.md session
+// 43): Gemma-3-12B Q4_K_M +2.05%, Gemma-3-4B Q5_K_M +2.0%, Q4_0 +1.3%, Q8_0 +0.07%. The same staging
+// in the kernels of every mode lost 0.5% on Llama-3-8B Q4_K_M (RMSNorm: their loops' code moved).
+ZR_MV_GLU_KERNEL(matvec_glu_bal_an_q4_k, zr_matvec_glu_bal, ZrMvQ4Ki, ZR_MVB_THREADS, true)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_an_q8_0, zr_matvec_glu_bal, ZrMvQ8i, ZR_MVB_THREADS, true)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_an_q4_0, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q4_0>, ZR_MVB_THREADS, true)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_an_q4_1, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q4_1>, ZR_MVB_THREADS, true)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_an_q5_0, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q5_0>, ZR_MVB_THREADS, true)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_an_q5_1, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q5_1>, ZR_MVB_THREADS, true)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_an_q5_k, zr_matvec_glu_bal, ZrMvQ5Ki, ZR_MVB_THREADS, true)
+ZR_MV_GLU_KERNEL(matvec_glu_bal_an_q2_k, zr_matvec_glu_bal, ZrMvQ2Ki, ZR_MVB_THREADS, true)

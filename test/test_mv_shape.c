@@ -505,3 +505,49 @@ ZT_TEST(the_fused_expert_down_is_128_blocks_of_512_threads_on_qwen3_30b_a3b) {
                       "kernel of %d threads at most: %u blocks of %u threads", max_threads[i], rec.grid.x, rec.block.x);
     }
 }
+
+/* Records zr_k_matvec_glu_bal (or _flat) of kernel `name` on the driver double in `mode` (Gemma-3-4B's
+ * Q8_0 or Q4_K gate|up, ADDNORM with its post-norm pieces) and checks that the launcher took it
+ * (exactly one launch recorded) as `want` says, or refused it (none recorded). */
+static void check_glu_launch(const char *name, bool flat, int mode, bool want) {
+    const FakeKernel fk = {name, 14, {0}, NULL};
+    static float buf[64];
+    const CUdeviceptr dev = (CUdeviceptr)(uintptr_t)buf;
+    const ZrCuWeight w = {.type = flat ? ZR_TYPE_Q4_K : ZR_TYPE_Q8_0, .n_in = 2560, .n_out = 2 * 10240, .main = dev, .side = dev};
+    const ZrMvPost post = {.r = dev, .post_w = dev, .x_out = dev, .n_ss = 160};
+    const ZrMvPost *p = (mode & 3) == ZR_CUF_MV_ADDNORM ? &post : NULL;
+    Rec r;
+    bool ok;
+    rec_open(&r, &fk, "PPPPPPFIIIIPPP", &ok);
+    if (!ok) return;
+    ZrError err = {0};
+    const int rc = flat ? zr_k_matvec_glu_flat(&r.l, &r.kern, &w, dev, dev, dev, 1e-6f, mode, 264, p, &err)
+                        : zr_k_matvec_glu_bal(&r.l, &r.kern, &w, dev, dev, dev, 1e-6f, mode, 264, p, &err);
+    zr_launcher_record_end(&r.l);
+    const int n = (int)r.l.rec.n;
+    zr_launcher_free(&r.l);
+    zr_cuda_close(&r.cuda);
+    ZT_CHECKF((rc == 0) == want && n == (want ? 1 : 0), "%s in mode %d: the launcher returned %d (%s), %d launches recorded",
+              name, mode, rc, err.msg, n);
+}
+
+/* Gemma's gate|up of ADDNORM input (the block's pending post norm folded in) goes to the balanced
+ * kernels built for that input alone (cu/matvec.cuh ZR_MV_GLU_KERNEL's AN: x' staged as a one-tile
+ * product stages it, no code of the other modes); every other input keeps the kernels of every
+ * mode, the launcher takes neither for the other's input, and the flat product (whose ADDNORM twin
+ * measured slower) keeps its one kernel. */
+ZT_TEST(an_addnorm_gate_up_takes_the_kernels_built_for_that_input) {
+    const ZrCuKernels k = kernels(132);
+    const int AN = ZR_CUF_MV_ADDNORM | ZR_CUF_MV_GLU | ZR_CUF_MV_GELU, RN = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU;
+    ZT_CHECK(zr_cuf_mv_bal_kernel(&k, ZR_TYPE_Q8_0, AN) == &k.mv_glu_bal_an_q8_0);
+    ZT_CHECK(zr_cuf_mv_bal_kernel(&k, ZR_TYPE_Q4_K, AN) == &k.mv_glu_bal_an_q4_k);
+    ZT_CHECK(zr_cuf_mv_bal_kernel(&k, ZR_TYPE_Q5_1, AN) == &k.mv_glu_bal_an_q5_1);
+    ZT_CHECK(zr_cuf_mv_bal_kernel(&k, ZR_TYPE_Q8_0, RN) == &k.mv_glu_bal_q8_0);
+    ZT_CHECK(zr_cuf_mv_bal_kernel(&k, ZR_TYPE_Q6_K, AN) == NULL);
+    check_glu_launch("matvec_glu_bal_an_q8_0", false, AN, true);
+    check_glu_launch("matvec_glu_bal_q8_0", false, AN, false);
+    check_glu_launch("matvec_glu_bal_an_q8_0", false, RN, false);
+    check_glu_launch("matvec_glu_bal_q8_0", false, RN, true);
+    check_glu_launch("matvec_glu_flat_q4_k", true, AN, true);
+    check_glu_launch("matvec_glu_flat_q4_k", true, RN, true);
+}

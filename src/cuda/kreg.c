@@ -90,12 +90,15 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
     const int optin = c->props.max_smem_optin;
     if ((rc = opt_in_beside(c, &k->mv_glu_flat_q4_k, smem, optin, &k->flat_smem, err))) return rc;
     k->bal_smem = smem; /* the least any balanced kernel may take */
-    for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
-        const ZrKernel *bal = zr_cuf_mv_bal_kernel(k, t);
+    for (int an = 0; an < 2; an++) { /* each type's kernel for any input, then for ADDNORM (the _an_ ones) */
+        const int mode = an ? ZR_CUF_MV_ADDNORM : ZR_CUF_MV_RMSNORM;
         size_t got;
-        if (!bal) continue;
-        if ((rc = opt_in_beside(c, bal, smem, optin, &got, err))) return rc;
-        if (got < k->bal_smem) k->bal_smem = got;
+        for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
+            const ZrKernel *bal = zr_cuf_mv_bal_kernel(k, t, mode);
+            if (!bal) continue;
+            if ((rc = opt_in_beside(c, bal, smem, optin, &got, err))) return rc;
+            if (got < k->bal_smem) k->bal_smem = got;
+        }
     }
     /* the tensor-core Q6_K product needs more: it takes the rows whose staging fits what the GPU
      * allows (the others keep the tall float product: zr_cuf_mv_mma_takes) */

@@ -103,16 +103,17 @@ static int matvec_glu_flat(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight
                                 (unsigned)flat_blocks(k, w->n_out / 2), post, err);
 }
 
-const ZrKernel *zr_cuf_mv_bal_kernel(const ZrCuKernels *k, uint32_t type) {
+const ZrKernel *zr_cuf_mv_bal_kernel(const ZrCuKernels *k, uint32_t type, int mode) {
+    const bool an = (mode & 3) == ZR_CUF_MV_ADDNORM;
     switch (type) {
-    case ZR_TYPE_Q4_K: return &k->mv_glu_bal_q4_k;
-    case ZR_TYPE_Q8_0: return &k->mv_glu_bal_q8_0;
-    case ZR_TYPE_Q4_0: return &k->mv_glu_bal_q4_0;
-    case ZR_TYPE_Q4_1: return &k->mv_glu_bal_q4_1;
-    case ZR_TYPE_Q5_0: return &k->mv_glu_bal_q5_0;
-    case ZR_TYPE_Q5_1: return &k->mv_glu_bal_q5_1;
-    case ZR_TYPE_Q5_K: return &k->mv_glu_bal_q5_k;
-    case ZR_TYPE_Q2_K: return &k->mv_glu_bal_q2_k;
+    case ZR_TYPE_Q4_K: return an ? &k->mv_glu_bal_an_q4_k : &k->mv_glu_bal_q4_k;
+    case ZR_TYPE_Q8_0: return an ? &k->mv_glu_bal_an_q8_0 : &k->mv_glu_bal_q8_0;
+    case ZR_TYPE_Q4_0: return an ? &k->mv_glu_bal_an_q4_0 : &k->mv_glu_bal_q4_0;
+    case ZR_TYPE_Q4_1: return an ? &k->mv_glu_bal_an_q4_1 : &k->mv_glu_bal_q4_1;
+    case ZR_TYPE_Q5_0: return an ? &k->mv_glu_bal_an_q5_0 : &k->mv_glu_bal_q5_0;
+    case ZR_TYPE_Q5_1: return an ? &k->mv_glu_bal_an_q5_1 : &k->mv_glu_bal_q5_1;
+    case ZR_TYPE_Q5_K: return an ? &k->mv_glu_bal_an_q5_k : &k->mv_glu_bal_q5_k;
+    case ZR_TYPE_Q2_K: return an ? &k->mv_glu_bal_an_q2_k : &k->mv_glu_bal_q2_k;
     default: return NULL;
     }
 }
@@ -142,7 +143,7 @@ static long bal_steps(long p, long steps) {
  * warp takes fewer steps than the tall product's (not Llama-3.2-3B's 8192 results: 2 x 3 either
  * way), in the types that have the kernel (zr_cuf_mv_bal_kernel). */
 bool zr_cuf_mv_bal_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape) {
-    const ZrKernel *kern = zr_cuf_mv_bal_kernel(k, w->type);
+    const ZrKernel *kern = zr_cuf_mv_bal_kernel(k, w->type, mode);
     if (!kern || shape.blocks <= 0 || shape.split != 1 || !(mode & ZR_CUF_MV_GLU) || (mode & ZR_CUF_MV_SSQ) ||
         (mode & 3) == ZR_CUF_MV_SWIGLU || w->n_out % 2 || w->n_in % zr_type_info(w->type)->block ||
         zr_cuf_mv_smem(w->n_in) > k->bal_smem)
@@ -157,7 +158,7 @@ bool zr_cuf_mv_bal_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, Zr
 
 static int matvec_glu_bal(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                           CUdeviceptr norm_w, float eps, int mode, const ZrMvPost *post, ZrError *err) {
-    const ZrKernel *kern = zr_cuf_mv_bal_kernel(k, w->type);
+    const ZrKernel *kern = zr_cuf_mv_bal_kernel(k, w->type, mode);
     return zr_k_matvec_glu_bal(l, kern, w, x, y, norm_w, eps, mode,
                                (unsigned)one_wave(k, kern, ZR_CUF_MV_BAL_THREADS, w->n_out / 2), post, err);
 }

@@ -88,8 +88,9 @@ bool zr_cuf_mv_flat_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, Z
 #define ZR_CUF_MV_BAL_THREADS 512
 #define ZR_CUF_MV_BAL_CHUNKS 512
 bool zr_cuf_mv_bal_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape);
-/* The balanced gate|up kernel of a type (NULL: none; cu/kernels.def's mv_glu_bal_<type> lines) */
-const ZrKernel *zr_cuf_mv_bal_kernel(const ZrCuKernels *k, uint32_t type);
+/* The balanced gate|up kernel of a type for an input mode (NULL: none; cu/kernels.def's
+ * mv_glu_bal_<type> lines, and mv_glu_bal_an_<type> for ZR_CUF_MV_ADDNORM) */
+const ZrKernel *zr_cuf_mv_bal_kernel(const ZrCuKernels *k, uint32_t type, int mode);
 /* Dynamic shared memory of a product over rows of n_in values (x staged with padding, or as
  * integer planes: the larger of the two). */
 size_t zr_cuf_mv_smem(int n_in);

@@ -559,7 +559,7 @@ static int bal_rounds_differ(GpuEnv *g, uint32_t type, int n_in, int n_res, int 
     gpu_download(g, y1, dy1, sizeof(float) * n_res);
     gpu_download(g, y2, dy2, sizeof(float) * n_res);
     /* the kernel's cut: one wave of blocks, block b's results [b U / B, (b + 1) U / B) */
-    const ZrKernel *kern = zr_cuf_mv_bal_kernel(&g->k, type);
+    const ZrKernel *kern = zr_cuf_mv_bal_kernel(&g->k, type, mode);
     long blocks = (long)g->k.sm_count * zr_cuf_kernel_blocks_per_sm(kern, ZR_CUF_MV_BAL_THREADS);
     if (blocks > n_res) blocks = n_res;
     int differ = rc ? n_res : 0;
