@@ -27,6 +27,16 @@
 #define ZR_MVB_WARPS (ZR_MVB_THREADS / 32)
 #define ZR_MVB_CHUNKS 512 // a block's remainder chunks: fewer than 16 results x their steps
 
+// The types whose kernel of every mode clears the mode's SWIGLU bit: it takes only PLAIN or
+// RMSNORM input (the host sends ADDNORM to the _an_ kernels, SWIGLU to none), so the compiler drops
+// those two modes' code. ptxas sm_90: q4_K 8 -> 0 bytes spilled, q5_K 12 -> 0; H200 tg128 (cu/PERF.md
+// session 43) Llama-3-8B Q4_K_M +1.4%, Q5_K_M +3.4%. Not q4_0 (0 -> 8 bytes, Q4_0 -1.0%) nor q8_0
+// (62 -> 64 registers, Q8_0 +0.06%); q4_1 (20 -> 0), q2_K (20 -> 8), q5_0 (32 -> 28) and q5_1 (84 ->
+// 80) are not measured yet and keep the code of every mode.
+template <class T> struct ZrMvBalNarrow : std::false_type {};
+template <> struct ZrMvBalNarrow<ZrMvQ4Ki> : std::true_type {};
+template <> struct ZrMvBalNarrow<ZrMvQ5Ki> : std::true_type {};
+
 template <class T, bool AN>
 __device__ __forceinline__ void zr_matvec_glu_bal(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                                   const float *__restrict__ x, float *y,
@@ -39,6 +49,7 @@ __device__ __forceinline__ void zr_matvec_glu_bal(const uint8_t *__restrict__ w,
     __shared__ float2 part[ZR_MVB_CHUNKS];      // the remainder's chunk sums (gate, up)
     float *xs = (float *)zr_mv_smem;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    if (!AN && ZrMvBalNarrow<T>::value) mode &= ~ZR_MV_SWIGLU;
     const int in_mode = mode & ZR_MV_IN;
     const bool gelu = (mode & ZR_MV_GELU) != 0;
     const int n_res = n_out >> 1, items = n_in / T::EPI, steps = (items + 31) >> 5;
