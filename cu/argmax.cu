@@ -44,13 +44,7 @@ __device__ __forceinline__ void argmax_block(unsigned long long *key, int *bad) 
     __shared__ int s_bad[ZR_ARGMAX_THREADS / 32];
     unsigned long long k = *key;
     int m = *bad;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const unsigned long long ko = __shfl_xor_sync(0xffffffffu, k, o);
-        const int mo = __shfl_xor_sync(0xffffffffu, m, o);
-        k = ko > k ? ko : k;
-        m = mo < m ? mo : m;
-    }
+    zr_warp_key_bad(k, m);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (lane == 0) {
         s_key[warp] = k;

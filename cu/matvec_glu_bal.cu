@@ -152,28 +152,25 @@ __device__ __forceinline__ void zr_matvec_glu_bal(const uint8_t *__restrict__ w,
     }
 }
 
-// q4_K: 64 registers, 8 bytes spilled (the tall product: 12); q8_0 (integer planes): 62, none;
-// q4_1, q5_0, q5_1 and q5_K (integer planes, session 29) 64, 20, 32, 84 and 12 bytes spilled;
-// q4_0 64, q2_K 63, none. Q5_0's and Q5_1's came with their tall products' 64 registers (session 29: +5.9%
-// and +5.2% on Llama-3-8B against the tall product; on the floats, at 79 registers and one block
-// of 512 an SM, Q5_0's lost 0.4%: cu/PERF.md session 28).
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q4_k, zr_matvec_glu_bal, ZrMvQ4Ki, ZR_MVB_THREADS, false)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q8_0, zr_matvec_glu_bal, ZrMvQ8i, ZR_MVB_THREADS, false)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q4_0, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q4_0>, ZR_MVB_THREADS, false)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q4_1, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q4_1>, ZR_MVB_THREADS, false)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q5_0, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q5_0>, ZR_MVB_THREADS, false)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q5_1, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q5_1>, ZR_MVB_THREADS, false)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q5_k, zr_matvec_glu_bal, ZrMvQ5Ki, ZR_MVB_THREADS, false)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_q2_k, zr_matvec_glu_bal, ZrMvQ2Ki, ZR_MVB_THREADS, false)
+// The kernels of every mode (ptxas sm_90): q4_K and q5_K 64 registers, none spilled (ZrMvBalNarrow;
+// 8 and 12 bytes with the other modes' code), q8_0 62, none; q4_1, q5_0, q5_1 and q2_K (integer
+// planes, sessions 29 and 31) 64, 20, 32, 84 and 20 bytes spilled; q4_0 64, none. Q5_0's and Q5_1's
+// came with their tall products' 64 registers (session 29: +5.9% and +5.2% on Llama-3-8B against the
+// tall product; on the floats, at 79 registers and one block of 512 an SM, Q5_0's lost 0.4%:
+// cu/PERF.md session 28).
+// Each type's kernel of every mode and its ADDNORM twin (ZR_MV_GLU_KERNEL's AN)
+#define ZR_MV_GLU_BAL(SUF, TRAITS)                                                                        \
+    ZR_MV_GLU_KERNEL(matvec_glu_bal_##SUF, zr_matvec_glu_bal, TRAITS, ZR_MVB_THREADS, false)             \
+    ZR_MV_GLU_KERNEL(matvec_glu_bal_an_##SUF, zr_matvec_glu_bal, TRAITS, ZR_MVB_THREADS, true)
 // The ADDNORM twins (ZR_MV_GLU_KERNEL's AN): 62 registers (q4_K), 56 (q8_0), 64 with 4 bytes spilled
 // (q5_1), 64 and none (the others). H200 tg128 against the kernels of every mode (cu/PERF.md session
 // 43): Gemma-3-12B Q4_K_M +2.05%, Gemma-3-4B Q5_K_M +2.0%, Q4_0 +1.3%, Q8_0 +0.07%. The same staging
 // in the kernels of every mode lost 0.5% on Llama-3-8B Q4_K_M (RMSNorm: their loops' code moved).
-ZR_MV_GLU_KERNEL(matvec_glu_bal_an_q4_k, zr_matvec_glu_bal, ZrMvQ4Ki, ZR_MVB_THREADS, true)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_an_q8_0, zr_matvec_glu_bal, ZrMvQ8i, ZR_MVB_THREADS, true)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_an_q4_0, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q4_0>, ZR_MVB_THREADS, true)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_an_q4_1, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q4_1>, ZR_MVB_THREADS, true)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_an_q5_0, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q5_0>, ZR_MVB_THREADS, true)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_an_q5_1, zr_matvec_glu_bal, ZrMvQ4xi<ZR_T_Q5_1>, ZR_MVB_THREADS, true)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_an_q5_k, zr_matvec_glu_bal, ZrMvQ5Ki, ZR_MVB_THREADS, true)
-ZR_MV_GLU_KERNEL(matvec_glu_bal_an_q2_k, zr_matvec_glu_bal, ZrMvQ2Ki, ZR_MVB_THREADS, true)
+ZR_MV_GLU_BAL(q4_k, ZrMvQ4Ki)
+ZR_MV_GLU_BAL(q8_0, ZrMvQ8i)
+ZR_MV_GLU_BAL(q4_0, ZrMvQ4xi<ZR_T_Q4_0>)
+ZR_MV_GLU_BAL(q4_1, ZrMvQ4xi<ZR_T_Q4_1>)
+ZR_MV_GLU_BAL(q5_0, ZrMvQ4xi<ZR_T_Q5_0>)
+ZR_MV_GLU_BAL(q5_1, ZrMvQ4xi<ZR_T_Q5_1>)
+ZR_MV_GLU_BAL(q5_k, ZrMvQ5Ki)
+ZR_MV_GLU_BAL(q2_k, ZrMvQ2Ki)

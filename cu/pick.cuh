@@ -13,6 +13,17 @@ __device__ __forceinline__ unsigned long long argmax_key(float v, int i) {
     return ((unsigned long long)b << 32) | (unsigned int)~(unsigned int)i;
 }
 
+// The largest key and the smallest id m of a warp's lanes, in every lane (a butterfly).
+__device__ __forceinline__ void zr_warp_key_bad(unsigned long long &k, int &m) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long ko = __shfl_xor_sync(0xffffffffu, k, o);
+        const int mo = __shfl_xor_sync(0xffffffffu, m, o);
+        k = ko > k ? ko : k;
+        m = mo < m ? mo : m;
+    }
+}
+
 // The key's id.
 __device__ __forceinline__ int argmax_key_id(unsigned long long k) { return (int)~(unsigned int)(k & 0xffffffffu); }
 

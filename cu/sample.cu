@@ -26,13 +26,7 @@ __device__ __forceinline__ void sample_block_reduce(unsigned long long *key, int
     __shared__ int s_bad[32];
     unsigned long long k = *key;
     int m = *bad;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const unsigned long long ko = __shfl_xor_sync(0xffffffffu, k, o);
-        const int mo = __shfl_xor_sync(0xffffffffu, m, o);
-        k = ko > k ? ko : k;
-        m = mo < m ? mo : m;
-    }
+    zr_warp_key_bad(k, m);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (lane == 0) {
         s_key[warp] = k;
@@ -43,13 +37,7 @@ __device__ __forceinline__ void sample_block_reduce(unsigned long long *key, int
         const bool on = lane < (int)(blockDim.x >> 5);
         k = on ? s_key[lane] : 0;
         m = on ? s_bad[lane] : INT_MAX;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            const unsigned long long ko = __shfl_xor_sync(0xffffffffu, k, o);
-            const int mo = __shfl_xor_sync(0xffffffffu, m, o);
-            k = ko > k ? ko : k;
-            m = mo < m ? mo : m;
-        }
+        zr_warp_key_bad(k, m);
         if (lane == 0) {
             *key = k;
             *bad = m;
