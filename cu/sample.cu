@@ -273,15 +273,15 @@ template <class T> __device__ void sample_block_scan(T *v, int n) {
 
 // The set the pick sorts, chosen by every block of sample_gather_f32 (the same in each) from the
 // per-level counts and masses (cnt, mass: [ZR_SAMPLE_BINS], per level, then the min-p set, in
-// shared memory), with the whole block (top-k: warp 0 alone); thread 0 writes the choice to *host, *cut,
-// *refine, *thr, *hi.
+// shared memory), with the whole block (top-k: warp 0 alone); thread 0 writes the choice to *host,
+// *cut, *refine, *thr, *hi.
 // As the CPU's passes: top-k, the first level holding k ids; top-p, the first level whose mass
 // surely reaches top_p (a margin far above the rounding of the running sum), or the min-p set
 // once a level reaches the min-p floor; and a set past ZR_SAMPLE_CAP is ZR_PICK_HOST, but for
 // top-k's (*refine_out: the pick narrows it between *thr_out and *hi_out, sample_refine).
-__device__ __forceinline__ void sample_choose_set(unsigned *cnt, unsigned long long *mass, double total, float max, float floor_l,
-                                  int mode, int k, float top_p, int *host_out, int *cut_out, int *refine_out,
-                                  float *thr_out, float *hi_out) {
+__device__ __forceinline__ void sample_choose_set(unsigned *cnt, unsigned long long *mass, double total, float max,
+                                                  float floor_l, int mode, int k, float top_p, int *host_out,
+                                                  int *cut_out, int *refine_out, float *thr_out, float *hi_out) {
     __shared__ int s_first;
     __shared__ unsigned s_cum;
     unsigned floor_cnt = 0;

@@ -513,7 +513,8 @@ static void check_glu_launch(const char *name, bool flat, int mode, bool want) {
     const FakeKernel fk = {name, 14, {0}, NULL};
     static float buf[64];
     const CUdeviceptr dev = (CUdeviceptr)(uintptr_t)buf;
-    const ZrCuWeight w = {.type = flat ? ZR_TYPE_Q4_K : ZR_TYPE_Q8_0, .n_in = 2560, .n_out = 2 * 10240, .main = dev, .side = dev};
+    const ZrCuWeight w = {
+        .type = flat ? ZR_TYPE_Q4_K : ZR_TYPE_Q8_0, .n_in = 2560, .n_out = 2 * 10240, .main = dev, .side = dev};
     const ZrMvPost post = {.r = dev, .post_w = dev, .x_out = dev, .n_ss = 160};
     const ZrMvPost *p = (mode & 3) == ZR_CUF_MV_ADDNORM ? &post : NULL;
     Rec r;
@@ -527,8 +528,8 @@ static void check_glu_launch(const char *name, bool flat, int mode, bool want) {
     const int n = (int)r.l.rec.n;
     zr_launcher_free(&r.l);
     zr_cuda_close(&r.cuda);
-    ZT_CHECKF((rc == 0) == want && n == (want ? 1 : 0), "%s in mode %d: the launcher returned %d (%s), %d launches recorded",
-              name, mode, rc, err.msg, n);
+    ZT_CHECKF((rc == 0) == want && n == (want ? 1 : 0),
+              "%s in mode %d: the launcher returned %d (%s), %d launches recorded", name, mode, rc, err.msg, n);
 }
 
 /* Gemma's gate|up of ADDNORM input (the block's pending post norm folded in) goes to the balanced
