@@ -1431,8 +1431,9 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
         int split, const float *__restrict__ post_r, const float *__restrict__ post_w, float *x_out
 
 // The gate|up products of their own (cu/matvec_glu_flat.cu, cu/matvec_glu_bal.cu): x' staged for T
-// as the tall product stages it (ADDNORM's rounds, block 0's x_out), RMSNorm's sum of squares a warp
-// into red_ss, then the block's barrier
+// as the tall product stages it (ADDNORM's rounds, block 0's x_out; TALL false: as a one-tile
+// product, the balanced ADDNORM twins), RMSNorm's sum of squares a warp into red_ss, then the
+// block's barrier
 template <class T, bool TALL = true>
 __device__ __forceinline__ void zr_mv_glu_stage(const float *__restrict__ x, const float *__restrict__ norm_w, float *xs,
                                                 int n_in, int mode, int nthr, const float *__restrict__ post_r,
@@ -1448,19 +1449,15 @@ __device__ __forceinline__ void zr_mv_glu_stage(const float *__restrict__ x, con
     __syncthreads();
 }
 
-// A gate|up product kernel of its own (cu/matvec_glu_flat.cu, cu/matvec_glu_bal.cu): FN<TRAITS, AN> on
-// blocks of THREADS, two a multiprocessor; the mv parameters, add and split unused. AN (the balanced
-// kernels named _an_): gemma's ADDNORM input only, the mode's input bits taken as ADDNORM (no code of
-// the other modes), x' staged as a one-tile product stages it (post_r's pieces in one batch, a
-// float4 of x, norm_w, post_r and post_w a round: zr_mv_stage_x); the others stage as the tall
-// product does (an ADDNORM round there takes two round trips, post_r's pieces one at a time).
-#define ZR_MV_GLU_KERNEL(NAME, FN, TRAITS, THREADS, AN)                                                       \
+// A gate|up product kernel of its own (cu/matvec_glu_flat.cu, cu/matvec_glu_bal.cu): the product
+// FN (a function template with its arguments: zr_matvec_glu_bal<ZrMvQ8i, true>) on blocks of
+// THREADS, two a multiprocessor; the mv parameters, add and split unused
+#define ZR_MV_GLU_KERNEL(NAME, THREADS, ...)                                                                  \
     ZR_KERNEL void __launch_bounds__(THREADS, 2) NAME(ZR_MV_KPARAMS) {                                        \
         ZR_TL_EXIT;                                                                                           \
         (void)add;                                                                                            \
         (void)split;                                                                                          \
-        FN<TRAITS, AN>(w, ws, x, y, norm_w, eps, n_in, n_out, AN ? (mode & ~ZR_MV_IN) | ZR_MV_ADDNORM : mode,  \
-                       post_r, post_w, x_out);                                                                \
+        __VA_ARGS__(w, ws, x, y, norm_w, eps, n_in, n_out, mode, post_r, post_w, x_out);                      \
     }
 
 // NREG caps the registers (so enough warps fit per SM to keep loads in flight). A block of 1024

@@ -49,7 +49,12 @@ __device__ __forceinline__ void zr_matvec_glu_bal(const uint8_t *__restrict__ w,
     __shared__ float2 part[ZR_MVB_CHUNKS];      // the remainder's chunk sums (gate, up)
     float *xs = (float *)zr_mv_smem;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    if (!AN && ZrMvBalNarrow<T>::value) mode &= ~ZR_MV_SWIGLU;
+    // AN (the _an_ twins): gemma's ADDNORM input alone, the mode's input bits taken as ADDNORM (no
+    // code of the other modes), x' staged as a one-tile product stages it (post_r's pieces in one
+    // batch, a float4 of x, norm_w, post_r and post_w a round: zr_mv_stage_x); the others stage as
+    // the tall product does (an ADDNORM round there takes two round trips, the pieces one at a time)
+    if (AN) mode = (mode & ~ZR_MV_IN) | ZR_MV_ADDNORM;
+    else if (ZrMvBalNarrow<T>::value) mode &= ~ZR_MV_SWIGLU;
     const int in_mode = mode & ZR_MV_IN;
     const bool gelu = (mode & ZR_MV_GELU) != 0;
     const int n_res = n_out >> 1, items = n_in / T::EPI, steps = (items + 31) >> 5;
@@ -158,11 +163,11 @@ __device__ __forceinline__ void zr_matvec_glu_bal(const uint8_t *__restrict__ w,
 // came with their tall products' 64 registers (session 29: +5.9% and +5.2% on Llama-3-8B against the
 // tall product; on the floats, at 79 registers and one block of 512 an SM, Q5_0's lost 0.4%:
 // cu/PERF.md session 28).
-// Each type's kernel of every mode and its ADDNORM twin (ZR_MV_GLU_KERNEL's AN)
+// Each type's kernel of every mode and its ADDNORM twin (AN above)
 #define ZR_MV_GLU_BAL(SUF, TRAITS)                                                                        \
-    ZR_MV_GLU_KERNEL(matvec_glu_bal_##SUF, zr_matvec_glu_bal, TRAITS, ZR_MVB_THREADS, false)             \
-    ZR_MV_GLU_KERNEL(matvec_glu_bal_an_##SUF, zr_matvec_glu_bal, TRAITS, ZR_MVB_THREADS, true)
-// The ADDNORM twins (ZR_MV_GLU_KERNEL's AN): 62 registers (q4_K), 56 (q8_0), 64 with 4 bytes spilled
+    ZR_MV_GLU_KERNEL(matvec_glu_bal_##SUF, ZR_MVB_THREADS, zr_matvec_glu_bal<TRAITS, false>)             \
+    ZR_MV_GLU_KERNEL(matvec_glu_bal_an_##SUF, ZR_MVB_THREADS, zr_matvec_glu_bal<TRAITS, true>)
+// The ADDNORM twins: 62 registers (q4_K), 56 (q8_0), 64 with 4 bytes spilled
 // (q5_1), 64 and none (the others). H200 tg128 against the kernels of every mode (cu/PERF.md session
 // 43): Gemma-3-12B Q4_K_M +2.05%, Gemma-3-4B Q5_K_M +2.0%, Q4_0 +1.3%, Q8_0 +0.07%. The same staging
 // in the kernels of every mode lost 0.5% on Llama-3-8B Q4_K_M (RMSNorm: their loops' code moved).

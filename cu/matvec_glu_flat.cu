@@ -41,7 +41,7 @@ __device__ __forceinline__ int zr_mvf_cut(int v, int nf) {
     return v >= ZR_MVF_WARPS ? nf : (int)(((long long)v * nf / ZR_MVF_WARPS) & ~31LL);
 }
 
-template <class T, bool AN>
+template <class T>
 __device__ __forceinline__ void zr_matvec_glu_flat(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                                    const float *__restrict__ x, float *y,
                                                    const float *__restrict__ norm_w, float eps, int n_in, int n_out,
@@ -78,7 +78,7 @@ __device__ __forceinline__ void zr_matvec_glu_flat(const uint8_t *__restrict__ w
     // everything above reads weights only
     zr_grid_enter_after_loads(w);
 
-    zr_mv_glu_stage<T, !AN>(x, norm_w, xs, n_in, mode, ZR_MVF_THREADS, post_r, post_w, x_out, eps, red_ss);
+    zr_mv_glu_stage<T>(x, norm_w, xs, n_in, mode, ZR_MVF_THREADS, post_r, post_w, x_out, eps, red_ss);
     ZR_TL_MARK(0); // x staged
 
 #pragma unroll
@@ -143,6 +143,6 @@ __device__ __forceinline__ void zr_matvec_glu_flat(const uint8_t *__restrict__ w
 // 64 registers, 24 bytes spilled (the tall Q4_K product: 12). A Q8_0 twin (ZrMvQ8_0, no spill)
 // measured slower on every row it took, Gemma-3-4B's 160 items too (5 full steps: no lane idle in
 // the tall product): -0.3 to -6% (cu/PERF.md session 26), deleted.
-// No ADDNORM twin (ZR_MV_GLU_KERNEL's AN): one staged as a one-tile product stages it measured
-// slower, Gemma-3-4B Q4_K_M tg128 -2.7% (cu/PERF.md session 43).
-ZR_MV_GLU_KERNEL(matvec_glu_flat_q4_k, zr_matvec_glu_flat, ZrMvQ4Ki, ZR_MVF_THREADS, false)
+// No ADDNORM twin (as matvec_glu_bal_an_<type>): one staged as a one-tile product stages it
+// measured slower, Gemma-3-4B Q4_K_M tg128 -2.7% (cu/PERF.md session 43).
+ZR_MV_GLU_KERNEL(matvec_glu_flat_q4_k, ZR_MVF_THREADS, zr_matvec_glu_flat<ZrMvQ4Ki>)

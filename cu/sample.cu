@@ -580,27 +580,29 @@ __device__ __forceinline__ unsigned long long sample_set_key(float v, int id, in
     return mode == ZR_SAMPLE_ALL ? (0xffffffff00000000ull | (unsigned)~(unsigned)id) : argmax_key(v, id);
 }
 
+// Candidate i (id, its logit v) of a set the rank sort takes: its key into s_key[i], v into the
+// sort's input logits s_l[ZR_SAMPLE_RANK_MAX + i] (sample_sort_set).
+__device__ __forceinline__ void sample_set_put(unsigned long long *s_key, float *s_l, int i, int id, float v, int mode) {
+    s_key[i] = sample_set_key(v, id, mode);
+    s_l[ZR_SAMPLE_RANK_MAX + i] = v;
+}
+
 // Sorts the set's keys s_key[0..n0) descending (the total order) with the logits s_l beside
 // them, by the whole block. Keys are distinct (the id is in them). Up to ZR_SAMPLE_RANK_MAX: a
 // rank sort (a key's place is the number of keys above it; g threads a key, g >= 4), which
 // needs no barrier per step; above, a bitonic sort and the logits loaded after it.
-// s_tmp: ZR_SAMPLE_CAP u64 of scratch. pre: a set of at most ZR_SAMPLE_RANK_MAX whose keys and
-// logits the caller put in s_key and s_l[ZR_SAMPLE_RANK_MAX + i] already.
+// s_tmp: ZR_SAMPLE_CAP u64 of scratch. pre: a set of at most ZR_SAMPLE_RANK_MAX the caller put in
+// place already (sample_set_put).
 __device__ void sample_sort_set(const float *__restrict__ work, const ZrSampleScratch *sc, int n0, int mode,
                                 unsigned long long *s_key, unsigned long long *s_tmp, float *s_l, bool pre) {
     const int tid = threadIdx.x;
     int p2 = 1;
     while (p2 < n0) p2 *= 2;
     if (n0 <= ZR_SAMPLE_RANK_MAX) {
-        float *s_l_in = s_l + ZR_SAMPLE_RANK_MAX; // the logits in gathered order
-        if (!pre) {
-            for (int i = tid; i < n0; i += blockDim.x) {
-                const int id = __ldcg(&sc->cand[i]); // written by other multiprocessors: from L2
-                const float v = __ldcg(&sc->cand_l[i]); // work[id], loaded beside the id
-                s_key[i] = sample_set_key(v, id, mode);
-                s_l_in[i] = v;
-            }
-        }
+        const float *s_l_in = s_l + ZR_SAMPLE_RANK_MAX; // the logits in gathered order (sample_set_put)
+        if (!pre)
+            for (int i = tid; i < n0; i += blockDim.x) // cand, cand_l written by other multiprocessors: from L2
+                sample_set_put(s_key, s_l, i, __ldcg(&sc->cand[i]), __ldcg(&sc->cand_l[i]), mode);
         __syncthreads();
         const int g = min(32, ZR_SAMPLE_PICK_THREADS / p2); // a power of two dividing 32: groups within warps
         const int c = tid / g, part = tid % g;
@@ -787,10 +789,7 @@ ZR_KERNEL void __launch_bounds__(ZR_SAMPLE_PICK_THREADS)
     unsigned long long best_key;
     int bad;
     sample_prep_result(sc, n, &best_key, &bad);
-    if (tid < ZR_SAMPLE_RANK_MAX) {
-        s_key[tid] = sample_set_key(pre_l, pre_id, mode);
-        s_l[ZR_SAMPLE_RANK_MAX + tid] = pre_l;
-    }
+    if (tid < ZR_SAMPLE_RANK_MAX) sample_set_put(s_key, s_l, tid, pre_id, pre_l, mode);
     const int best = argmax_key_id(best_key);
     const float max = argmax_key_value(best_key); // work[best] (cu/pick.cuh: -0 as +0 changes nothing here)
     if (tid == 0) {

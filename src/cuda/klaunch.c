@@ -76,8 +76,8 @@ int zr_k_matvec_glu_bal(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w
                         CUdeviceptr norm_w, float eps, int mode, unsigned blocks, const ZrMvPost *post, ZrError *err) {
     const bool an = (mode & 3) == ZR_CUF_MV_ADDNORM;
     if (!named_for(kern, an ? "matvec_glu_bal_an_" : "matvec_glu_bal_", w->type) || !(mode & ZR_CUF_MV_GLU) ||
-        w->n_out % 2 || blocks < 1 ||
-        (int)blocks > w->n_out / 2 || (mode & ZR_CUF_MV_SSQ) || (mode & 3) == ZR_CUF_MV_SWIGLU || !post_fits(mode, post))
+        w->n_out % 2 || blocks < 1 || (int)blocks > w->n_out / 2 || (mode & ZR_CUF_MV_SSQ) ||
+        (mode & 3) == ZR_CUF_MV_SWIGLU || !post_fits(mode, post))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %s [%d x %d] in mode %d", kern->name, zr_type_name(w->type),
                       w->n_out, w->n_in, mode);
     return launch_product(l, kern, blocks, ZR_CUF_MV_BAL_THREADS, (unsigned)zr_cuf_mv_smem(w->n_in), w, x, y, 0, norm_w,
