@@ -27,15 +27,15 @@
 #define ZR_MVB_WARPS (ZR_MVB_THREADS / 32)
 #define ZR_MVB_CHUNKS 512 // a block's remainder chunks: fewer than 16 results x their steps
 
-// The types whose kernel of every mode clears the mode's SWIGLU bit: it takes only PLAIN or
-// RMSNORM input (the host sends ADDNORM to the _an_ kernels, SWIGLU to none), so the compiler drops
-// those two modes' code. ptxas sm_90: q4_K 8 -> 0 bytes spilled, q5_K 12 -> 0; H200 tg128 (cu/PERF.md
-// session 43) Llama-3-8B Q4_K_M +1.4%, Q5_K_M +3.4%. Not q4_0 (0 -> 8 bytes, Q4_0 -1.0%) nor q8_0
-// (62 -> 64 registers, Q8_0 +0.06%); q4_1 (20 -> 0), q2_K (20 -> 8), q5_0 (32 -> 28) and q5_1 (84 ->
-// 80) are not measured yet and keep the code of every mode.
-template <class T> struct ZrMvBalNarrow : std::false_type {};
-template <> struct ZrMvBalNarrow<ZrMvQ4Ki> : std::true_type {};
-template <> struct ZrMvBalNarrow<ZrMvQ5Ki> : std::true_type {};
+// The kernel of every mode clears the mode's SWIGLU bit: it takes only PLAIN or RMSNORM input (the
+// host sends ADDNORM to the _an_ kernels, SWIGLU to none), so the compiler drops those two modes'
+// code, but in the types of ZrMvBalAllModes. ptxas sm_90, bytes spilled: q4_K 8 -> 0, q5_K 12 -> 0,
+// q4_1 20 -> 0, q2_K 20 -> 8, q5_0 32 -> 28, q5_1 84 -> 80. H200 tg128, Llama-3-8B (cu/PERF.md
+// sessions 43, 44): Q4_K_M +1.4%, Q5_K_M +3.4%, Q4_1 +3.5%, Q5_0 +2.2%, Q5_1 +2.8%, Q2_K +0.3%. Not
+// q4_0 (0 -> 8 bytes, Q4_0 -1.0%) nor q8_0 (62 -> 64 registers, Q8_0 +0.06%): they keep every mode's.
+template <class T> struct ZrMvBalAllModes : std::false_type {};
+template <> struct ZrMvBalAllModes<ZrMvQ4xi<ZR_T_Q4_0>> : std::true_type {};
+template <> struct ZrMvBalAllModes<ZrMvQ8i> : std::true_type {};
 
 template <class T, bool AN>
 __device__ __forceinline__ void zr_matvec_glu_bal(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
@@ -54,7 +54,7 @@ __device__ __forceinline__ void zr_matvec_glu_bal(const uint8_t *__restrict__ w,
     // batch, a float4 of x, norm_w, post_r and post_w a round: zr_mv_stage_x); the others stage as
     // the tall product does (an ADDNORM round there takes two round trips, the pieces one at a time)
     if (AN) mode = (mode & ~ZR_MV_IN) | ZR_MV_ADDNORM;
-    else if (ZrMvBalNarrow<T>::value) mode &= ~ZR_MV_SWIGLU;
+    else if (!ZrMvBalAllModes<T>::value) mode &= ~ZR_MV_SWIGLU;
     const int in_mode = mode & ZR_MV_IN;
     const bool gelu = (mode & ZR_MV_GELU) != 0;
     const int n_res = n_out >> 1, items = n_in / T::EPI, steps = (items + 31) >> 5;
@@ -157,12 +157,11 @@ __device__ __forceinline__ void zr_matvec_glu_bal(const uint8_t *__restrict__ w,
     }
 }
 
-// The kernels of every mode (ptxas sm_90): q4_K and q5_K 64 registers, none spilled (ZrMvBalNarrow;
-// 8 and 12 bytes with the other modes' code), q8_0 62, none; q4_1, q5_0, q5_1 and q2_K (integer
-// planes, sessions 29 and 31) 64, 20, 32, 84 and 20 bytes spilled; q4_0 64, none. Q5_0's and Q5_1's
-// came with their tall products' 64 registers (session 29: +5.9% and +5.2% on Llama-3-8B against the
-// tall product; on the floats, at 79 registers and one block of 512 an SM, Q5_0's lost 0.4%:
-// cu/PERF.md session 28).
+// The kernels of every mode (ptxas sm_90): 64 registers, none spilled in q4_K, q5_K, q4_1 and q4_0,
+// 28 bytes in q5_0, 80 in q5_1 and 8 in q2_K (integer planes, sessions 29 and 31; ZrMvBalAllModes
+// above), q8_0 62, none. Q5_0's and Q5_1's came with their tall products' 64 registers (session 29:
+// +5.9% and +5.2% on Llama-3-8B against the tall product; on the floats, at 79 registers and one
+// block of 512 an SM, Q5_0's lost 0.4%: cu/PERF.md session 28).
 // Each type's kernel of every mode and its ADDNORM twin (AN above)
 #define ZR_MV_GLU_BAL(SUF, TRAITS)                                                                        \
     ZR_MV_GLU_KERNEL(matvec_glu_bal_##SUF, ZR_MVB_THREADS, zr_matvec_glu_bal<TRAITS, false>)             \
