@@ -28,6 +28,6 @@ template <class... A> struct ZrKSig<void (*)(A...)> {
     static_assert(ZrKSig<decltype(&name)>::match(params), #name ": parameters differ from cu/kernels.def")
 
 // The parameters of each per-type family, for ZR_KCHECK_FAMILY where cu/ defines its kernels.
-#define ZR_KFAMILY(field, prefix, suffix, except, params) constexpr const char *zr_kparams_##field = params;
+#define ZR_KFAMILY(field, prefix, suffix, types, params) constexpr const char *zr_kparams_##field = params;
 #include "kernels.def"
 #define ZR_KCHECK_FAMILY(field, name) ZR_KCHECK(name, zr_kparams_##field)

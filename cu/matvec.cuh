@@ -1258,7 +1258,8 @@ __device__ __forceinline__ float zr_mv_stage_x(const float *__restrict__ x, cons
 // POST false (the expert products, cu/moe_matvec.cu): no ADDNORM and no SSQ compiled in (their
 // code cost matvec_id_q4_1 a spill under its register cap). ADD_EARLY false: add at the store
 // even in the types of ZrMvAddFirst (a mix kernel whose other part's type is not one of them).
-template <class T, int R, int P, bool TALL = false, bool POST = true, bool ADD_EARLY = true>
+// IN >= 0: x is read that way whatever mode says (a kernel built for one input: _tall_rn below).
+template <class T, int R, int P, bool TALL = false, bool POST = true, bool ADD_EARLY = true, int IN = -1>
 __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                           const float *__restrict__ x, float *y, const float *add,
                                           const float *__restrict__ norm_w, float eps, int n_in, int n_out, int mode,
@@ -1277,7 +1278,7 @@ __device__ __forceinline__ void zr_matvec(const uint8_t *__restrict__ w, const u
     // load); a one-tile block finds its tile's first row group by a multiply, so any G
     const int S = split, lS = __ffs(S) - 1, G = (nthr >> 5) >> lS, lG = __ffs(G) - 1;
     const int g = warp >> lS, ks = warp & (S - 1);
-    const int in_mode = !POST && (mode & ZR_MV_IN) == ZR_MV_ADDNORM ? ZR_MV_PLAIN : mode & ZR_MV_IN;
+    const int in_mode = IN >= 0 ? IN : !POST && (mode & ZR_MV_IN) == ZR_MV_ADDNORM ? ZR_MV_PLAIN : mode & ZR_MV_IN;
     const bool glu = (mode & ZR_MV_GLU) != 0, gelu = (mode & ZR_MV_GELU) != 0;
     const bool ssq = POST && !TALL && (mode & ZR_MV_SSQ) != 0;
     constexpr int H = R / 2;
@@ -1464,15 +1465,23 @@ __device__ __forceinline__ void zr_mv_glu_stage(const float *__restrict__ x, con
 // threads (ZR_MV_MAX_THREADS) launches at 64 registers; every kernel takes blocks of 512 (the host
 // reads which take 1024 from the driver: src/cuda/mv_shape.c zr_cuf_kernel_max_threads).
 // NAME##_tall: the same product taking several tiles per block (TALL above).
-#define ZR_MATVEC_KERNEL(NAME, TRAITS, R, P, NREG, TALL)                                                   \
+#define ZR_MATVEC_KERNEL(NAME, TRAITS, R, P, NREG, TALL, IN)                                               \
     ZR_KERNEL void __maxnreg__(NREG) NAME(ZR_MV_KPARAMS) {                                              \
         ZR_TL_EXIT;                                                                                     \
-        zr_matvec<TRAITS, R, P, TALL>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, split, post_r,    \
-                                      post_w, x_out);                                                   \
+        zr_matvec<TRAITS, R, P, TALL, true, true, IN>(w, ws, x, y, add, norm_w, eps, n_in, n_out, mode, \
+                                                      split, post_r, post_w, x_out);                    \
     }
 #define ZR_MATVEC(NAME, TRAITS, R, P, NREG)                                                                \
     static_assert(NREG * 512 <= 65536, "register cap too high for a block of 512 threads");             \
-    ZR_MATVEC_KERNEL(NAME, TRAITS, R, P, NREG, false)                                                   \
+    ZR_MATVEC_KERNEL(NAME, TRAITS, R, P, NREG, false, -1)                                               \
     ZR_KCHECK_FAMILY(mv, NAME);                                                                         \
-    ZR_MATVEC_KERNEL(NAME##_tall, TRAITS, R, P, NREG, true)                                             \
+    ZR_MATVEC_KERNEL(NAME##_tall, TRAITS, R, P, NREG, true, -1)                                         \
     ZR_KCHECK_FAMILY(mvt, NAME##_tall);
+// ZR_MATVEC and NAME##_tall_rn: the tall product built for RMSNORM input alone (the vocabulary
+// outputs and the tall gate|up products; src/cuda/mv_shape.c zr_cuf_mv_tall_kernel). Without the
+// other modes' code ptxas spills less under the cap (cu/PERF.md session 44); the types of
+// cu/kernels.def's ZR_KTYPES_TALL_RN.
+#define ZR_MATVEC_RN(NAME, TRAITS, R, P, NREG)                                                             \
+    ZR_MATVEC(NAME, TRAITS, R, P, NREG)                                                                 \
+    ZR_MATVEC_KERNEL(NAME##_tall_rn, TRAITS, R, P, NREG, true, ZR_MV_RMSNORM)                           \
+    ZR_KCHECK_FAMILY(mvt_rn, NAME##_tall_rn);

@@ -6,10 +6,14 @@
 // q5_1 84; the float products held Q5_0 at 80 and Q5_1 at 128, one block of 512 an SM): two blocks
 // an SM and the balanced gate|up won more than the spills cost (H200 tg128, cu/PERF.md session 29:
 // Llama-3-8B Q5_0 398.6 -> 440.6 t/s without the balanced product, 466.7 with it).
+// Q8_0 and Q4_1 have a tall product built for RMSNORM input alone (ZR_MATVEC_RN: q8_0 61 registers,
+// q4_1 28 -> 16 bytes spilled; H200 tg128, cu/PERF.md session 44: Llama-3.2-1B Q8_0 +1.4%,
+// Llama-3-8B Q8_0 0.0%, Q4_1 +0.4%); Q5_0's and Q5_1's spilled more (68 -> 76, 84 -> 92 bytes) and
+// lost 0.3% and 0.2% on Llama-3-8B, Q4_0's did not change (4 bytes).
 #include "matvec.cuh"
 
-ZR_MATVEC(matvec_q8_0, ZrMvQ8i, 2, 2, 64)
+ZR_MATVEC_RN(matvec_q8_0, ZrMvQ8i, 2, 2, 64)
 ZR_MATVEC(matvec_q4_0, ZrMvQ4xi<ZR_T_Q4_0>, 2, 2, 64)
-ZR_MATVEC(matvec_q4_1, ZrMvQ4xi<ZR_T_Q4_1>, 2, 2, 64)
+ZR_MATVEC_RN(matvec_q4_1, ZrMvQ4xi<ZR_T_Q4_1>, 2, 2, 64)
 ZR_MATVEC(matvec_q5_0, ZrMvQ4xi<ZR_T_Q5_0>, 2, 2, 64)
 ZR_MATVEC(matvec_q5_1, ZrMvQ4xi<ZR_T_Q5_1>, 2, 2, 64)

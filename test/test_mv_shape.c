@@ -27,7 +27,10 @@ static ZrCuKernels kernels(int sm_count) {
     ZrCuKernels k;
     memset(&k, 0, sizeof k);
     k.sm_count = sm_count;
-    for (int t = 0; t < ZR_TYPE_COUNT; t++) k.has_mvt[t] = k.has_mv[t] = zr_type_kernel_suffix(t) != NULL;
+    for (int t = 0; t < ZR_TYPE_COUNT; t++) {
+        k.has_mvt[t] = k.has_mv[t] = zr_type_kernel_suffix(t) != NULL;
+        k.has_mvt_rn[t] = k.has_mv[t] && ZR_KTYPES_TALL_RN(t);
+    }
     zt_kernel_attrs(&k);
     return k;
 }
@@ -506,15 +509,21 @@ ZT_TEST(the_fused_expert_down_is_128_blocks_of_512_threads_on_qwen3_30b_a3b) {
     }
 }
 
-/* Records zr_k_matvec_glu_bal (or _flat) of kernel `name` on the driver double in `mode` (Gemma-3-4B's
- * Q8_0 or Q4_K gate|up, ADDNORM with its post-norm pieces) and checks that the launcher took it
- * (exactly one launch recorded) as `want` says, or refused it (none recorded). */
-static void check_glu_launch(const char *name, bool flat, int mode, bool want) {
+/* Which launcher check_launch calls: zr_k_matvec_glu_bal, _glu_flat, or zr_k_matvec with a tall shape */
+enum launch { L_BAL, L_FLAT, L_TALL };
+
+/* Records a launch of kernel `name` on the driver double in `mode` (Gemma-3-4B's Q8_0 or Q4_K
+ * gate|up, ADDNORM with its post-norm pieces; L_TALL: Llama-3.2-1B's Q6_K output on 264 blocks) and
+ * checks that the launcher took it (exactly one launch recorded) as `want` says, or refused it (none
+ * recorded). */
+static void check_launch(const char *name, enum launch how, int mode, bool want) {
     const FakeKernel fk = {name, 14, {0}, NULL};
     static float buf[64];
     const CUdeviceptr dev = (CUdeviceptr)(uintptr_t)buf;
-    const ZrCuWeight w = {
-        .type = flat ? ZR_TYPE_Q4_K : ZR_TYPE_Q8_0, .n_in = 2560, .n_out = 2 * 10240, .main = dev, .side = dev};
+    const uint32_t type = how == L_FLAT ? ZR_TYPE_Q4_K : how == L_TALL ? ZR_TYPE_Q6_K : ZR_TYPE_Q8_0;
+    const ZrCuWeight w = how == L_TALL
+                             ? (ZrCuWeight){.type = type, .n_in = 2048, .n_out = 128256, .main = dev, .side = dev}
+                             : (ZrCuWeight){.type = type, .n_in = 2560, .n_out = 2 * 10240, .main = dev, .side = dev};
     const ZrMvPost post = {.r = dev, .post_w = dev, .x_out = dev, .n_ss = 160};
     const ZrMvPost *p = (mode & 3) == ZR_CUF_MV_ADDNORM ? &post : NULL;
     Rec r;
@@ -522,8 +531,12 @@ static void check_glu_launch(const char *name, bool flat, int mode, bool want) {
     rec_open(&r, &fk, "PPPPPPFIIIIPPP", &ok);
     if (!ok) return;
     ZrError err = {0};
-    const int rc = flat ? zr_k_matvec_glu_flat(&r.l, &r.kern, &w, dev, dev, dev, 1e-6f, mode, 264, p, &err)
-                        : zr_k_matvec_glu_bal(&r.l, &r.kern, &w, dev, dev, dev, 1e-6f, mode, 264, p, &err);
+    const ZrMvShape tall = {.groups = 16, .split = 1, .blocks = 264};
+    const int rc = how == L_FLAT ? zr_k_matvec_glu_flat(&r.l, &r.kern, &w, dev, dev, dev, 1e-6f, mode, 264, p, &err)
+                   : how == L_BAL
+                       ? zr_k_matvec_glu_bal(&r.l, &r.kern, &w, dev, dev, dev, 1e-6f, mode, 264, p, &err)
+                       : zr_k_matvec(&r.l, &r.kern, zr_cuf_mv_rows_per_warp(type), &w, dev, dev, 0, dev, 1e-6f, mode,
+                                     tall, p, &err);
     zr_launcher_record_end(&r.l);
     const int n = (int)r.l.rec.n;
     zr_launcher_free(&r.l);
@@ -545,10 +558,38 @@ ZT_TEST(an_addnorm_gate_up_takes_the_kernels_built_for_that_input) {
     ZT_CHECK(zr_cuf_mv_bal_kernel(&k, ZR_TYPE_Q5_1, AN) == &k.mv_glu_bal_an_q5_1);
     ZT_CHECK(zr_cuf_mv_bal_kernel(&k, ZR_TYPE_Q8_0, RN) == &k.mv_glu_bal_q8_0);
     ZT_CHECK(zr_cuf_mv_bal_kernel(&k, ZR_TYPE_Q6_K, AN) == NULL);
-    check_glu_launch("matvec_glu_bal_an_q8_0", false, AN, true);
-    check_glu_launch("matvec_glu_bal_q8_0", false, AN, false);
-    check_glu_launch("matvec_glu_bal_an_q8_0", false, RN, false);
-    check_glu_launch("matvec_glu_bal_q8_0", false, RN, true);
-    check_glu_launch("matvec_glu_flat_q4_k", true, AN, true);
-    check_glu_launch("matvec_glu_flat_q4_k", true, RN, true);
+    check_launch("matvec_glu_bal_an_q8_0", L_BAL, AN, true);
+    check_launch("matvec_glu_bal_q8_0", L_BAL, AN, false);
+    check_launch("matvec_glu_bal_an_q8_0", L_BAL, RN, false);
+    check_launch("matvec_glu_bal_q8_0", L_BAL, RN, true);
+    check_launch("matvec_glu_flat_q4_k", L_FLAT, AN, true);
+    check_launch("matvec_glu_flat_q4_k", L_FLAT, RN, true);
+}
+
+/* A tall product of RMSNORM input (the vocabulary outputs, the tall gate|up products) takes the
+ * kernel built for that input alone where the type has one (cu/kernels.def mvt_rn: the K-quants,
+ * Q4_1 and Q8_0); every other input, and the other types, keep the kernel of every mode, and the
+ * launcher takes the RMSNORM kernel for no other input. */
+ZT_TEST(a_tall_rmsnorm_product_takes_the_kernel_built_for_that_input) {
+    const ZrCuKernels k = kernels(132);
+    const int P = ZR_CUF_MV_PLAIN, RN = ZR_CUF_MV_RMSNORM, AN = ZR_CUF_MV_ADDNORM, GLU = ZR_CUF_MV_GLU;
+    static const uint32_t rn[] = {ZR_TYPE_Q2_K, ZR_TYPE_Q3_K, ZR_TYPE_Q4_K, ZR_TYPE_Q5_K,
+                                  ZR_TYPE_Q6_K, ZR_TYPE_Q4_1, ZR_TYPE_Q8_0};
+    for (size_t i = 0; i < sizeof rn / sizeof rn[0]; i++) {
+        const uint32_t t = rn[i];
+        ZT_CHECKF(zr_cuf_mv_tall_kernel(&k, t, RN) == &k.mvt_rn[t] && zr_cuf_mv_tall_kernel(&k, t, RN | GLU) == &k.mvt_rn[t],
+                  "%s: RMSNORM not on the kernel built for it", zr_type_name(t));
+        ZT_CHECKF(zr_cuf_mv_tall_kernel(&k, t, P) == &k.mvt[t] && zr_cuf_mv_tall_kernel(&k, t, AN | GLU) == &k.mvt[t] &&
+                      zr_cuf_mv_tall_kernel(&k, t, ZR_CUF_MV_SWIGLU) == &k.mvt[t],
+                  "%s: another input on the RMSNORM kernel", zr_type_name(t));
+    }
+    ZT_CHECK(zr_cuf_mv_tall_kernel(&k, ZR_TYPE_Q5_0, RN) == &k.mvt[ZR_TYPE_Q5_0]);
+    ZT_CHECK(zr_cuf_mv_tall_kernel(&k, ZR_TYPE_Q4_0, RN) == &k.mvt[ZR_TYPE_Q4_0]);
+    ZT_CHECK(zr_cuf_mv_tall_kernel(&k, ZR_TYPE_F16, RN) == &k.mvt[ZR_TYPE_F16]);
+    ZT_CHECK(zr_cuf_mv_tall_kernel(&k, ZR_TYPE_COUNT, RN) == NULL);
+    check_launch("matvec_q6_k_tall_rn", L_TALL, RN, true);
+    check_launch("matvec_q6_k_tall_rn", L_TALL, P, false);
+    check_launch("matvec_q6_k_tall_rn", L_TALL, AN, false);
+    check_launch("matvec_q6_k_tall", L_TALL, P, true);
+    check_launch("matvec_q6_k_tall", L_TALL, RN, true);
 }

@@ -25,6 +25,12 @@ static bool named_for(const ZrKernel *kern, const char *prefix, uint32_t type) {
     return suffix && strncmp(kern->name, prefix, n) == 0 && strcmp(kern->name + n, suffix) == 0;
 }
 
+/* kern is built for RMSNORM input alone (cu/matvec.cuh ZR_MATVEC_RN: a name ending in _tall_rn) */
+static bool rmsnorm_only(const ZrKernel *kern) {
+    const size_t n = strlen(kern->name), m = strlen("_tall_rn");
+    return n >= m && strcmp(kern->name + n - m, "_tall_rn") == 0;
+}
+
 /* Launches a decode product (cu/matvec.cuh's ZR_MV_KPARAMS) on blocks x threads with smem bytes of
  * dynamic shared memory, the post's n_ss folded into the mode's high bits */
 static int launch_product(ZrLauncher *l, const ZrKernel *kern, unsigned blocks, unsigned threads, unsigned smem,
@@ -43,7 +49,8 @@ int zr_k_matvec(ZrLauncher *l, const ZrKernel *kern, int rows_per_warp, const Zr
     const int R = rows_per_warp;
     if (shape.groups < 1 || (shape.blocks > 0 && !pow2(shape.groups)) || !pow2(shape.split) || shape.blocks < 0 ||
         shape.groups * shape.split * 32 > zr_cuf_kernel_max_threads(kern) || ((mode & ZR_CUF_MV_GLU) && (R % 2 || w->n_out % 2)) ||
-        !post_fits(mode, post) || ((mode & ZR_CUF_MV_SSQ) && shape.blocks > 0))
+        !post_fits(mode, post) || ((mode & ZR_CUF_MV_SSQ) && shape.blocks > 0) ||
+        (rmsnorm_only(kern) && (mode & 3) != ZR_CUF_MV_RMSNORM))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %d x %d warps (%d rows each), mode %d", kern->name,
                       shape.groups, shape.split, R, mode);
     const unsigned smem = (unsigned)zr_cuf_mv_smem(w->n_in);

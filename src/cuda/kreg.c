@@ -27,10 +27,6 @@ static int load(const ZrCuda *c, const char *name, const char *params, ZrKernel 
     return zr_cuda_kernel(c, name, sizes, n, out, err);
 }
 
-/* ZR_KFAMILY's `except` as a type (NONE: no type is left out) */
-#define ZR_KEXCEPT_NONE ZR_TYPE_COUNT
-#define ZR_KEXCEPT_F16 ZR_TYPE_F16
-
 /* A kernel that stages `need` bytes of dynamic shared memory beside its static shared memory: *got
  * = what it may take (need, or what the GPU's opt-in limit leaves beside the static part), and the
  * kernel's limit raised to it where that passes the default 48 KiB */
@@ -48,8 +44,8 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
     for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
         const char *ts = zr_type_kernel_suffix(t);
         if (!ts) continue;
-#define ZR_KFAMILY(field, prefix, suffix, except, params)                                    \
-        if (t != (uint32_t)ZR_KEXCEPT_##except) {                                            \
+#define ZR_KFAMILY(field, prefix, suffix, types, params)                                     \
+        if (ZR_KTYPES_##types(t)) {                                                          \
             snprintf(name, sizeof name, "%s%s%s", #prefix, ts, #suffix);                     \
             if ((rc = load(c, name, params, &k->field[t], err))) return rc;                  \
             k->has_##field[t] = true;                                                        \
@@ -81,6 +77,7 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
                           max_n_in, smem, k->mv[t].name, c->props.max_smem_optin);
         if ((rc = zr_cuda_kernel_set_smem(c, &k->mv[t], (int)smem, err))) return rc;
         if (k->has_mvt[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mvt[t], (int)smem, err))) return rc;
+        if (k->has_mvt_rn[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mvt_rn[t], (int)smem, err))) return rc;
         if (k->has_mv_id[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mv_id[t], (int)smem, err))) return rc;
         if (k->has_mv_idflat[t] && (rc = zr_cuda_kernel_set_smem(c, &k->mv_idflat[t], (int)smem, err))) return rc;
     }
@@ -150,9 +147,9 @@ int zr_kreg_load(const ZrCuda *c, const char *name, ZrKernel *out, ZrError *err)
     for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
         const char *ts = zr_type_kernel_suffix(t);
         if (!ts) continue;
-#define ZR_KFAMILY(field, prefix, suffix, except, params)                                      \
+#define ZR_KFAMILY(field, prefix, suffix, types, params)                                       \
         snprintf(full, sizeof full, "%s%s%s", #prefix, ts, #suffix);                           \
-        if (t != (uint32_t)ZR_KEXCEPT_##except && !strcmp(name, full)) return load(c, name, params, out, err);
+        if (ZR_KTYPES_##types(t) && !strcmp(name, full)) return load(c, name, params, out, err);
 #include "cu/kernels.def"
     }
     return zr_err(err, ZR_E_INTERNAL, "kernel %s: not listed in cu/kernels.def", name);

@@ -32,7 +32,7 @@ enum {
  * a ZrKernel, a ZR_KFAMILY is a ZrKernel per weight type (indexed by ZrType) with has_<field>
  * saying which types have one. */
 typedef struct ZrCuKernels {
-#define ZR_KFAMILY(field, prefix, suffix, except, params) \
+#define ZR_KFAMILY(field, prefix, suffix, types, params) \
     ZrKernel field[ZR_TYPE_COUNT];                        \
     bool has_##field[ZR_TYPE_COUNT];
 #define ZR_KFIXED(field, name, params) ZrKernel field;

@@ -118,6 +118,16 @@ const ZrKernel *zr_cuf_mv_bal_kernel(const ZrCuKernels *k, uint32_t type, int mo
     }
 }
 
+const ZrKernel *zr_cuf_mv_tall_kernel(const ZrCuKernels *k, uint32_t type, int mode) {
+    if (type >= ZR_TYPE_COUNT || !k->has_mvt[type]) return NULL;
+    return (mode & 3) == ZR_CUF_MV_RMSNORM && k->has_mvt_rn[type] ? &k->mvt_rn[type] : &k->mvt[type];
+}
+
+/* The kernel of a product of `shape` (a tall one: zr_cuf_mv_tall_kernel) */
+static const ZrKernel *mv_kernel(const ZrCuKernels *k, uint32_t type, int mode, ZrMvShape shape) {
+    return shape.blocks > 0 ? zr_cuf_mv_tall_kernel(k, type, mode) : &k->mv[type];
+}
+
 /* The steps of 32 items its slowest warp takes: p results a block, whole rounds of 16, then the
  * remainder's chunks (results x steps) dealt to 16 warps */
 static long bal_steps(long p, long steps) {
@@ -318,7 +328,7 @@ static ZrMvShape shape_of(const ZrCuKernels *k, const ZrCuWeight *w, int mode, e
      * block an SM (the float Q5_0, Q5_1 until session 29: 79 and 125) gets one block an SM, not two
      * in two rounds (session 20, llama3-8b tg128: Q5_0 +2.6%, Q5_1 +2.6%). */
     if (quant) {
-        const int per_sm = zr_cuf_kernel_blocks_per_sm(&k->mvt[w->type], 32 * 16);
+        const int per_sm = zr_cuf_kernel_blocks_per_sm(zr_cuf_mv_tall_kernel(k, w->type, mode), 32 * 16);
         return (ZrMvShape){.groups = 16, .split = 1, .blocks = (per_sm < 2 ? 1 : 2) * k->sm_count};
     }
     return (ZrMvShape){.groups = G, .split = split, .blocks = (int)blocks};
@@ -377,8 +387,8 @@ int zr_cuf_matvec_shaped(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *
         return zr_err(err, ZR_E_UNSUPPORTED, "no matrix-vector kernel for type %s", zr_type_name(w->type));
     if (shape.blocks > 0 && !k->has_mvt[w->type])
         return zr_err(err, ZR_E_UNSUPPORTED, "no tall matrix-vector kernel for type %s", zr_type_name(w->type));
-    const ZrKernel *kern = shape.blocks > 0 ? &k->mvt[w->type] : &k->mv[w->type];
-    return zr_k_matvec(l, kern, zr_cuf_mv_rows_per_warp(w->type), w, x, y, add, norm_w, eps, mode, shape, NULL, err);
+    return zr_k_matvec(l, mv_kernel(k, w->type, mode, shape), zr_cuf_mv_rows_per_warp(w->type), w, x, y, add, norm_w,
+                       eps, mode, shape, NULL, err);
 }
 
 int zr_cuf_matvec_post(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, const ZrMvPost *p,
@@ -390,8 +400,8 @@ int zr_cuf_matvec_post(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w,
     const ZrMvShape shape = zr_cuf_mv_shape(k, w, mode);
     int rc;
     if (special_product(l, k, w, x, y, 0, norm_w, eps, mode, shape, p, &rc, err)) return rc;
-    return zr_k_matvec(l, shape.blocks > 0 ? &k->mvt[w->type] : &k->mv[w->type], zr_cuf_mv_rows_per_warp(w->type), w, x,
-                       y, 0, norm_w, eps, mode, shape, p, err);
+    return zr_k_matvec(l, mv_kernel(k, w->type, mode, shape), zr_cuf_mv_rows_per_warp(w->type), w, x, y, 0, norm_w, eps,
+                       mode, shape, p, err);
 }
 
 int zr_cuf_matvec(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,

@@ -270,8 +270,8 @@ static double matvec_post_case(uint32_t type, int n_in, int n_out, int mode) {
 /* The launch shapes read each decode product's block limit and registers from the driver
  * (ZrKernel.max_threads, .regs; cuda/mv_shape.c); the shape tests without a GPU take sm_90's from
  * zt_kernel_attrs. Both give every rule the same answers: the largest block under 1024 or not, and
- * the blocks an SM holds of 256, 512 and 1024 threads, for every type's matvec, _tall, matvec_id and
- * _flat kernel. */
+ * the blocks an SM holds of 256, 512 and 1024 threads, for every type's matvec, _tall, _tall_rn,
+ * matvec_id and _flat kernel. */
 ZT_TEST(the_loaded_kernels_report_the_block_limits_and_registers_the_shape_tests_assume) {
     GpuEnv *g = gpu_env();
     if (!g) return;
@@ -279,10 +279,11 @@ ZT_TEST(the_loaded_kernels_report_the_block_limits_and_registers_the_shape_tests
     zt_kernel_attrs(&fake);
     int differ = 0, checked = 0;
     for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
-        const ZrKernel *real[4] = {g->k.has_mv[t] ? &g->k.mv[t] : NULL, g->k.has_mvt[t] ? &g->k.mvt[t] : NULL,
-                                   g->k.has_mv_id[t] ? &g->k.mv_id[t] : NULL, g->k.has_mv_idflat[t] ? &g->k.mv_idflat[t] : NULL};
-        const ZrKernel *want[4] = {&fake.mv[t], &fake.mvt[t], &fake.mv_id[t], &fake.mv_idflat[t]};
-        for (int i = 0; i < 4; i++) {
+        const ZrKernel *real[5] = {g->k.has_mv[t] ? &g->k.mv[t] : NULL, g->k.has_mvt[t] ? &g->k.mvt[t] : NULL,
+                                   g->k.has_mvt_rn[t] ? &g->k.mvt_rn[t] : NULL, g->k.has_mv_id[t] ? &g->k.mv_id[t] : NULL,
+                                   g->k.has_mv_idflat[t] ? &g->k.mv_idflat[t] : NULL};
+        const ZrKernel *want[5] = {&fake.mv[t], &fake.mvt[t], &fake.mvt_rn[t], &fake.mv_id[t], &fake.mv_idflat[t]};
+        for (int i = 0; i < 5; i++) {
             if (!real[i]) continue;
             checked++;
             bool same = real[i]->regs > 0 && real[i]->max_threads > 0 &&
@@ -407,12 +408,14 @@ ZT_TEST(matvec_ssq_writes_each_blocks_sum_of_squares_after_its_results) {
 /* The tall kernel (several tiles of rows per block, x staged once) gives every row the bits of a
  * block per tile; the forward pass's pick (zr_cuf_mv_shape) takes it for a matrix of 32 tiles of
  * 16 rows per multiprocessor and more (gemma3's 262144-row output), through which the plain,
- * RMSNORM and ADDNORM (gemma's pending post norm) products stay within matvec_case's bounds
+ * RMSNORM (on the kernel built for it, _tall_rn, in the K-quants, Q4_1 and Q8_0) and ADDNORM
+ * (gemma's pending post norm) products stay within matvec_case's bounds
  * (Q6_K's rows of 256 values, 8 items, take the tensor-core product there: zr_cuf_mv_mma_takes). */
 ZT_TEST(matvec_tall_is_bit_equal_and_takes_vocabulary_outputs) {
     GpuEnv *g = gpu_env();
     if (!g) return;
-    const uint32_t types[] = {ZR_TYPE_F16, ZR_TYPE_Q8_0, ZR_TYPE_Q4_K, ZR_TYPE_Q6_K, ZR_TYPE_Q5_K, ZR_TYPE_Q3_K, ZR_TYPE_Q2_K};
+    const uint32_t types[] = {ZR_TYPE_F16,  ZR_TYPE_Q8_0, ZR_TYPE_Q4_K, ZR_TYPE_Q6_K,
+                              ZR_TYPE_Q5_K, ZR_TYPE_Q3_K, ZR_TYPE_Q2_K, ZR_TYPE_Q4_1};
     const int n_in = 256, n_out = 16 * 32 * g->k.sm_count + 37, R = ZR_CUF_MV_RMSNORM; /* a partial last tile */
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         const uint32_t type = types[t];

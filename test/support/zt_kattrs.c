@@ -15,6 +15,7 @@ void zt_kernel_attrs(ZrCuKernels *k) {
         /* the dense products at their cap of 64 (cu/matvec_q_legacy.cu: Q5_0 and Q5_1 too since session 29) */
         set(&k->mv[t], 64);
         set(&k->mvt[t], 64);
+        set(&k->mvt_rn[t], 64);
         /* the experts' (cu/moe_matvec.cu; on the integer planes since session 30, ptxas sm_90) */
         set(&k->mv_id[t], q5_0 ? 78 : q5_1 ? 101 : 64);
         /* the flat kernels whose TALL loop spilled at 64 run at 72, Q3_K at 80 (cu/moe_matvec.cu FLAT_NREG) */
