@@ -1,6 +1,7 @@
 // The FFN's gate|up product of Q4_K (ZR_MV_GLU: y[i] = gate(g_i . x') * (u_i . x'), W = [gate; up])
 // with each warp's work a flat run of (result, item) pairs instead of whole results:
-// y[n_out / 2] from W[n_out, n_in] and x' as the tall product stages it (RMSNorm, or gemma's ADDNORM).
+// y[n_out / 2] from W[n_out, n_in] and x' as the tall product stages it (RMSNorm, or gemma's ADDNORM:
+// matvec_glu_flat_an_q4_k).
 //
 // Why: the tall product (zr_matvec, TALL) gives a warp a result at a time, its 32 lanes over the
 // result's items. Gemma-3-4B's gate|up (10240 results of 2560 values: 80 Q4_K items) on one wave of
@@ -41,7 +42,10 @@ __device__ __forceinline__ int zr_mvf_cut(int v, int nf) {
     return v >= ZR_MVF_WARPS ? nf : (int)(((long long)v * nf / ZR_MVF_WARPS) & ~31LL);
 }
 
-template <class T>
+// AN: the kernel built for ADDNORM input alone (gemma's gate|up, the block's pending post norm
+// folded in), staging it as the tall product does; else for RMSNORM alone (the host sends neither
+// PLAIN nor SWIGLU here), so neither carries another mode's code (PLAIN and RMSNORM: 40 bytes spilled).
+template <class T, bool AN>
 __device__ __forceinline__ void zr_matvec_glu_flat(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                                    const float *__restrict__ x, float *y,
                                                    const float *__restrict__ norm_w, float eps, int n_in, int n_out,
@@ -53,6 +57,7 @@ __device__ __forceinline__ void zr_matvec_glu_flat(const uint8_t *__restrict__ w
     __shared__ float2 lsum[ZR_MVF_WARPS][ZR_MVF_KMAX][32]; // each lane's slots (gate, up)
     float *xs = (float *)zr_mv_smem;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    mode = (mode & ~ZR_MV_IN) | (AN ? ZR_MV_ADDNORM : ZR_MV_RMSNORM);
     const int in_mode = mode & ZR_MV_IN;
     const bool gelu = (mode & ZR_MV_GELU) != 0;
     const int n_res = n_out >> 1, items = n_in / T::EPI;
@@ -140,9 +145,11 @@ __device__ __forceinline__ void zr_matvec_glu_flat(const uint8_t *__restrict__ w
     }
 }
 
-// 64 registers, 24 bytes spilled (the tall Q4_K product: 12). A Q8_0 twin (ZrMvQ8_0, no spill)
-// measured slower on every row it took, Gemma-3-4B's 160 items too (5 full steps: no lane idle in
-// the tall product): -0.3 to -6% (cu/PERF.md session 26), deleted.
-// No ADDNORM twin (as matvec_glu_bal_an_<type>): one staged as a one-tile product stages it
-// measured slower, Gemma-3-4B Q4_K_M tg128 -2.7% (cu/PERF.md session 43).
-ZR_MV_GLU_KERNEL(matvec_glu_flat_q4_k, ZR_MVF_THREADS, zr_matvec_glu_flat<ZrMvQ4Ki>)
+// 64 registers; 12 bytes spilled (RMSNORM) and 16 (the ADDNORM twin), where the kernel of
+// every mode spilled 24 (the tall Q4_K product: 8). H200 tg128 against it (cu/PERF.md session 44):
+// Gemma-3-4B Q4_K_M +0.4%, the Qwen3-4B shape +0.3%. An ADDNORM twin staged as a one-tile product
+// stages it lost 2.7% on Gemma-3-4B (session 43). A Q8_0 flat product (ZrMvQ8_0, no spill) measured
+// slower on every row it took, Gemma-3-4B's 160 items too (5 full steps: no lane idle in the tall
+// product): -0.3 to -6% (cu/PERF.md session 26), deleted.
+ZR_MV_GLU_KERNEL(matvec_glu_flat_q4_k, ZR_MVF_THREADS, zr_matvec_glu_flat<ZrMvQ4Ki, false>)
+ZR_MV_GLU_KERNEL(matvec_glu_flat_an_q4_k, ZR_MVF_THREADS, zr_matvec_glu_flat<ZrMvQ4Ki, true>)

@@ -135,7 +135,7 @@ static ZrKernel named(const char *name) {
 ZT_TEST(clusters_pair_the_products_that_stage_x_whole_on_even_one_dimensional_grids) {
     static const char *const paired[] = {"matvec_q4_k",         "matvec_q6_k_tall", "matvec_q8_0",
                                          "matvec_glu_bal_q4_k", "matvec_f32",       "matvec_f16",
-                                         "matvec_mix_q4_k_q6_k"};
+                                         "matvec_mix_q4_k_q6_k", "matvec_q6_k_tall_rn", "matvec_glu_bal_an_q4_k"};
     for (size_t i = 0; i < sizeof paired / sizeof paired[0]; i++) {
         const ZrKernel k = named(paired[i]);
         ZT_CHECKF(zr_launch_cluster_of(&k, ZR_DIM1(264)) == 2, "%s", paired[i]);
@@ -146,7 +146,8 @@ ZT_TEST(clusters_pair_the_products_that_stage_x_whole_on_even_one_dimensional_gr
         ZT_CHECKF(zr_launch_cluster_of(&k, ZR_DIM3(64, 1, 2)) == 1, "%s: 3-D grid", paired[i]);
     }
     static const char *const alone[] = {"matvec_id_q4_k", "matvec_id_q4_k_flat",
-                                        "matvec_glu_flat_q4_k", "matvec_q6_k_mma", "attn_decode_f32_kvh",
+                                        "matvec_glu_flat_q4_k", "matvec_glu_flat_an_q4_k", "matvec_q6_k_mma",
+                                        "attn_decode_f32_kvh",
                                         "rmsnorm_f32", "argmax_f32"};
     for (size_t i = 0; i < sizeof alone / sizeof alone[0]; i++) {
         const ZrKernel k = named(alone[i]);

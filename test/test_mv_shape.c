@@ -548,8 +548,8 @@ static void check_launch(const char *name, enum launch how, int mode, bool want)
 /* Gemma's gate|up of ADDNORM input (the block's pending post norm folded in) goes to the balanced
  * kernels built for that input alone (cu/matvec.cuh ZR_MV_GLU_KERNEL's AN: x' staged as a one-tile
  * product stages it, no code of the other modes); every other input keeps the kernels of every
- * mode, the launcher takes neither for the other's input, and the flat product (whose ADDNORM twin
- * measured slower) keeps its one kernel. */
+ * mode, and the launcher takes neither for the other's input. The flat product's twins split the
+ * same way (its ADDNORM one staging x' as the tall product does). */
 ZT_TEST(an_addnorm_gate_up_takes_the_kernels_built_for_that_input) {
     const ZrCuKernels k = kernels(132);
     const int AN = ZR_CUF_MV_ADDNORM | ZR_CUF_MV_GLU | ZR_CUF_MV_GELU, RN = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU;
@@ -562,8 +562,14 @@ ZT_TEST(an_addnorm_gate_up_takes_the_kernels_built_for_that_input) {
     check_launch("matvec_glu_bal_q8_0", L_BAL, AN, false);
     check_launch("matvec_glu_bal_an_q8_0", L_BAL, RN, false);
     check_launch("matvec_glu_bal_q8_0", L_BAL, RN, true);
-    check_launch("matvec_glu_flat_q4_k", L_FLAT, AN, true);
+    check_launch("matvec_glu_flat_an_q4_k", L_FLAT, AN, true);
+    check_launch("matvec_glu_flat_q4_k", L_FLAT, AN, false);
+    check_launch("matvec_glu_flat_an_q4_k", L_FLAT, RN, false);
     check_launch("matvec_glu_flat_q4_k", L_FLAT, RN, true);
+    check_launch("matvec_glu_flat_q4_k", L_FLAT, ZR_CUF_MV_PLAIN | ZR_CUF_MV_GLU, false);
+    check_launch("matvec_glu_bal_q8_0", L_BAL, ZR_CUF_MV_PLAIN | ZR_CUF_MV_GLU, true);
+    ZT_CHECK(zr_cuf_mv_flat_kernel(&k, AN) == &k.mv_glu_flat_an_q4_k);
+    ZT_CHECK(zr_cuf_mv_flat_kernel(&k, RN) == &k.mv_glu_flat_q4_k);
 }
 
 /* A tall product of RMSNORM input (the vocabulary outputs, the tall gate|up products) takes the

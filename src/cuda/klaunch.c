@@ -1,6 +1,7 @@
 #include "cuda/klaunch.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "quant.h"
@@ -69,26 +70,31 @@ int zr_k_matvec_mma(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CU
                           norm_w, eps, mode, 1, post, err);
 }
 
-int zr_k_matvec_glu_flat(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
-                         CUdeviceptr norm_w, float eps, int mode, unsigned blocks, const ZrMvPost *post, ZrError *err) {
-    if (w->type != ZR_TYPE_Q4_K || !(mode & ZR_CUF_MV_GLU) || w->n_out % 2 || blocks < 1 ||
+/* A gate|up product kernel of its own (cu/matvec.cuh ZR_MV_GLU_KERNEL): kern is family's kernel
+ * for W's type and the mode's input (matvec_glu_<family>_an_<type> for ADDNORM, else
+ * matvec_glu_<family>_<type>; PLAIN only where plain_ok), on `blocks` blocks of `threads` */
+static int launch_glu(ZrLauncher *l, const ZrKernel *kern, const char *family, bool plain_ok, unsigned threads,
+                      const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y, CUdeviceptr norm_w, float eps, int mode,
+                      unsigned blocks, const ZrMvPost *post, ZrError *err) {
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "matvec_glu_%s_%s", family, (mode & 3) == ZR_CUF_MV_ADDNORM ? "an_" : "");
+    if (!named_for(kern, prefix, w->type) || (!plain_ok && (mode & 3) == ZR_CUF_MV_PLAIN) || !(mode & ZR_CUF_MV_GLU) ||
+        w->n_out % 2 || blocks < 1 ||
         (int)blocks > w->n_out / 2 || (mode & ZR_CUF_MV_SSQ) || (mode & 3) == ZR_CUF_MV_SWIGLU || !post_fits(mode, post))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %s [%d x %d] in mode %d", kern->name, zr_type_name(w->type),
                       w->n_out, w->n_in, mode);
-    return launch_product(l, kern, blocks, ZR_CUF_MV_FLAT_THREADS, (unsigned)zr_cuf_mv_smem(w->n_in), w, x, y, 0, norm_w,
-                          eps, mode, 1, post, err);
+    return launch_product(l, kern, blocks, threads, (unsigned)zr_cuf_mv_smem(w->n_in), w, x, y, 0, norm_w, eps, mode, 1,
+                          post, err);
+}
+
+int zr_k_matvec_glu_flat(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
+                         CUdeviceptr norm_w, float eps, int mode, unsigned blocks, const ZrMvPost *post, ZrError *err) {
+    return launch_glu(l, kern, "flat", false, ZR_CUF_MV_FLAT_THREADS, w, x, y, norm_w, eps, mode, blocks, post, err);
 }
 
 int zr_k_matvec_glu_bal(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                         CUdeviceptr norm_w, float eps, int mode, unsigned blocks, const ZrMvPost *post, ZrError *err) {
-    const bool an = (mode & 3) == ZR_CUF_MV_ADDNORM;
-    if (!named_for(kern, an ? "matvec_glu_bal_an_" : "matvec_glu_bal_", w->type) || !(mode & ZR_CUF_MV_GLU) ||
-        w->n_out % 2 || blocks < 1 || (int)blocks > w->n_out / 2 || (mode & ZR_CUF_MV_SSQ) ||
-        (mode & 3) == ZR_CUF_MV_SWIGLU || !post_fits(mode, post))
-        return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %s [%d x %d] in mode %d", kern->name, zr_type_name(w->type),
-                      w->n_out, w->n_in, mode);
-    return launch_product(l, kern, blocks, ZR_CUF_MV_BAL_THREADS, (unsigned)zr_cuf_mv_smem(w->n_in), w, x, y, 0, norm_w,
-                          eps, mode, 1, post, err);
+    return launch_glu(l, kern, "bal", true, ZR_CUF_MV_BAL_THREADS, w, x, y, norm_w, eps, mode, blocks, post, err);
 }
 
 int zr_k_embed(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr tok, CUdeviceptr x, int n_embd,

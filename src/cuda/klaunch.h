@@ -24,12 +24,13 @@ int zr_k_matvec_mma(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CU
                     CUdeviceptr add, CUdeviceptr norm_w, float eps, int mode, unsigned blocks, const ZrMvPost *post,
                     ZrError *err);
 /* matvec_glu_flat_q4_k: the gate|up product (mode GLU) of a Q4_K W, each warp a flat run of
- * (result, item) pairs (cu/matvec_glu_flat.cu), on `blocks` blocks of 512 threads (one wave) */
+ * (result, item) pairs (cu/matvec_glu_flat.cu), on `blocks` blocks of 512 threads (one wave);
+ * matvec_glu_flat_an_q4_k for ADDNORM input, the other for RMSNORM (each refused for any other) */
 int zr_k_matvec_glu_flat(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                          CUdeviceptr norm_w, float eps, int mode, unsigned blocks, const ZrMvPost *post, ZrError *err);
 /* matvec_glu_bal_<type>: the gate|up product (mode GLU) of W of a type that has one, each block's
  * results in whole rounds of one a warp and a remainder cut into steps (cu/matvec_glu_bal.cu), on
- * `blocks` blocks of 512 threads (one wave) */
+ * `blocks` blocks of 512 threads (one wave); matvec_glu_bal_an_<type> for ADDNORM input, as above */
 int zr_k_matvec_glu_bal(ZrLauncher *l, const ZrKernel *kern, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                         CUdeviceptr norm_w, float eps, int mode, unsigned blocks, const ZrMvPost *post, ZrError *err);
 /* embed_<type>: x[rows][n_embd] = rows tok[0..rows) of W (w: [n_embd, n_vocab]) * scale */

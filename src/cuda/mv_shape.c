@@ -79,16 +79,21 @@ static long one_wave(const ZrCuKernels *k, const ZrKernel *kern, int threads, lo
  * 536.5 -> 534.6, on Llama-3.2-3B 739.2 -> 697.2 (the Q8_0 kernel was deleted). So it takes Q4_K
  * gate|up products on the tall shape whose items leave more than an eighth of the tall product's
  * lane-steps idle, where a warp's run spans at most ZR_CUF_MV_FLAT_KMAX results (Gemma-3-4B's and
- * Qwen3-4B's 2560-wide rows; Gemma-3-12B's 3840 would span 5). */
-static long flat_blocks(const ZrCuKernels *k, long n_res) { /* at most a block a result */
-    return one_wave(k, &k->mv_glu_flat_q4_k, ZR_CUF_MV_FLAT_THREADS, n_res);
+ * Qwen3-4B's 2560-wide rows; Gemma-3-12B's 3840 would span 5), of RMSNORM or ADDNORM input (its
+ * kernels are built for those alone). */
+static long flat_blocks(const ZrCuKernels *k, int mode, long n_res) { /* at most a block a result */
+    return one_wave(k, zr_cuf_mv_flat_kernel(k, mode), ZR_CUF_MV_FLAT_THREADS, n_res);
+}
+
+const ZrKernel *zr_cuf_mv_flat_kernel(const ZrCuKernels *k, int mode) {
+    return (mode & 3) == ZR_CUF_MV_ADDNORM ? &k->mv_glu_flat_an_q4_k : &k->mv_glu_flat_q4_k;
 }
 
 bool zr_cuf_mv_flat_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape) {
     if (w->type != ZR_TYPE_Q4_K || shape.blocks <= 0 || !(mode & ZR_CUF_MV_GLU) || (mode & ZR_CUF_MV_SSQ) ||
-        (mode & 3) == ZR_CUF_MV_SWIGLU || w->n_out % 2 || w->n_in % 256 || zr_cuf_mv_smem(w->n_in) > k->flat_smem)
+        ((mode & 3) != ZR_CUF_MV_RMSNORM && (mode & 3) != ZR_CUF_MV_ADDNORM) || w->n_out % 2 || w->n_in % 256 || zr_cuf_mv_smem(w->n_in) > k->flat_smem)
         return false;
-    const long items = w->n_in / 32, n_res = w->n_out / 2, blocks = flat_blocks(k, n_res);
+    const long items = w->n_in / 32, n_res = w->n_out / 2, blocks = flat_blocks(k, mode, n_res);
     if (items < 32 || !lanes_idle(items)) return false;
     /* a block's results, its pairs, a warp's run (the kernel cuts at floor(v nf / 16) rounded
      * down to a multiple of 32) and the results a run of that length may touch */
@@ -99,8 +104,8 @@ bool zr_cuf_mv_flat_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, Z
 
 static int matvec_glu_flat(ZrLauncher *l, const ZrCuKernels *k, const ZrCuWeight *w, CUdeviceptr x, CUdeviceptr y,
                            CUdeviceptr norm_w, float eps, int mode, const ZrMvPost *post, ZrError *err) {
-    return zr_k_matvec_glu_flat(l, &k->mv_glu_flat_q4_k, w, x, y, norm_w, eps, mode,
-                                (unsigned)flat_blocks(k, w->n_out / 2), post, err);
+    return zr_k_matvec_glu_flat(l, zr_cuf_mv_flat_kernel(k, mode), w, x, y, norm_w, eps, mode,
+                                (unsigned)flat_blocks(k, mode, w->n_out / 2), post, err);
 }
 
 const ZrKernel *zr_cuf_mv_bal_kernel(const ZrCuKernels *k, uint32_t type, int mode) {

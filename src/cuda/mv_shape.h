@@ -78,6 +78,9 @@ bool zr_cuf_mv_mma_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, Zr
 #define ZR_CUF_MV_FLAT_THREADS 512
 #define ZR_CUF_MV_FLAT_KMAX 4
 bool zr_cuf_mv_flat_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape);
+/* The flat gate|up kernel for an input mode: matvec_glu_flat_an_q4_k for ZR_CUF_MV_ADDNORM, else
+ * matvec_glu_flat_q4_k (cu/kernels.def) */
+const ZrKernel *zr_cuf_mv_flat_kernel(const ZrCuKernels *k, int mode);
 /* The gate|up product of Q4_K, Q8_0, Q4_0, Q4_1, Q5_K or Q2_K whose blocks take whole rounds of a
  * result a warp and cut the rest into steps (cu/matvec_glu_bal.cu, blocks of ZR_CUF_MV_BAL_THREADS,
  * one wave): whether it takes W in this mode with this shape (the tall shape, GLU, x' normed or
