@@ -5,7 +5,7 @@
 // their repacked layouts (cu/PERF.md session 5; they ran at 128 before). Each with a tall product
 // built for RMSNORM input alone (ZR_MATVEC_RN), spilling less than the one of every mode (ptxas
 // sm_90, bytes: q2_K 12 -> 0, q3_K 8 -> 0, q4_K 8 -> 4, q5_K 12 -> 0, q6_K 12 -> 0); H200 tg128
-// (cu/PERF.md session 44) Llama-3.2-1B Q4_K_M +1.0-1.3%, Llama-3-8B Q4_K_M +0.9%, Q3_K_M +0.9%,
+// (cu/PERF.md session 44) Llama-3.2-1B Q4_K_M +1.0-1.3%, Llama-3-8B Q4_K_M +0.2-0.9%, Q3_K_M +0.9%,
 // Q5_K_M +0.5%, a Llama-3.2-3B Q2_K file +0.07%, Gemma-3-12B Q4_K_M -0.05% (noise).
 #include "matvec.cuh"
 
