@@ -44,7 +44,8 @@ __device__ __forceinline__ int zr_mvf_cut(int v, int nf) {
 
 // AN: the kernel built for ADDNORM input alone (gemma's gate|up, the block's pending post norm
 // folded in), staging it as the tall product does; else for RMSNORM alone (the host sends neither
-// PLAIN nor SWIGLU here), so neither carries another mode's code (PLAIN and RMSNORM: 40 bytes spilled).
+// PLAIN nor SWIGLU here), so neither carries another mode's code (PLAIN beside RMSNORM spilled 40
+// bytes).
 template <class T, bool AN>
 __device__ __forceinline__ void zr_matvec_glu_flat(const uint8_t *__restrict__ w, const uint8_t *__restrict__ ws,
                                                    const float *__restrict__ x, float *y,

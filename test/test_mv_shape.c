@@ -583,7 +583,8 @@ ZT_TEST(a_tall_rmsnorm_product_takes_the_kernel_built_for_that_input) {
                                   ZR_TYPE_Q6_K, ZR_TYPE_Q4_1, ZR_TYPE_Q8_0};
     for (size_t i = 0; i < sizeof rn / sizeof rn[0]; i++) {
         const uint32_t t = rn[i];
-        ZT_CHECKF(zr_cuf_mv_tall_kernel(&k, t, RN) == &k.mvt_rn[t] && zr_cuf_mv_tall_kernel(&k, t, RN | GLU) == &k.mvt_rn[t],
+        ZT_CHECKF(zr_cuf_mv_tall_kernel(&k, t, RN) == &k.mvt_rn[t] &&
+                      zr_cuf_mv_tall_kernel(&k, t, RN | GLU) == &k.mvt_rn[t],
                   "%s: RMSNORM not on the kernel built for it", zr_type_name(t));
         ZT_CHECKF(zr_cuf_mv_tall_kernel(&k, t, P) == &k.mvt[t] && zr_cuf_mv_tall_kernel(&k, t, AN | GLU) == &k.mvt[t] &&
                       zr_cuf_mv_tall_kernel(&k, t, ZR_CUF_MV_SWIGLU) == &k.mvt[t],

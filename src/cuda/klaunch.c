@@ -79,8 +79,8 @@ static int launch_glu(ZrLauncher *l, const ZrKernel *kern, const char *family, b
     char prefix[32];
     snprintf(prefix, sizeof prefix, "matvec_glu_%s_%s", family, (mode & 3) == ZR_CUF_MV_ADDNORM ? "an_" : "");
     if (!named_for(kern, prefix, w->type) || (!plain_ok && (mode & 3) == ZR_CUF_MV_PLAIN) || !(mode & ZR_CUF_MV_GLU) ||
-        w->n_out % 2 || blocks < 1 ||
-        (int)blocks > w->n_out / 2 || (mode & ZR_CUF_MV_SSQ) || (mode & 3) == ZR_CUF_MV_SWIGLU || !post_fits(mode, post))
+        w->n_out % 2 || blocks < 1 || (int)blocks > w->n_out / 2 || (mode & ZR_CUF_MV_SSQ) ||
+        (mode & 3) == ZR_CUF_MV_SWIGLU || !post_fits(mode, post))
         return zr_err(err, ZR_E_INTERNAL, "%s: no launch for %s [%d x %d] in mode %d", kern->name, zr_type_name(w->type),
                       w->n_out, w->n_in, mode);
     return launch_product(l, kern, blocks, threads, (unsigned)zr_cuf_mv_smem(w->n_in), w, x, y, 0, norm_w, eps, mode, 1,

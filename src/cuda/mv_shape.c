@@ -91,7 +91,8 @@ const ZrKernel *zr_cuf_mv_flat_kernel(const ZrCuKernels *k, int mode) {
 
 bool zr_cuf_mv_flat_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, ZrMvShape shape) {
     if (w->type != ZR_TYPE_Q4_K || shape.blocks <= 0 || !(mode & ZR_CUF_MV_GLU) || (mode & ZR_CUF_MV_SSQ) ||
-        ((mode & 3) != ZR_CUF_MV_RMSNORM && (mode & 3) != ZR_CUF_MV_ADDNORM) || w->n_out % 2 || w->n_in % 256 || zr_cuf_mv_smem(w->n_in) > k->flat_smem)
+        ((mode & 3) != ZR_CUF_MV_RMSNORM && (mode & 3) != ZR_CUF_MV_ADDNORM) || w->n_out % 2 || w->n_in % 256 ||
+        zr_cuf_mv_smem(w->n_in) > k->flat_smem)
         return false;
     const long items = w->n_in / 32, n_res = w->n_out / 2, blocks = flat_blocks(k, mode, n_res);
     if (items < 32 || !lanes_idle(items)) return false;

@@ -280,7 +280,8 @@ ZT_TEST(the_loaded_kernels_report_the_block_limits_and_registers_the_shape_tests
     int differ = 0, checked = 0;
     for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
         const ZrKernel *real[5] = {g->k.has_mv[t] ? &g->k.mv[t] : NULL, g->k.has_mvt[t] ? &g->k.mvt[t] : NULL,
-                                   g->k.has_mvt_rn[t] ? &g->k.mvt_rn[t] : NULL, g->k.has_mv_id[t] ? &g->k.mv_id[t] : NULL,
+                                   g->k.has_mvt_rn[t] ? &g->k.mvt_rn[t] : NULL,
+                                   g->k.has_mv_id[t] ? &g->k.mv_id[t] : NULL,
                                    g->k.has_mv_idflat[t] ? &g->k.mv_idflat[t] : NULL};
         const ZrKernel *want[5] = {&fake.mv[t], &fake.mvt[t], &fake.mvt_rn[t], &fake.mv_id[t], &fake.mv_idflat[t]};
         for (int i = 0; i < 5; i++) {
