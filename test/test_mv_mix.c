@@ -20,15 +20,8 @@
 
 /* an H100 SXM's kernels as the plan sees them: every pair loaded, every tall kernel present */
 static ZrCuKernels kernels(int sm_count) {
-    ZrCuKernels k;
-    memset(&k, 0, sizeof k);
-    k.sm_count = sm_count;
+    ZrCuKernels k = zt_kernels(sm_count);
     for (int i = 0; i < ZR_KMIX_COUNT; i++) k.has_mv_mix[i] = true;
-    for (int t = 0; t < ZR_TYPE_COUNT; t++) {
-        k.has_mvt[t] = k.has_mv[t] = zr_type_kernel_suffix(t) != NULL;
-        k.has_mvt_rn[t] = k.has_mv[t] && ZR_KTYPES_TALL_RN(t);
-    }
-    zt_kernel_attrs(&k);
     return k;
 }
 

@@ -12,7 +12,6 @@
  * grid of at most one block a multiprocessor asks for over half of a multiprocessor's shared
  * memory (session 39). No GPU needed: the pick reads only sizes, types and the multiprocessor
  * count; the launch is recorded on the driver double. */
-#include <string.h>
 
 #include "cuda/klaunch.h"
 #include "cuda/launch.h"
@@ -23,21 +22,9 @@
 #include "zt.h"
 #include "zt_kattrs.h"
 
-static ZrCuKernels kernels(int sm_count) {
-    ZrCuKernels k;
-    memset(&k, 0, sizeof k);
-    k.sm_count = sm_count;
-    for (int t = 0; t < ZR_TYPE_COUNT; t++) {
-        k.has_mvt[t] = k.has_mv[t] = zr_type_kernel_suffix(t) != NULL;
-        k.has_mvt_rn[t] = k.has_mv[t] && ZR_KTYPES_TALL_RN(t);
-    }
-    zt_kernel_attrs(&k);
-    return k;
-}
-
 /* the pick for a matrix of n_out rows of n_in values: groups x split, blocks (0: a block per tile) */
 static ZrMvShape pick(uint32_t type, int n_in, int n_out, int mode) {
-    const ZrCuKernels k = kernels(132);
+    const ZrCuKernels k = zt_kernels(132);
     const ZrCuWeight w = {.type = type, .n_in = n_in, .n_out = n_out};
     return zr_cuf_mv_shape(&k, &w, mode);
 }
@@ -79,7 +66,7 @@ ZT_TEST(short_rows_of_every_type_split_in_two_the_general_rule_only_q8_0s) {
     check(ZR_TYPE_Q4_K, 3072, 3072, P, 16, 2, 0); /* llama3.2-3b wo: 1728 B, a K-quant's from 1 KiB */
     check(ZR_TYPE_Q4_0, 3072, 3072, P, 8, 1, 0); /* 1728 B of Q4_0: too short */
     check(ZR_TYPE_Q4_K, 4096, 5120, R, 8, 1, 0); /* 2560 row pairs: 16 warps a multiprocessor already */
-    const ZrCuKernels k = kernels(132);
+    const ZrCuKernels k = zt_kernels(132);
     const ZrCuWeight q4 = {.type = ZR_TYPE_Q4_K, .n_in = 4096, .n_out = 2048}, q8 = {.type = ZR_TYPE_Q8_0, .n_in = 2048, .n_out = 2048};
     const ZrMvShape g4 = zr_cuf_mv_shape_general(&k, &q4, P), g8 = zr_cuf_mv_shape_general(&k, &q8, P);
     ZT_CHECK(g4.groups == 8 && g4.split == 1 && g8.groups == 4 && g8.split == 2);
@@ -106,7 +93,7 @@ ZT_TEST(a_split_grid_of_one_to_two_blocks_an_sm_takes_blocks_of_1024_threads) {
     check(ZR_TYPE_Q5_0, 14336, 4096, P, 16, 2, 0); /* 64 registers since session 29 */
     check(ZR_TYPE_Q5_1, 14336, 4096, P, 16, 2, 0);
     /* the general rule and an expert's matrix keep their blocks */
-    const ZrCuKernels k = kernels(132);
+    const ZrCuKernels k = zt_kernels(132);
     ZT_CHECK(zr_cuf_kernel_max_threads(&k.mv_id[ZR_TYPE_Q5_0]) < 1024 && zr_cuf_kernel_max_threads(&k.mv_id[ZR_TYPE_Q5_1]) < 1024 &&
              zr_cuf_kernel_max_threads(&k.mv[ZR_TYPE_Q4_K]) == 1024 && zr_cuf_kernel_max_threads(&k.mv[ZR_TYPE_F16]) == 1024);
     const ZrCuWeight dn = {.type = ZR_TYPE_Q8_0, .n_in = 14336, .n_out = 4096};
@@ -133,13 +120,13 @@ ZT_TEST(a_split_grid_whose_blocks_of_16_leave_a_third_of_the_sms_idle_takes_one_
     check(ZR_TYPE_Q4_K, 14336, 4096, SW, 16, 2, 0); /* llama3-8b down: 128 of 16 already */
     check(ZR_TYPE_Q4_K, 8192, 2048, SW, 8, 2, 0);   /* llama3.2-1b down: 128 of 8, never larger */
     check(ZR_TYPE_Q4_K, 8192, 3072, ZR_CUF_MV_RMSNORM, 8, 2, 0); /* normed x keeps blocks of 8 */
-    const ZrCuKernels k = kernels(132);
+    const ZrCuKernels k = zt_kernels(132);
     const ZrCuWeight dn = {.type = ZR_TYPE_Q6_K, .n_in = 10240, .n_out = 2560};
     const ZrMvShape s = zr_cuf_mv_shape(&k, &dn, SW);
     ZT_CHECKF(zr_cuf_mv_grid(&dn, SW, s) == 128, "%u blocks", zr_cuf_mv_grid(&dn, SW, s));
     /* on a GPU of 114 multiprocessors (an H100 PCIe) the same down's 80 blocks of 16 leave less than
      * a third idle; gemma2-2b's 72 go to 105 blocks of 11 */
-    const ZrCuKernels k114 = kernels(114);
+    const ZrCuKernels k114 = zt_kernels(114);
     const ZrMvShape s114 = zr_cuf_mv_shape(&k114, &dn, SW);
     ZT_CHECKF(s114.groups == 16, "%dx%d", s114.groups, s114.split);
     const ZrCuWeight g2 = {.type = ZR_TYPE_Q4_K, .n_in = 9216, .n_out = 2304};
@@ -151,7 +138,7 @@ ZT_TEST(a_split_grid_whose_blocks_of_16_leave_a_third_of_the_sms_idle_takes_one_
 /* An expert's matrix splits short rows from 2 KiB a warp's half only, on blocks of 4 row groups:
  * qwen3-30b-a3b's gate|up of one expert (2048 wide, 1152 B a half) lost 16% split (session 18). */
 ZT_TEST(an_expert_matrix_splits_short_rows_from_2_kib_on_four_row_groups) {
-    const ZrCuKernels k = kernels(132);
+    const ZrCuKernels k = zt_kernels(132);
     const ZrCuWeight gu = {.type = ZR_TYPE_Q4_K, .n_in = 2048, .n_out = 1536}, wo = {.type = ZR_TYPE_Q4_K, .n_in = 4096, .n_out = 2048};
     const ZrMvShape a = zr_cuf_mv_shape_expert(&k, &gu, ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU);
     const ZrMvShape b = zr_cuf_mv_shape_expert(&k, &wo, ZR_CUF_MV_PLAIN), c = zr_cuf_mv_shape(&k, &gu, ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU);
@@ -164,7 +151,7 @@ ZT_TEST(an_expert_matrix_splits_short_rows_from_2_kib_on_four_row_groups) {
  * blocks of 8 row groups where a dense matrix of its shape is tall (session 19: the tall shape's
  * blocks of 512 threads gave the flat grid one block an SM). */
 ZT_TEST(an_expert_matrix_never_takes_the_tall_shape) {
-    const ZrCuKernels k = kernels(132);
+    const ZrCuKernels k = zt_kernels(132);
     const ZrCuWeight gu = {.type = ZR_TYPE_Q4_K, .n_in = 4096, .n_out = 28672};
     const int glu = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU;
     const ZrMvShape e = zr_cuf_mv_shape_expert(&k, &gu, glu), d = zr_cuf_mv_shape(&k, &gu, glu);
@@ -178,7 +165,7 @@ ZT_TEST(an_expert_matrix_never_takes_the_tall_shape) {
  * but every slot's row groups fit one block of 32 an SM, blocks of 32 row groups unsplit (session
  * 20: Mixtral's down, 128 blocks in one round instead of 512 in two). */
 ZT_TEST(an_experts_down_over_its_slots_takes_one_block_of_1024_threads_an_sm) {
-    const ZrCuKernels k = kernels(132);
+    const ZrCuKernels k = zt_kernels(132);
     const int P = ZR_CUF_MV_PLAIN, SW = ZR_CUF_MV_SWIGLU;
     const ZrCuWeight q4 = {.type = ZR_TYPE_Q4_K, .n_in = 14336, .n_out = 4096}, q6 = {.type = ZR_TYPE_Q6_K, .n_in = 14336, .n_out = 4096};
     const ZrMvShape one = zr_cuf_mv_shape_expert(&k, &q4, P);
@@ -192,7 +179,7 @@ ZT_TEST(an_experts_down_over_its_slots_takes_one_block_of_1024_threads_an_sm) {
     /* 2 slots x 64 blocks of 32 row groups fit 132 SMs; 3 slots (192) do not: one expert's shape */
     const ZrMvShape three = zr_cuf_mv_shape_expert_slots(&k, &q4, P, 3);
     ZT_CHECK(three.groups == one.groups && three.split == one.split && three.blocks == 0);
-    const ZrCuKernels k130 = kernels(130); /* 128 blocks on 130 SMs: still one round */
+    const ZrCuKernels k130 = zt_kernels(130); /* 128 blocks on 130 SMs: still one round */
     ZT_CHECK(zr_cuf_mv_shape_expert_slots(&k130, &q4, P, 2).groups == 32);
     /* the experts' Q5_0 and Q5_1 hold no block of 1024 threads; a GLU product and an unsplit expert keep theirs */
     const ZrCuWeight q5 = {.type = ZR_TYPE_Q5_0, .n_in = 14336, .n_out = 4096};
@@ -210,7 +197,7 @@ ZT_TEST(an_experts_down_over_its_slots_takes_one_block_of_1024_threads_an_sm) {
  * registers: 72 for Q4_K, 3 blocks of 256 threads and 1 of 512; 64 for Q8_0, 4 of 256), at most 1024
  * threads an SM, the tiles spread evenly over as few rounds a block as fit. */
 ZT_TEST(the_flat_expert_grid_is_the_blocks_the_sms_hold_of_its_kernel) {
-    const ZrCuKernels k = kernels(132);
+    const ZrCuKernels k = zt_kernels(132);
     const ZrKernel *q4 = &k.mv_idflat[ZR_TYPE_Q4_K], *q8 = &k.mv_idflat[ZR_TYPE_Q8_0];
     const ZrMvShape s8 = {.groups = 8, .split = 1}, s16 = {.groups = 16, .split = 1};
     ZT_CHECKF(zr_cuf_mv_flat_blocks(&k, q4, 3584, s8) == 359, "mixtral: %u", zr_cuf_mv_flat_blocks(&k, q4, 3584, s8)); /* 10 tiles each */
@@ -308,7 +295,7 @@ ZT_TEST(a_product_that_writes_sums_of_squares_is_never_tall) {
  * Gemma-3-12B's Q8_0 (30 against 32), a 14B's Q2_K; not Q6_K, Q3_K (none), nor Llama-3.2-3B's 8192
  * results (2 x 3 either way), nor a product that is not GLU. */
 static bool bal(uint32_t type, int n_in, int n_res, int mode) {
-    ZrCuKernels k = kernels(132);
+    ZrCuKernels k = zt_kernels(132);
     k.bal_smem = 227 * 1024;
     const ZrCuWeight w = {.type = type, .n_in = n_in, .n_out = 2 * n_res};
     return zr_cuf_mv_bal_takes(&k, &w, mode, zr_cuf_mv_shape(&k, &w, mode));
@@ -328,7 +315,7 @@ ZT_TEST(the_balanced_gate_up_takes_its_types_where_its_warps_take_fewer_steps) {
     ZT_CHECK(!bal(ZR_TYPE_Q8_0, 3072, 8192, GLU));
     ZT_CHECK(!bal(ZR_TYPE_Q4_K, 4096, 14336, ZR_CUF_MV_RMSNORM));
     /* without room for x beside its remainder sums it takes nothing */
-    ZrCuKernels k = kernels(132);
+    ZrCuKernels k = zt_kernels(132);
     const ZrCuWeight w = {.type = ZR_TYPE_Q4_0, .n_in = 4096, .n_out = 2 * 14336};
     ZT_CHECK(!zr_cuf_mv_bal_takes(&k, &w, GLU, zr_cuf_mv_shape(&k, &w, GLU)));
     /* a tall kernel whose registers hold one block of 512 an SM runs another wave (132 blocks):
@@ -379,7 +366,7 @@ int main(void) { return zt_run(); }
  * (alone_smem 0) ask for nothing more. */
 ZT_TEST(a_split_grid_of_at_most_one_block_a_multiprocessor_asks_for_half_its_shared_memory) {
     const int P = ZR_CUF_MV_PLAIN, A = ZR_CUF_MV_ADDNORM, S = ZR_CUF_MV_SSQ;
-    ZrCuKernels k = kernels(132);
+    ZrCuKernels k = zt_kernels(132);
     k.alone_smem = ZR_CUF_MV_ALONE_SMEM; /* an H100's or H200's (228 KiB a multiprocessor) */
     static const struct {
         uint32_t type;
@@ -551,7 +538,7 @@ static void check_launch(const char *name, enum launch how, int mode, bool want)
  * mode, and the launcher takes neither for the other's input. The flat product's twins split the
  * same way (its ADDNORM one staging x' as the tall product does). */
 ZT_TEST(an_addnorm_gate_up_takes_the_kernels_built_for_that_input) {
-    const ZrCuKernels k = kernels(132);
+    const ZrCuKernels k = zt_kernels(132);
     const int AN = ZR_CUF_MV_ADDNORM | ZR_CUF_MV_GLU | ZR_CUF_MV_GELU, RN = ZR_CUF_MV_RMSNORM | ZR_CUF_MV_GLU;
     ZT_CHECK(zr_cuf_mv_bal_kernel(&k, ZR_TYPE_Q8_0, AN) == &k.mv_glu_bal_an_q8_0);
     ZT_CHECK(zr_cuf_mv_bal_kernel(&k, ZR_TYPE_Q4_K, AN) == &k.mv_glu_bal_an_q4_k);
@@ -577,7 +564,7 @@ ZT_TEST(an_addnorm_gate_up_takes_the_kernels_built_for_that_input) {
  * Q4_1 and Q8_0); every other input, and the other types, keep the kernel of every mode, and the
  * launcher takes the RMSNORM kernel for no other input. */
 ZT_TEST(a_tall_rmsnorm_product_takes_the_kernel_built_for_that_input) {
-    const ZrCuKernels k = kernels(132);
+    const ZrCuKernels k = zt_kernels(132);
     const int P = ZR_CUF_MV_PLAIN, RN = ZR_CUF_MV_RMSNORM, AN = ZR_CUF_MV_ADDNORM, GLU = ZR_CUF_MV_GLU;
     static const uint32_t rn[] = {ZR_TYPE_Q2_K, ZR_TYPE_Q3_K, ZR_TYPE_Q4_K, ZR_TYPE_Q5_K,
                                   ZR_TYPE_Q6_K, ZR_TYPE_Q4_1, ZR_TYPE_Q8_0};

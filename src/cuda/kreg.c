@@ -85,15 +85,12 @@ int zr_cuf_kernels_load(const ZrCuda *c, ZrCuKernels *k, int max_n_in, ZrError *
      * balanced ones beside 4 KiB of remainder sums (read from the kernels): they take the rows whose
      * staging fits beside them (zr_cuf_mv_flat_takes, zr_cuf_mv_bal_takes) */
     const int optin = c->props.max_smem_optin;
-    size_t flat_an;
-    if ((rc = opt_in_beside(c, &k->mv_glu_flat_q4_k, smem, optin, &k->flat_smem, err)) ||
-        (rc = opt_in_beside(c, &k->mv_glu_flat_an_q4_k, smem, optin, &flat_an, err)))
-        return rc;
-    if (flat_an < k->flat_smem) k->flat_smem = flat_an; /* what both may take */
-    k->bal_smem = smem; /* the least any balanced kernel may take */
-    for (int an = 0; an < 2; an++) { /* each type's kernel for any input, then for ADDNORM (the _an_ ones) */
+    k->flat_smem = k->bal_smem = smem; /* the least any flat / balanced kernel may take */
+    for (int an = 0; an < 2; an++) { /* the kernels for RMSNORM (any input), then for ADDNORM (the _an_ ones) */
         const int mode = an ? ZR_CUF_MV_ADDNORM : ZR_CUF_MV_RMSNORM;
         size_t got;
+        if ((rc = opt_in_beside(c, zr_cuf_mv_flat_kernel(k, mode), smem, optin, &got, err))) return rc;
+        if (got < k->flat_smem) k->flat_smem = got;
         for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
             const ZrKernel *bal = zr_cuf_mv_bal_kernel(k, t, mode);
             if (!bal) continue;

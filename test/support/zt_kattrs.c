@@ -1,5 +1,7 @@
 #include "zt_kattrs.h"
 
+#include <string.h>
+
 #include "quant.h"
 
 /* a kernel of `regs` registers a thread: the largest block the register file holds (warps of 256-register units), at most 1024 */
@@ -23,4 +25,16 @@ void zt_kernel_attrs(ZrCuKernels *k) {
                          t == ZR_TYPE_Q5_K || t == ZR_TYPE_Q6_K;
         set(&k->mv_idflat[t], q5_0 || t == ZR_TYPE_Q3_K ? 80 : q5_1 ? 117 : r72 ? 72 : 64);
     }
+}
+
+ZrCuKernels zt_kernels(int sm_count) {
+    ZrCuKernels k;
+    memset(&k, 0, sizeof k);
+    k.sm_count = sm_count;
+    for (uint32_t t = 0; t < ZR_TYPE_COUNT; t++) {
+        k.has_mvt[t] = k.has_mv[t] = zr_type_kernel_suffix(t) != NULL;
+        k.has_mvt_rn[t] = k.has_mv[t] && ZR_KTYPES_TALL_RN(t);
+    }
+    zt_kernel_attrs(&k);
+    return k;
 }

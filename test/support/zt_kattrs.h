@@ -7,3 +7,8 @@
 #include "cuda/kreg.h"
 
 void zt_kernel_attrs(ZrCuKernels *k);
+
+/* A ZrCuKernels of no loaded kernels as sm_90 has them for a GPU of sm_count multiprocessors: the
+ * dense products of every computed type (has_mv, has_mvt, and has_mvt_rn where cu/kernels.def's
+ * ZR_KTYPES_TALL_RN says) with zt_kernel_attrs's registers and block limits. */
+ZrCuKernels zt_kernels(int sm_count);
