@@ -322,7 +322,7 @@ ZT_TEST(the_balanced_gate_up_takes_its_types_where_its_warps_take_fewer_steps) {
      * its warps' steps do not compare, and it keeps the tall product */
     k.bal_smem = 227 * 1024;
     ZT_CHECK(zr_cuf_mv_bal_takes(&k, &w, GLU, zr_cuf_mv_shape(&k, &w, GLU)));
-    k.mvt[ZR_TYPE_Q4_0].regs = 80;
+    k.mvt[ZR_TYPE_Q4_0].regs = k.mvt_rn[ZR_TYPE_Q4_0].regs = 80; /* (its gate|up runs the RMSNORM twin) */
     const ZrMvShape one = zr_cuf_mv_shape(&k, &w, GLU);
     ZT_CHECKF(one.blocks == 132 && !zr_cuf_mv_bal_takes(&k, &w, GLU, one), "tall on %d blocks", one.blocks);
 }
@@ -561,8 +561,8 @@ ZT_TEST(an_addnorm_gate_up_takes_the_kernels_built_for_that_input) {
 
 /* A tall product of RMSNORM input (the vocabulary outputs, the tall gate|up products) takes the
  * kernel built for that input alone where the type has one (cu/kernels.def mvt_rn: the K-quants,
- * Q4_1 and Q8_0); every other input, and the other types, keep the kernel of every mode, and the
- * launcher takes the RMSNORM kernel for no other input. */
+ * Q4_1 and Q8_0; Q4_0 in its gate|up products alone); every other input, and the other types, keep
+ * the kernel of every mode, and the launcher takes the RMSNORM kernel for no other input. */
 ZT_TEST(a_tall_rmsnorm_product_takes_the_kernel_built_for_that_input) {
     const ZrCuKernels k = zt_kernels(132);
     const int P = ZR_CUF_MV_PLAIN, RN = ZR_CUF_MV_RMSNORM, AN = ZR_CUF_MV_ADDNORM, GLU = ZR_CUF_MV_GLU;
@@ -579,6 +579,8 @@ ZT_TEST(a_tall_rmsnorm_product_takes_the_kernel_built_for_that_input) {
     }
     ZT_CHECK(zr_cuf_mv_tall_kernel(&k, ZR_TYPE_Q5_0, RN) == &k.mvt[ZR_TYPE_Q5_0]);
     ZT_CHECK(zr_cuf_mv_tall_kernel(&k, ZR_TYPE_Q4_0, RN) == &k.mvt[ZR_TYPE_Q4_0]);
+    ZT_CHECK(zr_cuf_mv_tall_kernel(&k, ZR_TYPE_Q4_0, RN | GLU) == &k.mvt_rn[ZR_TYPE_Q4_0]);
+    ZT_CHECK(zr_cuf_mv_tall_kernel(&k, ZR_TYPE_Q4_0, AN | GLU) == &k.mvt[ZR_TYPE_Q4_0]);
     ZT_CHECK(zr_cuf_mv_tall_kernel(&k, ZR_TYPE_F16, RN) == &k.mvt[ZR_TYPE_F16]);
     ZT_CHECK(zr_cuf_mv_tall_kernel(&k, ZR_TYPE_COUNT, RN) == NULL);
     check_launch("matvec_q6_k_tall_rn", L_TALL, RN, true);

@@ -126,7 +126,9 @@ const ZrKernel *zr_cuf_mv_bal_kernel(const ZrCuKernels *k, uint32_t type, int mo
 
 const ZrKernel *zr_cuf_mv_tall_kernel(const ZrCuKernels *k, uint32_t type, int mode) {
     if (type >= ZR_TYPE_COUNT || !k->has_mvt[type]) return NULL;
-    return (mode & 3) == ZR_CUF_MV_RMSNORM && k->has_mvt_rn[type] ? &k->mvt_rn[type] : &k->mvt[type];
+    const bool rn = (mode & 3) == ZR_CUF_MV_RMSNORM && k->has_mvt_rn[type] &&
+                    (!ZR_KTYPES_TALL_RN_GLU(type) || (mode & ZR_CUF_MV_GLU));
+    return rn ? &k->mvt_rn[type] : &k->mvt[type];
 }
 
 /* The kernel of a product of `shape` (a tall one: zr_cuf_mv_tall_kernel) */

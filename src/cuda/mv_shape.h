@@ -95,7 +95,8 @@ bool zr_cuf_mv_bal_takes(const ZrCuKernels *k, const ZrCuWeight *w, int mode, Zr
  * mv_glu_bal_<type> lines, and mv_glu_bal_an_<type> for ZR_CUF_MV_ADDNORM) */
 const ZrKernel *zr_cuf_mv_bal_kernel(const ZrCuKernels *k, uint32_t type, int mode);
 /* The tall product kernel of a type for an input mode (NULL: none): the one built for RMSNORM
- * alone where the type has it (cu/kernels.def mvt_rn), else the one of every mode (mvt) */
+ * alone where the type has it (cu/kernels.def mvt_rn; for the types of ZR_KTYPES_TALL_RN_GLU, in
+ * gate|up products alone), else the one of every mode (mvt) */
 const ZrKernel *zr_cuf_mv_tall_kernel(const ZrCuKernels *k, uint32_t type, int mode);
 /* Dynamic shared memory of a product over rows of n_in values (x staged with padding, or as
  * integer planes: the larger of the two). */
