@@ -8,8 +8,11 @@
  * gaps). -g: the graph pass only (skips the eager one and its model upload). -T FILE (kernels
  * built with meson -Dtimeline=true): the graph pass writes the grid-wait stamps of its last
  * decode steps to FILE (src/cuda/timeline.h), for tools/timeline.py. -k f16|f32: the KV cache's
- * type (default f16, zrun's).
- *     zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P] [-g] [-T FILE] [-k f16|f32] */
+ * type (default f16, zrun's). -s greedy|default: the decode passes run the backend's decode loop
+ * (ZrBackend.decode_run, as zrun and zrun bench decode) with that sampling, so each step ends with
+ * the device's greedy tail or sampling chain (and the timeline shows it), from the prefill's last
+ * logits; without -s each step is a forward with its logits copied back.
+ *     zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P] [-g] [-T FILE] [-k f16|f32] [-s greedy|default] */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,7 @@
 
 #include "backend.h"
 #include "model.h"
+#include "sampler.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -30,6 +34,26 @@ static int cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+static bool keep_going(void *ctx, int32_t token) {
+    (void)ctx;
+    (void)token;
+    return true;
+}
+
+/* n decode steps from pos through the backend's decode loop with sampling sp, the first step's
+ * token picked from logits (the prefill's last) on the host, as zrun bench's decode tests */
+static int decode_loop(ZrBackend *be, const ZrSamplerParams *sp, int n_vocab, const int32_t *tok, int pos, int n,
+                       float *logits, ZrError *err) {
+    ZrSampler *smp = zr_sampler_create(sp, n_vocab, err);
+    if (!smp) return err->code;
+    for (int i = 0; i < pos; i++) zr_sampler_accept(smp, tok[i]);
+    ZrDecodeLoop L = {.sp = sp, .host = smp, .n_cand = n_vocab, .pos = pos, .max_steps = n, .on_token = keep_going};
+    L.token = zr_decode_pick_host(&L, logits, n_vocab);
+    const int rc = be->decode_run(be, &L, err);
+    zr_sampler_free(smp);
+    return rc;
+}
+
 static double median(double *v, int n) {
     qsort(v, n, sizeof *v, cmp);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -39,7 +63,9 @@ int main(int argc, char **argv) {
     const char *path = NULL, *timeline = NULL;
     int p = 512, n = 128, reps = 3, opt, profile = 0, graph_only = 0, bad = 0;
     ZrKvType kv = ZR_KV_F16;
-    while ((opt = getopt(argc, argv, "m:p:n:r:PgT:k:")) != -1) {
+    ZrSamplerParams sp = zr_sampler_defaults();
+    bool loop = false; /* -s: decode through decode_run with sp */
+    while ((opt = getopt(argc, argv, "m:p:n:r:PgT:k:s:")) != -1) {
         if (opt == 'P' || opt == 'g') {
             if (opt == 'P') profile = 1;
             else graph_only = 1;
@@ -51,10 +77,14 @@ int main(int argc, char **argv) {
         else if (opt == 'n') n = atoi(optarg);
         else if (opt == 'r') reps = atoi(optarg);
         else if (opt == 'k' && (!strcmp(optarg, "f16") || !strcmp(optarg, "f32"))) kv = optarg[1] == '1' ? ZR_KV_F16 : ZR_KV_F32;
-        else bad = 1;
+        else if (opt == 's' && (!strcmp(optarg, "greedy") || !strcmp(optarg, "default"))) {
+            loop = true;
+            if (optarg[0] == 'g') sp.temp = 0.0f; /* zrun bench --sampling greedy */
+        } else bad = 1;
     }
     if (bad || !path || p < 2 || n < 1 || reps < 1 || reps > 64) {
-        fprintf(stderr, "usage: zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P] [-g] [-T FILE] [-k f16|f32]\n");
+        fprintf(stderr, "usage: zrun-cuda-timing -m MODEL [-p 512] [-n 128] [-r 3] [-P] [-g] [-T FILE] [-k f16|f32] "
+                        "[-s greedy|default]\n");
         return 2;
     }
     ZrModel m;
@@ -80,15 +110,18 @@ int main(int argc, char **argv) {
         int rc = 0;
         /* warm-up: one prefill, a few decode steps (the graph is recorded and checked here) */
         rc = be->forward(be, tok, p, 0, logits, false, &err);
-        for (int i = 0; !rc && i < 4; i++) rc = be->forward(be, &tok[i % p], 1, p + i, logits, false, &err);
+        if (loop && !rc) rc = decode_loop(be, &sp, V, tok, p, 4, logits, &err);
+        for (int i = 0; !loop && !rc && i < 4; i++) rc = be->forward(be, &tok[i % p], 1, p + i, logits, false, &err);
         be->truncate(be, 0);
         for (int r = 0; !rc && r < reps; r++) {
             double t0 = now_s();
             rc = be->forward(be, tok, p, 0, logits, false, &err);
             pp[r] = p / (now_s() - t0);
             be->truncate(be, 0);
+            if (loop && !rc) rc = be->forward(be, tok, 1, 0, logits, false, &err); /* the first token's logits */
             t0 = now_s();
-            for (int i = 0; !rc && i < n; i++) rc = be->forward(be, &tok[i % p], 1, i, logits, false, &err);
+            if (loop && !rc) rc = decode_loop(be, &sp, V, tok, 1, n, logits, &err);
+            for (int i = 0; !loop && !rc && i < n; i++) rc = be->forward(be, &tok[i % p], 1, i, logits, false, &err);
             tg[r] = n / (now_s() - t0);
             be->truncate(be, 0);
         }
