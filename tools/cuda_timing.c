@@ -40,13 +40,19 @@ static bool keep_going(void *ctx, int32_t token) {
     return true;
 }
 
-/* n decode steps from pos through the backend's decode loop with sampling sp, the first step's
- * token picked from logits (the prefill's last) on the host, as zrun bench's decode tests */
-static int decode_loop(ZrBackend *be, const ZrSamplerParams *sp, int n_vocab, const int32_t *tok, int pos, int n,
-                       float *logits, ZrError *err) {
+/* n decode steps from pos: with loop, through the backend's decode loop with sampling sp (as zrun
+ * bench's decode tests), the first step's token picked on the host from logits (the last position's
+ * before pos); else forwards of tok[i % n_tok] with their logits copied back */
+static int decode(ZrBackend *be, bool loop, const ZrSamplerParams *sp, int n_vocab, const int32_t *tok, int n_tok,
+                  int pos, int n, float *logits, ZrError *err) {
+    if (!loop) {
+        int rc = 0;
+        for (int i = 0; !rc && i < n; i++) rc = be->forward(be, &tok[i % n_tok], 1, pos + i, logits, false, err);
+        return rc;
+    }
     ZrSampler *smp = zr_sampler_create(sp, n_vocab, err);
     if (!smp) return err->code;
-    for (int i = 0; i < pos; i++) zr_sampler_accept(smp, tok[i]);
+    for (int i = 0; i < pos; i++) zr_sampler_accept(smp, tok[i % n_tok]);
     ZrDecodeLoop L = {.sp = sp, .host = smp, .n_cand = n_vocab, .pos = pos, .max_steps = n, .on_token = keep_going};
     L.token = zr_decode_pick_host(&L, logits, n_vocab);
     const int rc = be->decode_run(be, &L, err);
@@ -110,18 +116,16 @@ int main(int argc, char **argv) {
         int rc = 0;
         /* warm-up: one prefill, a few decode steps (the graph is recorded and checked here) */
         rc = be->forward(be, tok, p, 0, logits, false, &err);
-        if (loop && !rc) rc = decode_loop(be, &sp, V, tok, p, 4, logits, &err);
-        for (int i = 0; !loop && !rc && i < 4; i++) rc = be->forward(be, &tok[i % p], 1, p + i, logits, false, &err);
+        if (!rc) rc = decode(be, loop, &sp, V, tok, p, p, 4, logits, &err);
         be->truncate(be, 0);
         for (int r = 0; !rc && r < reps; r++) {
             double t0 = now_s();
             rc = be->forward(be, tok, p, 0, logits, false, &err);
             pp[r] = p / (now_s() - t0);
             be->truncate(be, 0);
-            if (loop && !rc) rc = be->forward(be, tok, 1, 0, logits, false, &err); /* the first token's logits */
+            if (loop && !rc) rc = be->forward(be, tok, 1, 0, logits, false, &err); /* the first pick's logits */
             t0 = now_s();
-            if (loop && !rc) rc = decode_loop(be, &sp, V, tok, 1, n, logits, &err);
-            for (int i = 0; !loop && !rc && i < n; i++) rc = be->forward(be, &tok[i % p], 1, i, logits, false, &err);
+            if (!rc) rc = decode(be, loop, &sp, V, tok, p, loop ? 1 : 0, n, logits, &err);
             tg[r] = n / (now_s() - t0);
             be->truncate(be, 0);
         }
